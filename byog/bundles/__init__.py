@@ -1,0 +1,1 @@
+"""Run directory layout, manifest, canonical JSON, pack/unpack, sign, verify, report."""

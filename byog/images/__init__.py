@@ -1,0 +1,1 @@
+"""The standard eval image, runtimes that start a server, and the environment fingerprint."""

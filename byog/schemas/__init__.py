@@ -1,0 +1,1 @@
+"""byog.schemas"""
