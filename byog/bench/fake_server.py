@@ -1,0 +1,176 @@
+"""A tiny OpenAI-compatible SSE server on loopback that streams canned chunks as fast as it can.
+
+Two uses: ``bench/client_ceiling.py`` measures how many streamed tokens/s a client sustains
+against it (the server does no model work, so the client is the bottleneck), and unit tests run
+the whole sweep against it without vLLM. Raw asyncio with hand-written HTTP/1.1 chunked
+responses: an HTTP framework would be the bottleneck instead of the client under test.
+
+It mimics vLLM 0.32's stream: one chunk per engine step carrying ``tokens_per_chunk`` tokens,
+cumulative ``usage`` on every chunk (``continuous_usage_stats``), a final usage chunk with
+``choices: []``, then ``data: [DONE]``. ``/metrics`` exports the counters byog reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from dataclasses import dataclass
+
+VOCAB_SIZE = 1000
+
+
+@dataclass
+class FakeConfig:
+    tokens_per_chunk: int = 1  # > 1 mimics speculative decoding (k tokens per step)
+    step_s: float = 0.0  # sleep between chunks; 0 = as fast as the loop can write
+    vocab_size: int = VOCAB_SIZE
+
+
+class FakeOpenAIServer:
+    def __init__(self, config: FakeConfig | None = None) -> None:
+        self.config = config or FakeConfig()
+        self.generation_tokens = 0
+        self.prompt_tokens = 0
+        self.steps = 0
+        self.requests = 0
+
+    # --- HTTP ------------------------------------------------------------------------------
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                request_line, *header_lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = request_line.split(" ", 2)
+                length = 0
+                for line in header_lines:
+                    if line.lower().startswith("content-length:"):
+                        length = int(line.split(":", 1)[1])
+                body = json.loads(await reader.readexactly(length)) if length else {}
+                path = path.split("?", 1)[0]
+                if path in ("/v1/completions", "/v1/chat/completions") and method == "POST":
+                    await self._stream(writer, body, chat=path.endswith("chat/completions"))
+                else:
+                    status, payload = self._simple(method, path, body)
+                    data = payload.encode()
+                    ctype = "text/plain" if path == "/metrics" else "application/json"
+                    writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+                    await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass  # the client closed the connection, or the server is shutting down
+        finally:
+            writer.close()
+
+    def _simple(self, method: str, path: str, body: dict) -> tuple[str, str]:
+        if path == "/health":
+            return "200 OK", ""
+        if path == "/metrics":
+            lines = [
+                f'vllm:generation_tokens_total{{engine="0"}} {float(self.generation_tokens)}',
+                f'vllm:prompt_tokens_total{{engine="0"}} {float(self.prompt_tokens)}',
+                f'vllm:iteration_tokens_total_count{{engine="0"}} {float(self.steps)}',
+                'vllm:prefix_cache_hits_total{engine="0"} 0.0',
+                'vllm:num_preemptions_total{engine="0"} 0.0',
+            ]
+            return "200 OK", "\n".join(lines) + "\n"
+        if path == "/tokenize" and method == "POST":
+            if "messages" in body:
+                count = sum(len(str(m.get("content", "")).split()) for m in body["messages"]) + 10
+                return "200 OK", json.dumps({"count": count, "tokens": list(range(count))})
+            ids = [hash(w) % self.config.vocab_size for w in str(body.get("prompt", "")).split()]
+            return "200 OK", json.dumps({"count": len(ids), "tokens": ids})
+        if path == "/detokenize" and method == "POST":
+            text = " ".join(f"w{i}" for i in body.get("tokens", []) if 0 <= i < self.config.vocab_size)
+            return "200 OK", json.dumps({"prompt": text})
+        return "404 Not Found", json.dumps({"detail": "Not Found"})
+
+    async def _stream(self, writer: asyncio.StreamWriter, body: dict, chat: bool) -> None:
+        self.requests += 1
+        prompt = body.get("messages") if chat else body.get("prompt")
+        n_in = len(prompt) if isinstance(prompt, list) and not chat else len(str(prompt).split()) + 10
+        osl = int(body.get("max_tokens") or 16)
+        k = self.config.tokens_per_chunk
+        self.prompt_tokens += n_in
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        obj = b"chat.completion.chunk" if chat else b"text_completion"
+        choice = b'{"index":0,"delta":{"content":"x"},"finish_reason":null}' if chat else b'{"index":0,"text":"x","finish_reason":null}'
+        done = 0
+        while done < osl:
+            step = min(k, osl - done)
+            done += step
+            self.generation_tokens += step
+            self.steps += 1
+            event = (b'data: {"id":"cmpl-1","object":"' + obj + b'","model":"fake","choices":[' + choice
+                     + b'],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}\n\n' % (n_in, n_in + done, done))
+            writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+            if self.config.step_s and done < osl:  # vLLM sends the usage chunk right after the last token
+                await writer.drain()
+                await asyncio.sleep(self.config.step_s)
+            elif done % 64 == 0:
+                await writer.drain()
+        final = (b'data: {"id":"cmpl-1","object":"' + obj + b'","model":"fake","choices":[],'
+                 b'"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}\n\ndata: [DONE]\n\n' % (n_in, n_in + done, done))
+        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(final), final))
+        await writer.drain()
+
+
+async def serve(host: str, port: int, config: FakeConfig | None = None) -> tuple[asyncio.AbstractServer, FakeOpenAIServer]:
+    app = FakeOpenAIServer(config)
+    server = await asyncio.start_server(app.handle, host, port, backlog=4096)
+    return server, app
+
+
+class FakeServerThread:
+    """The fake server on a background thread (for tests): ``with FakeServerThread() as s: s.base_url``."""
+
+    def __init__(self, config: FakeConfig | None = None) -> None:
+        self.config = config
+        self.loop = asyncio.new_event_loop()
+        self.app: FakeOpenAIServer | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.base_url = ""
+
+    def __enter__(self) -> "FakeServerThread":
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(serve("127.0.0.1", 0, self.config), self.loop)
+        self._server, self.app = future.result(10)
+        port = self._server.sockets[0].getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{port}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        async def shutdown() -> None:
+            if self._server is not None:
+                self._server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+
+
+def main() -> None:  # python -m byog.bench.fake_server PORT [TOKENS_PER_CHUNK]
+    import sys
+
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 8765
+    k = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+
+    async def run() -> None:
+        server, _ = await serve("127.0.0.1", port, FakeConfig(tokens_per_chunk=k))
+        async with server:
+            await server.serve_forever()
+
+    try:
+        import uvloop
+
+        uvloop.run(run())
+    except ImportError:
+        asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()

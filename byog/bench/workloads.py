@@ -1,0 +1,168 @@
+"""The three workloads (batch, concurrency, rate) and the client-saturation monitor around them.
+
+``run_point`` runs one point in a fresh event loop (uvloop when installed) and returns the raw
+request records plus how busy the client itself was. It never raises for a failed request:
+failures are recorded per request; the sweep decides what they mean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from byog.bench.client import RequestRecord, StreamingClient
+from byog.bench.metrics import percentile
+from byog.bench.prompts import Prompt
+from byog.plans.expand import BenchPoint
+
+# Client saturation limits. A client over these limits was late to read its sockets, so its
+# timestamps measure itself, not the server. One core is the most one Python process can use.
+CPU_SHARE_LIMIT = 0.90
+LOOP_LAG_LIMIT_S = 0.010  # P99 lateness of a 5 ms timer
+LAG_TICK_S = 0.005
+
+Progress = Callable[[int], None]  # called with the number of requests just finished
+
+
+@dataclass
+class PointRun:
+    records: list[RequestRecord]
+    t_start_ns: int
+    t_end_ns: int
+    cpu_share: float | None
+    loop_lag_p99_s: float | None
+    loop_lag_max_s: float | None
+
+
+class LoadMonitor:
+    """Event-loop lag (how late a periodic timer fires) and the process's CPU share over the point."""
+
+    def __init__(self) -> None:
+        self.lags_s: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+        self._cpu0 = 0.0
+        self._wall0 = 0.0
+        self.cpu_share: float | None = None
+
+    @staticmethod
+    def _cpu_s() -> float:
+        try:
+            import psutil
+
+            t = psutil.Process().cpu_times()
+            return float(t.user + t.system)
+        except ImportError:  # pragma: no cover - psutil ships with vLLM
+            return time.process_time()
+
+    async def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            due = loop.time() + LAG_TICK_S
+            await asyncio.sleep(LAG_TICK_S)
+            self.lags_s.append(max(0.0, loop.time() - due))
+
+    def start(self) -> None:
+        self._cpu0, self._wall0 = self._cpu_s(), time.perf_counter()
+        self._task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def stop(self) -> None:
+        wall = time.perf_counter() - self._wall0
+        self.cpu_share = (self._cpu_s() - self._cpu0) / wall if wall > 0 else None
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+
+async def _batch(client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress) -> list[RequestRecord]:
+    """W warm-up waves then R measured waves; each wave sends exactly B requests at once and waits for all."""
+    b = point.batch_size or 1
+    records: list[RequestRecord] = []
+    for wave in range(point.warmup_waves + point.waves):
+        batch = [
+            RequestRecord(request_index=wave * b + i, wave=wave, warmup=wave < point.warmup_waves,
+                          expected_n_in=prompts[wave * b + i].expected_n_in)
+            for i in range(b)
+        ]
+        await asyncio.gather(*(client.send(prompts[r.request_index].body, r) for r in batch))
+        records.extend(batch)
+        progress(b)
+    return records
+
+
+async def _concurrency(client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress) -> list[RequestRecord]:
+    """Closed loop: C workers; each sends its next request the moment its previous one ends."""
+    total = point.total_requests
+    records = [
+        RequestRecord(request_index=i, wave=-1, warmup=i < point.warmup_prompts, expected_n_in=prompts[i].expected_n_in)
+        for i in range(total)
+    ]
+    queue = iter(records)
+
+    async def worker() -> None:
+        for record in queue:  # a shared iterator: each record is taken by exactly one worker
+            await client.send(prompts[record.request_index].body, record)
+            progress(1)
+
+    await asyncio.gather(*(worker() for _ in range(min(point.concurrency or 1, total))))
+    return records
+
+
+def poisson_offsets_s(rate: float, count: int, seed: int) -> list[float]:
+    """Send times (s after start) of a Poisson process: cumulative sums of Exp(rate) gaps, seeded."""
+    import numpy as np
+
+    gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=count)
+    return np.cumsum(gaps).tolist()
+
+
+async def _rate(client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress) -> list[RequestRecord]:
+    """Open loop: requests leave at Poisson times whatever the server's state."""
+    assert point.rate is not None
+    offsets = poisson_offsets_s(point.rate, point.num_prompts, point.arrival_seed)
+    records = [RequestRecord(request_index=i, wave=-1, warmup=False, expected_n_in=prompts[i].expected_n_in)
+               for i in range(point.num_prompts)]
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
+    async def one(record: RequestRecord, offset: float) -> None:
+        await asyncio.sleep(max(0.0, start + offset - loop.time()))
+        await client.send(prompts[record.request_index].body, record)
+        progress(1)
+
+    await asyncio.gather(*(one(r, o) for r, o in zip(records, offsets)))
+    return records
+
+
+_WORKLOADS = {"batch": _batch, "concurrency": _concurrency, "rate": _rate}
+
+
+async def _run(base_url: str, model: str, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress,
+               timeout_s: float) -> PointRun:
+    monitor = LoadMonitor()
+    async with StreamingClient(base_url, model, point.api, point.osl, timeout_s=timeout_s) as client:
+        monitor.start()
+        t_start = time.perf_counter_ns()
+        records = await _WORKLOADS[point.kind](client, point, prompts, progress)
+        t_end = time.perf_counter_ns()
+        await monitor.stop()
+    return PointRun(records, t_start, t_end, monitor.cpu_share,
+                    percentile(monitor.lags_s, 99), max(monitor.lags_s) if monitor.lags_s else None)
+
+
+def run_point(base_url: str, model: str, point: BenchPoint, prompts: Sequence[Prompt],
+              progress: Progress = lambda n: None, timeout_s: float = 3600.0) -> PointRun:
+    """Run one point in its own event loop and return its raw records."""
+    if len(prompts) < point.total_requests:
+        raise ValueError(f"{point.point_id} needs {point.total_requests} prompts, got {len(prompts)}")
+    coro: Any = _run(base_url, model, point, prompts, progress, timeout_s)
+    try:
+        import uvloop
+
+        return uvloop.run(coro)
+    except ImportError:  # pragma: no cover
+        return asyncio.run(coro)

@@ -1,0 +1,152 @@
+"""The sweep against byog's loopback SSE server: files, resume, a dying server, summary determinism."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from byog.bench.fake_server import FakeConfig, FakeServerThread
+from byog.bench.rows import read_rows
+from byog.bench.summary import summarize_bench
+from byog.bench.sweep import run_bench_for_server
+from byog.bundles.rundir import RunDir
+from byog.images.runtime import Endpoint
+from byog.plans.load import parse_plan
+
+PLAN = """
+name: t
+model: {path: /m}
+servers:
+  cand: {runtime: endpoint, url: "http://unused"}
+  base: {runtime: endpoint, url: "http://unused"}
+baseline: base
+workloads:
+  - {kind: batch, name: decode, batch_sizes: [1, 3], isl: [5], osl: [12], warmup_waves: 1, waves: 3}
+  - {kind: concurrency, name: cl, concurrencies: [2], isl: [1], osl: [6], num_prompts: 6}
+"""
+
+
+class FakeRunning:
+    """A RunningServer over the loopback fake; ``die_on`` makes it report death during that point."""
+
+    def __init__(self, base_url: str, name: str, die_on: set[str] | None = None) -> None:
+        self.name = name
+        self.endpoint = Endpoint(base_url=base_url, model="fake")
+        self.die_on = die_on or set()
+        self.dead = False
+        self.restarts = 0
+        self.current: str | None = None
+
+    def alive(self) -> bool:
+        return not self.dead
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "fake log: engine core died"
+
+    def restart(self) -> None:
+        self.restarts += 1
+        self.dead = False
+
+    def stop(self) -> None:
+        pass
+
+
+def _console() -> Console:
+    return Console(file=open("/dev/null", "w"), force_terminal=False)
+
+
+def test_sweep_writes_raw_files_and_a_rerun_skips_complete_points(tmp_path: Path) -> None:
+    plan = parse_plan(PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    with FakeServerThread(FakeConfig(tokens_per_chunk=1, step_s=0.002)) as fake:
+        first = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+        assert first["run"] == ["decode-b1-isl5-osl12", "decode-b3-isl5-osl12", "cl-c2-isl1-osl6"]
+        assert 0 < first["measuring_share"] <= 1
+        rows = read_rows(run_dir.bench_rows("base", "decode-b3-isl5-osl12"))
+        assert len(rows) == 3 * 4 and sum(r.warmup for r in rows) == 3
+        assert all(r.n_in == 5 and r.n_out == 12 and sum(r.chunk_tokens) == 12 for r in rows)
+        record = json.loads(run_dir.bench_point("base", "decode-b3-isl5-osl12").read_text())
+        assert record["status"] == "complete" and record["prompts_label"] == "random-ids"
+        assert record["counter_deltas"]["vllm:generation_tokens_total"] == 12 * 12
+        assert run_dir.metrics_snapshot("base", "decode-b3-isl5-osl12", "before").is_file()
+        snapshot = {p: p.read_bytes() for p in (tmp_path / "bench").rglob("*") if p.is_file()}
+
+        again = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+        assert again["run"] == [] and len(again["skipped"]) == 3
+        assert {p: p.read_bytes() for p in (tmp_path / "bench").rglob("*") if p.is_file()} == snapshot
+
+        run_dir.bench_point("base", "cl-c2-isl1-osl6").unlink()  # an interrupted point: rows without record
+        third = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+        assert third["run"] == ["cl-c2-isl1-osl6"]
+
+
+def test_prompts_are_identical_across_servers_and_differ_across_points(tmp_path: Path) -> None:
+    plan = parse_plan(PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    with FakeServerThread(FakeConfig(step_s=0.002)) as fake:
+        for name in ("cand", "base"):
+            run_bench_for_server(plan, name, FakeRunning(fake.base_url, name), run_dir, _console())
+        assert fake.app is not None and fake.app.requests == 2 * (4 + 12 + 6)
+    summary = summarize_bench(run_dir, plan)
+    assert [(p["server"], p["point_id"]) for p in summary["points"]][:2] == [("cand", "decode-b1-isl5-osl12"), ("cand", "decode-b3-isl5-osl12")]
+    assert all(p["valid"] for p in summary["points"]), [p["invalid_reasons"] for p in summary["points"]]
+    # recomputation from the raw files gives the same bytes (verify relies on it)
+    again = summarize_bench(run_dir, plan)
+    assert json.dumps(summary, sort_keys=True, allow_nan=False) == json.dumps(again, sort_keys=True, allow_nan=False)
+    metrics = {c["metric"] for c in summary["comparisons"]}
+    assert metrics == {"decode_tok_s", "tpot_s.p50", "ttft_s.p50", "tok_s_user.p50"}
+    b3 = next(p for p in summary["points"] if p["point_id"] == "decode-b3-isl5-osl12" and p["server"] == "base")
+    assert b3["n_requests"] == 9 and b3["metrics"]["decode_tok_s"] > 0
+    # The fake counts one engine step per chunk per request (it does not batch): its counters say
+    # 1 token per step, so the steps/s x AL x B cross-check reads 3x the measured decode tok/s.
+    assert b3["metrics"]["tokens_per_step"] == pytest.approx(1.0)
+    assert b3["metrics"]["crosscheck_decode_tok_s"] == pytest.approx(3 * b3["metrics"]["decode_tok_s"])
+    for comparison in summary["comparisons"]:
+        assert comparison["ci_low"] <= comparison["ratio"] * 1.5 and comparison["within_noise"] in (True, False)
+
+
+def test_a_server_dying_mid_point_gets_a_failed_record_a_restart_and_a_retry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import byog.bench.sweep as sweep
+
+    plan = parse_plan(PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    real_run_point = sweep.run_point
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
+        server = FakeRunning(fake.base_url, "base")
+
+        def dying_run_point(base_url, model, point, prompts, progress):  # type: ignore[no-untyped-def]
+            result = real_run_point(base_url, model, point, prompts, progress)
+            if point.point_id == "decode-b3-isl5-osl12" and server.restarts == 0:
+                server.dead = True
+            return result
+
+        monkeypatch.setattr(sweep, "run_point", dying_run_point)
+        result = run_bench_for_server(plan, "base", server, run_dir, _console())
+        assert result["failed"] == ["decode-b3-isl5-osl12"] and result["restarts"] == 1
+        assert result["run"] == ["decode-b1-isl5-osl12", "cl-c2-isl1-osl6"]  # the sweep went on
+        record = json.loads(run_dir.bench_point("base", "decode-b3-isl5-osl12").read_text())
+        assert record["status"] == "failed" and "engine core died" in record["log_tail"]
+        assert not run_dir.bench_point_complete("base", "decode-b3-isl5-osl12")
+        failed = next(p for p in summarize_bench(run_dir, plan)["points"] if p["point_id"] == "decode-b3-isl5-osl12" and p["server"] == "base")
+        assert failed["valid"] is False and failed["invalid_reasons"][0].startswith("point failed")
+
+        rerun = run_bench_for_server(plan, "base", server, run_dir, _console())
+        assert rerun["run"] == ["decode-b3-isl5-osl12"] and sorted(rerun["skipped"]) == ["cl-c2-isl1-osl6", "decode-b1-isl5-osl12"]
+        assert json.loads(run_dir.bench_point("base", "decode-b3-isl5-osl12").read_text())["status"] == "complete"
+
+
+def test_speculative_chunks_are_counted_by_tokens(tmp_path: Path) -> None:
+    plan = parse_plan(PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    with FakeServerThread(FakeConfig(tokens_per_chunk=4, step_s=0.002)) as fake:
+        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+    rows = read_rows(run_dir.bench_rows("base", "decode-b1-isl5-osl12"))
+    assert all(r.chunk_tokens == [4, 4, 4] for r in rows)
+    point = next(p for p in summarize_bench(run_dir, plan)["points"] if p["point_id"] == "decode-b1-isl5-osl12" and p["server"] == "base")
+    assert point["valid"], point["invalid_reasons"]
+    # at B = 1 the fake emits 4 tokens per step: tokens per step comes from its counters
+    assert point["metrics"]["tokens_per_step"] == pytest.approx(4.0)
+    assert point["metrics"]["itl_s"]["p50"] == pytest.approx(point["metrics"]["tpot_s"]["p50"] * 11 / 8, rel=0.3)
