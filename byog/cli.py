@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from byog import __version__
-from byog.errors import ByogError
+from byog.errors import ByogError, UsageError
 
 app = typer.Typer(
     name="byog",
@@ -76,12 +76,13 @@ def run_cmd(
     plan: Optional[str] = typer.Argument(None, help="Plan file or built-in profile name (default: smoke)."),
     plan_opt: Optional[str] = typer.Option(None, "--plan", help="Same as the PLAN argument."),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Run directory; an existing one resumes (default: runs/<new id>)."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local eval datasets (default: BYOG_DATA_DIR, then ../shared/datasets)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Launch every server of the plan, run its sweeps and evals, derive the verdict, write the run directory."""
     from byog.pipeline import run_plan
 
-    result = run_plan(plan_opt or plan, run_dir=run_dir, console=err_console if as_json else console)
+    result = run_plan(plan_opt or plan, run_dir=run_dir, console=err_console if as_json else console, data_dir=data_dir)
     if as_json:
         print_json(result)
 
@@ -109,6 +110,158 @@ def compare_cmd(
     summary = derive_and_write(run_dir, console=err_console if as_json else console)
     if as_json:
         print_json(summary)
+
+
+# --- bundles: pack, verify, report, keys, attach (byog/bundles) ------------------------------
+
+bundle_app = typer.Typer(help="Seal a run directory into a signed bundle.", no_args_is_help=True)
+keys_app = typer.Typer(help="Manage the allowed signers verify trusts.", no_args_is_help=True)
+app.add_typer(bundle_app, name="bundle")
+app.add_typer(keys_app, name="keys")
+
+
+@bundle_app.command("pack")
+@_guarded
+def bundle_pack_cmd(
+    run_dir: Path = typer.Argument(..., help="A run directory with summary.json."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Bundle path (default: RUN_DIR/bundle.tar.gz)."),
+    no_sign: bool = typer.Option(False, "--no-sign", help="Pack without signing even when a key is configured."),
+) -> None:
+    """Write the manifest, sign it with your SSH key, and pack a deterministic bundle.tar.gz (at most 25 MB)."""
+    from byog.bundles.finalize import describe, seal_and_pack
+    from byog.bundles.rundir import RunDir
+
+    console.print(describe(seal_and_pack(RunDir(run_dir), out, sign=not no_sign)), highlight=False, soft_wrap=True)
+
+
+@command("verify")
+def verify_cmd(
+    bundle: Path = typer.Argument(..., help="bundle.tar.gz to check."),
+    allowed_signers: Optional[Path] = typer.Option(None, "--allowed-signers", help="OpenSSH allowed_signers file (default: ~/.config/byog/allowed_signers)."),
+    policy: Optional[Path] = typer.Option(None, "--policy", help="Policy YAML: allowed image digests, required points/tasks, minimum samples."),
+    claims: Optional[Path] = typer.Option(None, "--claims", help="Claims YAML: the numbers a PR states."),
+    allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Check an unsigned bundle instead of failing it."),
+    as_json: bool = typer.Option(False, "--json", help="Print every check as JSON."),
+) -> None:
+    """Check a bundle: safe extraction, hashes, signer, schemas, every number recomputed, policy, claims."""
+    from byog.bundles.verify import verify_bundle
+
+    report = verify_bundle(bundle, allowed_signers=allowed_signers, policy=policy, claims=claims, allow_unsigned=allow_unsigned)
+    if as_json:
+        print_json(report.as_json())
+    else:
+        marks = {"pass": "[green]ok  [/]", "skip": "[dim]skip[/]", "fail": "[bold red]FAIL[/]"}
+        for result in report.results:
+            console.print(f"{marks[result.status]} {result.name}: {result.message}", highlight=False, soft_wrap=True)
+        verdict = "[bold green]verified[/]" if report.verified else f"[bold red]not verified[/] ({len(report.failures)} check(s) failed)"
+        console.print(f"{bundle}: {verdict}", highlight=False, soft_wrap=True)
+    if not report.verified:
+        raise typer.Exit(1)
+
+
+@command("report")
+def report_cmd(
+    target: Path = typer.Argument(..., help="A run directory or a bundle.tar.gz."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Folder for report.md and plots/ (default: the run directory, or <bundle>-report/)."),
+) -> None:
+    """Write report.md and the plots (tok/s vs batch, speedup with CI, TPOT distribution, eval deltas)."""
+    from byog.bundles.publish import write_report
+
+    written = write_report(target, out)
+    console.print(f"wrote {written.report_md} and {len(written.plots)} plots under {written.report_md.parent / 'plots'}", highlight=False)
+
+
+@keys_app.command("add")
+@_guarded
+def keys_add_cmd(
+    github_user: str = typer.Argument(..., help="GitHub user whose SSH signing keys to trust."),
+    allowed_signers: Optional[Path] = typer.Option(None, "--allowed-signers", help="File to add to (default: ~/.config/byog/allowed_signers)."),
+) -> None:
+    """Fetch a GitHub user's public SSH signing keys into an allowed_signers file."""
+    from byog.bundles.keys import add_github_user
+    from byog.bundles.sign import default_allowed_signers
+
+    added = add_github_user(github_user, allowed_signers or default_allowed_signers())
+    console.print(f"{added.path}: {added.added} key(s) added for {added.principal}, {added.already_present} already there", highlight=False)
+
+
+@command("attach")
+def attach_cmd(
+    bundle: Path = typer.Argument(..., help="bundle.tar.gz"),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    repo: Optional[str] = typer.Option(None, "--repo", help="OWNER/NAME (default: gh's current repository)."),
+) -> None:
+    """Post the bundle's report.md to a PR with gh, and say how to attach the bundle itself."""
+    from byog.bundles.publish import attach
+
+    console.print(attach(bundle, pr, repo), highlight=False, soft_wrap=True)
+
+
+# --- bench: sweep an endpoint, expand a plan (byog/bench) ------------------------------------
+
+@command("bench")
+def bench_cmd(
+    endpoint: str = typer.Option(..., "--endpoint", help="Base URL of a running OpenAI-compatible server, e.g. http://127.0.0.1:8000."),
+    model: Optional[str] = typer.Option(None, "--model", help="Served model name (default: the first of /v1/models)."),
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="Tokenizer path or id (vocabulary for random prompts; default: ask the server)."),
+    workload: str = typer.Option("batch", "--workload", help="batch, concurrency or rate."),
+    batch_sizes: str = typer.Option("1", "--batch-sizes", help="Batch workload: B values, e.g. 1,2,4."),
+    concurrency: str = typer.Option("1", "--concurrency", help="Concurrency workload: C values, e.g. 1,8."),
+    rates: str = typer.Option("1", "--rates", help="Rate workload: requests/s values, e.g. 0.5,2."),
+    num_prompts: int = typer.Option(32, "--num-prompts", min=1, help="Concurrency/rate workloads: measured requests per point."),
+    isl: str = typer.Option("32", "--isl", help="Input lengths in tokens, e.g. 1,1024."),
+    osl: str = typer.Option("64", "--osl", help="Output lengths in tokens."),
+    waves: int = typer.Option(3, "--waves", min=1, help="Batch workload: measured waves."),
+    warmup_waves: int = typer.Option(1, "--warmup-waves", min=0, help="Batch workload: warm-up waves (not measured)."),
+    api: str = typer.Option("completions", "--api", help="completions or chat."),
+    prompts: str = typer.Option("random", "--prompts", help="random (token ids), mt_bench or gsm8k."),
+    seed: int = typer.Option(1234, "--seed", help="Prompt (and Poisson arrival) seed."),
+    reset_prefix_cache: bool = typer.Option(False, "--reset-prefix-cache", help="POST /reset_prefix_cache before each point (vLLM dev mode)."),
+    plan: Optional[str] = typer.Option(None, "--plan", help="Take the workloads of this plan's server instead of the flags."),
+    server: Optional[str] = typer.Option(None, "--server", help="With --plan: which server config the endpoint runs (default: the baseline)."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Datasets folder for --prompts mt_bench/gsm8k (default: BYOG_DATA_DIR, then ../shared/datasets)."),
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Run directory; an existing one resumes (default: runs/bench-<id>)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the points as JSON."),
+) -> None:
+    """Run the decode sweep against a running server and write raw rows + point records to a run directory."""
+    from byog.bench.standalone import BenchFlags, bench_endpoint, parse_float_list, parse_int_list, render_points
+
+    if api not in ("completions", "chat"):
+        raise UsageError(f"--api must be completions or chat, not '{api}'")
+    if prompts not in ("random", "mt_bench", "gsm8k"):
+        raise UsageError(f"--prompts must be random, mt_bench or gsm8k, not '{prompts}'")
+    flags = BenchFlags(
+        endpoint=endpoint, model=model, tokenizer=tokenizer, workload=workload,
+        batch_sizes=parse_int_list(batch_sizes, "--batch-sizes"), concurrencies=parse_int_list(concurrency, "--concurrency"),
+        rates=parse_float_list(rates, "--rates"), num_prompts=num_prompts, isl=parse_int_list(isl, "--isl"),
+        osl=parse_int_list(osl, "--osl"), waves=waves, warmup_waves=warmup_waves, api=api, prompts=prompts, seed=seed,
+        reset_prefix_cache=reset_prefix_cache, plan=plan, server=server, data_dir=data_dir,
+    )
+    result = bench_endpoint(flags, run_dir, err_console if as_json else console)
+    if as_json:
+        print_json(result)
+    else:
+        render_points(console, result["points"], title=f"byog bench -> {result['run_dir']}")
+
+
+@command("plan")
+def plan_cmd(
+    plan: Optional[str] = typer.Argument(None, help="Plan file or built-in profile name (default: smoke)."),
+    from_run: Optional[Path] = typer.Option(None, "--from-run", help="An earlier run directory: use its measured start-up and TPOT."),
+    as_json: bool = typer.Option(False, "--json", help="Print the matrix and estimate as JSON."),
+) -> None:
+    """Show a plan's expanded bench matrix, each server's launch command and an estimated wall time."""
+    from byog.bench.estimate import estimate_plan, render_estimate
+    from byog.plans.expand import check_plan_fits
+    from byog.plans.load import load_plan
+
+    loaded, _ = load_plan(plan)
+    check_plan_fits(loaded)
+    estimate = estimate_plan(loaded, from_run)
+    if as_json:
+        print_json(estimate)
+    else:
+        render_estimate(console, estimate)
 
 
 def main() -> None:

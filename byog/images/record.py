@@ -1,0 +1,81 @@
+"""What every runtime does around a server: wait for /health, probe it, write server.json."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+
+from byog import __version__
+from byog.errors import ByogError
+from byog.ioutil import atomic_write_json
+
+HEALTH_POLL_S = 0.5
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def tail_file(path: Path, lines: int = 30) -> str:
+    if not path.is_file():
+        return "(no log)"
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        return "".join(deque(handle, maxlen=lines)).rstrip()
+
+
+def wait_for_health(
+    base_url: str,
+    *,
+    name: str,
+    alive: Callable[[], bool],
+    log_tail: Callable[[], str],
+    timeout_s: float,
+) -> float:
+    """Poll /health until it answers 200; fail fast with the log tail if the server exits first.
+
+    Returns seconds from the call to the first healthy answer.
+    """
+    start = time.monotonic()
+    with httpx.Client(timeout=5.0) as client:
+        while True:
+            if not alive():
+                raise ByogError(f"server '{name}' exited before it became healthy; last log lines:\n{log_tail()}")
+            try:
+                if client.get(f"{base_url}/health").status_code == 200:
+                    return time.monotonic() - start
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() - start > timeout_s:
+                raise ByogError(
+                    f"server '{name}' did not answer /health within {timeout_s:.0f} s; last log lines:\n{log_tail()}"
+                )
+            time.sleep(HEALTH_POLL_S)
+
+
+def probe_server(base_url: str) -> dict[str, Any]:
+    """/version and /v1/models as the server reports them (recorded verbatim)."""
+    found: dict[str, Any] = {}
+    with httpx.Client(timeout=10.0) as client:
+        for key, path in (("version", "/version"), ("models", "/v1/models")):
+            try:
+                response = client.get(f"{base_url}{path}")
+                found[key] = response.json() if response.status_code == 200 else None
+            except (httpx.HTTPError, ValueError):
+                found[key] = None
+    return found
+
+
+def served_max_model_len(models: dict[str, Any] | None) -> int | None:
+    for card in (models or {}).get("data", []):
+        if isinstance(card.get("max_model_len"), int):
+            return card["max_model_len"]
+    return None
+
+
+def write_server_record(path: Path, record: dict[str, Any]) -> None:
+    atomic_write_json(path, {"byog_version": __version__, **record})

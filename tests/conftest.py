@@ -1,0 +1,60 @@
+"""Shared fixtures. Integration fixtures start the REAL CPU vLLM (SmolLM2-135M, eager mode).
+
+One eager server is started per test session and shared; tests that must kill or restart a
+server start their own through the same runtime.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+# Tests never reach a model or dataset hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    if not SHARED_DATASETS.is_dir():
+        pytest.skip(f"{SHARED_DATASETS} is not here")
+    return SHARED_DATASETS
+
+
+@pytest.fixture(scope="session")
+def smollm2():  # -> PreparedModel
+    from byog.images.models import prepare_model
+    from byog.plans.model import BUILTIN_MODEL, ModelSpec
+
+    return prepare_model(ModelSpec(path=BUILTIN_MODEL, max_model_len=4096))
+
+
+@pytest.fixture(scope="session")
+def eager_config():  # -> ServerConfig
+    from byog.plans.model import ServerConfig
+
+    return ServerConfig(runtime="local", args=["--enforce-eager"])
+
+
+@pytest.fixture(scope="session")
+def cpu_server(smollm2, eager_config, tmp_path_factory) -> Iterator[object]:
+    """A real CPU vLLM server (RunningServer), shared by the whole session."""
+    from byog.images.local import LocalRuntime
+
+    server_dir = tmp_path_factory.mktemp("cpu_server") / "servers" / "shared"
+    server = LocalRuntime().launch("shared", eager_config, smollm2, server_dir)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def endpoint(cpu_server):  # -> Endpoint
+    return cpu_server.endpoint

@@ -1,0 +1,101 @@
+"""The local runtime on real CPU vLLM: no server process outlives a run, a Ctrl-C or a failed start."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from byog.errors import ByogError
+from byog.images.local import LocalRuntime
+from byog.plans.model import ServerConfig
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_failed_start_fails_fast_with_log_tail_and_leaves_nothing(smollm2, tmp_path: Path) -> None:
+    config = ServerConfig(runtime="local", args=["--enforce-eager", "--no-such-flag"])
+    started = time.monotonic()
+    with pytest.raises(ByogError) as err:
+        LocalRuntime().launch("broken", config, smollm2, tmp_path / "servers" / "broken")
+    assert time.monotonic() - started < 120  # not the 900 s health timeout
+    message = str(err.value)
+    assert "exited before it became healthy" in message
+    assert "--no-such-flag" in message  # vLLM's own complaint, from the log tail
+    leftovers = [p for p in psutil.process_iter(["cmdline"]) if "--no-such-flag" in (p.info["cmdline"] or [])]
+    assert leftovers == []
+
+
+def test_stop_and_restart_leave_no_process(smollm2, eager_config, tmp_path: Path) -> None:
+    server = LocalRuntime().launch("s", eager_config, smollm2, tmp_path / "servers" / "s")
+    try:
+        first = server._proc.pid
+        reply = httpx.post(
+            f"{server.endpoint.base_url}/v1/completions",
+            json={"model": server.endpoint.model, "prompt": "1 2 3", "max_tokens": 4, "ignore_eos": True},
+            timeout=60,
+        ).json()
+        assert reply["usage"]["completion_tokens"] == 4
+        server.restart()
+        second = server._proc.pid
+        assert first != second and not group_alive(first)
+        record = json.loads((tmp_path / "servers" / "s" / "server.json").read_text())
+        assert [s["pid"] for s in record["starts"]] == [first, second]
+        assert record["version"]["version"].startswith("0.32")
+        assert record["models"]["data"][0]["id"] == smollm2.served_name
+    finally:
+        server.stop()
+    assert not group_alive(second)
+
+
+PLAN = """\
+name: interrupt
+model: {path: builtin:smollm2-135m-instruct, max_model_len: 4096}
+servers:
+  only: {runtime: local, args: ["--enforce-eager"]}
+baseline: only
+workloads:
+  - {kind: batch, name: decode, batch_sizes: [1], isl: [32], osl: [2000], warmup_waves: 0, waves: 50}
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_run_stops_its_server(tmp_path: Path, sig: signal.Signals) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN)
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "byog", "run", "--plan", str(plan), "--run-dir", str(run_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path,
+    )
+    record = run_dir / "servers" / "only" / "server.json"
+    deadline = time.monotonic() + 600
+    while not record.is_file() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert record.is_file(), proc.communicate(timeout=30)[0].decode()[-3000:]
+    pgid = json.loads(record.read_text())["starts"][0]["pid"]
+    time.sleep(3)  # let the first requests go out: the interrupt lands mid-point
+    proc.send_signal(sig)
+    output = proc.communicate(timeout=120)[0].decode()
+    assert proc.returncode == 130, output[-3000:]
+    assert "interrupted" in output and "Traceback" not in output
+    assert not group_alive(pgid)
+    assert (run_dir / "plan.yaml").is_file()  # the run directory stays for a resume
