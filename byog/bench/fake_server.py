@@ -34,6 +34,7 @@ class FakeOpenAIServer:
         self.prompt_tokens = 0
         self.steps = 0
         self.requests = 0
+        self._cache: dict[tuple[bool, int, int, int], bytes] = {}
 
     # --- HTTP ------------------------------------------------------------------------------
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -64,6 +65,10 @@ class FakeOpenAIServer:
     def _simple(self, method: str, path: str, body: dict) -> tuple[str, str]:
         if path == "/health":
             return "200 OK", ""
+        if path == "/v1/models":
+            return "200 OK", json.dumps({"object": "list", "data": [{"id": "fake", "object": "model", "max_model_len": 4096}]})
+        if path == "/version":
+            return "200 OK", json.dumps({"version": "fake"})
         if path == "/metrics":
             lines = [
                 f'vllm:generation_tokens_total{{engine="0"}} {float(self.generation_tokens)}',
@@ -92,26 +97,40 @@ class FakeOpenAIServer:
         k = self.config.tokens_per_chunk
         self.prompt_tokens += n_in
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        frames = self._frames(chat, n_in, osl, k)
+        self.generation_tokens += osl
+        self.steps += len(frames) - 1
+        if not self.config.step_s:
+            writer.write(self._joined(chat, n_in, osl, k))  # the whole stream at once: the client is the bottleneck
+            await writer.drain()
+            return
+        for i, frame in enumerate(frames):
+            writer.write(frame)
+            await writer.drain()
+            if i < len(frames) - 2:  # vLLM sends the usage chunk right after the last token
+                await asyncio.sleep(self.config.step_s)
+
+    def _frames(self, chat: bool, n_in: int, osl: int, k: int) -> list[bytes]:
+        """HTTP chunked frames: one per engine step (k tokens each), then the usage chunk + [DONE] + end."""
         obj = b"chat.completion.chunk" if chat else b"text_completion"
         choice = b'{"index":0,"delta":{"content":"x"},"finish_reason":null}' if chat else b'{"index":0,"text":"x","finish_reason":null}'
+        frames = []
         done = 0
         while done < osl:
-            step = min(k, osl - done)
-            done += step
-            self.generation_tokens += step
-            self.steps += 1
+            done += min(k, osl - done)
             event = (b'data: {"id":"cmpl-1","object":"' + obj + b'","model":"fake","choices":[' + choice
                      + b'],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}\n\n' % (n_in, n_in + done, done))
-            writer.write(b"%x\r\n%s\r\n" % (len(event), event))
-            if self.config.step_s and done < osl:  # vLLM sends the usage chunk right after the last token
-                await writer.drain()
-                await asyncio.sleep(self.config.step_s)
-            elif done % 64 == 0:
-                await writer.drain()
+            frames.append(b"%x\r\n%s\r\n" % (len(event), event))
         final = (b'data: {"id":"cmpl-1","object":"' + obj + b'","model":"fake","choices":[],'
                  b'"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}\n\ndata: [DONE]\n\n' % (n_in, n_in + done, done))
-        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(final), final))
-        await writer.drain()
+        frames.append(b"%x\r\n%s\r\n0\r\n\r\n" % (len(final), final))
+        return frames
+
+    def _joined(self, chat: bool, n_in: int, osl: int, k: int) -> bytes:
+        key = (chat, n_in, osl, k)
+        if key not in self._cache:
+            self._cache[key] = b"".join(self._frames(chat, n_in, osl, k))
+        return self._cache[key]
 
 
 async def serve(host: str, port: int, config: FakeConfig | None = None) -> tuple[asyncio.AbstractServer, FakeOpenAIServer]:

@@ -1,0 +1,168 @@
+"""How many streamed tokens/s can one client process take? byog's client vs vLLM's bench client.
+
+A loopback OpenAI-compatible SSE server (``byog.bench.fake_server``, its own process) streams
+canned one-token chunks as fast as it can, so the client is the bottleneck. We measure:
+
+- byog: the closed-loop workload (C streams, N requests, OSL tokens each) in this process;
+  tokens/s = tokens / wall, and the client's CPU time per chunk (its per-chunk overhead);
+- the same consumer loop on httpx instead of aiohttp (why byog uses aiohttp);
+- ``vllm bench serve`` (through byog.images.vllm_entry) with the same C, N and OSL: its
+  reported output token throughput.
+
+    python bench/client_ceiling.py [--concurrency 32] [--num-prompts 128] [--osl 1024] [--tokenizer DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from byog.bench.client import request_body
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_fake(port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-m", "byog.bench.fake_server", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    for _ in range(100):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("the fake server did not start")
+
+
+def run_byog(base_url: str, concurrency: int, num_prompts: int, osl: int) -> dict[str, float]:
+    from byog.bench.prompts import Prompt
+    from byog.bench.workloads import run_point
+    from byog.plans.expand import BenchPoint
+    from byog.plans.model import RandomPrompts
+
+    point = BenchPoint(point_id="ceiling", workload="ceiling", kind="concurrency", concurrency=concurrency, isl=32, osl=osl,
+                       prompts=RandomPrompts(), num_prompts=num_prompts)
+    prompts = [Prompt(list(range(300, 332)), 32)] * num_prompts
+    run = run_point(base_url, "fake", point, prompts)
+    wall = (run.t_end_ns - run.t_start_ns) / 1e9
+    tokens = sum(r.n_out for r in run.records)
+    chunks = sum(len(r.chunk_t_ns) for r in run.records)
+    errors = sum(r.error is not None for r in run.records)
+    cpu_s = (run.cpu_share or 0.0) * wall
+    return {"tok_s": tokens / wall, "chunks": chunks, "tokens": tokens, "wall_s": wall, "errors": errors,
+            "cpu_us_per_chunk": cpu_s / chunks * 1e6 if chunks else float("nan"), "cpu_share": run.cpu_share or 0.0}
+
+
+async def _httpx_run(base_url: str, concurrency: int, num_prompts: int, osl: int) -> tuple[int, float]:
+    """The byog consumer loop on httpx (timestamp per read, usage deltas), for the library choice."""
+    from msgspec.json import decode
+
+    tokens = 0
+    todo = iter(range(num_prompts))
+    async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=None)) as client:
+        async def worker() -> None:
+            nonlocal tokens
+            for _ in todo:
+                body = request_body("completions", "fake", list(range(300, 332)), osl)
+                seen = 0
+                async with client.stream("POST", base_url + "/v1/completions", json=body) as response:
+                    buffer = b""
+                    async for data in response.aiter_raw():
+                        _ = time.perf_counter_ns()
+                        buffer += data
+                        *lines, buffer = buffer.split(b"\n")
+                        for line in lines:
+                            if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
+                                event = decode(line[5:].strip())
+                                if event.get("choices"):
+                                    seen = event["usage"]["completion_tokens"]
+                tokens += seen
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return tokens, time.perf_counter() - start
+
+
+def run_httpx(base_url: str, concurrency: int, num_prompts: int, osl: int) -> dict[str, float]:
+    import uvloop
+
+    tokens, wall = uvloop.run(_httpx_run(base_url, concurrency, num_prompts, osl))
+    return {"tok_s": tokens / wall, "tokens": tokens, "wall_s": wall}
+
+
+def run_vllm(base_url: str, concurrency: int, num_prompts: int, osl: int, tokenizer: str) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, "-m", "byog.images.vllm_entry", "bench", "serve", "--backend", "openai",
+               "--base-url", base_url, "--model", "fake", "--tokenizer", tokenizer, "--dataset-name", "random",
+               "--random-input-len", "32", "--random-output-len", str(osl), "--num-prompts", str(num_prompts),
+               "--max-concurrency", str(concurrency), "--ignore-eos", "--temperature", "0", "--disable-tqdm",
+               "--save-result", "--result-dir", out, "--result-filename", "r.json"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        if proc.returncode != 0:
+            raise SystemExit(f"vllm bench serve failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        result = json.loads((Path(out) / "r.json").read_text())
+    return {"tok_s": result["output_throughput"], "tokens": result["total_output_tokens"], "wall_s": result["duration"],
+            "completed": result["completed"]}
+
+
+def _runs(runs: list[dict[str, float]]) -> str:
+    return ", ".join(f"{r['tok_s']:,.0f}" for r in runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--num-prompts", type=int, default=128)
+    parser.add_argument("--osl", type=int, default=1024)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tokenizer", default=None, help="for vllm bench serve's random prompts (default: the built-in SmolLM2)")
+    parser.add_argument("--skip-vllm", action="store_true")
+    args = parser.parse_args()
+
+    port = free_port()
+    fake = start_fake(port)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        c, n, osl = args.concurrency, args.num_prompts, args.osl
+        print(f"loopback SSE source: {base_url}; C={c} streams, N={n} requests, OSL={osl} one-token chunks; median of {args.repeats}")
+        run_byog(base_url, c, min(n, 2 * c), 64)  # warm the connection pool and code paths
+        byog_runs = [run_byog(base_url, c, n, osl) for _ in range(args.repeats)]
+        httpx_runs = [run_httpx(base_url, c, n, osl) for _ in range(args.repeats)]
+        byog_tok_s = statistics.median(r["tok_s"] for r in byog_runs)
+        overhead = statistics.median(r["cpu_us_per_chunk"] for r in byog_runs)
+        print(f"byog (aiohttp):        {byog_tok_s:12,.0f} tok/s   per-chunk client CPU {overhead:.1f} us   "
+              f"(runs: {_runs(byog_runs)}; errors {sum(r['errors'] for r in byog_runs)})")
+        httpx_tok_s = statistics.median(r["tok_s"] for r in httpx_runs)
+        print(f"same loop on httpx:    {httpx_tok_s:12,.0f} tok/s   (aiohttp/httpx = {byog_tok_s / httpx_tok_s:.2f}x)")
+        if not args.skip_vllm:
+            from byog.images.models import prepare_builtin_smollm2
+
+            tokenizer = args.tokenizer or str(prepare_builtin_smollm2())
+            vllm_runs = [run_vllm(base_url, c, n, osl, tokenizer) for _ in range(args.repeats)]
+            vllm_tok_s = statistics.median(r["tok_s"] for r in vllm_runs)
+            print(f"vllm bench serve:      {vllm_tok_s:12,.0f} tok/s   "
+                  f"(runs: {_runs(vllm_runs)})")
+            print(f"ratio byog / vllm bench serve: {byog_tok_s / vllm_tok_s:.2f}x  (goal >= 2x)")
+    finally:
+        fake.kill()
+        fake.wait()
+
+
+if __name__ == "__main__":
+    main()
