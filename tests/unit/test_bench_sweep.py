@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from byog.bench import metrics as m
 from byog.bench.fake_server import FakeConfig, FakeServerThread
 from byog.bench.rows import read_rows
 from byog.bench.summary import summarize_bench
@@ -25,7 +26,7 @@ servers:
 baseline: base
 workloads:
   - {kind: batch, name: decode, batch_sizes: [1, 3], isl: [5], osl: [12], warmup_waves: 1, waves: 3}
-  - {kind: concurrency, name: cl, concurrencies: [2], isl: [1], osl: [6], num_prompts: 6}
+  - {kind: concurrency, name: cl, concurrencies: [2], isl: [1], osl: [16], num_prompts: 6}
 """
 
 
@@ -63,7 +64,7 @@ def test_sweep_writes_raw_files_and_a_rerun_skips_complete_points(tmp_path: Path
     run_dir = RunDir(tmp_path)
     with FakeServerThread(FakeConfig(tokens_per_chunk=1, step_s=0.002)) as fake:
         first = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
-        assert first["run"] == ["decode-b1-isl5-osl12", "decode-b3-isl5-osl12", "cl-c2-isl1-osl6"]
+        assert first["run"] == ["decode-b1-isl5-osl12", "decode-b3-isl5-osl12", "cl-c2-isl1-osl16"]
         assert 0 < first["measuring_share"] <= 1
         rows = read_rows(run_dir.bench_rows("base", "decode-b3-isl5-osl12"))
         assert len(rows) == 3 * 4 and sum(r.warmup for r in rows) == 3
@@ -78,15 +79,15 @@ def test_sweep_writes_raw_files_and_a_rerun_skips_complete_points(tmp_path: Path
         assert again["run"] == [] and len(again["skipped"]) == 3
         assert {p: p.read_bytes() for p in (tmp_path / "bench").rglob("*") if p.is_file()} == snapshot
 
-        run_dir.bench_point("base", "cl-c2-isl1-osl6").unlink()  # an interrupted point: rows without record
+        run_dir.bench_point("base", "cl-c2-isl1-osl16").unlink()  # an interrupted point: rows without record
         third = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
-        assert third["run"] == ["cl-c2-isl1-osl6"]
+        assert third["run"] == ["cl-c2-isl1-osl16"]
 
 
 def test_prompts_are_identical_across_servers_and_differ_across_points(tmp_path: Path) -> None:
     plan = parse_plan(PLAN, "t.yaml")
     run_dir = RunDir(tmp_path)
-    with FakeServerThread(FakeConfig(step_s=0.002)) as fake:
+    with FakeServerThread(FakeConfig(step_s=0.005)) as fake:
         for name in ("cand", "base"):
             run_bench_for_server(plan, name, FakeRunning(fake.base_url, name), run_dir, _console())
         assert fake.app is not None and fake.app.requests == 2 * (4 + 12 + 6)
@@ -128,7 +129,7 @@ def test_a_server_dying_mid_point_gets_a_failed_record_a_restart_and_a_retry(tmp
         monkeypatch.setattr(sweep, "run_point", dying_run_point)
         result = run_bench_for_server(plan, "base", server, run_dir, _console())
         assert result["failed"] == ["decode-b3-isl5-osl12"] and result["restarts"] == 1
-        assert result["run"] == ["decode-b1-isl5-osl12", "cl-c2-isl1-osl6"]  # the sweep went on
+        assert result["run"] == ["decode-b1-isl5-osl12", "cl-c2-isl1-osl16"]  # the sweep went on
         record = json.loads(run_dir.bench_point("base", "decode-b3-isl5-osl12").read_text())
         assert record["status"] == "failed" and "engine core died" in record["log_tail"]
         assert not run_dir.bench_point_complete("base", "decode-b3-isl5-osl12")
@@ -136,7 +137,7 @@ def test_a_server_dying_mid_point_gets_a_failed_record_a_restart_and_a_retry(tmp
         assert failed["valid"] is False and failed["invalid_reasons"][0].startswith("point failed")
 
         rerun = run_bench_for_server(plan, "base", server, run_dir, _console())
-        assert rerun["run"] == ["decode-b3-isl5-osl12"] and sorted(rerun["skipped"]) == ["cl-c2-isl1-osl6", "decode-b1-isl5-osl12"]
+        assert rerun["run"] == ["decode-b3-isl5-osl12"] and sorted(rerun["skipped"]) == ["cl-c2-isl1-osl16", "decode-b1-isl5-osl12"]
         assert json.loads(run_dir.bench_point("base", "decode-b3-isl5-osl12").read_text())["status"] == "complete"
 
 
@@ -151,4 +152,6 @@ def test_speculative_chunks_are_counted_by_tokens(tmp_path: Path) -> None:
     assert [r for r in point["invalid_reasons"] if not r.startswith("client saturated")] == []
     # at B = 1 the fake emits 4 tokens per step: tokens per step comes from its counters
     assert point["metrics"]["tokens_per_step"] == pytest.approx(4.0)
-    assert point["metrics"]["itl_s"]["p50"] == pytest.approx(point["metrics"]["tpot_s"]["p50"] * 11 / 8, rel=0.3)
+    # chunks of 4: per-request mean ITL = (t_last - t_first) / (12 - 4), TPOT = (t_last - t_first) / (12 - 1)
+    for row in rows:
+        assert m.itl_mean_s(row.trace()) == pytest.approx(m.tpot_s(row.trace()) * 11 / 8)

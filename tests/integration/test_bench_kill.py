@@ -1,0 +1,82 @@
+"""kill -9 the real vLLM server mid-sweep: the point is marked failed, the server restarts, the
+sweep goes on, and a rerun completes the failed point with no completed point lost or duplicated."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from byog.bench.rows import read_rows
+from byog.bench.summary import summarize_bench
+from byog.bench.sweep import run_bench_for_server
+from byog.bundles.rundir import RunDir
+from byog.images.local import LocalRuntime
+from byog.plans.load import parse_plan
+
+pytestmark = pytest.mark.integration
+
+PLAN = """
+name: kill
+model: {path: builtin:smollm2-135m-instruct, max_model_len: 4096}
+servers:
+  s: {runtime: local, args: ["--enforce-eager"]}
+baseline: s
+workloads:
+  - {kind: batch, name: decode, batch_sizes: [1, 2, 3], isl: [16], osl: [48], warmup_waves: 1, waves: 2}
+"""
+VICTIM = "decode-b2-isl16-osl48"
+
+
+def _wait_for(path: Path, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} did not appear within {timeout_s} s")
+        time.sleep(0.05)
+
+
+def test_kill_9_mid_sweep_then_rerun_completes_without_loss_or_duplicates(smollm2, tmp_path: Path) -> None:
+    plan = parse_plan(PLAN, "kill.yaml")
+    run_dir = RunDir(tmp_path / "run")
+    server = LocalRuntime().launch("s", plan.servers["s"], smollm2, run_dir.server_dir("s"))
+    console = Console(file=open(os.devnull, "w"))
+    try:
+        outcome: dict = {}
+        sweep = threading.Thread(target=lambda: outcome.update(run_bench_for_server(plan, "s", server, run_dir, console)))
+        sweep.start()
+        # the victim point has started once its "before" /metrics snapshot exists; let requests flow, then kill -9
+        _wait_for(run_dir.metrics_snapshot("s", VICTIM, "before"), 300)
+        time.sleep(1.0)
+        killed_pid = server._proc.pid
+        os.kill(killed_pid, signal.SIGKILL)
+        sweep.join(600)
+        assert not sweep.is_alive()
+
+        assert outcome["failed"] == [VICTIM] and outcome["restarts"] == 1 and outcome["aborted"] is None
+        assert outcome["run"] == ["decode-b1-isl16-osl48", "decode-b3-isl16-osl48"]  # the sweep went on after the restart
+        assert server._proc.pid != killed_pid and server.alive()
+        failed = json.loads(run_dir.bench_point("s", VICTIM).read_text())
+        assert failed["status"] == "failed" and failed["log_tail"]
+        assert not run_dir.bench_rows("s", VICTIM).exists()
+        survivors = {pid: run_dir.bench_rows("s", pid).read_bytes() for pid in outcome["run"]}
+
+        rerun = run_bench_for_server(plan, "s", server, run_dir, console)
+        assert rerun["run"] == [VICTIM] and sorted(rerun["skipped"]) == sorted(survivors)
+        for pid, data in survivors.items():  # completed points were neither lost nor re-measured
+            assert run_dir.bench_rows("s", pid).read_bytes() == data
+        for pid, b in (("decode-b1-isl16-osl48", 1), (VICTIM, 2), ("decode-b3-isl16-osl48", 3)):
+            rows = read_rows(run_dir.bench_rows("s", pid))
+            assert sorted(r.request_index for r in rows) == list(range(3 * b))  # each request exactly once
+            assert all(r.error is None and r.n_out == 48 for r in rows)
+        points = summarize_bench(run_dir, plan)["points"]
+        assert [p["point_id"] for p in points] == ["decode-b1-isl16-osl48", VICTIM, "decode-b3-isl16-osl48"]
+        assert all(p["metrics"] is not None for p in points)
+    finally:
+        server.stop()
