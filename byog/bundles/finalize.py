@@ -1,0 +1,99 @@
+"""The end of ``byog run`` (and ``byog bundle pack``): name the signer, render, seal, sign, pack.
+
+Order matters: signer.json and report.md are part of the signed content, so they are written
+first; then the manifest is built over every file, signed, and everything packed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from byog.bundles.manifest import SIGNATURE_NAME, SIGNER_NAME
+from byog.bundles.pack import BUDGET_BYTES, BUNDLE_NAME, pack, seal
+from byog.bundles.report import render_report, write_plots
+from byog.bundles.rundir import RunDir
+from byog.bundles.sign import KEY_ENV, SigningKey, configured_key, sign_bytes
+from byog.errors import ByogError, UsageError
+from byog.ioutil import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
+
+NO_KEY_HINT = (
+    f"set {KEY_ENV}=~/.ssh/id_ed25519, or 'key = PATH' under [signing] in ~/.config/byog/config, "
+    "or git's user.signingkey with gpg.format=ssh"
+)
+
+
+@dataclass(frozen=True)
+class Packed:
+    bundle: Path
+    size_bytes: int
+    signed_by: str | None  # key fingerprint
+    compressed: list[str]
+
+
+def _write_signer(run_dir: RunDir, key: SigningKey | None) -> None:
+    path = run_dir.root / SIGNER_NAME
+    if key is None:
+        path.unlink(missing_ok=True)
+        return
+    atomic_write_json(path, {"schema_version": 1, "fingerprint": key.fingerprint(), "public_key": key.public_key(), "source": key.source})
+
+
+def seal_and_pack(
+    run_dir: RunDir,
+    out: Path | None = None,
+    *,
+    sign: bool = True,
+    key: SigningKey | None = None,
+    plots: bool | None = None,
+    budget_bytes: int = BUDGET_BYTES,
+) -> Packed:
+    """Raise on any problem. ``key`` None: the configured key (when ``sign``). ``plots=None`` draws
+    the plots only when plots/ is missing, so packing the same run twice gives the same bytes."""
+    if not run_dir.summary_json.is_file():
+        raise UsageError(f"{run_dir.root} has no summary.json; run `byog compare {run_dir.root}` first")
+    key = (key or configured_key()) if sign else None
+    if key is not None and not key.path.is_file():
+        raise UsageError(f"signing key {key.path} (from {key.source}) does not exist")
+    _write_signer(run_dir, key)
+    summary: dict[str, Any] = read_json(run_dir.summary_json)
+    atomic_write_text(run_dir.report_md, render_report(run_dir, summary))
+    if plots or (plots is None and not run_dir.plots_dir.is_dir()):
+        write_plots(run_dir, summary)
+    out = (out or run_dir.root / BUNDLE_NAME).resolve()
+    sealed = seal(run_dir, exclude={out}, budget_bytes=budget_bytes)
+    if key is not None:
+        sealed.signature = sign_bytes(sealed.manifest, key)
+        atomic_write_bytes(run_dir.root / SIGNATURE_NAME, sealed.signature)
+    else:
+        (run_dir.root / SIGNATURE_NAME).unlink(missing_ok=True)
+        sealed.signature = None
+    pack(sealed, out)
+    fingerprint = json.loads((run_dir.root / SIGNER_NAME).read_text())["fingerprint"] if key else None
+    return Packed(bundle=out, size_bytes=out.stat().st_size, signed_by=fingerprint, compressed=sealed.contents.compressed)
+
+
+def describe(packed: Packed) -> str:
+    size = f"{packed.size_bytes / 1e6:.2f} MB"
+    squeezed = f"; compressed to fit: {', '.join(packed.compressed)}" if packed.compressed else ""
+    if packed.signed_by:
+        return f"bundle {packed.bundle} ({size}), signed with key {packed.signed_by}{squeezed}"
+    return f"bundle {packed.bundle} ({size}), NOT signed: no signing key is configured ({NO_KEY_HINT}){squeezed}"
+
+
+def finalize_run(run_dir: RunDir, console: Any) -> Path | None:
+    """Called at the end of ``byog run``: seal, sign when a key is configured, pack bundle.tar.gz in the run dir.
+
+    Never fails the run: results stay in the run directory, and a problem is printed as one line
+    (``byog bundle pack RUN_DIR`` retries it). Returns the bundle path, or None when none was made.
+    """
+    try:
+        packed = seal_and_pack(run_dir, sign=True, plots=True)
+    except ByogError as err:
+        console.print(f"[bold red]bundle not made:[/] {err}", highlight=False, soft_wrap=True)
+        return None
+    style = "green" if packed.signed_by else "yellow"
+    console.print(f"[{style}]{describe(packed)}[/]", highlight=False, soft_wrap=True)
+    return packed.bundle

@@ -1,0 +1,106 @@
+"""Build, write and read ``manifest.intoto.json``: the one file of a bundle that is signed.
+
+The statement lists every other file of the bundle (path + sha256) and a predicate that says
+what ran: byog's version, the plan's hash, the servers (argv, image digests), the hardware and
+the run's claims. It is RFC 8785 canonical JSON, so the same bundle gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Mapping
+
+import yaml
+from pydantic import ValidationError
+
+from byog import __version__
+from byog.bundles.canonical import canonical_json
+from byog.errors import CheckFailed, UsageError
+from byog.schemas.claims import ClaimsFile
+from byog.schemas.manifest import BundlePredicate, ServerSummary, Statement, Subject, Tool
+
+MANIFEST_NAME = "manifest.intoto.json"
+SIGNATURE_NAME = "manifest.intoto.json.sig"
+CLAIMS_NAME = "claims.yaml"
+SIGNER_NAME = "signer.json"  # the key that signs, written before sealing so report.md can name it
+
+# What the manifest records of env.json (the rest stays in env.json, which is hashed anyway).
+_HARDWARE_KEYS = ("cpu", "cpu_count", "cpu_model", "memory_total_bytes", "ram_bytes", "gpus", "os", "platform", "accelerator")
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _server_summaries(files: Mapping[str, bytes]) -> list[ServerSummary]:
+    servers = []
+    for path in sorted(files):
+        parts = path.split("/")
+        if len(parts) == 3 and parts[0] == "servers" and parts[2] == "server.json":
+            record = json.loads(files[path])
+            digests = [str(d) for d in record.get("repo_digests") or record.get("image_digests") or []]
+            servers.append(
+                ServerSummary(
+                    name=str(record.get("name") or parts[1]),
+                    runtime=record.get("runtime"),
+                    argv=[str(a) for a in record.get("argv") or []],
+                    image=record.get("image"),
+                    image_id=record.get("image_id"),
+                    image_digests=digests,
+                )
+            )
+    return servers
+
+
+def _hardware(files: Mapping[str, bytes]) -> dict[str, Any]:
+    if "env.json" not in files:
+        return {}
+    env = json.loads(files["env.json"])
+    return {key: env[key] for key in _HARDWARE_KEYS if key in env} if isinstance(env, dict) else {}
+
+
+def _claims(files: Mapping[str, bytes]) -> list[dict[str, Any]]:
+    if CLAIMS_NAME not in files:
+        return []
+    try:
+        parsed = ClaimsFile.model_validate(yaml.safe_load(files[CLAIMS_NAME]))
+    except (yaml.YAMLError, ValidationError) as err:
+        raise UsageError(f"{CLAIMS_NAME} in the run directory is not a valid claims file: {err}") from None
+    return [claim.model_dump(mode="json", exclude_none=True) for claim in parsed.claims]
+
+
+def build_statement(files: Mapping[str, bytes], *, compressed: list[str] | None = None) -> Statement:
+    """The statement for a bundle whose files (path -> bytes, manifest and signature excluded) are given."""
+    if "plan.yaml" not in files:
+        raise UsageError("the run directory has no plan.yaml, so it cannot be sealed into a bundle")
+    plan = yaml.safe_load(files["plan.yaml"]) or {}
+    predicate = BundlePredicate(
+        tool=Tool(version=__version__),
+        plan_name=str(plan.get("name", "")) if isinstance(plan, dict) else "",
+        plan_sha256=sha256_hex(files["plan.yaml"]),
+        servers=_server_summaries(files),
+        hardware=_hardware(files),
+        claims=_claims(files),
+        compressed=sorted(compressed or []),
+    )
+    subjects = [Subject(name=path, digest={"sha256": sha256_hex(data)}) for path, data in sorted(files.items())]
+    return Statement(subject=subjects, predicate=predicate)
+
+
+def statement_bytes(statement: Statement) -> bytes:
+    return canonical_json(statement.model_dump(mode="json", by_alias=True), label="manifest")
+
+
+def parse_statement(data: bytes) -> Statement:
+    """Parse a manifest; it must be valid JSON, match the schema and be in canonical form."""
+    try:
+        raw = json.loads(data.decode("utf-8"))
+        statement = Statement.model_validate(raw)
+    except (UnicodeDecodeError, ValueError) as err:  # ValidationError is a ValueError
+        first = err.errors()[0] if isinstance(err, ValidationError) else None
+        where = f" at '{'.'.join(str(x) for x in first['loc'])}': {first['msg']}" if first else f": {err}"
+        raise CheckFailed(f"{MANIFEST_NAME} is not a valid byog statement{where}") from None
+    if canonical_json(raw, label="manifest") != data:
+        raise CheckFailed(f"{MANIFEST_NAME} is not in RFC 8785 canonical form")
+    return statement

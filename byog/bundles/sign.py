@@ -1,0 +1,196 @@
+"""SSH signatures over manifest.intoto.json, made and checked by OpenSSH's own ssh-keygen.
+
+Signing: ``ssh-keygen -Y sign -f KEY -n byog-bundle@v1`` with the message on stdin. KEY is a
+private key file, or a public key whose private half is in ssh-agent (SSH_AUTH_SOCK).
+
+Which key (first found wins):
+  1. ``BYOG_SIGNING_KEY``: a key file path;
+  2. ``~/.config/byog/config`` (or ``$XDG_CONFIG_HOME/byog/config``), INI: ``[signing]`` ``key = PATH``;
+  3. git's ``user.signingkey`` when ``gpg.format = ssh`` (a path, or ``key::ssh-ed25519 AAAA...``
+     for an agent key), so a developer who signs commits with SSH signs bundles with no setup.
+No key: the bundle is packed unsigned and byog says so.
+
+Verifying: ``-Y find-principals`` names who (in an allowed_signers file) holds the signing key,
+then ``-Y verify -I <principal>`` checks the signature for that principal and namespace. Both
+exit 0 on success and 255 otherwise (OpenSSH ssh-keygen.c: ``sig_verify``/``sig_find_principals``
+return -1). allowed_signers lines are ``principals [options] keytype base64``; OpenSSH before 9.7
+reports blank lines as "missing key", so byog never writes blank lines.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from byog.errors import CheckFailed, EnvironmentProblem, UsageError
+
+NAMESPACE = "byog-bundle@v1"
+KEY_ENV = "BYOG_SIGNING_KEY"
+_TIMEOUT_S = 60
+_FINGERPRINT = re.compile(r"(SHA256:[A-Za-z0-9+/=]+)")
+# Key types ssh-keygen -Y accepts; a key line from anywhere else must be exactly "type base64".
+KEY_TYPES = (
+    "ssh-ed25519",
+    "ssh-rsa",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+)
+_PUBLIC_KEY = re.compile(r"^(?P<type>[a-z0-9@.-]+) (?P<blob>[A-Za-z0-9+/]+={0,2})(?: [^\r\n]*)?$")
+
+
+def config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "byog"
+
+
+def default_allowed_signers() -> Path:
+    return config_dir() / "allowed_signers"
+
+
+def ssh_keygen() -> str:
+    found = shutil.which("ssh-keygen")
+    if found is None:
+        raise EnvironmentProblem("ssh-keygen (OpenSSH) is not installed; it signs and verifies bundles (apt install openssh-client)")
+    return found
+
+
+def _run(args: list[str], *, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run([ssh_keygen(), *args], input=stdin, capture_output=True, timeout=_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise EnvironmentProblem(f"ssh-keygen {args[0]} {args[1]} did not finish in {_TIMEOUT_S} s (a passphrase prompt?)") from None
+
+
+def normalize_public_key(line: str) -> str:
+    """'type base64' of a public key line, or UsageError: nothing else may reach allowed_signers."""
+    match = _PUBLIC_KEY.match(line.strip())
+    if not match or match.group("type") not in KEY_TYPES:
+        raise UsageError(f"not an SSH public key usable for signatures: {line.strip()[:60]!r}")
+    return f"{match.group('type')} {match.group('blob')}"
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    path: Path  # private key, or public key when the private half is in the agent
+    source: str  # where the choice came from, for messages
+
+    def public_key(self) -> str:
+        """'type base64' of this key (from KEY.pub, the key itself if public, or ssh-keygen -y)."""
+        for candidate in (Path(f"{self.path}.pub"), self.path):
+            try:
+                return normalize_public_key(candidate.read_text(encoding="utf-8").splitlines()[0])
+            except (OSError, UsageError, IndexError, UnicodeDecodeError):
+                continue
+        result = _run(["-y", "-f", str(self.path)])
+        if result.returncode != 0:
+            raise UsageError(f"cannot read the public half of {self.path} ({self.source}): {result.stderr.decode(errors='replace').strip()}")
+        return normalize_public_key(result.stdout.decode())
+
+    def fingerprint(self) -> str:
+        with tempfile.TemporaryDirectory(prefix="byog-key-") as tmp:
+            pub = Path(tmp) / "key.pub"
+            pub.write_text(self.public_key() + "\n", encoding="utf-8")
+            result = _run(["-l", "-E", "sha256", "-f", str(pub)])
+        found = _FINGERPRINT.search(result.stdout.decode())
+        if result.returncode != 0 or not found:
+            raise UsageError(f"cannot fingerprint {self.path}: {result.stderr.decode(errors='replace').strip()}")
+        return found.group(1)
+
+
+def _git_signing_key() -> SigningKey | None:
+    git = shutil.which("git")
+    if git is None:
+        return None
+
+    def get(key: str) -> str:
+        result = subprocess.run([git, "config", "--get", key], capture_output=True, text=True, check=False)
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    if get("gpg.format") != "ssh" or not (value := get("user.signingkey")):
+        return None
+    if value.startswith("key::") or value.startswith("ssh-"):
+        # A literal public key: the private half must be in the agent; ssh-keygen wants a file.
+        literal = normalize_public_key(value.removeprefix("key::"))
+        cached = config_dir() / "git-signingkey.pub"
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(literal + "\n", encoding="utf-8")
+        return SigningKey(cached, "git config user.signingkey (agent key)")
+    return SigningKey(Path(value).expanduser(), "git config user.signingkey")
+
+
+def configured_key() -> SigningKey | None:
+    """The signing key the user configured (see the module doc for the order), or None."""
+    if value := os.environ.get(KEY_ENV, "").strip():
+        return SigningKey(Path(value).expanduser(), f"${KEY_ENV}")
+    config_file = config_dir() / "config"
+    if config_file.is_file():
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(config_file, encoding="utf-8")
+        except configparser.Error as err:
+            raise UsageError(f"{config_file} is not a valid INI file: {err}") from None
+        if value := parser.get("signing", "key", fallback="").strip():
+            return SigningKey(Path(value).expanduser(), str(config_file))
+    return _git_signing_key()
+
+
+def sign_bytes(message: bytes, key: SigningKey) -> bytes:
+    """The armored SSH signature of ``message`` (namespace byog-bundle@v1)."""
+    if not key.path.is_file():
+        raise UsageError(f"signing key {key.path} (from {key.source}) does not exist")
+    result = _run(["-Y", "sign", "-q", "-f", str(key.path), "-n", NAMESPACE], stdin=message)
+    if result.returncode != 0 or not result.stdout.startswith(b"-----BEGIN SSH SIGNATURE-----"):
+        detail = result.stderr.decode(errors="replace").strip().splitlines()
+        raise UsageError(f"ssh-keygen could not sign with {key.path} (from {key.source}): {detail[-1] if detail else 'no output'}")
+    return result.stdout
+
+
+@dataclass(frozen=True)
+class SignatureCheck:
+    principal: str  # who, per the allowed_signers file
+    fingerprint: str  # SHA256:... of the signing key
+
+
+def signature_fingerprint(message: bytes, signature: bytes) -> str | None:
+    """The signing key's fingerprint when the signature is valid for ``message`` (signer not checked)."""
+    with tempfile.TemporaryDirectory(prefix="byog-sig-") as tmp:
+        sig = Path(tmp) / "manifest.sig"
+        sig.write_bytes(signature)
+        result = _run(["-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(sig)], stdin=message)
+    found = _FINGERPRINT.search(result.stdout.decode(errors="replace"))
+    return found.group(1) if result.returncode == 0 and found else None
+
+
+def verify_signature(message: bytes, signature: bytes, allowed_signers: Path) -> SignatureCheck:
+    """Check that ``signature`` is a byog-bundle@v1 signature of ``message`` by an allowed signer."""
+    if not allowed_signers.is_file():
+        raise CheckFailed(f"allowed signers file {allowed_signers} does not exist (byog keys add GITHUB_USER makes one)")
+    fingerprint = signature_fingerprint(message, signature)
+    if fingerprint is None:
+        raise CheckFailed("the signature is not a valid byog-bundle@v1 SSH signature of the manifest")
+    with tempfile.TemporaryDirectory(prefix="byog-sig-") as tmp:
+        sig = Path(tmp) / "manifest.sig"
+        sig.write_bytes(signature)
+        found = _run(["-Y", "find-principals", "-s", str(sig), "-f", str(allowed_signers)])
+        principals = [line.strip() for line in found.stdout.decode(errors="replace").splitlines() if line.strip()]
+        if found.returncode != 0 or not principals:
+            raise CheckFailed(f"signed by key {fingerprint}, which is not in {allowed_signers}: the wrong signer")
+        for principal in principals:
+            checked = _run(
+                ["-Y", "verify", "-f", str(allowed_signers), "-I", principal, "-n", NAMESPACE, "-s", str(sig)],
+                stdin=message,
+            )
+            if checked.returncode == 0:
+                return SignatureCheck(principal=principal, fingerprint=fingerprint)
+    raise CheckFailed(
+        f"key {fingerprint} is listed for {', '.join(principals)} in {allowed_signers} but not for namespace {NAMESPACE} at this time"
+    )

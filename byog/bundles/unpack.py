@@ -1,0 +1,266 @@
+"""Safe extraction of an untrusted bundle: every member is vetted before a byte is written.
+
+Refused, each with one sentence: a file that is not byog's gzip, a gzip stream that expands past
+the cap (read through a counting reader, so a bomb stops at the cap, not at the end), path
+traversal, absolute paths, names that are not plain '/'-separated components, non-UTF-8 names,
+duplicate names, a name that is both a file and a folder, symlinks, hardlinks, devices, fifos,
+members over the size cap, too many members, and trailing data. Files are created with
+O_EXCL|O_NOFOLLOW under a fresh private temp dir (0700), never anywhere else.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from byog.bundles.pack import FILE_MODE, GZIP_HEADER, write_tar
+from byog.errors import CheckFailed, UsageError
+
+_COMPONENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_bundle_bytes: int = 64 * 1000 * 1000  # the archive file itself (budget is 25 MB)
+    max_members: int = 10_000
+    max_member_bytes: int = 256 * 1024 * 1024
+    max_total_bytes: int = 512 * 1024 * 1024  # sum of member sizes
+    max_stream_bytes: int = 520 * 1024 * 1024  # decompressed tar stream, headers and padding included
+
+
+class UnsafeBundle(CheckFailed):
+    """The archive breaks a safety rule; nothing from it is trusted or kept."""
+
+
+class _CappedReader:
+    """A read-only stream over gzip that fails once more than ``cap`` bytes were decompressed."""
+
+    def __init__(self, inner: BinaryIO, cap: int) -> None:
+        self.inner = inner
+        self.cap = cap
+        self.count = 0
+        self.sha256 = hashlib.sha256()  # of the whole tar stream, to prove it canonical afterwards
+
+    def read(self, size: int = -1) -> bytes:
+        want = self.cap + 1 - self.count if size is None or size < 0 else min(size, self.cap + 1 - self.count)
+        data = self.inner.read(max(want, 0))
+        self.count += len(data)
+        self.sha256.update(data)
+        if self.count > self.cap:
+            raise UnsafeBundle(f"unsafe bundle: it expands past {self.cap / 2**20:.0f} MiB (a decompression bomb?)")
+        return data
+
+
+def check_name(name: str) -> str:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UnsafeBundle(f"unsafe bundle: member name {name!r} is not UTF-8") from None
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        raise UnsafeBundle(f"unsafe bundle: member '{name}' has an absolute path")
+    parts = name.split("/")
+    if ".." in parts:
+        raise UnsafeBundle(f"unsafe bundle: member '{name}' climbs out of the bundle (path traversal)")
+    if not all(_COMPONENT.match(part) for part in parts):
+        raise UnsafeBundle(f"unsafe bundle: member name {name!r} is not a plain relative path")
+    return name
+
+
+_KIND = {
+    tarfile.SYMTYPE: "a symbolic link",
+    tarfile.LNKTYPE: "a hard link",
+    tarfile.CHRTYPE: "a character device",
+    tarfile.BLKTYPE: "a block device",
+    tarfile.FIFOTYPE: "a fifo",
+    tarfile.DIRTYPE: "a directory entry",
+    tarfile.CONTTYPE: "a contiguous file",
+    tarfile.GNUTYPE_SPARSE: "a sparse file",
+}
+
+
+def _check_member(info: tarfile.TarInfo, limits: Limits) -> None:
+    name = check_name(info.name)
+    if not info.isreg() or info.type == tarfile.CONTTYPE or info.issparse():
+        raise UnsafeBundle(f"unsafe bundle: member '{name}' is {_KIND.get(info.type, f'of tar type {info.type!r}')}, not a regular file")
+    if info.size > limits.max_member_bytes:
+        raise UnsafeBundle(f"unsafe bundle: member '{name}' is {info.size} bytes, over the {limits.max_member_bytes} byte cap")
+    # byog writes exactly these header fields; anything else is not a byog bundle.
+    if info.mtime != 0 or info.uid != 0 or info.gid != 0 or info.uname or info.gname or info.mode != FILE_MODE:
+        raise UnsafeBundle(f"unsafe bundle: member '{name}' has tar metadata byog never writes (mtime, owner or mode)")
+    if set(info.pax_headers) - {"path"}:
+        raise UnsafeBundle(f"unsafe bundle: member '{name}' has pax headers byog never writes: {sorted(info.pax_headers)}")
+
+
+class _Member:
+    """A member's data as tar hands it over: counted, capped, and copied to disk when extracting."""
+
+    def __init__(self, source: BinaryIO, name: str, size: int, target: Path | None) -> None:
+        self.source = source
+        self.name = name
+        self.size = size
+        self.read_bytes = 0
+        self.out: BinaryIO | None = None
+        if target is not None:
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            self.out = os.fdopen(fd, "wb")
+
+    def read(self, size: int = -1) -> bytes:
+        left = self.size - self.read_bytes
+        data = self.source.read(left if size is None or size < 0 else min(size, left))
+        self.read_bytes += len(data)
+        if self.out is not None:
+            self.out.write(data)
+        return data
+
+    def close_file(self) -> None:
+        if self.out is not None:
+            self.out.close()
+
+    def require_complete(self) -> None:
+        if self.read_bytes != self.size:
+            raise UnsafeBundle(f"unsafe bundle: member '{self.name}' is truncated")
+
+
+class _HashSink:
+    """Where the canonical tar stream is written: only its sha256 and length are kept."""
+
+    def __init__(self) -> None:
+        self.sha256 = hashlib.sha256()
+        self.count = 0
+
+    def write(self, data: bytes) -> int:
+        self.sha256.update(data)
+        self.count += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.count
+
+
+def _open_gzip(path: Path, limits: Limits) -> BinaryIO:
+    try:
+        size = path.stat().st_size
+        handle = path.open("rb")
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror}") from None
+    if size > limits.max_bundle_bytes:
+        handle.close()
+        raise UnsafeBundle(f"unsafe bundle: {path.name} is {size / 1e6:.1f} MB, over the {limits.max_bundle_bytes / 1e6:.0f} MB cap")
+    if handle.read(len(GZIP_HEADER)) != GZIP_HEADER:
+        handle.close()
+        raise UnsafeBundle(f"{path.name} is not a byog bundle: its gzip header is not the one byog writes")
+    handle.seek(0)
+    return handle
+
+
+def _scan(path: Path, limits: Limits, dest: Path | None) -> list[str]:
+    """One pass over the archive: vet every member, and write it under ``dest`` when given.
+
+    While reading, the tar stream byog's packer would write for the same members is rebuilt into
+    a hash: every byte of the bundle is then either file content (covered by the manifest's
+    hashes and the signature) or a header, padding or end block pinned by that comparison. No
+    byte can change without verify noticing, even where tar itself would not care.
+    """
+    names: list[str] = []
+    seen: set[str] = set()
+    folders: set[str] = set()
+    total = 0
+    raw = _open_gzip(path, limits)
+    canonical = _HashSink()
+    try:
+        stream = _CappedReader(gzip.GzipFile(fileobj=raw, mode="rb"), limits.max_stream_bytes)
+        with tarfile.open(fileobj=stream, mode="r|", encoding="utf-8", errors="surrogateescape") as tar:  # type: ignore[call-overload]
+
+            def members():  # noqa: ANN202  (a generator: write_tar pulls one vetted member at a time)
+                nonlocal total
+                for info in tar:
+                    if len(names) >= limits.max_members:
+                        raise UnsafeBundle(f"unsafe bundle: more than {limits.max_members} members")
+                    _check_member(info, limits)
+                    if info.name in seen or info.name in folders:
+                        raise UnsafeBundle(f"unsafe bundle: member '{info.name}' appears twice or is also a folder")
+                    if names and info.name < names[-1]:
+                        raise UnsafeBundle("not a canonical byog archive: members are not in sorted order")
+                    parents = info.name.split("/")[:-1]
+                    for depth in range(1, len(parents) + 1):
+                        folder = "/".join(parents[:depth])
+                        if folder in seen:
+                            raise UnsafeBundle(f"unsafe bundle: '{folder}' is both a file and a folder")
+                        folders.add(folder)
+                    total += info.size
+                    if total > limits.max_total_bytes:
+                        raise UnsafeBundle(f"unsafe bundle: members add up to more than {limits.max_total_bytes} bytes")
+                    source = tar.extractfile(info)
+                    assert source is not None  # regular files always have data
+                    member = _Member(source, info.name, info.size, dest / info.name if dest is not None else None)
+                    names.append(info.name)
+                    seen.add(info.name)
+                    try:
+                        yield info.name, info.size, member
+                    finally:
+                        member.close_file()
+                    member.require_complete()
+
+            write_tar(canonical, members())  # type: ignore[arg-type]
+            # Read the rest of the stream: tar's end blocks, then gzip's CRC-32 and length check.
+            while rest := stream.read(_CHUNK):
+                if rest.strip(b"\0"):
+                    raise UnsafeBundle("unsafe bundle: data follows the end of the tar archive")
+            if raw.read(1):
+                raise UnsafeBundle("unsafe bundle: data follows the end of the gzip stream")
+    except UnsafeBundle:
+        raise
+    except (tarfile.TarError, OSError, EOFError, zlib.error, gzip.BadGzipFile) as err:
+        raise UnsafeBundle(f"{path.name} is not a valid bundle archive: {err}") from None
+    finally:
+        raw.close()
+    if not names:
+        raise UnsafeBundle(f"{path.name} is an empty archive")
+    if canonical.count != stream.count or canonical.sha256.digest() != stream.sha256.digest():
+        raise UnsafeBundle("not a canonical byog archive: its tar headers, padding or end blocks differ from what byog writes")
+    return names
+
+
+def extract_bundle(path: Path, dest: Path, limits: Limits = Limits()) -> list[str]:
+    """Vet the whole archive without writing a byte, then extract it into ``dest`` (empty, private).
+
+    Returns member names in archive order. Two passes cost a second decompression, and buy that
+    a corrupt or hostile archive never touches the disk.
+    """
+    _scan(path, limits, None)
+    return _scan(path, limits, dest)
+
+
+class Extracted:
+    """A bundle extracted into a private temp dir, removed on exit."""
+
+    def __init__(self, bundle: Path, limits: Limits = Limits()) -> None:
+        self.bundle = bundle
+        self.limits = limits
+        self.root: Path | None = None
+        self.names: list[str] = []
+
+    def __enter__(self) -> "Extracted":
+        _scan(self.bundle, self.limits, None)  # vet first: a bad archive costs no temp dir at all
+        self.root = Path(tempfile.mkdtemp(prefix="byog-verify-"))
+        try:
+            self.names = _scan(self.bundle, self.limits, self.root)
+        except BaseException:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)

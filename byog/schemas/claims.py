@@ -1,0 +1,93 @@
+"""claims.yaml: the numbers a PR states, which ``byog verify --claims`` holds a bundle against.
+
+    schema_version: 1
+    claims:
+      - name: TP16 b1 decode tok/s            # a label shown in verify's output
+        server: candidate
+        select: {tensor_parallel_size: 16, batch_size: 1}   # or point: <point id>
+        metric: decode_tok_s
+        value: 842
+        tolerance: 0.05                         # relative; default 0.05
+      - kind: ratio                             # candidate / baseline at the same point
+        candidate: candidate
+        baseline: baseline
+        select: {batch_size: 1}
+        metric: decode_tok_s
+        value: 1.73
+      - kind: verdict
+        task: gsm8k
+        candidate: candidate
+        verdict: equivalent
+
+A selector's keys are matched against a summary point's fields (and its ``spec``/``workload``);
+it must match exactly one point of the server.
+
+Two optional keys on every claim carry what a bare number cannot: ``note`` (the context the
+published figure comes with, e.g. "baseline on 8 GPUs, candidate on 16"; shown, never checked)
+and ``not_checked`` (why no bundle can check the claim yet, e.g. its workload is not
+implemented): verify lists such a claim as not checked, never as holding.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from byog.schemas.registry import register
+
+CLAIMS_SCHEMA_VERSION = 1
+DEFAULT_TOLERANCE = 0.05
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _PointClaim(_Strict):
+    name: str | None = None
+    point: str | None = None  # a point id, as in summary.json
+    select: dict[str, Any] | None = None  # or fields that pick exactly one point
+    metric: str  # a field of the point, dotted for nested values (e.g. tpot_s.p50)
+    value: float
+    tolerance: float = Field(default=DEFAULT_TOLERANCE, ge=0)  # relative: |got - value| <= tolerance * |value|
+    note: str | None = None  # the published context of the number (a caveat, its source); shown, not checked
+    not_checked: str | None = None  # why no bundle can check this claim yet; verify reports it, never passes it
+
+    @model_validator(mode="after")
+    def _one_way_to_pick(self) -> "_PointClaim":
+        if (self.point is None) == (self.select is None):
+            raise ValueError("a claim names its point with exactly one of 'point' or 'select'")
+        return self
+
+
+class ValueClaim(_PointClaim):
+    kind: Literal["value"] = "value"
+    server: str
+
+
+class RatioClaim(_PointClaim):
+    kind: Literal["ratio"]
+    candidate: str
+    baseline: str
+
+
+class VerdictClaim(_Strict):
+    kind: Literal["verdict"]
+    name: str | None = None
+    task: str
+    candidate: str
+    verdict: Literal["equivalent", "different", "inconclusive"]
+    note: str | None = None
+    not_checked: str | None = None
+
+
+Claim = Annotated[Union[ValueClaim, RatioClaim, VerdictClaim], Field(discriminator="kind")]
+
+
+class ClaimsFile(_Strict):
+    schema_version: Literal[1] = CLAIMS_SCHEMA_VERSION
+    claims: list[Claim] = Field(min_length=1)
+
+
+register("claims", ClaimsFile, version=CLAIMS_SCHEMA_VERSION, files=("claims.yaml",), kind="yaml")

@@ -1,0 +1,66 @@
+"""One registry of the pydantic models that describe the files of a bundle.
+
+Each schema module (``plan``, ``env``, ``server``, ``summary``, ``manifest``, and the bench and
+evals helpers' ``bench`` and ``evals``) calls :func:`register` at import time. Three things read
+the registry: the JSON Schema export (``python -m byog.schemas.export``), the drift test, and
+verify's schema check, which validates every bundle file whose path matches an entry's globs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Literal
+
+from pydantic import BaseModel
+
+FileKind = Literal["json", "yaml", "parquet"]
+
+
+@dataclass(frozen=True)
+class SchemaEntry:
+    name: str  # file stem of the exported schema: byog/schemas/<name>.schema.json
+    model: type[BaseModel]
+    version: int  # the schema_version this model reads and writes
+    files: tuple[str, ...] = ()  # globs of bundle paths this model validates (fnmatch, '/'-separated)
+    kind: FileKind = "json"  # json/yaml: the whole file is one object; parquet: each row is one object
+
+    def matches(self, path: str) -> bool:
+        return any(fnmatchcase(path, pattern) for pattern in self.files)
+
+
+_REGISTRY: dict[str, SchemaEntry] = {}
+
+# Modules of byog.schemas that hold no models of their own.
+_NOT_SCHEMA_MODULES = {"registry", "export", "migrate"}
+
+
+def register(
+    name: str, model: type[BaseModel], *, version: int, files: tuple[str, ...] = (), kind: FileKind = "json"
+) -> type[BaseModel]:
+    """Register ``model`` under ``name``; re-registering the same model is a no-op (module reloads)."""
+    existing = _REGISTRY.get(name)
+    if existing is not None and existing.model.__qualname__ != model.__qualname__:
+        raise ValueError(f"schema name '{name}' is already registered for {existing.model.__qualname__}")
+    _REGISTRY[name] = SchemaEntry(name=name, model=model, version=version, files=tuple(files), kind=kind)
+    return model
+
+
+def load_all() -> dict[str, SchemaEntry]:
+    """Import every module of ``byog.schemas`` (each registers its models) and return the registry."""
+    import byog.schemas as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name not in _NOT_SCHEMA_MODULES and not info.name.startswith("_"):
+            importlib.import_module(f"byog.schemas.{info.name}")
+    return dict(sorted(_REGISTRY.items()))
+
+
+def entry_for(path: str) -> SchemaEntry | None:
+    """The entry whose globs match a bundle path (first by name), or None for files no model describes."""
+    for entry in load_all().values():
+        if entry.matches(path):
+            return entry
+    return None

@@ -1,0 +1,49 @@
+"""An edited summary, re-hashed and re-signed: by another key -> wrong signer; by the right key ->
+the numbers recomputed from the raw rows disagree."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from byog.bundles.finalize import seal_and_pack
+from byog.bundles.verify import verify_bundle
+from tests.unit._bundles_kit import allowed_signers, build_bundle, derive, make_key
+
+
+@pytest.fixture()
+def tampered(tmp_path: Path):  # noqa: ANN201
+    alice, alice_pub = make_key(tmp_path, "alice")
+    mallory, _ = make_key(tmp_path, "mallory")
+    run_dir, packed = build_bundle(tmp_path, alice)
+    allowed = allowed_signers(tmp_path / "allowed_signers", [("alice@example.com", alice_pub)])
+    assert verify_bundle(packed.bundle, allowed_signers=allowed, derive_summary=derive).verified
+    summary = json.loads(run_dir.summary_json.read_text())
+    point = summary["bench"]["points"][0]
+    point["metrics"]["decode_tok_s"] *= 1.10  # the claim a contributor would like to make
+    run_dir.summary_json.write_text(json.dumps(summary, indent=2, sort_keys=True))
+    return run_dir, allowed, alice, mallory
+
+
+def test_resigned_by_another_key_is_the_wrong_signer(tampered, tmp_path: Path) -> None:  # noqa: ANN001
+    run_dir, allowed, _, mallory = tampered
+    packed = seal_and_pack(run_dir, tmp_path / "mallory.tar.gz", key=mallory)
+    report = verify_bundle(packed.bundle, allowed_signers=allowed, derive_summary=derive)
+    assert not report.verified
+    failed = {r.name: r.message for r in report.results if r.status == "fail"}
+    assert "signature" in failed and "wrong signer" in failed["signature"]
+    assert packed.signed_by is not None and packed.signed_by in failed["signature"]
+
+
+def test_resigned_by_the_right_key_fails_the_recomputation(tampered, tmp_path: Path) -> None:  # noqa: ANN001
+    run_dir, allowed, alice, _ = tampered
+    packed = seal_and_pack(run_dir, tmp_path / "alice-again.tar.gz", key=alice)
+    report = verify_bundle(packed.bundle, allowed_signers=allowed, derive_summary=derive)
+    status = {r.name: r.status for r in report.results}
+    assert status["hashes"] == status["signature"] == status["schemas"] == "pass"
+    assert status["summary"] == "fail" and status["report"] == "fail"
+    summary_line = next(r.message for r in report.results if r.name == "summary")
+    assert "bench.points[0].metrics.decode_tok_s" in summary_line
+    assert report.failures == [f"summary: {summary_line}", next(f for f in report.failures if f.startswith("report:"))]
