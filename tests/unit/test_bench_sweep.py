@@ -15,6 +15,7 @@ from byog.bench.summary import summarize_bench
 from byog.bench.sweep import run_bench_for_server
 from byog.bundles.rundir import RunDir
 from byog.images.runtime import Endpoint
+from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
 
 PLAN = """
@@ -155,3 +156,28 @@ def test_speculative_chunks_are_counted_by_tokens(tmp_path: Path) -> None:
     # chunks of 4: per-request mean ITL = (t_last - t_first) / (12 - 4), TPOT = (t_last - t_first) / (12 - 1)
     for row in rows:
         assert m.itl_mean_s(row.trace()) == pytest.approx(m.tpot_s(row.trace()) * 11 / 8)
+
+
+def test_plan_estimate_uses_measured_tpot_and_startup_from_an_earlier_run(tmp_path: Path) -> None:
+    from byog.bench.estimate import STARTUP_GUESS_S, TPOT_GUESS_S, estimate_plan, point_seconds
+
+    plan = parse_plan(PLAN, "t.yaml")
+    guess = estimate_plan(plan)
+    b1 = next(r for r in guess["points"] if r["point_id"] == "decode-b1-isl5-osl12")
+    assert b1["source"] == "guess" and b1["estimate_s"] == pytest.approx(4 * (0.1 + 11 * TPOT_GUESS_S))
+    assert guess["total_estimate_s"] == pytest.approx(2 * STARTUP_GUESS_S + sum(r["estimate_s"] for r in guess["points"]))
+    assert "--enforce-eager" not in guess["servers"][0]["command"] and "already running" in guess["servers"][0]["command"]
+
+    run_dir = RunDir(tmp_path)
+    (tmp_path / "plan.yaml").write_text(PLAN)
+    with FakeServerThread(FakeConfig(step_s=0.003)) as fake:
+        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+    measured = estimate_plan(plan, from_run=tmp_path)
+    tpot = next(p for p in summarize_bench(run_dir, plan)["points"]
+                if p["server"] == "base" and p["point_id"] == "decode-b1-isl5-osl12")["metrics"]["tpot_s"]["p50"]
+    row = next(r for r in measured["points"] if r["server"] == "base" and r["point_id"] == "decode-b1-isl5-osl12")
+    assert row["source"] == "measured" and row["tpot_s"] == pytest.approx(tpot)
+    cand = next(r for r in measured["points"] if r["server"] == "cand" and r["point_id"] == "decode-b1-isl5-osl12")
+    assert cand["source"] == "guess"  # the earlier run never measured 'cand'
+    first = expand_plan(plan)[0]  # batch B=1, 1 warm-up + 3 waves, OSL 12
+    assert point_seconds(first, tpot_s=0.01, ttft_s=0.1) == pytest.approx(4 * (0.1 + 11 * 0.01))
