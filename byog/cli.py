@@ -349,6 +349,114 @@ def attach_cmd(
     console.print(attach(bundle, pr, repo), highlight=False, soft_wrap=True)
 
 
+# --- evals: tasks against an endpoint, dataset cache (byog/evals) ------------------------------
+
+@command("eval")
+def eval_cmd(
+    endpoint: str = typer.Option(..., "--endpoint", help="Base URL of a running OpenAI-compatible server, e.g. http://127.0.0.1:8000."),
+    tasks: str = typer.Option("gsm8k", "--tasks", help="Comma-separated: gsm8k, gsm8k_cot_chat, aime25, gpqa_diamond, mrcr, mrcr_generated."),
+    model: Optional[str] = typer.Option(None, "--model", help="Served model name (default: the first of /v1/models)."),
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="Tokenizer path or id, recorded and used by lm-eval's completions client."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N items of each task (default: all)."),
+    passes: int = typer.Option(1, "--passes", min=1, help="K passes; pass k sends seed s_k with every request."),
+    seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds s_1..s_K (default 1234, 1235, ...)."),
+    max_gen_toks: Optional[int] = typer.Option(None, "--max-gen-toks", min=1, help="Cap on generated tokens per answer (default: the task's, within the context)."),
+    num_concurrent: int = typer.Option(8, "--num-concurrent", min=1, help="Requests in flight."),
+    server_name: str = typer.Option("endpoint", "--server-name", help="Name of this server in the run directory."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local datasets (default: BYOG_DATA_DIR, then ../shared/datasets)."),
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Run directory; finished tasks in it are skipped (default: runs/eval-<id>)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+) -> None:
+    """Run accuracy tasks against a running server and write per-item records and results to a run directory."""
+    from byog.evals.standalone import EvalFlags, eval_endpoint, render_evals
+
+    flags = EvalFlags(endpoint=endpoint, tasks=tasks, model=model, tokenizer=tokenizer, limit=limit, passes=passes,
+                      seeds=seeds, data_dir=data_dir, server_name=server_name, max_gen_toks=max_gen_toks,
+                      num_concurrent=num_concurrent)
+    result = eval_endpoint(flags, run_dir, err_console if as_json else console)
+    if as_json:
+        print_json(result)
+    else:
+        render_evals(console, result)
+
+
+data_app = typer.Typer(help="Datasets for the evals: cache hub copies for offline runs.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+
+
+def _data_pull_cmd(
+    tasks: str = typer.Option("gpqa_diamond,mrcr", "--tasks", help="Tasks whose hub datasets to cache (pinned revisions)."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Where to keep them (default: BYOG_DATA_DIR, then ../shared/datasets)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Download the tasks' hub datasets at their pinned revisions for later offline runs (gated ones use HF_TOKEN)."""
+    from byog.evals.standalone import data_pull
+
+    pulled = data_pull(tasks, data_dir)
+    if as_json:
+        print_json(pulled)
+    else:
+        for entry in pulled:
+            console.print(f"{entry['task']}: {entry['dataset_id']}@{entry['revision'] or 'main'} -> {entry['dir']}")
+
+
+data_app.command("pull")(_guarded(_data_pull_cmd))
+
+
+# --- images: build and inspect the eval images (byog/images/build.py) -------------------------
+
+image_app = typer.Typer(help="Build and inspect byog's eval images (docker SDK).", no_args_is_help=True)
+app.add_typer(image_app, name="image")
+
+
+def _image_build_cmd(
+    flavour: str = typer.Option("gpu", "--flavour", help="gpu (standard eval image), cpu (self-contained embedded default) or cpu-host (host's Python mounted; what CI uses)."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="Image tag (default: byog-eval:<version>-<flavour>)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Rebuild every step."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Build an eval image on the local Docker engine and print its tag, id, build time and size."""
+    from byog.images.build import build_image
+
+    result = build_image(flavour, tag, log=lambda line: err_console.print(line, style="dim", highlight=False, markup=False), nocache=no_cache)
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        console.print(f"built {result.tag} ({result.image_id[:19]}) in {result.build_s:.1f} s, {result.size_bytes / 1e6:.0f} MB", highlight=False)
+
+
+def _image_inspect_cmd(
+    image: str = typer.Argument(..., help="Image reference (tag or id)."),
+    no_probe: bool = typer.Option(False, "--no-probe", help="Do not start a throwaway container to read vLLM's version."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Id, RepoDigests, labels and the vLLM version inside an image."""
+    from byog.images.build import inspect_image
+
+    info = inspect_image(image, probe_vllm=not no_probe)
+    if as_json:
+        print_json(info)
+        return
+    from rich.table import Table
+
+    table = Table(title=image, show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    table.add_row("id", info["id"])
+    table.add_row("repo digests", "\n".join(info["repo_digests"]) or "none (built here, never pushed)")
+    table.add_row("tags", ", ".join(info["repo_tags"]))
+    table.add_row("vLLM", f"{info['vllm_version']} (from {info['vllm_version_from']})" if info["vllm_version"] else "unknown")
+    table.add_row("size", f"{info['size_bytes'] / 1e6:.0f} MB")
+    table.add_row("created", str(info["created"]))
+    for key, value in sorted(info["labels"].items()):
+        table.add_row(f"label {key}", value)
+    console.print(table)
+
+
+image_app.command("build")(_guarded(_image_build_cmd))
+image_app.command("inspect")(_guarded(_image_inspect_cmd))
+
+
 def main() -> None:
     app()
 

@@ -1,0 +1,264 @@
+"""Run eval tasks against one server and write their raw records into the run directory.
+
+``run_evals_for_server`` is what the pipeline calls for each server of a plan; ``run_task`` is the
+one code path behind it and behind ``byog eval --endpoint``. Per task it writes, atomically,
+``evals/<server>/<task>/items.parquet`` (one row per item and pass) and then ``results.json``
+(the definition, data hashes, sampling, endpoint and score); a task whose two files exist is
+skipped, so a rerun resumes.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from byog.bundles.rundir import RunDir
+from byog.errors import ByogError, UsageError
+from byog.evals import stats
+from byog.evals.data import DataSource, hub_offline, read_split, resolve_source
+from byog.evals.tasks import TaskSpec, get_task
+from byog.images.runtime import Endpoint
+from byog.ioutil import atomic_write_bytes, atomic_write_json
+from byog.plans.model import Plan
+from byog.schemas.evals import ITEM_COLUMNS, EvalItemRow, EvalResults
+
+GENERATED_TARGETS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """What one task produced: the rows for items.parquet and the results.json object."""
+
+    rows: list[dict[str, Any]]
+    results: dict[str, Any]
+
+
+# --- endpoint facts ------------------------------------------------------------------------------
+
+def describe_endpoint(base_url: str, model: str | None = None, tokenizer: str | None = None, timeout_s: float = 30.0) -> Endpoint:
+    """An Endpoint for a URL: the served model and max_model_len from /v1/models."""
+    import httpx
+
+    base_url = base_url.rstrip("/")
+    if base_url.endswith("/v1"):
+        base_url = base_url[: -len("/v1")]
+    try:
+        body = httpx.get(f"{base_url}/v1/models", timeout=timeout_s).json()
+    except Exception as err:
+        raise ByogError(f"no OpenAI-compatible server answers at {base_url} ({type(err).__name__}); start one with `byog serve`", exit_code=3) from None
+    cards = body.get("data") or []
+    if not cards:
+        raise ByogError(f"{base_url}/v1/models lists no model", exit_code=3)
+    card = next((c for c in cards if c.get("id") == model), None) if model else cards[0]
+    if card is None:
+        raise UsageError(f"the server at {base_url} does not serve '{model}' (it serves {[c.get('id') for c in cards]})")
+    return Endpoint(base_url=base_url, model=card["id"], tokenizer=tokenizer, max_model_len=card.get("max_model_len"))
+
+
+def _max_model_len(endpoint: Endpoint) -> int:
+    if endpoint.max_model_len:
+        return int(endpoint.max_model_len)
+    return describe_endpoint(endpoint.base_url, endpoint.model).max_model_len or 2048
+
+
+# --- the two runners ---------------------------------------------------------------------------
+
+def _lm_eval_task(task: TaskSpec, source: DataSource, endpoint: Endpoint, seeds: list[int], limit: int | None,
+                  num_concurrent: int, overrides: dict[str, Any], status: Any) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    from byog.evals.lm_eval_adapter import generation_kwargs, run_pass
+
+    gen = generation_kwargs(task, endpoint, overrides)
+    rows: list[dict[str, Any]] = []
+    runner: dict[str, Any] = {}
+    for k, seed in enumerate(seeds):
+        status(f"{task.name}: pass {k + 1}/{len(seeds)} (seed {seed})")
+        items, runner = run_pass(task, source, endpoint, seed=seed, limit=limit, num_concurrent=num_concurrent, gen=gen)
+        rows.extend({
+            "item_id": it.item_id, "item_sha256": it.item_sha256, "pass_index": k, "seed": seed,
+            "extracted_answer": it.extracted_answer, "target": it.target, "score": it.score,
+            "n_output_tokens": None, "bin": None,
+        } for it in items)
+    return rows, gen, runner, {}
+
+
+def _mrcr_rows(task: TaskSpec, source: DataSource, limit: int | None, max_model_len: int, data_dir: Path | None) -> tuple[list[dict[str, Any]], list[str]]:
+    from byog.evals.mrcr import generate_rows
+
+    if source.kind == "generated":
+        targets = [t for t in GENERATED_TARGETS if t <= max_model_len * 0.75] or [min(GENERATED_TARGETS)]
+        n = limit or 2 * len(targets)
+        per_target = max(1, math.ceil(n / len(targets)))
+        rows, ids = [], []
+        for target in targets:
+            made = generate_rows(per_target, target, seed=0)
+            rows.extend(made)
+            ids.extend(f"gen-{target}:{i}" for i in range(len(made)))
+        return rows, ids
+    rows, ids = [], []
+    for split, paths in sorted(source.files.items()):
+        for path in paths:
+            part = read_split(DataSource(source.kind, source.dataset_id, source.revision, None, {split: [path]}), split)
+            rows.extend(part)
+            stem = "fixture" if source.kind == "fixture" else path.stem
+            ids.extend(f"{stem}:{i}" for i in range(len(part)))
+    return rows, ids
+
+
+def _mrcr_task(task: TaskSpec, source: DataSource, endpoint: Endpoint, seeds: list[int], limit: int | None,
+               num_concurrent: int, overrides: dict[str, Any], status: Any, data_dir: Path | None) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    import httpx
+
+    from byog.evals import mrcr
+    from byog.evals.data import item_sha256
+
+    gen = dict(task.generation)
+    gen.update(overrides)
+    max_len = _max_model_len(endpoint)
+    rows, ids = _mrcr_rows(task, source, limit, max_len, data_dir)
+    with httpx.Client(timeout=httpx.Timeout(3600.0, connect=30.0)) as client:
+        counter = mrcr.token_counter(data_dir, hub_offline(), client, endpoint.base_url, endpoint.model)
+        status(f"{task.name}: counting tokens of {len(rows)} rows ({counter.name})")
+        items, skipped = mrcr.prepare_items(rows, ids, counter=counter, client=client, base_url=endpoint.base_url,
+                                            model=endpoint.model, max_model_len=max_len, n_needles=mrcr.DEFAULT_NEEDLES)
+        if limit is not None:
+            items = items[:limit]
+        if not items:
+            raise ByogError(f"no {task.name} row fits the server's max_model_len {max_len} ({skipped['over_context']} too long)")
+        out: list[dict[str, Any]] = []
+        for k, seed in enumerate(seeds):
+            status(f"{task.name}: pass {k + 1}/{len(seeds)} (seed {seed}), {len(items)} rows")
+            graded = mrcr.run_pass(items, client=client, base_url=endpoint.base_url, model=endpoint.model, seed=seed,
+                                   temperature=float(gen.get("temperature", 0.0)), top_p=gen.get("top_p"),
+                                   max_model_len=max_len, num_concurrent=num_concurrent)
+            for item, result in zip(items, graded):
+                out.append({
+                    "item_id": item.item_id, "item_sha256": item_sha256(item.row), "pass_index": k, "seed": seed,
+                    "extracted_answer": "prefix-ok" if result["prefix_ok"] else "no-prefix", "target": None,
+                    "score": result["score"], "n_output_tokens": result["n_output_tokens"],
+                    "bin": mrcr.bin_label(item.total_tokens),
+                })
+    bins: dict[str, dict[str, Any]] = {}
+    for row in out:
+        entry = bins.setdefault(row["bin"], {"items": set(), "score_sum": 0.0, "responses": 0})
+        entry["items"].add(row["item_id"])
+        entry["responses"] += 1
+        entry["score_sum"] += row["score"]
+    extra = {
+        "token_counter": counter.name,
+        "n_needles": mrcr.DEFAULT_NEEDLES,
+        "max_model_len": max_len,
+        "skipped_rows": skipped,
+        "bins": {label: {"items": len(b["items"]), "responses": b["responses"], "score": 100.0 * b["score_sum"] / b["responses"]}
+                 for label, b in sorted(bins.items())},
+    }
+    runner = {"name": "byog-mrcr", "api": "/v1/chat/completions", "num_concurrent": num_concurrent,
+              "max_tokens": "min(max_model_len - prompt tokens, 2 x answer tokens + 64)"}
+    return out, gen, runner, extra
+
+
+# --- one task, one server ----------------------------------------------------------------------
+
+def run_task(
+    task: TaskSpec,
+    server: str,
+    endpoint: Endpoint,
+    *,
+    seeds: list[int],
+    limit: int | None,
+    data_dir: Path | None,
+    num_concurrent: int = 8,
+    gen_overrides: dict[str, Any] | None = None,
+    console: Console | None = None,
+) -> TaskRun:
+    console = console or Console(stderr=True)
+    source = resolve_source(task, data_dir)
+    if task.runner == "mrcr" and source.kind == "hub":
+        # byog's own runner reads files: pull the pinned revision into a cache, then read it
+        from byog.evals.data import pull
+
+        data_dir = data_dir or Path.home() / ".cache" / "byog" / "datasets"
+        pull([task], data_dir)
+        source = resolve_source(task, data_dir)
+    overrides = dict(gen_overrides or {})
+    started = time.perf_counter()
+    with console.status(f"eval {task.name} on {server}") as live:
+        def status(text: str) -> None:
+            live.update(f"eval on {server}: {text}")
+
+        if task.runner == "lm_eval":
+            rows, gen, runner, extra = _lm_eval_task(task, source, endpoint, seeds, limit, num_concurrent, overrides, status)
+        else:
+            rows, gen, runner, extra = _mrcr_task(task, source, endpoint, seeds, limit, num_concurrent, overrides, status, data_dir)
+    wall_s = time.perf_counter() - started
+    rows = [EvalItemRow(**row).model_dump() for row in rows]  # validate before anything is written
+
+    per_item: dict[str, list[float]] = {}
+    per_pass: dict[int, list[float]] = {}
+    for row in rows:
+        per_item.setdefault(row["item_id"], []).append(row["score"])
+        per_pass.setdefault(row["pass_index"], []).append(row["score"])
+    item_means = [100.0 * stats.mean(v) for _, v in sorted(per_item.items())]
+    data = source.record()
+    if task.runner == "mrcr" and source.kind in ("hub", "hub-cache"):
+        data["label"] = "MRCR v2"
+    results = EvalResults(
+        server=server,
+        task=task.record(),
+        data=data,
+        endpoint={"base_url": endpoint.base_url, "model": endpoint.model, "tokenizer": endpoint.tokenizer, "max_model_len": endpoint.max_model_len},
+        sampling={
+            "passes": len(seeds), "seeds": list(seeds),
+            "temperature": float(gen.get("temperature", 0.0) or 0.0), "do_sample": bool(gen.get("do_sample", False)),
+            "top_p": gen.get("top_p"), "max_gen_toks": gen.get("max_gen_toks"),
+        },
+        runner=runner,
+        limit=limit,
+        n_items=len(item_means),
+        n_rows=len(rows),
+        score=stats.mean(item_means) if item_means else 0.0,
+        stderr=stats.standard_error(item_means),
+        pass_scores=[100.0 * stats.mean(v) for _, v in sorted(per_pass.items())],
+        wall_s=round(wall_s, 3),
+        extra=extra,
+    ).model_dump(mode="json")
+    return TaskRun(rows=rows, results=results)
+
+
+def write_task(run_dir: RunDir, server: str, task: str, run: TaskRun) -> None:
+    """items.parquet first, results.json last: "complete" means both exist."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([
+        ("item_id", pa.string()), ("item_sha256", pa.string()), ("pass_index", pa.int32()), ("seed", pa.int64()),
+        ("extracted_answer", pa.string()), ("target", pa.string()), ("score", pa.float64()),
+        ("n_output_tokens", pa.int64()), ("bin", pa.string()),
+    ])
+    assert tuple(schema.names) == ITEM_COLUMNS
+    table = pa.Table.from_pylist(run.rows, schema=schema)
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    atomic_write_bytes(run_dir.eval_items(server, task), buffer.getvalue())
+    atomic_write_json(run_dir.eval_results(server, task), run.results)
+
+
+def run_evals_for_server(plan: Plan, server_name: str, endpoint: Endpoint, run_dir: RunDir, data_dir: Path | None, console: Any) -> None:
+    """Every EvalSpec of the plan that names this server, skipping tasks already complete."""
+    for spec in plan.evals:
+        if server_name not in plan.servers_for(spec):
+            continue
+        task = get_task(spec.task)
+        if run_dir.eval_complete(server_name, task.name):
+            console.print(f"eval {task.name} on {server_name}: already complete, skipped")
+            continue
+        run = run_task(task, server_name, endpoint, seeds=list(plan.seeds[: spec.passes]), limit=spec.limit,
+                       data_dir=data_dir, num_concurrent=spec.num_concurrent, gen_overrides=spec.gen_kwargs, console=console)
+        write_task(run_dir, server_name, task.name, run)
+        r = run.results
+        console.print(f"eval {task.name} on {server_name}: {r['score']:.1f} points over {r['n_items']} items x {len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s, data: {r['data']['label']})")

@@ -1,0 +1,245 @@
+"""Paired statistics for the accuracy verdict: the one home of every eval formula (DESIGN.md "Evals").
+
+Inputs are per-item scores in points (0-100), each the mean over the K passes of that item, for
+the candidate and the baseline on the same items in the same order.
+
+- d_i = cand_i - base_i;  d = mean(d_i);  SE_d = sd(d_i) / sqrt(n)   (sd with n-1)
+- **equivalent** when the 90% CI  d +/- t(0.95, n-1) SE_d  lies strictly inside (-margin, +margin)
+  (two one-sided tests, alpha 0.05 each);
+- **different** when the 95% CI  d +/- t(0.975, n-1) SE_d  excludes 0 *and* |d| > margin;
+- otherwise **inconclusive**.
+- ``within_1se``: the write-up's rule |d| <= 1 x SE_d; ``z`` = d / SE_d.
+- ``power``: the probability that the TOST declares "equivalent" when the true difference is 0,
+  at this margin and this SE_d:  2 F_t(margin / SE_d - t(0.95, n-1); n-1) - 1, floored at 0
+  (F_t = Student t CDF; the usual approximation that treats SE_d as known).
+- ``mde``: the minimum detectable effect, the true |difference| that a two-sided test at 0.05
+  detects with 80% power:  (t(0.975, n-1) + t(0.80, n-1)) SE_d.
+
+What the gate means (used by the simulation test and the report): a claim "just as accurate"
+passes only on **equivalent**; **different** and **inconclusive** both fail it. "False fail" =
+identical servers not declared equivalent; "flagged" = a server whose true score differs by one
+margin not declared equivalent (the TOST caps that at 5% whatever n is; the binding requirement
+is enough items and passes that identical servers pass, which is what ``recommended_passes``
+in ``byog.evals.tasks`` is chosen for).
+
+SE_d = 0 (every d_i equal, e.g. two servers with identical outputs on every item): both CIs
+collapse to the point d, which is the limit of the formulas as SE_d -> 0. So d = 0 gives
+"equivalent" (0 lies inside any positive margin), z = 0, within_1se = True, power = 1, mde = 0;
+a constant d != 0 gives "equivalent" if |d| < margin, "different" if |d| > margin, else
+"inconclusive", with z = None (infinite, written as null) and within_1se = False.
+n < 2: no variance can be estimated; the verdict is "inconclusive" and the SE-based fields are None.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Sequence
+
+Verdict = Literal["equivalent", "different", "inconclusive"]
+
+ALPHA = 0.05  # each one-sided test of the TOST; the difference test is two-sided at the same alpha
+POWER_TARGET = 0.80  # for the minimum detectable effect
+
+
+def _t_ppf(q: float, df: int) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(q, df))
+
+
+def _t_cdf(x: float, df: int) -> float:
+    from scipy.stats import t
+
+    return float(t.cdf(x, df))
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    n: int
+    margin: float
+    d: float | None
+    se_d: float | None
+    ci90_low: float | None
+    ci90_high: float | None
+    ci95_low: float | None
+    ci95_high: float | None
+    verdict: Verdict
+    within_1se: bool | None
+    z: float | None
+    power: float | None
+    mde: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def sample_sd(values: Sequence[float]) -> float:
+    """Standard deviation with n-1 in the denominator (0 for fewer than 2 values)."""
+    n = len(values)
+    if n < 2:
+        return 0.0
+    m = mean(values)
+    return math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
+
+
+def standard_error(values: Sequence[float]) -> float | None:
+    """SE of the mean of per-item scores; None for fewer than 2 items."""
+    return sample_sd(values) / math.sqrt(len(values)) if len(values) >= 2 else None
+
+
+def decide(d: float, ci90: tuple[float, float], ci95: tuple[float, float], margin: float) -> Verdict:
+    """The three-way rule, on already computed intervals."""
+    if -margin < ci90[0] and ci90[1] < margin:
+        return "equivalent"
+    if (ci95[0] > 0 or ci95[1] < 0) and abs(d) > margin:
+        return "different"
+    return "inconclusive"
+
+
+def tost_power(margin: float, se_d: float, n: int, alpha: float = ALPHA) -> float:
+    """P(TOST says equivalent | true difference 0); 1 when SE_d is 0."""
+    if se_d == 0:
+        return 1.0
+    t_crit = _t_ppf(1 - alpha, n - 1)
+    return max(0.0, 2 * _t_cdf(margin / se_d - t_crit, n - 1) - 1)
+
+
+def minimum_detectable_effect(se_d: float, n: int, alpha: float = ALPHA, power: float = POWER_TARGET) -> float:
+    return (_t_ppf(1 - alpha / 2, n - 1) + _t_ppf(power, n - 1)) * se_d
+
+
+def paired_comparison(candidate: Sequence[float], baseline: Sequence[float], margin: float) -> PairedComparison:
+    """Compare per-item scores (points, item order shared) against an equivalence margin (points)."""
+    if len(candidate) != len(baseline):
+        raise ValueError(f"paired scores need the same items: {len(candidate)} candidate vs {len(baseline)} baseline")
+    if margin <= 0:
+        raise ValueError("the equivalence margin must be positive")
+    n = len(candidate)
+    diffs = [c - b for c, b in zip(candidate, baseline)]
+    if n < 2:
+        d = diffs[0] if diffs else None
+        return PairedComparison(n, margin, d, None, None, None, None, None, "inconclusive", None, None, None, None)
+    d = mean(diffs)
+    se_d = sample_sd(diffs) / math.sqrt(n)
+    t90 = _t_ppf(1 - ALPHA, n - 1)
+    t95 = _t_ppf(1 - ALPHA / 2, n - 1)
+    ci90 = (d - t90 * se_d, d + t90 * se_d)
+    ci95 = (d - t95 * se_d, d + t95 * se_d)
+    if se_d > 0:
+        z: float | None = d / se_d
+        within = abs(d) <= se_d
+    else:
+        z = 0.0 if d == 0 else None
+        within = d == 0
+    return PairedComparison(
+        n=n,
+        margin=margin,
+        d=d,
+        se_d=se_d,
+        ci90_low=ci90[0],
+        ci90_high=ci90[1],
+        ci95_low=ci95[0],
+        ci95_high=ci95[1],
+        verdict=decide(d, ci90, ci95, margin),
+        within_1se=within,
+        z=z,
+        power=tost_power(margin, se_d, n),
+        mde=minimum_detectable_effect(se_d, n),
+    )
+
+
+# --- simulation: how often the gate fails identical servers, and catches a shifted one -------
+
+@dataclass(frozen=True)
+class GateRates:
+    comparisons: int
+    false_fail_rate: float  # identical servers, verdict != equivalent
+    false_different_rate: float  # identical servers, verdict == different
+    flagged_rate: float  # candidate shifted by one margin, verdict != equivalent
+    shifted_different_rate: float  # candidate shifted by one margin, verdict == different
+
+
+def difficulty_profile(n_items: int, mean_accuracy: float, concentration: float, seed: int) -> "Any":
+    """Fixed per-item success probabilities p_i ~ Beta(a, b) with mean ``mean_accuracy``.
+
+    A low ``concentration`` (a + b) gives the U-shape real benchmarks have: many items a model
+    always or never solves, a few in between.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    a = mean_accuracy * concentration
+    b = (1 - mean_accuracy) * concentration
+    return rng.beta(a, b, size=n_items)
+
+
+def simulate_gate(
+    p_items: "Any",
+    passes: int,
+    margin: float,
+    comparisons: int,
+    seed: int,
+    greedy_flip_rate: float | None = None,
+) -> GateRates:
+    """Simulate paired comparisons of per-item Bernoulli scores from a fixed difficulty profile.
+
+    Sampled decoding (``greedy_flip_rate`` None): every pass of every item is a fresh draw,
+    score_i = mean of K Bernoulli(p_i) draws, independently for each server.
+    Greedy decoding: a server's answer to an item is fixed, so K passes repeat it. Each draw is
+    U_i < p_i with one uniform U_i per item shared by the two servers; a server identical to the
+    baseline re-draws U_i on a fraction ``greedy_flip_rate`` of items (numeric nondeterminism:
+    batch composition, kernels), so it agrees with the baseline everywhere else.
+    Identical servers draw from p_i; the shifted candidate from p_i lowered by one margin
+    (clipped to [0, 1] and re-centred so the mean drop is exactly one margin).
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    p = np.asarray(p_items, dtype=float)
+    p_shift = _shifted_profile(p, -margin / 100.0)
+    counts = {"ff": 0, "fd": 0, "fl": 0, "sd": 0}
+    for _ in range(comparisons):
+        if greedy_flip_rate is None:
+            base = rng.binomial(passes, p) / passes * 100.0
+            same = rng.binomial(passes, p) / passes * 100.0
+            worse = rng.binomial(passes, p_shift) / passes * 100.0
+        else:
+            u = rng.random(p.size)
+            flip = rng.random(p.size) < greedy_flip_rate
+            u_other = np.where(flip, rng.random(p.size), u)
+            base = (u < p) * 100.0
+            same = (u_other < p) * 100.0
+            worse = (u_other < p_shift) * 100.0
+        v_same = paired_comparison(same.tolist(), base.tolist(), margin).verdict
+        v_worse = paired_comparison(worse.tolist(), base.tolist(), margin).verdict
+        counts["ff"] += v_same != "equivalent"
+        counts["fd"] += v_same == "different"
+        counts["fl"] += v_worse != "equivalent"
+        counts["sd"] += v_worse == "different"
+    return GateRates(
+        comparisons=comparisons,
+        false_fail_rate=counts["ff"] / comparisons,
+        false_different_rate=counts["fd"] / comparisons,
+        flagged_rate=counts["fl"] / comparisons,
+        shifted_different_rate=counts["sd"] / comparisons,
+    )
+
+
+def _shifted_profile(p: "Any", shift: float) -> "Any":
+    """p + delta clipped to [0, 1], with delta solved so the mean moves by exactly ``shift``."""
+    import numpy as np
+
+    lo, hi = -1.0, 1.0
+    target = float(p.mean()) + shift
+    for _ in range(60):  # bisection: the clipped mean is monotone in delta
+        mid = (lo + hi) / 2
+        if float(np.clip(p + mid, 0, 1).mean()) < target:
+            lo = mid
+        else:
+            hi = mid
+    return np.clip(p + (lo + hi) / 2, 0, 1)

@@ -1,0 +1,132 @@
+"""Pydantic models of the eval files in a run directory: items.parquet rows and results.json.
+
+``evals/<server>/<task>/items.parquet``: one row per (item, pass) — raw, the source of truth.
+``evals/<server>/<task>/results.json``: what was run (task definition, data, sampling, endpoint)
+and the score it gave. Neither holds question or answer text of a gated dataset: items keep an
+id, the sha256 of the item's canonical text, the extracted answer and the score.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EVAL_RESULTS_SCHEMA_VERSION = 1
+
+ITEM_COLUMNS = (
+    "item_id",
+    "item_sha256",
+    "pass_index",
+    "seed",
+    "extracted_answer",
+    "target",
+    "score",
+    "n_output_tokens",
+    "bin",
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EvalItemRow(_Strict):
+    item_id: str  # stable id: the dataset's own id where it has one, else "<split>:<row index>"
+    item_sha256: str  # sha256 of the item's canonical JSON (the dataset row, keys sorted)
+    pass_index: int = Field(ge=0)  # k in 0..K-1; pass k used seed plan.seeds[k]
+    seed: int
+    extracted_answer: str | None  # what the answer extraction took from the response
+    target: str | None  # the gold answer in short form (number, letter); None where it is long text
+    score: float = Field(ge=0, le=1)  # 0..1 (exact match, or the MRCR ratio)
+    n_output_tokens: int | None = None  # from the server's usage where the runner sees it
+    bin: str | None = None  # MRCR: the token-count bin of the row
+
+
+class DataRecord(_Strict):
+    source: Literal["local", "hub", "hub-cache", "fixture", "generated"]
+    dataset_id: str
+    revision: str | None
+    config: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)  # split -> file name (no directories)
+    file_sha256: dict[str, str] = Field(default_factory=dict)  # split -> sha256 of that file
+    label: str  # e.g. "MRCR v2", "fixture (byog-written, not Idavidrein/gpqa)", "generated"
+    note: str = ""
+
+
+class EndpointRecord(_Strict):
+    base_url: str
+    model: str
+    tokenizer: str | None = None
+    max_model_len: int | None = None
+
+
+class SamplingRecord(_Strict):
+    passes: int
+    seeds: list[int]
+    temperature: float
+    do_sample: bool
+    top_p: float | None = None
+    max_gen_toks: int | None = None
+    response_cache: Literal["off"] = "off"
+
+
+class EvalResults(_Strict):
+    schema_version: Literal[1] = EVAL_RESULTS_SCHEMA_VERSION
+    server: str
+    task: dict[str, Any]  # TaskSpec.record()
+    data: DataRecord
+    endpoint: EndpointRecord
+    sampling: SamplingRecord
+    runner: dict[str, Any]  # lm-eval version + model class and args, or the MRCR runner's settings
+    limit: int | None
+    n_items: int
+    n_rows: int
+    score: float  # points 0-100: mean over items of the per-item mean over passes
+    stderr: float | None  # points: sd of the per-item means / sqrt(n)
+    pass_scores: list[float]  # points, one per pass
+    wall_s: float
+    extra: dict[str, Any] = Field(default_factory=dict)  # runner-specific (MRCR bins, token counter)
+
+
+from byog.schemas.registry import register  # noqa: E402  (registration at import, like every schema module)
+
+register("eval_results", EvalResults, version=EVAL_RESULTS_SCHEMA_VERSION, files=("evals/*/*/results.json",))
+register("eval_item", EvalItemRow, version=EVAL_RESULTS_SCHEMA_VERSION, files=("evals/*/*/items.parquet",), kind="parquet")
+
+
+class EvalScoreRow(_Strict):
+    """summary.json evals.scores[]: one per (server, task)."""
+
+    server: str
+    task: str
+    n_items: int
+    passes: int
+    score: float | None  # points 0-100
+    stderr: float | None
+
+
+class EvalVerdictRow(_Strict):
+    """summary.json evals.verdicts[]: one per (task, candidate vs baseline, speculative on/off)."""
+
+    task: str
+    candidate: str
+    baseline: str
+    speculative: bool
+    n: int
+    margin: float
+    d: float | None
+    se_d: float | None
+    ci90_low: float | None
+    ci90_high: float | None
+    ci95_low: float | None
+    ci95_high: float | None
+    verdict: Literal["equivalent", "different", "inconclusive"]
+    within_1se: bool | None
+    z: float | None
+    power: float | None
+    mde: float | None
+
+
+register("eval_score", EvalScoreRow, version=EVAL_RESULTS_SCHEMA_VERSION)
+register("eval_verdict", EvalVerdictRow, version=EVAL_RESULTS_SCHEMA_VERSION)
