@@ -178,9 +178,14 @@ def _point_entry(server: str, point: BenchPoint, record: dict[str, Any] | None, 
 
 def bootstrap_ratio_ci(cand: Sequence[_Unit], base: Sequence[_Unit], stat: Callable[[Sequence[_Unit]], float | None],
                        seed: list[int], resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float | None, float | None]:
-    """Percentile bootstrap CI of stat(cand)/stat(base), resampling each side's units with replacement."""
+    """Percentile bootstrap CI of stat(cand)/stat(base), resampling each side's units with replacement.
+
+    ``(None, None)`` with fewer than two units on a side: there is no noise estimate to give.
+    """
     import numpy as np
 
+    if len(cand) < 2 or len(base) < 2:
+        return None, None  # one wave (or request) says nothing about noise
     rng = np.random.default_rng(seed)
     ratios = []
     for _ in range(resamples):
@@ -223,7 +228,7 @@ def _comparisons(plan: Plan, loaded: dict[tuple[str, str], tuple[dict[str, Any] 
                     "point_id": point.point_id, "candidate": candidate, "baseline": plan.baseline, "metric": metric,
                     "candidate_value": cv, "baseline_value": bv, "ratio": cv / bv, "ci_low": low, "ci_high": high,
                     "ci_level": CI_LEVEL, "units": "waves" if point.kind == "batch" else "requests",
-                    "within_noise": bool(low is not None and high is not None and low <= 1.0 <= high),
+                    "within_noise": None if low is None or high is None else bool(low <= 1.0 <= high),
                 })
     return out
 
