@@ -74,7 +74,9 @@ def main() -> int:
                       f"ITL {_fmt_ms(r['median_itl_s'])} ms  out {r['output_tok_s']:8.2f} tok/s  "
                       f"tokens out {r['total_output_tokens']} (server {r['server_generation_tokens']:.0f}) "
                       f"in {r['total_input_tokens']} (server {r['server_prompt_tokens']:.0f}) "
-                      f"{'EQUAL' if all(tok_ok) else 'DIFFER'}  completed {r['completed']} errors {r['errors']}", flush=True)
+                      f"{'EQUAL' if all(tok_ok) else 'DIFFER'}  completed {r['completed']} errors {r['errors']}"
+                      + (f"  client cpu {r['client_cpu_share']:.0%} lag p99 {r['client_loop_lag_p99_s'] * 1e3:.1f} ms"
+                         if r.get("client_loop_lag_p99_s") is not None else ""), flush=True)
         if runs and "command" in runs[1]:
             print(f"vllm command: vllm {runs[1]['command'].split('vllm_entry ', 1)[-1]}")
         byog = [r for r in runs if r["tool"] == "byog"]

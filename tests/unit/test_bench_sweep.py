@@ -181,3 +181,22 @@ def test_plan_estimate_uses_measured_tpot_and_startup_from_an_earlier_run(tmp_pa
     assert cand["source"] == "guess"  # the earlier run never measured 'cand'
     first = expand_plan(plan)[0]  # batch B=1, 1 warm-up + 3 waves, OSL 12
     assert point_seconds(first, tpot_s=0.01, ttft_s=0.1) == pytest.approx(4 * (0.1 + 11 * 0.01))
+
+
+def test_rate_workload_sends_at_seeded_poisson_times() -> None:
+    from byog.bench.prompts import Prompt
+    from byog.bench.workloads import poisson_offsets_s, run_point
+    from byog.plans.expand import BenchPoint
+    from byog.plans.model import RandomPrompts
+
+    offsets = poisson_offsets_s(20.0, 8, seed=3)
+    assert offsets == poisson_offsets_s(20.0, 8, seed=3) and offsets != poisson_offsets_s(20.0, 8, seed=4)
+    assert all(b > a for a, b in zip(offsets, offsets[1:]))
+    point = BenchPoint(point_id="r", workload="r", kind="rate", rate=20.0, isl=2, osl=4, prompts=RandomPrompts(),
+                       num_prompts=8, arrival_seed=3)
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
+        run = run_point(fake.base_url, "fake", point, [Prompt([300, 301], 2)] * 8)
+    sends = [r.t_send_ns for r in sorted(run.records, key=lambda r: r.request_index)]
+    assert all(r.error is None and r.n_out == 4 for r in run.records)
+    assert sends == sorted(sends)  # request i leaves at offset i, in order
+    assert (sends[-1] - sends[0]) / 1e9 == pytest.approx(offsets[-1] - offsets[0], abs=0.05)
