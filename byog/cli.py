@@ -248,20 +248,17 @@ def bench_cmd(
 def plan_cmd(
     plan: Optional[str] = typer.Argument(None, help="Plan file or built-in profile name (default: smoke)."),
     from_run: Optional[Path] = typer.Option(None, "--from-run", help="An earlier run directory: use its measured start-up and TPOT."),
+    tier: str = typer.Option("full", "--tier", help="smoke (minutes), standard, or full (the plan as written)."),
     as_json: bool = typer.Option(False, "--json", help="Print the matrix and estimate as JSON."),
 ) -> None:
-    """Show a plan's expanded bench matrix, each server's launch command and an estimated wall time."""
-    from byog.bench.estimate import estimate_plan, render_estimate
-    from byog.plans.expand import check_plan_fits
-    from byog.plans.load import load_plan
+    """Show a plan's expanded bench matrix, each server's launch command, and the estimate of every tier."""
+    from byog.plans.tiers import plan_overview, render_plan_overview
 
-    loaded, _ = load_plan(plan)
-    check_plan_fits(loaded)
-    estimate = estimate_plan(loaded, from_run)
+    overview = plan_overview(plan, tier, from_run)
     if as_json:
-        print_json(estimate)
+        print_json(overview)
     else:
-        render_estimate(console, estimate)
+        render_plan_overview(console, overview)
 
 
 # --- bundles: pack, verify, report, keys, attach (byog/bundles) ------------------------------
