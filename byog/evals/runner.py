@@ -21,7 +21,7 @@ from rich.console import Console
 from byog.bundles.rundir import RunDir
 from byog.errors import ByogError, UsageError
 from byog.evals import stats
-from byog.evals.data import DataSource, hub_offline, read_split, resolve_source
+from byog.evals.data import DataSource, hub_offline, read_split, resolve_data_dir, resolve_source
 from byog.evals.tasks import TaskSpec, get_task
 from byog.images.runtime import Endpoint
 from byog.ioutil import atomic_write_bytes, atomic_write_json
@@ -250,6 +250,7 @@ def write_task(run_dir: RunDir, server: str, task: str, run: TaskRun) -> None:
 
 def run_evals_for_server(plan: Plan, server_name: str, endpoint: Endpoint, run_dir: RunDir, data_dir: Path | None, console: Any) -> None:
     """Every EvalSpec of the plan that names this server, skipping tasks already complete."""
+    data_dir = resolve_data_dir(data_dir)
     for spec in plan.evals:
         if server_name not in plan.servers_for(spec):
             continue

@@ -4,7 +4,8 @@ Pure and deterministic: ``summarize_evals(run_dir, plan)`` reads ``evals/<server
 (and the task name and limit from ``results.json``), so ``byog verify`` can recompute it and get
 the same numbers. Floats are finite or None (JSON null), never NaN.
 
-- scores: per (server, task): per-item score = mean over the K passes (points 0-100); the task
+- scores: per (server, task), with the data label from results.json (so fixture and generated
+  rows never pass for the real benchmark): per-item score = mean over the K passes (points 0-100); the task
   score = mean over items; stderr = sd(item scores) / sqrt(n).
 - verdicts: per (task, candidate vs the plan's baseline, speculative = the candidate's
   ServerConfig.speculative), on the items both servers scored (paired by item id and item
@@ -40,6 +41,16 @@ def passes_of(run_dir: RunDir, server: str, task: str) -> int:
     return len(set(table.column("pass_index").to_pylist()))
 
 
+def data_label(run_dir: RunDir, server: str, task: str) -> str | None:
+    """What the items were: e.g. "openai/gsm8k (local copy)", "MRCR v2", "generated ...", "fixture ..."."""
+    from byog.ioutil import read_json
+
+    try:
+        return str(read_json(run_dir.eval_results(server, task))["data"]["label"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
@@ -73,6 +84,7 @@ def summarize_evals(run_dir: RunDir, plan: Plan) -> dict[str, Any]:
             scores.append({
                 "server": server,
                 "task": task,
+                "data": data_label(run_dir, server, task),
                 "n_items": len(values),
                 "passes": passes_of(run_dir, server, task),
                 "score": _finite(stats.mean(values)) if values else None,

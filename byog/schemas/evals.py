@@ -100,6 +100,7 @@ class EvalScoreRow(_Strict):
 
     server: str
     task: str
+    data: str | None = None  # the data label of results.json: "MRCR v2", "generated ...", "fixture ..."
     n_items: int
     passes: int
     score: float | None  # points 0-100

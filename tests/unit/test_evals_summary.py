@@ -11,6 +11,7 @@ import pytest
 from byog.bundles.rundir import RunDir
 from byog.evals import stats
 from byog.evals.data import FIXTURES_DIR
+from byog.evals.gated import find_texts, gpqa_fixture_texts
 from byog.evals.lm_eval_adapter import items_from_samples
 from byog.evals.runner import TaskRun, write_task
 from byog.evals.summary import summarize_evals
@@ -84,34 +85,6 @@ def test_one_item_gives_nulls_not_nan(tmp_path: Path) -> None:
     json.dumps(out, allow_nan=False)
 
 
-def _fixture_texts() -> list[str]:
-    with (FIXTURES_DIR / "gpqa_diamond.FIXTURE.csv").open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    texts = []
-    for row in rows:
-        for key in ("Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3", "Explanation"):
-            texts.append(row[key])
-    return texts
-
-
-def assert_no_fixture_text(root: Path) -> int:
-    """Scan every file under root (bytes, and parquet decoded) for any GPQA fixture text; return files scanned."""
-    needles = [t for t in _fixture_texts() if len(t) >= 5]  # shorter answers ("8", "1/4") also match digits
-    scanned = 0
-    for path in root.rglob("*"):
-        if not path.is_file():
-            continue
-        scanned += 1
-        blob = path.read_bytes().decode("utf-8", errors="ignore")
-        if path.suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            blob += json.dumps(pq.read_table(path).to_pylist(), ensure_ascii=False)
-        for text in needles:
-            assert text not in blob, f"fixture text leaked into {path}: {text[:40]!r}"
-    return scanned
-
-
 def test_gpqa_items_keep_no_text(tmp_path: Path) -> None:
     """lm-eval's samples carry the question (doc, arguments) and responses quoting it: none of it is kept."""
     task = get_task("gpqa_diamond")
@@ -132,10 +105,16 @@ def test_gpqa_items_keep_no_text(tmp_path: Path) -> None:
              "n_output_tokens": None, "bin": None} for it in items]
     run_dir = RunDir(tmp_path)
     write_task(run_dir, "candidate", task.name, TaskRun(rows=rows, results={"task": task.record()}))
-    assert assert_no_fixture_text(tmp_path) == 2
+    assert len([p for p in tmp_path.rglob("*") if p.is_file()]) == 2
+    assert find_texts(tmp_path, gpqa_fixture_texts()) == []
 
 
 def test_the_scan_finds_leaked_text(tmp_path: Path) -> None:
-    (tmp_path / "report.md").write_text("oops: " + _fixture_texts()[0], encoding="utf-8")
-    with pytest.raises(AssertionError, match="fixture text leaked"):
-        assert_no_fixture_text(tmp_path)
+    texts = gpqa_fixture_texts()
+    assert len(texts) >= 10 and any("Zorblax" in t for t in texts)
+    (tmp_path / "report.md").write_text("oops: " + texts[0], encoding="utf-8")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([{"x": texts[1]}]), tmp_path / "items.parquet", compression="zstd")
+    assert find_texts(tmp_path, texts) == [("items.parquet", texts[1]), ("report.md", texts[0])]
