@@ -41,7 +41,7 @@ SMOKE_MAX_OSL = 256
 SMOKE_MAX_WAVES = 2
 SMOKE_MAX_WARMUP_WAVES = 1
 SMOKE_MAX_EVAL_ITEMS = 10
-SMOKE_MAX_PROMPTS_PER_SLOT = 2  # concurrency/rate: prompts per unit of the largest C (enough to reach it)
+SMOKE_MAX_PROMPTS_PER_SLOT = 1  # concurrency: one prompt per slot of the largest C (enough to reach it)
 SMOKE_MAX_RATE_PROMPTS = 32
 
 # A value a profile leaves for the user to set: `<SET-ME: what>` (see docs/profiles.md).
@@ -199,7 +199,10 @@ def eval_items(spec: EvalSpec) -> int:
 def render_tier_estimates(console: Any, rows: list[dict[str, Any]], current: str) -> None:
     from rich.table import Table
 
-    table = Table(title="tiers (bench wall time and GPU-hours; evals not included)")
+    from byog.bench.estimate import STARTUP_GUESS_S, TPOT_GUESS_S
+
+    table = Table(title="tiers: bench wall time and GPU-hours (evals not timed; without --from-run, guesses of "
+                        f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and {STARTUP_GUESS_S:.0f} s start-up per server)")
     for column in ("tier", "servers", "bench points", "max GPUs", "est. wall", "GPU-hours", "eval requests"):
         table.add_column(column)
     for r in rows:

@@ -145,3 +145,20 @@ def test_byog_plan_cli_every_tier(name: str, tier: str) -> None:
 def test_byog_plan_refuses_unknown_tier() -> None:
     result = CliRunner().invoke(app, ["plan", "kimi-k3-gb300", "--tier", "huge"])
     assert result.exit_code == 2 and "unknown tier" in result.output
+
+
+@pytest.mark.parametrize("name", GPU_PROFILES)
+def test_speculative_configs_are_vllms(name: str) -> None:
+    """Every key is a field of vLLM's SpeculativeConfig; the synthetic length is one vLLM accepts."""
+    speculative = pytest.importorskip("vllm.config.speculative")
+    fields = set(speculative.SpeculativeConfig.__dataclass_fields__)
+    plan, _ = load_plan(name)
+    for server, config in plan.servers.items():
+        spec = config.speculative_config
+        if spec is None:
+            continue
+        assert set(spec) <= fields, (server, set(spec) - fields)
+        if spec.get("rejection_sample_method") == "synthetic":
+            n = spec["num_speculative_tokens"]
+            rates = speculative.SpeculativeConfig._resolve_synthetic_acceptance_rates(n, None, spec["synthetic_acceptance_length"])
+            assert rates == [1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0]  # 5 drafts + the bonus token = 6 per step
