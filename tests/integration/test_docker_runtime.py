@@ -1,0 +1,198 @@
+"""The docker runtime on a REAL Docker engine with REAL CPU vLLM inside the container.
+
+The image is the ``cpu-host`` flavour (a debootstrapped Debian root filesystem, ``docker import``ed;
+the host's Python prefix and the SmolLM2 directory mounted read-only), built on first use.
+The engine must already answer (scripts/start-dockerd.sh); without one these tests skip, unless
+BYOG_REQUIRE_DOCKER=1 (CI) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from rich.console import Console
+
+from byog.errors import ByogError, EnvironmentProblem
+from byog.images import docker as dk
+from byog.images.build import build_image, default_tag
+from byog.images.engine import docker_client
+from byog.plans.model import BUILTIN_MODEL, BatchWorkload, ModelSpec, Plan, ServerConfig
+
+pytestmark = [pytest.mark.integration, pytest.mark.docker]
+
+IMAGE = default_tag("cpu-host")
+FAKE_TOKEN = "hf_byog_test_token_not_a_secret"
+
+
+@pytest.fixture(scope="module")
+def client():
+    try:
+        return docker_client()
+    except EnvironmentProblem as err:
+        if os.environ.get("BYOG_REQUIRE_DOCKER") == "1":
+            pytest.fail(str(err))
+        pytest.skip(str(err))
+
+
+@pytest.fixture(scope="module")
+def cpu_host_image(client) -> str:
+    from docker.errors import ImageNotFound
+
+    try:
+        client.images.get(IMAGE)
+    except ImageNotFound:
+        result = build_image("cpu-host", log=lambda line: None)
+        print(f"built {result.tag} in {result.build_s:.1f} s ({result.size_bytes / 1e6:.0f} MB): {result.steps_s}")
+    return IMAGE
+
+
+def containers_of_run(client, run_id: str) -> list[str]:
+    return [c.name for c in client.containers.list(all=True, filters={"label": f"byog.run={run_id}"})]
+
+
+def test_docker_server_benches_records_and_leaves_nothing(client, cpu_host_image, smollm2, tmp_path, monkeypatch) -> None:
+    from byog.bench.sweep import run_bench_for_server
+    from byog.bundles.rundir import RunDir
+
+    monkeypatch.setenv("HF_TOKEN", FAKE_TOKEN)
+    run_id = f"dockertest-{os.getpid()}"
+    rd = RunDir(tmp_path / "runs" / run_id)
+    config = ServerConfig(runtime="docker", image=cpu_host_image, args=["--enforce-eager"])
+    plan = Plan(
+        name="docker-one-point", model=ModelSpec(path=BUILTIN_MODEL, max_model_len=4096),
+        servers={"docker": config}, baseline="docker",
+        workloads=[BatchWorkload(batch_sizes=[1], isl=[32], osl=[16], warmup_waves=0, waves=1)],
+    )
+    # Port taken -> pick another: the first port handed out is held by a listener here.
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen(1)
+    taken_port = held.getsockname()[1]
+    ports = iter([taken_port])
+    real_free_port = dk.free_port
+    monkeypatch.setattr(dk, "free_port", lambda host="127.0.0.1": next(ports, None) or real_free_port(host))
+    try:
+        server = dk.DockerRuntime(client).launch("docker", config, smollm2, rd.server_dir("docker"))
+    finally:
+        held.close()
+    try:
+        assert server.spec.host_port != taken_port
+        container = server._container
+        container.reload()
+        assert container.labels["byog.run"] == run_id and container.labels["byog.server"] == "docker"
+        assert container.attrs["HostConfig"]["IpcMode"] == "host"
+        assert container.attrs["HostConfig"]["NetworkMode"] == "host"
+        assert not container.attrs["HostConfig"].get("DeviceRequests")  # the CPU flavour asks for no GPU
+        assert f"HF_TOKEN={FAKE_TOKEN}" in container.attrs["Config"]["Env"]  # passed through ...
+        mounts = {m["Destination"]: m for m in container.attrs["Mounts"]}
+        assert mounts[smollm2.path]["RW"] is False and mounts[sys.prefix]["RW"] is False
+
+        result = run_bench_for_server(plan, "docker", server, rd, Console(file=open(os.devnull, "w")))
+        assert result["run"] and not result["failed"] and not result["invalid"], result
+        point = json.loads(rd.bench_point("docker", result["run"][0]).read_text())
+        assert point  # the raw point record exists and parses
+
+        # One streamed completion, counted by the server itself.
+        with httpx.stream("POST", f"{server.endpoint.base_url}/v1/completions", timeout=120, json={
+            "model": server.endpoint.model, "prompt": "1 2 3", "max_tokens": 8, "ignore_eos": True,
+            "stream": True, "stream_options": {"include_usage": True}}) as response:
+            chunks = [line for line in response.iter_lines() if line.startswith("data: ") and line != "data: [DONE]"]
+        assert json.loads(chunks[-1][6:])["usage"]["completion_tokens"] == 8
+
+        record = json.loads(rd.server_record("docker").read_text())
+        text = rd.server_record("docker").read_text()
+        assert FAKE_TOKEN not in text and record["env"]["HF_TOKEN"] == "<redacted>"  # ... never recorded
+        assert record["runtime"] == "docker" and record["image"] == cpu_host_image
+        assert record["image_id"] == client.images.get(cpu_host_image).id
+        assert record["image_labels"]["byog.flavour"] == "cpu-host"
+        assert record["version"]["version"].startswith("0.32")
+        assert record["models"]["data"][0]["id"] == smollm2.served_name
+        assert record["container"]["labels"]["byog.run"] == run_id
+        assert record["argv"][:4] == [sys.executable, "-m", "byog.images.vllm_entry", "serve"]
+        log = rd.server_log("docker").read_text()
+        assert "address already in use" in log.lower()  # the first attempt's vLLM could not bind
+        assert "Application startup complete" in log  # the container's log is streamed in
+    finally:
+        server.stop()
+    assert dk.wait_until_gone(client, f"byog.run={run_id}", timeout_s=30) == []
+
+
+def test_exit_before_healthy_fails_fast_with_log_tail(client, cpu_host_image, smollm2, tmp_path) -> None:
+    config = ServerConfig(runtime="docker", image=cpu_host_image, args=["--enforce-eager", "--no-such-flag"])
+    run_dir = tmp_path / "runs" / f"dockerfail-{os.getpid()}"
+    started = time.monotonic()
+    with pytest.raises(ByogError) as err:
+        dk.DockerRuntime(client).launch("broken", config, smollm2, run_dir / "servers" / "broken")
+    assert time.monotonic() - started < 180
+    assert "exited before it became healthy" in str(err.value) and "--no-such-flag" in str(err.value)
+    assert containers_of_run(client, run_dir.name) == []
+
+
+def test_missing_image_says_how_to_build(client, smollm2, tmp_path) -> None:
+    config = ServerConfig(runtime="docker", image="byog-eval:0.0.0-nope-cpu-host")
+    with pytest.raises(EnvironmentProblem) as err:
+        dk.DockerRuntime(client).launch("x", config, smollm2, tmp_path / "runs" / "r" / "servers" / "x")
+    assert "is not on this Docker engine" in str(err.value)
+    assert "byog image build --flavour cpu-host --tag byog-eval:0.0.0-nope-cpu-host" in str(err.value)
+
+
+def test_orphans_of_a_dead_byog_are_swept(client, cpu_host_image) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    labels = {**dk.run_labels("orphan-test", "ghost"), "byog.owner-pid": str(dead.pid)}
+    orphan = client.containers.run(cpu_host_image, entrypoint=["sleep", "600"], labels=labels, detach=True,
+                                   network_mode="none", name=f"byog-orphan-test-{os.getpid()}")
+    mine = client.containers.run(cpu_host_image, entrypoint=["sleep", "600"], labels=dk.run_labels("orphan-test", "alive"),
+                                 detach=True, network_mode="none", name=f"byog-orphan-live-{os.getpid()}")
+    try:
+        removed = dk.sweep_orphans(client)
+        assert orphan.name in removed and mine.name not in removed  # only the dead owner's container goes
+        assert containers_of_run(client, "orphan-test") == [mine.name]
+    finally:
+        for container in (orphan, mine):
+            try:
+                container.remove(force=True)
+            except Exception:
+                pass
+
+
+PLAN = """\
+name: docker-interrupt
+model: {{path: builtin:smollm2-135m-instruct, max_model_len: 4096}}
+servers:
+  only: {{runtime: docker, image: "{image}", args: ["--enforce-eager"]}}
+baseline: only
+workloads:
+  - {{kind: batch, name: decode, batch_sizes: [1], isl: [32], osl: [2000], warmup_waves: 0, waves: 50}}
+"""
+
+
+def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.format(image=cpu_host_image))
+    run_dir = tmp_path / f"dockerint-{os.getpid()}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "byog", "run", "--plan", str(plan), "--run-dir", str(run_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path,
+    )
+    record = run_dir / "servers" / "only" / "server.json"
+    deadline = time.monotonic() + 600
+    while not record.is_file() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert record.is_file(), proc.communicate(timeout=30)[0].decode()[-3000:]
+    assert containers_of_run(client, run_dir.name), "the server's container should be up mid-run"
+    time.sleep(3)  # requests in flight: the interrupt lands mid-point
+    proc.send_signal(signal.SIGINT)
+    output = proc.communicate(timeout=120)[0].decode()
+    assert proc.returncode == 130, output[-3000:]
+    assert "Traceback" not in output
+    assert dk.wait_until_gone(client, f"byog.run={run_dir.name}", timeout_s=30) == []
