@@ -27,6 +27,7 @@ class VerifyReport:
     bundle: str
     results: list[Any] = field(default_factory=list)  # CheckResult
     signer: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)  # per-check extras, e.g. every claim's outcome
 
     @property
     def verified(self) -> bool:
@@ -42,6 +43,7 @@ class VerifyReport:
             "verified": self.verified,
             "signer": self.signer,
             "checks": [{"name": r.name, "status": r.status, "message": r.message} for r in self.results],
+            "details": self.details,
         }
 
 
@@ -97,6 +99,7 @@ def verify_bundle(
             safe = CheckResult("archive", "pass", f"{len(extracted.names)} members, all regular files with safe names")
             report.results = [safe, *run_checks(ctx)]
             report.signer = ctx.signer
+            report.details = ctx.notes
     except UnsafeBundle as err:
         report.results = [CheckResult("archive", "fail", str(err))]
     return report

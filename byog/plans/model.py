@@ -33,6 +33,8 @@ class ServerConfig(_Strict):
 
     runtime: Literal["local", "docker", "endpoint"] = "local"
     image: str | None = None  # docker runtime: image reference (pinned by digest in real runs)
+    # docker runtime: GPUs to request: "all", "none", or device ids; unset = all for a GPU image, none for a CPU one
+    gpus: Literal["all", "none"] | list[NonNegativeInt] | None = None
     url: str | None = None  # endpoint runtime: an already-running server
     args: list[str] = Field(default_factory=list)  # extra `vllm serve` arguments, verbatim
     env: dict[str, str] = Field(default_factory=dict)

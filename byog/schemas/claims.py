@@ -18,6 +18,8 @@
         task: gsm8k
         candidate: candidate
         verdict: equivalent
+        note: where the figure was published      # optional, shown, never checked
+        not_checked: byog has no such workload    # optional: listed as not checked instead of failing
 
 A selector's keys are matched against a summary point's fields (and its ``spec``/``workload``);
 it must match exactly one point of the server.
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from byog.schemas.registry import register
 
@@ -44,15 +46,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class _PointClaim(_Strict):
+class _ClaimBase(_Strict):
     name: str | None = None
+    note: str | None = None  # the published context of the number (a caveat, its source); shown, not checked
+    not_checked: str | None = None  # why no bundle can check this claim yet; verify lists it, never passes it
+
+
+class _PointClaim(_ClaimBase):
     point: str | None = None  # a point id, as in summary.json
     select: dict[str, Any] | None = None  # or fields that pick exactly one point
     metric: str  # a field of the point, dotted for nested values (e.g. tpot_s.p50)
     value: float
     tolerance: float = Field(default=DEFAULT_TOLERANCE, ge=0)  # relative: |got - value| <= tolerance * |value|
-    note: str | None = None  # the published context of the number (a caveat, its source); shown, not checked
-    not_checked: str | None = None  # why no bundle can check this claim yet; verify reports it, never passes it
 
     @model_validator(mode="after")
     def _one_way_to_pick(self) -> "_PointClaim":
@@ -72,17 +77,24 @@ class RatioClaim(_PointClaim):
     baseline: str
 
 
-class VerdictClaim(_Strict):
+class VerdictClaim(_ClaimBase):
     kind: Literal["verdict"]
-    name: str | None = None
     task: str
     candidate: str
     verdict: Literal["equivalent", "different", "inconclusive"]
-    note: str | None = None
-    not_checked: str | None = None
 
 
-Claim = Annotated[Union[ValueClaim, RatioClaim, VerdictClaim], Field(discriminator="kind")]
+def _claim_kind(value: Any) -> str:
+    """'kind' picks the claim type; a claim without one is a plain value claim."""
+    if isinstance(value, dict):
+        return str(value.get("kind", "value"))
+    return str(getattr(value, "kind", "value"))
+
+
+Claim = Annotated[
+    Union[Annotated[ValueClaim, Tag("value")], Annotated[RatioClaim, Tag("ratio")], Annotated[VerdictClaim, Tag("verdict")]],
+    Discriminator(_claim_kind),
+]
 
 
 class ClaimsFile(_Strict):

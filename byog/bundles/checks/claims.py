@@ -67,12 +67,13 @@ def claims_hold(ctx: VerifyContext) -> str:
     if not claims:
         raise Skipped(f"no claim can be checked{not_checked}")
     summary = _derive(ctx)
-    failures = []
+    failures, held = [], []
     for claim in claims:
         try:
-            check_claim(summary, claim)
+            held.append(check_claim(summary, claim))
         except CheckFailed as err:
             failures.append(str(err))
+    ctx.notes["claims"] = {"held": held, "failed": failures, "not_checked": unchecked}
     if failures:
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
         raise CheckFailed(f"{failures[0]}{more}{not_checked}")

@@ -1,0 +1,96 @@
+"""Verify time for ~1, 5 and 25 MB signed bundles, on one CPU core.
+
+    python bench/verify_timing.py            # re-runs itself under `taskset -c 0` when taskset exists
+
+Bundles are synthetic but realistic in shape: a batch decode sweep (B = 1..64) on two servers,
+OSL 512, raw per-request rows in the real parquet format (most of the bytes), GSM8K-style eval
+items, logs; signed with a fresh Ed25519 key. Verify runs in-process with the real
+``derive_summary`` (every number recomputed, report re-rendered). Goal: <= 2 s at 25 MB.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from byog.bundles.finalize import seal_and_pack  # noqa: E402
+from byog.bundles.rundir import RunDir  # noqa: E402
+from byog.bundles.summary import derive_summary  # noqa: E402
+from byog.bundles.sign import SigningKey  # noqa: E402
+from byog.bundles.synthetic import SyntheticSpec, make_run_dir  # noqa: E402
+from byog.bundles.unpack import Extracted  # noqa: E402
+from byog.bundles.verify import verify_bundle  # noqa: E402
+
+BASE = SyntheticSpec(batch_sizes=(1, 2, 4, 8, 16, 32, 64), isl=128, osl=512, warmup_waves=1, waves=1, eval_items=200, log_lines=20000)
+TARGETS_MB = (1, 5, 25)
+
+
+def _pin_to_one_core() -> str:
+    if os.environ.get("BYOG_TIMING_PINNED"):
+        return "pinned to CPU 0 with taskset"
+    if shutil.which("taskset"):
+        env = {**os.environ, "BYOG_TIMING_PINNED": "1"}
+        raise SystemExit(subprocess.call(["taskset", "-c", "0", sys.executable, *sys.argv], env=env))
+    return "NOT pinned (no taskset): numbers may use more than one core"
+
+
+def _build(folder: Path, spec: SyntheticSpec, key: SigningKey) -> Path:
+    run_dir = make_run_dir(folder / "run", spec)
+    run_dir.plots_dir.mkdir(exist_ok=True)  # no plots: they are hashed, not recomputed
+    return seal_and_pack(run_dir, folder / "bundle.tar.gz", key=key).bundle
+
+
+def _waves_for(target_mb: float, folder: Path, key: SigningKey) -> tuple[int, Path]:
+    """Waves per point so the bundle lands near the target size (size grows linearly with waves)."""
+    probe = _build(folder / "probe", BASE, key)
+    per_wave = probe.stat().st_size / (BASE.warmup_waves + BASE.waves)
+    waves = max(1, round(target_mb * 1e6 / per_wave) - BASE.warmup_waves)
+    shutil.rmtree(folder / "probe")
+    return waves, _build(folder / f"{target_mb}mb", replace(BASE, waves=waves), key)
+
+
+def main() -> None:
+    pinning = _pin_to_one_core()
+    with tempfile.TemporaryDirectory(prefix="byog-verify-timing-") as tmp:
+        folder = Path(tmp)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "timing", "-f", str(folder / "key")], check=True)
+        public = " ".join((folder / "key.pub").read_text().split()[:2])
+        allowed = folder / "allowed_signers"
+        allowed.write_text(f'timing@example.com namespaces="byog-bundle@v1" {public}\n')
+        key = SigningKey(folder / "key", "bench")
+        print(f"verify timing, {pinning}; python {sys.version.split()[0]}")
+        print(f"{'bundle':>10} {'requests':>9} {'members':>8} {'extract s':>10} {'derive s':>9} {'verify s':>9} {'w/o derive':>10}  verified")
+        for target in TARGETS_MB:
+            waves, bundle = _waves_for(target, folder, key)
+            requests = 2 * sum(BASE.batch_sizes) * (BASE.warmup_waves + waves)
+            start = time.perf_counter()
+            with Extracted(bundle) as extracted:
+                members = len(extracted.names)
+                extract_s = time.perf_counter() - start
+                start = time.perf_counter()
+                derive_summary(RunDir(extracted.root))  # type: ignore[arg-type]
+                derive_s = time.perf_counter() - start
+            best = float("inf")
+            for _ in range(3):
+                start = time.perf_counter()
+                report = verify_bundle(bundle, allowed_signers=allowed)
+                best = min(best, time.perf_counter() - start)
+            status = "yes" if report.verified else f"NO: {report.failures}"
+            print(f"{bundle.stat().st_size / 1e6:>8.2f}MB {requests:>9} {members:>8} {extract_s:>10.3f} {derive_s:>9.3f} {best:>9.3f} {best - derive_s:>10.3f}  {status}")
+            shutil.rmtree(bundle.parent)
+    print("goal: verify <= 2 s at 25 MB. verify = best of 3 full runs; extract = safe extraction alone (both passes);")
+    print("derive = byog.bundles.summary.derive_summary alone (bench + evals summaries, recomputed once per verify);")
+    print("w/o derive = verify - derive: extraction, hashes, signature, schemas, report re-render, comparisons")
+
+
+if __name__ == "__main__":
+    main()
