@@ -56,8 +56,19 @@ def collect_files(run_dir: RunDir, *, exclude: set[Path] = frozenset()) -> dict[
         if path.is_symlink():
             raise UsageError(f"{rel} in {root} is a symbolic link; a bundle holds regular files only")
         if path.is_file():
+            _bundleable_name(rel, root)
             files[rel] = path.read_bytes()
     return files
+
+
+def _bundleable_name(rel: str, root: Path) -> None:
+    """Refuse at pack time what verify would refuse: a name that is not plain letters, digits, '.', '_', '-'."""
+    from byog.bundles.unpack import UnsafeBundle, check_name
+
+    try:
+        check_name(rel)
+    except UnsafeBundle:
+        raise UsageError(f"{rel} in {root} cannot go into a bundle: use only letters, digits, '.', '_' and '-' in names") from None
 
 
 def gzip_bytes(data: bytes) -> bytes:

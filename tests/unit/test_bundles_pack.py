@@ -109,3 +109,16 @@ def test_pack_refuses_a_run_dir_without_summary(tmp_path: Path) -> None:
 def test_gzip_stream_is_a_single_member(packed) -> None:  # noqa: ANN001
     _, _, _, first = packed
     assert gzip.decompress(first.bundle.read_bytes())[-1024:] == b"\0" * 1024
+
+
+def test_pack_refuses_names_verify_would_refuse(tmp_path: Path) -> None:
+    from byog.bundles.pack import collect_files
+    from byog.bundles.rundir import RunDir
+
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "my plot.png").write_bytes(b"x")
+    with pytest.raises(UsageError, match="cannot go into a bundle"):
+        collect_files(RunDir(tmp_path))
+    (tmp_path / "plots" / "my plot.png").unlink()
+    (tmp_path / ".partial.tmp").write_bytes(b"x")  # an interrupted atomic write is never bundled
+    assert collect_files(RunDir(tmp_path)) == {}

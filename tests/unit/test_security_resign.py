@@ -47,3 +47,29 @@ def test_resigned_by_the_right_key_fails_the_recomputation(tampered, tmp_path: P
     summary_line = next(r.message for r in report.results if r.name == "summary")
     assert "bench.points[0].metrics.decode_tok_s" in summary_line
     assert report.failures == [f"summary: {summary_line}", next(f for f in report.failures if f.startswith("report:"))]
+
+
+def test_a_predicate_that_lies_about_the_files_fails_even_when_signed(tmp_path: Path) -> None:
+    """The signed predicate (images, argv, plan hash) must be what the files say, not just signed."""
+    import tarfile
+
+    from byog.bundles.canonical import canonical_json
+    from byog.bundles.manifest import MANIFEST_NAME, SIGNATURE_NAME
+    from byog.bundles.pack import tar_gz
+    from byog.bundles.sign import sign_bytes
+
+    alice, alice_pub = make_key(tmp_path, "alice")
+    _, packed = build_bundle(tmp_path, alice)
+    allowed = allowed_signers(tmp_path / "allowed_signers", [("alice@example.com", alice_pub)])
+    with tarfile.open(packed.bundle, "r:gz") as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    statement = json.loads(files[MANIFEST_NAME])
+    statement["predicate"]["servers"][1]["image_digests"] = ["vllm/vllm-openai@sha256:" + "b" * 64]
+    files[MANIFEST_NAME] = canonical_json(statement)
+    files[SIGNATURE_NAME] = sign_bytes(files[MANIFEST_NAME], alice)
+    forged = tmp_path / "forged.tar.gz"
+    forged.write_bytes(tar_gz(files))
+    report = verify_bundle(forged, allowed_signers=allowed, derive_summary=derive)
+    status = {r.name: r.status for r in report.results}
+    assert status["hashes"] == status["signature"] == "pass"
+    assert report.failures == ["predicate: the manifest's predicate does not match the bundle's files in: servers"]

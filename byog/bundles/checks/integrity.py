@@ -56,6 +56,6 @@ def predicate_matches_files(ctx: VerifyContext) -> str:
         ours = rebuilt.predicate.model_dump(mode="json")
         theirs = statement.predicate.model_dump(mode="json")
         differing = sorted(key for key in ours if ours[key] != theirs.get(key)) or ["subject"]
-        raise CheckFailed(f"the manifest's {', '.join(differing)} do(es) not match the bundle's files")
+        raise CheckFailed(f"the manifest's predicate does not match the bundle's files in: {', '.join(differing)}")
     servers = ", ".join(server.name for server in statement.predicate.servers) or "no servers"
     return f"plan '{statement.predicate.plan_name}' by byog {statement.predicate.tool.version}; servers: {servers}"
