@@ -65,14 +65,21 @@ def run_byog(base_url: str, model: str, tokenizer: str | None, *, isl: int, osl:
 
 
 def run_vllm_bench_serve(base_url: str, model: str, tokenizer: str, *, isl: int, osl: int, concurrency: int,
-                         num_prompts: int, seed: int = 0) -> dict[str, Any]:
-    """``vllm bench serve`` (the installed vLLM, through byog's entry point) with the same settings."""
+                         num_prompts: int, seed: int = 0, same_body: bool = True) -> dict[str, Any]:
+    """``vllm bench serve`` (the installed vLLM, through byog's entry point) with the same settings.
+
+    ``same_body``: also send byog's ``min_tokens`` and ``continuous_usage_stats`` (through
+    ``--extra-body``) so the server does identical work for both tools and any difference is the
+    client's. Without it vLLM sends only ``max_tokens`` + ``ignore_eos`` + ``include_usage``.
+    """
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "byog.images.vllm_entry", "bench", "serve", "--backend", "openai",
                "--base-url", base_url, "--model", model, "--tokenizer", tokenizer, "--dataset-name", "random",
                "--random-input-len", str(isl), "--random-output-len", str(osl), "--num-prompts", str(num_prompts),
                "--max-concurrency", str(concurrency), "--ignore-eos", "--temperature", "0", "--seed", str(seed),
                "--disable-tqdm", "--save-result", "--result-dir", out, "--result-filename", "r.json"]
+        if same_body:
+            cmd += ["--extra-body", json.dumps({"min_tokens": osl, "stream_options": {"include_usage": True, "continuous_usage_stats": True}})]
         before = _metrics_text(base_url)
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
         after = _metrics_text(base_url)

@@ -19,7 +19,7 @@ from byog.bench import server_metrics as sm
 from byog.bench.prompts import ServerTokenizer, build_prompts, prompts_label
 from byog.bench.rows import write_rows
 from byog.bench.validity import invalid_reasons
-from byog.bench.workloads import CPU_SHARE_LIMIT, LOOP_LAG_LIMIT_S, run_point
+from byog.bench.workloads import CPU_SHARE_LIMIT, LOOP_LAG_FLOOR_S, LOOP_LAG_SHARE_OF_ITL, run_point
 from byog.bundles.rundir import RunDir
 from byog.errors import ByogError
 from byog.images.runtime import RunningServer
@@ -122,7 +122,8 @@ def run_one_point(point: BenchPoint, server_name: str, server: RunningServer, ru
         **base, status="complete", duration_s=time.perf_counter() - wall0,
         t_start_ns=run.t_start_ns, t_end_ns=run.t_end_ns,
         client=ClientLoad(cpu_share=run.cpu_share, loop_lag_p99_s=run.loop_lag_p99_s, loop_lag_max_s=run.loop_lag_max_s,
-                          cpu_share_limit=CPU_SHARE_LIMIT, loop_lag_limit_s=LOOP_LAG_LIMIT_S),
+                          cpu_share_limit=CPU_SHARE_LIMIT, loop_lag_share_of_itl=LOOP_LAG_SHARE_OF_ITL,
+                          loop_lag_floor_s=LOOP_LAG_FLOOR_S),
         counter_deltas=sm.counter_deltas(before, after),
         prefix_cache_reset=reset,
     )

@@ -44,11 +44,15 @@ def invalid_reasons(record: dict[str, Any], rows: Sequence[RequestRecord] | None
     client = record.get("client") or {}
     if client.get("cpu_share") is not None and client["cpu_share"] > client["cpu_share_limit"]:
         reasons.append(f"client saturated: it used {client['cpu_share']:.0%} of a core (limit {client['cpu_share_limit']:.0%})")
-    if client.get("loop_lag_p99_s") is not None and client["loop_lag_p99_s"] > client["loop_lag_limit_s"]:
-        reasons.append(
-            f"client saturated: event-loop lag P99 {client['loop_lag_p99_s'] * 1e3:.1f} ms "
-            f"(limit {client['loop_lag_limit_s'] * 1e3:.1f} ms)"
-        )
+    lag = client.get("loop_lag_p99_s")
+    if lag is not None:
+        itl = m.percentile(m.pooled_itl_s([r.trace() for r in done if not r.warmup]), 50)
+        limit = max(client["loop_lag_floor_s"], client["loop_lag_share_of_itl"] * (itl or 0.0))
+        if lag > limit:
+            reasons.append(
+                f"client saturated: event-loop lag P99 {lag * 1e3:.1f} ms is over "
+                f"{client['loop_lag_share_of_itl']:.0%} of the median ITL (limit {limit * 1e3:.1f} ms)"
+            )
     return reasons
 
 

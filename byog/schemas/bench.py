@@ -27,7 +27,9 @@ class ClientLoad(_Strict):
     loop_lag_p99_s: Optional[float] = None  # event-loop lag: how late a periodic timer woke up
     loop_lag_max_s: Optional[float] = None
     cpu_share_limit: float
-    loop_lag_limit_s: float
+    # lag limit = max(floor, share x the point's median ITL): a late read shifts a token's timestamp
+    loop_lag_share_of_itl: float
+    loop_lag_floor_s: float
 
 
 class PointRecord(_Strict):

@@ -43,13 +43,15 @@ def wave_rows(wave: int, step_ms: float, jitter_ms: float = 0.0, osl: int = 5) -
     return rows
 
 
-def write_point(run_dir: RunDir, plan, server: str, rows: list[RequestRecord], counter_deltas=None) -> None:  # type: ignore[no-untyped-def]
+def write_point(run_dir: RunDir, plan, server: str, rows: list[RequestRecord], counter_deltas=None,  # type: ignore[no-untyped-def]
+                lag_p99_s: float = 0.001, cpu_share: float = 0.1) -> None:
     point = expand_plan(plan)[0]
     write_rows(run_dir.bench_rows(server, point.point_id), rows)
     record = PointRecord(server=server, point=point, prompts_label="random-ids", status="complete", started_at="t",
                          duration_s=1.0, t_start_ns=0, t_end_ns=1, byog_version=__version__,
-                         client=ClientLoad(cpu_share=0.1, loop_lag_p99_s=0.001, loop_lag_max_s=0.002,
-                                           cpu_share_limit=0.9, loop_lag_limit_s=0.01),
+                         client=ClientLoad(cpu_share=cpu_share, loop_lag_p99_s=lag_p99_s, loop_lag_max_s=0.02,
+                                           cpu_share_limit=0.9, loop_lag_share_of_itl=0.25,
+                                           loop_lag_floor_s=0.001),
                          counter_deltas=counter_deltas or {"vllm:generation_tokens_total": float(sum(r.n_out for r in rows))})
     atomic_write_json(run_dir.bench_point(server, point.point_id), record.model_dump(mode="json"))
 
@@ -109,3 +111,17 @@ def test_validity_reasons_are_recorded_not_dropped(tmp_path: Path) -> None:
     assert "prefix cache hit 16 prompt tokens" in text
     assert "the server generated 99 tokens during the point but the client counted 34" in text
     assert "waves 1 have no decode window" in text  # wave 1 lost a request, so no full-batch window
+
+
+def test_client_saturation_is_judged_against_the_points_own_itl(tmp_path: Path) -> None:
+    plan = parse_plan(PLAN, "t.yaml")
+    rows = [row for w in range(4) for row in wave_rows(w, 10.0)]  # median ITL 10 ms -> lag limit 2.5 ms
+    ok, late, busy = RunDir(tmp_path / "ok"), RunDir(tmp_path / "late"), RunDir(tmp_path / "busy")
+    write_point(ok, plan, "base", rows, lag_p99_s=0.002)
+    write_point(late, plan, "base", rows, lag_p99_s=0.004)
+    write_point(busy, plan, "base", rows, cpu_share=0.97)
+    reasons = {name: next(p for p in summarize_bench(d, plan)["points"] if p["server"] == "base")["invalid_reasons"]
+               for name, d in (("ok", ok), ("late", late), ("busy", busy))}
+    assert reasons["ok"] == []
+    assert reasons["late"] == ["client saturated: event-loop lag P99 4.0 ms is over 25% of the median ITL (limit 2.5 ms)"]
+    assert reasons["busy"] == ["client saturated: it used 97% of a core (limit 90%)"]
