@@ -140,13 +140,21 @@ class EvalSpec(_Strict):
     num_concurrent: PositiveInt = 8
 
 
+class ComparisonPair(_Strict):
+    """One candidate held against one baseline (e.g. TP16 candidate vs TP16 stock)."""
+
+    candidate: str
+    baseline: str
+
+
 class Plan(_Strict):
     schema_version: Literal[1] = PLAN_SCHEMA_VERSION
     name: str
     description: str = ""
     model: ModelSpec
     servers: dict[str, ServerConfig] = Field(min_length=1)
-    baseline: str  # the server every other server is compared against
+    baseline: str  # the server every other server is compared against, unless `pairs` says otherwise
+    pairs: list[ComparisonPair] | None = None  # explicit pairs; default: every other server vs `baseline`
     workloads: list[Workload] = Field(default_factory=list)
     evals: list[EvalSpec] = Field(default_factory=list)
     seeds: list[int] = Field(default_factory=lambda: [1234], min_length=1)
@@ -155,6 +163,10 @@ class Plan(_Strict):
     def _references(self) -> "Plan":
         if self.baseline not in self.servers:
             raise ValueError(f"baseline '{self.baseline}' is not one of the servers {sorted(self.servers)}")
+        for pair in self.pairs or []:
+            for server in (pair.candidate, pair.baseline):
+                if server not in self.servers:
+                    raise ValueError(f"pair server '{server}' is not defined under 'servers'")
         names: set[str] = set()
         for item in [*self.workloads, *self.evals]:
             for server in item.servers or []:
@@ -171,8 +183,15 @@ class Plan(_Strict):
         return self
 
     @property
+    def comparisons(self) -> list[tuple[str, str]]:
+        """(candidate, baseline) pairs, in plan order."""
+        if self.pairs is not None:
+            return [(pair.candidate, pair.baseline) for pair in self.pairs]
+        return [(name, self.baseline) for name in self.servers if name != self.baseline]
+
+    @property
     def candidates(self) -> list[str]:
-        return [name for name in self.servers if name != self.baseline]
+        return list(dict.fromkeys(candidate for candidate, _ in self.comparisons))
 
     def servers_for(self, item: Union[BatchWorkload, ConcurrencyWorkload, RateWorkload, AgenticWorkload, EvalSpec]) -> list[str]:
         return list(item.servers or self.servers)

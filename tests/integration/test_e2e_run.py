@@ -1,0 +1,67 @@
+"""README command 1 for real: `byog run` on the built-in smoke plan, then a resume that launches nothing.
+
+The slowest test in the suite (two real vLLM start-ups, one of them compiled): it is the proof that
+the whole pipeline holds together on a fresh machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def byog(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "byog", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    work = tmp_path_factory.mktemp("e2e")
+    return work / "run", byog("run", "--run-dir", str(work / "run"), cwd=work)
+
+
+def test_smoke_run_writes_the_run_directory(smoke_run) -> None:
+    run_dir, result = smoke_run
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert "wall time" in result.stdout
+    for server in ("candidate", "baseline"):
+        for batch in (1, 2, 4):
+            rows = pq.read_table(run_dir / "bench" / server / f"decode-b{batch}-isl32-osl64.parquet").to_pandas()
+            assert len(rows) == batch * 4  # 1 warm-up + 3 measured waves of B requests
+        items = pq.read_table(run_dir / "evals" / server / "gsm8k" / "items.parquet").to_pandas()
+        assert len(items) == 20
+        record = json.loads((run_dir / "servers" / server / "server.json").read_text())
+        assert all(not group_alive(start["pid"]) for start in record["starts"])  # nothing left running
+    assert "--enforce-eager" in json.loads((run_dir / "servers" / "baseline" / "server.json").read_text())["argv"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert {c["point_id"] for c in summary["bench"]["comparisons"]} == {f"decode-b{b}-isl32-osl64" for b in (1, 2, 4)}
+    assert [v["task"] for v in summary["evals"]["verdicts"]] == ["gsm8k"]
+    report = (run_dir / "report.md").read_text()
+    assert "decode-b4-isl32-osl64" in report and "gsm8k" in report
+
+
+def test_rerun_resumes_without_launching_and_derives_the_same_summary(smoke_run) -> None:
+    run_dir, first = smoke_run
+    assert first.returncode == 0
+    before = (run_dir / "summary.json").read_bytes()
+    again = byog("run", "--run-dir", str(run_dir), cwd=run_dir.parent)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert again.stdout.count("already complete; not launched") == 2
+    assert (run_dir / "summary.json").read_bytes() == before
