@@ -249,12 +249,13 @@ def plan_cmd(
     plan: Optional[str] = typer.Argument(None, help="Plan file or built-in profile name (default: smoke)."),
     from_run: Optional[Path] = typer.Option(None, "--from-run", help="An earlier run directory: use its measured start-up and TPOT."),
     tier: str = typer.Option("full", "--tier", help="smoke (minutes), standard, or full (the plan as written)."),
+    gpus_per_node: int = typer.Option(4, "--gpus-per-node", help="GPUs per host: a server with more gets a per-node Ray launch (GB300 tray: 4)."),
     as_json: bool = typer.Option(False, "--json", help="Print the matrix and estimate as JSON."),
 ) -> None:
     """Show a plan's expanded bench matrix, each server's launch command, and the estimate of every tier."""
     from byog.plans.tiers import plan_overview, render_plan_overview
 
-    overview = plan_overview(plan, tier, from_run)
+    overview = plan_overview(plan, tier, from_run, gpus_per_node)
     if as_json:
         print_json(overview)
     else:

@@ -212,24 +212,52 @@ def render_tier_estimates(console: Any, rows: list[dict[str, Any]], current: str
     console.print(table)
 
 
-def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> dict[str, Any]:
-    """What ``byog plan`` shows: the tier's matrix, launch commands and estimate, every tier's cost, placeholders."""
+DEFAULT_GPUS_PER_NODE = 4  # a GB300 compute tray; the built-in GPU profiles' hardware
+
+
+def per_node_launches(plan: Plan, gpus_per_node: int) -> dict[str, list[str]]:
+    """For each docker server with more GPUs than one node: the per-node Ray launch (byog.images.multinode)."""
+    from byog.images.multinode import describe_launch
+    from byog.images.runtime import PreparedModel
+
+    model = PreparedModel(path=plan.model.path, served_name=plan.model.served_name or plan.model.path,
+                          tokenizer=plan.model.tokenizer or plan.model.path, max_model_len=plan.model.max_model_len)
+    out = {}
+    for name, config in plan.servers.items():
+        if config.runtime == "docker" and config.tensor_parallel_size * config.data_parallel_size > gpus_per_node:
+            out[name] = describe_launch(config, model, name=name, gpus_per_node=gpus_per_node)
+    return out
+
+
+def plan_overview(ref: str | None, tier: str, from_run: Any = None,
+                  gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> dict[str, Any]:
+    """What ``byog plan`` shows: the tier's matrix, launch commands (per node where a server spans
+    several) and estimate, every tier's cost, and the placeholders left to set."""
     from byog.bench.estimate import estimate_plan
     from byog.plans.expand import check_plan_fits
     from byog.plans.load import load_plan
 
+    if gpus_per_node < 1:
+        raise UsageError("--gpus-per-node must be at least 1")
     plan, _ = load_plan(ref)
     cut = apply_tier(plan, tier)
     check_plan_fits(cut)
     estimate = estimate_plan(cut, from_run)
     return {**estimate, "tier": tier, "tiers": tier_estimates(plan, from_run), "placeholders": find_placeholders(cut),
-            "pairs": [list(pair) for pair in cut.comparisons]}
+            "pairs": [list(pair) for pair in cut.comparisons], "gpus_per_node": gpus_per_node,
+            "per_node_launch": per_node_launches(cut, gpus_per_node)}
 
 
 def render_plan_overview(console: Any, overview: dict[str, Any]) -> None:
     from byog.bench.estimate import render_estimate
 
     render_estimate(console, overview)
+    if overview["per_node_launch"]:
+        console.print(f"[bold]per-node launch[/] ({overview['gpus_per_node']} GPUs per node; --gpus-per-node to change; "
+                      "hosts are placeholders):", highlight=False)
+        for lines in overview["per_node_launch"].values():
+            for line in lines:
+                console.print(line, highlight=False, soft_wrap=True)
     console.print("pairs: " + ", ".join(f"{c} vs {b}" for c, b in overview["pairs"]), highlight=False)
     render_tier_estimates(console, overview["tiers"], overview["tier"])
     places: dict[str, list[str]] = {}

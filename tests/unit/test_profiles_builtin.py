@@ -162,3 +162,22 @@ def test_speculative_configs_are_vllms(name: str) -> None:
             n = spec["num_speculative_tokens"]
             rates = speculative.SpeculativeConfig._resolve_synthetic_acceptance_rates(n, None, spec["synthetic_acceptance_length"])
             assert rates == [1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0]  # 5 drafts + the bonus token = 6 per step
+
+
+def test_per_node_launch_lines() -> None:
+    """TP16 over 4-GPU trays = 4 nodes (head + 3 workers); with 8-GPU hosts TP8 needs no Ray cluster."""
+    runner = CliRunner()
+    out = json.loads(runner.invoke(app, ["plan", "kimi-k3-gb300", "--json"]).output)
+    assert out["gpus_per_node"] == 4 and sorted(out["per_node_launch"]) == sorted(out_servers := [s["server"] for s in out["servers"]])
+    tp16 = out["per_node_launch"]["candidate-tp16-spec-synth"]
+    assert tp16[0].startswith("candidate-tp16-spec-synth: TP=16 DP=1 over 4 nodes x 4 GPUs = 16 GPUs")
+    assert [line.split(" DOCKER_HOST=")[0].strip() for line in tp16[1:5]] == [
+        "node 0 (head)", "node 1 (worker)", "node 2 (worker)", "node 3 (worker)"]
+    serve = next(line for line in tp16 if "docker exec" in line)
+    assert "--tensor-parallel-size 16" in serve and "--distributed-executor-backend ray" in serve
+    assert '"synthetic_acceptance_length": 6' in serve and "latency_specialized" in serve
+    assert "latency_specialized" not in next(line for line in out["per_node_launch"]["baseline-tp16"] if "docker exec" in line)
+    wide = json.loads(runner.invoke(app, ["plan", "kimi-k3-gb300", "--gpus-per-node", "8", "--json"]).output)
+    assert sorted(wide["per_node_launch"]) == sorted(s for s in out_servers if "tp16" in s)
+    assert "over 2 nodes x 8 GPUs" in wide["per_node_launch"]["candidate-tp16"][0]
+    assert json.loads(runner.invoke(app, ["plan", "deepseek-v4.1-flash", "--gpus-per-node", "8", "--json"]).output)["per_node_launch"] == {}
