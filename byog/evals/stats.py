@@ -22,11 +22,14 @@ margin not declared equivalent (the TOST caps that at 5% whatever n is; the bind
 is enough items and passes that identical servers pass, which is what ``recommended_passes``
 in ``byog.evals.tasks`` is chosen for).
 
-SE_d = 0 (every d_i equal, e.g. two servers with identical outputs on every item): both CIs
-collapse to the point d, which is the limit of the formulas as SE_d -> 0. So d = 0 gives
-"equivalent" (0 lies inside any positive margin), z = 0, within_1se = True, power = 1, mde = 0;
-a constant d != 0 gives "equivalent" if |d| < margin, "different" if |d| > margin, else
-"inconclusive", with z = None (infinite, written as null) and within_1se = False.
+SE_d = 0 (every d_i equal, e.g. two greedy servers with identical answers on every item) is a
+degenerate estimate, not proof: 20 identical items say little about the other 1,299. So SE_d is
+floored at ``resolution / n``, the SE that one discordant item would give (a vector of n - 1 equal
+differences and one that is off by ``resolution`` has sd = resolution / sqrt(n)); ``resolution``
+is the smallest step a per-item score can take, 100 / K points for exact match averaged over K
+passes (the summary passes it). The floored value is what ``se_d`` reports and what the CIs,
+z, power and MDE use, so 20 identical items stay "inconclusive" at a 3-point margin while
+1,319 identical items are "equivalent".
 n < 2: no variance can be estimated; the verdict is "inconclusive" and the SE-based fields are None.
 """
 
@@ -102,9 +105,7 @@ def decide(d: float, ci90: tuple[float, float], ci95: tuple[float, float], margi
 
 
 def tost_power(margin: float, se_d: float, n: int, alpha: float = ALPHA) -> float:
-    """P(TOST says equivalent | true difference 0); 1 when SE_d is 0."""
-    if se_d == 0:
-        return 1.0
+    """P(TOST says equivalent | true difference 0), for SE_d > 0."""
     t_crit = _t_ppf(1 - alpha, n - 1)
     return max(0.0, 2 * _t_cdf(margin / se_d - t_crit, n - 1) - 1)
 
@@ -113,8 +114,14 @@ def minimum_detectable_effect(se_d: float, n: int, alpha: float = ALPHA, power: 
     return (_t_ppf(1 - alpha / 2, n - 1) + _t_ppf(power, n - 1)) * se_d
 
 
-def paired_comparison(candidate: Sequence[float], baseline: Sequence[float], margin: float) -> PairedComparison:
-    """Compare per-item scores (points, item order shared) against an equivalence margin (points)."""
+def paired_comparison(
+    candidate: Sequence[float], baseline: Sequence[float], margin: float, resolution: float = 100.0
+) -> PairedComparison:
+    """Compare per-item scores (points, item order shared) against an equivalence margin (points).
+
+    ``resolution``: the smallest step of a per-item score in points (100 / K for exact match over
+    K passes); it sets the floor of SE_d when every d_i is equal (see the module docstring).
+    """
     if len(candidate) != len(baseline):
         raise ValueError(f"paired scores need the same items: {len(candidate)} candidate vs {len(baseline)} baseline")
     if margin <= 0:
@@ -126,16 +133,14 @@ def paired_comparison(candidate: Sequence[float], baseline: Sequence[float], mar
         return PairedComparison(n, margin, d, None, None, None, None, None, "inconclusive", None, None, None, None)
     d = mean(diffs)
     se_d = sample_sd(diffs) / math.sqrt(n)
+    if se_d == 0:
+        se_d = resolution / n  # one discordant item's worth: identical scores are not proof
     t90 = _t_ppf(1 - ALPHA, n - 1)
     t95 = _t_ppf(1 - ALPHA / 2, n - 1)
     ci90 = (d - t90 * se_d, d + t90 * se_d)
     ci95 = (d - t95 * se_d, d + t95 * se_d)
-    if se_d > 0:
-        z: float | None = d / se_d
-        within = abs(d) <= se_d
-    else:
-        z = 0.0 if d == 0 else None
-        within = d == 0
+    z = d / se_d
+    within = abs(d) <= se_d
     return PairedComparison(
         n=n,
         margin=margin,
@@ -215,8 +220,9 @@ def simulate_gate(
             base = (u < p) * 100.0
             same = (u_other < p) * 100.0
             worse = (u_other < p_shift) * 100.0
-        v_same = paired_comparison(same.tolist(), base.tolist(), margin).verdict
-        v_worse = paired_comparison(worse.tolist(), base.tolist(), margin).verdict
+        step = 100.0 / passes
+        v_same = paired_comparison(same.tolist(), base.tolist(), margin, step).verdict
+        v_worse = paired_comparison(worse.tolist(), base.tolist(), margin, step).verdict
         counts["ff"] += v_same != "equivalent"
         counts["fd"] += v_same == "different"
         counts["fl"] += v_worse != "equivalent"

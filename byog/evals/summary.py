@@ -10,7 +10,8 @@ the same numbers. Floats are finite or None (JSON null), never NaN.
 - verdicts: per (task, candidate vs the plan's baseline, speculative = the candidate's
   ServerConfig.speculative), on the items both servers scored (paired by item id and item
   sha256, so a changed item is never paired), through ``byog.evals.stats.paired_comparison``
-  with the plan's margin for the task (EvalSpec.margin, else the task's default margin).
+  with the plan's margin for the task (EvalSpec.margin, else the task's default margin) and a
+  score resolution of 100 / K points (K = the pair's passes; it floors SE_d when all d_i are equal).
 """
 
 from __future__ import annotations
@@ -100,7 +101,9 @@ def summarize_evals(run_dir: RunDir, plan: Plan) -> dict[str, Any]:
             if base is None or cand is None:
                 continue
             keys = sorted(set(base) & set(cand))
-            comparison = stats.paired_comparison([cand[k] for k in keys], [base[k] for k in keys], margin_for(plan, task))
+            passes = max(1, min(passes_of(run_dir, candidate, task), passes_of(run_dir, baseline, task)))
+            comparison = stats.paired_comparison([cand[k] for k in keys], [base[k] for k in keys], margin_for(plan, task),
+                                                 resolution=100.0 / passes)
             row = {"task": task, "candidate": candidate, "baseline": baseline,
                    "speculative": plan.servers[candidate].speculative}
             for key, value in comparison.as_dict().items():

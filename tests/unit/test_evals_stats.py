@@ -53,19 +53,22 @@ def test_equivalent_when_ci90_inside_margin() -> None:
     assert stats.paired_comparison(cand, base, margin=half * 0.9).verdict == "inconclusive"
 
 
-def test_zero_se_identical_scores() -> None:
-    c = stats.paired_comparison([100, 0, 100], [100, 0, 100], margin=3.0)
-    assert (c.d, c.se_d, c.verdict, c.z, c.within_1se, c.power, c.mde) == (0.0, 0.0, "equivalent", 0.0, True, 1.0, 0.0)
+def test_identical_scores_floor_se_at_one_discordant_item() -> None:
+    few = stats.paired_comparison([100, 0, 100] * 7, [100, 0, 100] * 7, margin=3.0)  # n = 21
+    assert few.d == 0.0 and few.se_d == pytest.approx(100 / 21) and few.z == 0.0 and few.within_1se is True
+    assert few.verdict == "inconclusive" and few.power == 0.0  # 21 identical items prove little
+    many = stats.paired_comparison([100.0, 0.0] * 200, [100.0, 0.0] * 200, margin=3.0)  # n = 400
+    assert many.se_d == pytest.approx(0.25) and many.verdict == "equivalent" and many.power > 0.99
+    # with K = 4 passes the smallest step is 25 points, so the floor is 4x smaller
+    assert stats.paired_comparison([50.0] * 21, [50.0] * 21, 3.0, resolution=25.0).se_d == pytest.approx(25 / 21)
 
 
-def test_zero_se_constant_shift() -> None:
-    cand, base = [55.0, 65.0, 75.0], [50.0, 60.0, 70.0]  # d_i = 5 everywhere
+def test_constant_shift_uses_the_same_floor() -> None:
+    cand, base = [55.0, 65.0] * 200, [50.0, 60.0] * 200  # d_i = 5 everywhere, n = 400, floor 0.25
     beyond = stats.paired_comparison(cand, base, margin=3.0)
-    inside = stats.paired_comparison(cand, base, margin=10.0)
-    on_edge = stats.paired_comparison(cand, base, margin=5.0)
-    assert beyond.verdict == "different" and beyond.z is None and beyond.within_1se is False
-    assert inside.verdict == "equivalent"
-    assert on_edge.verdict == "inconclusive"
+    assert beyond.verdict == "different" and beyond.z == pytest.approx(20.0) and beyond.within_1se is False
+    assert stats.paired_comparison(cand, base, margin=10.0).verdict == "equivalent"
+    assert stats.paired_comparison(cand, base, margin=5.0).verdict == "inconclusive"  # CI90 reaches past 5
 
 
 def test_too_few_items_is_inconclusive() -> None:

@@ -72,7 +72,8 @@ def test_items_pair_by_id_and_hash_and_speculative_comes_from_the_candidate(tmp_
     _write(run_dir, "candidate", cand)
     (verdict,) = summarize_evals(run_dir, _plan(spec_candidate=True))["verdicts"]
     assert verdict["n"] == 2 and verdict["speculative"] is True
-    assert verdict["verdict"] == "equivalent" and verdict["z"] == 0.0
+    # two identical items: d = 0, SE floored at 100 / 2 (one pass), far from proving equivalence
+    assert verdict["d"] == 0.0 and verdict["se_d"] == pytest.approx(50.0) and verdict["verdict"] == "inconclusive"
 
 
 def test_one_item_gives_nulls_not_nan(tmp_path: Path) -> None:
