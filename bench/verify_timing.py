@@ -3,7 +3,7 @@
     python bench/verify_timing.py            # re-runs itself under `taskset -c 0` when taskset exists
 
 Bundles are synthetic but realistic in shape: a batch decode sweep (B = 1..64) on two servers,
-OSL 512, raw per-request rows in the real parquet format (most of the bytes), GSM8K-style eval
+OSL 256, raw per-request rows in the real parquet format (most of the bytes), GSM8K-style eval
 items, logs; signed with a fresh Ed25519 key. Verify runs in-process with the real
 ``derive_summary`` (every number recomputed, report re-rendered). Goal: <= 2 s at 25 MB.
 """
@@ -30,7 +30,7 @@ from byog.bundles.synthetic import SyntheticSpec, make_run_dir  # noqa: E402
 from byog.bundles.unpack import Extracted  # noqa: E402
 from byog.bundles.verify import verify_bundle  # noqa: E402
 
-BASE = SyntheticSpec(batch_sizes=(1, 2, 4, 8, 16, 32, 64), isl=128, osl=512, warmup_waves=1, waves=1, eval_items=200, log_lines=20000)
+BASE = SyntheticSpec(batch_sizes=(1, 2, 4, 8, 16, 32, 64), isl=128, osl=256, warmup_waves=1, waves=1, eval_items=200, log_lines=2000)
 TARGETS_MB = (1, 5, 25)
 
 
@@ -56,11 +56,13 @@ def _build(folder: Path, spec: SyntheticSpec, key: SigningKey) -> Path:
 
 
 def _waves_for(target_mb: float, folder: Path, key: SigningKey) -> tuple[int, Path]:
-    """Waves per point so the bundle lands near the target size (size grows linearly with waves)."""
-    probe = _build(folder / "probe", BASE, key)
-    per_wave = probe.stat().st_size / (BASE.warmup_waves + BASE.waves)
-    waves = max(1, round(target_mb * 1e6 / per_wave) - BASE.warmup_waves)
-    shutil.rmtree(folder / "probe")
+    """Waves per point so the bundle lands near the target size (two probes: size ~ a + b * waves)."""
+    sizes = {}
+    for waves in (1, 3):
+        sizes[waves] = _build(folder / "probe", replace(BASE, waves=waves), key).stat().st_size
+        shutil.rmtree(folder / "probe")
+    per_wave = (sizes[3] - sizes[1]) / 2
+    waves = max(1, round(1 + (target_mb * 1e6 - sizes[1]) / per_wave))
     return waves, _build(folder / f"{target_mb}mb", replace(BASE, waves=waves), key)
 
 

@@ -53,7 +53,8 @@ def _metric(point: dict[str, Any], path: str) -> Any:
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     if not rows:
         return []
-    clean = [[cell.replace("|", "\\|").replace("\n", " ") for cell in row] for row in rows]
+    clean = [[cell.replace("|", "\\|").replace("\n", " ") for cell in row] for row in [header, *rows]]
+    header = clean.pop(0)
     return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|", *("| " + " | ".join(r) + " |" for r in clean), ""]
 
 
