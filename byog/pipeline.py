@@ -43,16 +43,18 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def open_run_dir(plan_ref: str | None, run_dir: Path | None) -> tuple[Plan, RunDir]:
-    """Create a new run directory, or reopen one to resume (its plan.yaml must match)."""
+def open_run_dir(plan_ref: str | None, run_dir: Path | None, tier: str = "full") -> tuple[Plan, RunDir]:
+    """Create a new run directory, or reopen one to resume (its plan.yaml must match).
+
+    The plan recorded is the plan as run: with a tier other than ``full`` that is the cut-down
+    plan, because verify re-derives the points from plan.yaml.
+    """
     if run_dir is not None and (run_dir / "plan.yaml").is_file():
         recorded = (run_dir / "plan.yaml").read_text(encoding="utf-8")
-        if plan_ref is not None:
-            _, text = load_plan(plan_ref)
-            if text != recorded:
-                raise UsageError(f"{run_dir} holds a run of a different plan; pick a new --run-dir to start over")
+        if plan_ref is not None and _plan_text(plan_ref, tier)[1] != recorded:
+            raise UsageError(f"{run_dir} holds a run of a different plan or tier; pick a new --run-dir to start over")
         return parse_plan(recorded, str(run_dir / "plan.yaml")), RunDir(run_dir)
-    plan, text = load_plan(plan_ref)
+    plan, text = _plan_text(plan_ref, tier)
     _check_before_start(plan, plan_ref)
     root = run_dir or Path(os.environ.get(RUNS_DIR_ENV, "runs")) / new_run_id()
     if root.exists() and any(root.iterdir()):
@@ -62,12 +64,25 @@ def open_run_dir(plan_ref: str | None, run_dir: Path | None) -> tuple[Plan, RunD
     return plan, rd
 
 
+def _plan_text(plan_ref: str | None, tier: str) -> tuple[Plan, str]:
+    from byog.plans.tiers import apply_tier, tiered_plan_yaml
+
+    plan, text = load_plan(plan_ref)
+    if tier == "full":
+        return plan, text  # recorded verbatim, comments and all
+    tiered = apply_tier(plan, tier)
+    return tiered, tiered_plan_yaml(tiered)
+
+
 def _check_before_start(plan: Plan, plan_ref: str | None) -> None:
     """Everything that can be refused without launching: refuse it before a run directory exists."""
     from byog.images.models import check_model_reference
     from byog.plans.expand import check_plan_fits
 
+    from byog.plans.tiers import require_no_placeholders
+
     where = plan_ref or "the smoke profile"
+    require_no_placeholders(plan)
     check_model_reference(plan.model, where=where)
     try:
         check_plan_fits(plan)
@@ -160,9 +175,11 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:+.2f}"
 
 
-def run_plan(plan_ref: str | None, run_dir: Path | None, console: Console, data_dir: Path | None = None) -> dict[str, Any]:
+def run_plan(
+    plan_ref: str | None, run_dir: Path | None, console: Console, data_dir: Path | None = None, tier: str = "full"
+) -> dict[str, Any]:
     started = time.monotonic()
-    plan, rd = open_run_dir(plan_ref, run_dir)
+    plan, rd = open_run_dir(plan_ref, run_dir, tier)
     console.print(f"byog run: plan [bold]{plan.name}[/] -> {rd.root}")
     from byog.images.fingerprint import environment_fingerprint
     from byog.images.models import prepare_model

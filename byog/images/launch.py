@@ -12,7 +12,8 @@ import sys
 from byog.images.runtime import PreparedModel
 from byog.plans.model import ServerConfig
 
-# Defaults the embedded CPU build needs; a server config's own env overrides them.
+# Defaults a CPU build of vLLM needs (a bounded KV cache: several servers share one small
+# machine); a server config's own env overrides them. GPU builds get none of these.
 CPU_DEFAULT_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2"}
 
 # Env var names whose values are secrets: passed to the server, never written to a record.
@@ -42,8 +43,8 @@ def local_vllm_argv(config: ServerConfig, model: PreparedModel, host: str, port:
     return [sys.executable, "-m", "byog.images.vllm_entry", "serve", *vllm_serve_args(config, model, host, port)]
 
 
-def server_env(config: ServerConfig) -> dict[str, str]:
-    return {**CPU_DEFAULT_ENV, **config.env}
+def server_env(config: ServerConfig, cpu_build: bool = False) -> dict[str, str]:
+    return {**(CPU_DEFAULT_ENV if cpu_build else {}), **config.env}
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:

@@ -13,13 +13,15 @@ import signal
 import socket
 import subprocess
 import time
+from importlib.metadata import PackageNotFoundError
 from pathlib import Path
 from typing import IO, Any
 
-from byog.errors import ByogError
+from byog.errors import ByogError, EnvironmentProblem
 from byog.images.launch import arg_value, local_vllm_argv, redact_env, server_env
 from byog.images.record import probe_server, served_max_model_len, tail_file, utc_now, wait_for_health, write_server_record
 from byog.images.runtime import Endpoint, PreparedModel
+from byog.images.vllm_entry import installed_vllm_version
 from byog.plans.model import ServerConfig
 
 HOST = "127.0.0.1"
@@ -31,6 +33,16 @@ def free_port(host: str = HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def _installed_vllm() -> str:
+    try:
+        return installed_vllm_version()
+    except PackageNotFoundError:
+        raise EnvironmentProblem(
+            "vLLM is not installed in this Python: the local runtime runs it as a child process "
+            "(bash scripts/install.sh installs the CPU build)"
+        ) from None
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -91,7 +103,7 @@ class LocalServer:
         self.record_path = server_dir / "server.json"
         self.port = free_port()
         self.argv = local_vllm_argv(config, model, HOST, self.port)
-        self.env = server_env(config)
+        self.env = server_env(config, cpu_build=_installed_vllm().endswith("+cpu"))
         self.base_url = f"http://{HOST}:{self.port}"
         self.endpoint = Endpoint(base_url=self.base_url, model=model.served_name, tokenizer=model.tokenizer)
         self._proc: subprocess.Popen[bytes] | None = None

@@ -68,3 +68,16 @@ def test_builtin_smoke_profile_matches_the_spine_issue() -> None:
     assert (decode.kind, decode.batch_sizes, decode.isl, decode.osl) == ("batch", [1, 2, 4], [32], [64])
     assert (decode.warmup_waves, decode.waves) == (1, 3)
     assert [e.task for e in plan.evals] == ["gsm8k"]
+
+
+def test_profile_with_placeholders_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", "kimi-k3-gb300", "--tier", "smoke", "--run-dir", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert "still has" in result.output and "<SET-ME" in result.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_unknown_tier_is_a_usage_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", "--tier", "huge", "--run-dir", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert "unknown tier 'huge'" in result.output
