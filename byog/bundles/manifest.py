@@ -26,7 +26,7 @@ CLAIMS_NAME = "claims.yaml"
 SIGNER_NAME = "signer.json"  # the key that signs, written before sealing so report.md can name it
 
 # What the manifest records of env.json (the rest stays in env.json, which is hashed anyway).
-_HARDWARE_KEYS = ("cpu", "cpu_count", "cpu_model", "memory_total_bytes", "ram_bytes", "gpus", "os", "platform", "accelerator")
+_HARDWARE_KEYS = ("cpu", "cpu_count", "memory_total_bytes", "gpu", "gpus", "os")
 
 
 def sha256_hex(data: bytes) -> str:

