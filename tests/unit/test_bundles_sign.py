@@ -179,3 +179,33 @@ def test_add_keys_never_writes_blank_lines(tmp_path: Path) -> None:
     path.write_text("# team\n\nold@example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n\n")
     add_keys(path, "new@example.com", [public])
     assert "\n\n" not in path.read_text() and path.read_text().count("\n") == 3
+
+
+def test_finalize_run_signs_when_a_key_is_configured_and_says_so_when_not(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from byog.bundles.finalize import finalize_run
+    from byog.bundles.synthetic import make_run_dir
+    from tests.unit._bundles_kit import TINY, derive
+
+    run_dir = make_run_dir(tmp_path / "run", TINY, derive=derive)
+    out = io.StringIO()
+    bundle = finalize_run(run_dir, Console(file=out, width=300))
+    assert bundle == run_dir.root / "bundle.tar.gz" and bundle.is_file()
+    assert "NOT signed: no signing key is configured (set BYOG_SIGNING_KEY" in out.getvalue()
+    assert not (run_dir.root / "manifest.intoto.json.sig").exists()
+
+    key, _ = make_key(tmp_path, "alice")
+    monkeypatch.setenv("BYOG_SIGNING_KEY", str(key.path))
+    out = io.StringIO()
+    assert finalize_run(run_dir, Console(file=out, width=300)) == bundle
+    assert f"signed with key {key.fingerprint()}" in out.getvalue()
+    assert (run_dir.root / "manifest.intoto.json.sig").read_bytes().startswith(b"-----BEGIN SSH SIGNATURE-----")
+    assert sorted(p.name for p in run_dir.plots_dir.iterdir()) == ["eval_deltas.png", "speedup.png", "tok_s_vs_batch.png", "tpot_distribution.png"]
+
+    monkeypatch.setenv("BYOG_SIGNING_KEY", str(tmp_path / "missing-key"))
+    out = io.StringIO()
+    assert finalize_run(run_dir, Console(file=out, width=300)) is None
+    assert "bundle not made:" in out.getvalue() and "missing-key" in out.getvalue()
