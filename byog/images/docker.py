@@ -206,7 +206,8 @@ def container_spec(
         listen, network_mode, ports = HOST, "host", None
         port_inside = host_port
     command = vllm_serve_args(config, model, listen, port_inside)
-    env = {**server_env(config), "HF_HOME": CONTAINER_HF_HOME}
+    cpu_build = image_labels.get(IMAGE_LABEL_ACCELERATOR) == "cpu"
+    env = {**server_env(config, cpu_build=cpu_build), "HF_HOME": CONTAINER_HF_HOME}
     env.update({key: environ[key] for key in PASSTHROUGH_ENV if environ.get(key)})
     env.update(config.env)  # the plan's own env wins over byog's defaults and pass-through
 
@@ -481,6 +482,9 @@ class DockerServer:
         return self._container.status in ("created", "running")
 
     def log_tail(self, lines: int = 30) -> str:
+        follower = self._follower
+        if follower is not None and follower.is_alive() and not self.alive():
+            follower.join(3.0)  # the container has exited: let its last lines reach the file
         return tail_file(self.log_path, lines)
 
     def restart(self) -> None:
@@ -488,7 +492,15 @@ class DockerServer:
         self.start()
 
     def stop(self) -> None:
+        from docker.errors import NotFound
+
         container, self._container = self._container, None
+        if container is None:
+            # Interrupted between create and start: the container exists but was never handed back.
+            try:
+                container = self.client.containers.get(self.spec.name)
+            except NotFound:
+                container = None
         if container is not None:
             _remove_container(container)
         follower, self._follower = self._follower, None

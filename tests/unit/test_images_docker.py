@@ -138,6 +138,7 @@ def test_build_hint_names_the_flavour() -> None:
     assert build.build_hint(build.default_tag("cpu-host")) == "build it with `byog image build --flavour cpu-host`"
     assert build.build_hint(build.default_tag("cpu")) == "build it with `byog image build --flavour cpu`"
     assert build.build_hint("byog-eval:mine-gpu").endswith("--flavour gpu --tag byog-eval:mine-gpu`")
+    assert "pin the digest" in build.build_hint("byog-eval@sha256:" + "0" * 64)
 
 
 def test_cpu_pins_come_from_pyproject() -> None:
