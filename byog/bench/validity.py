@@ -47,11 +47,14 @@ def invalid_reasons(record: dict[str, Any], rows: Sequence[RequestRecord] | None
     lag = client.get("loop_lag_p99_s")
     if lag is not None:
         itl = m.percentile(m.pooled_itl_s([r.trace() for r in done if not r.warmup]), 50)
-        limit = max(client["loop_lag_floor_s"], client["loop_lag_share_of_itl"] * (itl or 0.0))
+        if "loop_lag_floor_s" in client:
+            limit = max(client["loop_lag_floor_s"], client["loop_lag_share_of_itl"] * (itl or 0.0))
+            rule = f"{client['loop_lag_share_of_itl']:.0%} of the median ITL"
+        else:  # records written before the ITL-relative rule (byog 0.1.0 before 7d2a691) carry one fixed limit
+            limit, rule = client["loop_lag_limit_s"], "the fixed limit"
         if lag > limit:
             reasons.append(
-                f"client saturated: event-loop lag P99 {lag * 1e3:.1f} ms is over "
-                f"{client['loop_lag_share_of_itl']:.0%} of the median ITL (limit {limit * 1e3:.1f} ms)"
+                f"client saturated: event-loop lag P99 {lag * 1e3:.1f} ms is over {rule} (limit {limit * 1e3:.1f} ms)"
             )
     return reasons
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from byog.errors import ByogError, EnvironmentProblem
-from byog.images.record import probe_server, served_max_model_len, utc_now, write_server_record
+from byog.images.record import probe_server, served_max_model_len, served_parallel_config, utc_now, write_server_record
 from byog.images.runtime import Endpoint, PreparedModel
 from byog.plans.model import ServerConfig
 
@@ -30,12 +30,15 @@ class EndpointServer:
         probe = probe_server(base_url)
         served = [card.get("id") for card in (probe.get("models") or {}).get("data", [])]
         model_name = model.served_name if model.served_name in served or not served else served[0]
+        # The server's own TP size when it says (vLLM dev mode), else the plan's.
+        parallel = served_parallel_config(base_url)
+        tp = (parallel or {}).get("tensor_parallel_size") or config.tensor_parallel_size
         self.endpoint = Endpoint(
             base_url=base_url,
             model=model_name,
             tokenizer=model.tokenizer,
             max_model_len=served_max_model_len(probe.get("models")) or model.max_model_len,
-            tensor_parallel_size=config.tensor_parallel_size,
+            tensor_parallel_size=tp,
         )
         write_server_record(
             server_dir / "server.json",
@@ -47,7 +50,9 @@ class EndpointServer:
                 "base_url": base_url,
                 "model": model_name,
                 "model_path": model.path,
-                "tensor_parallel_size": config.tensor_parallel_size,
+                "tensor_parallel_size": tp,
+                "tensor_parallel_size_from": "server" if parallel and parallel.get("tensor_parallel_size") else "plan",
+                "parallel_config": parallel,
                 "max_model_len": self.endpoint.max_model_len,
                 "image": None,
                 "starts": [{"started_at": utc_now(), "ready_after_s": 0.0, "pid": None}],

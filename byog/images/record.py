@@ -70,6 +70,24 @@ def probe_server(base_url: str) -> dict[str, Any]:
     return found
 
 
+def served_parallel_config(base_url: str) -> dict[str, int] | None:
+    """TP/PP/DP sizes as the server itself reports them, or None where it does not say.
+
+    vLLM answers ``GET /server_info?config_format=json`` only in dev mode (``VLLM_SERVER_DEV_MODE=1``);
+    an endpoint byog did not launch is otherwise opaque and the plan's sizes are all byog has.
+    """
+    try:
+        response = httpx.get(f"{base_url}/server_info", params={"config_format": "json"}, timeout=60.0)
+        parallel = response.json().get("vllm_config", {}).get("parallel_config") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    if not isinstance(parallel, dict):
+        return None
+    keys = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "decode_context_parallel_size")
+    found = {k: parallel[k] for k in keys if isinstance(parallel.get(k), int)}
+    return found or None
+
+
 def served_max_model_len(models: dict[str, Any] | None) -> int | None:
     for card in (models or {}).get("data", []):
         if isinstance(card.get("max_model_len"), int):
