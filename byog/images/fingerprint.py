@@ -78,7 +78,7 @@ def gpu_fingerprint() -> dict[str, Any]:
                 "nvlink_active": _nvlink_active(pynvml, handle),
             })
         topology = [
-            [_p2p_level(pynvml, a, b) if i != j else "self" for j, b in enumerate(handles)]
+            [_link(pynvml, a, b) if i != j else "self" for j, b in enumerate(handles)]
             for i, a in enumerate(handles)
         ]
         driver = pynvml.nvmlSystemGetDriverVersion()
@@ -108,12 +108,23 @@ def _nvlink_active(pynvml: Any, handle: Any) -> int:
 _TOPOLOGY_NAMES = {0: "internal", 10: "single", 20: "multiple", 30: "hostbridge", 40: "node", 50: "system"}
 
 
-def _p2p_level(pynvml: Any, a: Any, b: Any) -> str:
+def _link(pynvml: Any, a: Any, b: Any) -> str:
+    """"nvlink" when NVML says the pair talks peer-to-peer over NVLink, else the PCIe common ancestor.
+
+    The common ancestor alone says "hostbridge" for NVLinked H200s (what `nvidia-smi topo -m`
+    shows as NV18), so the NVLink P2P status is asked first.
+    """
+    try:
+        status = pynvml.nvmlDeviceGetP2PStatus(a, b, pynvml.NVML_P2P_CAPS_INDEX_NVLINK)
+        if status == pynvml.NVML_P2P_STATUS_OK:
+            return "nvlink"
+    except Exception:  # older drivers or bindings lack the NVLink index
+        pass
     try:
         level = pynvml.nvmlDeviceGetTopologyCommonAncestor(a, b)
     except Exception:
         return "unknown"
-    return _TOPOLOGY_NAMES.get(int(level), str(level))
+    return "pcie-" + _TOPOLOGY_NAMES.get(int(level), str(level))
 
 
 def environment_fingerprint() -> dict[str, Any]:
