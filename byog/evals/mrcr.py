@@ -43,6 +43,7 @@ OFFICIAL_BINS: tuple[tuple[int, int], ...] = (
 )
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 DEFAULT_NEEDLES = 8
+CHARS_PER_TOKEN_CEILING = 10  # no tokenizer packs more English characters than this into a token
 
 
 def grade(response: str, answer: str, random_string_to_prepend: str) -> float:
@@ -274,6 +275,9 @@ def prepare_items(
     for item_id, row in zip(ids, rows):
         if n_needles is not None and int(row["n_needles"]) != n_needles:
             skipped["needles"] += 1
+            continue
+        if int(row.get("n_chars") or 0) > CHARS_PER_TOKEN_CEILING * max_model_len:
+            skipped["over_context"] += 1  # far too long for any tokenizer: skip without asking the server
             continue
         messages = row_messages(row)
         resp = client.post(f"{base_url}/tokenize", json={"model": model, "messages": messages, "add_generation_prompt": True})

@@ -99,3 +99,31 @@ def test_token_counter_falls_back_to_the_server_and_says_so(tmp_path: Path) -> N
     assert counter.name.startswith("server-tokenize:m") and "not o200k_base" in counter.name
     row = {"prompt": json.dumps([{"role": "user", "content": "a b c"}]), "answer": "d e"}
     assert mrcr.row_total_tokens(row, counter) == 5
+
+
+def test_prepare_items_caps_rows_at_the_servers_context() -> None:
+    """Rows whose prompt + answer (server tokens) exceed max_model_len are skipped and counted."""
+
+    class Resp:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def raise_for_status(self) -> None:
+            pass
+
+        def json(self) -> dict:
+            return {"count": self.n}
+
+    class Client:  # 1 token per 4 characters, like the generator's heuristic
+        def post(self, url: str, json: dict) -> Resp:
+            text = json.get("prompt") or "".join(m["content"] for m in json["messages"])
+            return Resp(len(text) // 4)
+
+    rows = mrcr.generate_rows(1, 500, seed=1) + mrcr.generate_rows(1, 3000, seed=1) + mrcr.generate_rows(1, 500, seed=2, n_needles=4)
+    huge = dict(rows[0], n_chars=10**7)
+    counter = mrcr.TokenCounter("test", lambda text: len(text) // 4)
+    items, skipped = mrcr.prepare_items(rows + [huge], ["a", "b", "c", "d"], counter=counter, client=Client(),
+                                        base_url="http://x", model="m", max_model_len=2048, n_needles=8)
+    assert [it.item_id for it in items] == ["a"]
+    assert skipped == {"needles": 1, "over_context": 2}
+    assert items[0].prompt_server_tokens + items[0].answer_server_tokens <= 2048
