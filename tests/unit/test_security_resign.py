@@ -63,13 +63,20 @@ def test_a_predicate_that_lies_about_the_files_fails_even_when_signed(tmp_path: 
     allowed = allowed_signers(tmp_path / "allowed_signers", [("alice@example.com", alice_pub)])
     with tarfile.open(packed.bundle, "r:gz") as tar:
         files = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
-    statement = json.loads(files[MANIFEST_NAME])
-    statement["predicate"]["servers"][1]["image_digests"] = ["vllm/vllm-openai@sha256:" + "b" * 64]
-    files[MANIFEST_NAME] = canonical_json(statement)
-    files[SIGNATURE_NAME] = sign_bytes(files[MANIFEST_NAME], alice)
-    forged = tmp_path / "forged.tar.gz"
-    forged.write_bytes(tar_gz(files))
-    report = verify_bundle(forged, allowed_signers=allowed, derive_summary=derive)
-    status = {r.name: r.status for r in report.results}
-    assert status["hashes"] == status["signature"] == "pass"
-    assert report.failures == ["predicate: the manifest's predicate does not match the bundle's files in: servers"]
+    original = json.loads(files[MANIFEST_NAME])
+    lies = {
+        "servers": lambda p: p["servers"][1].__setitem__("image_digests", ["vllm/vllm-openai@sha256:" + "b" * 64]),
+        "hardware": lambda p: p["hardware"].__setitem__("cpu_count", 999),
+        "plan_sha256": lambda p: p.__setitem__("plan_sha256", "0" * 64),
+    }
+    for field, lie in lies.items():
+        statement = json.loads(json.dumps(original))
+        lie(statement["predicate"])
+        files[MANIFEST_NAME] = canonical_json(statement)
+        files[SIGNATURE_NAME] = sign_bytes(files[MANIFEST_NAME], alice)
+        forged = tmp_path / "forged.tar.gz"
+        forged.write_bytes(tar_gz(files))
+        report = verify_bundle(forged, allowed_signers=allowed, derive_summary=derive)
+        status = {r.name: r.status for r in report.results}
+        assert status["hashes"] == status["signature"] == "pass"
+        assert report.failures == [f"predicate: the manifest's predicate does not match the bundle's files in: {field}"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 from byog.bundles.checks.base import VerifyContext, check
 from byog.bundles.manifest import MANIFEST_NAME, SIGNATURE_NAME, build_statement, parse_statement, statement_bytes
@@ -45,13 +46,28 @@ def hashes_match(ctx: VerifyContext) -> str:
     return f"{len(listed)} files match their sha256"
 
 
+_ABSENT = "(absent from env.json)"
+
+
+def _env(files: dict[str, bytes]) -> dict:
+    try:
+        env = json.loads(files.get("env.json", b"{}"))
+    except ValueError:
+        return {}
+    return env if isinstance(env, dict) else {}
+
+
 @check("predicate", requires=("hashes",))
 def predicate_matches_files(ctx: VerifyContext) -> str:
     """The predicate (plan hash, servers, images, hardware, claims) must be what the files say."""
     statement = _require_statement(ctx)
     files = {subject.name: ctx.read(subject.name) for subject in statement.subject if ctx.has(subject.name)}
     rebuilt = build_statement(files, compressed=statement.predicate.compressed)
-    rebuilt.predicate.tool = statement.predicate.tool  # a bundle made by another byog version is still checkable
+    # A bundle made by another byog version is still checkable: the version is the packer's to
+    # state, and so is which env.json keys it copies as hardware (each must still equal env.json).
+    rebuilt.predicate.tool = statement.predicate.tool
+    env = _env(files)
+    rebuilt.predicate.hardware = {key: env.get(key, _ABSENT) for key in statement.predicate.hardware}
     if statement_bytes(rebuilt) != ctx.manifest_bytes:
         ours = rebuilt.predicate.model_dump(mode="json")
         theirs = statement.predicate.model_dump(mode="json")
