@@ -48,16 +48,23 @@ def test_kill_9_mid_sweep_then_rerun_completes_without_loss_or_duplicates(smollm
     server = LocalRuntime().launch("s", plan.servers["s"], smollm2, run_dir.server_dir("s"))
     console = Console(file=open(os.devnull, "w"))
     try:
-        outcome: dict = {}
-        sweep = threading.Thread(target=lambda: outcome.update(run_bench_for_server(plan, "s", server, run_dir, console)))
-        sweep.start()
-        # the victim point has started once its "before" /metrics snapshot exists; let requests flow, then kill -9
-        _wait_for(run_dir.metrics_snapshot("s", VICTIM, "before"), 300)
-        time.sleep(1.0)
-        killed_pid = server._proc.pid
-        os.kill(killed_pid, signal.SIGKILL)
-        sweep.join(600)
-        assert not sweep.is_alive()
+        killed: list[int] = []
+
+        def kill_mid_victim() -> None:
+            # the victim point has started once its "before" /metrics snapshot exists; let requests flow, then kill -9
+            _wait_for(run_dir.metrics_snapshot("s", VICTIM, "before"), 300)
+            time.sleep(1.0)
+            killed.append(server._proc.pid)
+            os.kill(killed[0], signal.SIGKILL)
+
+        # The sweep (and so the restart) runs on the main thread: the local runtime's children get
+        # PR_SET_PDEATHSIG, which fires when the *thread* that started them exits.
+        killer = threading.Thread(target=kill_mid_victim, daemon=True)
+        killer.start()
+        outcome = run_bench_for_server(plan, "s", server, run_dir, console)
+        killer.join(5)
+        assert killed, "the killer never fired"
+        killed_pid = killed[0]
 
         assert outcome["failed"] == [VICTIM] and outcome["restarts"] == 1 and outcome["aborted"] is None
         assert outcome["run"] == ["decode-b1-isl16-osl48", "decode-b3-isl16-osl48"]  # the sweep went on after the restart
@@ -68,7 +75,7 @@ def test_kill_9_mid_sweep_then_rerun_completes_without_loss_or_duplicates(smollm
         survivors = {pid: run_dir.bench_rows("s", pid).read_bytes() for pid in outcome["run"]}
 
         rerun = run_bench_for_server(plan, "s", server, run_dir, console)
-        assert rerun["run"] == [VICTIM] and sorted(rerun["skipped"]) == sorted(survivors)
+        assert rerun["run"] == [VICTIM] and sorted(rerun["skipped"]) == sorted(survivors), rerun
         for pid, data in survivors.items():  # completed points were neither lost nor re-measured
             assert run_dir.bench_rows("s", pid).read_bytes() == data
         for pid, b in (("decode-b1-isl16-osl48", 1), (VICTIM, 2), ("decode-b3-isl16-osl48", 3)):
