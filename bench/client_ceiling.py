@@ -155,7 +155,9 @@ def main() -> None:
                 vllm_runs.append(run_vllm(base_url, c, n, osl, tokenizer))
         byog_tok_s = statistics.median(r["tok_s"] for r in byog_runs)
         overhead = statistics.median(r["cpu_us_per_chunk"] for r in byog_runs)
-        print(f"byog (aiohttp):        {byog_tok_s:12,.0f} tok/s   per-chunk client CPU {overhead:.1f} us   "
+        share = statistics.median(r["cpu_share"] for r in byog_runs)
+        print(f"byog (aiohttp):        {byog_tok_s:12,.0f} tok/s   per-chunk client CPU {overhead:.1f} us "
+              f"(client used {share:.0%} of a core)   "
               f"(runs: {_runs(byog_runs)}; errors {sum(r['errors'] for r in byog_runs)})")
         httpx_tok_s = statistics.median(r["tok_s"] for r in httpx_runs)
         print(f"same loop on httpx:    {httpx_tok_s:12,.0f} tok/s   (aiohttp/httpx = {byog_tok_s / httpx_tok_s:.2f}x)")
