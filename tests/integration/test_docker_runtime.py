@@ -176,10 +176,11 @@ workloads:
 """
 
 
-def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_path, sig: signal.Signals) -> None:
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN.format(image=cpu_host_image))
-    run_dir = tmp_path / f"dockerint-{os.getpid()}"
+    run_dir = tmp_path / f"dockerint-{sig.name.lower()}-{os.getpid()}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "byog", "run", "--plan", str(plan), "--run-dir", str(run_dir)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path,
@@ -191,7 +192,7 @@ def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_
     assert record.is_file(), proc.communicate(timeout=30)[0].decode()[-3000:]
     assert containers_of_run(client, run_dir.name), "the server's container should be up mid-run"
     time.sleep(3)  # requests in flight: the interrupt lands mid-point
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     output = proc.communicate(timeout=120)[0].decode()
     assert proc.returncode == 130, output[-3000:]
     assert "Traceback" not in output
