@@ -13,8 +13,11 @@ lines; still over budget, packing fails and names the biggest files.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
+import struct
 import tarfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Iterable
@@ -27,8 +30,12 @@ from byog.ioutil import atomic_write_bytes
 BUNDLE_NAME = "bundle.tar.gz"
 BUDGET_BYTES = 25 * 1000 * 1000  # GitHub's PR attachment limit, counted in decimal MB to be safe
 GZIP_LEVEL = 9
-# The exact gzip header byog writes: magic, deflate, no flags, mtime 0, XFL 2 (level 9), OS 255.
-GZIP_HEADER = bytes([0x1F, 0x8B, 0x08, 0x00, 0, 0, 0, 0, 0x02, 0xFF])
+# The fixed part of the gzip header byog writes: magic, deflate, FLG = FCOMMENT, mtime 0, XFL 2
+# (level 9), OS 255. The comment that follows is "byog-sha256=<hex>": the sha256 of every byte
+# after it (deflate data + CRC-32 + length). Deflate has redundant encodings (a flipped byte can
+# decode to the same tar), so gzip's CRC alone cannot prove the archive is byte-for-byte as packed.
+GZIP_HEADER = bytes([0x1F, 0x8B, 0x08, 0x10, 0, 0, 0, 0, 0x02, 0xFF])
+GZIP_COMMENT_PREFIX = b"byog-sha256="
 FILE_MODE = 0o644
 LOG_HEAD_LINES = 2000  # over budget, a server log keeps its start-up ...
 LOG_TAIL_LINES = 8000  # ... and its end
@@ -97,13 +104,19 @@ def write_tar(sink: BinaryIO, members: Iterable[tuple[str, int, BinaryIO]]) -> N
             tar.addfile(member_info(name, size), data)
 
 
+def bundle_gzip(raw: bytes) -> bytes:
+    """gzip of the tar stream with a self-checking header (see GZIP_HEADER); still plain gzip to any tool."""
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = compressor.compress(raw) + compressor.flush() + struct.pack("<II", zlib.crc32(raw), len(raw) & 0xFFFFFFFF)
+    comment = GZIP_COMMENT_PREFIX + hashlib.sha256(body).hexdigest().encode() + b"\0"
+    return GZIP_HEADER + comment + body
+
+
 def tar_gz(files: dict[str, bytes]) -> bytes:
     """The deterministic archive of ``files`` (path -> bytes), sorted by path."""
     raw = io.BytesIO()
     write_tar(raw, ((name, len(files[name]), io.BytesIO(files[name])) for name in sorted(files)))
-    packed = gzip_bytes(raw.getvalue())
-    assert packed[:10] == GZIP_HEADER, "Python's gzip header changed; update GZIP_HEADER"
-    return packed
+    return bundle_gzip(raw.getvalue())
 
 
 def _gzip_member(files: dict[str, bytes], name: str) -> str:

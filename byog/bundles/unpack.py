@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from byog.bundles.pack import FILE_MODE, GZIP_HEADER, write_tar
+from byog.bundles.pack import FILE_MODE, GZIP_COMMENT_PREFIX, GZIP_HEADER, write_tar
 from byog.errors import CheckFailed, UsageError
 
 _COMPONENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
@@ -149,18 +149,33 @@ class _HashSink:
 
 
 def _open_gzip(path: Path, limits: Limits) -> BinaryIO:
+    """Open the bundle after checking byog's gzip header and the sha256 it carries of the rest."""
     try:
         size = path.stat().st_size
         handle = path.open("rb")
     except OSError as err:
         raise UsageError(f"cannot read {path}: {err.strerror}") from None
-    if size > limits.max_bundle_bytes:
+    try:
+        if size > limits.max_bundle_bytes:
+            raise UnsafeBundle(f"unsafe bundle: {path.name} is {size / 1e6:.1f} MB, over the {limits.max_bundle_bytes / 1e6:.0f} MB cap")
+        comment = handle.read(len(GZIP_HEADER) + len(GZIP_COMMENT_PREFIX) + 65)
+        expected = comment[len(GZIP_HEADER) + len(GZIP_COMMENT_PREFIX) : -1]
+        if (
+            comment[: len(GZIP_HEADER)] != GZIP_HEADER
+            or comment[len(GZIP_HEADER) : len(GZIP_HEADER) + len(GZIP_COMMENT_PREFIX)] != GZIP_COMMENT_PREFIX
+            or comment[-1:] != b"\0"
+            or not re.fullmatch(rb"[0-9a-f]{64}", expected)
+        ):
+            raise UnsafeBundle(f"{path.name} is not a byog bundle: its gzip header is not the one byog writes")
+        digest = hashlib.sha256()
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+        if digest.hexdigest().encode() != expected:
+            raise UnsafeBundle(f"{path.name} is corrupt: its bytes do not match the sha256 in its gzip header")
+        handle.seek(0)
+    except BaseException:
         handle.close()
-        raise UnsafeBundle(f"unsafe bundle: {path.name} is {size / 1e6:.1f} MB, over the {limits.max_bundle_bytes / 1e6:.0f} MB cap")
-    if handle.read(len(GZIP_HEADER)) != GZIP_HEADER:
-        handle.close()
-        raise UnsafeBundle(f"{path.name} is not a byog bundle: its gzip header is not the one byog writes")
-    handle.seek(0)
+        raise
     return handle
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import tarfile
@@ -35,7 +36,10 @@ def test_packing_twice_gives_identical_bytes(packed, tmp_path: Path) -> None:  #
 def test_archive_headers_are_normalised(packed) -> None:  # noqa: ANN001
     _, _, _, first = packed
     data = first.bundle.read_bytes()
-    assert data[:10] == GZIP_HEADER  # mtime 0, no file name, OS 255
+    assert data[:10] == GZIP_HEADER  # mtime 0, no file name, OS 255, a comment: the sha256 of the rest
+    assert data[10:22] == b"byog-sha256=" and data[86] == 0
+    assert hashlib.sha256(data[87:]).hexdigest().encode() == data[22:86]
+    assert gzip.decompress(data)[:100]  # still plain gzip to any reader
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         members = tar.getmembers()
     names = [m.name for m in members]

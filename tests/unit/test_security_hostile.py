@@ -16,7 +16,7 @@ from typing import Callable
 import pytest
 from typer.testing import CliRunner
 
-from byog.bundles.pack import gzip_bytes, member_info
+from byog.bundles.pack import bundle_gzip, gzip_bytes, member_info
 from byog.bundles.unpack import Limits
 from byog.bundles.verify import verify_bundle
 from byog.cli import app
@@ -44,7 +44,7 @@ def _special(tar: tarfile.TarFile, name: str, kind: bytes, linkname: str = "") -
 
 def _hostile() -> dict[str, tuple[bytes, str]]:
     """kind -> (archive bytes, a word the one-line refusal must contain)."""
-    gz = gzip_bytes
+    gz = bundle_gzip  # byog's own container: each archive fails on the rule it breaks, not on the header
     return {
         "path traversal": (gz(_tar(lambda t: _file(t, "../evil-traversal"))), "traversal"),
         "nested traversal": (gz(_tar(lambda t: _file(t, "plots/../../evil-nested"))), "traversal"),
@@ -66,12 +66,22 @@ def _hostile() -> dict[str, tuple[bytes, str]]:
         "non-UTF-8 name": (gz(_tar(lambda t: _file(t, "caf\udce9"), fmt=tarfile.GNU_FORMAT)), "not UTF-8"),
         "pax path override": (gz(_tar(lambda t: t.addfile(_pax_info("ok", {"path": "../evil-pax"}), io.BytesIO(b"x")))), "traversal"),
         "not gzip": (_tar(lambda t: _file(t, "plain")), "gzip header"),
+        "plain gzip": (gzip_bytes(_tar(lambda t: _file(t, "x"))), "gzip header"),
         "foreign gzip header": (b"\x1f\x8b\x08\x08" + gz(_tar(lambda t: _file(t, "x")))[4:], "gzip header"),
-        "trailing data": (gz(_tar(lambda t: _file(t, "x"))) + b"garbage", "not a valid bundle archive"),
+        "trailing data": (gz(_tar(lambda t: _file(t, "x"))) + b"garbage", "do not match the sha256"),
+        "trailing gzip member, checksum updated": (_rehashed(gz(_tar(lambda t: _file(t, "x"))) + gzip_bytes(b"\1" * 512)), "follows the end"),
         "data after the tar end": (gz(_tar(lambda t: _file(t, "x")) + b"\1" * 512), "follows the end"),
         "empty archive": (gz(_tar(lambda t: None)), "empty"),
-        "truncated": (gz(_tar(lambda t: _file(t, "x", b"y" * 3000)))[:-40], "not a valid bundle archive"),
+        "truncated": (gz(_tar(lambda t: _file(t, "x", b"y" * 3000)))[:-40], "do not match the sha256"),
+        "truncated, checksum updated": (_rehashed(gz(_tar(lambda t: _file(t, "x", b"y" * 3000)))[:-40]), "not a valid bundle archive"),
     }
+
+
+def _rehashed(data: bytes) -> bytes:
+    """Recompute the header's sha256 so the archive fails on its content, not on its checksum."""
+    import hashlib
+
+    return data[:22] + hashlib.sha256(data[87:]).hexdigest().encode() + data[86:]
 
 
 def _pax_info(name: str, headers: dict[str, str]) -> tarfile.TarInfo:
@@ -119,15 +129,22 @@ def test_cli_refuses_hostile_archives_with_exit_1_and_no_traceback(tmp_path: Pat
 
 
 def test_default_limits_stop_a_bomb_without_reading_it_all(tmp_path: Path) -> None:
-    """600 MB of zeros (~600 KB compressed) stops at the default cap, long before its end."""
-    bomb = tmp_path / "bomb.tar.gz"
-    compressor = io.BytesIO()
-    import gzip
+    """600 MB of zeros (~600 KB compressed, in byog's own container) stops at the default cap."""
+    import hashlib
+    import struct
+    import zlib
 
-    with gzip.GzipFile(filename="", mode="wb", fileobj=compressor, compresslevel=9, mtime=0) as handle:
-        for _ in range(600):
-            handle.write(b"\0" * 1_000_000)
-    bomb.write_bytes(compressor.getvalue())
+    from byog.bundles.pack import GZIP_COMMENT_PREFIX, GZIP_HEADER
+
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    chunk, crc, body = b"\0" * 1_000_000, 0, []
+    for _ in range(600):
+        body.append(compressor.compress(chunk))
+        crc = zlib.crc32(chunk, crc)
+    body.append(compressor.flush() + struct.pack("<II", crc, 600_000_000))
+    payload = b"".join(body)
+    bomb = tmp_path / "bomb.tar.gz"
+    bomb.write_bytes(GZIP_HEADER + GZIP_COMMENT_PREFIX + hashlib.sha256(payload).hexdigest().encode() + b"\0" + payload)
     report = verify_bundle(bomb, allow_unsigned=True)
     assert "expands past" in report.results[0].message
     assert os.path.getsize(bomb) < 1_000_000

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from byog.bundles.pack import gzip_bytes
+from byog.bundles.pack import bundle_gzip
 from byog.bundles.verify import verify_bundle
 from tests.unit._bundles_kit import allowed_signers, build_bundle, derive, make_key
 
@@ -61,7 +61,7 @@ def test_flipping_any_byte_of_the_bundle_fails_verify(signed: tuple[bytes, Path]
 
 
 def test_flipping_bytes_of_the_tar_inside_fails_verify(signed: tuple[bytes, Path], tmp_path: Path) -> None:
-    """Re-gzipped so gzip's CRC cannot be what catches it: headers, padding and content are all pinned."""
+    """Re-gzipped (new CRC and header sha256) so only the tar's own checks can catch it: headers, padding and content are all pinned."""
     data, allowed = signed
     tar = gzip.decompress(data)
     stride = 97  # every 97th byte of the tar stream: headers, file data, padding and end blocks alike
@@ -69,7 +69,7 @@ def test_flipping_bytes_of_the_tar_inside_fails_verify(signed: tuple[bytes, Path
     for offset in range(0, len(tar), stride):
         mutant = bytearray(tar)
         mutant[offset] ^= 0xFF
-        mutants.append((offset, gzip_bytes(bytes(mutant))))
+        mutants.append((offset, bundle_gzip(bytes(mutant))))
     survivors, tried = _verdicts(mutants, allowed, _scratch(tmp_path))
     print(f"flipped {tried} bytes of the {len(tar)}-byte tar stream (re-gzipped): {tried - len(survivors)} rejected")
     assert survivors == []
