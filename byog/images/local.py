@@ -45,7 +45,12 @@ def _installed_vllm() -> str:
         ) from None
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def _die_with_parent() -> None:
+    """Runs in the child between fork and exec.
+
+    Caveat: Linux delivers the death signal when the *thread* that forked exits, not the
+    process; launch servers from a thread that lives as long as they should (the main one).
+    """
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except OSError:
