@@ -121,7 +121,7 @@ def run_server(plan: Plan, name: str, model: PreparedModel, rd: RunDir, data_dir
         server: RunningServer = runtime_for(config).launch(name, config, model, rd.server_dir(name))
     try:
         console.print(f"[bold]{name}[/]: up at {server.endpoint.base_url}")
-        run_bench_for_server(plan, name, server, rd, console)
+        run_bench_for_server(plan, name, server, rd, console, data_dir=data_dir)
         run_evals_for_server(plan, name, server.endpoint, rd, data_dir, console)
     finally:
         with console.status(f"[bold]{name}[/]: stopping"):
