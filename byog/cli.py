@@ -77,12 +77,15 @@ def run_cmd(
     plan_opt: Optional[str] = typer.Option(None, "--plan", help="Same as the PLAN argument."),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Run directory; an existing one resumes (default: runs/<new id>)."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local eval datasets (default: BYOG_DATA_DIR, then ../shared/datasets)."),
+    tier: str = typer.Option("full", "--tier", help="smoke | standard | full: cut a profile down (full = as written)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Launch every server of the plan, run its sweeps and evals, derive the verdict, write the run directory."""
     from byog.pipeline import run_plan
 
-    result = run_plan(plan_opt or plan, run_dir=run_dir, console=err_console if as_json else console, data_dir=data_dir)
+    result = run_plan(
+        plan_opt or plan, run_dir=run_dir, console=err_console if as_json else console, data_dir=data_dir, tier=tier
+    )
     if as_json:
         print_json(result)
 
@@ -260,91 +263,6 @@ def plan_cmd(
         print_json(overview)
     else:
         render_plan_overview(console, overview)
-
-
-# --- bundles: pack, verify, report, keys, attach (byog/bundles) ------------------------------
-
-bundle_app = typer.Typer(help="Seal a run directory into a signed bundle.", no_args_is_help=True)
-keys_app = typer.Typer(help="Manage the allowed signers verify trusts.", no_args_is_help=True)
-app.add_typer(bundle_app, name="bundle")
-app.add_typer(keys_app, name="keys")
-
-
-@bundle_app.command("pack")
-@_guarded
-def bundle_pack_cmd(
-    run_dir: Path = typer.Argument(..., help="A run directory with summary.json."),
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Bundle path (default: RUN_DIR/bundle.tar.gz)."),
-    no_sign: bool = typer.Option(False, "--no-sign", help="Pack without signing even when a key is configured."),
-) -> None:
-    """Write the manifest, sign it with your SSH key, and pack a deterministic bundle.tar.gz (at most 25 MB)."""
-    from byog.bundles.finalize import describe, seal_and_pack
-    from byog.bundles.rundir import RunDir
-
-    console.print(describe(seal_and_pack(RunDir(run_dir), out, sign=not no_sign)), highlight=False, soft_wrap=True)
-
-
-@command("verify")
-def verify_cmd(
-    bundle: Path = typer.Argument(..., help="bundle.tar.gz to check."),
-    allowed_signers: Optional[Path] = typer.Option(None, "--allowed-signers", help="OpenSSH allowed_signers file (default: ~/.config/byog/allowed_signers)."),
-    policy: Optional[Path] = typer.Option(None, "--policy", help="Policy YAML: allowed image digests, required points/tasks, minimum samples."),
-    claims: Optional[Path] = typer.Option(None, "--claims", help="Claims YAML: the numbers a PR states."),
-    allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Check an unsigned bundle instead of failing it."),
-    as_json: bool = typer.Option(False, "--json", help="Print every check as JSON."),
-) -> None:
-    """Check a bundle: safe extraction, hashes, signer, schemas, every number recomputed, policy, claims."""
-    from byog.bundles.verify import verify_bundle
-
-    report = verify_bundle(bundle, allowed_signers=allowed_signers, policy=policy, claims=claims, allow_unsigned=allow_unsigned)
-    if as_json:
-        print_json(report.as_json())
-    else:
-        marks = {"pass": "[green]ok  [/]", "skip": "[dim]skip[/]", "fail": "[bold red]FAIL[/]"}
-        for result in report.results:
-            console.print(f"{marks[result.status]} {result.name}: {result.message}", highlight=False, soft_wrap=True)
-        verdict = "[bold green]verified[/]" if report.verified else f"[bold red]not verified[/] ({len(report.failures)} check(s) failed)"
-        console.print(f"{bundle}: {verdict}", highlight=False, soft_wrap=True)
-    if not report.verified:
-        raise typer.Exit(1)
-
-
-@command("report")
-def report_cmd(
-    target: Path = typer.Argument(..., help="A run directory or a bundle.tar.gz."),
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Folder for report.md and plots/ (default: the run directory, or <bundle>-report/)."),
-) -> None:
-    """Write report.md and the plots (tok/s vs batch, speedup with CI, TPOT distribution, eval deltas)."""
-    from byog.bundles.publish import write_report
-
-    written = write_report(target, out)
-    console.print(f"wrote {written.report_md} and {len(written.plots)} plots under {written.report_md.parent / 'plots'}", highlight=False)
-
-
-@keys_app.command("add")
-@_guarded
-def keys_add_cmd(
-    github_user: str = typer.Argument(..., help="GitHub user whose SSH signing keys to trust."),
-    allowed_signers: Optional[Path] = typer.Option(None, "--allowed-signers", help="File to add to (default: ~/.config/byog/allowed_signers)."),
-) -> None:
-    """Fetch a GitHub user's public SSH signing keys into an allowed_signers file."""
-    from byog.bundles.keys import add_github_user
-    from byog.bundles.sign import default_allowed_signers
-
-    added = add_github_user(github_user, allowed_signers or default_allowed_signers())
-    console.print(f"{added.path}: {added.added} key(s) added for {added.principal}, {added.already_present} already there", highlight=False)
-
-
-@command("attach")
-def attach_cmd(
-    bundle: Path = typer.Argument(..., help="bundle.tar.gz"),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="OWNER/NAME (default: gh's current repository)."),
-) -> None:
-    """Post the bundle's report.md to a PR with gh, and say how to attach the bundle itself."""
-    from byog.bundles.publish import attach
-
-    console.print(attach(bundle, pr, repo), highlight=False, soft_wrap=True)
 
 
 # --- evals: tasks against an endpoint, dataset cache (byog/evals) ------------------------------
