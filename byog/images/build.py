@@ -245,6 +245,14 @@ def stage_cpu_context(root: Path, context: Path, log: Log) -> dict[str, str]:
     if torch_wheel:
         log(f"context: CPU torch wheel {torch_wheel.name}")
         shutil.copy(torch_wheel, wheels / torch_wheel.name)
+    certs = context / "certs"
+    certs.mkdir()
+    pip_ca = pip_ca_bundle()
+    if pip_ca:
+        # Where PyPI is reached through a TLS-inspecting proxy, pip in the build needs this machine's
+        # CA bundle too; it is used by the install step and removed in the same step.
+        log(f"context: pip's CA bundle {pip_ca}")
+        shutil.copy(pip_ca, certs / "pip-ca.crt")
     log("context: SmolLM2 (the prepared HF directory)")
     shutil.copytree(prepare_builtin_smollm2(), context / "model", ignore=shutil.ignore_patterns(".byog-complete"))
     requirements = [vllm_pin, pins["lm-eval"], pins["transformers"]]
@@ -254,6 +262,19 @@ def stage_cpu_context(root: Path, context: Path, log: Log) -> dict[str, str]:
         "PIP_REQUIREMENTS": " ".join(requirements),
         "VLLM_VERSION": pinned_version(vllm_pin) or "",
     }
+
+
+def pip_ca_bundle() -> Path | None:
+    """The CA bundle this machine's pip uses (PIP_CERT, then pip's config), if any."""
+    for candidate in (os.environ.get("PIP_CERT"), _pip_config_value("global.cert")):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def _pip_config_value(key: str) -> str | None:
+    done = subprocess.run([sys.executable, "-m", "pip", "config", "get", key], capture_output=True, text=True)
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def _torch_version_for_image() -> str:
