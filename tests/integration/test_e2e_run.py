@@ -18,8 +18,10 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
-def byog(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def byog(*args: str, cwd: Path, key: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200"}
+    if key is not None:
+        env["BYOG_SIGNING_KEY"] = str(key)
     return subprocess.run([sys.executable, "-m", "byog", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
 
 
@@ -32,15 +34,27 @@ def group_alive(pgid: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+def signing_key(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A real OpenSSH key made for this test, and an allowed_signers file that trusts it."""
+    folder = tmp_path_factory.mktemp("keys")
+    key = folder / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "contributor", "-f", str(key)], check=True)
+    allowed = folder / "allowed_signers"
+    allowed.write_text(f'contributor@example.com namespaces="byog-bundle@v1" {(folder / "id_ed25519.pub").read_text()}')
+    return key, allowed
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory, signing_key) -> tuple[Path, subprocess.CompletedProcess[str]]:
     work = tmp_path_factory.mktemp("e2e")
-    return work / "run", byog("run", "--run-dir", str(work / "run"), cwd=work)
+    return work / "run", byog("run", "--run-dir", str(work / "run"), cwd=work, key=signing_key[0])
 
 
 def test_smoke_run_writes_the_run_directory(smoke_run) -> None:
     run_dir, result = smoke_run
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "wall time" in result.stdout
+    assert "signed with key SHA256:" in result.stdout
     for server in ("candidate", "baseline"):
         for batch in (1, 2, 4):
             rows = pq.read_table(run_dir / "bench" / server / f"decode-b{batch}-isl32-osl64.parquet").to_pandas()
@@ -57,11 +71,28 @@ def test_smoke_run_writes_the_run_directory(smoke_run) -> None:
     assert "decode-b4-isl32-osl64" in report and "gsm8k" in report
 
 
-def test_rerun_resumes_without_launching_and_derives_the_same_summary(smoke_run) -> None:
+def test_rerun_resumes_without_launching_and_derives_the_same_summary(smoke_run, signing_key) -> None:
     run_dir, first = smoke_run
     assert first.returncode == 0
     before = (run_dir / "summary.json").read_bytes()
-    again = byog("run", "--run-dir", str(run_dir), cwd=run_dir.parent)
+    again = byog("run", "--run-dir", str(run_dir), cwd=run_dir.parent, key=signing_key[0])
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert again.stdout.count("already complete; not launched") == 2
     assert (run_dir / "summary.json").read_bytes() == before
+
+
+def test_the_run_ends_with_a_signed_bundle_that_verifies(smoke_run, signing_key) -> None:
+    run_dir, result = smoke_run
+    assert result.returncode == 0
+    bundle = run_dir / "bundle.tar.gz"
+    assert bundle.is_file()
+    checked = byog("verify", str(bundle), "--allowed-signers", str(signing_key[1]), cwd=run_dir.parent)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "contributor@example.com" in checked.stdout
+    other = run_dir.parent / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    stranger = run_dir.parent / "stranger_signers"
+    stranger.write_text(f"someone@example.com {(run_dir.parent / 'other_key.pub').read_text()}")
+    rejected = byog("verify", str(bundle), "--allowed-signers", str(stranger), cwd=run_dir.parent)
+    assert rejected.returncode == 1, rejected.stdout + rejected.stderr
+    assert "wrong signer" in rejected.stdout
