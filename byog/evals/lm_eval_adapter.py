@@ -19,7 +19,9 @@ text (GPQA) never reaches the run directory.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import logging
 import os
 import re
@@ -211,20 +213,23 @@ def run_pass(
         cfg = override_yaml(task, source, gen)
         (Path(tmp) / f"byog_{task.name}.yaml").write_text(yaml.safe_dump(cfg, sort_keys=True), encoding="utf-8")
         manager = TaskManager(include_path=tmp, include_defaults=False)
+        # lm-eval's tqdm bars go to stderr and would tear the rich status line; TQDM_DISABLE only
+        # works if set before tqdm is first imported, so the bars are sent to a buffer instead.
         try:
-            results = lm_eval.simple_evaluate(
-                model=model_name,
-                model_args=model_args,
-                tasks=[f"byog_{task.name}"],
-                num_fewshot=task.num_fewshot,
-                limit=limit,
-                use_cache=None,  # the response cache stays off: sampled passes must be fresh
-                cache_requests=False,
-                log_samples=True,
-                apply_chat_template=task.api == "chat",
-                task_manager=manager,
-                confirm_run_unsafe_code=False,
-            )
+            with contextlib.redirect_stderr(io.StringIO()):
+                results = lm_eval.simple_evaluate(
+                    model=model_name,
+                    model_args=model_args,
+                    tasks=[f"byog_{task.name}"],
+                    num_fewshot=task.num_fewshot,
+                    limit=limit,
+                    use_cache=None,  # the response cache stays off: sampled passes must be fresh
+                    cache_requests=False,
+                    log_samples=True,
+                    apply_chat_template=task.api == "chat",
+                    task_manager=manager,
+                    confirm_run_unsafe_code=False,
+                )
         except ByogError:
             raise
         except Exception as err:
