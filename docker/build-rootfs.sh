@@ -10,13 +10,17 @@
 # for OpenMP, sqlite/readline/ncurses/nsl for the interpreter's own extension modules) plus g++,
 # which torch.compile (vLLM's default, non-eager mode) calls to build its CPU kernels.
 # Env: DEBIAN_SUITE (default bookworm, the suite the host's Python was built on),
-#      DEBIAN_MIRROR (default http://deb.debian.org/debian).
+#      DEBIAN_MIRROR (default: the first Debian URI in this machine's apt sources, else
+#      debootstrap's own default).
 set -euo pipefail
 
 out="${1:?usage: build-rootfs.sh OUT.tar [EXTRA_PACKAGES...]}"
 shift
 suite="${DEBIAN_SUITE:-bookworm}"
-mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+apt_mirror() {  # the mirror apt already uses here: the same packages, the same trust
+    sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\/debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1
+}
+mirror="${DEBIAN_MIRROR:-$(apt_mirror)}"
 base_packages="ca-certificates,libnuma1,libgomp1,libsqlite3-0,libreadline8,libncursesw6,libnsl2,libtirpc3,g++"
 packages="$base_packages"
 for extra in "$@"; do packages="$packages,$extra"; done
@@ -29,7 +33,7 @@ work="$(mktemp -d "${TMPDIR:-/var/tmp}/byog-rootfs.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 rootfs="$work/rootfs"
 
-debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 || {
+debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" ${mirror:+"$mirror"} >"$work/debootstrap.log" 2>&1 || {
     tail -n 30 "$work/debootstrap.log" >&2
     exit 1
 }
