@@ -19,6 +19,7 @@ reports blank lines as "missing key", so byog never writes blank lines.
 
 from __future__ import annotations
 
+import base64
 import configparser
 import os
 import re
@@ -154,6 +155,29 @@ def sign_bytes(message: bytes, key: SigningKey) -> bytes:
     return result.stdout
 
 
+ARMOR_BEGIN = b"-----BEGIN SSH SIGNATURE-----"
+ARMOR_END = b"-----END SSH SIGNATURE-----"
+ARMOR_LINE = 70  # ssh-keygen wraps the base64 body at 70 columns (sshbuf_dtob64 in sshsig_armor)
+
+
+def is_canonical_armor(signature: bytes) -> bool:
+    """True when ``signature`` is byte for byte what ssh-keygen -Y sign writes for its own blob.
+
+    ssh-keygen reads past some variations (a trailing byte after the END line, base64 padding
+    bits); the signature file is the one file the manifest cannot hash, so its form is pinned here.
+    """
+    lines = signature.split(b"\n")
+    if len(lines) < 4 or lines[0] != ARMOR_BEGIN or lines[-2] != ARMOR_END or lines[-1] != b"":
+        return False
+    try:
+        blob = base64.b64decode(b"".join(lines[1:-2]), validate=True)
+    except ValueError:
+        return False
+    body = base64.b64encode(blob)
+    wrapped = [body[i : i + ARMOR_LINE] for i in range(0, len(body), ARMOR_LINE)]
+    return signature == b"\n".join([ARMOR_BEGIN, *wrapped, ARMOR_END, b""])
+
+
 @dataclass(frozen=True)
 class SignatureCheck:
     principal: str  # who, per the allowed_signers file
@@ -174,6 +198,8 @@ def verify_signature(message: bytes, signature: bytes, allowed_signers: Path) ->
     """Check that ``signature`` is a byog-bundle@v1 signature of ``message`` by an allowed signer."""
     if not allowed_signers.is_file():
         raise CheckFailed(f"allowed signers file {allowed_signers} does not exist (byog keys add GITHUB_USER makes one)")
+    if not is_canonical_armor(signature):
+        raise CheckFailed("the signature file is not in the exact form ssh-keygen writes (altered after signing)")
     fingerprint = signature_fingerprint(message, signature)
     if fingerprint is None:
         raise CheckFailed("the signature is not a valid byog-bundle@v1 SSH signature of the manifest")

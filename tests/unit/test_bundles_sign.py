@@ -209,3 +209,22 @@ def test_finalize_run_signs_when_a_key_is_configured_and_says_so_when_not(home: 
     out = io.StringIO()
     assert finalize_run(run_dir, Console(file=out, width=300)) is None
     assert "bundle not made:" in out.getvalue() and "missing-key" in out.getvalue()
+
+
+def test_signature_file_must_be_exactly_what_ssh_keygen_wrote(tmp_path: Path) -> None:
+    """ssh-keygen itself accepts a changed trailing byte; verify must not (found by flipping every byte)."""
+    from byog.bundles.sign import is_canonical_armor
+
+    key, public = make_key(tmp_path, "alice")
+    signature = sign_bytes(b"m", key)
+    allowed = allowed_signers(tmp_path / "allowed", [("alice@example.com", public)])
+    assert is_canonical_armor(signature)
+    trailing = signature[:-1] + b"\xf5"
+    sig_file = tmp_path / "s.sig"
+    sig_file.write_bytes(trailing)
+    lenient = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", "alice@example.com", "-n", NAMESPACE, "-s", str(sig_file)], input=b"m", capture_output=True)
+    print(f"ssh-keygen -Y verify on a signature with its last byte changed: exit {lenient.returncode}")
+    for bad in (trailing, signature + b"\n", signature.replace(b"\n", b"\r\n"), signature.replace(b"\n", b"", 2)):
+        assert not is_canonical_armor(bad)
+        with pytest.raises(CheckFailed, match="exact form ssh-keygen writes"):
+            verify_signature(b"m", bad, allowed)
