@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NS_PER_S = 1_000_000_000
 
@@ -227,28 +230,41 @@ def acceptance_per_position(accepted_per_pos: Sequence[float], drafts: float) ->
 
 # --- distributions --------------------------------------------------------------------------
 
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The q-th percentile (0-100), linear interpolation between order statistics.
+def _finite_array(values: Sequence[float]) -> "np.ndarray":
+    import numpy as np
 
-    The same estimator as ``numpy.percentile`` (default method), which vLLM bench serve uses.
+    data = np.asarray(values if isinstance(values, np.ndarray) else [v for v in values if v is not None], dtype=float)
+    return data[np.isfinite(data)]
+
+
+def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[float | None]:
+    """The qs-th percentiles (0-100): linear interpolation between order statistics.
+
+    Computed by ``numpy.percentile`` (default method), the estimator vLLM bench serve uses;
+    one partial sort serves every q.
     """
-    data = sorted(v for v in values if v is not None and math.isfinite(v))
-    if not data:
-        return None
-    pos = (len(data) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(data) - 1)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+    import numpy as np
+
+    data = _finite_array(values)
+    if data.size == 0:
+        return [None for _ in qs]
+    return [float(x) for x in np.percentile(data, list(qs))]
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0-100); see ``percentiles``."""
+    return percentiles(values, [q])[0]
 
 
 def mean(values: Sequence[float]) -> float | None:
-    data = [v for v in values if v is not None and math.isfinite(v)]
-    return math.fsum(data) / len(data) if data else None
+    data = _finite_array(values)
+    return math.fsum(data.tolist()) / data.size if data.size else None
 
 
 def latency_stats(values: Sequence[float]) -> dict[str, float | None]:
     """mean, P50, P90, P99 of a latency (higher = slower)."""
-    return {"mean": mean(values), "p50": percentile(values, 50), "p90": percentile(values, 90), "p99": percentile(values, 99)}
+    p50, p90, p99 = percentiles(values, (50, 90, 99))
+    return {"mean": mean(values), "p50": p50, "p90": p90, "p99": p99}
 
 
 def interactivity_stats(tpots_s: Sequence[float]) -> dict[str, float | None]:
@@ -258,9 +274,5 @@ def interactivity_stats(tpots_s: Sequence[float]) -> dict[str, float | None]:
     write-ups that quote "P90 interactivity"; it is not the 90th percentile of 1/tpot.
     """
     inv = [1.0 / t for t in tpots_s if t is not None and t > 0]
-
-    def inverse(q: float) -> float | None:
-        p = percentile(tpots_s, q)
-        return 1.0 / p if p else None
-
-    return {"mean": mean(inv), "p50": inverse(50), "p90": inverse(90), "p99": inverse(99)}
+    p50, p90, p99 = (1.0 / p if p else None for p in percentiles(tpots_s, (50, 90, 99)))
+    return {"mean": mean(inv), "p50": p50, "p90": p90, "p99": p99}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from byog.bench import metrics as m
 from byog.bench import server_metrics as sm
@@ -18,6 +18,9 @@ from byog.bundles.rundir import RunDir
 from byog.ioutil import read_json
 from byog.plans.expand import BenchPoint, expand_plan
 from byog.plans.model import Plan
+
+if TYPE_CHECKING:
+    import numpy as np
 
 BOOTSTRAP_RESAMPLES = 1000
 CI_LEVEL = 0.95
@@ -48,9 +51,12 @@ class _Unit:
     __slots__ = ("tpots", "ttfts", "itls", "tokens", "window_s", "n_out")
 
     def __init__(self, reqs: Sequence[m.RequestTrace], window: tuple[int, int] | None) -> None:
-        self.tpots = [x for x in (m.tpot_s(r) for r in reqs) if x is not None]
-        self.ttfts = [x for x in (m.ttft_s(r) for r in reqs) if x is not None]
-        self.itls = m.pooled_itl_s(reqs)
+        import numpy as np
+
+        # Arrays, because the bootstrap pools them a thousand times per comparison.
+        self.tpots = np.array([x for x in (m.tpot_s(r) for r in reqs) if x is not None], dtype=float)
+        self.ttfts = np.array([x for x in (m.ttft_s(r) for r in reqs) if x is not None], dtype=float)
+        self.itls = np.asarray(m.pooled_itl_s(reqs), dtype=float)
         self.tokens = m.tokens_in_window(reqs, window) if window else 0
         self.window_s = (window[1] - window[0]) / m.NS_PER_S if window else 0.0
         self.n_out = sum(r.n_out for r in reqs if r.ok)
@@ -66,11 +72,14 @@ def _units(point: dict[str, Any], rows: Sequence[RequestRecord]) -> list[_Unit]:
     return [_Unit([r.trace()], None) for r in sorted(measured, key=lambda r: r.request_index)]
 
 
-def _pool(units: Sequence[_Unit], attr: str) -> list[float]:
-    out: list[float] = []
-    for u in units:
-        out.extend(getattr(u, attr))
-    return out
+def _inverse(x: float | None) -> float | None:
+    return 1.0 / x if x else None
+
+
+def _pool(units: Sequence[_Unit], attr: str) -> "np.ndarray":
+    import numpy as np
+
+    return np.concatenate([getattr(u, attr) for u in units]) if units else np.empty(0)
 
 
 def _decode_tok_s(units: Sequence[_Unit], kind: str) -> float | None:
@@ -86,7 +95,7 @@ _STATISTICS: dict[str, Callable[[Sequence[_Unit], str], float | None]] = {
     "decode_tok_s": _decode_tok_s,
     "tpot_s.p50": lambda units, kind: m.percentile(_pool(units, "tpots"), 50),
     "ttft_s.p50": lambda units, kind: m.percentile(_pool(units, "ttfts"), 50),
-    "tok_s_user.p50": lambda units, kind: m.interactivity_stats(_pool(units, "tpots"))["p50"],
+    "tok_s_user.p50": lambda units, kind: _inverse(m.percentile(_pool(units, "tpots"), 50)),
 }
 
 
@@ -204,16 +213,12 @@ def _comparisons(plan: Plan, loaded: dict[tuple[str, str], tuple[dict[str, Any] 
                  points: list[BenchPoint]) -> list[dict[str, Any]]:
     out = []
     for point in points:
-        base_key = (plan.baseline, point.point_id)
-        if plan.baseline not in point.servers or loaded.get(base_key, (None, None))[1] is None:
-            continue
-        base_record, base_rows = loaded[base_key]
-        assert base_record is not None and base_rows is not None
-        base_units = _units(base_record["point"], base_rows)
-        for candidate in plan.candidates:
+        for candidate, baseline in plan.comparisons:
+            base_record, base_rows = loaded.get((baseline, point.point_id), (None, None))
             cand_record, cand_rows = loaded.get((candidate, point.point_id), (None, None))
-            if candidate not in point.servers or cand_record is None or cand_rows is None:
+            if base_record is None or base_rows is None or cand_record is None or cand_rows is None:
                 continue
+            base_units = _units(base_record["point"], base_rows)
             cand_units = _units(cand_record["point"], cand_rows)
             for metric in HEADLINE:
                 def stat(units: Sequence[_Unit], _metric: str = metric) -> float | None:
@@ -225,7 +230,7 @@ def _comparisons(plan: Plan, loaded: dict[tuple[str, str], tuple[dict[str, Any] 
                 seed = [plan.seeds[0], zlib.crc32(f"{point.point_id}/{candidate}/{metric}".encode())]
                 low, high = bootstrap_ratio_ci(cand_units, base_units, stat, seed)
                 out.append({
-                    "point_id": point.point_id, "candidate": candidate, "baseline": plan.baseline, "metric": metric,
+                    "point_id": point.point_id, "candidate": candidate, "baseline": baseline, "metric": metric,
                     "candidate_value": cv, "baseline_value": bv, "ratio": cv / bv, "ci_low": low, "ci_high": high,
                     "ci_level": CI_LEVEL, "units": "waves" if point.kind == "batch" else "requests",
                     "within_noise": None if low is None or high is None else bool(low <= 1.0 <= high),
