@@ -97,7 +97,10 @@ def test_docker_server_benches_records_and_leaves_nothing(client, cpu_host_image
         assert mounts[smollm2.path]["RW"] is False and mounts[sys.prefix]["RW"] is False
 
         result = run_bench_for_server(plan, "docker", server, rd, Console(file=open(os.devnull, "w")))
-        assert result["run"] and not result["failed"] and not result["invalid"], result
+        assert result["run"] and not result["failed"], result
+        # Validity is the bench's business; here only a loaded 2-core box may flag the client.
+        reasons = [r for rs in result["invalid"].values() for r in rs]
+        assert all(r.startswith("client saturated") for r in reasons), result
         point = json.loads(rd.bench_point("docker", result["run"][0]).read_text())
         assert point  # the raw point record exists and parses
 
