@@ -25,6 +25,7 @@ from typing import Any, Iterable, Literal
 
 from byog.errors import EnvironmentProblem, UsageError
 from byog.evals.tasks import TaskSpec
+from byog.ioutil import sha256_file
 
 DATA_DIR_ENV = "BYOG_DATA_DIR"
 FIXTURES_DIR = Path(__file__).parent / "fixtures"
@@ -54,14 +55,6 @@ def resolve_data_dir(flag: Path | None = None) -> Path | None:
 
 def hub_offline() -> bool:
     return any(os.environ.get(var, "").lower() in {"1", "true", "yes", "on"} for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def canonical_json(row: dict[str, Any]) -> str:

@@ -44,6 +44,7 @@ from byog.images.engine import (
     LABEL_OWNER_PID,
     docker_client,
 )
+from byog.ioutil import sha256_file
 
 IMAGE_REPO = "byog-eval"
 FLAVOURS = ("gpu", "cpu", "cpu-host")
@@ -121,14 +122,6 @@ def rootfs_tarball(root: Path, log: Log) -> Path:
         raise EnvironmentProblem(f"{ROOTFS_SCRIPT} failed: {(done.stderr or done.stdout).strip()[-600:]}")
     log(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "rootfs: done")
     return out
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def import_cpu_host_image(client: Any, root: Path, tag: str, log: Log) -> str:

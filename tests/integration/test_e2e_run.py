@@ -15,6 +15,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from byog.images.local import group_alive
+
 pytestmark = pytest.mark.integration
 
 
@@ -23,14 +25,6 @@ def byog(*args: str, cwd: Path, key: Path | None = None) -> subprocess.Completed
     if key is not None:
         env["BYOG_SIGNING_KEY"] = str(key)
     return subprocess.run([sys.executable, "-m", "byog", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
 
 
 @pytest.fixture(scope="module")

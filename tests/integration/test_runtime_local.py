@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,20 +14,12 @@ import psutil
 import pytest
 
 from byog.errors import ByogError
-from byog.images.local import LocalRuntime
+from byog.images.local import LocalRuntime, group_alive
 from byog.plans.model import ServerConfig
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
 
 
 def test_failed_start_fails_fast_with_log_tail_and_leaves_nothing(smollm2, tmp_path: Path) -> None:
