@@ -60,8 +60,10 @@ def test_bench_cli_writes_a_resumable_run_dir_with_isl_1_and_chat(endpoint, tmp_
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout[again.stdout.index("{"):])["sweep"]["skipped"] == sorted(points)
 
+    # OSL 32 and a warm-up wave: with 8 tokens and a cold chat template, one request could finish
+    # before the other's first token, and the wave would rightly have no decode window.
     chat = runner.invoke(app, ["bench", "--endpoint", endpoint.base_url, "--api", "chat", "--batch-sizes", "2",
-                               "--isl", "16", "--osl", "8", "--waves", "1", "--warmup-waves", "0",
+                               "--isl", "16", "--osl", "32", "--waves", "1", "--warmup-waves", "1",
                                "--run-dir", str(tmp_path / "chat"), "--json"])
     assert chat.exit_code == 0, chat.output
     (point,) = json.loads(chat.stdout[chat.stdout.index("{"):])["points"]
