@@ -101,10 +101,11 @@ _STATISTICS: dict[str, Callable[[Sequence[_Unit], str], float | None]] = {
 
 # --- one point ------------------------------------------------------------------------------
 
-def point_metrics(point: dict[str, Any], rows: Sequence[RequestRecord], deltas: dict[str, Any]) -> dict[str, Any]:
+def point_metrics(point: dict[str, Any], rows: Sequence[RequestRecord], deltas: dict[str, Any],
+                  units: list[_Unit] | None = None) -> dict[str, Any]:
     """Every metric of one point from its measured (non-warm-up) requests and counter deltas."""
     measured = [r.trace() for r in rows if not r.warmup]
-    units = _units(point, rows)
+    units = _units(point, rows) if units is None else units
     tpots = _pool(units, "tpots")
     al = m.acceptance_length(deltas.get(sm.SPEC_ACCEPTED, 0.0), deltas.get(sm.SPEC_DRAFTS, 0.0))
     per_pos = deltas.get(sm.SPEC_ACCEPTED_PER_POS)
@@ -162,7 +163,8 @@ def _load_point(run_dir: RunDir, server: str, point_id: str) -> tuple[dict[str, 
     return record, rows
 
 
-def _point_entry(server: str, point: BenchPoint, record: dict[str, Any] | None, rows: list[RequestRecord] | None) -> dict[str, Any]:
+def _point_entry(server: str, point: BenchPoint, record: dict[str, Any] | None, rows: list[RequestRecord] | None,
+                 units: list[_Unit] | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "server": server, "point_id": point.point_id, "workload": point.workload, "kind": point.kind,
         "batch_size": point.batch_size, "concurrency": point.concurrency, "rate": point.rate,
@@ -178,31 +180,70 @@ def _point_entry(server: str, point: BenchPoint, record: dict[str, Any] | None, 
         valid=not reasons,
         invalid_reasons=reasons,
         n_requests=len(measured),
-        metrics=point_metrics(record["point"], rows, record.get("counter_deltas") or {}) if rows is not None else None,
+        metrics=point_metrics(record["point"], rows, record.get("counter_deltas") or {}, units) if rows is not None else None,
     )
     return entry
 
 
 # --- A/B ------------------------------------------------------------------------------------
 
+def _pooled_p50_rows(units: Sequence[_Unit], attr: str) -> Callable[["np.ndarray"], "np.ndarray"] | None:
+    """P50 of the pooled values of many resamples at once: rows of unit indices -> one P50 per row.
+
+    Only when every unit holds the same number of values (a batch wave of B requests), so the
+    resampled pools form a matrix; the order inside a pool does not change its percentile.
+    """
+    import numpy as np
+
+    arrays = [getattr(u, attr) for u in units]
+    if len({a.size for a in arrays}) != 1 or arrays[0].size == 0 or not all(np.isfinite(a).all() for a in arrays):
+        return None
+    matrix = np.stack(arrays)
+    return lambda rows: np.percentile(matrix[rows].reshape(len(rows), -1), 50, axis=1)
+
+
+def _vectorised(metric: str, units: Sequence[_Unit]) -> Callable[["np.ndarray"], "np.ndarray"] | None:
+    """The statistic over many resamples in one numpy call, where it has such a form."""
+    if metric == "tpot_s.p50":
+        return _pooled_p50_rows(units, "tpots")
+    if metric == "ttft_s.p50":
+        return _pooled_p50_rows(units, "ttfts")
+    if metric == "tok_s_user.p50":
+        p50 = _pooled_p50_rows(units, "tpots")
+        return None if p50 is None else (lambda rows: 1.0 / p50(rows))
+    return None
+
+
 def bootstrap_ratio_ci(cand: Sequence[_Unit], base: Sequence[_Unit], stat: Callable[[Sequence[_Unit]], float | None],
-                       seed: list[int], resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float | None, float | None]:
+                       seed: list[int], resamples: int = BOOTSTRAP_RESAMPLES,
+                       metric: str | None = None) -> tuple[float | None, float | None]:
     """Percentile bootstrap CI of stat(cand)/stat(base), resampling each side's units with replacement.
 
     ``(None, None)`` with fewer than two units on a side: there is no noise estimate to give.
+    The resampled indices are drawn in one fixed order (candidate, then baseline, per resample);
+    a ``metric`` with a vectorised form is then evaluated on all resamples at once.
     """
     import numpy as np
 
     if len(cand) < 2 or len(base) < 2:
         return None, None  # one wave (or request) says nothing about noise
     rng = np.random.default_rng(seed)
-    ratios = []
-    for _ in range(resamples):
-        c = [cand[i] for i in rng.integers(0, len(cand), len(cand))]
-        b = [base[i] for i in rng.integers(0, len(base), len(base))]
-        sc, sb = stat(c), stat(b)
-        if sc is not None and sb:
-            ratios.append(sc / sb)
+    cand_rows = np.empty((resamples, len(cand)), dtype=np.int64)
+    base_rows = np.empty((resamples, len(base)), dtype=np.int64)
+    for r in range(resamples):
+        cand_rows[r] = rng.integers(0, len(cand), len(cand))
+        base_rows[r] = rng.integers(0, len(base), len(base))
+    fast_cand, fast_base = (_vectorised(metric, cand), _vectorised(metric, base)) if metric else (None, None)
+    if fast_cand is not None and fast_base is not None:
+        sc, sb = fast_cand(cand_rows), fast_base(base_rows)
+        keep = np.isfinite(sc) & np.isfinite(sb) & (sb != 0)
+        ratios = (sc[keep] / sb[keep]).tolist()
+    else:
+        ratios = []
+        for c_idx, b_idx in zip(cand_rows, base_rows):
+            sc_one, sb_one = stat([cand[i] for i in c_idx]), stat([base[i] for i in b_idx])
+            if sc_one is not None and sb_one:
+                ratios.append(sc_one / sb_one)
     if len(ratios) < resamples // 2:
         return None, None
     alpha = (1.0 - CI_LEVEL) / 2 * 100
@@ -210,7 +251,7 @@ def bootstrap_ratio_ci(cand: Sequence[_Unit], base: Sequence[_Unit], stat: Calla
 
 
 def _comparisons(plan: Plan, loaded: dict[tuple[str, str], tuple[dict[str, Any] | None, list[RequestRecord] | None]],
-                 points: list[BenchPoint]) -> list[dict[str, Any]]:
+                 points: list[BenchPoint], units_of: dict[tuple[str, str], list[_Unit]]) -> list[dict[str, Any]]:
     out = []
     for point in points:
         for candidate, baseline in plan.comparisons:
@@ -218,8 +259,8 @@ def _comparisons(plan: Plan, loaded: dict[tuple[str, str], tuple[dict[str, Any] 
             cand_record, cand_rows = loaded.get((candidate, point.point_id), (None, None))
             if base_record is None or base_rows is None or cand_record is None or cand_rows is None:
                 continue
-            base_units = _units(base_record["point"], base_rows)
-            cand_units = _units(cand_record["point"], cand_rows)
+            base_units = units_of[(baseline, point.point_id)]
+            cand_units = units_of[(candidate, point.point_id)]
             for metric in HEADLINE:
                 def stat(units: Sequence[_Unit], _metric: str = metric) -> float | None:
                     return _STATISTICS[_metric](units, point.kind)
@@ -228,7 +269,7 @@ def _comparisons(plan: Plan, loaded: dict[tuple[str, str], tuple[dict[str, Any] 
                 if cv is None or not bv:
                     continue
                 seed = [plan.seeds[0], zlib.crc32(f"{point.point_id}/{candidate}/{metric}".encode())]
-                low, high = bootstrap_ratio_ci(cand_units, base_units, stat, seed)
+                low, high = bootstrap_ratio_ci(cand_units, base_units, stat, seed, metric=metric)
                 out.append({
                     "point_id": point.point_id, "candidate": candidate, "baseline": baseline, "metric": metric,
                     "candidate_value": cv, "baseline_value": bv, "ratio": cv / bv, "ci_low": low, "ci_high": high,
@@ -242,6 +283,7 @@ def summarize_bench(run_dir: RunDir, plan: Plan) -> dict[str, Any]:
     """Points (metrics + validity) of every server and the candidate/baseline comparisons."""
     points = expand_plan(plan)
     loaded: dict[tuple[str, str], tuple[dict[str, Any] | None, list[RequestRecord] | None]] = {}
+    units_of: dict[tuple[str, str], list[_Unit]] = {}  # per-request formulas run once per point
     entries = []
     for server in plan.servers:
         for point in points:
@@ -251,5 +293,7 @@ def summarize_bench(run_dir: RunDir, plan: Plan) -> dict[str, Any]:
             if record is not None and record.get("status") != "complete":
                 rows = None
             loaded[(server, point.point_id)] = (record, rows)
-            entries.append(_point_entry(server, point, record, rows))
-    return _clean({"points": entries, "comparisons": _comparisons(plan, loaded, points)})
+            if record is not None and rows is not None:
+                units_of[(server, point.point_id)] = _units(record["point"], rows)
+            entries.append(_point_entry(server, point, record, rows, units_of.get((server, point.point_id))))
+    return _clean({"points": entries, "comparisons": _comparisons(plan, loaded, points, units_of)})
