@@ -106,6 +106,20 @@ def _eval_files(run_dir: RunDir, server: str, spec: SyntheticSpec, rng: random.R
     })
 
 
+def write_point(run_dir: RunDir, server: str, point: Any, rows: list[Any]) -> None:
+    """One complete bench point in the real file formats: raw rows, then the point record."""
+    from byog.bench.rows import write_rows
+
+    write_rows(run_dir.bench_rows(server, point.point_id), rows)
+    atomic_write_json(run_dir.bench_point(server, point.point_id), {
+        "schema_version": 1, "server": server, "point": point.model_dump(mode="json"),
+        "prompts_label": "random-ids", "status": "complete", "started_at": "2026-01-01T00:00:00+00:00",
+        "duration_s": (rows[-1].chunk_t_ns[-1] - rows[0].t_send_ns) / NS,
+        "t_start_ns": rows[0].t_send_ns, "t_end_ns": rows[-1].chunk_t_ns[-1],
+        "counter_deltas": {}, "byog_version": __version__,
+    })
+
+
 def make_run_dir(
     root: Path,
     spec: SyntheticSpec = SyntheticSpec(),
@@ -113,7 +127,6 @@ def make_run_dir(
     derive: Callable[[RunDir], dict[str, Any]] | None = None,
 ) -> RunDir:
     """Write a complete run directory (raw files, then summary.json and report.md) under ``root``."""
-    from byog.bench.rows import write_rows
     from byog.bundles.report import render_report
     from byog.plans.expand import expand_plan
     from byog.plans.load import parse_plan
@@ -136,15 +149,7 @@ def make_run_dir(
         })
         atomic_write_text(run_dir.server_log(server), "".join(f"INFO synthetic log line {i} of {server}\n" for i in range(spec.log_lines)))
         for point in expand_plan(plan):
-            rows = _rows(rng, point, tpot * (1 + 0.05 * (point.batch_size - 1)))
-            write_rows(run_dir.bench_rows(server, point.point_id), rows)
-            atomic_write_json(run_dir.bench_point(server, point.point_id), {
-                "schema_version": 1, "server": server, "point": point.model_dump(mode="json"),
-                "prompts_label": "random-ids", "status": "complete", "started_at": "2026-01-01T00:00:00+00:00",
-                "duration_s": (rows[-1].chunk_t_ns[-1] - rows[0].t_send_ns) / NS,
-                "t_start_ns": rows[0].t_send_ns, "t_end_ns": rows[-1].chunk_t_ns[-1],
-                "counter_deltas": {}, "byog_version": __version__,
-            })
+            write_point(run_dir, server, point, _rows(rng, point, tpot * (1 + 0.05 * (point.batch_size - 1))))
         _eval_files(run_dir, server, spec, rng)
     if derive is None:
         from byog.bundles.summary import derive_summary as derive

@@ -118,10 +118,10 @@ def _eval_files(run_dir: RunDir, server: str, task: str, seed: int) -> None:
 
 
 def make_bundle(root: Path, tok_s: TokS) -> Path:
-    from byog.bench.rows import write_rows
     from byog.bundles.finalize import seal_and_pack
     from byog.bundles.report import render_report
     from byog.bundles.summary import derive_summary
+    from byog.bundles.synthetic import write_point
 
     plan = claims_test_plan()
     run_dir = RunDir(root / "run")
@@ -136,14 +136,7 @@ def make_bundle(root: Path, tok_s: TokS) -> Path:
             "version": {"version": "synthetic"}, "models": {"data": [{"id": "synthetic", "max_model_len": 131072}]}})
         atomic_write_text(run_dir.server_log(server), f"INFO synthetic log of {server}\n")
         for point in (p for p in points if server in p.servers):
-            rows = _rows(point, tok_s(server, point))
-            write_rows(run_dir.bench_rows(server, point.point_id), rows)
-            atomic_write_json(run_dir.bench_point(server, point.point_id), {
-                "schema_version": 1, "server": server, "point": point.model_dump(mode="json"),
-                "prompts_label": "random-ids", "status": "complete", "started_at": "2026-01-01T00:00:00+00:00",
-                "duration_s": (rows[-1].chunk_t_ns[-1] - rows[0].t_send_ns) / NS,
-                "t_start_ns": rows[0].t_send_ns, "t_end_ns": rows[-1].chunk_t_ns[-1],
-                "counter_deltas": {}, "byog_version": __version__})
+            write_point(run_dir, server, point, _rows(point, tok_s(server, point)))
         for spec in plan.evals:
             if server in plan.servers_for(spec):
                 _eval_files(run_dir, server, spec.task, plan.seeds[0])
