@@ -72,19 +72,19 @@ def vllm_point(result: dict[str, Any], counters: dict[str, Any]) -> dict[str, An
 
 def byog_points(run: Path) -> dict[tuple[int, int], dict[str, Any]]:
     """byog's points of one run directory, keyed (ISL, B), re-derived from the raw rows."""
-    from byog.bench.rows import read_rows
-    from byog.bench.summary import summarize_bench
-    from byog.bundles.rundir import RunDir
-    from byog.ioutil import read_json
+    from byog.analysis.bench_summary import summarize_bench
+    from byog.core.io import read_json
+    from byog.core.paths import RunDir
     from byog.plans.load import load_plan
+    from byog.schemas.bench import read_request_rows
 
     folder = RunDir(run)
     plan, _ = load_plan(str(folder.plan_yaml))
     out: dict[tuple[int, int], dict[str, Any]] = {}
-    for entry in summarize_bench(folder, plan)["points"]:
+    for entry in summarize_bench(folder, plan).model_dump(mode="json")["points"]:
         server, pid = entry["server"], entry["point_id"]
         record = read_json(folder.bench_point(server, pid)) if folder.bench_point(server, pid).is_file() else {}
-        rows = read_rows(folder.bench_rows(server, pid)) if folder.bench_point_complete(server, pid) else []
+        rows = read_request_rows(folder.bench_rows(server, pid)) if folder.bench_point_complete(server, pid) else []
         deltas = record.get("counter_deltas") or {}
         mtr = entry.get("metrics") or {}
         client = record.get("client") or {}

@@ -18,7 +18,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from byog.bench.server_metrics import counter_deltas
+from byog.analysis.counters import counter_deltas
 
 
 def point_name(batch_size: int, isl: int, osl: int) -> str:

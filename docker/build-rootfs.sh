@@ -8,7 +8,8 @@
 # The base package set is what the CPU vLLM wheel and a CPython 3.11 built on Debian 12 load at
 # run time (found with readelf over the installed environment: libnuma for vLLM's _C, libgomp
 # for OpenMP, sqlite/readline/ncurses/nsl for the interpreter's own extension modules) plus g++,
-# which torch.compile (vLLM's default, non-eager mode) calls to build its CPU kernels.
+# which torch.compile (vLLM's default, non-eager mode) calls to build its CPU kernels, and the
+# suite's python3: a venv made from the distribution's Python runs on it (byog/images/host_python.py).
 # Env: DEBIAN_SUITE (default bookworm, the suite the host's Python was built on),
 #      DEBIAN_MIRROR (default: the first Debian URI in this machine's apt sources, else
 #      debootstrap's own default).
@@ -21,7 +22,7 @@ apt_mirror() {  # the mirror apt already uses here: the same packages, the same 
     sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\/debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1
 }
 mirror="${DEBIAN_MIRROR:-$(apt_mirror)}"
-base_packages="ca-certificates,libnuma1,libgomp1,libsqlite3-0,libreadline8,libncursesw6,libnsl2,libtirpc3,g++"
+base_packages="ca-certificates,libnuma1,libgomp1,libsqlite3-0,libreadline8,libncursesw6,libnsl2,libtirpc3,g++,python3"
 packages="$base_packages"
 for extra in "$@"; do packages="$packages,$extra"; done
 

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Install everything the tests need and run them (this is README command 2; .ci/run calls it).
-# Integration tests start the real CPU vLLM and, where a Docker engine can be started, containers.
+# Installs into the same virtual environment as install.sh (scripts/venv.sh) and runs the tests
+# from it, activated or not. Integration tests start the real CPU vLLM and, where a Docker engine
+# can be started, containers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/venv.sh
 bash scripts/install.sh --test
+venv=$(byog_venv)
+# What activation would do: the venv's python, byog and lint-imports come first on PATH.
+export PATH="$venv/bin:$PATH"
 # A real Docker engine for the docker-runtime tests. Where one starts, its tests must pass
 # (BYOG_REQUIRE_DOCKER turns their skip into a failure); where none can, they are skipped.
 if bash scripts/start-dockerd.sh; then
@@ -11,5 +17,14 @@ if bash scripts/start-dockerd.sh; then
 else
   echo "no Docker engine could be started: the docker tests will be skipped"
 fi
+# OpenSSH for the ssh node runtime's tests: each starts its own sshd on 127.0.0.1 (tests/support/sshd.py).
+if [ -x /usr/sbin/sshd ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client >/dev/null; }; then
+  export BYOG_REQUIRE_SSH=1
+else
+  echo "openssh-server could not be installed: the ssh node runtime's tests will be skipped"
+fi
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
-exec "${PYTHON:-python3}" -m pytest -ra -q "$@" tests
+# The layers of docs/architecture.md (pyproject.toml's [tool.importlinter]): an import against them fails the build.
+echo "checking the import layers (lint-imports)"
+"$venv/bin/lint-imports"
+exec "$venv/bin/python" -m pytest -ra -q --durations=30 "$@" tests

@@ -17,27 +17,27 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 
 
 @pytest.fixture(scope="session")
 def shared_datasets() -> Path:
-    if not SHARED_DATASETS.is_dir():
-        pytest.skip(f"{SHARED_DATASETS} is not here")
-    return SHARED_DATASETS
+    """The offline datasets byog ships (byog/datasets): what an installed byog reads by default."""
+    from byog.core.settings import PACKAGED_DATASETS
+
+    return PACKAGED_DATASETS
 
 
 @pytest.fixture(scope="session")
 def smollm2():  # -> PreparedModel
     from byog.images.models import prepare_model
-    from byog.plans.model import BUILTIN_MODEL, ModelSpec
+    from byog.schemas.plan import BUILTIN_MODEL, ModelSpec
 
     return prepare_model(ModelSpec(path=BUILTIN_MODEL, max_model_len=4096))
 
 
 @pytest.fixture(scope="session")
 def eager_config():  # -> ServerConfig
-    from byog.plans.model import ServerConfig
+    from byog.schemas.plan import ServerConfig
 
     return ServerConfig(runtime="local", args=["--enforce-eager"])
 

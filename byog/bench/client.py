@@ -1,4 +1,4 @@
-"""The streaming load generator's client: one request -> one ``RequestRecord`` with exact token accounting.
+"""The streaming load generator's client: one request -> one ``RequestRow`` with exact token accounting.
 
 Why aiohttp: it is what vLLM's own bench client uses and, measured with ``bench/client_ceiling.py``,
 the faster of aiohttp/httpx for many concurrent SSE streams. The timestamp is taken once per
@@ -10,10 +10,9 @@ chunk (``stream_options.continuous_usage_stats``), so a chunk carrying k tokens 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from byog.bench.metrics import RequestTrace
+from byog.schemas.bench import RequestBodyStyle, RequestRow
 
 try:  # msgspec ships with vLLM and decodes ~2x faster than json; json is the fallback.
     from msgspec.json import decode as _json_decode
@@ -23,54 +22,45 @@ except ImportError:  # pragma: no cover
 API_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
 
-@dataclass
-class RequestRecord:
-    """The raw row of one request (one parquet row). Timestamps are ``perf_counter_ns``."""
+def request_body(api: str, model: str, prompt: Any, osl: int, extra: dict[str, Any] | None = None,
+                 style: RequestBodyStyle = "byog") -> dict[str, Any]:
+    """The JSON body: OSL output tokens (EOS ignored), greedy, streamed.
 
-    request_index: int
-    wave: int  # batch workload: wave number (warm-up waves first); other workloads: -1
-    warmup: bool
-    expected_n_in: int  # what the prompt should cost the server, in tokens
-    t_send_ns: int = 0
-    chunk_t_ns: list[int] = field(default_factory=list)
-    chunk_tokens: list[int] = field(default_factory=list)
-    n_in: int | None = None
-    n_out: int = 0
-    error: str | None = None
-    usage_per_chunk: bool = True  # False: the server sent chunks without usage (counts guessed as 1)
-
-    def trace(self) -> RequestTrace:
-        return RequestTrace(self.t_send_ns, self.chunk_t_ns, self.chunk_tokens, self.n_in, self.n_out, self.error)
-
-
-def request_body(api: str, model: str, prompt: Any, osl: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The JSON body: exactly OSL output tokens (max = min, EOS ignored), greedy, usage on every chunk."""
+    ``byog``: also ``min_tokens = OSL`` and usage on every chunk (``continuous_usage_stats``), so
+    each chunk's token count is the server's own (a speculative chunk of k tokens counts k).
+    ``vllm``: exactly what ``vllm bench serve`` (openai backend, ``--temperature 0``) sends: usage
+    only at the end, so each chunk counts as one token (docs/metrics.md says when that is wrong).
+    A key of ``extra`` set to None removes that key (experiments that drop one field).
+    """
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": osl,
-        "min_tokens": osl,
         "ignore_eos": True,
         "temperature": 0.0,
         "stream": True,
-        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "stream_options": {"include_usage": True},
     }
+    if style == "byog":
+        body["min_tokens"] = osl
+        body["stream_options"]["continuous_usage_stats"] = True
     if api == "chat":
         body["messages"] = prompt
     else:
         body["prompt"] = prompt
     body.update(extra or {})
-    return body
+    return {key: value for key, value in body.items() if value is not None}
 
 
 class StreamingClient:
     """One aiohttp session for a whole point; ``send`` streams one request and records it."""
 
     def __init__(self, base_url: str, model: str, api: str, osl: int, *, timeout_s: float = 3600.0,
-                 extra_body: dict[str, Any] | None = None) -> None:
+                 extra_body: dict[str, Any] | None = None, body_style: RequestBodyStyle = "byog") -> None:
         self.url = base_url.rstrip("/") + API_PATHS[api]
         self.model, self.api, self.osl = model, api, osl
         self.timeout_s = timeout_s
         self.extra_body = extra_body or {}
+        self.body_style = body_style
         self._session: Any = None
 
     async def __aenter__(self) -> "StreamingClient":
@@ -86,9 +76,16 @@ class StreamingClient:
     async def __aexit__(self, *exc: object) -> None:
         await self._session.close()
 
-    async def send(self, prompt: Any, record: RequestRecord) -> RequestRecord:
-        """Send one request; fill ``record`` in place (and return it). Never raises for server errors."""
-        body = request_body(self.api, self.model, prompt, self.osl, self.extra_body)
+    async def send(self, prompt: Any, record: RequestRow, osl: int | None = None,
+                   output_ids: list[int] | None = None) -> RequestRow:
+        """Send one request; fill ``record`` in place (and return it). Never raises for server errors.
+
+        ``osl`` overrides the client's OSL for this request. ``output_ids``: a list the streamed
+        answer's token ids are appended to (the request asks for ``return_token_ids``), so a
+        multi-turn session can put the exact answer into its next prompt.
+        """
+        extra = self.extra_body if output_ids is None else {**self.extra_body, "return_token_ids": True}
+        body = request_body(self.api, self.model, prompt, osl or self.osl, extra, self.body_style)
         perf_ns = time.perf_counter_ns
         record.t_send_ns = perf_ns()
         try:
@@ -97,7 +94,7 @@ class StreamingClient:
                     text = (await response.text())[:500]
                     record.error = f"HTTP {response.status}: {text}"
                     return record
-                await _consume_stream(response.content, record, perf_ns)
+                await _consume_stream(response.content, record, perf_ns, output_ids)
         except Exception as err:  # network errors, server death: recorded, never raised
             record.error = f"{type(err).__name__}: {err}"[:500] or type(err).__name__
         if record.error is None and not record.chunk_t_ns:
@@ -107,7 +104,7 @@ class StreamingClient:
         return record
 
 
-async def _consume_stream(content: Any, record: RequestRecord, perf_ns: Any) -> None:
+async def _consume_stream(content: Any, record: RequestRow, perf_ns: Any, output_ids: list[int] | None = None) -> None:
     buffer = b""
     seen_tokens = 0
     done = False
@@ -128,7 +125,10 @@ async def _consume_stream(content: Any, record: RequestRecord, perf_ns: Any) -> 
                 record.error = str(err.get("message", err) if isinstance(err, dict) else err)[:500]
                 continue
             usage = event.get("usage")
-            if event.get("choices"):
+            choices = event.get("choices")
+            if choices and output_ids is not None:
+                output_ids.extend(choices[0].get("token_ids") or ())
+            if choices:
                 if usage is not None:
                     k = usage["completion_tokens"] - seen_tokens
                     seen_tokens = usage["completion_tokens"]
@@ -142,6 +142,8 @@ async def _consume_stream(content: Any, record: RequestRecord, perf_ns: Any) -> 
             elif usage is not None:  # the final usage chunk (choices = [])
                 record.n_in = usage.get("prompt_tokens")
                 record.n_out = usage.get("completion_tokens") or 0
+                # vLLM reports it only when started with --enable-prompt-tokens-details
+                record.cached_tokens = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
     if not done and record.error is None:
         record.error = "stream closed before [DONE]"
     if record.n_out == 0 and not record.usage_per_chunk:

@@ -13,39 +13,59 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from byog.bench import metrics as m
-from byog.bench import server_metrics as sm
+import httpx
+
+from byog.analysis import counters as sm
+from byog.analysis import metrics as m
+from byog.bench.prompts import Prompt, ServerTokenizer, build_prompts
+from byog.bench.workloads import run_point
+from byog.schemas.bench import BenchPoint, write_request_rows
+from byog.schemas.plan import RandomPrompts, RequestBodyStyle
 
 
 def _metrics_text(base_url: str) -> str:
-    import httpx
-
     return httpx.get(f"{base_url}/metrics", timeout=30.0).text
 
 
-def run_byog(base_url: str, model: str, tokenizer: str | None, *, isl: int, osl: int, concurrency: int,
-             num_prompts: int, seed: int = 0) -> dict[str, Any]:
-    """byog's closed loop; medians from the per-request formulas, totals from the server's usage."""
-    from byog.bench.prompts import ServerTokenizer, build_prompts
-    from byog.bench.workloads import run_point
-    from byog.plans.expand import BenchPoint
-    from byog.plans.model import RandomPrompts
+def _server_side(deltas: dict[str, Any]) -> dict[str, Any]:
+    """The server's own view of the same requests: its mean TPOT and inter-token gap."""
+    return {
+        "server_generation_tokens": deltas.get(sm.GENERATION_TOKENS),
+        "server_prompt_tokens": deltas.get(sm.PROMPT_TOKENS),
+        "server_mean_tpot_s": sm.histogram_mean(deltas, sm.SERVER_TPOT_SUM, sm.SERVER_TPOT_COUNT),
+        "server_mean_itl_s": sm.histogram_mean(deltas, sm.SERVER_ITL_SUM, sm.SERVER_ITL_COUNT),
+        "server_steps": deltas.get(sm.ITERATIONS),
+    }
 
+
+def run_byog(base_url: str, model: str, tokenizer: str | None, *, isl: int, osl: int, concurrency: int,
+             num_prompts: int, seed: int = 0, request_body: RequestBodyStyle = "byog",
+             extra_body: dict[str, Any] | None = None, prompts: Sequence[Prompt] | None = None,
+             rows_path: Path | None = None) -> dict[str, Any]:
+    """byog's closed loop; medians from the per-request formulas, totals from the server's usage.
+
+    ``prompts``: send these instead of byog's random token ids (e.g. the prompts of vLLM's own
+    random dataset, to hold prompt content fixed between the two tools). ``rows_path``: keep the
+    raw request rows there (parquet), so a table can be re-derived later.
+    """
     point = BenchPoint(point_id=f"fidelity-c{concurrency}-isl{isl}-osl{osl}-s{seed}", workload="fidelity",
                        kind="concurrency", concurrency=concurrency, isl=isl, osl=osl, prompts=RandomPrompts(),
-                       num_prompts=num_prompts, prompt_seed=seed)
-    tok = ServerTokenizer(base_url, model)
-    try:
-        prompts = build_prompts(kind="random", dataset=None, api="completions", isl=isl, count=num_prompts, seed=seed,
-                                point_id=point.point_id, server=tok, tokenizer_path=tokenizer)
-    finally:
-        tok.close()
+                       num_prompts=num_prompts, prompt_seed=seed, request_body=request_body)
+    if prompts is None:
+        tok = ServerTokenizer(base_url, model)
+        try:
+            prompts = build_prompts(kind="random", dataset=None, api="completions", isl=isl, count=num_prompts,
+                                    seed=seed, point_id=point.point_id, server=tok, tokenizer_path=tokenizer)
+        finally:
+            tok.close()
     before = _metrics_text(base_url)
-    run = run_point(base_url, model, point, prompts)
+    run = run_point(base_url, model, point, prompts, extra_body=extra_body)
     deltas = sm.counter_deltas(before, _metrics_text(base_url))
-    traces = [r.trace() for r in run.records]
+    if rows_path is not None:
+        write_request_rows(rows_path, run.records)
+    traces = run.records
     errors = [r.error for r in run.records if r.error]
     return {
         "tool": "byog",
@@ -57,28 +77,38 @@ def run_byog(base_url: str, model: str, tokenizer: str | None, *, isl: int, osl:
         "errors": errors[:3],
         "total_output_tokens": sum(r.n_out for r in run.records),
         "total_input_tokens": sum(r.n_in or 0 for r in run.records),
-        "server_generation_tokens": deltas.get(sm.GENERATION_TOKENS),
-        "server_prompt_tokens": deltas.get(sm.PROMPT_TOKENS),
+        **_server_side(deltas),
         "client_cpu_share": run.cpu_share,
         "client_loop_lag_p99_s": run.loop_lag_p99_s,
     }
 
 
 def run_vllm_bench_serve(base_url: str, model: str, tokenizer: str, *, isl: int, osl: int, concurrency: int,
-                         num_prompts: int, seed: int = 0, same_body: bool = True) -> dict[str, Any]:
+                         num_prompts: int, seed: int = 0, same_body: bool = True,
+                         extra_body: dict[str, Any] | None = None, prompts_file: Path | None = None,
+                         result_path: Path | None = None) -> dict[str, Any]:
     """``vllm bench serve`` (the installed vLLM, through byog's entry point) with the same settings.
 
     ``same_body``: also send byog's ``min_tokens`` and ``continuous_usage_stats`` (through
     ``--extra-body``) so the server does identical work for both tools and any difference is the
     client's. Without it vLLM sends only ``max_tokens`` + ``ignore_eos`` + ``include_usage``.
+    ``extra_body`` replaces that choice with exactly these fields. ``prompts_file``: a jsonl of
+    ``{"prompt": text}`` replayed through vLLM's ``custom`` dataset instead of its random one.
+    ``result_path``: keep vLLM's own detailed result JSON there (per-request TTFT and ITL lists).
     """
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "byog.images.vllm_entry", "bench", "serve", "--backend", "openai",
-               "--base-url", base_url, "--model", model, "--tokenizer", tokenizer, "--dataset-name", "random",
-               "--random-input-len", str(isl), "--random-output-len", str(osl), "--num-prompts", str(num_prompts),
+               "--base-url", base_url, "--model", model, "--tokenizer", tokenizer, "--num-prompts", str(num_prompts),
                "--max-concurrency", str(concurrency), "--ignore-eos", "--temperature", "0", "--seed", str(seed),
-               "--disable-tqdm", "--save-result", "--result-dir", out, "--result-filename", "r.json"]
-        if same_body:
+               "--disable-tqdm", "--save-result", "--save-detailed", "--result-dir", out, "--result-filename", "r.json"]
+        if prompts_file is None:
+            cmd += ["--dataset-name", "random", "--random-input-len", str(isl), "--random-output-len", str(osl)]
+        else:
+            cmd += ["--dataset-name", "custom", "--dataset-path", str(prompts_file), "--custom-output-len", str(osl),
+                    "--skip-chat-template"]
+        if extra_body is not None:
+            cmd += ["--extra-body", json.dumps(extra_body)] if extra_body else []
+        elif same_body:
             cmd += ["--extra-body", json.dumps({"min_tokens": osl, "stream_options": {"include_usage": True, "continuous_usage_stats": True}})]
         before = _metrics_text(base_url)
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
@@ -86,6 +116,9 @@ def run_vllm_bench_serve(base_url: str, model: str, tokenizer: str, *, isl: int,
         if proc.returncode != 0:
             raise RuntimeError(f"vllm bench serve failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
         result = json.loads((Path(out) / "r.json").read_text())
+        if result_path is not None:
+            result_path.parent.mkdir(parents=True, exist_ok=True)
+            result_path.write_text(json.dumps(result))
     deltas = sm.counter_deltas(before, after)
     return {
         "tool": "vllm bench serve",
@@ -97,7 +130,6 @@ def run_vllm_bench_serve(base_url: str, model: str, tokenizer: str, *, isl: int,
         "errors": [e for e in result.get("errors", []) if e][:3],
         "total_output_tokens": result["total_output_tokens"],
         "total_input_tokens": result["total_input_tokens"],
-        "server_generation_tokens": deltas.get(sm.GENERATION_TOKENS),
-        "server_prompt_tokens": deltas.get(sm.PROMPT_TOKENS),
+        **_server_side(deltas),
         "command": " ".join(cmd[1:]).replace(out, "OUT"),
     }

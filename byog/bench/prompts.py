@@ -18,30 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from byog.errors import EnvironmentProblem, UsageError
+import httpx
+
+from byog.core.errors import EnvironmentProblem
+from byog.core.settings import resolve_data_dir
 
 # Low ids are control/special tokens in most vocabularies; random prompts avoid them.
 LOWEST_RANDOM_ID = 256
 DATASET_FILES = {"mt_bench": ("mt_bench", "question.jsonl"), "gsm8k": ("gsm8k", "test.jsonl")}
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
 class Prompt:
     body: Any  # list[int] for completions, list of chat messages for chat
     expected_n_in: int
-
-
-def resolve_data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """``--data-dir``, else ``$BYOG_DATA_DIR``, else ``../shared/datasets`` next to the repository."""
-    for candidate in (explicit, os.environ.get("BYOG_DATA_DIR"), _REPO_ROOT.parent / "shared" / "datasets"):
-        if candidate:
-            path = Path(candidate).expanduser()
-            if path.is_dir():
-                return path
-            if candidate is explicit:
-                raise UsageError(f"data directory {path} does not exist")
-    raise EnvironmentProblem("no dataset directory: pass --data-dir or set BYOG_DATA_DIR (it holds mt_bench/ and gsm8k/)")
 
 
 def dataset_texts(name: str, data_dir: Path) -> list[str]:
@@ -55,6 +45,18 @@ def dataset_texts(name: str, data_dir: Path) -> list[str]:
             row = json.loads(line)
             texts.append(row["turns"][0] if name == "mt_bench" else row["question"])
     return texts
+
+
+def dataset_passages(name: str, data_dir: Path) -> list[str]:
+    """One self-contained passage per row: GSM8K's question with its worked answer, MT-Bench's first turn."""
+    if name != "gsm8k":
+        return dataset_texts(name, data_dir)
+    folder, filename = DATASET_FILES[name]
+    path = data_dir / folder / filename
+    if not path.is_file():
+        raise EnvironmentProblem(f"dataset file {path} is missing")
+    return [f"Question: {row['question']}\nAnswer: {row['answer']}"
+            for row in (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())]
 
 
 def prompt_seed(seed: int, point_id: str) -> list[int]:
@@ -80,8 +82,6 @@ class ServerTokenizer:
     """The server's own /tokenize and /detokenize (so the client needs no tokenizer files)."""
 
     def __init__(self, base_url: str, model: str) -> None:
-        import httpx
-
         self.base_url, self.model = base_url.rstrip("/"), model
         self._http = httpx.Client(timeout=60.0)
 
@@ -89,8 +89,6 @@ class ServerTokenizer:
         self._http.close()
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
-        import httpx
-
         try:
             response = self._http.post(self.base_url + path, json={"model": self.model, **body})
         except httpx.HTTPError as err:
@@ -167,12 +165,16 @@ def build_prompts(
     server: ServerTokenizer,
     tokenizer_path: str | None = None,
     data_dir: Path | None = None,
+    repeat: bool = False,
 ) -> list[Prompt]:
     """``count`` prompts for one point (warm-up requests first). Every prompt is ISL tokens of content."""
     seeds = prompt_seed(seed, point_id)
     if kind == "random":
         vocab_size, specials = vocabulary(tokenizer_path, server)
         id_lists = random_token_ids(count, isl, vocab_size, seeds, specials)
+    elif repeat:
+        assert dataset is not None
+        id_lists = _repeated_ids(dataset, isl, count, seeds, server, resolve_data_dir(data_dir))
     else:
         assert dataset is not None
         id_lists = _dataset_ids(dataset, isl, count, seeds, server, resolve_data_dir(data_dir))
@@ -209,6 +211,24 @@ def _dataset_ids(name: str, isl: int, count: int, seeds: list[int], server: Serv
     return out
 
 
-def prompts_label(kind: str, dataset: str | None) -> str:
-    """How results say where their prompts came from: ``random-ids`` or ``dataset:<name>``."""
-    return "random-ids" if kind == "random" else f"dataset:{dataset}"
+def _repeated_ids(name: str, isl: int, count: int, seeds: list[int], server: ServerTokenizer, data_dir: Path) -> list[list[int]]:
+    """Each prompt is one seeded dataset passage, repeated (blank line between copies) until ISL tokens."""
+    import numpy as np
+
+    passages = dataset_passages(name, data_dir)
+    rows = np.random.default_rng(seeds).integers(0, len(passages), size=count).tolist()
+    cache: dict[int, list[int]] = {}
+    out = []
+    for row in rows:
+        if row not in cache:
+            cache[row] = server.encode(passages[row] + "\n\n")
+        one = cache[row]
+        out.append((one * (isl // len(one) + 1))[:isl])
+    return out
+
+
+def prompts_label(kind: str, dataset: str | None, repeat: bool = False) -> str:
+    """How results say where their prompts came from: ``random-ids``, ``dataset:<name>`` or ``dataset:<name>:repeated``."""
+    if kind == "random":
+        return "random-ids"
+    return f"dataset:{dataset}:repeated" if repeat else f"dataset:{dataset}"

@@ -1,7 +1,8 @@
 """Run every bench point of one server into a run directory, resumably.
 
 Per point: build its prompts, (optionally) reset the prefix cache, snapshot ``/metrics``, run the
-workload, snapshot again, then write the raw rows and, last, the point record, each atomically.
+workload (snapshotting again after a batch point's warm-up waves, NVML sampled throughout),
+snapshot again, then write the raw rows and, last, the point record, each atomically.
 A point whose two files exist is complete and skipped on a rerun. If the server dies mid-point
 the point gets a ``failed`` record with the log tail and no rows (so a rerun retries it), the
 server is restarted once, and the sweep goes on.
@@ -11,29 +12,61 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
+from urllib.parse import urlsplit
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+import httpx
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from byog import __version__
-from byog.bench import server_metrics as sm
-from byog.bench.prompts import ServerTokenizer, build_prompts, prompts_label
-from byog.bench.rows import write_rows
-from byog.bench.validity import invalid_reasons
-from byog.bench.workloads import CPU_SHARE_LIMIT, LOOP_LAG_FLOOR_S, LOOP_LAG_SHARE_OF_ITL, run_point
-from byog.bundles.rundir import RunDir
-from byog.errors import ByogError
-from byog.images.runtime import RunningServer
-from byog.ioutil import atomic_write_json, atomic_write_text
-from byog.plans.expand import BenchPoint, points_for_server
-from byog.plans.model import Plan
-from byog.schemas.bench import ClientLoad, PointRecord
+from byog.analysis import counters as sm
+from byog.analysis.bench_summary import search_probes
+from byog.analysis.goodput import next_rate, rule_of
+from byog.analysis.server_log import root_cause
+from byog.analysis.validity import invalid_reasons
+from byog.bench.agentic import run_agentic_point, scripts_for
+from byog.bench.power import PowerSampler, unavailable
+from byog.bench.prompts import ServerTokenizer, build_prompts, prompts_label, vocabulary
+from byog.bench.traces import replay_requests, run_trace_point
+from byog.bench.workloads import (
+    CPU_SHARE_LIMIT,
+    LOOP_LAG_FLOOR_S,
+    LOOP_LAG_SHARE_OF_ITL,
+    PointRun,
+    run_point,
+)
+from byog.core.errors import ByogError
+from byog.core.io import atomic_write_json, atomic_write_text
+from byog.core.paths import RunDir
+from byog.plans.expand import BenchPoint, points_for_server, probe_point, search_workloads
+from byog.schemas.bench import ClientLoad, PointRecord, write_request_rows
+from byog.schemas.plan import Plan, ServerConfig, SyntheticSessions, TraceSource
+from byog.schemas.server import Endpoint, RunningServer
 
 MAX_RESTARTS = 1
 LOG_TAIL_LINES = 40
+# An agentic point whose plan and server say nothing about the context cuts its sessions here.
+DEFAULT_MAX_CONTEXT = 8192
 
 
+# How far back in the server log byog looks for vLLM's own reason when the server dies.
+REASON_TAIL_LINES = 400
 class ServerDied(Exception):
-    pass
+    """The server stopped serving during a point. ``served`` is False when it served nothing since
+    it (re)started: not one request of the point succeeded and its /metrics showed no generated
+    token before the point; ``reason`` is vLLM's own error line from its log, where it left one."""
+
+    def __init__(self, message: str, *, served: bool = True, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.served = served
+        self.reason = reason
 
 
 def _utc_now() -> str:
@@ -41,7 +74,6 @@ def _utc_now() -> str:
 
 
 def _get_text(url: str, timeout_s: float = 30.0) -> str | None:
-    import httpx
 
     try:
         response = httpx.get(url, timeout=timeout_s)
@@ -52,7 +84,6 @@ def _get_text(url: str, timeout_s: float = 30.0) -> str | None:
 
 def _reset_prefix_cache(base_url: str) -> bool:
     """vLLM serves POST /reset_prefix_cache only in dev mode (VLLM_SERVER_DEV_MODE=1); False = refused."""
-    import httpx
 
     try:
         return httpx.post(f"{base_url}/reset_prefix_cache", timeout=60.0).status_code == 200
@@ -66,7 +97,6 @@ def _healthy(server: RunningServer, requests_failed: bool) -> bool:
         return False
     if not requests_failed:
         return True
-    import httpx
 
     try:
         return httpx.get(f"{server.endpoint.base_url}/health", timeout=10.0).status_code == 200
@@ -81,13 +111,82 @@ def _snapshot(run_dir: RunDir, server_name: str, point_id: str, when: str, base_
     return text
 
 
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+
+
+def power_unknown_reason(config: ServerConfig) -> str | None:
+    """Why this machine's NVML would not measure the server's GPUs, or None when it would: an
+    endpoint on another host runs on GPUs byog cannot see."""
+    if config.runtime == "endpoint" and urlsplit(config.url or "").hostname not in LOCAL_HOSTS:
+        return f"the server runs elsewhere ({config.url}): this machine's GPUs are not its GPUs"
+    if config.runtime == "ssh" or (config.runtime == "docker" and config.hosts):
+        return f"the server runs on other hosts ({', '.join(config.hosts)}): NVML here does not see their GPUs"
+    return None
+
+
+def gpu_indices(config: ServerConfig) -> list[int] | None:
+    """The GPUs a server runs on, for the NVML sampler: docker ``gpus: [ids]``, else the ids in its
+    env's ``CUDA_VISIBLE_DEVICES``; None (every GPU NVML sees) when neither names them."""
+    if isinstance(config.gpus, list):
+        return list(config.gpus)
+    visible = config.env.get("CUDA_VISIBLE_DEVICES")
+    if visible:
+        ids = [part.strip() for part in visible.split(",") if part.strip()]
+        if ids and all(part.isdigit() for part in ids):
+            return [int(part) for part in ids]
+    return None
+
+
+class _Measure:
+    """A point ready to run: its prompts (or sessions, or trace requests) built, the point resolved."""
+
+    def __init__(self, point: BenchPoint, run: Callable[[Any, Callable[[], None] | None], PointRun]) -> None:
+        self.point, self.run = point, run
+
+
+def _prepare(point: BenchPoint, endpoint: Endpoint, tokenizer: str | None, data_dir: Path | None,
+             total: Callable[[int], None]) -> _Measure:
+    """Build what the point sends (prompts, session scripts or trace requests) before any timing starts."""
+    tok = ServerTokenizer(endpoint.base_url, endpoint.model)
+    try:
+        if point.kind == "agentic":
+            point = point.model_copy(update={"max_context": point.max_context or endpoint.max_model_len or DEFAULT_MAX_CONTEXT})
+            vocab, specials = vocabulary(tokenizer or endpoint.tokenizer, tok)
+            if isinstance(point.source, SyntheticSessions):
+                prefix, scripts = scripts_for(point, point.source, vocab, specials)
+                total(sum(s.n_turns for s in scripts))
+                return _Measure(point, lambda progress, _start: run_agentic_point(
+                    endpoint.base_url, endpoint.model, point, prefix, scripts, progress))
+            assert isinstance(point.source, TraceSource) and point.speedup is not None
+            requests, _ = replay_requests(point.source, point.speedup, point.prompt_seed, point.max_context, vocab, specials,
+                                          key=point.point_id)
+            total(len(requests))
+            return _Measure(point, lambda progress, _start: run_trace_point(endpoint.base_url, endpoint.model, point, requests, progress))
+        prompts = build_prompts(kind=point.prompts.kind, dataset=getattr(point.prompts, "dataset", None),
+                                api=point.api, isl=point.isl, count=point.total_requests, seed=point.prompt_seed,
+                                point_id=point.point_id, server=tok, tokenizer_path=tokenizer or endpoint.tokenizer,
+                                data_dir=data_dir, repeat=bool(getattr(point.prompts, "repeat", False)))
+        return _Measure(point, lambda progress, on_start: run_point(endpoint.base_url, endpoint.model, point, prompts, progress,
+                                                                    on_measure_start=on_start))
+    finally:
+        tok.close()
+
+
 def run_one_point(point: BenchPoint, server_name: str, server: RunningServer, run_dir: RunDir, *,
                   tokenizer: str | None = None, data_dir: Path | None = None,
-                  progress: Any = lambda n: None) -> dict[str, Any]:
-    """Measure one point and write its files. Raises ``ServerDied`` (after writing a failed record)."""
+                  progress: Any = lambda n: None, total: Callable[[int], None] = lambda n: None,
+                  gpus: list[int] | None = None, power_reason: str | None = None) -> dict[str, Any]:
+    """Measure one point and write its files. Raises ``ServerDied`` (after writing a failed record).
+
+    Around the requests: /metrics before, after the warm-up waves (batch) and after; NVML samples
+    (power, energy, clocks, throttle reasons) of ``gpus`` throughout, unless ``power_reason``
+    says why they would not be the server's. The record holds the point as it ran: an agentic
+    point's ``max_context`` resolved from the server when the plan left it open.
+    """
     endpoint = server.endpoint
     started_at, wall0 = _utc_now(), time.perf_counter()
-    label = prompts_label(point.prompts.kind, getattr(point.prompts, "dataset", None))
+    repeat = bool(getattr(point.prompts, "repeat", False))
+    label = prompts_label(point.prompts.kind, getattr(point.prompts, "dataset", None), repeat)
     base: dict[str, Any] = dict(server=server_name, point=point, prompts_label=label, started_at=started_at,
                                 byog_version=__version__)
 
@@ -97,27 +196,36 @@ def run_one_point(point: BenchPoint, server_name: str, server: RunningServer, ru
         atomic_write_json(run_dir.bench_point(server_name, point.point_id), record.model_dump(mode="json"))
 
     try:
-        tok = ServerTokenizer(endpoint.base_url, endpoint.model)
-        try:
-            prompts = build_prompts(kind=point.prompts.kind, dataset=getattr(point.prompts, "dataset", None),
-                                    api=point.api, isl=point.isl, count=point.total_requests, seed=point.prompt_seed,
-                                    point_id=point.point_id, server=tok, tokenizer_path=tokenizer or endpoint.tokenizer,
-                                    data_dir=data_dir)
-        finally:
-            tok.close()
+        measure = _prepare(point, endpoint, tokenizer, data_dir, total)
     except ByogError as err:
         if not server.alive():
             fail(f"the server died while byog built prompts: {err}")
             raise ServerDied(str(err)) from None
         raise
+    point = measure.point
+    base["point"] = point
     reset = _reset_prefix_cache(endpoint.base_url) if point.reset_prefix_cache else None
     before = _snapshot(run_dir, server_name, point.point_id, "before", endpoint.base_url)
-    run = run_point(endpoint.base_url, endpoint.model, point, prompts, progress)
+    measured: list[str | None] = []
+
+    def measure_start() -> None:
+        measured.append(_snapshot(run_dir, server_name, point.point_id, "measured", endpoint.base_url))
+
+    sampler = PowerSampler(gpus).start() if power_reason is None else None
+    try:
+        run = measure.run(progress, measure_start if point.kind == "batch" else None)
+    finally:
+        power = sampler.stop() if sampler is not None else unavailable(power_reason or "")
     if not _healthy(server, any(r.error for r in run.records)):
-        fail("the server died during the point", run.t_start_ns, run.t_end_ns)
-        raise ServerDied(f"server '{server_name}' died during {point.point_id}")
+        reason = root_cause(server.log_tail(REASON_TAIL_LINES))
+        # Served since it started: a request of this point succeeded, or its counters (reset by a
+        # restart) had generated tokens before the point began, in this sweep or an earlier one.
+        served = any(r.error is None for r in run.records) or bool(sm.counter_totals(before or "").get(sm.GENERATION_TOKENS))
+        fail("the server died during the point" + (f": {reason}" if reason else ""), run.t_start_ns, run.t_end_ns)
+        raise ServerDied(f"server '{server_name}' died during {point.point_id}" + (f": {reason}" if reason else ""),
+                         served=served, reason=reason)
     after = _snapshot(run_dir, server_name, point.point_id, "after", endpoint.base_url)
-    write_rows(run_dir.bench_rows(server_name, point.point_id), run.records)
+    write_request_rows(run_dir.bench_rows(server_name, point.point_id), run.records)
     record = PointRecord(
         **base, status="complete", duration_s=time.perf_counter() - wall0,
         t_start_ns=run.t_start_ns, t_end_ns=run.t_end_ns,
@@ -125,12 +233,13 @@ def run_one_point(point: BenchPoint, server_name: str, server: RunningServer, ru
                           cpu_share_limit=CPU_SHARE_LIMIT, loop_lag_share_of_itl=LOOP_LAG_SHARE_OF_ITL,
                           loop_lag_floor_s=LOOP_LAG_FLOOR_S),
         counter_deltas=sm.counter_deltas(before, after),
+        measured_counter_deltas=sm.counter_deltas(measured[0], after) if measured and measured[0] is not None else None,
+        power=power,
         prefix_cache_reset=reset,
     )
-    data = record.model_dump(mode="json")
-    atomic_write_json(run_dir.bench_point(server_name, point.point_id), data)
+    atomic_write_json(run_dir.bench_point(server_name, point.point_id), record.model_dump(mode="json"))
     return {"point_id": point.point_id, "measuring_s": (run.t_end_ns - run.t_start_ns) / 1e9,
-            "invalid_reasons": invalid_reasons(data, run.records)}
+            "invalid_reasons": invalid_reasons(record, run.records)}
 
 
 def run_bench_for_server(plan: Plan, server_name: str, server: RunningServer, run_dir: RunDir, console: Any,
@@ -140,7 +249,6 @@ def run_bench_for_server(plan: Plan, server_name: str, server: RunningServer, ru
     ``measuring_s / server_up_s`` is the share of the server's up time (since this call) spent
     with requests in flight; the rest is prompt building, /metrics snapshots, file writes and restarts.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     points = points_for_server(plan, server_name)
     t0 = time.perf_counter()
@@ -148,34 +256,67 @@ def run_bench_for_server(plan: Plan, server_name: str, server: RunningServer, ru
                               "invalid": {}, "restarts": 0, "aborted": None, "measuring_s": 0.0}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=False) as progress:
-        for point in points:
+
+        def measure(point: BenchPoint) -> None:
             if run_dir.bench_point_complete(server_name, point.point_id):
                 result["skipped"].append(point.point_id)
-                continue
+                return
             if result["aborted"]:
-                continue
-            task = progress.add_task(f"{server_name} {point.point_id} ({point.load_label})", total=point.total_requests)
+                return
+            task = progress.add_task(f"{server_name} {point.point_id} ({point.load_label})", total=point.total_requests or None)
             try:
                 done = run_one_point(point, server_name, server, run_dir, tokenizer=tokenizer, data_dir=data_dir,
-                                     progress=lambda n, _t=task: progress.advance(_t, n))
+                                     progress=lambda n, _t=task: progress.advance(_t, n),
+                                     total=lambda n, _t=task: progress.update(_t, total=n),
+                                     gpus=gpu_indices(plan.servers[server_name]),
+                                     power_reason=power_unknown_reason(plan.servers[server_name]))
             except ServerDied as err:
                 result["failed"].append(point.point_id)
                 progress.update(task, description=f"[red]{server_name} {point.point_id}: server died")
+                if not err.served:
+                    # It died on its first requests since it started, and none succeeded: a server
+                    # that cannot serve this configuration (vLLM says why). A restart would only
+                    # repeat it, so its remaining points are not run.
+                    result["aborted"] = f"{err}; it served no request since it started, so its other points are not run"
+                    console.print(f"[red]server '{server_name}' cannot serve: {err.reason or err}[/]")
+                    return
                 if result["restarts"] >= MAX_RESTARTS:
                     result["aborted"] = f"{err}; it had already been restarted once"
-                    continue
+                    return
                 result["restarts"] += 1
-                console.print(f"[yellow]server '{server_name}' died during {point.point_id}; restarting it once[/]")
+                console.print(f"server '{server_name}' died during {point.point_id}; restarting it once", style="yellow", markup=False)
                 try:
                     server.restart()
                 except ByogError as restart_err:
                     result["aborted"] = f"restart failed: {restart_err}"
-                continue
+                return
             result["run"].append(point.point_id)
             result["measuring_s"] += done["measuring_s"]
             if done["invalid_reasons"]:
                 result["invalid"][point.point_id] = done["invalid_reasons"]
                 progress.update(task, description=f"[yellow]{server_name} {point.point_id}: invalid")
+
+        for point in points:
+            measure(point)
+        # Rate searches: each probe's rate follows from the probes already measured (on disk, so a
+        # rerun resumes the search where it stopped).
+        for workload in search_workloads(plan):
+            if server_name not in plan.servers_for(workload):
+                continue
+            assert workload.search is not None and workload.slo is not None
+            rule = rule_of(workload.search, workload.slo)
+            for isl in workload.isl:
+                for osl in workload.osl:
+                    name = workload.name or workload.kind
+                    while not result["aborted"]:
+                        probes = [(p.rate, p.slo_share or 0.0) for p in search_probes(run_dir, server_name, name, isl, osl)]
+                        rate = next_rate(probes, rule)
+                        if rate is None:
+                            break
+                        point = probe_point(plan, workload, rate, isl, osl)
+                        measure(point)
+                        if not run_dir.bench_point_complete(server_name, point.point_id):
+                            break  # a probe the server died in is retried by a rerun, not in a loop here
     result["server_up_s"] = time.perf_counter() - t0
     result["measuring_share"] = result["measuring_s"] / result["server_up_s"] if result["server_up_s"] > 0 else None
     return result

@@ -12,10 +12,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from byog.bench.client import RequestRecord, StreamingClient
-from byog.bench.metrics import percentile
+import psutil
+
+from byog.analysis.metrics import percentile
+from byog.bench.client import StreamingClient
 from byog.bench.prompts import Prompt
 from byog.plans.expand import BenchPoint
+from byog.schemas.bench import RequestRow
 
 # Client saturation limits. A client over these limits was late to read its sockets, so its
 # timestamps measure itself, not the server. One core is the most one Python process can use.
@@ -28,11 +31,12 @@ LOOP_LAG_FLOOR_S = 0.002  # uvloop timers fire in whole milliseconds: ~1 ms P99 
 LAG_TICK_S = 0.005
 
 Progress = Callable[[int], None]  # called with the number of requests just finished
+Hook = Callable[[], None]  # called between the warm-up and the measured waves (nothing in flight)
 
 
 @dataclass
 class PointRun:
-    records: list[RequestRecord]
+    records: list[RequestRow]
     t_start_ns: int
     t_end_ns: int
     cpu_share: float | None
@@ -52,13 +56,8 @@ class LoadMonitor:
 
     @staticmethod
     def _cpu_s() -> float:
-        try:
-            import psutil
-
-            t = psutil.Process().cpu_times()
-            return float(t.user + t.system)
-        except ImportError:  # pragma: no cover - psutil ships with vLLM
-            return time.process_time()
+        t = psutil.Process().cpu_times()
+        return float(t.user + t.system)
 
     async def _tick(self) -> None:
         # perf_counter, not loop.time(): uvloop's clock ticks in whole milliseconds.
@@ -82,13 +81,20 @@ class LoadMonitor:
                 pass
 
 
-async def _batch(client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress) -> list[RequestRecord]:
-    """W warm-up waves then R measured waves; each wave sends exactly B requests at once and waits for all."""
+async def _batch(client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress,
+                 on_measure_start: Hook | None = None) -> list[RequestRow]:
+    """W warm-up waves then R measured waves; each wave sends exactly B requests at once and waits for all.
+
+    ``on_measure_start`` runs (in a thread, so the loop's lag monitor does not see it) after the
+    last warm-up wave, when no request is in flight: the sweep snapshots /metrics there.
+    """
     b = point.batch_size or 1
-    records: list[RequestRecord] = []
+    records: list[RequestRow] = []
     for wave in range(point.warmup_waves + point.waves):
+        if wave == point.warmup_waves and on_measure_start is not None:
+            await asyncio.get_running_loop().run_in_executor(None, on_measure_start)
         batch = [
-            RequestRecord(request_index=wave * b + i, wave=wave, warmup=wave < point.warmup_waves,
+            RequestRow(request_index=wave * b + i, wave=wave, warmup=wave < point.warmup_waves,
                           expected_n_in=prompts[wave * b + i].expected_n_in)
             for i in range(b)
         ]
@@ -98,11 +104,11 @@ async def _batch(client: StreamingClient, point: BenchPoint, prompts: Sequence[P
     return records
 
 
-async def _concurrency(client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress) -> list[RequestRecord]:
+async def _concurrency(client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress) -> list[RequestRow]:
     """Closed loop: C workers; each sends its next request the moment its previous one ends."""
     total = point.total_requests
     records = [
-        RequestRecord(request_index=i, wave=-1, warmup=i < point.warmup_prompts, expected_n_in=prompts[i].expected_n_in)
+        RequestRow(request_index=i, wave=-1, warmup=i < point.warmup_prompts, expected_n_in=prompts[i].expected_n_in)
         for i in range(total)
     ]
     queue = iter(records)
@@ -124,16 +130,16 @@ def poisson_offsets_s(rate: float, count: int, seed: int) -> list[float]:
     return np.cumsum(gaps).tolist()
 
 
-async def _rate(client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress) -> list[RequestRecord]:
+async def _rate(client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress) -> list[RequestRow]:
     """Open loop: requests leave at Poisson times whatever the server's state."""
     assert point.rate is not None
     offsets = poisson_offsets_s(point.rate, point.num_prompts, point.arrival_seed)
-    records = [RequestRecord(request_index=i, wave=-1, warmup=False, expected_n_in=prompts[i].expected_n_in)
+    records = [RequestRow(request_index=i, wave=-1, warmup=False, expected_n_in=prompts[i].expected_n_in)
                for i in range(point.num_prompts)]
     loop = asyncio.get_running_loop()
     start = loop.time()
 
-    async def one(record: RequestRecord, offset: float) -> None:
+    async def one(record: RequestRow, offset: float) -> None:
         await asyncio.sleep(max(0.0, start + offset - loop.time()))
         await client.send(prompts[record.request_index].body, record)
         progress(1)
@@ -146,12 +152,16 @@ _WORKLOADS = {"batch": _batch, "concurrency": _concurrency, "rate": _rate}
 
 
 async def _run(base_url: str, model: str, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress,
-               timeout_s: float) -> PointRun:
+               timeout_s: float, extra_body: dict[str, Any] | None, on_measure_start: Hook | None) -> PointRun:
     monitor = LoadMonitor()
-    async with StreamingClient(base_url, model, point.api, point.osl, timeout_s=timeout_s) as client:
+    async with StreamingClient(base_url, model, point.api, point.osl, timeout_s=timeout_s, extra_body=extra_body,
+                               body_style=point.request_body) as client:
         monitor.start()
         t_start = time.perf_counter_ns()
-        records = await _WORKLOADS[point.kind](client, point, prompts, progress)
+        if point.kind == "batch":
+            records = await _batch(client, point, prompts, progress, on_measure_start)
+        else:
+            records = await _WORKLOADS[point.kind](client, point, prompts, progress)
         t_end = time.perf_counter_ns()
         await monitor.stop()
     return PointRun(records, t_start, t_end, monitor.cpu_share,
@@ -159,11 +169,17 @@ async def _run(base_url: str, model: str, point: BenchPoint, prompts: Sequence[P
 
 
 def run_point(base_url: str, model: str, point: BenchPoint, prompts: Sequence[Prompt],
-              progress: Progress = lambda n: None, timeout_s: float = 3600.0) -> PointRun:
-    """Run one point in its own event loop and return its raw records."""
+              progress: Progress = lambda n: None, timeout_s: float = 3600.0,
+              extra_body: dict[str, Any] | None = None, on_measure_start: Hook | None = None) -> PointRun:
+    """Run one point in its own event loop and return its raw records.
+
+    ``extra_body``: fields merged into every request body (None removes a field): experiments only
+    (``benchmarks/fidelity.py``); a plan's points send what their ``request_body`` style says.
+    ``on_measure_start``: batch points only, called once between the warm-up and measured waves.
+    """
     if len(prompts) < point.total_requests:
         raise ValueError(f"{point.point_id} needs {point.total_requests} prompts, got {len(prompts)}")
-    coro: Any = _run(base_url, model, point, prompts, progress, timeout_s)
+    coro: Any = _run(base_url, model, point, prompts, progress, timeout_s, extra_body, on_measure_start)
     try:
         import uvloop
 

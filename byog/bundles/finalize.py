@@ -11,13 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from byog.bundles.manifest import SIGNATURE_NAME, SIGNER_NAME
+from rich.text import Text
+
 from byog.bundles.pack import BUDGET_BYTES, BUNDLE_NAME, pack, seal
-from byog.bundles.report import render_report, write_plots
-from byog.bundles.rundir import RunDir
 from byog.bundles.sign import KEY_ENV, SigningKey, configured_key, sign_bytes
-from byog.errors import ByogError, UsageError
-from byog.ioutil import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
+from byog.core.errors import ByogError, UsageError
+from byog.core.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from byog.core.paths import SIGNATURE_NAME, SIGNER_NAME, RunDir
+from byog.report.markdown import render_report
+from byog.report.plots import write_plots
+from byog.schemas.manifest import BundleSubject, subject_arg
+from byog.schemas.summary import read_summary
 
 NO_KEY_HINT = (
     f"set {KEY_ENV}=~/.ssh/id_ed25519, or 'key = PATH' under [signing] in ~/.config/byog/config, "
@@ -49,21 +53,24 @@ def seal_and_pack(
     key: SigningKey | None = None,
     plots: bool | None = None,
     budget_bytes: int = BUDGET_BYTES,
+    subject: str | BundleSubject | None = None,
 ) -> Packed:
     """Raise on any problem. ``key`` None: the configured key (when ``sign``). ``plots=None`` draws
-    the plots only when plots/ is missing, so packing the same run twice gives the same bytes."""
+    the plots only when plots/ is missing, so packing the same run twice gives the same bytes.
+    ``subject``: 'OWNER/REPO#PR' or 'OWNER/REPO@COMMIT' the bundle is for (signed in its manifest)."""
+    subject = subject_arg(subject)
     if not run_dir.summary_json.is_file():
         raise UsageError(f"{run_dir.root} has no summary.json; run `byog compare {run_dir.root}` first")
     key = (key or configured_key()) if sign else None
     if key is not None and not key.path.is_file():
         raise UsageError(f"signing key {key.path} (from {key.source}) does not exist")
     _write_signer(run_dir, key)
-    summary: dict[str, Any] = read_json(run_dir.summary_json)
+    summary = read_summary(run_dir.summary_json)
     atomic_write_text(run_dir.report_md, render_report(run_dir, summary))
     if plots or (plots is None and not run_dir.plots_dir.is_dir()):
         write_plots(run_dir, summary)
     out = (out or run_dir.root / BUNDLE_NAME).resolve()
-    sealed = seal(run_dir, exclude={out}, budget_bytes=budget_bytes)
+    sealed = seal(run_dir, exclude={out}, budget_bytes=budget_bytes, subject=subject)
     if key is not None:
         sealed.signature = sign_bytes(sealed.manifest, key)
         atomic_write_bytes(run_dir.root / SIGNATURE_NAME, sealed.signature)
@@ -83,17 +90,18 @@ def describe(packed: Packed) -> str:
     return f"bundle {packed.bundle} ({size}), NOT signed: no signing key is configured ({NO_KEY_HINT}){squeezed}"
 
 
-def finalize_run(run_dir: RunDir, console: Any) -> Path | None:
+def finalize_run(run_dir: RunDir, console: Any, *, subject: str | BundleSubject | None = None) -> Path | None:
     """Called at the end of ``byog run``: seal, sign when a key is configured, pack bundle.tar.gz in the run dir.
 
     Never fails the run: results stay in the run directory, and a problem is printed as one line
     (``byog bundle pack RUN_DIR`` retries it). Returns the bundle path, or None when none was made.
+    Messages are plain text (rich.text.Text, never markup: the hint's "[signing]" must show).
     """
     try:
-        packed = seal_and_pack(run_dir, sign=True, plots=True)
+        packed = seal_and_pack(run_dir, sign=True, plots=True, subject=subject)
     except ByogError as err:
-        console.print(f"[bold red]bundle not made:[/] {err}", highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("bundle not made:", "bold red"), " ", str(err)), highlight=False, soft_wrap=True)
         return None
     style = "green" if packed.signed_by else "yellow"
-    console.print(f"[{style}]{describe(packed)}[/]", highlight=False, soft_wrap=True)
+    console.print(Text(describe(packed), style=style), highlight=False, soft_wrap=True)
     return packed.bundle

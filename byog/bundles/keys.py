@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+
 from byog.bundles.sign import NAMESPACE, normalize_public_key
-from byog.errors import CheckFailed, EnvironmentProblem, UsageError
-from byog.ioutil import atomic_write_text
+from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
+from byog.core.io import atomic_write_text
 
 GITHUB_API = "https://api.github.com"
 _GITHUB_USER = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
@@ -28,7 +29,7 @@ def principal_for(user: str) -> str:
 
 
 def fetch_signing_keys(user: str, *, api: str | None = None) -> list[str]:
-    import httpx
+    import httpx  # heavy (~0.1 s to import): only `byog keys add` needs it, not every bundles command
 
     if not _GITHUB_USER.match(user):
         raise UsageError(f"'{user}' is not a GitHub user name (letters, digits and '-', at most 39)")

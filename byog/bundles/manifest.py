@@ -15,15 +15,12 @@ import yaml
 from pydantic import ValidationError
 
 from byog import __version__
-from byog.bundles.canonical import canonical_json
-from byog.errors import CheckFailed, UsageError
+from byog.bundles.bounds import load_json
+from byog.core.canonical import canonical_json
+from byog.core.errors import CheckFailed, UsageError
+from byog.core.paths import CLAIMS_NAME, MANIFEST_NAME
 from byog.schemas.claims import ClaimsFile
-from byog.schemas.manifest import BundlePredicate, ServerSummary, Statement, Subject, Tool
-
-MANIFEST_NAME = "manifest.intoto.json"
-SIGNATURE_NAME = "manifest.intoto.json.sig"
-CLAIMS_NAME = "claims.yaml"
-SIGNER_NAME = "signer.json"  # the key that signs, written before sealing so report.md can name it
+from byog.schemas.manifest import BundlePredicate, BundleSubject, ServerSummary, Statement, Subject, Tool
 
 # What the manifest records of env.json (the rest stays in env.json, which is hashed anyway).
 _HARDWARE_KEYS = ("cpu", "cpu_count", "memory_total_bytes", "gpu", "gpus", "os")
@@ -70,8 +67,11 @@ def _claims(files: Mapping[str, bytes]) -> list[dict[str, Any]]:
     return [claim.model_dump(mode="json", exclude_none=True) for claim in parsed.claims]
 
 
-def build_statement(files: Mapping[str, bytes], *, compressed: list[str] | None = None) -> Statement:
-    """The statement for a bundle whose files (path -> bytes, manifest and signature excluded) are given."""
+def build_statement(files: Mapping[str, bytes], *, compressed: list[str] | None = None, subject: BundleSubject | None = None) -> Statement:
+    """The statement for a bundle whose files (path -> bytes, manifest and signature excluded) are given.
+
+    ``subject``: what the bundle is for (``pack --for``); it is the packer's to state, not derived from the files.
+    """
     if "plan.yaml" not in files:
         raise UsageError("the run directory has no plan.yaml, so it cannot be sealed into a bundle")
     plan = yaml.safe_load(files["plan.yaml"]) or {}
@@ -83,24 +83,28 @@ def build_statement(files: Mapping[str, bytes], *, compressed: list[str] | None 
         hardware=_hardware(files),
         claims=_claims(files),
         compressed=sorted(compressed or []),
+        subject=subject,
     )
     subjects = [Subject(name=path, digest={"sha256": sha256_hex(data)}) for path, data in sorted(files.items())]
     return Statement(subject=subjects, predicate=predicate)
 
 
 def statement_bytes(statement: Statement) -> bytes:
-    return canonical_json(statement.model_dump(mode="json", by_alias=True), label="manifest")
+    doc = statement.model_dump(mode="json", by_alias=True)
+    if doc["predicate"].get("subject") is None:
+        doc["predicate"].pop("subject", None)  # manifests without a subject keep the bytes they always had
+    return canonical_json(doc, label="manifest")
 
 
 def parse_statement(data: bytes) -> Statement:
-    """Parse a manifest; it must be valid JSON, match the schema and be in canonical form."""
+    """Parse a manifest; it must be bounded JSON (byog.bundles.bounds), match the schema and be in canonical form."""
+    raw = load_json(data, MANIFEST_NAME)
     try:
-        raw = json.loads(data.decode("utf-8"))
         statement = Statement.model_validate(raw)
-    except (UnicodeDecodeError, ValueError) as err:  # ValidationError is a ValueError
-        first = err.errors()[0] if isinstance(err, ValidationError) else None
-        where = f" at '{'.'.join(str(x) for x in first['loc'])}': {first['msg']}" if first else f": {err}"
-        raise CheckFailed(f"{MANIFEST_NAME} is not a valid byog statement{where}") from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise CheckFailed(f"{MANIFEST_NAME} is not a valid byog statement at '{where}': {first['msg']}") from None
     if canonical_json(raw, label="manifest") != data:
         raise CheckFailed(f"{MANIFEST_NAME} is not in RFC 8785 canonical form")
     return statement

@@ -13,41 +13,41 @@ lines; still over budget, packing fails and names the biggest files.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
-import struct
-import tarfile
-import zlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Iterable
 
-from byog.bundles.manifest import MANIFEST_NAME, SIGNATURE_NAME, build_statement, statement_bytes
-from byog.bundles.rundir import RunDir
-from byog.errors import CheckFailed, UsageError
-from byog.ioutil import atomic_write_bytes
+from byog.bundles.archive import (
+    UnsafeBundle,
+    bundle_gzip,
+    check_name,
+    gzip_bytes,
+    write_tar,
+)
+from byog.bundles.manifest import build_statement, statement_bytes
+from byog.core.errors import CheckFailed, UsageError
+from byog.core.io import atomic_write_bytes
+from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, RunDir
+from byog.schemas.manifest import BundleSubject
 
 BUNDLE_NAME = "bundle.tar.gz"
 BUDGET_BYTES = 25 * 1000 * 1000  # GitHub's PR attachment limit, counted in decimal MB to be safe
-GZIP_LEVEL = 9
-# The fixed part of the gzip header byog writes: magic, deflate, FLG = FCOMMENT, mtime 0, XFL 2
-# (level 9), OS 255. The comment that follows is "byog-sha256=<hex>": the sha256 of every byte
-# after it (deflate data + CRC-32 + length). Deflate has redundant encodings (a flipped byte can
-# decode to the same tar), so gzip's CRC alone cannot prove the archive is byte-for-byte as packed.
-GZIP_HEADER = bytes([0x1F, 0x8B, 0x08, 0x10, 0, 0, 0, 0, 0x02, 0xFF])
-GZIP_COMMENT_PREFIX = b"byog-sha256="
-FILE_MODE = 0o644
 LOG_HEAD_LINES = 2000  # over budget, a server log keeps its start-up ...
 LOG_TAIL_LINES = 8000  # ... and its end
 
-# Never part of a bundle: the bundle itself, and temp files of interrupted atomic writes.
+# Never part of a bundle: the bundle itself, reproductions attached beside it
+# (``byog reproduce`` writes <bundle>.reproduction.tar.gz next to the bundle), and temp files of
+# interrupted atomic writes.
 _EXCLUDED_TOP = {BUNDLE_NAME, MANIFEST_NAME, SIGNATURE_NAME}
+_ATTACHED = re.compile(r"^[^/]*\.reproduction[^/]*\.tar\.gz$")
 
 
 @dataclass
 class BundleContents:
     files: dict[str, bytes]  # bundle path -> bytes; manifest and signature not included
     compressed: list[str] = field(default_factory=list)  # paths that were compressed to fit the budget
+    subject: BundleSubject | None = None  # what the bundle is for (pack --for), signed in the manifest
 
 
 def collect_files(run_dir: RunDir, *, exclude: set[Path] = frozenset()) -> dict[str, bytes]:
@@ -58,7 +58,8 @@ def collect_files(run_dir: RunDir, *, exclude: set[Path] = frozenset()) -> dict[
     files: dict[str, bytes] = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if path.resolve() in exclude or rel in _EXCLUDED_TOP or any(part.startswith(".") for part in rel.split("/")):
+        if (path.resolve() in exclude or rel in _EXCLUDED_TOP or _ATTACHED.match(rel)
+                or any(part.startswith(".") for part in rel.split("/"))):
             continue
         if path.is_symlink():
             raise UsageError(f"{rel} in {root} is a symbolic link; a bundle holds regular files only")
@@ -70,46 +71,10 @@ def collect_files(run_dir: RunDir, *, exclude: set[Path] = frozenset()) -> dict[
 
 def _bundleable_name(rel: str, root: Path) -> None:
     """Refuse at pack time what verify would refuse: a name that is not plain letters, digits, '.', '_', '-'."""
-    from byog.bundles.unpack import UnsafeBundle, check_name
-
     try:
         check_name(rel)
     except UnsafeBundle:
         raise UsageError(f"{rel} in {root} cannot go into a bundle: use only letters, digits, '.', '_' and '-' in names") from None
-
-
-def gzip_bytes(data: bytes) -> bytes:
-    buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, compresslevel=GZIP_LEVEL, mtime=0) as handle:
-        handle.write(data)
-    return buffer.getvalue()
-
-
-def member_info(name: str, size: int) -> tarfile.TarInfo:
-    """The one tar header byog writes for a file (verify rebuilds it to prove an archive canonical)."""
-    info = tarfile.TarInfo(name)
-    info.size = size
-    info.mtime = 0
-    info.mode = FILE_MODE
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    info.type = tarfile.REGTYPE
-    return info
-
-
-def write_tar(sink: BinaryIO, members: Iterable[tuple[str, int, BinaryIO]]) -> None:
-    """Write (name, size, data) members, in the order given, as byog's uncompressed tar stream."""
-    with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8") as tar:
-        for name, size, data in members:
-            tar.addfile(member_info(name, size), data)
-
-
-def bundle_gzip(raw: bytes) -> bytes:
-    """gzip of the tar stream with a self-checking header (see GZIP_HEADER); still plain gzip to any tool."""
-    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
-    body = compressor.compress(raw) + compressor.flush() + struct.pack("<II", zlib.crc32(raw), len(raw) & 0xFFFFFFFF)
-    comment = GZIP_COMMENT_PREFIX + hashlib.sha256(body).hexdigest().encode() + b"\0"
-    return GZIP_HEADER + comment + body
 
 
 def tar_gz(files: dict[str, bytes]) -> bytes:
@@ -146,7 +111,7 @@ def bundle_contents(run_dir: RunDir, *, exclude: set[Path] = frozenset()) -> Bun
 
 def _packed(contents: BundleContents, signature: bytes | None) -> bytes:
     files = dict(contents.files)
-    files[MANIFEST_NAME] = statement_bytes(build_statement(contents.files, compressed=contents.compressed))
+    files[MANIFEST_NAME] = statement_bytes(build_statement(contents.files, compressed=contents.compressed, subject=contents.subject))
     if signature is not None:
         files[SIGNATURE_NAME] = signature
     return tar_gz(files)
@@ -178,7 +143,7 @@ def fit_budget(contents: BundleContents, budget_bytes: int = BUDGET_BYTES) -> Bu
     for name in sorted(n for n in files if n.endswith(".parquet")):
         files[name] = _zstd_parquet(files[name])
         changed.add(name)
-    smaller = BundleContents(files=files, compressed=sorted(changed))
+    smaller = BundleContents(files=files, compressed=sorted(changed), subject=contents.subject)
     if len(_packed(smaller, b"\0" * 1024)) <= budget_bytes:
         return smaller
     for name in sorted(n for n in files if n.endswith(".log.gz")):
@@ -186,7 +151,7 @@ def fit_budget(contents: BundleContents, budget_bytes: int = BUDGET_BYTES) -> Bu
         if cut != files[name]:
             files[name] = cut
             changed.add(name)
-    smaller = BundleContents(files=files, compressed=sorted(changed))
+    smaller = BundleContents(files=files, compressed=sorted(changed), subject=contents.subject)
     size = len(_packed(smaller, b"\0" * 1024))
     if size <= budget_bytes:
         return smaller
@@ -205,13 +170,16 @@ class Sealed:
     signature: bytes | None
 
 
-def seal(run_dir: RunDir, *, exclude: set[Path] = frozenset(), budget_bytes: int = BUDGET_BYTES) -> Sealed:
+def seal(run_dir: RunDir, *, exclude: set[Path] = frozenset(), budget_bytes: int = BUDGET_BYTES,
+         subject: BundleSubject | None = None) -> Sealed:
     """Collect and fit the files, write manifest.intoto.json into the run directory, keep a valid signature.
 
     A signature whose manifest changed is stale: it is removed here, and signing is the caller's step.
     """
-    contents = fit_budget(bundle_contents(run_dir, exclude=exclude), budget_bytes)
-    manifest = statement_bytes(build_statement(contents.files, compressed=contents.compressed))
+    contents = bundle_contents(run_dir, exclude=exclude)
+    contents.subject = subject
+    contents = fit_budget(contents, budget_bytes)
+    manifest = statement_bytes(build_statement(contents.files, compressed=contents.compressed, subject=subject))
     manifest_path = run_dir.root / MANIFEST_NAME
     signature_path = run_dir.root / SIGNATURE_NAME
     if not manifest_path.is_file() or manifest_path.read_bytes() != manifest:

@@ -1,89 +1,221 @@
-"""``byog report`` (report.md + plots for a run directory or a bundle) and ``byog attach`` (to a PR)."""
+"""``byog report`` (report.md + plots for a run directory or a bundle) and ``byog attach`` (to a PR).
+
+``byog attach`` verifies the bundle first (for OWNER/REPO#PR when the repository is known, so a
+bundle made for another PR is refused) and posts nothing unless it verifies. What it posts is
+the report re-rendered by verify from the recomputed numbers, with every string that came from
+the bundle escaped for markdown and HTML and its @mentions broken (``safe_text.md_field``): a
+field cannot add links, images, HTML or pings to the comment.
+
+``byog report BUNDLE`` re-renders the bundle's report with what a reviewer may add: the PR's
+claims file (``--claims``), reproductions of the bundle (``--reproduction``, and any
+``<bundle>.reproduction*.tar.gz`` found beside it), and where the plots are hosted
+(``--image-base``). A reproduction is shown only when it verifies and was made of this very
+bundle (its record names the bundle's manifest hash); its signer is named as verified only when
+it is in the allowed signers. A bundle is verified before its report is written, and the report
+is rendered by verify's limited child from the recomputed numbers.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from byog.bundles.report import render_report, write_plots
-from byog.bundles.rundir import RunDir
+import yaml
+from pydantic import ValidationError
+
+from byog.bundles.safe_text import md_field, one_line
 from byog.bundles.unpack import Extracted
-from byog.errors import ByogError, UsageError
-from byog.ioutil import atomic_write_text, read_json
+from byog.bundles.verify import VerifyReport, verify_bundle
+from byog.core.errors import ByogError, CheckFailed, UsageError
+from byog.core.io import atomic_write_text
+from byog.core.paths import MANIFEST_NAME, RunDir
+from byog.report.context import PLOTS_BASE, ReportInputs, ReproductionView, reproduction_view
+from byog.report.markdown import render_report
+from byog.report.plots import write_plots
+from byog.schemas.claims import Claim, ClaimsFile
+from byog.schemas.manifest import BundleSubject
+from byog.schemas.summary import read_summary
+
+REPRODUCTION_GLOB = "{stem}.reproduction*.tar.gz"
 
 
 @dataclass(frozen=True)
 class ReportWritten:
     report_md: Path
     plots: list[Path]
+    reproductions: int = 0
 
 
-def _write(run_dir: RunDir, out_dir: Path) -> ReportWritten:
+def load_claims(path: Path | None) -> tuple[Claim, ...]:
+    if path is None:
+        return ()
+    if not path.is_file():
+        raise UsageError(f"claims file {path} does not exist")
+    try:
+        return tuple(ClaimsFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8"))).claims)
+    except yaml.YAMLError as err:
+        raise UsageError(f"{path} is not valid YAML: {err}") from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise UsageError(f"{path}: '{'.'.join(str(x) for x in first['loc']) or '(top level)'}': {first['msg']}") from None
+
+
+def _stem(bundle: Path) -> str:
+    return bundle.name.removesuffix(".tar.gz").removesuffix(".tgz")
+
+
+def reproductions_beside(bundle: Path) -> list[Path]:
+    """``<bundle>.reproduction*.tar.gz`` next to the bundle, sorted."""
+    return sorted(bundle.parent.glob(REPRODUCTION_GLOB.format(stem=_stem(bundle))))
+
+
+def load_reproduction(path: Path, manifest_sha256: str, allowed_signers: Path | None) -> ReproductionView:
+    """A reproduction bundle of the bundle whose manifest hashes to ``manifest_sha256``, verified.
+
+    Every check but the signer's must pass; a signer missing from the allowed signers is shown
+    as an unchecked key, never as a name.
+    """
+    if not path.is_file():
+        raise UsageError(f"reproduction {path} does not exist")
+    report = verify_bundle(path, allowed_signers=allowed_signers, allow_unsigned=True)
+    other = [f for f in report.failures if not f.startswith("signature:")]
+    if other:
+        raise CheckFailed(f"reproduction {path} does not verify: {'; '.join(other)}")
+    principal = report.signer.split(" (SHA256:")[0] if report.verified and report.signer else None
+    with Extracted(path) as extracted:
+        assert extracted.root is not None
+        view = reproduction_view(RunDir(extracted.root), principal)
+    if view is None:
+        raise UsageError(f"{path} is a bundle but not a reproduction (no reproduction.json)")
+    if view.record.original.manifest_sha256 != manifest_sha256:
+        raise UsageError(f"{path} reproduces another bundle (manifest {view.record.original.manifest_sha256[:12]}…)")
+    return view
+
+
+def _write(run_dir: RunDir, out_dir: Path, inputs: ReportInputs) -> ReportWritten:
     if not run_dir.summary_json.is_file():
         raise UsageError(f"{run_dir.root} has no summary.json; run `byog compare {run_dir.root}` first")
-    summary = read_json(run_dir.summary_json)
+    summary = read_summary(run_dir.summary_json)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = out_dir / "report.md"
-    atomic_write_text(report, render_report(run_dir, summary))
-    return ReportWritten(report_md=report, plots=write_plots(run_dir, summary, out_dir / "plots"))
+    atomic_write_text(report, render_report(run_dir, summary, inputs))
+    return ReportWritten(report_md=report, plots=write_plots(run_dir, summary, out_dir / "plots"),
+                         reproductions=len(inputs.reproductions))
 
 
-def write_report(target: Path, out_dir: Path | None = None) -> ReportWritten:
-    """A run directory: report.md and plots/ inside it (or OUT). A bundle: into OUT (default <bundle>-report/)."""
+def write_report(
+    target: Path,
+    out_dir: Path | None = None,
+    *,
+    claims: Path | None = None,
+    reproductions: Sequence[Path] = (),
+    image_base: str | None = PLOTS_BASE,
+    allowed_signers: Path | None = None,
+    allow_unsigned: bool = False,
+) -> ReportWritten:
+    """A run directory: report.md and plots/ inside it (or OUT). A bundle: verified first, then
+    report.md and the plots rendered by verify's limited child from the recomputed numbers into
+    OUT (default <bundle>-report/), with the reproductions given and those found beside it; a
+    bundle that does not verify gets no report."""
+    extra = load_claims(claims)
     if target.is_dir():
-        return _write(RunDir(target), out_dir or target)
+        run_dir = RunDir(target)
+        attached: list[ReproductionView] = []
+        if reproductions:
+            manifest = run_dir.root / MANIFEST_NAME
+            if not manifest.is_file():
+                raise UsageError(f"{target} is not sealed (no {MANIFEST_NAME}): a reproduction names the manifest it reproduced")
+            digest = hashlib.sha256(manifest.read_bytes()).hexdigest()
+            attached = [load_reproduction(path, digest, allowed_signers) for path in reproductions]
+        return _write(run_dir, out_dir or target, ReportInputs(claims=extra, reproductions=tuple(attached), image_base=image_base))
     if not target.is_file():
         raise UsageError(f"{target} is neither a run directory nor a bundle file")
-    default = target.parent / f"{target.name.removesuffix('.tar.gz').removesuffix('.tgz')}-report"
-    with Extracted(target) as extracted:
-        assert extracted.root is not None
-        return _write(RunDir(extracted.root), out_dir or default)
+    out = out_dir or target.parent / f"{_stem(target)}-report"
+    found = list(dict.fromkeys([*reproductions, *reproductions_beside(target)]))
+    views: tuple[ReproductionView, ...] = ()
+    if found:
+        with Extracted(target) as extracted:  # the vetted archive; only the manifest's bytes are hashed
+            assert extracted.root is not None
+            digest = hashlib.sha256((extracted.root / MANIFEST_NAME).read_bytes()).hexdigest()
+        views = tuple(load_reproduction(path, digest, allowed_signers) for path in found)
+    inputs = ReportInputs(claims=extra, reproductions=views, image_base=image_base)
+    report = verify_bundle(target, allowed_signers=allowed_signers, allow_unsigned=allow_unsigned,
+                           report_to=out, report_inputs=inputs)
+    if not report.verified or not report.written:
+        first = report.failures[0] if report.failures else f"the report could not be written ({report.details.get('render_error', 'no reason given')})"
+        raise CheckFailed(f"{target} does not verify, so no report was written: {one_line(first, 300)}")
+    return ReportWritten(report_md=Path(report.written[0]), plots=[Path(p) for p in report.written[1:]],
+                         reproductions=len(views))
 
 
-def _bundle_report(bundle: Path) -> str:
-    with Extracted(bundle) as extracted:
-        assert extracted.root is not None
-        path = extracted.root / "report.md"
-        if not path.is_file():
-            raise UsageError(f"{bundle} has no report.md")
-        return path.read_text(encoding="utf-8")
-
-
-def comment_body(bundle: Path, report: str) -> str:
+def comment_body(bundle: Path, report: VerifyReport) -> str:
+    """The PR comment: the re-rendered report, then what verify established (every bundle field escaped)."""
     digest = hashlib.sha256(bundle.read_bytes()).hexdigest()
+    signer = md_field(report.signer or "nobody (unsigned)")
+    subject = next((r.message for r in report.results if r.name == "subject" and r.status == "pass"), None)
+    made_for = f" {md_field(subject)}." if subject else ""
     return (
-        f"{report.rstrip()}\n\n---\nbyog bundle `{bundle.name}` (sha256 `{digest}`), attached to this PR. "
-        f"Check it with `byog verify {bundle.name} --allowed-signers allowed_signers`.\n"
+        f"{(report.comment or '').rstrip()}\n\n---\n"
+        f"byog verify: **{md_field(report.verdict())}**; signed by {signer}.{made_for} "
+        f"Bundle `{md_field(bundle.name)}` (sha256 `{digest}`), attached to this PR. "
+        f"Check it with `byog verify {md_field(bundle.name)} --allowed-signers allowed_signers`.\n"
     )
 
 
-def attach(bundle: Path, pr: int, repo: str | None = None) -> str:
-    """Post report.md as a PR comment with gh when it is installed; return what the user must still do.
+def _gh_repository(gh: str | None) -> str | None:
+    """OWNER/NAME of the current repository, as gh sees it; None without gh or outside a repository."""
+    if gh is None:
+        return None
+    result = subprocess.run([gh, "repo", "view", "--json", "nameWithOwner", "-q", ".nameWithOwner"],
+                            capture_output=True, text=True, check=False, timeout=30)
+    name = result.stdout.strip()
+    return name if result.returncode == 0 and "/" in name else None
 
-    GitHub's API has no upload for PR attachments, so the bundle itself is always attached by hand.
+
+def attach(bundle: Path, pr: int, repo: str | None = None, *, allowed_signers: Path | None = None,
+           policy: Path | None = None, claims: Path | None = None, allow_unsigned: bool = False) -> str:
+    """Verify the bundle (for OWNER/REPO#PR when the repository is known), then post the re-rendered
+    report as a PR comment with gh when it is installed; return what the user must still do.
+
+    Nothing is posted for a bundle that does not verify. GitHub's API has no upload for PR
+    attachments, so the bundle itself is always attached by hand.
     """
     if not bundle.is_file():
         raise UsageError(f"bundle {bundle} does not exist")
     if pr <= 0:
         raise UsageError("--pr must be a pull request number")
-    body = comment_body(bundle, _bundle_report(bundle))
+    gh = shutil.which("gh")
+    repository = repo or _gh_repository(gh)
+    subject = None
+    if repository is not None:
+        try:
+            subject = BundleSubject(repository=repository, pr=pr)
+        except ValueError:
+            raise UsageError(f"--repo '{repository}' is not OWNER/NAME") from None
+    report = verify_bundle(bundle, allowed_signers=allowed_signers, policy=policy, claims=claims,
+                           allow_unsigned=allow_unsigned, subject_for=subject, want_comment=True)
+    if not report.verified or report.comment is None:
+        first = report.failures[0] if report.failures else f"the report could not be rendered ({report.details.get('render_error', 'no reason given')})"
+        raise CheckFailed(f"{bundle} does not verify, so nothing was posted: {one_line(first, 300)}")
+    body = comment_body(bundle, report)
     body_file = bundle.parent / f"{bundle.name}.comment.md"
     atomic_write_text(body_file, body)
-    repo_args = ["--repo", repo] if repo else []
+    repo_args = ["--repo", repository] if repository else []
     drag = f"drag {bundle} into a comment box of PR #{pr} (GitHub takes .tar.gz attachments up to 25 MB) and post it"
-    gh = shutil.which("gh")
+    unchecked = "" if subject else " (its subject was not checked: pass --repo OWNER/NAME)"
     if gh is None:
         return (
-            "gh (GitHub CLI) is not installed, so nothing was posted. To attach by hand:\n"
+            f"verified{unchecked}. gh (GitHub CLI) is not installed, so nothing was posted. To attach by hand:\n"
             f"  1. {drag};\n"
-            f"  2. paste {body_file} (report.md plus the bundle's sha256) as a comment on PR #{pr}.\n"
+            f"  2. paste {body_file} (the re-rendered report plus the bundle's sha256) as a comment on PR #{pr}.\n"
             f"With gh installed: gh pr comment {pr} {' '.join(repo_args)} --body-file {body_file}".replace("  --", " --")
         )
     result = subprocess.run([gh, "pr", "comment", str(pr), *repo_args, "--body-file", str(body_file)], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()
         raise ByogError(f"gh pr comment {pr} failed: {detail[-1] if detail else 'no output'}; the comment is in {body_file}")
-    return f"posted report.md to PR #{pr}: {result.stdout.strip()}\nNow {drag} (GitHub's API cannot upload PR attachments)."
+    return f"verified{unchecked}; posted the report to PR #{pr}: {result.stdout.strip()}\nNow {drag} (GitHub's API cannot upload PR attachments)."

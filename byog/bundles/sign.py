@@ -1,7 +1,15 @@
-"""SSH signatures over manifest.intoto.json, made and checked by OpenSSH's own ssh-keygen.
+"""SSH signatures over manifest.intoto.json: OpenSSH's ssh-keygen when installed, else byog's own
+SSHSIG implementation (``byog.bundles.sshsig``, the same format, checked against ssh-keygen by tests).
 
-Signing: ``ssh-keygen -Y sign -f KEY -n byog-bundle@v1`` with the message on stdin. KEY is a
-private key file, or a public key whose private half is in ssh-agent (SSH_AUTH_SOCK).
+Backend (``BYOG_SSH_BACKEND``, or ``backend =`` under ``[signing]`` in the config file):
+``auto`` (default) uses ssh-keygen when it is on PATH, else Python; when
+``BYOG_SIGNING_KEY_PASSPHRASE`` is set, ``auto`` signs in Python (ssh-keygen would prompt for
+the passphrase). ``ssh-keygen`` or ``python`` forces one.
+
+Signing: ``ssh-keygen -Y sign -f KEY -n byog-bundle@v1`` with the message on stdin, or
+``sshsig.sign``. KEY is a private key file (OpenSSH or PEM; an encrypted one needs
+``BYOG_SIGNING_KEY_PASSPHRASE`` in Python), or, with ssh-keygen only, a public key whose private
+half is in ssh-agent (SSH_AUTH_SOCK).
 
 Which key (first found wins):
   1. ``BYOG_SIGNING_KEY``: a key file path;
@@ -10,11 +18,14 @@ Which key (first found wins):
      for an agent key), so a developer who signs commits with SSH signs bundles with no setup.
 No key: the bundle is packed unsigned and byog says so.
 
-Verifying: ``-Y find-principals`` names who (in an allowed_signers file) holds the signing key,
-then ``-Y verify -I <principal>`` checks the signature for that principal and namespace. Both
-exit 0 on success and 255 otherwise (OpenSSH ssh-keygen.c: ``sig_verify``/``sig_find_principals``
-return -1). allowed_signers lines are ``principals [options] keytype base64``; OpenSSH before 9.7
-reports blank lines as "missing key", so byog never writes blank lines.
+Verifying: the signature file must be at most 8 KiB and exactly ssh-keygen's armor. With
+ssh-keygen, ``-Y find-principals`` names who (in an allowed_signers file) holds the signing key,
+then ``-Y verify -I <principal>`` checks the signature for that principal and namespace (both
+exit 0 on success and 255 otherwise: OpenSSH ssh-keygen.c ``sig_verify``/``sig_find_principals``).
+In Python, ``sshsig.verify`` then ``sshsig.find_principals``. A verify step that does not finish
+within its timeout is a failed check (exit 1), never exit 3: the input came from the bundle.
+allowed_signers lines are ``principals [options] keytype base64``; OpenSSH before 9.7 reports
+blank lines as "missing key", so byog never writes blank lines.
 """
 
 from __future__ import annotations
@@ -29,11 +40,17 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from byog.errors import CheckFailed, EnvironmentProblem, UsageError
+from byog.bundles import sshsig
+from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
 
 NAMESPACE = "byog-bundle@v1"
 KEY_ENV = "BYOG_SIGNING_KEY"
-_TIMEOUT_S = 60
+BACKEND_ENV = "BYOG_SSH_BACKEND"
+BACKENDS = ("auto", "ssh-keygen", "python")
+MAX_SIGNATURE_BYTES = 8 * 1024  # an RSA-4096 signature is ~1.1 kB armored
+MAX_ALLOWED_SIGNERS_BYTES = 4 * 1024 * 1024
+_TIMEOUT_S = 60  # signing: a passphrase prompt or a slow agent
+_VERIFY_TIMEOUT_S = 20  # verifying: input is capped, so only a hostile signature could take longer
 _FINGERPRINT = re.compile(r"(SHA256:[A-Za-z0-9+/=]+)")
 # Key types ssh-keygen -Y accepts; a key line from anywhere else must be exactly "type base64".
 KEY_TYPES = (
@@ -57,6 +74,33 @@ def default_allowed_signers() -> Path:
     return config_dir() / "allowed_signers"
 
 
+def _configured_backend() -> str:
+    value = os.environ.get(BACKEND_ENV, "").strip()
+    if not value:
+        config_file = config_dir() / "config"
+        if config_file.is_file():
+            parser = configparser.ConfigParser()
+            try:
+                parser.read(config_file, encoding="utf-8")
+            except configparser.Error as err:
+                raise UsageError(f"{config_file} is not a valid INI file: {err}") from None
+            value = parser.get("signing", "backend", fallback="").strip()
+    value = value or "auto"
+    if value not in BACKENDS:
+        raise UsageError(f"{BACKEND_ENV} (or backend in [signing]) must be one of {', '.join(BACKENDS)}, not '{value}'")
+    return value
+
+
+def backend(*, signing: bool = False) -> str:
+    """'ssh-keygen' or 'python': the configured backend, with 'auto' resolved (see the module doc)."""
+    choice = _configured_backend()
+    if choice != "auto":
+        return choice
+    if signing and os.environ.get(sshsig.PASSPHRASE_ENV):
+        return "python"
+    return "ssh-keygen" if shutil.which("ssh-keygen") else "python"
+
+
 def ssh_keygen() -> str:
     found = shutil.which("ssh-keygen")
     if found is None:
@@ -64,11 +108,14 @@ def ssh_keygen() -> str:
     return found
 
 
-def _run(args: list[str], *, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+def _run(args: list[str], *, stdin: bytes = b"", verifying: bool = False) -> subprocess.CompletedProcess[bytes]:
+    timeout = _VERIFY_TIMEOUT_S if verifying else _TIMEOUT_S
     try:
-        return subprocess.run([ssh_keygen(), *args], input=stdin, capture_output=True, timeout=_TIMEOUT_S, check=False)
+        return subprocess.run([ssh_keygen(), *args], input=stdin, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise EnvironmentProblem(f"ssh-keygen {args[0]} {args[1]} did not finish in {_TIMEOUT_S} s (a passphrase prompt?)") from None
+        if verifying:  # the signature came from the bundle: its slowness is the bundle's failure
+            raise CheckFailed(f"ssh-keygen {args[0]} {args[1]} did not finish in {timeout} s on this bundle's signature") from None
+        raise EnvironmentProblem(f"ssh-keygen {args[0]} {args[1]} did not finish in {timeout} s (a passphrase prompt?)") from None
 
 
 def normalize_public_key(line: str) -> str:
@@ -85,26 +132,35 @@ class SigningKey:
     source: str  # where the choice came from, for messages
 
     def public_key(self) -> str:
-        """'type base64' of this key (from KEY.pub, the key itself if public, or ssh-keygen -y)."""
+        """'type base64' of this key (from KEY.pub, the key itself if public, or the private key)."""
         for candidate in (Path(f"{self.path}.pub"), self.path):
             try:
                 return normalize_public_key(candidate.read_text(encoding="utf-8").splitlines()[0])
             except (OSError, UsageError, IndexError, UnicodeDecodeError):
                 continue
+        try:
+            return sshsig.public_key_of(self._private()).openssh
+        except UsageError:
+            if backend(signing=True) != "ssh-keygen":
+                raise
         result = _run(["-y", "-f", str(self.path)])
         if result.returncode != 0:
             raise UsageError(f"cannot read the public half of {self.path} ({self.source}): {result.stderr.decode(errors='replace').strip()}")
         return normalize_public_key(result.stdout.decode())
 
     def fingerprint(self) -> str:
-        with tempfile.TemporaryDirectory(prefix="byog-key-") as tmp:
-            pub = Path(tmp) / "key.pub"
-            pub.write_text(self.public_key() + "\n", encoding="utf-8")
-            result = _run(["-l", "-E", "sha256", "-f", str(pub)])
-        found = _FINGERPRINT.search(result.stdout.decode())
-        if result.returncode != 0 or not found:
-            raise UsageError(f"cannot fingerprint {self.path}: {result.stderr.decode(errors='replace').strip()}")
-        return found.group(1)
+        """SHA256:... of the public key (the same string ``ssh-keygen -l -E sha256`` prints)."""
+        return sshsig.fingerprint_of_blob(base64.b64decode(self.public_key().split(" ")[1]))
+
+    def _private(self) -> sshsig.PrivateKeyObject:
+        try:
+            data = self.path.read_bytes()
+        except OSError as err:
+            raise UsageError(f"cannot read signing key {self.path} (from {self.source}): {err.strerror}") from None
+        try:
+            return sshsig.load_private_key(data)
+        except sshsig.SshsigError as err:
+            raise UsageError(f"signing key {self.path} (from {self.source}): {err}") from None
 
 
 def _git_signing_key() -> SigningKey | None:
@@ -148,6 +204,16 @@ def sign_bytes(message: bytes, key: SigningKey) -> bytes:
     """The armored SSH signature of ``message`` (namespace byog-bundle@v1)."""
     if not key.path.is_file():
         raise UsageError(f"signing key {key.path} (from {key.source}) does not exist")
+    if backend(signing=True) == "python":
+        if _is_public_key_file(key.path):
+            raise UsageError(
+                f"{key.path} (from {key.source}) is a public key whose private half is in ssh-agent; "
+                "signing through the agent needs ssh-keygen (OpenSSH), or point the key setting at the private key file"
+            )
+        try:
+            return sshsig.sign(message, key._private(), NAMESPACE)
+        except sshsig.SshsigError as err:
+            raise UsageError(f"could not sign with {key.path} (from {key.source}): {err}") from None
     result = _run(["-Y", "sign", "-q", "-f", str(key.path), "-n", NAMESPACE], stdin=message)
     if result.returncode != 0 or not result.stdout.startswith(b"-----BEGIN SSH SIGNATURE-----"):
         detail = result.stderr.decode(errors="replace").strip().splitlines()
@@ -155,9 +221,17 @@ def sign_bytes(message: bytes, key: SigningKey) -> bytes:
     return result.stdout
 
 
-ARMOR_BEGIN = b"-----BEGIN SSH SIGNATURE-----"
-ARMOR_END = b"-----END SSH SIGNATURE-----"
-ARMOR_LINE = 70  # ssh-keygen wraps the base64 body at 70 columns (sshbuf_dtob64 in sshsig_armor)
+def _is_public_key_file(path: Path) -> bool:
+    try:
+        head = path.read_bytes()[:64].decode("ascii", errors="replace").strip()
+    except OSError:
+        return False
+    return head.split(" ")[0] in KEY_TYPES
+
+
+ARMOR_BEGIN = sshsig.ARMOR_BEGIN
+ARMOR_END = sshsig.ARMOR_END
+ARMOR_LINE = sshsig.ARMOR_LINE  # ssh-keygen wraps the base64 body at 70 columns (sshbuf_dtob64 in sshsig_armor)
 
 
 def is_canonical_armor(signature: bytes) -> bool:
@@ -189,24 +263,67 @@ def signature_fingerprint(message: bytes, signature: bytes) -> str | None:
     with tempfile.TemporaryDirectory(prefix="byog-sig-") as tmp:
         sig = Path(tmp) / "manifest.sig"
         sig.write_bytes(signature)
-        result = _run(["-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(sig)], stdin=message)
+        result = _run(["-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(sig)], stdin=message, verifying=True)
     found = _FINGERPRINT.search(result.stdout.decode(errors="replace"))
     return found.group(1) if result.returncode == 0 and found else None
+
+
+def _read_allowed_signers(path: Path) -> str:
+    try:
+        if path.stat().st_size > MAX_ALLOWED_SIGNERS_BYTES:
+            raise UsageError(f"allowed signers file {path} is over {MAX_ALLOWED_SIGNERS_BYTES // 2**20} MiB")
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"cannot read allowed signers file {path}: {err}") from None
+
+
+def _verify_python(message: bytes, signature: bytes, allowed_signers: Path) -> SignatureCheck:
+    try:
+        signers = sshsig.parse_allowed_signers(_read_allowed_signers(allowed_signers))
+    except sshsig.SshsigError as err:
+        raise UsageError(f"{allowed_signers}: {err}") from None
+    try:
+        parsed = sshsig.parse_signature(signature)
+    except sshsig.SshsigError as err:
+        raise CheckFailed(f"the signature is not a valid byog-bundle@v1 SSH signature of the manifest: {err}") from None
+    fingerprint = parsed.fingerprint
+    principals = sshsig.find_principals(signers, parsed.public_blob)
+    try:
+        sshsig.verify(message, signature, NAMESPACE)
+    except sshsig.UnsupportedKey as err:
+        if principals:  # a trusted signer's security key: only ssh-keygen can check it
+            raise EnvironmentProblem(f"the bundle is signed by {fingerprint}, listed in {allowed_signers}: {err}") from None
+        raise CheckFailed(f"signed by key {fingerprint}, which is not in {allowed_signers}: the wrong signer") from None
+    except sshsig.SshsigError as err:
+        raise CheckFailed(f"the signature is not a valid byog-bundle@v1 SSH signature of the manifest: {err}") from None
+    # The same two steps as with ssh-keygen: find-principals, then verify -I <principal> -n <namespace>.
+    if not principals:
+        raise CheckFailed(f"signed by key {fingerprint}, which is not in {allowed_signers}: the wrong signer")
+    for principal in principals:
+        if sshsig.authorizes(signers, principal, parsed.public_blob, NAMESPACE):
+            return SignatureCheck(principal=principal, fingerprint=fingerprint)
+    raise CheckFailed(
+        f"key {fingerprint} is listed for {', '.join(principals)} in {allowed_signers} but not for namespace {NAMESPACE} at this time"
+    )
 
 
 def verify_signature(message: bytes, signature: bytes, allowed_signers: Path) -> SignatureCheck:
     """Check that ``signature`` is a byog-bundle@v1 signature of ``message`` by an allowed signer."""
     if not allowed_signers.is_file():
         raise CheckFailed(f"allowed signers file {allowed_signers} does not exist (byog keys add GITHUB_USER makes one)")
+    if len(signature) > MAX_SIGNATURE_BYTES:
+        raise CheckFailed(f"the signature file is {len(signature):,} bytes; an SSH signature is under {MAX_SIGNATURE_BYTES // 1024} KiB")
     if not is_canonical_armor(signature):
         raise CheckFailed("the signature file is not in the exact form ssh-keygen writes (altered after signing)")
+    if backend() == "python":
+        return _verify_python(message, signature, allowed_signers)
     fingerprint = signature_fingerprint(message, signature)
     if fingerprint is None:
         raise CheckFailed("the signature is not a valid byog-bundle@v1 SSH signature of the manifest")
     with tempfile.TemporaryDirectory(prefix="byog-sig-") as tmp:
         sig = Path(tmp) / "manifest.sig"
         sig.write_bytes(signature)
-        found = _run(["-Y", "find-principals", "-s", str(sig), "-f", str(allowed_signers)])
+        found = _run(["-Y", "find-principals", "-s", str(sig), "-f", str(allowed_signers)], verifying=True)
         principals = [line.strip() for line in found.stdout.decode(errors="replace").splitlines() if line.strip()]
         if found.returncode != 0 or not principals:
             raise CheckFailed(f"signed by key {fingerprint}, which is not in {allowed_signers}: the wrong signer")
@@ -214,6 +331,7 @@ def verify_signature(message: bytes, signature: bytes, allowed_signers: Path) ->
             checked = _run(
                 ["-Y", "verify", "-f", str(allowed_signers), "-I", principal, "-n", NAMESPACE, "-s", str(sig)],
                 stdin=message,
+                verifying=True,
             )
             if checked.returncode == 0:
                 return SignatureCheck(principal=principal, fingerprint=fingerprint)

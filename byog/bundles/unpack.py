@@ -4,8 +4,14 @@ Refused, each with one sentence: a file that is not byog's gzip, a gzip stream t
 the cap (read through a counting reader, so a bomb stops at the cap, not at the end), path
 traversal, absolute paths, names that are not plain '/'-separated components, non-UTF-8 names,
 duplicate names, a name that is both a file and a folder, symlinks, hardlinks, devices, fifos,
-members over the size cap, too many members, and trailing data. Files are created with
+members over the size cap (and over their kind's cap, ``byog.bundles.bounds.SIZE_CAPS``: a
+255 MB env.json or a 200 MB signature stops at its tar header), too many members, and trailing
+data. Files are created with
 O_EXCL|O_NOFOLLOW under a fresh private temp dir (0700), never anywhere else.
+
+The temp dir is named ``byog-verify-<pid>-*`` and removed on exit; one left behind by a verify
+that was killed (SIGKILL leaves no chance to clean up) is removed by the next verify, once no
+process of that id is alive.
 """
 
 from __future__ import annotations
@@ -22,10 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from byog.bundles.pack import FILE_MODE, GZIP_COMMENT_PREFIX, GZIP_HEADER, write_tar
-from byog.errors import CheckFailed, UsageError
+from byog.bundles.archive import (
+    FILE_MODE,
+    GZIP_COMMENT_PREFIX,
+    GZIP_HEADER,
+    UnsafeBundle,
+    check_name,
+    write_tar,
+)
+from byog.bundles.bounds import size_cap
+from byog.core.errors import UsageError
+from byog.core.processes import process_alive
 
-_COMPONENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _CHUNK = 1 << 20
 
 
@@ -36,10 +50,6 @@ class Limits:
     max_member_bytes: int = 256 * 1024 * 1024
     max_total_bytes: int = 512 * 1024 * 1024  # sum of member sizes
     max_stream_bytes: int = 520 * 1024 * 1024  # decompressed tar stream, headers and padding included
-
-
-class UnsafeBundle(CheckFailed):
-    """The archive breaks a safety rule; nothing from it is trusted or kept."""
 
 
 class _CappedReader:
@@ -61,21 +71,6 @@ class _CappedReader:
         return data
 
 
-def check_name(name: str) -> str:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UnsafeBundle(f"unsafe bundle: member name {name!r} is not UTF-8") from None
-    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
-        raise UnsafeBundle(f"unsafe bundle: member '{name}' has an absolute path")
-    parts = name.split("/")
-    if ".." in parts:
-        raise UnsafeBundle(f"unsafe bundle: member '{name}' climbs out of the bundle (path traversal)")
-    if not all(_COMPONENT.match(part) for part in parts):
-        raise UnsafeBundle(f"unsafe bundle: member name {name!r} is not a plain relative path")
-    return name
-
-
 _KIND = {
     tarfile.SYMTYPE: "a symbolic link",
     tarfile.LNKTYPE: "a hard link",
@@ -94,6 +89,9 @@ def _check_member(info: tarfile.TarInfo, limits: Limits) -> None:
         raise UnsafeBundle(f"unsafe bundle: member '{name}' is {_KIND.get(info.type, f'of tar type {info.type!r}')}, not a regular file")
     if info.size > limits.max_member_bytes:
         raise UnsafeBundle(f"unsafe bundle: member '{name}' is {info.size} bytes, over the {limits.max_member_bytes} byte cap")
+    kind_cap = size_cap(name)  # from the tar header, before a byte of the member is read
+    if kind_cap is not None and info.size > kind_cap:
+        raise UnsafeBundle(f"unsafe bundle: member '{name}' is {info.size:,} bytes, over the {kind_cap:,} byte cap for its kind")
     # byog writes exactly these header fields; anything else is not a byog bundle.
     if info.mtime != 0 or info.uid != 0 or info.gid != 0 or info.uname or info.gname or info.mode != FILE_MODE:
         raise UnsafeBundle(f"unsafe bundle: member '{name}' has tar metadata byog never writes (mtime, owner or mode)")
@@ -257,6 +255,31 @@ def extract_bundle(path: Path, dest: Path, limits: Limits = Limits()) -> list[st
     return _scan(path, limits, dest)
 
 
+_TEMP_PREFIX = "byog-verify-"
+_TEMP_NAME = re.compile(r"^byog-verify-(\d+)-")
+
+
+
+def sweep_stale_temp_dirs() -> list[Path]:
+    """Remove this user's byog-verify-<pid>-* temp dirs whose process is gone; return them."""
+    removed = []
+    try:
+        entries = list(Path(tempfile.gettempdir()).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        found = _TEMP_NAME.match(entry.name)
+        if not found or int(found.group(1)) == os.getpid() or process_alive(int(found.group(1))):
+            continue
+        try:
+            if entry.is_dir() and not entry.is_symlink() and entry.stat().st_uid == os.getuid():
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+        except OSError:
+            continue
+    return removed
+
+
 class Extracted:
     """A bundle extracted into a private temp dir, removed on exit."""
 
@@ -268,7 +291,8 @@ class Extracted:
 
     def __enter__(self) -> "Extracted":
         _scan(self.bundle, self.limits, None)  # vet first: a bad archive costs no temp dir at all
-        self.root = Path(tempfile.mkdtemp(prefix="byog-verify-"))
+        sweep_stale_temp_dirs()
+        self.root = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-"))
         try:
             self.names = _scan(self.bundle, self.limits, self.root)
         except BaseException:

@@ -1,33 +1,68 @@
-"""``byog verify BUNDLE``: trust nothing in the bundle until each check says so.
+"""``byog verify BUNDLE``: nothing in a bundle is parsed before its signer is known.
 
-Order: safe extraction into a private temp dir (nothing is read before every member is vetted),
-then the checks of ``byog.bundles.checks`` in order: manifest, hashes, predicate, signature,
-schemas, summary, report, policy, claims. Exit 0 when none failed, 1 otherwise (an unsafe
-archive fails as one line), 2 for usage errors, 3 when ssh-keygen is missing.
+Order (``byog.bundles.checks`` registers the checks; docs/bundles.md explains each):
+1. **archive**: safe extraction into a private temp dir (every member vetted first);
+2. **manifest**, **hashes**, **signature**: before the signer is known, verify reads only the
+   manifest (size-capped, bounded JSON, canonical), streams each file through sha256, and checks
+   the signature (at most 8 KiB) against the allowed signers;
+3. the gate: the signer is trusted when the signature check passed, or when the bundle is
+   unsigned and ``--allow-unsigned`` was given. Otherwise every later check is listed as
+   "not checked: untrusted signer" and nothing more of the bundle is read;
+4. **subject** (``--for``): the signed manifest names what the bundle is for;
+5. the content checks (**bounds**, **predicate**, **schemas**, **summary**, **report**, **policy**,
+   **claims**) run in a forked child under memory and CPU limits (``byog.bundles.isolate``),
+   after the bounds check has held every file to its caps (``byog.bundles.bounds``).
+
+``--allow-unsigned`` applies to unsigned bundles only: a signature that is present but invalid
+or by an unknown key is a failure, and gates the content checks like any untrusted signer. An
+unsigned bundle checked this way says so in the signature line, in the verdict ("content
+checked without a trusted signer") and in ``--json`` (``"trust": "unsigned"``).
+
+Exit 0 when no check failed, 1 otherwise (a hostile bundle, whatever it does, fails a check:
+slowness and memory included), 2 for usage errors (a missing file, a bad --policy or --claims),
+3 only for what this machine lacks (e.g. ssh-keygen for a trusted signer's security key).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
-from byog.bundles.rundir import RunDir
-from byog.bundles.unpack import Extracted, Limits, UnsafeBundle
-from byog.errors import UsageError
+from byog.bundles.archive import UnsafeBundle
+from byog.bundles.bounds import CAPS, Caps, load_yaml
+from byog.bundles.checks import CHECKS, Check, CheckResult, VerifyContext, run_one
+from byog.bundles.checks.recompute import derived_summary
+from byog.bundles.comment import render_comment_report
+from byog.bundles.isolate import ChildLimits, run_isolated
+from byog.bundles.safe_text import json_safe, one_line
+from byog.bundles.unpack import Extracted, Limits
+from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
+from byog.core.io import atomic_write_text
+from byog.report.context import ReportInputs
+from byog.report.markdown import render_report
+from byog.report.plots import write_plots
 from byog.schemas.claims import ClaimsFile
+from byog.schemas.manifest import BundleSubject, subject_arg
 from byog.schemas.policy import Policy
+
+Trust = Literal["signed", "unsigned", "untrusted"]
+UNTRUSTED = "not checked: untrusted signer"
+CONTENT_LIBRARIES = ("numpy", "pyarrow", "pyarrow.parquet")  # what the content checks read with
 
 
 @dataclass
 class VerifyReport:
     bundle: str
-    results: list[Any] = field(default_factory=list)  # CheckResult
+    results: list[CheckResult] = field(default_factory=list)
     signer: str | None = None
     details: dict[str, Any] = field(default_factory=dict)  # per-check extras, e.g. every claim's outcome
+    trust: Trust = "untrusted"
+    isolated: bool = True  # the content checks ran in a limited child
+    comment: str | None = None  # the PR comment, when asked for and every check passed
+    written: list[str] = field(default_factory=list)  # report files written (report_to), when every check passed
 
     @property
     def verified(self) -> bool:
@@ -38,28 +73,110 @@ class VerifyReport:
         return [f"{r.name}: {r.message}" for r in self.results if r.status == "fail"]
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        """Valid JSON whatever the bundle held (json_safe: no NaN, no lone surrogates)."""
+        return json_safe({
             "bundle": self.bundle,
             "verified": self.verified,
             "signer": self.signer,
+            "trust": self.trust,
+            "content_isolated": self.isolated,
             "checks": [{"name": r.name, "status": r.status, "message": r.message} for r in self.results],
             "details": self.details,
-        }
+        })
+
+    def verdict(self) -> str:
+        if not self.verified:
+            return f"not verified ({len(self.failures)} check(s) failed)"
+        if self.trust == "unsigned":
+            return "verified, UNSIGNED: content checked without a trusted signer"
+        return "verified"
 
 
 def _load_yaml_model(path: Path | None, model: type[BaseModel], what: str) -> Any:
+    """A --policy or --claims file: bounded YAML (no aliases, finite numbers), then its model."""
     if path is None:
         return None
     if not path.is_file():
         raise UsageError(f"{what} file {path} does not exist")
+    if path.stat().st_size > CAPS.max_yaml_doc_bytes:
+        raise UsageError(f"{what} file {path} is over {CAPS.max_yaml_doc_bytes // 2**20} MiB")
     try:
-        return model.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-    except yaml.YAMLError as err:
-        raise UsageError(f"{path} is not valid YAML: {err}") from None
+        doc = load_yaml(path.read_bytes(), str(path))
+    except CheckFailed as err:
+        raise UsageError(str(err)) from None
+    try:
+        return model.model_validate(doc)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        raise UsageError(f"{path}: '{where}': {first['msg']}") from None
+        raise UsageError(f"{path}: '{where}': {first['msg'].removeprefix('Value error, ')}") from None
+
+
+def _write_report(ctx: VerifyContext, out_dir: Path, inputs: ReportInputs | None) -> list[str]:
+    """report.md and the plots of a verified bundle, from the recomputed summary, into ``out_dir``."""
+    summary = derived_summary(ctx)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_report(ctx.run_dir, summary, inputs))
+    return [str(report), *(str(p) for p in write_plots(ctx.run_dir, summary, out_dir / "plots"))]
+
+
+def _content_phase(ctx: VerifyContext, checks: list[Check], status: dict[str, Any], want_comment: bool,
+                   limits: ChildLimits | None, report_to: Path | None = None,
+                   report_inputs: ReportInputs | None = None) -> tuple[list[CheckResult], bool, str | None, list[str]]:
+    """Run the content checks in the limited child; (results, isolated, comment, report files written)."""
+
+    def work(emit: Callable[[dict[str, Any]], None]) -> None:
+        try:
+            for item in checks:
+                emit({"event": "start", "name": item.name})
+                result = run_one(item, ctx, status)
+                emit({"event": "result", "name": result.name, "status": result.status, "message": one_line(result.message)})
+            emit({"event": "notes", "notes": json_safe(ctx.notes)})
+            passed = all(status.get(item.name) != "fail" for item in checks)
+            try:
+                if want_comment and passed:
+                    emit({"event": "comment", "text": render_comment_report(ctx)})
+                if report_to is not None and passed:
+                    emit({"event": "written", "files": _write_report(ctx, report_to, report_inputs)})
+            except Exception as err:  # noqa: BLE001  (said in one line by the caller, never a traceback)
+                emit({"event": "render_error", "message": one_line(f"{type(err).__name__}: {err}", 300)})
+        except EnvironmentProblem as err:
+            emit({"event": "environment", "message": str(err)})
+
+    outcome = run_isolated(work, limits, preload=CONTENT_LIBRARIES)
+    results: list[CheckResult] = []
+    started: str | None = None
+    comment = None
+    written: list[str] = []
+    for event in outcome.events:
+        kind = event.get("event")
+        if kind == "start":
+            started = str(event.get("name"))
+        elif kind == "result":
+            results.append(CheckResult(str(event["name"]), event["status"], str(event["message"])))
+            started = None
+        elif kind == "notes" and isinstance(event.get("notes"), dict):
+            ctx.notes.update(event["notes"])
+        elif kind == "comment":
+            comment = str(event.get("text"))
+        elif kind == "written" and isinstance(event.get("files"), list):
+            written = [str(name) for name in event["files"]]
+        elif kind == "render_error":
+            ctx.notes["render_error"] = str(event.get("message"))
+        elif kind == "environment":
+            raise EnvironmentProblem(str(event.get("message")))
+    done = {r.name for r in results}
+    if outcome.stopped is not None:
+        for item in checks:
+            if item.name in done:
+                continue
+            if item.name == started or started is None:
+                results.append(CheckResult(item.name, "fail", f"could not be checked: the checking process {outcome.stopped}"))
+                started = item.name
+            else:
+                results.append(CheckResult(item.name, "skip", f"not checked: {started} did not finish"))
+    return results, outcome.isolated, comment, written
 
 
 def verify_bundle(
@@ -69,35 +186,48 @@ def verify_bundle(
     policy: Path | None = None,
     claims: Path | None = None,
     allow_unsigned: bool = False,
-    derive_summary: Callable[[RunDir], dict[str, Any]] | None = None,
+    subject_for: str | BundleSubject | None = None,
     limits: Limits = Limits(),
+    caps: Caps = CAPS,
+    child_limits: ChildLimits | None = None,
+    want_comment: bool = False,
+    report_to: Path | None = None,
+    report_inputs: ReportInputs | None = None,
 ) -> VerifyReport:
     """Run every check; never raises for a bad bundle (the report says why), only for bad usage or environment."""
-    from byog.bundles.checks import VerifyContext, run_checks
-    from byog.bundles.checks.base import CheckResult
-
     if not bundle.is_file():
         raise UsageError(f"bundle {bundle} does not exist")
     if allowed_signers is not None and not allowed_signers.is_file():
         raise UsageError(f"allowed signers file {allowed_signers} does not exist")
     policy_model = _load_yaml_model(policy, Policy, "policy")
     claims_model = _load_yaml_model(claims, ClaimsFile, "claims")
+    wanted = subject_arg(subject_for)
     report = VerifyReport(bundle=str(bundle))
     try:
         with Extracted(bundle, limits) as extracted:
             assert extracted.root is not None
             ctx = VerifyContext(
-                bundle=bundle,
-                root=extracted.root,
-                names=extracted.names,
-                allowed_signers=allowed_signers,
-                policy=policy_model,
-                claims=claims_model,
-                allow_unsigned=allow_unsigned,
-                derive_summary=derive_summary,
+                bundle=bundle, root=extracted.root, names=extracted.names, allowed_signers=allowed_signers,
+                policy=policy_model, claims=claims_model, allow_unsigned=allow_unsigned, subject_for=wanted,
+                caps=caps,
             )
-            safe = CheckResult("archive", "pass", f"{len(extracted.names)} members, all regular files with safe names")
-            report.results = [safe, *run_checks(ctx)]
+            results = [CheckResult("archive", "pass", f"{len(extracted.names)} members, all regular files with safe names")]
+            status: dict[str, Any] = {"archive": "pass"}
+            ungated = [item for item in CHECKS if not item.gated]
+            results += [run_one(item, ctx, status) for item in ungated]
+            if status.get("signature") == "pass":
+                report.trust = "signed"
+            elif ctx.unsigned_allowed:
+                report.trust = "unsigned"
+            gated = [item for item in CHECKS if item.gated]
+            if report.trust == "untrusted":
+                results += [CheckResult(item.name, "skip", UNTRUSTED) for item in gated]
+            else:
+                results += [run_one(item, ctx, status) for item in gated if not item.isolated]
+                content, report.isolated, report.comment, report.written = _content_phase(
+                    ctx, [item for item in gated if item.isolated], status, want_comment, child_limits, report_to, report_inputs)
+                results += content
+            report.results = results
             report.signer = ctx.signer
             report.details = ctx.notes
     except UnsafeBundle as err:

@@ -1,9 +1,10 @@
 """Where each task's data comes from, and the hashes that say exactly which data it was.
 
 Order of preference for a task's rows:
-1. ``local``: a local copy under the data dir (``--data-dir``, ``BYOG_DATA_DIR``, or the
-   ``shared/datasets`` folder next to the repo checkout), e.g. GSM8K and AIME25;
-2. ``hub-cache``: files ``byog data pull`` saved earlier under ``<data dir>/hub/<owner>__<name>/<revision>/``;
+1. ``local``: a local copy under the data dir (``--data-dir``, ``BYOG_DATA_DIR``, or the copy
+   shipped inside byog: ``byog/datasets``), e.g. GSM8K and AIME25;
+2. ``hub-cache``: files ``byog data pull`` saved earlier under ``<hub data dir>/hub/<owner>__<name>/<revision>/``
+   (the data dir when one is given, else ``~/.cache/byog/datasets``);
 3. ``hub``: the Hugging Face hub at the pinned revision (not when offline: ``HF_HUB_OFFLINE=1``
    or ``HF_DATASETS_OFFLINE=1``); a gated dataset uses the user's token (``HF_TOKEN``);
 4. ``fixture``: byog's small, byog-written rows in the dataset's exact schema (GPQA, MRCR),
@@ -23,34 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from byog.errors import EnvironmentProblem, UsageError
-from byog.evals.tasks import TaskSpec
-from byog.ioutil import sha256_file
+from byog.core.errors import EnvironmentProblem, UsageError
+from byog.core.io import sha256_file
+from byog.core.settings import DATA_DIR_ENV, hub_data_dir
+from byog.evals.mrcr_tokens import cache_o200k_base
+from byog.plans.tasks import TaskSpec
 
-DATA_DIR_ENV = "BYOG_DATA_DIR"
 FIXTURES_DIR = Path(__file__).parent / "fixtures"
 SourceKind = Literal["local", "hub", "hub-cache", "fixture", "generated"]
-
-
-def repo_shared_datasets() -> Path:
-    """``<repo>/../shared/datasets``: the shared data next to this checkout."""
-    return Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
-
-
-def resolve_data_dir(flag: Path | None = None) -> Path | None:
-    """--data-dir, else $BYOG_DATA_DIR, else ../shared/datasets next to the checkout (if it exists)."""
-    if flag is not None:
-        if not flag.is_dir():
-            raise UsageError(f"--data-dir {flag} is not a directory")
-        return flag
-    env = os.environ.get(DATA_DIR_ENV)
-    if env:
-        path = Path(env)
-        if not path.is_dir():
-            raise UsageError(f"{DATA_DIR_ENV}={env} is not a directory")
-        return path
-    shared = repo_shared_datasets()
-    return shared if shared.is_dir() else None
 
 
 def hub_offline() -> bool:
@@ -124,8 +105,8 @@ def resolve_source(task: TaskSpec, data_dir: Path | None) -> DataSource:
         local = {split: [data_dir / rel] for split, rel in ref.splits.items()}
         if all(path.is_file() for paths in local.values() for path in paths):
             return DataSource("local", ref.hub_id, ref.revision, ref.config, local, label=f"{ref.hub_id} (local copy)", note=ref.note)
-    if data_dir is not None:
-        cached = _hub_cached_files(data_dir, task)
+    for folder in dict.fromkeys(d for d in (data_dir, hub_data_dir()) if d is not None):
+        cached = _hub_cached_files(folder, task)
         if cached is not None:
             label = "MRCR v2" if task.runner == "mrcr" else ref.hub_id
             return DataSource("hub-cache", ref.hub_id, ref.revision, ref.config, cached, label=label, note="pulled earlier by `byog data pull`")
@@ -234,7 +215,5 @@ def pull(tasks: list[TaskSpec], data_dir: Path, token: str | None = None) -> lis
         pulled.append({"task": task.name, "dataset_id": ref.hub_id, "revision": ref.revision, "dir": str(target),
                        "files": {split: [str(p) for p in paths] for split, paths in files.items()}})
     if any(task.runner == "mrcr" for task in tasks):
-        from byog.evals.mrcr import cache_o200k_base
-
         cache_o200k_base(data_dir)
     return pulled

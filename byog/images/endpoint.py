@@ -10,10 +10,16 @@ from pathlib import Path
 
 import httpx
 
-from byog.errors import ByogError, EnvironmentProblem
-from byog.images.record import probe_server, served_max_model_len, served_parallel_config, utc_now, write_server_record
-from byog.images.runtime import Endpoint, PreparedModel
-from byog.plans.model import ServerConfig
+from byog.core.errors import ByogError, EnvironmentProblem
+from byog.images.record import (
+    probe_server,
+    served_max_model_len,
+    served_parallel_config,
+    utc_now,
+    write_server_record,
+)
+from byog.schemas.plan import ServerConfig
+from byog.schemas.server import Endpoint, PreparedModel
 
 
 class EndpointServer:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from byog.errors import EnvironmentProblem
+from byog.core.errors import EnvironmentProblem
 
 # Every container byog starts carries these labels (the values say which run and server).
 LABEL_MANAGED = "byog.managed"
@@ -25,6 +25,7 @@ IMAGE_LABEL_FLAVOUR = "byog.flavour"
 IMAGE_LABEL_ACCELERATOR = "byog.accelerator"  # "gpu" or "cpu": GPUs are requested only for "gpu"
 IMAGE_LABEL_BASE = "byog.base"  # the base image reference, pinned by digest (or the rootfs tarball hash)
 IMAGE_LABEL_HOST_PYTHON = "byog.host-python"  # "mount": the image runs the host's Python, mounted read-only
+IMAGE_LABEL_SYSTEM_PYTHON = "byog.system-python"  # "3.11": the distribution Python the image carries (venvs of it run)
 IMAGE_LABEL_VLLM_VERSION = "byog.vllm-version"
 
 START_ENGINE_HINT = "start one with scripts/start-dockerd.sh, or point DOCKER_HOST at a running engine"
@@ -37,8 +38,9 @@ def engine_address() -> str:
 def docker_client(base_url: str | None = None, timeout_s: int = 120) -> Any:
     """A docker SDK client that has answered a ping; EnvironmentProblem (exit 3) when no engine does."""
     try:
-        import docker
         from docker.errors import DockerException
+
+        import docker
     except ImportError:
         raise EnvironmentProblem("the docker runtime needs the docker SDK: pip install 'byog[docker]'") from None
     where = base_url or engine_address()

@@ -12,6 +12,8 @@ import os
 import platform
 from typing import Any
 
+import psutil
+
 from byog import __version__
 
 PACKAGES = (
@@ -41,13 +43,8 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _memory_bytes() -> int | None:
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().total)
-    except ImportError:
-        return None
+def _memory_bytes() -> int:
+    return int(psutil.virtual_memory().total)
 
 
 def gpu_fingerprint() -> dict[str, Any]:

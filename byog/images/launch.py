@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
-from byog.images.runtime import PreparedModel
-from byog.plans.model import ServerConfig
+from byog.schemas.plan import ServerConfig
+from byog.schemas.server import PreparedModel
 
 # Defaults a CPU build of vLLM needs (a bounded KV cache: several servers share one small
 # machine); a server config's own env overrides them. GPU builds get none of these.
@@ -49,14 +49,3 @@ def server_env(config: ServerConfig, cpu_build: bool = False) -> dict[str, str]:
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
     return {key: ("<redacted>" if key in SECRET_ENV or "TOKEN" in key or "SECRET" in key else value) for key, value in env.items()}
-
-
-def arg_value(args: list[str], flag: str) -> str | None:
-    """The value of `--flag V` or `--flag=V` in an argv, last one wins (as argparse does)."""
-    value = None
-    for i, arg in enumerate(args):
-        if arg == flag and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith(flag + "="):
-            value = arg.split("=", 1)[1]
-    return value

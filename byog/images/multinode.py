@@ -17,14 +17,23 @@ from __future__ import annotations
 
 import os
 import shlex
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from byog.errors import UsageError
-from byog.images.docker import CONTAINER_HF_HOME, PASSTHROUGH_ENV, container_name, gpus_for, run_labels
-from byog.images.launch import arg_value, redact_env, server_env, vllm_serve_args
-from byog.images.runtime import PreparedModel
-from byog.plans.model import ServerConfig
+from byog.core.argv import arg_value
+from byog.core.errors import UsageError
+from byog.images.container import (
+    CONTAINER_HF_HOME,
+    PASSTHROUGH_ENV,
+    container_name,
+    gpus_for,
+    run_labels,
+)
+from byog.images.engine import docker_client
+from byog.images.launch import redact_env, server_env, vllm_serve_args
+from byog.schemas.plan import ServerConfig
+from byog.schemas.server import PreparedModel
 
 RAY_PORT = 6379
 SERVE_PORT = 8000
@@ -178,11 +187,8 @@ def launch_multinode(specs: list[NodeSpec], ray_timeout_s: float = 600.0) -> lis
 
     Returns the containers (head first). NOT run in byog's tests: there are no trays here.
     """
-    import time
 
     from docker.types import DeviceRequest
-
-    from byog.images.engine import docker_client
 
     containers = []
     try:

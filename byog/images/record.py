@@ -11,11 +11,11 @@ from typing import Any, Callable
 import httpx
 
 from byog import __version__
-from byog.errors import ByogError
-from byog.images.launch import arg_value
-from byog.images.runtime import Endpoint, PreparedModel
-from byog.ioutil import atomic_write_json
-from byog.plans.model import ServerConfig
+from byog.core.argv import arg_value
+from byog.core.errors import ByogError
+from byog.core.io import atomic_write_json
+from byog.schemas.plan import ServerConfig
+from byog.schemas.server import Endpoint, PreparedModel
 
 HEALTH_POLL_S = 0.5
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from byog.errors import UsageError
+from byog.core.errors import UsageError
 
 SUFFIX = ".claims.yaml"
 

@@ -6,61 +6,19 @@ server, so the same id on every server pairs candidate with baseline.
 
 from __future__ import annotations
 
-from typing import Literal, Union
-
-from pydantic import BaseModel, ConfigDict
-
-from byog.bundles.rundir import safe_name
-from byog.errors import UsageError
-from byog.images.launch import arg_value
-from byog.plans.model import (
-    AgenticWorkload, BatchWorkload, ConcurrencyWorkload, DatasetPrompts, Plan, RandomPrompts, RateWorkload,
+from byog.core.argv import arg_value
+from byog.core.errors import UsageError
+from byog.core.paths import safe_name
+from byog.schemas.bench import BenchPoint
+from byog.schemas.plan import (
+    AgenticWorkload,
+    BatchWorkload,
+    ConcurrencyWorkload,
+    Plan,
+    RandomPrompts,
+    RateWorkload,
+    SyntheticSessions,
 )
-
-
-class BenchPoint(BaseModel):
-    """One measured point: a workload at one (B or C or rate, ISL, OSL)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    point_id: str
-    workload: str  # the workload's name in the plan
-    kind: Literal["batch", "concurrency", "rate"]
-    batch_size: int | None = None
-    concurrency: int | None = None
-    rate: float | None = None  # requests/s
-    isl: int
-    osl: int
-    api: Literal["completions", "chat"] = "completions"
-    prompts: Union[RandomPrompts, DatasetPrompts]
-    warmup_waves: int = 0  # batch
-    waves: int = 0  # batch: measured waves
-    num_prompts: int = 0  # concurrency/rate: measured requests
-    warmup_prompts: int = 0  # concurrency
-    prompt_seed: int = 0
-    arrival_seed: int = 0  # rate
-    reset_prefix_cache: bool = False
-    servers: tuple[str, ...] = ()
-
-    @property
-    def total_requests(self) -> int:
-        """Requests sent, warm-up included."""
-        if self.kind == "batch":
-            assert self.batch_size is not None
-            return self.batch_size * (self.warmup_waves + self.waves)
-        return self.num_prompts + self.warmup_prompts
-
-    @property
-    def measured_requests(self) -> int:
-        return self.batch_size * self.waves if self.kind == "batch" and self.batch_size else self.num_prompts
-
-    @property
-    def load_label(self) -> str:
-        if self.kind == "batch":
-            return f"B={self.batch_size}"
-        if self.kind == "concurrency":
-            return f"C={self.concurrency}"
-        return f"{self.rate:g} req/s"
 
 
 def _rate_tag(rate: float) -> str:
@@ -72,16 +30,64 @@ def point_id_for(workload: str, kind: str, load: float, isl: int, osl: int) -> s
     return safe_name(f"{workload}-{tag}-isl{isl}-osl{osl}", "point id")
 
 
+def agentic_point_id(workload: str, concurrency: int | None = None, speedup: float | None = None) -> str:
+    """``{workload}-c{C}`` (sessions in flight) or ``{workload}-x{speedup}`` (a replayed trace)."""
+    tag = f"x{_rate_tag(speedup)}" if speedup is not None else f"c{concurrency}"
+    return safe_name(f"{workload}-{tag}", "point id")
+
+
+def plan_context(plan: Plan, servers: tuple[str, ...]) -> int | None:
+    """The smallest context the workload's servers are known to hold (their --max-model-len, else the model's)."""
+    limits = [_int(arg_value(plan.servers[s].args, "--max-model-len")) or plan.model.max_model_len for s in servers]
+    known = [x for x in limits if x is not None]
+    return min(known) if known else None
+
+
+def _agentic_points(plan: Plan, workload: AgenticWorkload, name: str, servers: tuple[str, ...]) -> list[BenchPoint]:
+    common = dict(workload=name, kind="agentic", isl=0, osl=0, api="completions", prompts=RandomPrompts(),
+                  prompt_seed=plan.seeds[0], reset_prefix_cache=workload.reset_prefix_cache, servers=servers,
+                  slo=workload.slo, source=workload.source, max_context=workload.max_context or plan_context(plan, servers))
+    if isinstance(workload.source, SyntheticSessions):
+        return [BenchPoint(point_id=agentic_point_id(name, concurrency=c), concurrency=c, sessions=workload.sessions,
+                           warmup_sessions=workload.warmup_sessions, **common)  # type: ignore[arg-type]
+                for c in dict.fromkeys(workload.concurrencies)]
+    return [BenchPoint(point_id=agentic_point_id(name, speedup=x), speedup=x, **common)  # type: ignore[arg-type]
+            for x in dict.fromkeys(workload.source.speedups)]
+
+
+def probe_point(plan: Plan, workload: RateWorkload, rate: float, isl: int, osl: int) -> BenchPoint:
+    """The rate point a search measures at ``rate`` (an ordinary rate point, marked as a probe)."""
+    name = safe_name(workload.name or workload.kind, "workload name")
+    return BenchPoint(point_id=point_id_for(name, "rate", rate, isl, osl), workload=name, kind="rate", rate=rate,
+                      isl=isl, osl=osl, api=workload.api, prompts=workload.prompts, prompt_seed=plan.seeds[0],
+                      reset_prefix_cache=workload.reset_prefix_cache, request_body=workload.request_body,
+                      servers=tuple(plan.servers_for(workload)), num_prompts=workload.num_prompts,
+                      arrival_seed=workload.seed, slo=workload.slo, search_probe=True)
+
+
+def search_workloads(plan: Plan) -> list[RateWorkload]:
+    """Rate workloads that search for their highest rate inside the SLO (their points are chosen while running)."""
+    return [w for w in plan.workloads if isinstance(w, RateWorkload) and w.search is not None]
+
+
 def expand_plan(plan: Plan) -> list[BenchPoint]:
-    """Every bench point of the plan in run order (workload, ISL, OSL, load). Agentic workloads are skipped."""
+    """Every bench point of the plan known before running, in run order (workload, ISL, OSL, load).
+
+    A rate search's probes are not here: the sweep picks them from the probes it measured
+    (``probe_point``), and the summary finds them in the run directory.
+    """
     points: list[BenchPoint] = []
     seen: set[str] = set()
     prompt_seed = plan.seeds[0]
     for workload in plan.workloads:
-        if isinstance(workload, AgenticWorkload):
-            continue
         name = safe_name(workload.name or workload.kind, "workload name")
         servers = tuple(plan.servers_for(workload))
+        if isinstance(workload, AgenticWorkload):
+            points += [p for p in _agentic_points(plan, workload, name, servers) if p.point_id not in seen]
+            seen.update(p.point_id for p in points)
+            continue
+        if isinstance(workload, RateWorkload) and workload.search is not None:
+            continue
         if isinstance(workload, BatchWorkload):
             loads: list[float] = list(workload.batch_sizes)
         elif isinstance(workload, ConcurrencyWorkload):
@@ -98,7 +104,8 @@ def expand_plan(plan: Plan) -> list[BenchPoint]:
                     common = dict(
                         point_id=pid, workload=name, kind=workload.kind, isl=isl, osl=osl, api=workload.api,
                         prompts=workload.prompts, prompt_seed=prompt_seed,
-                        reset_prefix_cache=workload.reset_prefix_cache, servers=servers,
+                        reset_prefix_cache=workload.reset_prefix_cache, request_body=workload.request_body,
+                        servers=servers, slo=workload.slo,
                     )
                     if isinstance(workload, BatchWorkload):
                         points.append(BenchPoint(**common, batch_size=int(load), warmup_waves=workload.warmup_waves, waves=workload.waves))
@@ -116,22 +123,24 @@ def points_for_server(plan: Plan, server: str) -> list[BenchPoint]:
     return [p for p in expand_plan(plan) if server in p.servers]
 
 
-def unimplemented_workloads(plan: Plan) -> list[str]:
-    return [w.name or w.kind for w in plan.workloads if isinstance(w, AgenticWorkload)]
-
-
 def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: dict[str, int] | None = None) -> None:
     """Refuse, before any launch, a workload a server cannot hold; the message names the workload.
 
     - ISL + OSL over the context (``max_model_len`` argument, else ``--max-model-len`` in the
       server's args, else the plan's ``model.max_model_len``; unknown = not checked);
     - B (batch) or C (concurrency) over the server's ``--max-num-seqs`` (the requests would
-      queue, so the point would measure a smaller batch than it says).
+      queue, so the point would measure a smaller batch than it says);
+    - an agentic workload's ``max_context`` over the server's context.
     """
     for point in expand_plan(plan):
         for server in point.servers:
             args = plan.servers[server].args
             limit = max_model_len or _int(arg_value(args, "--max-model-len")) or plan.model.max_model_len
+            if point.kind == "agentic":
+                if limit is not None and point.max_context is not None and point.max_context > limit:
+                    raise UsageError(f"workload '{point.workload}' cuts sessions at max_context {point.max_context} tokens "
+                                     f"but server '{server}' holds at most max_model_len = {limit}")
+                continue
             if limit is not None and point.isl + point.osl > limit:
                 raise UsageError(
                     f"workload '{point.workload}' asks for ISL {point.isl} + OSL {point.osl} = {point.isl + point.osl} "

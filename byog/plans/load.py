@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from byog.errors import UsageError
-from byog.plans.model import Plan
+from byog.core.errors import UsageError
+from byog.schemas.plan import Plan
 
 DEFAULT_PROFILE = "smoke"
 

@@ -6,12 +6,17 @@ and a user's own plan file gets the same tiers for free:
 
 - ``full``: the plan as written.
 - ``standard``: every server, pair and bench point (the whole published matrix), with at most
-  1 warm-up + 3 measured waves per point, and evals on at most 100 items x 4 passes (the
-  verdict's power and minimum detectable effect, reported with it, show what that costs).
-- ``smoke`` (minutes): the first candidate/baseline pair only; per workload the smallest ISL,
-  OSL capped at 256, the smallest and largest load (B, C or rate), 1 + 2 waves; every eval on
-  10 items x 1 pass, on that pair. It shows the pipeline works on the hardware, not that a
-  claim holds.
+  1 warm-up + 3 measured waves per point, launches as written; each eval cut only as far as the
+  accuracy gate stays sound: to the registry's standard design (``TaskSpec.standard_items`` x
+  ``standard_passes``: the cheapest with a predicted false-fail rate <= 1%, docs/statistics.md)
+  when the eval is at least that large, at the task's default margin or a wider one and with
+  the task's own decoding; any other eval runs as written.
+- ``smoke`` (minutes): the first candidate/baseline pair only, one launch each (no A/A pair);
+  per workload the smallest ISL, OSL capped at 256, the smallest and largest load (B, C or
+  rate), 1 + 2 waves; a rate search at most 3 probes; agentic: the smallest and largest
+  concurrency with 2 sessions (1 warm-up), a trace's first 32 requests at its largest speedup;
+  every eval on 10 items x 1 pass, on that pair. It shows the pipeline works on the hardware,
+  not that a claim holds: its verdicts are "screening".
 
 A tiered plan is recorded in the run directory as its own YAML (``tiered_plan_yaml``): verify
 re-derives points from ``plan.yaml``, so it must be the plan that ran, not the profile.
@@ -24,9 +29,17 @@ from typing import Any, Literal, get_args
 
 import yaml
 
-from byog.errors import UsageError
-from byog.plans.model import (
-    AgenticWorkload, BatchWorkload, ComparisonPair, ConcurrencyWorkload, EvalSpec, Plan, RateWorkload,
+from byog.core.errors import UsageError
+from byog.plans.tasks import TASKS
+from byog.schemas.plan import (
+    AgenticWorkload,
+    BatchWorkload,
+    ComparisonPair,
+    ConcurrencyWorkload,
+    EvalSpec,
+    Plan,
+    RateWorkload,
+    SyntheticSessions,
 )
 
 Tier = Literal["smoke", "standard", "full"]
@@ -34,8 +47,6 @@ TIERS: tuple[str, ...] = get_args(Tier)
 
 STANDARD_MAX_WAVES = 3
 STANDARD_MAX_WARMUP_WAVES = 1
-STANDARD_MAX_EVAL_ITEMS = 100
-STANDARD_MAX_EVAL_PASSES = 4
 
 SMOKE_MAX_OSL = 256
 SMOKE_MAX_WAVES = 2
@@ -43,6 +54,9 @@ SMOKE_MAX_WARMUP_WAVES = 1
 SMOKE_MAX_EVAL_ITEMS = 10
 SMOKE_MAX_PROMPTS_PER_SLOT = 1  # concurrency: one prompt per slot of the largest C (enough to reach it)
 SMOKE_MAX_RATE_PROMPTS = 32
+SMOKE_MAX_SESSIONS = 2  # agentic: measured sessions per point
+SMOKE_MAX_TRACE_REQUESTS = 32  # a replayed trace: its first requests
+SMOKE_MAX_PROBES = 3  # a rate search
 
 # A value a profile leaves for the user to set: `<SET-ME: what>` (see docs/profiles.md).
 PLACEHOLDER = re.compile(r"<SET-ME:[^>]*>")
@@ -74,14 +88,34 @@ def _standard(plan: Plan) -> Plan:
             w = w.model_copy(update={"warmup_waves": min(w.warmup_waves, STANDARD_MAX_WARMUP_WAVES),
                                      "waves": min(w.waves, STANDARD_MAX_WAVES)})
         workloads.append(w)
-    evals = [e.model_copy(update={"limit": _cap(e.limit, STANDARD_MAX_EVAL_ITEMS),
-                                  "passes": min(e.passes, STANDARD_MAX_EVAL_PASSES)}) for e in plan.evals]
-    return plan.model_copy(update={"workloads": workloads, "evals": evals})
+    return plan.model_copy(update={"workloads": workloads, "evals": [_standard_eval(e) for e in plan.evals]})
+
+
+def _standard_eval(spec: EvalSpec) -> EvalSpec:
+    """The registry's standard design for this task, when the spec is at least that large, at
+    the default margin or wider, with the task's own decoding; otherwise the spec as written."""
+    task = TASKS.get(spec.task)
+    if task is None or task.sampled_with(spec.gen_kwargs) != task.sampled:
+        return spec
+    if spec.margin is not None and spec.margin < task.default_margin:
+        return spec
+    items = task.standard_items or task.recommended_items
+    passes = task.standard_passes or task.recommended_passes
+    if eval_items(spec) < items or spec.passes < passes:
+        return spec
+    limit = items if items < eval_items(spec) else spec.limit
+    return spec.model_copy(update={"limit": limit, "passes": passes})
 
 
 def _smoke_workload(w: Any, servers: list[str]) -> Any:
     if isinstance(w, AgenticWorkload):
-        return w.model_copy(update={"servers": servers})  # still named, still not implemented
+        if isinstance(w.source, SyntheticSessions):
+            return w.model_copy(update={"servers": servers, "concurrencies": _ends(w.concurrencies),
+                                        "sessions": min(w.sessions, SMOKE_MAX_SESSIONS),
+                                        "warmup_sessions": min(w.warmup_sessions, 1)})
+        source = w.source.model_copy(update={"speedups": [max(w.source.speedups)],
+                                             "max_requests": _cap(w.source.max_requests, SMOKE_MAX_TRACE_REQUESTS)})
+        return w.model_copy(update={"servers": servers, "source": source})
     common = {"servers": servers, "isl": [min(w.isl)], "osl": [min(min(w.osl), SMOKE_MAX_OSL)]}
     if isinstance(w, BatchWorkload):
         return w.model_copy(update={**common, "batch_sizes": _ends(w.batch_sizes),
@@ -93,6 +127,9 @@ def _smoke_workload(w: Any, servers: list[str]) -> Any:
         return w.model_copy(update={**common, "concurrencies": loads, "num_prompts": prompts,
                                     "warmup_prompts": min(w.warmup_prompts, max(loads))})
     assert isinstance(w, RateWorkload)
+    if w.search is not None:
+        search = w.search.model_copy(update={"max_probes": min(w.search.max_probes, SMOKE_MAX_PROBES)})
+        return w.model_copy(update={**common, "search": search, "num_prompts": min(w.num_prompts, SMOKE_MAX_RATE_PROMPTS)})
     return w.model_copy(update={**common, "rates": _ends(w.rates),
                                 "num_prompts": min(w.num_prompts, SMOKE_MAX_RATE_PROMPTS)})
 
@@ -116,6 +153,8 @@ def _smoke(plan: Plan) -> Plan:
         "pairs": pairs,
         "workloads": workloads,
         "evals": evals,
+        "launches": 1,
+        "aa_pair": False,
     })
 
 
@@ -131,8 +170,14 @@ def apply_tier(plan: Plan, tier: str) -> Plan:
 
 
 def tiered_plan_yaml(plan: Plan) -> str:
-    """The plan as YAML, to record in a run directory; ``parse_plan`` of it gives the same plan."""
-    return yaml.safe_dump(plan.model_dump(mode="json", exclude_none=True), sort_keys=False, allow_unicode=True, width=100)
+    """The plan as YAML, to record in a run directory; ``parse_plan`` of it gives the same plan.
+
+    ``launches`` and ``aa_pair`` are written only when they differ from 1 and false, so a plan
+    that does not use them records the same YAML as before they existed.
+    """
+    exclude = {key for key, default in (("launches", 1), ("aa_pair", False)) if getattr(plan, key) == default}
+    return yaml.safe_dump(plan.model_dump(mode="json", exclude_none=True, exclude=exclude), sort_keys=False,
+                          allow_unicode=True, width=100)
 
 
 def find_placeholders(plan: Plan) -> list[str]:
@@ -162,107 +207,13 @@ def require_no_placeholders(plan: Plan) -> None:
                          + "; ".join(found) + " (edit a copy of the profile; docs/profiles.md)")
 
 
-def tier_estimates(plan: Plan, from_run: Any = None) -> list[dict[str, Any]]:
-    """For each tier: bench points, servers, GPUs, estimated wall time and GPU-hours (bench only)."""
-    from byog.bench.estimate import estimate_plan
-
-    rows = []
-    for tier in TIERS:
-        cut = apply_tier(plan, tier)
-        estimate = estimate_plan(cut, from_run)
-        rows.append({
-            "tier": tier,
-            "servers": len(cut.servers),
-            "bench_points": len(estimate["points"]),
-            "eval_requests": sum(len(cut.servers_for(e)) * eval_items(e) * e.passes for e in cut.evals),
-            "max_gpus": max((s["gpus"] for s in estimate["servers"]), default=0),
-            "estimate_s": estimate["total_estimate_s"],
-            "gpu_hours": estimate["gpu_hours"],
-        })
-    return rows
-
-
 def eval_items(spec: EvalSpec) -> int:
     """Items an eval scores, for the estimate: its limit, at most the registry's recommended n.
 
     That n is the whole set for gsm8k (1319), aime25 (30) and gpqa_diamond (198), and byog's
     default sample of MRCR (200); an unknown task counts its limit (0 without one).
     """
-    from byog.evals.tasks import TASKS
-
     task = TASKS.get(spec.task)
     if task is None:
         return spec.limit or 0
     return task.recommended_items if spec.limit is None else min(spec.limit, task.recommended_items)
-
-
-def render_tier_estimates(console: Any, rows: list[dict[str, Any]], current: str) -> None:
-    from rich.table import Table
-
-    from byog.bench.estimate import STARTUP_GUESS_S, TPOT_GUESS_S
-
-    table = Table(title="tiers: bench wall time and GPU-hours (evals not timed; without --from-run, guesses of "
-                        f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and {STARTUP_GUESS_S:.0f} s start-up per server)")
-    for column in ("tier", "servers", "bench points", "max GPUs", "est. wall", "GPU-hours", "eval requests"):
-        table.add_column(column)
-    for r in rows:
-        mark = " <" if r["tier"] == current else ""
-        table.add_row(r["tier"] + mark, str(r["servers"]), str(r["bench_points"]), str(r["max_gpus"]),
-                      f"{r['estimate_s'] / 3600:.2f} h", f"{r['gpu_hours']:.2f}", str(r["eval_requests"]))
-    console.print(table)
-
-
-DEFAULT_GPUS_PER_NODE = 4  # a GB300 compute tray; the built-in GPU profiles' hardware
-
-
-def per_node_launches(plan: Plan, gpus_per_node: int) -> dict[str, list[str]]:
-    """For each docker server with more GPUs than one node: the per-node Ray launch (byog.images.multinode)."""
-    from byog.images.multinode import describe_launch
-    from byog.images.runtime import PreparedModel
-
-    model = PreparedModel(path=plan.model.path, served_name=plan.model.served_name or plan.model.path,
-                          tokenizer=plan.model.tokenizer or plan.model.path, max_model_len=plan.model.max_model_len)
-    out = {}
-    for name, config in plan.servers.items():
-        if config.runtime == "docker" and config.tensor_parallel_size * config.data_parallel_size > gpus_per_node:
-            out[name] = describe_launch(config, model, name=name, gpus_per_node=gpus_per_node)
-    return out
-
-
-def plan_overview(ref: str | None, tier: str, from_run: Any = None,
-                  gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> dict[str, Any]:
-    """What ``byog plan`` shows: the tier's matrix, launch commands (per node where a server spans
-    several) and estimate, every tier's cost, and the placeholders left to set."""
-    from byog.bench.estimate import estimate_plan
-    from byog.plans.expand import check_plan_fits
-    from byog.plans.load import load_plan
-
-    if gpus_per_node < 1:
-        raise UsageError("--gpus-per-node must be at least 1")
-    plan, _ = load_plan(ref)
-    cut = apply_tier(plan, tier)
-    check_plan_fits(cut)
-    estimate = estimate_plan(cut, from_run)
-    return {**estimate, "tier": tier, "tiers": tier_estimates(plan, from_run), "placeholders": find_placeholders(cut),
-            "pairs": [list(pair) for pair in cut.comparisons], "gpus_per_node": gpus_per_node,
-            "per_node_launch": per_node_launches(cut, gpus_per_node)}
-
-
-def render_plan_overview(console: Any, overview: dict[str, Any]) -> None:
-    from byog.bench.estimate import render_estimate
-
-    render_estimate(console, overview)
-    if overview["per_node_launch"]:
-        console.print(f"[bold]per-node launch[/] ({overview['gpus_per_node']} GPUs per node; --gpus-per-node to change; "
-                      "hosts are placeholders):", highlight=False)
-        for lines in overview["per_node_launch"].values():
-            for line in lines:
-                console.print(line, highlight=False, soft_wrap=True)
-    console.print("pairs: " + ", ".join(f"{c} vs {b}" for c, b in overview["pairs"]), highlight=False)
-    render_tier_estimates(console, overview["tiers"], overview["tier"])
-    places: dict[str, list[str]] = {}
-    for item in overview["placeholders"]:
-        where, value = item.split(": ", 1)
-        places.setdefault(value, []).append(where)
-    for value, wheres in places.items():
-        console.print(f"[yellow]to set before a run:[/] {value} in {', '.join(wheres)}", highlight=False, soft_wrap=True)

@@ -1,26 +1,138 @@
-"""The bench's raw files: a point record (``bench/<server>/<point>.json``) and its rows (``.parquet``).
+"""The bench's records: a point of the matrix, each request's raw row, the point's record, and
+the bench part of summary.json.
 
-Both are raw: summaries are derived from them. The row model lists the parquet columns; the
-client writes them (``byog.bench.rows``) and verify validates each row against this model.
+Raw (the source of truth): ``RequestRow`` (one parquet row of ``bench/<server>/<point>.parquet``,
+filled in place by the streaming client) and ``PointRecord`` (``bench/<server>/<point>.json``).
+Derived (``summary.json``, recomputed by verify): ``PointSummary`` and ``PointComparison``.
+Each is declared once here; the parquet schema (``byog.schemas.tables``) and the exported JSON
+Schemas are derived from these models.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from pathlib import Path
+from typing import ClassVar, Literal, Optional, Sequence, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from byog.plans.expand import BenchPoint
+from byog.schemas import tables
+from byog.schemas.base import Derived, Strict
+from byog.schemas.plan import DatasetPrompts, RandomPrompts, RequestBodyStyle, SloSpec, SyntheticSessions, TraceSource
 from byog.schemas.registry import register
 
-BENCH_SCHEMA_VERSION = 1
+# 2: ClientLoad's lag limit is share-of-ITL + floor (v1 records may hold a fixed limit)
+# 3: NVML power/clock samples (``power``), counter deltas over the measured waves only, agentic
+#    points, SLOs and search probes (optional fields: a v2 record reads as it is)
+BENCH_SCHEMA_VERSION = 3
+REQUEST_ROW_SCHEMA_VERSION = 2  # 2: cached_tokens and the agentic columns (optional: v1 files lack them)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def load_label(kind: str, batch_size: int | None, concurrency: int | None, rate: float | None,
+               speedup: float | None, *, rate_unit: str) -> str:
+    """B=4, C=8, x2 (a trace's speed-up), C=4 sessions, or the request rate."""
+    if kind == "batch":
+        return f"B={batch_size}"
+    if kind == "concurrency":
+        return f"C={concurrency}"
+    if kind == "agentic":
+        return f"x{speedup:g}" if speedup is not None else f"C={concurrency} sessions"
+    return f"{rate:g}{rate_unit}"
 
 
-class ClientLoad(_Strict):
+class BenchPoint(Strict):
+    """One measured point: a workload at one (B or C or rate, ISL, OSL), or an agentic workload at
+    one session concurrency (synthetic sessions) or speedup (a replayed trace); ISL and OSL are
+    then 0: every turn has its own, in its row."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    point_id: str
+    workload: str  # the workload's name in the plan
+    kind: Literal["batch", "concurrency", "rate", "agentic"]
+    batch_size: int | None = None
+    concurrency: int | None = None  # concurrency: requests in flight; agentic: sessions in flight
+    rate: float | None = None  # requests/s
+    isl: int
+    osl: int
+    api: Literal["completions", "chat"] = "completions"
+    prompts: Union[RandomPrompts, DatasetPrompts]
+    warmup_waves: int = 0  # batch
+    waves: int = 0  # batch: measured waves
+    num_prompts: int = 0  # concurrency/rate: measured requests
+    warmup_prompts: int = 0  # concurrency
+    prompt_seed: int = 0
+    arrival_seed: int = 0  # rate
+    reset_prefix_cache: bool = False
+    request_body: RequestBodyStyle = "byog"
+    servers: tuple[str, ...] = ()
+    slo: SloSpec | None = None  # the workload's SLO: the point reports goodput against it
+    search_probe: bool = False  # rate: a probe a rate search chose while running (not in the plan's list)
+    # agentic
+    source: SyntheticSessions | TraceSource | None = Field(default=None, discriminator="kind")
+    sessions: int = 0  # measured sessions (synthetic)
+    warmup_sessions: int = 0
+    speedup: float | None = None  # trace: send time = trace time / speedup
+    max_context: int | None = None  # every turn's prompt + answer fits (sessions end early otherwise)
+
+    @property
+    def total_requests(self) -> int:
+        """Requests sent, warm-up included (agentic: 0 = known once the sessions are built)."""
+        if self.kind == "agentic":
+            return 0
+        if self.kind == "batch":
+            assert self.batch_size is not None
+            return self.batch_size * (self.warmup_waves + self.waves)
+        return self.num_prompts + self.warmup_prompts
+
+    @property
+    def measured_requests(self) -> int:
+        return self.batch_size * self.waves if self.kind == "batch" and self.batch_size else self.num_prompts
+
+    @property
+    def load_label(self) -> str:
+        return load_label(self.kind, self.batch_size, self.concurrency, self.rate, self.speedup, rate_unit=" req/s")
+
+
+class RequestRow(Strict):
+    """One request as the client saw it (one parquet row). Timestamps are the client process's
+    ``time.perf_counter_ns``; only chunks that carried >= 1 output token are listed."""
+
+    request_index: int
+    wave: int  # batch: 0..W+R-1 (warm-up waves first); other workloads: -1
+    warmup: bool
+    expected_n_in: int  # prompt tokens the server should count (ISL for completions)
+    t_send_ns: int = 0
+    chunk_t_ns: list[int] = Field(default_factory=list)  # arrival of each chunk that carried output tokens
+    chunk_tokens: list[int] = Field(default_factory=list)  # output tokens each of those chunks carried (usage deltas)
+    n_in: Optional[int] = None  # the server's usage.prompt_tokens
+    n_out: int = 0  # the server's usage.completion_tokens
+    error: Optional[str] = None
+    usage_per_chunk: bool = True  # False: the server streamed chunks without usage (counts guessed as 1)
+    # the server's usage.prompt_tokens_details.cached_tokens (vLLM: --enable-prompt-tokens-details); None: not reported
+    cached_tokens: Optional[int] = None
+    # agentic points only (None elsewhere): the request's place in its session
+    session: Optional[int] = None  # session number (a trace: the line of the session's first request)
+    agent: Optional[int] = None  # 0 = the session's main agent, 1.. = its sub-agents
+    turn: Optional[int] = None  # index within the agent's turns
+    parent_turn: Optional[int] = None  # sub-agents: the main-agent turn they forked after; -1 for a main agent
+    expected_n_out: Optional[int] = None  # the turn's exact answer length (its OSL)
+    think_s: Optional[float] = None  # the pause slept before the turn was sent
+    reusable_tokens: Optional[int] = None  # prompt tokens the workload shares with what was sent or generated before (what a cache can hold)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and len(self.chunk_t_ns) > 0
+
+    @property
+    def t_first_ns(self) -> int:
+        return self.chunk_t_ns[0]
+
+    @property
+    def t_last_ns(self) -> int:
+        return self.chunk_t_ns[-1]
+
+
+class ClientLoad(Strict):
     """How busy the load generator itself was while it measured (client saturation check)."""
 
     cpu_share: Optional[float] = None  # client process CPU seconds / wall seconds (1.0 = one core)
@@ -32,10 +144,40 @@ class ClientLoad(_Strict):
     loop_lag_floor_s: float
 
 
-class PointRecord(_Strict):
+class PowerTrace(Strict):
+    """NVML samples taken during a point (``byog.bench.power``). Lists are [sample][gpu].
+
+    ``available: false`` (no NVIDIA driver or bindings, e.g. the CPU default) carries only the
+    reason: every number is absent, never zero. ``t_ns`` is on the rows' ``perf_counter_ns`` clock.
+    """
+
+    available: bool
+    reason: Optional[str] = None  # why there are no samples
+    gpu_indices: Optional[list[int]] = None  # NVML indices (PCI bus order)
+    gpu_names: Optional[list[str]] = None
+    interval_s: Optional[float] = None
+    # "counter": nvmlDeviceGetTotalEnergyConsumption (mJ); "integrated-power": trapezoid of nvmlDeviceGetPowerUsage
+    energy_source: Optional[Literal["counter", "integrated-power"]] = None
+    power_limit_w: Optional[list[float]] = None
+    t_ns: Optional[list[int]] = None
+    power_w: Optional[list[list[float]]] = None
+    energy_mj: Optional[list[list[float]]] = None  # only with energy_source "counter"
+    sm_clock_mhz: Optional[list[list[int]]] = None
+    mem_clock_mhz: Optional[list[list[int]]] = None
+    clock_event_reasons: Optional[list[list[int]]] = None  # nvmlClocksEventReasons bitmask
+    temperature_c: Optional[list[list[int]]] = None
+    errors: Optional[list[str]] = None  # reads that failed mid-point (their sample was dropped)
+
+    def per_gpu(self, field: str) -> list[list[float]]:
+        """A [sample][gpu] field as [gpu][sample] (what ``byog.analysis.energy`` takes)."""
+        rows = getattr(self, field) or []
+        return [list(col) for col in zip(*rows)]
+
+
+class PointRecord(Strict):
     """Written after the rows, atomically; ``status: failed`` (and no rows) makes a rerun retry it."""
 
-    schema_version: Literal[1] = BENCH_SCHEMA_VERSION
+    schema_version: Literal[3] = BENCH_SCHEMA_VERSION
     server: str
     point: BenchPoint
     prompts_label: str  # "random-ids" or "dataset:<name>": results on random tokens are labelled so
@@ -48,32 +190,250 @@ class PointRecord(_Strict):
     t_end_ns: int
     client: Optional[ClientLoad] = None
     counter_deltas: dict[str, Union[float, list[float]]] = Field(default_factory=dict)  # /metrics after - before
+    # batch: /metrics after - after the warm-up waves (None: not taken, e.g. records of schema < 3)
+    measured_counter_deltas: Optional[dict[str, Union[float, list[float]]]] = None
+    power: Optional[PowerTrace] = None  # None: records of schema < 3
     prefix_cache_reset: Optional[bool] = None  # None: not asked; False: the server refused
     byog_version: str
 
 
-class BenchRow(_Strict):
-    """One request (one parquet row). Timestamps are ``time.perf_counter_ns`` of the client process."""
+# --- summary.json: derived ---------------------------------------------------------------------
 
-    request_index: int
-    wave: int  # batch: 0..W+R-1 (warm-up waves first); other workloads: -1
-    warmup: bool
-    expected_n_in: int  # prompt tokens the server should count (ISL for completions)
-    t_send_ns: int
-    chunk_t_ns: list[int]  # arrival of each chunk that carried output tokens
-    chunk_tokens: list[int]  # output tokens each of those chunks carried (usage deltas)
-    n_in: Optional[int] = None  # the server's usage.prompt_tokens
-    n_out: int  # the server's usage.completion_tokens
-    error: Optional[str] = None
-    usage_per_chunk: bool  # False: the server streamed chunks without usage (counts guessed)
+class Percentiles(Derived):
+    """mean, P50, P90, P99 of one quantity over a point's measured requests (None: no data)."""
+
+    mean: Optional[float] = None
+    p50: Optional[float] = None
+    p90: Optional[float] = None
+    p99: Optional[float] = None
 
 
-ROW_COLUMNS: tuple[str, ...] = tuple(BenchRow.model_fields)
+class ClockStats(Derived):
+    mean: Optional[float] = None
+    min: Optional[float] = None
 
 
-def point_record_json(record: PointRecord) -> dict[str, Any]:
-    return record.model_dump(mode="json")
+class PowerMetrics(Derived):
+    """Energy and clocks of one point from its NVML samples (``byog.analysis.energy``).
+
+    ``window``: "decode" = the batch workload's decode windows (tokens = tokens in them);
+    "point" = from the first measured send to the last measured token (tokens = every output token).
+    """
+
+    available: bool
+    reason: Optional[str] = None  # why not measured
+    energy_source: Optional[str] = None
+    window: Optional[Literal["decode", "point"]] = None
+    energy_j: Optional[float] = None  # all sampled GPUs together
+    j_per_token: Optional[float] = None
+    mean_power_w: Optional[float] = None
+    sm_clock_mhz: Optional[ClockStats] = None
+    mem_clock_mhz: Optional[ClockStats] = None
+    throttle: Optional[dict[str, float]] = None  # throttling reason -> share of samples in the measured span
+
+
+class PointMetrics(Derived):
+    """Every metric of one point (formulas: ``byog.analysis.metrics``; docs/metrics.md)."""
+
+    ttft_s: Percentiles
+    tpot_s: Percentiles
+    itl_s: Percentiles
+    itl_request_mean_s: Percentiles
+    e2e_latency_s: Percentiles
+    tok_s_user: Percentiles  # Pq = 1 / Pq(tpot): P90 is the slowest 10% of users
+    output_tok_s: Optional[float] = None
+    decode_tok_s: Optional[float] = None
+    decode_step_s: Optional[float] = None
+    decode_window_s: Optional[float] = None
+    tokens_in_window: Optional[int] = None
+    decode_steps: Optional[float] = None  # engine steps in the windows: chunks per request (one SSE chunk per step)
+    tokens_per_step: Optional[float] = None  # tokens in window / decode_steps (all B requests)
+    crosscheck_decode_tok_s: Optional[float] = None  # steps/s x acceptance_length x B (the PR's conversion)
+    crosscheck_ratio: Optional[float] = None  # crosscheck_decode_tok_s / decode_tok_s
+    acceptance_length: Optional[float] = None  # 1 + accepted / drafts (per drafted step)
+    acceptance_length_ci: Optional[list[float]] = None  # 95% [low, high], drafts as independent trials
+    acceptance_per_position: Optional[list[float]] = None
+    acceptance_per_position_ci: Optional[list[list[float]]] = None  # Wilson 95% per position
+    draft_coverage: Optional[float] = None  # drafts / request-steps: share of decode steps that carried a draft
+    tokens_per_request_step: Optional[float] = None  # generated / request-steps: what each request gains per step
+    achieved_concurrency: Optional[float] = None
+    power: Optional[PowerMetrics] = None
+
+
+class TurnLatency(Derived):
+    """TTFT of the turns with one index (0 = a session's first prompt), main agents only."""
+
+    turn: int
+    n: int
+    mean: Optional[float] = None
+    p50: Optional[float] = None
+    p90: Optional[float] = None
+    p99: Optional[float] = None
+
+
+class SessionSummary(Derived):
+    """An agentic point's per-session numbers (formulas: ``byog.analysis.sessions``)."""
+
+    sessions: int  # sessions with a measured turn
+    sessions_complete: int  # sessions whose every turn succeeded
+    turns: int  # measured turns (requests), sub-agents included
+    subagent_turns: int
+    ttft_s_by_turn: list[TurnLatency]
+    ttft_s_subagent: Percentiles  # sub-agents' turns (their first one starts from the parent's context)
+    prompt_tokens: Percentiles  # the context each turn sent
+    prefix_hit_rate: Optional[float] = None  # sum cached_tokens / sum prompt tokens (usage; None: not reported)
+    prefix_hit_rate_counters: Optional[float] = None  # Δ prefix_cache_hits / Δ prefix_cache_queries around the point
+    reusable_share: Optional[float] = None  # sum reusable_tokens / sum prompt tokens: an ideal cache's hit rate
+    session_s: Percentiles  # first send to last token of a session, pauses included
+
+
+class GoodputSummary(Derived):
+    """The share of a point's measured requests inside its workload's SLO, and the goodput."""
+
+    ttft_s: Optional[float] = None  # the limits held against
+    tpot_s: Optional[float] = None
+    e2e_s: Optional[float] = None
+    target_share: float
+    measured: int
+    good: int
+    slo_share: Optional[float] = None
+    goodput_req_s: Optional[float] = None
+    goodput_tok_s: Optional[float] = None
+    meets_target: Optional[bool] = None  # slo_share >= target_share
+
+
+class PointSummary(Derived):
+    """summary.json bench.points[]: one per (server, point) of the plan, measured or not (launch 1);
+    bench.launch_points[]: the same for launches 2..R."""
+
+    # Added later (launches, the agentic workload): left out while empty, so a run without them
+    # keeps the bytes it had (verify compares summary.json).
+    omit_when_empty: ClassVar[frozenset[str]] = frozenset({"launch", "speedup", "search_probe", "sessions", "goodput"})
+
+    server: str
+    point_id: str
+    workload: str
+    kind: Literal["batch", "concurrency", "rate", "agentic"]
+    batch_size: Optional[int] = None
+    concurrency: Optional[int] = None
+    rate: Optional[float] = None
+    speedup: Optional[float] = None  # a replayed trace
+    search_probe: bool = False  # a rate a search chose while running
+    isl: int
+    osl: int
+    api: Literal["completions", "chat"]
+    prompts: Optional[str] = None  # the point record's prompts label
+    launch: Optional[int] = None  # launch r >= 2 of the server (bench.launch_points); None: launch 1
+    valid: bool
+    invalid_reasons: list[str]
+    n_requests: int
+    metrics: Optional[PointMetrics] = None
+    sessions: Optional[SessionSummary] = None  # agentic points
+    goodput: Optional[GoodputSummary] = None  # points of a workload with an SLO
+
+    @property
+    def load_label(self) -> str:
+        return load_label(self.kind, self.batch_size, self.concurrency, self.rate, self.speedup, rate_unit="/s")
+
+
+PerfLabel = Literal["faster", "slower", "equivalent", "within noise"]
+
+
+class PointComparison(Derived):
+    """summary.json bench.comparisons[]: candidate / baseline of one headline metric at one point.
+
+    With more than one launch on a side the values pool every launch and the CIs come from the
+    hierarchical bootstrap (launches, then units); with an A/A margin for the metric the point is
+    labelled (byog.analysis.perf_equivalence). Those fields are left out when they do not apply.
+    """
+
+    omit_when_empty: ClassVar[frozenset[str]] = frozenset({"launches", "ci90_low", "ci90_high", "margin", "label"})
+
+    point_id: str
+    candidate: str
+    baseline: str
+    metric: str
+    candidate_value: float
+    baseline_value: float
+    ratio: float
+    ci_low: Optional[float] = None
+    ci_high: Optional[float] = None
+    ci_level: float
+    units: Literal["waves", "requests"]  # what the bootstrap resampled
+    within_noise: Optional[bool] = None  # the CI holds 1
+    launches: Optional[list[int]] = None  # [candidate, baseline] launches pooled, when either is > 1
+    ci90_low: Optional[float] = None  # the 90% CI of the TOST (same resamples), with a label
+    ci90_high: Optional[float] = None
+    margin: Optional[float] = None  # the A/A margin of this metric, as a ln-ratio
+    label: Optional[PerfLabel] = None
+
+
+class LaunchShare(Derived):
+    """summary.json bench.launch_shares[]: how much of a point's variance is between launches."""
+
+    server: str
+    point_id: str
+    metric: str
+    launches: int
+    units: int  # waves (batch) or requests, over all launches
+    between_var: float
+    within_var: float
+    share: float  # between / (between + within)
+
+
+class AAPoint(Derived):
+    point_id: str
+    ratio: float  # the statistic on the baseline's launch 2 / launch 1
+
+
+class AAMargin(Derived):
+    """summary.json bench.aa[]: the A/A margin of one metric, from the baseline launched twice."""
+
+    baseline: str
+    metric: str
+    margin: float  # ln-ratio: max(1%, 1.96 x RMS of ln(A2 / A1) over the points)
+    points: list[AAPoint]
+
+
+class RateProbe(Derived):
+    rate: float
+    point_id: str
+    slo_share: Optional[float] = None  # None: the probe failed or is missing (counts as missing the target)
+
+
+class RateSearchSummary(Derived):
+    """summary.json bench.rate_searches[]: the highest rate inside an SLO, from the measured probes."""
+
+    server: str
+    workload: str
+    target_share: float
+    probes: list[RateProbe]  # in rate order
+    best_rate: Optional[float] = None  # the highest rate that met the target below the lowest failing one
+    failing_rate: Optional[float] = None
+    converged: bool
+    reason: str
+    non_monotone: list[float] = Field(default_factory=list)
+
+
+class BenchSummary(Derived):
+    omit_when_empty: ClassVar[frozenset[str]] = frozenset({"launch_points", "launch_shares", "aa", "rate_searches"})
+
+    points: list[PointSummary] = Field(default_factory=list)
+    comparisons: list[PointComparison] = Field(default_factory=list)
+    launch_points: list[PointSummary] = Field(default_factory=list)
+    launch_shares: list[LaunchShare] = Field(default_factory=list)
+    aa: list[AAMargin] = Field(default_factory=list)
+    rate_searches: list[RateSearchSummary] = Field(default_factory=list)
 
 
 register("bench_point", PointRecord, version=BENCH_SCHEMA_VERSION, files=("bench/*/*.json",))
-register("bench_row", BenchRow, version=BENCH_SCHEMA_VERSION, files=("bench/*/*.parquet",), kind="parquet")
+register("bench_row", RequestRow, version=REQUEST_ROW_SCHEMA_VERSION, files=("bench/*/*.parquet",), kind="parquet")
+
+
+def write_request_rows(path: Path, rows: Sequence[RequestRow]) -> None:
+    """A point's rows as parquet, ordered by request index (the same rows give the same bytes)."""
+    tables.write_rows(path, RequestRow, sorted(rows, key=lambda r: r.request_index), compression="zstd")
+
+
+def read_request_rows(path: Path) -> list[RequestRow]:
+    return tables.read_rows(path, RequestRow)

@@ -19,50 +19,79 @@
         candidate: candidate
         verdict: equivalent
         note: where the figure was published      # optional, shown, never checked
-        not_checked: byog has no such workload    # optional: listed as not checked instead of failing
+        not_checked: byog traces no kernels       # optional: listed as not checked instead of failing
 
 A selector's keys are matched against a summary point's fields (and its ``spec``/``workload``);
 it must match exactly one point of the server.
 
 Two optional keys on every claim carry what a bare number cannot: ``note`` (the context the
 published figure comes with, e.g. "baseline on 8 GPUs, candidate on 16"; shown, never checked)
-and ``not_checked`` (why no bundle can check the claim yet, e.g. its workload is not
-implemented): verify lists such a claim as not checked, never as holding.
+and ``not_checked`` (why no bundle can check the claim yet, e.g. byog does not
+measure its metric): verify lists such a claim as not checked, never as holding.
+
+Numbers must be finite (``.nan`` and ``.inf`` are refused anywhere in a claim, selectors
+included), a tolerance is at most 1 (100%: a wider one accepts anything of the same sign, which
+claims nothing), and a selector names at least one field.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, model_validator
 
+from byog.schemas.base import Strict
 from byog.schemas.registry import register
 
 CLAIMS_SCHEMA_VERSION = 1
 DEFAULT_TOLERANCE = 0.05
+MAX_TOLERANCE = 1.0
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FiniteStrict(Strict):
+    """A strict record whose numbers must be finite (NaN and infinities refused)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)
 
 
-class _ClaimBase(_Strict):
+def non_finite_in(value: Any, path: str) -> str | None:
+    """The path of the first NaN or infinity inside a selector value, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = non_finite_in(item, f"{path}.{key}")
+            if found:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = non_finite_in(item, f"{path}[{index}]")
+            if found:
+                return found
+    return None
+
+
+class _ClaimBase(FiniteStrict):
     name: str | None = None
     note: str | None = None  # the published context of the number (a caveat, its source); shown, not checked
     not_checked: str | None = None  # why no bundle can check this claim yet; verify lists it, never passes it
 
 
 class _PointClaim(_ClaimBase):
-    point: str | None = None  # a point id, as in summary.json
-    select: dict[str, Any] | None = None  # or fields that pick exactly one point
-    metric: str  # a field of the point, dotted for nested values (e.g. tpot_s.p50)
+    point: str | None = Field(default=None, min_length=1)  # a point id, as in summary.json
+    select: dict[str, Any] | None = Field(default=None, min_length=1)  # or fields that pick exactly one point
+    metric: str = Field(min_length=1)  # a field of the point, dotted for nested values (e.g. tpot_s.p50)
     value: float
-    tolerance: float = Field(default=DEFAULT_TOLERANCE, ge=0)  # relative: |got - value| <= tolerance * |value|
+    tolerance: float = Field(default=DEFAULT_TOLERANCE, ge=0, le=MAX_TOLERANCE)  # relative: |got - value| <= tolerance * |value|
 
     @model_validator(mode="after")
     def _one_way_to_pick(self) -> "_PointClaim":
         if (self.point is None) == (self.select is None):
             raise ValueError("a claim names its point with exactly one of 'point' or 'select'")
+        bad = non_finite_in(self.select, "select")
+        if bad:
+            raise ValueError(f"{bad} is not a finite number")
         return self
 
 
@@ -97,7 +126,7 @@ Claim = Annotated[
 ]
 
 
-class ClaimsFile(_Strict):
+class ClaimsFile(FiniteStrict):
     schema_version: Literal[1] = CLAIMS_SCHEMA_VERSION
     claims: list[Claim] = Field(min_length=1)
 

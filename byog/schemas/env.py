@@ -17,7 +17,7 @@ ENV_SCHEMA_VERSION = 1
 
 
 class GpuRecord(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     index: int | None = None
     name: str | None = None
@@ -26,7 +26,7 @@ class GpuRecord(BaseModel):
 
 
 class EnvRecord(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     schema_version: int = ENV_SCHEMA_VERSION
     hostname: str | None = None

@@ -8,33 +8,28 @@ id, the sha256 of the item's canonical text, the extracted answer and the score.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from byog.schemas import tables
+from byog.schemas.base import Derived, Strict
+from byog.schemas.registry import register
 
 EVAL_RESULTS_SCHEMA_VERSION = 1
 
-ITEM_COLUMNS = (
-    "item_id",
-    "item_sha256",
-    "pass_index",
-    "seed",
-    "extracted_answer",
-    "target",
-    "score",
-    "n_output_tokens",
-    "bin",
-)
+# "degenerate": a comparison the paired test cannot judge (byog.analysis.degenerate), never a pass
+Verdict = Literal["equivalent", "different", "inconclusive", "degenerate"]
+DegenerateReason = Literal["floor", "ceiling", "no_discordant", "below_reference"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class EvalItemRow(Strict):
+    """One (item, pass): one parquet row of items.parquet."""
 
-
-class EvalItemRow(_Strict):
     item_id: str  # stable id: the dataset's own id where it has one, else "<split>:<row index>"
     item_sha256: str  # sha256 of the item's canonical JSON (the dataset row, keys sorted)
-    pass_index: int = Field(ge=0)  # k in 0..K-1; pass k used seed plan.seeds[k]
+    pass_index: int = Field(ge=0, json_schema_extra={"arrow": "int32"})  # k in 0..K-1; pass k used seed plan.seeds[k]
     seed: int
     extracted_answer: str | None  # what the answer extraction took from the response
     target: str | None  # the gold answer in short form (number, letter); None where it is long text
@@ -43,7 +38,7 @@ class EvalItemRow(_Strict):
     bin: str | None = None  # MRCR: the token-count bin of the row
 
 
-class DataRecord(_Strict):
+class DataRecord(Strict):
     source: Literal["local", "hub", "hub-cache", "fixture", "generated"]
     dataset_id: str
     revision: str | None
@@ -54,14 +49,14 @@ class DataRecord(_Strict):
     note: str = ""
 
 
-class EndpointRecord(_Strict):
+class EndpointRecord(Strict):
     base_url: str
     model: str
     tokenizer: str | None = None
     max_model_len: int | None = None
 
 
-class SamplingRecord(_Strict):
+class SamplingRecord(Strict):
     passes: int
     seeds: list[int]
     temperature: float
@@ -71,7 +66,7 @@ class SamplingRecord(_Strict):
     response_cache: Literal["off"] = "off"
 
 
-class EvalResults(_Strict):
+class EvalResults(Strict):
     schema_version: Literal[1] = EVAL_RESULTS_SCHEMA_VERSION
     server: str
     task: dict[str, Any]  # TaskSpec.record()
@@ -89,13 +84,10 @@ class EvalResults(_Strict):
     extra: dict[str, Any] = Field(default_factory=dict)  # runner-specific (MRCR bins, token counter)
 
 
-from byog.schemas.registry import register  # noqa: E402  (registration at import, like every schema module)
-
-register("eval_results", EvalResults, version=EVAL_RESULTS_SCHEMA_VERSION, files=("evals/*/*/results.json",))
-register("eval_item", EvalItemRow, version=EVAL_RESULTS_SCHEMA_VERSION, files=("evals/*/*/items.parquet",), kind="parquet")
+ITEM_COLUMNS: tuple[str, ...] = tables.columns(EvalItemRow)
 
 
-class EvalScoreRow(_Strict):
+class EvalScore(Derived):
     """summary.json evals.scores[]: one per (server, task)."""
 
     server: str
@@ -107,13 +99,9 @@ class EvalScoreRow(_Strict):
     stderr: float | None
 
 
-class EvalVerdictRow(_Strict):
-    """summary.json evals.verdicts[]: one per (task, candidate vs baseline, speculative on/off)."""
+class PairedComparison(Derived):
+    """The paired statistics of candidate vs baseline on the same items (``byog.analysis.stats``)."""
 
-    task: str
-    candidate: str
-    baseline: str
-    speculative: bool
     n: int
     margin: float
     d: float | None
@@ -122,12 +110,44 @@ class EvalVerdictRow(_Strict):
     ci90_high: float | None
     ci95_low: float | None
     ci95_high: float | None
-    verdict: Literal["equivalent", "different", "inconclusive"]
+    verdict: Verdict
     within_1se: bool | None
     z: float | None
     power: float | None
     mde: float | None
 
 
-register("eval_score", EvalScoreRow, version=EVAL_RESULTS_SCHEMA_VERSION)
-register("eval_verdict", EvalVerdictRow, version=EVAL_RESULTS_SCHEMA_VERSION)
+class EvalVerdict(PairedComparison):
+    """summary.json evals.verdicts[]: one per (task, candidate vs baseline, speculative on/off).
+
+    ``verdict`` is "degenerate" when ``degenerate`` names any case (the TOST's intervals stay in
+    the row). ``screening``: the plan's design for this eval cannot keep the gate sound (its
+    planned false-fail rate, predicted before the run, is over 5%), so whatever the verdict the
+    row is a screening result, never a pass (docs/statistics.md).
+    """
+
+    task: str
+    candidate: str
+    baseline: str
+    speculative: bool
+    # Summary schema 2 added the fields below (byog.schemas.summary.ADDED_IN); a schema-1 summary lacks them.
+    discordant: int | None = None  # items whose per-item scores differ between the two servers
+    planned_false_fail: float | None = None  # byog.analysis.power at the plan's n, K and margin (None: unknown task)
+    screening: bool = False
+    degenerate: list[DegenerateReason] = Field(default_factory=list)
+    degenerate_why: list[str] = Field(default_factory=list)  # one sentence per reason, same order
+
+
+class EvalSummary(Derived):
+    scores: list[EvalScore] = Field(default_factory=list)
+    verdicts: list[EvalVerdict] = Field(default_factory=list)
+
+
+def write_eval_items(path: Path, rows: list[dict[str, Any]]) -> None:
+    tables.write_rows(path, EvalItemRow, rows)
+
+
+register("eval_results", EvalResults, version=EVAL_RESULTS_SCHEMA_VERSION, files=("evals/*/*/results.json",))
+register("eval_item", EvalItemRow, version=EVAL_RESULTS_SCHEMA_VERSION, files=("evals/*/*/items.parquet",), kind="parquet")
+register("eval_score", EvalScore, version=EVAL_RESULTS_SCHEMA_VERSION)
+register("eval_verdict", EvalVerdict, version=EVAL_RESULTS_SCHEMA_VERSION)

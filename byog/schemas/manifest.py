@@ -7,10 +7,12 @@ written as RFC 8785 canonical JSON (``byog.bundles.manifest``), so its bytes are
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from byog.core.errors import UsageError
 from byog.schemas.registry import register
 
 MANIFEST_SCHEMA_VERSION = 1
@@ -19,7 +21,7 @@ PREDICATE_TYPE = "https://byog.dev/bundle/v1"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class Digest(_Strict):
@@ -45,6 +47,54 @@ class ServerSummary(_Strict):
     image_digests: list[str] = []  # RepoDigests, e.g. "vllm/vllm-openai@sha256:..."
 
 
+_SUBJECT = re.compile(r"^(?P<repo>[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100})(?:#(?P<pr>[0-9]{1,9})|@(?P<commit>[0-9a-fA-F]{7,40}))$")
+
+
+class BundleSubject(_Strict):
+    """What a bundle is for, signed with it: a repository and a pull request number or a commit.
+
+    ``verify --for OWNER/REPO#N`` (or ``OWNER/REPO@COMMIT``) fails a bundle whose subject is
+    anything else, so a bundle made for one PR cannot be replayed on another. Repository names
+    compare case-insensitively (GitHub's); a commit matches when one hash is a prefix of the
+    other and both have at least 7 hex digits.
+    """
+
+    repository: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
+    pr: int | None = Field(default=None, ge=1)
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,40}$")
+
+    @model_validator(mode="after")
+    def _names_something(self) -> "BundleSubject":
+        if self.pr is None and self.commit is None:
+            raise ValueError("a subject names a pull request number or a commit")
+        return self
+
+    @classmethod
+    def parse(cls, text: str) -> "BundleSubject":
+        """'OWNER/REPO#N' or 'OWNER/REPO@COMMIT'; ValueError otherwise."""
+        found = _SUBJECT.fullmatch(text)
+        if not found:
+            raise ValueError(f"'{text}' is not OWNER/REPO#PR or OWNER/REPO@COMMIT")
+        pr = found.group("pr")
+        commit = found.group("commit")
+        return cls(repository=found.group("repo"), pr=int(pr) if pr else None, commit=commit.lower() if commit else None)
+
+    def label(self) -> str:
+        return f"{self.repository}#{self.pr}" if self.pr is not None else f"{self.repository}@{self.commit}"
+
+    def mismatch(self, wanted: "BundleSubject") -> str | None:
+        """Why this (the bundle's) subject is not ``wanted``, or None when it is."""
+        if self.repository.lower() != wanted.repository.lower():
+            return f"the bundle is for {self.label()}, not {wanted.repository}"
+        if wanted.pr is not None and self.pr != wanted.pr:
+            return f"the bundle is for {self.label()}, not pull request #{wanted.pr}"
+        if wanted.commit is not None:
+            ours = self.commit or ""
+            if len(ours) < 7 or not (ours.startswith(wanted.commit) or wanted.commit.startswith(ours)):
+                return f"the bundle is for {self.label()}, not commit {wanted.commit}"
+        return None
+
+
 class BundlePredicate(_Strict):
     schema_version: int = MANIFEST_SCHEMA_VERSION
     tool: Tool
@@ -54,6 +104,7 @@ class BundlePredicate(_Strict):
     hardware: dict[str, Any] = {}  # from env.json: cpu, memory, gpus
     claims: list[dict[str, Any]] = []  # the run's claims.yaml, if it had one (see byog.bundles.claims)
     compressed: list[str] = []  # bundle paths that pack compressed to fit the size budget
+    subject: BundleSubject | None = None  # what the bundle is for (pack --for); absent from manifests without one
 
 
 class Statement(_Strict):
@@ -76,3 +127,13 @@ class SignerRecord(_Strict):
 
 
 register("signer", SignerRecord, version=MANIFEST_SCHEMA_VERSION, files=("signer.json",))
+
+
+def subject_arg(value: "str | BundleSubject | None") -> "BundleSubject | None":
+    """``--for OWNER/REPO#PR`` (or ``@COMMIT``) as given on a command line or already parsed."""
+    if value is None or isinstance(value, BundleSubject):
+        return value
+    try:
+        return BundleSubject.parse(value)
+    except ValueError as err:
+        raise UsageError(f"--for: {err}") from None

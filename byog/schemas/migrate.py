@@ -1,8 +1,8 @@
 """Schema migrations: data written under an older ``schema_version`` is upgraded step by step.
 
-``MIGRATIONS[(name, v)]`` turns a version-v document of schema ``name`` into version v+1. Version
-1 is the first version, so there are no steps yet; :func:`migrate` still runs for every file
-verify reads, so a v2 only adds entries here. A version newer than this byog knows is refused:
+``MIGRATIONS[(name, v)]`` turns a version-v document of schema ``name`` into version v+1;
+:func:`migrate` runs for every file verify reads and every raw record analysis reads, so code
+past this module sees only current records, never a branch per version. A version newer than this byog knows is refused:
 it cannot be read correctly, only guessed at.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from byog.errors import UsageError
+from byog.core.errors import UsageError
 from byog.schemas.registry import load_all
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -41,4 +41,34 @@ def migrate(name: str, data: dict[str, Any], *, label: str | None = None) -> dic
         data = step(dict(data))
         version += 1
         data["schema_version"] = version
+    return data
+
+
+@register_migration("bench_point", 1)
+def _bench_point_fixed_lag_limit(data: dict[str, Any]) -> dict[str, Any]:
+    """bench_point 1 -> 2: a fixed event-loop lag limit becomes the share-of-ITL rule with share 0.
+
+    Point records written before the ITL-relative lag rule carry ``client.loop_lag_limit_s``;
+    ``max(floor, 0 x ITL)`` with floor = that limit is the same test.
+    """
+    client = data.get("client")
+    if isinstance(client, dict) and "loop_lag_limit_s" in client:
+        client = dict(client)
+        client["loop_lag_floor_s"] = client.pop("loop_lag_limit_s")
+        client["loop_lag_share_of_itl"] = 0.0
+        data["client"] = client
+    return data
+
+
+@register_migration("summary", 1)
+def _summary_eval_verdict_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 1 -> 2: eval verdicts gained discordant, planned_false_fail, screening and the
+    degenerate cases; a schema-1 verdict had none of them (the model's defaults say so)."""
+    return data
+
+
+@register_migration("bench_point", 2)
+def _bench_point_power(data: dict[str, Any]) -> dict[str, Any]:
+    """bench_point 2 -> 3: adds the optional ``power`` samples, ``measured_counter_deltas`` and the
+    agentic workload's fields; a v2 record has none, which v3 reads as "not measured" (None)."""
     return data

@@ -1,8 +1,449 @@
-"""plan.yaml: the Plan model lives in ``byog.plans.model``; this module only registers it."""
+"""The Plan: which servers to launch, which workloads and evals to run on each, and how to compare.
+
+A plan is pure data (pydantic, ``extra="forbid"`` everywhere so a misspelt key is an error that
+names the key). Expanding a plan into concrete bench points lives in ``byog.plans.expand``.
+"""
 
 from __future__ import annotations
 
-from byog.plans.model import PLAN_SCHEMA_VERSION, Plan
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    model_validator,
+)
+
+from byog.schemas.base import Strict
 from byog.schemas.registry import register
+
+PLAN_SCHEMA_VERSION = 1
+
+BUILTIN_MODEL = "builtin:smollm2-135m-instruct"
+
+
+
+class ModelSpec(Strict):
+    """What every server serves. ``path`` is a local HF directory, a hub id, or ``builtin:...``."""
+
+    path: str
+    served_name: str | None = None
+    tokenizer: str | None = None
+    max_model_len: PositiveInt | None = None
+
+
+class ServerConfig(Strict):
+    """One server under test. Its name is its key in ``Plan.servers``.
+
+    A server may span several nodes (``nodes: N``): N copies of vLLM cooperating on one model,
+    each a share of TP x PP x DP, started through a node runtime (``runtime``: local process
+    groups on this machine, docker containers, or hosts reached over ``ssh``) by one of vLLM's
+    launchers (``launcher``: ``native`` = ``--nnodes/--node-rank/--master-addr``, or ``ray``).
+    """
+
+    runtime: Literal["local", "docker", "endpoint", "ssh"] = "local"
+    image: str | None = None  # docker runtime: image reference (pinned by digest in real runs)
+    # docker runtime: GPUs to request: "all", "none", or device ids; unset = all for a GPU image, none for a CPU one
+    gpus: Literal["all", "none"] | list[NonNegativeInt] | None = None
+    url: str | None = None  # endpoint runtime: an already-running server
+    args: list[str] = Field(default_factory=list)  # extra `vllm serve` arguments, verbatim
+    env: dict[str, str] = Field(default_factory=dict)
+    tensor_parallel_size: PositiveInt = 1
+    data_parallel_size: PositiveInt = 1
+    decode_context_parallel_size: PositiveInt = 1
+    additional_config: dict[str, Any] | None = None  # vLLM --additional-config (e.g. the decode switch)
+    speculative_config: dict[str, Any] | None = None  # vLLM --speculative-config
+    startup_timeout_s: float = Field(default=900.0, gt=0)
+    # --- multi-node (nodes > 1) ---
+    nodes: PositiveInt = 1
+    launcher: Literal["native", "ray"] = "native"
+    # GPUs each node uses (CUDA_VISIBLE_DEVICES, or the container's device request); nodes sharing a
+    # host get disjoint ranges. Unset: TP x PP x DP / nodes, and none for a CPU build.
+    gpus_per_node: NonNegativeInt | None = None
+    # One per node, rank 0 (the API server, the Ray head) first: ssh destinations (user@host,
+    # ssh://user@host:port) for `ssh`, Docker engines (ssh://user@host) for `docker`; none for `local`.
+    hosts: list[str] = Field(default_factory=list)
+    ssh_options: list[str] = Field(default_factory=list)  # extra `ssh` options, e.g. ["-i", "~/.ssh/tray"]
+    node_python: str | None = None  # the interpreter on every node (local, ssh); default: byog's own
+    ray_args: list[str] = Field(default_factory=list)  # extra `ray start` arguments on every node
+
+    @model_validator(mode="after")
+    def _runtime_fields(self) -> "ServerConfig":
+        if self.runtime == "endpoint" and not self.url:
+            raise ValueError("an 'endpoint' server needs 'url'")
+        if self.runtime == "docker" and not self.image:
+            raise ValueError("a 'docker' server needs 'image'")
+        if self.runtime == "endpoint" and self.nodes > 1:
+            raise ValueError("an 'endpoint' server is already running: 'nodes' is for servers byog launches")
+        if self.runtime == "ssh" and self.nodes < 2:
+            raise ValueError("the 'ssh' runtime runs multi-node servers: set 'nodes' (and one 'hosts' entry per node)")
+        if self.hosts and self.runtime not in ("ssh", "docker"):
+            raise ValueError(f"'hosts' names ssh destinations or Docker engines; '{self.runtime}' nodes all run here")
+        if self.runtime == "ssh" and len(self.hosts) != self.nodes:
+            raise ValueError(f"'ssh' needs one 'hosts' entry per node: {self.nodes} nodes, {len(self.hosts)} hosts")
+        if self.hosts and len(self.hosts) != self.nodes:
+            raise ValueError(f"{self.nodes} nodes but {len(self.hosts)} 'hosts': one per node, rank 0 first")
+        if self.nodes == 1 and (self.launcher != "native" or self.gpus_per_node is not None):
+            raise ValueError("'launcher' and 'gpus_per_node' are for multi-node servers: set 'nodes' too")
+        return self
+
+    @property
+    def multi_node(self) -> bool:
+        return self.nodes > 1
+
+    @property
+    def speculative(self) -> bool:
+        return self.speculative_config is not None
+
+
+class RandomPrompts(Strict):
+    """Random token ids of exactly ISL tokens, checked with the server's /tokenize."""
+
+    kind: Literal["random"] = "random"
+
+
+class DatasetPrompts(Strict):
+    """Real prompts from a dataset (MT-Bench, GSM8K), truncated/padded to ISL tokens.
+
+    ``repeat: false``: consecutive rows concatenated until ISL tokens. ``repeat: true``: ONE row
+    (GSM8K: "Question: ... Answer: ..." with its worked answer; MT-Bench: the first turn) repeated
+    until ISL tokens: real text whose continuation is itself, so a prompt-lookup (ngram) drafter
+    finds matches; labelled ``dataset:<name>:repeated``.
+    """
+
+    kind: Literal["dataset"] = "dataset"
+    dataset: Literal["mt_bench", "gsm8k"]
+    repeat: bool = False
+
+
+Prompts = Annotated[Union[RandomPrompts, DatasetPrompts], Field(discriminator="kind")]
+
+
+# What each request asks of the server (byog.bench.client.request_body): "byog" (exact per-chunk
+# token counts) or "vllm" (the body `vllm bench serve` sends, for a like-for-like comparison).
+RequestBodyStyle = Literal["byog", "vllm"]
+
+
+class SloSpec(Strict):
+    """Per-request latency limits in seconds (any subset) and the share of requests that must meet them."""
+
+    ttft_s: float | None = Field(default=None, gt=0)
+    tpot_s: float | None = Field(default=None, gt=0)
+    e2e_s: float | None = Field(default=None, gt=0)
+    target_share: float = Field(default=0.9, gt=0, le=1)  # what a rate search keeps, and what the report flags
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> "SloSpec":
+        if self.ttft_s is None and self.tpot_s is None and self.e2e_s is None:
+            raise ValueError("an SLO needs at least one of ttft_s, tpot_s, e2e_s")
+        return self
+
+
+class _WorkloadBase(Strict):
+    name: str | None = None  # defaults to the kind; must be unique within a plan
+    servers: list[str] | None = None  # default: every server
+    isl: list[PositiveInt] = Field(min_length=1)
+    osl: list[PositiveInt] = Field(min_length=1)
+    prompts: Prompts = Field(default_factory=RandomPrompts)
+    api: Literal["completions", "chat"] = "completions"
+    reset_prefix_cache: bool = False
+    request_body: RequestBodyStyle = "byog"
+    slo: SloSpec | None = None  # each point reports the share of requests inside it and the goodput
+
+
+class BatchWorkload(_WorkloadBase):
+    """Exactly B requests start together; W warm-up waves, then R measured waves."""
+
+    kind: Literal["batch"] = "batch"
+    batch_sizes: list[PositiveInt] = Field(min_length=1)
+    warmup_waves: NonNegativeInt = 1
+    waves: PositiveInt = 3
+
+
+class ConcurrencyWorkload(_WorkloadBase):
+    """Closed loop: C requests in flight until N prompts are done."""
+
+    kind: Literal["concurrency"] = "concurrency"
+    concurrencies: list[PositiveInt] = Field(min_length=1)
+    num_prompts: PositiveInt
+    warmup_prompts: NonNegativeInt = 0
+
+
+class RateSearch(Strict):
+    """Find the highest rate that keeps the SLO's target share: bracketing, then bisection (docs/agentic.md)."""
+
+    start_rate: float = Field(default=1.0, gt=0)  # requests/s of the first probe
+    growth: float = Field(default=2.0, gt=1)  # bracketing factor
+    rel_tol: float = Field(default=0.1, gt=0)  # stop when (failing - passing) / passing <= rel_tol
+    max_probes: PositiveInt = 8
+    min_rate: float = Field(default=0.001, gt=0)  # below it: no rate meets the target
+
+
+class RateWorkload(_WorkloadBase):
+    """Open loop: Poisson arrivals at each rate (requests/s), seeded; or a search for the highest rate inside an SLO."""
+
+    kind: Literal["rate"] = "rate"
+    rates: list[Annotated[float, Field(gt=0)]] = Field(default_factory=list)
+    num_prompts: PositiveInt
+    seed: int = 0
+    search: RateSearch | None = None  # probes chosen while running, instead of `rates`; needs `slo`
+
+    @model_validator(mode="after")
+    def _rates_or_search(self) -> "RateWorkload":
+        if self.search is None and not self.rates:
+            raise ValueError("a rate workload needs 'rates' or a 'search'")
+        if self.search is not None and self.rates:
+            raise ValueError("a rate workload has either 'rates' or a 'search' (which picks its own rates), not both")
+        if self.search is not None and self.slo is None:
+            raise ValueError("a rate 'search' looks for the highest rate inside an SLO: give the workload an 'slo'")
+        return self
+
+
+# --- the agentic workload (docs/agentic.md) ---------------------------------------------------
+
+class Constant(Strict):
+    kind: Literal["constant"] = "constant"
+    value: float = Field(ge=0)
+
+
+class Uniform(Strict):
+    """Uniform on [min, max]; token counts are integers with both ends included."""
+
+    kind: Literal["uniform"] = "uniform"
+    min: float = Field(ge=0)
+    max: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Uniform":
+        if self.max < self.min:
+            raise ValueError(f"uniform max {self.max:g} is below min {self.min:g}")
+        return self
+
+
+class LogNormal(Strict):
+    """Log-normal with this mean; ``median_ratio = median / mean`` sets the skew (vLLM's multi-turn bench: 0.85)."""
+
+    kind: Literal["lognormal"] = "lognormal"
+    mean: float = Field(gt=0)
+    median_ratio: float = Field(default=0.85, gt=0, lt=1)
+    max: float | None = Field(default=None, gt=0)
+
+
+class Exponential(Strict):
+    kind: Literal["exponential"] = "exponential"
+    mean: float = Field(gt=0)
+    max: float | None = Field(default=None, gt=0)
+
+
+Distribution = Annotated[Union[Constant, Uniform, LogNormal, Exponential], Field(discriminator="kind")]
+
+
+class FanOut(Strict):
+    """Sub-agents: after each main-agent turn but the last, fork with ``probability``."""
+
+    probability: float = Field(default=0.15, ge=0, le=1)
+    width: Distribution = Field(default_factory=lambda: Uniform(min=2, max=4))  # sub-agents per fork
+    turns: Distribution = Field(default_factory=lambda: Uniform(min=2, max=4))  # turns of each sub-agent
+    input_tokens: Distribution = Field(default_factory=lambda: Uniform(min=120, max=160))  # a sub-agent's task
+
+
+class SyntheticSessions(Strict):
+    """The seeded session generator; every distribution a parameter (defaults and sources: docs/agentic.md)."""
+
+    kind: Literal["synthetic"] = "synthetic"
+    turns: Distribution = Field(default_factory=lambda: Uniform(min=6, max=9))  # main-agent turns per session
+    shared_prefix_tokens: NonNegativeInt = 500  # system prompt + tool definitions, shared by every session
+    first_input_tokens: Distribution = Field(default_factory=lambda: LogNormal(mean=1000, max=5000))
+    input_tokens: Distribution = Field(default_factory=lambda: Uniform(min=120, max=160))  # per later turn
+    output_tokens: Distribution = Field(default_factory=lambda: Uniform(min=80, max=120))  # every answer
+    think_time_s: Distribution = Field(default_factory=lambda: LogNormal(mean=2.0, median_ratio=0.5, max=30.0))
+    fanout: FanOut | None = Field(default_factory=FanOut)
+
+
+class TraceSource(Strict):
+    """A request trace in Mooncake's JSONL format, replayed on its own schedule (docs/agentic.md)."""
+
+    kind: Literal["trace"] = "trace"
+    trace: str = "mooncake-conversation-sample"  # a sample shipped with byog, or a path
+    block_tokens: PositiveInt = 512  # tokens per hash block (the traces' own 512 = unscaled)
+    output_scale: float | None = Field(default=None, gt=0)  # None: block_tokens / 512, like the prompts
+    speedups: list[Annotated[float, Field(gt=0)]] = Field(default_factory=lambda: [1.0], min_length=1)
+    max_sessions: PositiveInt | None = None  # only the first N sessions (by first arrival), with every turn
+    max_requests: PositiveInt | None = None  # the first N requests (by arrival) that fit the context
+
+
+SessionSource = Annotated[Union[SyntheticSessions, TraceSource], Field(discriminator="kind")]
+
+
+class AgenticWorkload(Strict):
+    """Multi-turn agent sessions with growing context, tool pauses and sub-agents, or a replayed trace."""
+
+    kind: Literal["agentic"] = "agentic"
+    name: str | None = None
+    servers: list[str] | None = None
+    source: SessionSource = Field(default_factory=SyntheticSessions)
+    concurrencies: list[PositiveInt] = Field(default_factory=lambda: [1])  # sessions in flight (synthetic)
+    sessions: PositiveInt = 16  # measured sessions per point (synthetic)
+    warmup_sessions: NonNegativeInt = 1  # run first, not measured
+    max_context: PositiveInt | None = None  # prompt + answer limit of every turn; default: the model's max_model_len
+    slo: SloSpec | None = None
+    reset_prefix_cache: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_placeholder_keys(cls, data: Any) -> Any:
+        """Plans written while the workload was a placeholder said ``implemented: false`` and a note."""
+        if isinstance(data, dict) and data.get("implemented") is False:
+            data = {k: v for k, v in data.items() if k not in ("implemented", "note")}
+        return data
+
+    @model_validator(mode="after")
+    def _trace_has_no_sessions(self) -> "AgenticWorkload":
+        if isinstance(self.source, TraceSource):
+            fields = type(self).model_fields
+            given = [k for k in ("concurrencies", "sessions", "warmup_sessions")
+                     if getattr(self, k) != fields[k].get_default(call_default_factory=True)]
+            if given:
+                raise ValueError(f"a trace replays on its own schedule: {', '.join(sorted(given))} apply to synthetic "
+                                 "sessions only (a trace's load is source.speedups)")
+        return self
+
+
+Workload = Annotated[
+    Union[BatchWorkload, ConcurrencyWorkload, RateWorkload, AgenticWorkload],
+    Field(discriminator="kind"),
+]
+
+
+class EvalSpec(Strict):
+    """One accuracy task run on every (or the named) server with the same K seeds."""
+
+    task: str
+    limit: PositiveInt | None = None  # first N items; None = the whole set
+    passes: PositiveInt = 1  # K; pass k uses Plan.seeds[k]
+    margin: float | None = Field(default=None, gt=0)  # equivalence margin in score points (0-100)
+    servers: list[str] | None = None
+    gen_kwargs: dict[str, Any] = Field(default_factory=dict)  # task-level overrides
+    num_concurrent: PositiveInt = 8
+    # points: the score the plan expects of the baseline on this model (like vLLM CI's accuracy
+    # floors); a baseline below it makes the verdict "degenerate" (byog.analysis.degenerate)
+    min_baseline_score: float | None = Field(default=None, ge=0, le=100)
+
+
+class NumericsTolerance(Strict):
+    """The numerics verdict's knobs (``byog.analysis.numerics`` and docs/numerics.md say how each is used)."""
+
+    envelope_factor: float = Field(default=2.0, ge=1.0)  # envelope = max(factor x A/A, floor)
+    floor_abs_dlogprob: float = Field(default=1e-3, ge=0)  # nats: mean |Δ logprob| never counts as drift below this
+    floor_kl: float = Field(default=1e-5, ge=0)  # nats: mean KL never counts as drift below this
+    diverge_kl: float = Field(default=0.1, gt=0)  # nats: a bucket's mean KL above this diverges
+    min_bucket_positions: PositiveInt = 16  # thinner buckets are reported, not judged
+
+    def floor(self, metric: str) -> float:
+        return {"mean_abs_dlogprob": self.floor_abs_dlogprob, "mean_kl": self.floor_kl}[metric]
+
+
+class NumericsSpec(Strict):
+    """The numerics differential and conformance suite, run on every server of every comparison pair.
+
+    Prompts: ``random_prompts`` random-id prompts of ``random_isl`` tokens, ``dataset_prompts``
+    real-text prompts of ``dataset_isl`` tokens, and one real-text prompt per entry of
+    ``contexts`` whose generated tokens end at that context length.
+    """
+
+    random_prompts: NonNegativeInt = 4
+    random_isl: PositiveInt = 128
+    dataset: Literal["mt_bench", "gsm8k"] = "gsm8k"
+    dataset_prompts: NonNegativeInt = 2
+    dataset_isl: PositiveInt = 256
+    contexts: list[PositiveInt] = Field(default_factory=list)  # e.g. [1024, 8192, 32768]
+    max_tokens: PositiveInt = 32  # greedy tokens generated per prompt
+    top_k: int = Field(default=5, ge=5, le=20)  # vLLM's default --max-logprobs is 20
+    seed: int = 0
+    conformance: bool = True
+    tolerance: NumericsTolerance = Field(default_factory=NumericsTolerance)
+
+
+class ComparisonPair(Strict):
+    """One candidate held against one baseline (e.g. TP16 candidate vs TP16 stock)."""
+
+    candidate: str
+    baseline: str
+
+
+class Plan(Strict):
+    schema_version: Literal[1] = PLAN_SCHEMA_VERSION
+    name: str
+    description: str = ""
+    model: ModelSpec
+    servers: dict[str, ServerConfig] = Field(min_length=1)
+    baseline: str  # the server every other server is compared against, unless `pairs` says otherwise
+    pairs: list[ComparisonPair] | None = None  # explicit pairs; default: every other server vs `baseline`
+    workloads: list[Workload] = Field(default_factory=list)
+    evals: list[EvalSpec] = Field(default_factory=list)
+    seeds: list[int] = Field(default_factory=lambda: [1234], min_length=1)
+    # R independent launches of every server; each launch's bench points are kept apart and the
+    # perf CIs become a bootstrap over launches, then waves (byog.analysis.perf_equivalence).
+    # Evals run on the first launch only.
+    launches: PositiveInt = 1
+    # launch the baseline at least twice (an A/A pair): its first two launches calibrate the
+    # margin of the per-point perf labels (faster / slower / equivalent / within noise)
+    aa_pair: bool = False
+    numerics: NumericsSpec | None = None  # the token-level differential + conformance suite (docs/numerics.md)
+
+    @model_validator(mode="after")
+    def _references(self) -> "Plan":
+        if self.baseline not in self.servers:
+            raise ValueError(f"baseline '{self.baseline}' is not one of the servers {sorted(self.servers)}")
+        for pair in self.pairs or []:
+            for server in (pair.candidate, pair.baseline):
+                if server not in self.servers:
+                    raise ValueError(f"pair server '{server}' is not defined under 'servers'")
+        names: set[str] = set()
+        for item in [*self.workloads, *self.evals]:
+            for server in item.servers or []:
+                if server not in self.servers:
+                    raise ValueError(f"server '{server}' is not defined under 'servers'")
+        for workload in self.workloads:
+            name = workload.name or workload.kind
+            if name in names:
+                raise ValueError(f"two workloads are named '{name}': give each a unique 'name'")
+            names.add(name)
+        for spec in self.evals:
+            if spec.passes > len(self.seeds):
+                raise ValueError(f"eval '{spec.task}' asks for {spec.passes} passes but only {len(self.seeds)} seeds are listed")
+        if self.numerics is not None:
+            # a candidate is scored on its baseline's token path: one baseline each, and no chains
+            baselines: dict[str, str] = {}
+            for candidate, baseline in self.comparisons:
+                if baselines.setdefault(candidate, baseline) != baseline:
+                    raise ValueError(f"numerics: server '{candidate}' is a candidate of two baselines; pair it with one")
+            for candidate in baselines:
+                if candidate in baselines.values():
+                    raise ValueError(f"numerics: server '{candidate}' is both a candidate and a baseline; "
+                                     "compare each candidate with a stock baseline directly")
+        return self
+
+    @property
+    def comparisons(self) -> list[tuple[str, str]]:
+        """(candidate, baseline) pairs, in plan order."""
+        if self.pairs is not None:
+            return [(pair.candidate, pair.baseline) for pair in self.pairs]
+        return [(name, self.baseline) for name in self.servers if name != self.baseline]
+
+    def launches_of(self, server: str) -> int:
+        """How many times ``server`` is launched: R, and at least 2 for the baseline of an A/A pair."""
+        if self.aa_pair and server in {baseline for _, baseline in self.comparisons} | {self.baseline}:
+            return max(self.launches, 2)
+        return self.launches
+
+    @property
+    def candidates(self) -> list[str]:
+        return list(dict.fromkeys(candidate for candidate, _ in self.comparisons))
+
+    def servers_for(self, item: Union[BatchWorkload, ConcurrencyWorkload, RateWorkload, AgenticWorkload, EvalSpec]) -> list[str]:
+        return list(item.servers or self.servers)
+
 
 register("plan", Plan, version=PLAN_SCHEMA_VERSION, files=("plan.yaml",), kind="yaml")

@@ -6,47 +6,63 @@
     required_tasks: [gsm8k]                 # each must have a verdict for every candidate
     min_samples: {requests: 3, eval_items: 20}
     require_valid_points: true              # no point flagged invalid
+    forbid_degenerate: true                 # no eval verdict is degenerate (floor, ceiling, ...)
+    forbid_screening: true                  # no eval verdict comes from an unsound (screening) design
+
+A policy must require something (an empty one would pass every bundle), numbers are finite, and
+selectors name at least one field. verify fails a requirement that a bundle would meet only
+vacuously (required tasks but no candidate, sample minimums but no points or evals).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
+from pydantic import Field, NonNegativeInt, model_validator
 
+from byog.schemas.claims import FiniteStrict, non_finite_in
 from byog.schemas.registry import register
 
 POLICY_SCHEMA_VERSION = 1
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RequiredPoint(_Strict):
-    server: str
-    point: str | None = None
-    select: dict[str, Any] | None = None
+class RequiredPoint(FiniteStrict):
+    server: str = Field(min_length=1)
+    point: str | None = Field(default=None, min_length=1)
+    select: dict[str, Any] | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _one_way_to_pick(self) -> "RequiredPoint":
         if (self.point is None) == (self.select is None):
             raise ValueError("a required point is named with exactly one of 'point' or 'select'")
+        bad = non_finite_in(self.select, "select")
+        if bad:
+            raise ValueError(f"{bad} is not a finite number")
         return self
 
 
-class MinSamples(_Strict):
+class MinSamples(FiniteStrict):
     requests: NonNegativeInt = 0  # measured requests per bench point
     eval_items: NonNegativeInt = 0  # items per eval task and server
 
 
-class Policy(_Strict):
+class Policy(FiniteStrict):
     schema_version: Literal[1] = POLICY_SCHEMA_VERSION
     allowed_image_digests: list[str] | None = None  # None: any image; []: no docker images at all
     required_points: list[RequiredPoint] = []
-    required_tasks: list[str] = []
+    required_tasks: list[Annotated[str, Field(min_length=1)]] = []
     min_samples: MinSamples = Field(default_factory=MinSamples)
     require_valid_points: bool = False
+    forbid_degenerate: bool = False  # docs/statistics.md §5
+    forbid_screening: bool = False  # docs/statistics.md §3
+
+    @model_validator(mode="after")
+    def _requires_something(self) -> "Policy":
+        if (self.allowed_image_digests is None and not self.required_points and not self.required_tasks
+                and not self.min_samples.requests and not self.min_samples.eval_items and not self.require_valid_points
+                and not self.forbid_degenerate and not self.forbid_screening):
+            raise ValueError("the policy requires nothing, so every bundle would meet it")
+        return self
 
 
 register("policy", Policy, version=POLICY_SCHEMA_VERSION)

@@ -12,6 +12,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
@@ -50,9 +51,7 @@ def register(
 
 def load_all() -> dict[str, SchemaEntry]:
     """Import every module of ``byog.schemas`` (each registers its models) and return the registry."""
-    import byog.schemas as package
-
-    for info in pkgutil.iter_modules(package.__path__):
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if info.name not in _NOT_SCHEMA_MODULES and not info.name.startswith("_"):
             importlib.import_module(f"byog.schemas.{info.name}")
     return dict(sorted(_REGISTRY.items()))

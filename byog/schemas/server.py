@@ -1,12 +1,20 @@
-"""servers/<name>/server.json: what a runtime launched, as it launched it.
+"""A server under test: what a runtime hands back, and what it records in server.json.
 
-Written by the runtimes in ``byog.images`` (argv, image id and RepoDigests, ``/version``,
-``/v1/models``). Unknown keys are kept so a runtime can record more without a schema bump.
+``PreparedModel`` is a model ready to serve; a runtime (``byog.images``: local process, docker,
+existing endpoint) starts one server config and hands back a ``RunningServer``: an ``Endpoint``
+to send requests to, liveness, the log tail for error messages, ``restart`` (a sweep restarts a
+server that died mid-point once) and ``stop``. bench and evals see only these types, never a
+runtime.
+
+``servers/<name>/server.json`` (``ServerRecord``) is written by the runtimes (argv, image id and
+RepoDigests, ``/version``, ``/v1/models``; for a multi-node server every node too). Unknown keys are kept so a runtime can record more
+without a schema bump.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -14,19 +22,66 @@ from byog.schemas.registry import register
 
 SERVER_SCHEMA_VERSION = 1
 
+# The line a runtime writes into servers/<name>/server.log before each (re)start, so a reader of
+# the log (the sweep looking for vLLM's error) can tell this start's lines from an earlier one's.
+SERVER_START_MARKER = "==== byog: starting"
+
+
+@dataclass(frozen=True)
+class PreparedModel:
+    """A model ready to serve: a local directory (or hub id) and the name clients use for it."""
+
+    path: str
+    served_name: str
+    tokenizer: str  # local path or hub id; used by the client, lm-eval and `vllm bench serve`
+    max_model_len: int | None = None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An OpenAI-compatible vLLM server that answers /health."""
+
+    base_url: str  # e.g. http://127.0.0.1:8123 (no trailing slash, no /v1)
+    model: str  # the served model name to put in requests
+    tokenizer: str | None = None
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    tensor_parallel_size: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class RunningServer(Protocol):
+    """What a runtime hands back; the sweep and the evals need nothing else of a server."""
+
+    name: str
+    endpoint: Endpoint
+
+    def alive(self) -> bool: ...
+
+    def log_tail(self, lines: int = 30) -> str: ...
+
+    def restart(self) -> None: ...
+
+    def stop(self) -> None: ...
+
 
 class ServerRecord(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     schema_version: int = SERVER_SCHEMA_VERSION
     name: str
     runtime: str | None = None
-    argv: list[str] = []
+    argv: list[str] | None = []  # None: an endpoint runtime, which launched nothing
     image: str | None = None
     image_id: str | None = None
     repo_digests: list[str] = []
     version: str | dict[str, Any] | None = None  # the server's /version
     models: Any = None  # the server's /v1/models
+    # A multi-node server (byog.images.cluster): the launcher, and per node its address, runtime,
+    # GPUs, every step's argv and environment (secrets redacted) and the node's own fingerprint.
+    launcher: str | None = None
+    nodes: list[dict[str, Any]] | None = None
+    served_parallel_config: dict[str, int] | None = None  # /server_info (vLLM dev mode), when it answers
 
 
 register("server", ServerRecord, version=SERVER_SCHEMA_VERSION, files=("servers/*/server.json",))

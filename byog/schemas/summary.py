@@ -1,50 +1,89 @@
-"""summary.json: derived by ``byog.bundles.summary.derive_summary``; verify recomputes it.
+"""summary.json: derived by ``byog.analysis.summary.derive_summary``; verify recomputes it.
 
-The top level is fixed here; the rows inside ``bench`` and ``evals`` are described by the bench
-and evals schema modules (when a row model is registered as ``bench_comparison`` etc. it is
-used; until then a row is any JSON object).
+Every row inside is typed (``byog.schemas.bench``, ``byog.schemas.evals``): analysis returns
+these models, and report, claims, policy and verify read them, never raw dicts.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from byog.core.io import read_json
+from byog.schemas.base import Derived
+from byog.schemas.bench import BenchSummary
+from byog.schemas.evals import EvalSummary
+from byog.schemas.migrate import migrate
+from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 1
+SUMMARY_SCHEMA_VERSION = 2
+
+# What each schema version added to the derived document, or computes differently now: a path
+# ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
+# of an older version without them (they did not exist, or meant something else, when it was
+# made); the recomputed summary, with them, is what claims, policy and the report read.
+_POINT_METRICS_V2 = frozenset({
+    # added: speculative decoding's CIs and coverage, energy, the client-counted decode steps
+    "acceptance_length_ci", "acceptance_per_position_ci", "draft_coverage", "tokens_per_request_step",
+    "decode_steps", "crosscheck_ratio", "power",
+    # computed differently: steps are counted by the client inside the window, not from Δiterations
+    "tokens_per_step", "decode_step_s", "crosscheck_decode_tok_s",
+})
+CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
+    2: [
+        (("evals", "verdicts", "*"), frozenset({"discordant", "planned_false_fail", "screening", "degenerate", "degenerate_why"})),
+        (("bench", "points", "*", "metrics"), _POINT_METRICS_V2),
+    ],
+}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _drop(node: Any, path: tuple[str, ...], keys: frozenset[str]) -> Any:
+    if not path:
+        return {k: v for k, v in node.items() if k not in keys} if isinstance(node, dict) else node
+    head, rest = path[0], path[1:]
+    if head == "*":
+        return [_drop(item, rest, keys) for item in node] if isinstance(node, list) else node
+    if isinstance(node, dict) and head in node:
+        return {**node, head: _drop(node[head], rest, keys)}
+    return node
 
 
-class SummaryPlan(_Strict):
+def as_of_version(document: dict[str, Any], version: int) -> dict[str, Any]:
+    """A summary.json document of the current version, cut to what an older ``version`` holds."""
+    out: Any = dict(document, schema_version=version)
+    for changed_in, changes in CHANGED_IN.items():
+        if changed_in > version:
+            for path, keys in changes:
+                out = _drop(out, path, keys)
+    return out
+
+
+class SummaryPlan(Derived):
     name: str
     baseline: str
     candidates: list[str]
 
 
-class SummaryBench(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    points: list[dict[str, Any]] = []
-    comparisons: list[dict[str, Any]] = []
-
-
-class SummaryEvals(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    scores: list[dict[str, Any]] = []
-    verdicts: list[dict[str, Any]] = []
-
-
-class Summary(_Strict):
-    schema_version: int
+class Summary(Derived):
+    schema_version: int = SUMMARY_SCHEMA_VERSION
     plan: SummaryPlan
-    bench: SummaryBench
-    evals: SummaryEvals
+    bench: BenchSummary
+    evals: EvalSummary
+    numerics: NumericsSummary | None = None  # absent from summary.json when the run has no numerics
+
+    def to_json(self) -> dict:  # type: ignore[type-arg]
+        """The document summary.json holds (write it with ``atomic_write_json``).
+
+        A run without numerics writes no ``numerics`` key, so its summary.json is the same bytes
+        as before the numerics part existed.
+        """
+        return self.model_dump(mode="json", exclude={"numerics"} if self.numerics is None else None)
+
+
+def read_summary(path: Path) -> Summary:
+    """A summary.json written earlier (by this byog or an older one: migrated first)."""
+    return Summary.model_validate(migrate("summary", read_json(path), label=str(path)))
 
 
 register("summary", Summary, version=SUMMARY_SCHEMA_VERSION, files=("summary.json",))

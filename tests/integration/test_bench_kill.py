@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from byog.bench.rows import read_rows
-from byog.bench.summary import summarize_bench
+from byog.analysis.bench_summary import summarize_bench
 from byog.bench.sweep import run_bench_for_server
-from byog.bundles.rundir import RunDir
+from byog.core.paths import RunDir
 from byog.images.local import LocalRuntime
 from byog.plans.load import parse_plan
+from byog.schemas.bench import read_request_rows
 
 pytestmark = pytest.mark.integration
 
@@ -79,10 +79,10 @@ def test_kill_9_mid_sweep_then_rerun_completes_without_loss_or_duplicates(smollm
         for pid, data in survivors.items():  # completed points were neither lost nor re-measured
             assert run_dir.bench_rows("s", pid).read_bytes() == data
         for pid, b in (("decode-b1-isl16-osl48", 1), (VICTIM, 2), ("decode-b3-isl16-osl48", 3)):
-            rows = read_rows(run_dir.bench_rows("s", pid))
+            rows = read_request_rows(run_dir.bench_rows("s", pid))
             assert sorted(r.request_index for r in rows) == list(range(3 * b))  # each request exactly once
             assert all(r.error is None and r.n_out == 48 for r in rows)
-        points = summarize_bench(run_dir, plan)["points"]
+        points = summarize_bench(run_dir, plan).model_dump(mode="json")["points"]
         assert [p["point_id"] for p in points] == ["decode-b1-isl16-osl48", VICTIM, "decode-b3-isl16-osl48"]
         assert all(p["metrics"] is not None for p in points)
     finally:

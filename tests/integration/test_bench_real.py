@@ -29,8 +29,13 @@ def test_byog_and_vllm_bench_serve_agree_and_byog_tokens_equal_the_server_counte
     assert byog["total_output_tokens"] == 8 * 32 == byog["server_generation_tokens"]
     assert byog["total_input_tokens"] == 8 * 32 == byog["server_prompt_tokens"]
     assert vllm["completed"] == 8 and vllm["total_output_tokens"] == vllm["server_generation_tokens"]
-    ratio = byog["median_tpot_s"] / vllm["median_tpot_s"]
-    assert abs(ratio - 1) < TPOT_TOLERANCE, (byog, vllm)
+    # The timing comparison sends vLLM's own request body, so both clients ask the server for the same
+    # work: byog's body (min_tokens, usage on every chunk) costs the server time per step, which is a
+    # workload difference, not a measurement one (issue 19; docs/metrics.md, "Fidelity").
+    same_body = run_byog(endpoint.base_url, endpoint.model, smollm2.tokenizer, request_body="vllm", **kw)
+    assert same_body["errors"] == [] and same_body["completed"] == 8
+    ratio = same_body["median_tpot_s"] / vllm["median_tpot_s"]
+    assert abs(ratio - 1) < TPOT_TOLERANCE, (same_body, vllm)
 
 
 def test_bench_cli_writes_a_resumable_run_dir_with_isl_1_and_chat(endpoint, tmp_path: Path) -> None:

@@ -20,11 +20,20 @@ import httpx
 import pytest
 from rich.console import Console
 
-from byog.errors import ByogError, EnvironmentProblem
+from byog.core.errors import ByogError, EnvironmentProblem
+from byog.images import cleanup
+from byog.images import container as spec_module
 from byog.images import docker as dk
-from byog.images.build import build_image, default_tag
+from byog.images.build import default_tag
 from byog.images.engine import docker_client
-from byog.plans.model import BUILTIN_MODEL, BatchWorkload, ModelSpec, Plan, ServerConfig
+from byog.schemas.plan import (
+    BUILTIN_MODEL,
+    BatchWorkload,
+    ModelSpec,
+    Plan,
+    ServerConfig,
+)
+from tests.support.images import cpu_host_image as ensure_cpu_host_image
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
 
@@ -44,13 +53,7 @@ def client():
 
 @pytest.fixture(scope="module")
 def cpu_host_image(client) -> str:
-    from docker.errors import ImageNotFound
-
-    try:
-        client.images.get(IMAGE)
-    except ImageNotFound:
-        result = build_image("cpu-host", log=lambda line: None)
-        print(f"built {result.tag} in {result.build_s:.1f} s ({result.size_bytes / 1e6:.0f} MB): {result.steps_s}")
+    assert ensure_cpu_host_image(client) == IMAGE
     return IMAGE
 
 
@@ -60,7 +63,7 @@ def containers_of_run(client, run_id: str) -> list[str]:
 
 def test_docker_server_benches_records_and_leaves_nothing(client, cpu_host_image, smollm2, tmp_path, monkeypatch) -> None:
     from byog.bench.sweep import run_bench_for_server
-    from byog.bundles.rundir import RunDir
+    from byog.core.paths import RunDir
 
     monkeypatch.setenv("HF_TOKEN", FAKE_TOKEN)
     run_id = f"dockertest-{os.getpid()}"
@@ -125,7 +128,7 @@ def test_docker_server_benches_records_and_leaves_nothing(client, cpu_host_image
         assert "Application startup complete" in log  # the container's log is streamed in
     finally:
         server.stop()
-    assert dk.wait_until_gone(client, f"byog.run={run_id}", timeout_s=30) == []
+    assert cleanup.wait_until_gone(client, f"byog.run={run_id}", timeout_s=30) == []
 
 
 def test_exit_before_healthy_fails_fast_with_log_tail(client, cpu_host_image, smollm2, tmp_path) -> None:
@@ -150,13 +153,13 @@ def test_missing_image_says_how_to_build(client, smollm2, tmp_path) -> None:
 def test_orphans_of_a_dead_byog_are_swept(client, cpu_host_image) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    labels = {**dk.run_labels("orphan-test", "ghost"), "byog.owner-pid": str(dead.pid)}
+    labels = {**spec_module.run_labels("orphan-test", "ghost"), "byog.owner-pid": str(dead.pid)}
     orphan = client.containers.run(cpu_host_image, entrypoint=["sleep", "600"], labels=labels, detach=True,
                                    network_mode="none", name=f"byog-orphan-test-{os.getpid()}")
-    mine = client.containers.run(cpu_host_image, entrypoint=["sleep", "600"], labels=dk.run_labels("orphan-test", "alive"),
+    mine = client.containers.run(cpu_host_image, entrypoint=["sleep", "600"], labels=spec_module.run_labels("orphan-test", "alive"),
                                  detach=True, network_mode="none", name=f"byog-orphan-live-{os.getpid()}")
     try:
-        removed = dk.sweep_orphans(client)
+        removed = cleanup.sweep_orphans(client)
         assert orphan.name in removed and mine.name not in removed  # only the dead owner's container goes
         assert containers_of_run(client, "orphan-test") == [mine.name]
     finally:
@@ -196,6 +199,8 @@ def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_
     time.sleep(3)  # requests in flight: the interrupt lands mid-point
     proc.send_signal(sig)
     output = proc.communicate(timeout=120)[0].decode()
-    assert proc.returncode == 130, output[-3000:]
+    # 130, or death by SIGINT (-2) when the interrupt lands during interpreter shutdown: a shell
+    # reports both as 130, the status of an interrupted command.
+    assert proc.returncode in (130, -signal.SIGINT), output[-3000:]
     assert "Traceback" not in output
-    assert dk.wait_until_gone(client, f"byog.run={run_dir.name}", timeout_s=30) == []
+    assert cleanup.wait_until_gone(client, f"byog.run={run_dir.name}", timeout_s=30) == []

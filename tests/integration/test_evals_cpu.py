@@ -10,12 +10,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from byog.bundles.rundir import RunDir
-from byog.evals.gated import find_texts, gpqa_fixture_texts
+from byog.analysis.eval_summary import summarize_evals
+from byog.core.paths import RunDir
 from byog.evals.runner import run_task, write_task
-from byog.evals.summary import summarize_evals
-from byog.evals.tasks import get_task
-from byog.plans.model import Plan
+from byog.plans.tasks import get_task
+from byog.schemas.plan import Plan
+from tests.support.gated import find_texts, gpqa_fixture_texts
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def test_gpqa_fixture_text_never_reaches_the_run_dir(endpoint, tmp_path: Path) -
         write_task(rd, server, task.name, run)
     plan = Plan(name="g", model={"path": "m"}, servers={"candidate": {}, "baseline": {}}, baseline="baseline",
                 evals=[{"task": "gpqa_diamond", "passes": 2}], seeds=[1, 2])
-    (tmp_path / "summary.json").write_text(json.dumps(summarize_evals(rd, plan)))
+    (tmp_path / "summary.json").write_text(summarize_evals(rd, plan).model_dump_json())
     results = json.loads(rd.eval_results("candidate", task.name).read_text())
     assert results["data"]["source"] == "fixture" and "not Idavidrein/gpqa" in results["data"]["label"]
     assert results["sampling"]["temperature"] == 0.6 and results["sampling"]["seeds"] == [1, 2]

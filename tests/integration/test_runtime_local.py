@@ -13,9 +13,9 @@ import httpx
 import psutil
 import pytest
 
-from byog.errors import ByogError
+from byog.core.errors import ByogError
 from byog.images.local import LocalRuntime, group_alive
-from byog.plans.model import ServerConfig
+from byog.schemas.plan import ServerConfig
 
 pytestmark = pytest.mark.integration
 

@@ -6,16 +6,18 @@ import math
 
 import pytest
 
-from byog.bench import metrics as m
-from byog.bench import server_metrics as sm
+from byog.analysis import counters as sm
+from byog.analysis import metrics as m
+from byog.schemas.bench import RequestRow
 
 MS = 1_000_000  # ns
 
 
-def trace(send_ms: float, chunks: list[tuple[float, int]], n_in: int = 4) -> m.RequestTrace:
+def trace(send_ms: float, chunks: list[tuple[float, int]], n_in: int = 4) -> RequestRow:
     times = [int(t * MS) for t, _ in chunks]
     tokens = [k for _, k in chunks]
-    return m.RequestTrace(int(send_ms * MS), times, tokens, n_in, sum(tokens))
+    return RequestRow(request_index=0, wave=0, warmup=False, expected_n_in=n_in, t_send_ns=int(send_ms * MS),
+                      chunk_t_ns=times, chunk_tokens=tokens, n_in=n_in, n_out=sum(tokens))
 
 
 def test_ttft_tpot_tok_s_user_single_token_chunks() -> None:
@@ -48,7 +50,7 @@ def test_first_chunk_with_two_tokens_changes_itl_mean_not_tpot() -> None:
 
 def test_too_short_or_failed_requests_give_none() -> None:
     assert m.tpot_s(trace(0, [(5, 1)])) is None
-    failed = m.RequestTrace(0, [], [], None, 0, "HTTP 500")
+    failed = RequestRow(request_index=0, wave=0, warmup=False, expected_n_in=4, error="HTTP 500")
     assert m.ttft_s(failed) is None and m.itl_s(failed) == [] and m.tok_s_user(failed) is None
 
 
@@ -79,12 +81,56 @@ def test_empty_window_when_a_request_ends_before_another_starts() -> None:
 
 
 def test_decode_steps_step_time_and_crosscheck() -> None:
-    # 600 tokens in a 1.5 s window at B = 4 with acceptance length 3: 50 steps, 30 ms each.
-    steps = m.decode_steps_from_tokens(600, 4, 3.0)
-    assert steps == pytest.approx(50)
-    assert m.decode_step_s(1.5, steps) == pytest.approx(0.030)
+    # 600 tokens in a 1.5 s window at B = 4, every request gaining 3 tokens per step: 50 steps, 30 ms each.
+    assert m.decode_step_s(1.5, 50) == pytest.approx(0.030)
     assert m.crosscheck_decode_tok_s(1 / 0.030, 3.0, 4) == pytest.approx(400.0)  # = 600 / 1.5
     assert m.decode_step_s(1.0, 0) is None
+
+
+def test_steps_in_window_count_chunks_per_request() -> None:
+    # A: chunks at 120, 140, 160 (3 steps in the window); B: 130, 150 (2, its 170 is after the end)
+    a = trace(0, [(100, 1), (120, 4), (140, 2), (160, 4)])
+    b = trace(0, [(110, 1), (130, 1), (150, 4), (170, 4)])
+    window = m.decode_window_ns([a, b])
+    assert window == (110 * MS, 160 * MS)
+    assert m.steps_in_window([a, b], window) == pytest.approx(2.5)
+    assert m.steps_in_window([], window) == 0.0
+
+
+def test_coverage_and_tokens_per_request_step() -> None:
+    # 512 tokens generated, 231 of them accepted drafts: 281 (request, step) pairs; 117 drafts.
+    assert m.request_steps(512, 231) == 281
+    assert m.draft_coverage(117, 512, 231) == pytest.approx(117 / 281)
+    assert m.tokens_per_request_step(512, 231) == pytest.approx(512 / 281)
+    al = m.acceptance_length(231, 117)
+    assert al is not None
+    # tokens per request-step = 1 + (AL - 1) x coverage
+    assert m.tokens_per_request_step(512, 231) == pytest.approx(1 + (al - 1) * 117 / 281)
+    assert m.draft_coverage(0, 0, 0) is None and m.tokens_per_request_step(5, 5) is None
+
+
+def test_acceptance_length_ci_from_prefix_counts() -> None:
+    # every draft accepts exactly 2 of 3 (synthetic-like): X = 2 always, zero variance
+    assert m.acceptance_length_ci([100, 100, 0], 100) == pytest.approx((3.0, 3.0))
+    # X in {0, 1} with P(1) = 0.5 over 100 drafts: AL 1.5, sd 0.5, SE 0.05
+    low, high = m.acceptance_length_ci([50, 0], 100) or (0, 0)
+    assert (low, high) == pytest.approx((1.5 - 1.96 * 0.05, 1.5 + 1.96 * 0.05))
+    # X = 0 (40), 1 (30), 2 (30): P(X>=1) = .6, P(X>=2) = .3; E[X] = .9, E[X^2] = .6 + 3 x .3 = 1.5
+    low, high = m.acceptance_length_ci([60, 30], 100) or (0, 0)
+    var = 1.5 - 0.81
+    assert (low + high) / 2 == pytest.approx(1.9)
+    assert high - low == pytest.approx(2 * 1.96 * (var / 100) ** 0.5)
+    assert m.acceptance_length_ci([], 0) is None
+
+
+def test_wilson_interval() -> None:
+    low, high = m.wilson_interval(50, 100) or (0, 0)
+    assert (low + high) / 2 == pytest.approx(0.5)
+    assert high - low == pytest.approx(0.192, abs=0.002)
+    low, high = m.wilson_interval(100, 100) or (0, 0)
+    assert high == pytest.approx(1.0) and 0.95 < low < 1.0
+    assert m.wilson_interval(0, 100)[0] == 0.0  # type: ignore[index]
+    assert m.wilson_interval(1, 0) is None
 
 
 def test_acceptance_length_and_per_position() -> None:

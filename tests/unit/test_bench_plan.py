@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from byog.errors import UsageError
+from byog.core.errors import UsageError
 from byog.plans.expand import check_plan_fits, expand_plan, points_for_server
 from byog.plans.load import load_plan, parse_plan
 

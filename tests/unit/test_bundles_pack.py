@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from byog.bundles.canonical import canonical_json
+from byog.bundles.archive import GZIP_HEADER
 from byog.bundles.finalize import seal_and_pack
-from byog.bundles.manifest import MANIFEST_NAME, SIGNATURE_NAME, parse_statement, sha256_hex
-from byog.bundles.pack import GZIP_HEADER, fit_budget, bundle_contents
-from byog.errors import CheckFailed, UsageError
+from byog.bundles.manifest import parse_statement, sha256_hex
+from byog.bundles.pack import bundle_contents, fit_budget
+from byog.core.canonical import canonical_json
+from byog.core.errors import CheckFailed, UsageError
+from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME
 from tests.unit._bundles_kit import build_bundle, make_key
 
 
@@ -103,7 +105,7 @@ def test_over_budget_shrinks_rows_then_logs_then_names_the_biggest_files(packed)
 
 
 def test_pack_refuses_a_run_dir_without_summary(tmp_path: Path) -> None:
-    from byog.bundles.rundir import RunDir
+    from byog.core.paths import RunDir
 
     (tmp_path / "plan.yaml").write_text("name: x\n")
     with pytest.raises(UsageError, match="no summary.json"):
@@ -117,7 +119,7 @@ def test_gzip_stream_is_a_single_member(packed) -> None:  # noqa: ANN001
 
 def test_pack_refuses_names_verify_would_refuse(tmp_path: Path) -> None:
     from byog.bundles.pack import collect_files
-    from byog.bundles.rundir import RunDir
+    from byog.core.paths import RunDir
 
     (tmp_path / "plots").mkdir()
     (tmp_path / "plots" / "my plot.png").write_bytes(b"x")

@@ -13,8 +13,14 @@ from typing import Iterator
 import pytest
 
 from byog.bundles.keys import add_github_user, add_keys, fetch_signing_keys
-from byog.bundles.sign import NAMESPACE, SigningKey, configured_key, sign_bytes, verify_signature
-from byog.errors import CheckFailed, EnvironmentProblem, UsageError
+from byog.bundles.sign import (
+    NAMESPACE,
+    SigningKey,
+    configured_key,
+    sign_bytes,
+    verify_signature,
+)
+from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
 from tests.unit._bundles_kit import allowed_signers, make_key
 
 
@@ -107,9 +113,14 @@ def test_a_missing_key_file_is_a_usage_error(tmp_path: Path) -> None:
         sign_bytes(b"m", SigningKey(tmp_path / "nope", "$BYOG_SIGNING_KEY"))
 
 
-def test_no_ssh_keygen_is_an_environment_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    key, _ = make_key(tmp_path, "k")
+def test_without_ssh_keygen_python_signs_and_forcing_ssh_keygen_is_an_environment_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key, public = make_key(tmp_path, "k")
+    with_ssh_keygen = sign_bytes(b"m", key)
     monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+    monkeypatch.delenv("BYOG_SSH_BACKEND", raising=False)
+    assert sign_bytes(b"m", key) == with_ssh_keygen  # Ed25519 is deterministic: the same bytes either way
+    assert key.fingerprint().startswith("SHA256:")  # no ssh-keygen -l needed
+    monkeypatch.setenv("BYOG_SSH_BACKEND", "ssh-keygen")
     with pytest.raises(EnvironmentProblem, match="ssh-keygen"):
         sign_bytes(b"m", key)
 
@@ -187,14 +198,15 @@ def test_finalize_run_signs_when_a_key_is_configured_and_says_so_when_not(home: 
     from rich.console import Console
 
     from byog.bundles.finalize import finalize_run
-    from byog.bundles.synthetic import make_run_dir
-    from tests.unit._bundles_kit import TINY, derive
+    from tests.support.synthetic import make_run_dir
+    from tests.unit._bundles_kit import TINY
 
-    run_dir = make_run_dir(tmp_path / "run", TINY, derive=derive)
+    run_dir = make_run_dir(tmp_path / "run", TINY)
     out = io.StringIO()
     bundle = finalize_run(run_dir, Console(file=out, width=300))
     assert bundle == run_dir.root / "bundle.tar.gz" and bundle.is_file()
     assert "NOT signed: no signing key is configured (set BYOG_SIGNING_KEY" in out.getvalue()
+    assert "'key = PATH' under [signing] in ~/.config/byog/config" in out.getvalue()  # never read as rich markup
     assert not (run_dir.root / "manifest.intoto.json.sig").exists()
 
     key, _ = make_key(tmp_path, "alice")

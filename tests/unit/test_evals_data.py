@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from byog.errors import UsageError
+from byog.core import settings
+from byog.core.errors import UsageError
 from byog.evals import data
-from byog.evals.tasks import TASKS, get_task, parse_task_list
-from byog.images.runtime import Endpoint
+from byog.plans.tasks import TASKS, get_task, parse_task_list
+from byog.schemas.server import Endpoint
 
 GPQA_COLUMNS_HEAD = [
     "Pre-Revision Question", "Pre-Revision Correct Answer", "Pre-Revision Incorrect Answer 1",
@@ -18,8 +19,7 @@ GPQA_COLUMNS_HEAD = [
     "Self-reported question-writing time (minutes)", "Question", "Correct Answer", "Incorrect Answer 1",
     "Incorrect Answer 2", "Incorrect Answer 3", "Explanation",
 ]
-SHARED = data.repo_shared_datasets()
-needs_shared = pytest.mark.skipif(not (SHARED / "gsm8k" / "test.jsonl").is_file(), reason="no ../shared/datasets next to this checkout")
+SHARED = settings.PACKAGED_DATASETS
 
 
 def test_item_hash_is_canonical() -> None:
@@ -31,19 +31,18 @@ def test_data_dir_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     flag, env = tmp_path / "flag", tmp_path / "env"
     flag.mkdir()
     env.mkdir()
-    monkeypatch.setenv(data.DATA_DIR_ENV, str(env))
-    assert data.resolve_data_dir(flag) == flag
-    assert data.resolve_data_dir(None) == env
+    monkeypatch.setenv(settings.DATA_DIR_ENV, str(env))
+    assert settings.resolve_data_dir(flag) == flag
+    assert settings.resolve_data_dir(None) == env
     with pytest.raises(UsageError):
-        data.resolve_data_dir(tmp_path / "missing")
+        settings.resolve_data_dir(tmp_path / "missing")
 
 
-@needs_shared
-def test_gsm8k_and_aime25_resolve_to_the_shared_copies(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(data.DATA_DIR_ENV, raising=False)
-    source = data.resolve_source(get_task("gsm8k"), data.resolve_data_dir(None))
+def test_gsm8k_and_aime25_resolve_to_the_packaged_copies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(settings.DATA_DIR_ENV, raising=False)
+    source = data.resolve_source(get_task("gsm8k"), settings.resolve_data_dir(None))
     assert source.kind == "local" and source.revision == TASKS["gsm8k"].dataset.revision
-    # the sha256 the shared PROVENANCE.md lists for test.jsonl
+    # the sha256 byog/datasets/gsm8k/PROVENANCE.md lists for test.jsonl
     assert source.file_sha256()["test"] == "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14"
     aime = data.resolve_source(get_task("aime25"), SHARED)
     assert aime.kind == "local" and len(data.read_split(aime, "test")) == 30
@@ -82,7 +81,7 @@ def test_gpqa_fixture_has_the_exact_schema() -> None:
 
 
 def test_pull_offline_is_one_sentence_exit_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from byog.errors import EnvironmentProblem
+    from byog.core.errors import EnvironmentProblem
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(EnvironmentProblem) as err:
@@ -114,7 +113,6 @@ def _load_docs(task_name: str, source: data.DataSource) -> list[dict]:
         return list(lm_task.eval_docs)
 
 
-@needs_shared
 def test_lm_eval_reads_gsm8k_from_the_local_copy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     docs = _load_docs("gsm8k", data.resolve_source(get_task("gsm8k"), SHARED))

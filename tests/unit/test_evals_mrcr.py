@@ -8,39 +8,39 @@ from pathlib import Path
 
 import pytest
 
-from byog.evals import mrcr
+from byog.evals import mrcr, mrcr_generate, mrcr_grade, mrcr_tokens
 from byog.evals.data import FIXTURES_DIR, read_rows
 
 MRCR_COLUMNS = {"prompt", "answer", "random_string_to_prepend", "n_needles", "desired_msg_index", "total_messages", "n_chars"}
 
 
 def test_grade_requires_the_prefix() -> None:
-    assert mrcr.grade("the poem", "abc123the poem", "abc123") == 0.0
-    assert mrcr.grade(" abc123the poem", "abc123the poem", "abc123") == 0.0  # not at the very start
+    assert mrcr_grade.grade("the poem", "abc123the poem", "abc123") == 0.0
+    assert mrcr_grade.grade(" abc123the poem", "abc123the poem", "abc123") == 0.0  # not at the very start
 
 
 def test_grade_is_sequence_matcher_ratio_after_the_prefix() -> None:
-    assert mrcr.grade("abc123the poem", "abc123the poem", "abc123") == 1.0
+    assert mrcr_grade.grade("abc123the poem", "abc123the poem", "abc123") == 1.0
     # "the poem" vs "the pome": ratio = 2*M/T with M = 7 matching chars of 16 -> 0.875
-    assert mrcr.grade("abc123the pome", "abc123the poem", "abc123") == pytest.approx(0.875)
-    assert mrcr.grade("abc123xyz", "abc123the poem", "abc123") == pytest.approx(SequenceMatcher(None, "xyz", "the poem").ratio())
+    assert mrcr_grade.grade("abc123the pome", "abc123the poem", "abc123") == pytest.approx(0.875)
+    assert mrcr_grade.grade("abc123xyz", "abc123the poem", "abc123") == pytest.approx(SequenceMatcher(None, "xyz", "the poem").ratio())
 
 
 def test_bins_follow_the_card_from_4096() -> None:
-    assert mrcr.bin_label(4096) == "4096-8192"
-    assert mrcr.bin_label(8192) == "4096-8192"  # first bin closed on both ends
-    assert mrcr.bin_label(8193) == "8192-16384"
-    assert mrcr.bin_label(16384) == "16384-32768"  # middle bins are [lo, hi)
-    assert mrcr.bin_label(1048576) == "524288-1048576"  # last bin closed
-    assert mrcr.bin_label(2000) == "1024-2048"
-    assert mrcr.bin_label(3000) == "2048-4096"
-    assert mrcr.bin_label(100) == "0-256"
+    assert mrcr_grade.bin_label(4096) == "4096-8192"
+    assert mrcr_grade.bin_label(8192) == "4096-8192"  # first bin closed on both ends
+    assert mrcr_grade.bin_label(8193) == "8192-16384"
+    assert mrcr_grade.bin_label(16384) == "16384-32768"  # middle bins are [lo, hi)
+    assert mrcr_grade.bin_label(1048576) == "524288-1048576"  # last bin closed
+    assert mrcr_grade.bin_label(2000) == "1024-2048"
+    assert mrcr_grade.bin_label(3000) == "2048-4096"
+    assert mrcr_grade.bin_label(100) == "0-256"
 
 
 @pytest.mark.parametrize("target", [300, 1000, 5000])
 def test_generated_rows_are_consistent(target: int) -> None:
-    rows = mrcr.generate_rows(3, target, seed=5)
-    assert rows == mrcr.generate_rows(3, target, seed=5)  # deterministic
+    rows = mrcr_generate.generate_rows(3, target, seed=5)
+    assert rows == mrcr_generate.generate_rows(3, target, seed=5)  # deterministic
     for row in rows:
         assert set(row) == MRCR_COLUMNS
         messages = json.loads(row["prompt"])
@@ -52,11 +52,11 @@ def test_generated_rows_are_consistent(target: int) -> None:
         assert len(needle_asks) == row["n_needles"] == 8
         # the final ask names the right ordinal of the needle
         k = needle_asks.index(row["desired_msg_index"] - 1) + 1
-        assert f"the {mrcr._ordinal(k)} (1 indexed)" in messages[-1]["content"]
+        assert f"the {mrcr_generate._ordinal(k)} (1 indexed)" in messages[-1]["content"]
         assert row["random_string_to_prepend"] in messages[-1]["content"]
         # length lands near the target (chars/4 heuristic)
         assert 0.5 * target < row["n_chars"] / 4 < 2.0 * target
-        assert mrcr.grade(row["answer"], row["answer"], row["random_string_to_prepend"]) == 1.0
+        assert mrcr_grade.grade(row["answer"], row["answer"], row["random_string_to_prepend"]) == 1.0
 
 
 def test_fixture_rows_have_the_exact_schema_and_are_labelled() -> None:
@@ -76,7 +76,7 @@ def test_o200k_base_never_fetched_offline(tmp_path: Path, monkeypatch: pytest.Mo
         raise AssertionError("tried to load o200k_base without a cached file")
 
     monkeypatch.setattr(tiktoken, "get_encoding", boom)
-    assert mrcr.load_o200k_base(tmp_path, offline=True) is None
+    assert mrcr_tokens.load_o200k_base(tmp_path, offline=True) is None
 
 
 def test_token_counter_falls_back_to_the_server_and_says_so(tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ def test_token_counter_falls_back_to_the_server_and_says_so(tmp_path: Path) -> N
             assert url.endswith("/tokenize")
             return FakeResponse(len(json["prompt"].split()))
 
-    counter = mrcr.token_counter(tmp_path, True, Client(), "http://x", "m")
+    counter = mrcr_tokens.token_counter(tmp_path, True, Client(), "http://x", "m")
     assert counter.name.startswith("server-tokenize:m") and "not o200k_base" in counter.name
     row = {"prompt": json.dumps([{"role": "user", "content": "a b c"}]), "answer": "d e"}
     assert mrcr.row_total_tokens(row, counter) == 5
@@ -119,9 +119,9 @@ def test_prepare_items_caps_rows_at_the_servers_context() -> None:
             text = json.get("prompt") or "".join(m["content"] for m in json["messages"])
             return Resp(len(text) // 4)
 
-    rows = mrcr.generate_rows(1, 500, seed=1) + mrcr.generate_rows(1, 3000, seed=1) + mrcr.generate_rows(1, 500, seed=2, n_needles=4)
+    rows = mrcr_generate.generate_rows(1, 500, seed=1) + mrcr_generate.generate_rows(1, 3000, seed=1) + mrcr_generate.generate_rows(1, 500, seed=2, n_needles=4)
     huge = dict(rows[0], n_chars=10**7)
-    counter = mrcr.TokenCounter("test", lambda text: len(text) // 4)
+    counter = mrcr_tokens.TokenCounter("test", lambda text: len(text) // 4)
     items, skipped = mrcr.prepare_items(rows + [huge], ["a", "b", "c", "d"], counter=counter, client=Client(),
                                         base_url="http://x", model="m", max_model_len=2048, n_needles=8)
     assert [it.item_id for it in items] == ["a"]

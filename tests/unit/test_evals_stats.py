@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from byog.evals import stats
+from byog.analysis import stats
 
 # Student t quantiles (tables): t(0.95, 3), t(0.95, 4), t(0.975, 4), t(0.80, 4)
 T95_3 = 2.353363

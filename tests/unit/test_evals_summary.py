@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from byog.bundles.rundir import RunDir
-from byog.evals import stats
+from byog.analysis import stats
+from byog.analysis.eval_summary import summarize_evals
+from byog.core.paths import RunDir
 from byog.evals.data import FIXTURES_DIR
-from byog.evals.gated import find_texts, gpqa_fixture_texts
 from byog.evals.lm_eval_adapter import items_from_samples
 from byog.evals.runner import TaskRun, write_task
-from byog.evals.summary import summarize_evals
-from byog.evals.tasks import get_task
-from byog.plans.model import Plan
+from byog.plans.tasks import get_task
+from byog.schemas.plan import Plan
+from tests.support.gated import find_texts, gpqa_fixture_texts
 
 
 def _plan(spec_candidate: bool = False) -> Plan:
@@ -50,7 +50,7 @@ def test_scores_and_verdict_from_raw_items(tmp_path: Path) -> None:
     ids = ["a", "b", "c", "d"]
     _write(run_dir, "baseline", _rows([[1, 0, 1, 1], [1, 0, 0, 1]], ids))  # item means 100, 0, 50, 100
     _write(run_dir, "candidate", _rows([[1, 1, 1, 1], [1, 0, 1, 1]], ids))  # 100, 50, 100, 100
-    out = summarize_evals(run_dir, _plan())
+    out = summarize_evals(run_dir, _plan()).model_dump(mode="json")
     scores = {s["server"]: s for s in out["scores"]}
     assert scores["baseline"]["score"] == pytest.approx(62.5) and scores["baseline"]["passes"] == 2
     assert scores["baseline"]["stderr"] == pytest.approx(stats.standard_error([100, 0, 50, 100]))
@@ -61,7 +61,7 @@ def test_scores_and_verdict_from_raw_items(tmp_path: Path) -> None:
     assert verdict["verdict"] == expected.verdict == "inconclusive"
     assert (verdict["candidate"], verdict["baseline"], verdict["speculative"], verdict["n"]) == ("candidate", "baseline", False, 4)
     # deterministic and strict JSON (no NaN)
-    assert json.dumps(out, sort_keys=True, allow_nan=False) == json.dumps(summarize_evals(run_dir, _plan()), sort_keys=True, allow_nan=False)
+    assert json.dumps(out, sort_keys=True, allow_nan=False) == json.dumps(summarize_evals(run_dir, _plan()).model_dump(mode="json"), sort_keys=True, allow_nan=False)
 
 
 def test_items_pair_by_id_and_hash_and_speculative_comes_from_the_candidate(tmp_path: Path) -> None:
@@ -70,17 +70,19 @@ def test_items_pair_by_id_and_hash_and_speculative_comes_from_the_candidate(tmp_
     cand = _rows([[1, 1, 1]], ["a", "b", "c"])
     cand[2]["item_sha256"] = "changed"  # a different item under the same id is never paired
     _write(run_dir, "candidate", cand)
-    (verdict,) = summarize_evals(run_dir, _plan(spec_candidate=True))["verdicts"]
+    (verdict,) = summarize_evals(run_dir, _plan(spec_candidate=True)).model_dump(mode="json")["verdicts"]
     assert verdict["n"] == 2 and verdict["speculative"] is True
     # two identical items: d = 0, SE floored at 100 / 2 (one pass), far from proving equivalence
-    assert verdict["d"] == 0.0 and verdict["se_d"] == pytest.approx(50.0) and verdict["verdict"] == "inconclusive"
+    assert verdict["d"] == 0.0 and verdict["se_d"] == pytest.approx(50.0)
+    # ... and named: both at 100, and no item differs at n = 2
+    assert verdict["verdict"] == "degenerate" and verdict["degenerate"] == ["ceiling", "no_discordant"]
 
 
 def test_one_item_gives_nulls_not_nan(tmp_path: Path) -> None:
     run_dir = RunDir(tmp_path)
     _write(run_dir, "baseline", _rows([[1]], ["a"]))
     _write(run_dir, "candidate", _rows([[0]], ["a"]))
-    out = summarize_evals(run_dir, _plan())
+    out = summarize_evals(run_dir, _plan()).model_dump(mode="json")
     assert out["scores"][0]["stderr"] is None
     assert out["verdicts"][0]["se_d"] is None and out["verdicts"][0]["verdict"] == "inconclusive"
     json.dumps(out, allow_nan=False)
@@ -119,3 +121,37 @@ def test_the_scan_finds_leaked_text(tmp_path: Path) -> None:
 
     pq.write_table(pa.Table.from_pylist([{"x": texts[1]}]), tmp_path / "items.parquet", compression="zstd")
     assert find_texts(tmp_path, texts) == [("items.parquet", texts[1]), ("report.md", texts[0])]
+
+
+def _plan_for(limit: int | None, **spec: object) -> Plan:
+    return Plan(name="t", model={"path": "m"}, servers={"candidate": {}, "baseline": {}}, baseline="baseline",
+                evals=[{"task": "gsm8k", "passes": 1, **({"limit": limit} if limit else {}), **spec}])
+
+
+def test_gsm8k_at_zero_on_both_servers_is_degenerate_and_screening_at_100_items(tmp_path: Path) -> None:
+    """The H200 run with dummy weights: GSM8K 0/100 on both servers, which the gate alone calls equivalent."""
+    run_dir = RunDir(tmp_path)
+    ids = [f"q{i}" for i in range(100)]
+    _write(run_dir, "baseline", _rows([[0] * 100], ids))
+    _write(run_dir, "candidate", _rows([[0] * 100], ids))
+    (verdict,) = summarize_evals(run_dir, _plan_for(100)).verdicts
+    assert stats.paired_comparison([0.0] * 100, [0.0] * 100, 3.0).verdict == "equivalent"
+    assert verdict.verdict == "degenerate" and verdict.degenerate == ["floor"] and verdict.discordant == 0
+    assert "solves nothing" in verdict.degenerate_why[0]
+    # 100 greedy items at a 3-point margin cannot keep the gate sound: the plan said so before the run
+    assert verdict.screening is True and verdict.planned_false_fail > 0.3
+
+
+def test_sound_design_is_not_screening_and_a_reference_floor_names_a_weak_baseline(tmp_path: Path) -> None:
+    run_dir = RunDir(tmp_path)
+    ids = [f"q{i}" for i in range(600)]
+    base = [1 if i % 3 else 0 for i in range(600)]  # 66.7 points
+    cand = list(base)
+    cand[0], cand[1] = 1, 0  # two discordant items
+    _write(run_dir, "baseline", _rows([base], ids))
+    _write(run_dir, "candidate", _rows([cand], ids))
+    (sound,) = summarize_evals(run_dir, _plan_for(None)).verdicts  # all 1,319 items planned
+    assert sound.screening is False and sound.planned_false_fail < 0.01
+    assert sound.verdict == "equivalent" and sound.degenerate == [] and sound.discordant == 2
+    (weak,) = summarize_evals(run_dir, _plan_for(None, min_baseline_score=75.0)).verdicts
+    assert weak.verdict == "degenerate" and weak.degenerate == ["below_reference"]

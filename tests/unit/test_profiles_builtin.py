@@ -8,13 +8,18 @@ import pytest
 from typer.testing import CliRunner
 
 from byog.cli import app
-from byog.errors import UsageError
+from byog.core.errors import UsageError
+from byog.pipeline.planview import tier_estimates
 from byog.plans.expand import check_plan_fits, expand_plan
 from byog.plans.load import builtin_profiles, load_plan, parse_plan
-from byog.plans.model import AgenticWorkload
 from byog.plans.tiers import (
-    TIERS, apply_tier, find_placeholders, require_no_placeholders, tier_estimates, tiered_plan_yaml,
+    TIERS,
+    apply_tier,
+    find_placeholders,
+    require_no_placeholders,
+    tiered_plan_yaml,
 )
+from byog.schemas.plan import AgenticWorkload
 
 GPU_PROFILES = ("kimi-k3-gb300", "deepseek-v4.1-flash")
 SWITCH = {"decode_backend": "latency_specialized"}
@@ -50,7 +55,9 @@ def test_kimi_matrix_is_the_published_one() -> None:
     assert {k[2] for k in points if k[0] == "longctx-tp16"} == {8192, 32768}
     assert {k[2] for k in points if k[0] == "longctx-dcp8"} == {100000}
     agentic = [w for w in plan.workloads if isinstance(w, AgenticWorkload)]
-    assert [(w.name, w.concurrencies, w.implemented) for w in agentic] == [("interactivity", [1], False)]
+    assert [(w.name, w.concurrencies, w.servers) for w in agentic] == [
+        ("interactivity", [1], ["candidate-tp16", "baseline-tp16", "baseline-tp8"])]
+    assert points[("interactivity", None, 0, 0)] == ("candidate-tp16", "baseline-tp16", "baseline-tp8")
     assert {e.task for e in plan.evals} == {"aime25", "gpqa_diamond", "mrcr", "gsm8k"}
 
 
@@ -92,15 +99,20 @@ def test_tier_rules_on_kimi() -> None:
     assert sorted(smoke.servers) == ["baseline-tp8", "candidate-tp8"] and smoke.baseline == "baseline-tp8"
     assert smoke.comparisons == [("candidate-tp8", "baseline-tp8")]
     ids = [p.point_id for p in expand_plan(smoke)]
-    assert ids == ["decode-b1-isl1-osl256", "decode-b64-isl1-osl256", "longctx-tp8-b1-isl8192-osl256", "longctx-tp8-b64-isl8192-osl256"]
+    assert ids == ["decode-b1-isl1-osl256", "decode-b64-isl1-osl256", "longctx-tp8-b1-isl8192-osl256",
+                   "longctx-tp8-b64-isl8192-osl256", "interactivity-c1"]
+    # the agentic point runs on the kept server of its own (baseline-tp8), with 2 sessions after 1 warm-up
+    (agentic,) = [p for p in expand_plan(smoke) if p.kind == "agentic"]
+    assert (agentic.servers, agentic.sessions, agentic.warmup_sessions) == (("baseline-tp8",), 2, 1)
     # every eval still runs, on the kept pair, 10 items x 1 pass
     assert [(e.task, e.limit, e.passes, e.servers) for e in smoke.evals] == [
         (t, 10, 1, ["candidate-tp8", "baseline-tp8"]) for t in ("aime25", "gpqa_diamond", "mrcr", "gsm8k")]
     standard = apply_tier(plan, "standard")
     assert [p.point_id for p in expand_plan(standard)] == [p.point_id for p in expand_plan(plan)]
-    assert {(p.warmup_waves, p.waves) for p in expand_plan(standard)} == {(1, 3)}
+    assert {(p.warmup_waves, p.waves) for p in expand_plan(standard) if p.kind == "batch"} == {(1, 3)}
+    # evals cut only as far as the gate stays sound (docs/statistics.md): only GSM8K can be cut
     assert [(e.task, e.limit, e.passes) for e in standard.evals] == [
-        ("aime25", 100, 4), ("gpqa_diamond", 100, 4), ("mrcr", 100, 1), ("gsm8k", 100, 1)]
+        ("aime25", None, 16), ("gpqa_diamond", None, 10), ("mrcr", 200, 1), ("gsm8k", 440, 1)]
     with pytest.raises(UsageError, match="unknown tier 'huge'"):
         apply_tier(plan, "huge")
 
@@ -108,13 +120,14 @@ def test_tier_rules_on_kimi() -> None:
 def test_tier_estimates_shrink() -> None:
     plan, _ = load_plan("kimi-k3-gb300")
     rows = {r["tier"]: r for r in tier_estimates(plan)}
-    assert rows["smoke"]["bench_points"] == 8 and rows["full"]["bench_points"] == 114
+    # + the interactivity point: on its 3 servers in full, on the one kept server in smoke
+    assert rows["smoke"]["bench_points"] == 9 and rows["full"]["bench_points"] == 117
     assert rows["smoke"]["gpu_hours"] < rows["standard"]["gpu_hours"] < rows["full"]["gpu_hours"]
     # full evals: 4 servers x (30 x 16 + 198 x 10 + 200 x 1 + 1319 x 1) requests
     assert rows["full"]["eval_requests"] == 4 * (30 * 16 + 198 * 10 + 200 + 1319)
     assert rows["smoke"]["eval_requests"] == 2 * 4 * 10
-    # standard: aime25 has 30 items, so its limit of 100 scores 30
-    assert rows["standard"]["eval_requests"] == 4 * (30 * 4 + 100 * 4 + 100 + 100)
+    # standard: GSM8K cut to 440 items, the rest as written (they cannot be cut and stay sound)
+    assert rows["standard"]["eval_requests"] == 4 * (30 * 16 + 198 * 10 + 200 + 440)
 
 
 def test_placeholders_are_named_and_refused() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from byog.errors import UsageError
+from byog.core.errors import UsageError
 from byog.schemas.export import SCHEMA_DIR, drift, export
 from byog.schemas.migrate import MIGRATIONS, migrate
 from byog.schemas.registry import entry_for, load_all
@@ -39,21 +39,22 @@ def test_every_bundle_file_kind_has_a_model() -> None:
 
 
 def test_the_plan_schema_is_the_plan_model_not_a_copy() -> None:
-    from byog.plans.model import Plan
+    from byog.schemas.plan import Plan
 
     assert load_all()["plan"].model is Plan
 
 
 def test_migration_hook_upgrades_and_refuses_the_future(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert migrate("summary", {"schema_version": 1, "x": 1}) == {"schema_version": 1, "x": 1}
+    assert migrate("summary", {"schema_version": 2, "x": 1}) == {"schema_version": 2, "x": 1}
+    assert migrate("summary", {"schema_version": 1, "x": 1}) == {"schema_version": 2, "x": 1}  # 1 -> 2 adds only defaults
     with pytest.raises(UsageError, match="newer than this byog"):
-        migrate("summary", {"schema_version": 2})
+        migrate("summary", {"schema_version": 3})
     with pytest.raises(UsageError, match="positive integer"):
         migrate("summary", {"schema_version": "1"})
-    # A v2 summary would add one step; simulate it.
+    # A v3 summary would add one step; simulate it.
     from byog.schemas import registry
 
     entry = registry._REGISTRY["summary"]
-    monkeypatch.setitem(registry._REGISTRY, "summary", type(entry)(entry.name, entry.model, 2, entry.files, entry.kind))
-    monkeypatch.setitem(MIGRATIONS, ("summary", 1), lambda doc: {"schema_version": doc["schema_version"], "renamed": doc["old"]})
-    assert migrate("summary", {"schema_version": 1, "old": 5}) == {"schema_version": 2, "renamed": 5}
+    monkeypatch.setitem(registry._REGISTRY, "summary", type(entry)(entry.name, entry.model, 3, entry.files, entry.kind))
+    monkeypatch.setitem(MIGRATIONS, ("summary", 2), lambda doc: {"schema_version": doc["schema_version"], "renamed": doc["old"]})
+    assert migrate("summary", {"schema_version": 2, "old": 5}) == {"schema_version": 3, "renamed": 5}

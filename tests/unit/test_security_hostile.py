@@ -16,7 +16,7 @@ from typing import Callable
 import pytest
 from typer.testing import CliRunner
 
-from byog.bundles.pack import bundle_gzip, gzip_bytes, member_info
+from byog.bundles.archive import bundle_gzip, gzip_bytes, member_info
 from byog.bundles.unpack import Limits
 from byog.bundles.verify import verify_bundle
 from byog.cli import app
@@ -134,7 +134,7 @@ def test_default_limits_stop_a_bomb_without_reading_it_all(tmp_path: Path) -> No
     import struct
     import zlib
 
-    from byog.bundles.pack import GZIP_COMMENT_PREFIX, GZIP_HEADER
+    from byog.bundles.archive import GZIP_COMMENT_PREFIX, GZIP_HEADER
 
     compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
     chunk, crc, body = b"\0" * 1_000_000, 0, []

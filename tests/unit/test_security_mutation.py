@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from byog.bundles.pack import bundle_gzip
+from byog.bundles.archive import bundle_gzip
 from byog.bundles.verify import verify_bundle
-from tests.unit._bundles_kit import allowed_signers, build_bundle, derive, make_key
+from tests.unit._bundles_kit import allowed_signers, build_bundle, make_key
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def _verdicts(mutants: list[tuple[int, bytes]], allowed: Path, target: Path) -> 
     try:
         for offset, mutant in mutants:
             target.write_bytes(mutant)
-            report = verify_bundle(target, allowed_signers=allowed, derive_summary=derive)
+            report = verify_bundle(target, allowed_signers=allowed)
             if report.verified:
                 survivors.append(offset)
     finally:

@@ -10,7 +10,7 @@ import pytest
 
 from byog.bundles.finalize import seal_and_pack
 from byog.bundles.verify import verify_bundle
-from tests.unit._bundles_kit import allowed_signers, build_bundle, derive, make_key
+from tests.unit._bundles_kit import allowed_signers, build_bundle, make_key
 
 
 @pytest.fixture()
@@ -19,7 +19,7 @@ def tampered(tmp_path: Path):  # noqa: ANN201
     mallory, _ = make_key(tmp_path, "mallory")
     run_dir, packed = build_bundle(tmp_path, alice)
     allowed = allowed_signers(tmp_path / "allowed_signers", [("alice@example.com", alice_pub)])
-    assert verify_bundle(packed.bundle, allowed_signers=allowed, derive_summary=derive).verified
+    assert verify_bundle(packed.bundle, allowed_signers=allowed).verified
     summary = json.loads(run_dir.summary_json.read_text())
     point = summary["bench"]["points"][0]
     point["metrics"]["decode_tok_s"] *= 1.10  # the claim a contributor would like to make
@@ -30,7 +30,7 @@ def tampered(tmp_path: Path):  # noqa: ANN201
 def test_resigned_by_another_key_is_the_wrong_signer(tampered, tmp_path: Path) -> None:  # noqa: ANN001
     run_dir, allowed, _, mallory = tampered
     packed = seal_and_pack(run_dir, tmp_path / "mallory.tar.gz", key=mallory)
-    report = verify_bundle(packed.bundle, allowed_signers=allowed, derive_summary=derive)
+    report = verify_bundle(packed.bundle, allowed_signers=allowed)
     assert not report.verified
     failed = {r.name: r.message for r in report.results if r.status == "fail"}
     assert "signature" in failed and "wrong signer" in failed["signature"]
@@ -40,7 +40,7 @@ def test_resigned_by_another_key_is_the_wrong_signer(tampered, tmp_path: Path) -
 def test_resigned_by_the_right_key_fails_the_recomputation(tampered, tmp_path: Path) -> None:  # noqa: ANN001
     run_dir, allowed, alice, _ = tampered
     packed = seal_and_pack(run_dir, tmp_path / "alice-again.tar.gz", key=alice)
-    report = verify_bundle(packed.bundle, allowed_signers=allowed, derive_summary=derive)
+    report = verify_bundle(packed.bundle, allowed_signers=allowed)
     status = {r.name: r.status for r in report.results}
     assert status["hashes"] == status["signature"] == status["schemas"] == "pass"
     assert status["summary"] == "fail" and status["report"] == "fail"
@@ -53,10 +53,10 @@ def test_a_predicate_that_lies_about_the_files_fails_even_when_signed(tmp_path: 
     """The signed predicate (images, argv, plan hash) must be what the files say, not just signed."""
     import tarfile
 
-    from byog.bundles.canonical import canonical_json
-    from byog.bundles.manifest import MANIFEST_NAME, SIGNATURE_NAME
     from byog.bundles.pack import tar_gz
     from byog.bundles.sign import sign_bytes
+    from byog.core.canonical import canonical_json
+    from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME
 
     alice, alice_pub = make_key(tmp_path, "alice")
     _, packed = build_bundle(tmp_path, alice)
@@ -76,7 +76,7 @@ def test_a_predicate_that_lies_about_the_files_fails_even_when_signed(tmp_path: 
         files[SIGNATURE_NAME] = sign_bytes(files[MANIFEST_NAME], alice)
         forged = tmp_path / "forged.tar.gz"
         forged.write_bytes(tar_gz(files))
-        report = verify_bundle(forged, allowed_signers=allowed, derive_summary=derive)
+        report = verify_bundle(forged, allowed_signers=allowed)
         status = {r.name: r.status for r in report.results}
         assert status["hashes"] == status["signature"] == "pass"
         assert report.failures == [f"predicate: the manifest's predicate does not match the bundle's files in: {field}"]

@@ -3,22 +3,31 @@
 A check is a function ``(ctx) -> str`` registered with ``@check("name")``: it returns one
 sentence on success and raises ``CheckFailed`` (one sentence) on failure, or ``Skipped`` when it
 has nothing to check. Any other exception on hostile input is still a failure, never a
-traceback; an ``EnvironmentProblem`` (no ssh-keygen) stops verify with exit 3.
+traceback; an ``EnvironmentProblem`` (something this machine lacks) stops verify with exit 3.
+
+Two flags place a check in verify's order (``byog.bundles.verify``):
+- ``gated``: runs only once the signer is known and trusted (or the bundle is unsigned and
+  ``--allow-unsigned`` was given); an untrusted bundle gets "not checked: untrusted signer";
+- ``isolated``: parses bundle content, so it runs in the child process under memory and CPU
+  limits (``byog.bundles.isolate``). Every isolated check is gated.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterable, Literal
 
-from byog.bundles.rundir import RunDir
-from byog.errors import ByogError, EnvironmentProblem
+from byog.bundles.bounds import CAPS, Caps, check_size
+from byog.core.errors import ByogError, EnvironmentProblem
+from byog.core.paths import RunDir
 from byog.schemas.claims import ClaimsFile
-from byog.schemas.manifest import Statement
+from byog.schemas.manifest import BundleSubject, Statement
 from byog.schemas.policy import Policy
+from byog.schemas.summary import Summary
 
 Status = Literal["pass", "fail", "skip"]
+MESSAGE_LIMIT = 300  # characters of one check's sentence
 
 
 class Skipped(Exception):
@@ -41,15 +50,19 @@ class VerifyContext:
     bundle: Path
     root: Path  # the private folder the bundle was extracted into
     names: list[str]  # member names, archive order
+    sizes: dict[str, int] = field(default_factory=dict)  # member name -> bytes, from the vetted archive
     allowed_signers: Path | None = None
     policy: Policy | None = None
     claims: ClaimsFile | None = None
     allow_unsigned: bool = False
-    derive_summary: Callable[[RunDir], dict[str, Any]] | None = None  # None: byog.bundles.summary.derive_summary
+    subject_for: BundleSubject | None = None  # --for OWNER/REPO#N: the subject the bundle must name
+    caps: Caps = CAPS
     statement: Statement | None = None  # set by the manifest check
     manifest_bytes: bytes | None = None
     signer: str | None = None  # set by the signature check: "principal (SHA256:...)"
-    derived: dict[str, Any] | None = None  # the recomputed summary
+    unsigned_allowed: bool = False  # set by the signature check: unsigned, and --allow-unsigned given
+    derived: Summary | None = None  # the recomputed summary
+    parsed: dict[str, Any] = field(default_factory=dict)  # member name -> its JSON/YAML, parsed within bounds
     notes: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -57,7 +70,10 @@ class VerifyContext:
         return RunDir(self.root)
 
     def read(self, name: str) -> bytes:
-        return (self.root / name).read_bytes()
+        """A member's bytes, refused (CheckFailed) when over its kind's size cap."""
+        path = self.root / name
+        check_size(name, path.stat().st_size)
+        return path.read_bytes()
 
     def has(self, name: str) -> bool:
         return name in self.names
@@ -71,41 +87,56 @@ class Check:
     name: str
     fn: CheckFn
     requires: tuple[str, ...]  # checks that must have passed: numbers from unverified files mean nothing
+    gated: bool  # runs only for a trusted signer (or an allowed unsigned bundle)
+    isolated: bool  # parses content: runs in the limited child process
 
 
 CHECKS: list[Check] = []
 
 
-def check(name: str, *, requires: tuple[str, ...] = ()) -> Callable[[CheckFn], CheckFn]:
+def check(name: str, *, requires: tuple[str, ...] = (), gated: bool = True, isolated: bool = True) -> Callable[[CheckFn], CheckFn]:
+    if isolated and not gated:
+        raise ValueError(f"verify check '{name}': a check that parses content must wait for the signer (gated)")
+
     def register(fn: CheckFn) -> CheckFn:
         if any(existing.name == name for existing in CHECKS):
             raise ValueError(f"verify check '{name}' is registered twice")
-        CHECKS.append(Check(name, fn, requires))
+        CHECKS.append(Check(name, fn, requires, gated, isolated))
         return fn
 
     return register
 
 
-def run_checks(ctx: VerifyContext) -> list[CheckResult]:
-    results: list[CheckResult] = []
-    status: dict[str, Status] = {}
-    for item in CHECKS:
-        name, fn = item.name, item.fn
-        blocked = [dep for dep in item.requires if status.get(dep) != "pass"]
-        if blocked:
-            results.append(CheckResult(name, "skip", f"not checked: {', '.join(blocked)} did not pass"))
-            status[name] = "skip"
-            continue
+def _message(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def run_one(item: Check, ctx: VerifyContext, status: dict[str, Status]) -> CheckResult:
+    """Run one check after its prerequisites; any exception but EnvironmentProblem becomes a failed line."""
+    blocked = [dep for dep in item.requires if status.get(dep) != "pass"]
+    if blocked:
+        result = CheckResult(item.name, "skip", f"not checked: {', '.join(blocked)} did not pass")
+    else:
         try:
-            results.append(CheckResult(name, "pass", fn(ctx)))
+            result = CheckResult(item.name, "pass", item.fn(ctx))
         except Skipped as why:
-            results.append(CheckResult(name, "skip", str(why)))
+            result = CheckResult(item.name, "skip", str(why))
         except EnvironmentProblem:
             raise
         except ByogError as err:
-            results.append(CheckResult(name, "fail", str(err)))
+            result = CheckResult(item.name, "fail", str(err))
+        except MemoryError:
+            result = CheckResult(item.name, "fail", "could not be checked: it needs more memory than verify allows (a hostile bundle?)")
+        except RecursionError:
+            result = CheckResult(item.name, "fail", "could not be checked: the data is nested too deeply")
         except Exception as err:  # hostile bytes can break any parser: a failure, not a crash
-            message = str(err).strip().splitlines()[0] if str(err).strip() else ""
-            results.append(CheckResult(name, "fail", f"could not be checked: {type(err).__name__}: {message}"[:300]))
-        status[name] = results[-1].status
-    return results
+            result = CheckResult(item.name, "fail", f"could not be checked: {type(err).__name__}: {_message(err)}")
+    result = CheckResult(result.name, result.status, result.message[:MESSAGE_LIMIT])
+    status[item.name] = result.status
+    return result
+
+
+def run_checks(ctx: VerifyContext, checks: Iterable[Check] | None = None, status: dict[str, Status] | None = None) -> list[CheckResult]:
+    status = {} if status is None else status
+    return [run_one(item, ctx, status) for item in (CHECKS if checks is None else checks)]

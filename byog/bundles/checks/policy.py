@@ -1,42 +1,19 @@
-"""Policy: what a maintainer requires of every bundle (byog.schemas.policy documents the file)."""
+"""Policy: what a maintainer requires of every bundle (byog.schemas.policy documents the file).
+
+No requirement is met vacuously: required tasks with no candidate in the bundle, minimum request
+counts or "no invalid points" with no bench point, or minimum eval items with no eval each fail,
+naming what is missing.
+"""
 
 from __future__ import annotations
 
-import io
-from typing import Any
-
+from byog.analysis.points import describe, one_point
 from byog.bundles.checks.base import Skipped, VerifyContext, check
-from byog.bundles.checks.recompute import _derive
-from byog.bundles.points import describe, one_point, point_id
-from byog.errors import CheckFailed
-
-_WARMUP_COLUMNS = ("warmup", "is_warmup")
-_ITEM_ID_COLUMNS = ("item_id", "doc_id", "id")
-
+from byog.bundles.checks.recompute import derived_summary
+from byog.core.errors import CheckFailed
 
 def _digest_of(reference: str) -> str:
     return reference.rsplit("@", 1)[-1]
-
-
-def _measured_requests(ctx: VerifyContext, server: str, pid: str) -> int:
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(io.BytesIO(ctx.read(f"bench/{server}/{pid}.parquet")))
-    for column in _WARMUP_COLUMNS:
-        if column in table.column_names:
-            return int(table.num_rows - pc.sum(pc.cast(table[column], "int64")).as_py() or 0)
-    return table.num_rows
-
-
-def _eval_items(ctx: VerifyContext, server: str, task: str) -> int:
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(io.BytesIO(ctx.read(f"evals/{server}/{task}/items.parquet")))
-    for column in _ITEM_ID_COLUMNS:
-        if column in table.column_names:
-            return len(set(table[column].to_pylist()))
-    return table.num_rows
 
 
 def _check_images(ctx: VerifyContext, allowed: list[str]) -> None:
@@ -57,7 +34,7 @@ def meets_policy(ctx: VerifyContext) -> str:
         raise Skipped("no --policy given")
     if ctx.statement is None:
         raise CheckFailed("not checked: the manifest could not be read")
-    summary: dict[str, Any] = _derive(ctx)
+    summary = derived_summary(ctx)
     if policy.allowed_image_digests is not None:
         _check_images(ctx, policy.allowed_image_digests)
     for required in policy.required_points:
@@ -65,27 +42,39 @@ def meets_policy(ctx: VerifyContext) -> str:
             one_point(summary, required.server, point=required.point, select=required.select)
         except CheckFailed:
             raise CheckFailed(f"required point {describe(required.server, required.point, required.select)} is not in the bundle") from None
-    verdicts = summary.get("evals", {}).get("verdicts", [])
-    candidates = summary.get("plan", {}).get("candidates", [])
+    verdicts = summary.evals.verdicts
+    if policy.required_tasks and not summary.plan.candidates:
+        raise CheckFailed(f"the policy requires verdicts for {', '.join(policy.required_tasks)}, but the bundle has no candidate to judge")
     for task in policy.required_tasks:
-        for candidate in candidates:
-            if not any(v.get("task") == task and v.get("candidate") == candidate for v in verdicts):
+        for candidate in summary.plan.candidates:
+            if not any(v.task == task and v.candidate == candidate for v in verdicts):
                 raise CheckFailed(f"required task '{task}' has no verdict for '{candidate}'")
-    points = summary.get("bench", {}).get("points", [])
+    if policy.forbid_degenerate:
+        named = [f"{v.task} {v.candidate} vs {v.baseline} ({', '.join(v.degenerate)})" for v in verdicts if v.degenerate]
+        if named:
+            raise CheckFailed(f"{len(named)} verdict(s) are degenerate, which the policy forbids: {'; '.join(named[:5])}")
+    if policy.forbid_screening:
+        named = [f"{v.task} {v.candidate} vs {v.baseline}" for v in verdicts if v.screening]
+        if named:
+            raise CheckFailed(f"{len(named)} verdict(s) come from a design that cannot keep the gate sound (screening), "
+                              f"which the policy forbids: {'; '.join(named[:5])}")
+    points = summary.bench.points
+    if (policy.require_valid_points or policy.min_samples.requests) and not points:
+        raise CheckFailed("the policy sets requirements on bench points, but the bundle has none")
     if policy.require_valid_points:
-        invalid = [f"{p.get('server')}/{point_id(p)}" for p in points if p.get("valid") is False]
+        invalid = [f"{p.server}/{p.point_id}" for p in points if not p.valid]
         if invalid:
             raise CheckFailed(f"{len(invalid)} point(s) are flagged invalid: {', '.join(invalid[:5])}")
     if policy.min_samples.requests:
         for point in points:
-            n = _measured_requests(ctx, str(point.get("server")), point_id(point))
+            n = point.n_requests  # measured (non-warm-up) requests, recomputed from the rows
             if n < policy.min_samples.requests:
-                raise CheckFailed(f"point {point.get('server')}/{point_id(point)} measured {n} requests, fewer than the policy's {policy.min_samples.requests}")
+                raise CheckFailed(f"point {point.server}/{point.point_id} measured {n} requests, fewer than the policy's {policy.min_samples.requests}")
     if policy.min_samples.eval_items:
-        run_dir = ctx.run_dir
-        for server in run_dir.eval_servers():
-            for task in run_dir.eval_tasks(server):
-                n = _eval_items(ctx, server, task)
-                if n < policy.min_samples.eval_items:
-                    raise CheckFailed(f"eval {server}/{task} scored {n} items, fewer than the policy's {policy.min_samples.eval_items}")
+        scores = summary.evals.scores  # one per (server, task), n_items recomputed from items.parquet
+        if not scores:
+            raise CheckFailed(f"the policy requires at least {policy.min_samples.eval_items} items per eval, but the bundle has no eval")
+        for score in scores:
+            if score.n_items < policy.min_samples.eval_items:
+                raise CheckFailed(f"eval {score.server}/{score.task} scored {score.n_items} items, fewer than the policy's {policy.min_samples.eval_items}")
     return "meets the policy"

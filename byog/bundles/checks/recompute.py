@@ -1,5 +1,6 @@
 """Recompute: summary.json and report.md are derived data, so verify derives them again from the
-raw rows and holds the shipped copies against the result. Integers, strings and booleans must be
+raw rows and holds the shipped copies against the result (report.md with the renderer of its own
+report format, ``byog.report.versions``). Integers, strings and booleans must be
 equal; floats agree within a relative 1e-9 (the same code on another CPU or numpy build may
 round the last bits differently, never more).
 """
@@ -10,8 +11,11 @@ import json
 import math
 from typing import Any
 
+from byog.analysis.summary import derive_summary
 from byog.bundles.checks.base import VerifyContext, check
-from byog.errors import CheckFailed
+from byog.core.errors import CheckFailed
+from byog.report.versions import rerender
+from byog.schemas.summary import SUMMARY_SCHEMA_VERSION, Summary, as_of_version
 
 FLOAT_REL_TOL = 1e-9
 FLOAT_ABS_TOL = 1e-12
@@ -51,13 +55,10 @@ def first_difference(shipped: Any, derived: Any, path: str) -> str | None:
     return None
 
 
-def _derive(ctx: VerifyContext) -> dict[str, Any]:
+def derived_summary(ctx: VerifyContext) -> Summary:
+    """The summary recomputed from the bundle's raw records (once per verify)."""
     if ctx.derived is None:
-        derive = ctx.derive_summary
-        if derive is None:
-            from byog.bundles.summary import derive_summary as derive
-        # Round-trip through JSON so tuples/numpy scalars compare as what summary.json would hold.
-        ctx.derived = json.loads(json.dumps(derive(ctx.run_dir), allow_nan=False))
+        ctx.derived = derive_summary(ctx.run_dir)
     return ctx.derived
 
 
@@ -65,12 +66,19 @@ def _derive(ctx: VerifyContext) -> dict[str, Any]:
 def summary_recomputes(ctx: VerifyContext) -> str:
     if not ctx.has("summary.json"):
         raise CheckFailed("the bundle has no summary.json")
-    shipped = json.loads(ctx.read("summary.json"))
-    difference = first_difference(shipped, _derive(ctx), "summary")
+    shipped = ctx.parsed["summary.json"]  # parsed within bounds by the bounds check
+    # Round-trip through JSON so the recomputed numbers compare as what summary.json would hold.
+    recomputed = json.loads(json.dumps(derived_summary(ctx).to_json(), allow_nan=False))
+    version = shipped.get("schema_version") if isinstance(shipped, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and 1 <= version < SUMMARY_SCHEMA_VERSION:
+        # An older byog's summary: both sides without what it did not compute, or computed otherwise
+        # (byog.schemas.summary.CHANGED_IN); claims, policy and the report read the recomputed one.
+        shipped, recomputed = as_of_version(shipped, version), as_of_version(recomputed, version)
+    difference = first_difference(shipped, recomputed, "summary")
     if difference:
         raise CheckFailed(f"summary.json differs from the numbers recomputed from the raw rows at {difference}")
-    bench = shipped.get("bench", {})
-    evals = shipped.get("evals", {})
+    bench = shipped.get("bench") or {}
+    evals = shipped.get("evals") or {}
     return (
         f"recomputed from raw rows: {len(bench.get('points', []))} points, {len(bench.get('comparisons', []))} comparisons, "
         f"{len(evals.get('verdicts', []))} verdicts agree"
@@ -79,15 +87,17 @@ def summary_recomputes(ctx: VerifyContext) -> str:
 
 @check("report", requires=("schemas",))
 def report_rerenders(ctx: VerifyContext) -> str:
-    from byog.bundles.report import render_report
-
     if not ctx.has("report.md"):
         raise CheckFailed("the bundle has no report.md")
-    shipped = ctx.read("report.md").decode("utf-8")
-    rendered = render_report(ctx.run_dir, _derive(ctx))
+    try:
+        shipped = ctx.read("report.md").decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CheckFailed(f"report.md is not UTF-8 (byte {err.start})") from None
+    # Re-rendered by the renderer of the report format it is written in (byog.report.versions).
+    version, rendered = rerender(shipped, ctx.run_dir, derived_summary(ctx))
     if shipped != rendered:
         for number, (a, b) in enumerate(zip(shipped.splitlines(), rendered.splitlines()), start=1):
             if a != b:
                 raise CheckFailed(f"report.md line {number} differs from the re-rendered report: {a.strip()[:80]!r}")
         raise CheckFailed("report.md differs from the re-rendered report in its length")
-    return "report.md re-renders byte for byte"
+    return f"report.md (report format {version}) re-renders byte for byte"

@@ -1,22 +1,20 @@
 """Schemas: every bundle file a registered model describes validates against it.
 
-JSON and YAML files are parsed, migrated to the current ``schema_version`` and validated; a
-parquet file's columns are held against the row model (required fields present, no unknown
+JSON and YAML files (parsed within bounds by the bounds check) are migrated to the current
+``schema_version`` and validated; a parquet file's columns are held against the row model (required fields present, no unknown
 columns when the model forbids extras, column types compatible with the field types). The rows'
 values are read by the recompute checks, which fail on anything unreadable.
 """
 
 from __future__ import annotations
 
-import io
-import json
+from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from byog.bundles.checks.base import VerifyContext, check
-from byog.errors import CheckFailed
+from byog.core.errors import CheckFailed
 from byog.schemas.migrate import migrate
 from byog.schemas.registry import SchemaEntry, load_all
 
@@ -29,12 +27,7 @@ def _first_error(err: ValidationError) -> str:
     return f"'{where}': {first['msg']}"
 
 
-def _validate_document(entry: SchemaEntry, name: str, data: bytes) -> None:
-    try:
-        text = data.decode("utf-8")
-        doc = yaml.safe_load(text) if entry.kind == "yaml" else json.loads(text)
-    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as err:
-        raise CheckFailed(f"{name} is not valid {entry.kind.upper()}: {str(err).splitlines()[0]}") from None
+def _validate_document(entry: SchemaEntry, name: str, doc: Any) -> None:
     if not isinstance(doc, dict):
         raise CheckFailed(f"{name} must hold a {entry.kind.upper()} object")
     doc = migrate(entry.name, doc, label=name)
@@ -77,11 +70,11 @@ def _arrow_kind(arrow_type: Any) -> set[str]:
     return {"any"}
 
 
-def _validate_parquet_columns(entry: SchemaEntry, name: str, data: bytes) -> None:
+def _validate_parquet_columns(entry: SchemaEntry, name: str, path: Path) -> None:
     import pyarrow.parquet as pq
 
     try:
-        schema = pq.read_schema(io.BytesIO(data))
+        schema = pq.read_schema(path)
     except Exception as err:  # noqa: BLE001  (any pyarrow error means unreadable)
         raise CheckFailed(f"{name} is not a readable parquet file: {str(err).splitlines()[0]}") from None
     model: type[BaseModel] = entry.model
@@ -104,7 +97,7 @@ def _validate_parquet_columns(entry: SchemaEntry, name: str, data: bytes) -> Non
             raise CheckFailed(f"{name} column '{column}' is {arrow_type}, but the {entry.name} schema wants {'/'.join(sorted(allowed))}")
 
 
-@check("schemas", requires=("hashes",))
+@check("schemas", requires=("bounds",))
 def files_match_schemas(ctx: VerifyContext) -> str:
     missing = [name for name in REQUIRED_FILES if not ctx.has(name)]
     if missing:
@@ -116,8 +109,10 @@ def files_match_schemas(ctx: VerifyContext) -> str:
         if entry is None:
             continue
         if entry.kind == "parquet":
-            _validate_parquet_columns(entry, name, ctx.read(name))
+            _validate_parquet_columns(entry, name, ctx.root / name)
+        elif name in ctx.parsed:
+            _validate_document(entry, name, ctx.parsed[name])
         else:
-            _validate_document(entry, name, ctx.read(name))
+            raise CheckFailed(f"{name} is not a .json or .yaml file, so it cannot be the {entry.kind.upper()} its schema describes")
         counted += 1
     return f"{counted} files match their schemas"

@@ -1,0 +1,138 @@
+"""Why byog's TPOT differs from `vllm bench serve`'s at long prompts: one experiment per hypothesis.
+
+Runs against an already-running server (closed loop at concurrency C, N = 4 x C prompts, ISL/OSL
+fixed, greedy). Every experiment is a pair of runs, byog and vLLM's client, alternated; each run
+also reads the server's own view of the same requests from /metrics (mean TPOT and inter-token
+gap as the engine timed them), so a difference the server also sees is a workload difference,
+and one only the clients see is a measurement difference.
+
+    python benchmarks/fidelity_experiments.py --base-url URL --model NAME --tokenizer DIR --out DIR \
+        --isl 1024 --osl 256 --concurrency 8 --experiments all --repeats 1
+
+Experiments (hypotheses of issue 19):
+  defaults          each tool's own request body and prompts (reproduces the gap)
+  vllm-body         byog sends exactly vLLM's body (no min_tokens, usage only at the end)
+  byog-body         vLLM's client sends byog's body (min_tokens + continuous usage via --extra-body)
+  no-min-tokens     byog's body without min_tokens (is the min-tokens logits processor the cost?)
+  no-chunk-usage    byog's body without continuous_usage_stats (is per-chunk usage the cost?)
+  vllm-prompts      byog sends the prompts of vLLM's random dataset (same seed): prompt content
+  byog-prompts      vLLM's client replays byog's prompts (decoded to text): prompt content, reversed
+Raw results: OUT/runs.jsonl (one line per run), OUT/rows/*.parquet (byog's rows),
+OUT/vllm/*.json (vLLM's detailed results). `benchmarks/fidelity_table.py OUT` re-prints them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+
+from byog.bench.crosscheck import run_byog, run_vllm_bench_serve
+from byog.bench.prompts import Prompt, ServerTokenizer, build_prompts
+
+EXPERIMENTS = ("defaults", "vllm-body", "byog-body", "no-min-tokens", "no-chunk-usage", "vllm-prompts", "byog-prompts")
+VLLM_DEFAULT_BODY: dict[str, Any] = {}  # --extra-body left out: vLLM's own body
+
+
+def vllm_random_prompts(tokenizer_dir: str, isl: int, osl: int, count: int, seed: int) -> list[Prompt]:
+    """The prompts `vllm bench serve --dataset-name random --seed SEED` sends (vLLM's own sampler)."""
+    from transformers import AutoTokenizer
+    from vllm.benchmarks.datasets import RandomDataset
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    requests = RandomDataset(random_seed=seed).sample(tokenizer=tokenizer, num_requests=count, input_len=isl,
+                                                      output_len=osl)
+    return [Prompt(body=r.prompt, expected_n_in=int(r.prompt_len)) for r in requests]
+
+
+def byog_prompts_as_text(base_url: str, model: str, isl: int, count: int, seed: int, point_id: str, path: Path) -> Path:
+    """byog's random-id prompts, decoded by the server, as a `custom` dataset for vLLM's client."""
+    tok = ServerTokenizer(base_url, model)
+    try:
+        prompts = build_prompts(kind="random", dataset=None, api="completions", isl=isl, count=count, seed=seed,
+                                point_id=point_id, server=tok, tokenizer_path=None)
+    finally:
+        tok.close()
+    with httpx.Client(timeout=60.0) as client:
+        texts = [client.post(f"{base_url}/detokenize", json={"model": model, "tokens": p.body}).json()["prompt"]
+                 for p in prompts]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in texts))
+    return path
+
+
+def plan_runs(name: str, args: argparse.Namespace, c: int, rep: int, out: Path) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
+    n = args.prompts_per_c * c
+    kw = dict(isl=args.isl, osl=args.osl, concurrency=c, num_prompts=n, seed=rep)
+    tag = f"{name}-isl{args.isl}-c{c}-r{rep}"
+    url, model, tok = args.base_url, args.model, args.tokenizer
+
+    def byog(**extra: Any) -> Callable[[], dict[str, Any]]:
+        return lambda: run_byog(url, model, tok, rows_path=out / "rows" / f"{tag}-byog.parquet", **kw, **extra)
+
+    def vllm(**extra: Any) -> Callable[[], dict[str, Any]]:
+        return lambda: run_vllm_bench_serve(url, model, tok, result_path=out / "vllm" / f"{tag}-vllm.json", **kw, **extra)
+
+    if name == "defaults":
+        return [("byog", byog()), ("vllm", vllm(extra_body=VLLM_DEFAULT_BODY))]
+    if name == "vllm-body":
+        return [("byog", byog(request_body="vllm")), ("vllm", vllm(extra_body=VLLM_DEFAULT_BODY))]
+    if name == "byog-body":
+        return [("byog", byog()), ("vllm", vllm(same_body=True))]
+    if name == "no-min-tokens":
+        return [("byog", byog(extra_body={"min_tokens": None})), ("vllm", vllm(extra_body=VLLM_DEFAULT_BODY))]
+    if name == "no-chunk-usage":
+        return [("byog", byog(extra_body={"stream_options": {"include_usage": True}})),
+                ("vllm", vllm(extra_body=VLLM_DEFAULT_BODY))]
+    if name == "vllm-prompts":
+        prompts = vllm_random_prompts(tok, args.isl, args.osl, n, rep)
+        return [("byog", byog(request_body="vllm", prompts=prompts)), ("vllm", vllm(extra_body=VLLM_DEFAULT_BODY))]
+    if name == "byog-prompts":
+        point_id = f"fidelity-c{c}-isl{args.isl}-osl{args.osl}-s{rep}"  # run_byog's own point id: the same ids
+        path = byog_prompts_as_text(url, model, args.isl, n, rep, point_id, out / "prompts" / f"{tag}.jsonl")
+        return [("byog", byog(request_body="vllm")), ("vllm", vllm(extra_body=VLLM_DEFAULT_BODY, prompts_file=path))]
+    raise SystemExit(f"unknown experiment {name}")
+
+
+def main() -> None:
+    cli = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cli.add_argument("--base-url", required=True)
+    cli.add_argument("--model", required=True)
+    cli.add_argument("--tokenizer", required=True)
+    cli.add_argument("--out", type=Path, required=True)
+    cli.add_argument("--isl", type=int, default=1024)
+    cli.add_argument("--osl", type=int, default=256)
+    cli.add_argument("--concurrency", default="8", help="one or more, e.g. 1,8,32,64")
+    cli.add_argument("--prompts-per-c", type=int, default=4)
+    cli.add_argument("--experiments", default="all", help=f"comma-separated of {', '.join(EXPERIMENTS)}, or all")
+    cli.add_argument("--repeats", type=int, default=1)
+    args = cli.parse_args()
+    names = EXPERIMENTS if args.experiments == "all" else tuple(args.experiments.split(","))
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = (args.out / "runs.jsonl").open("a")
+    for c in [int(x) for x in args.concurrency.split(",")]:
+        for rep in range(args.repeats):
+            for name in names:
+                for tool, run in plan_runs(name, args, c, rep, args.out):
+                    started = time.time()
+                    try:
+                        result = run()
+                    except Exception as err:  # one failed run must not lose the others
+                        result = {"error": f"{type(err).__name__}: {err}"[:2000]}
+                    line = {**result, "experiment": name, "tool": tool, "isl": args.isl, "osl": args.osl, "concurrency": c,
+                            "repeat": rep, "wall_s": round(time.time() - started, 2)}
+                    log.write(json.dumps(line) + "\n")
+                    log.flush()
+                    tpot = result.get("median_tpot_s")
+                    server = result.get("server_mean_tpot_s")
+                    print(f"{name:15s} {tool:5s} ISL {args.isl} C {c} rep {rep}: TPOT "
+                          f"{tpot * 1e3 if tpot else float('nan'):.3f} ms, server TPOT "
+                          f"{server * 1e3 if server else float('nan'):.3f} ms {result.get('error', '')}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

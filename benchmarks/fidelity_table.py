@@ -1,0 +1,70 @@
+"""Re-print the fidelity experiments (benchmarks/fidelity_experiments.py) from their raw files.
+
+byog's medians are recomputed from its raw request rows with byog's own formulas; vLLM's from
+its detailed result (per-request TTFT and inter-chunk gaps: TPOT_r = sum(itl_r) / (n_out_r - 1),
+as `vllm bench serve` defines it). The server's view (mean TPOT as the engine timed it) comes
+from the run's /metrics deltas recorded in runs.jsonl.
+
+    python benchmarks/fidelity_table.py benchmarks/results/h200-fidelity
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from byog.analysis import metrics as m
+from byog.schemas.bench import read_request_rows
+
+
+def byog_median_tpot_s(rows_path: Path) -> float | None:
+    rows = read_request_rows(rows_path)
+    return m.percentile([x for x in map(m.tpot_s, rows) if x is not None], 50)
+
+
+def vllm_median_tpot_s(result_path: Path) -> float | None:
+    result = json.loads(result_path.read_text())
+    tpots = [sum(itl) / (n - 1) for itl, n in zip(result["itls"], result["output_lens"]) if n > 1]
+    return statistics.median(tpots) if tpots else None
+
+
+def rederive(folder: Path, run: dict[str, Any]) -> float | None:
+    tag = f"{run['experiment']}-isl{run['isl']}-c{run['concurrency']}-r{run['repeat']}"
+    if run["tool"] == "byog":
+        path = folder / "rows" / f"{tag}-byog.parquet"
+        return byog_median_tpot_s(path) if path.is_file() else None
+    path = folder / "vllm" / f"{tag}-vllm.json"
+    return vllm_median_tpot_s(path) if path.is_file() else None
+
+
+# Lines written before the fix of fidelity_experiments.py carry the client's own name for vLLM.
+TOOL_NAMES = {"vllm bench serve": "vllm"}
+
+
+def main(folder: Path) -> None:
+    runs = [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines() if line.strip()]
+    for run in runs:
+        run["tool"] = TOOL_NAMES.get(run["tool"], run["tool"])
+    groups: dict[tuple[str, int, int], dict[str, list[dict[str, Any]]]] = {}
+    for run in runs:
+        groups.setdefault((run["experiment"], run["isl"], run["concurrency"]), {}).setdefault(run["tool"], []).append(run)
+    print("| experiment | ISL | C | byog TPOT ms | vLLM TPOT ms | ratio | server TPOT ms (byog run / vLLM run) | server ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for (name, isl, c), tools in groups.items():
+        def med(tool: str, value: Any) -> float | None:
+            values = [v for v in (value(r) for r in tools.get(tool, [])) if v is not None]
+            return statistics.median(values) if values else None
+
+        b, v = med("byog", lambda r: rederive(folder, r)), med("vllm", lambda r: rederive(folder, r))
+        sb, sv = med("byog", lambda r: r.get("server_mean_tpot_s")), med("vllm", lambda r: r.get("server_mean_tpot_s"))
+        ratio = f"{b / v:.4f}" if b and v else "-"
+        sratio = f"{sb / sv:.4f}" if sb and sv else "-"
+        fmt = lambda x: f"{x * 1e3:.3f}" if x else "-"  # noqa: E731
+        print(f"| {name} | {isl} | {c} | {fmt(b)} | {fmt(v)} | {ratio} | {fmt(sb)} / {fmt(sv)} | {sratio} |")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results/h200-fidelity"))

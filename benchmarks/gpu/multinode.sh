@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# ON the H200 pair (nvidia-h200-x2), from the checkout root: TP2 on one node against TP2 across
+# two nodes of one GPU each (CUDA_VISIBLE_DEVICES 0 and 1), with vLLM's native launcher and with
+# Ray, every server launched, watched and stopped by byog; TPOT for B = 1..64 side by side.
+#
+#   benchmarks/gpu/multinode.sh setup    # unpack the vLLM payload + wheelhouse (device-setup), install Ray
+#   benchmarks/gpu/multinode.sh start    # the bench in the background (outlives the call while the machine is warm)
+#   benchmarks/gpu/multinode.sh status   # progress; once done, copies the results under $OUT/multinode
+#
+# Before `setup`: the vLLM 0.24 payload parts in /tmp/stage/pNN (the team's GPU staging routine),
+# the Ray parts (benchmarks/gpu/build-ray-parts.sh) in /tmp/stage-ray/rNN, and the team's gpu folder
+# (model configs + tokenizer) carried as .stage/gpu in the same call. byog's bench needs nothing
+# beyond the payload and the machine's image (no wheelhouse: no lm-eval, scipy or matplotlib).
+# Env: MODEL (/tmp/models/llama3-8b-shape), BATCH (1,2,4,8,16,32,64), ISL (512), OSL (256),
+# CONFIGS (single,native,ray), ARGS (extra vllm serve args; default dummy weights, 0.85 memory).
+set -u
+cd "$(dirname "$0")/../.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export VLLM_USE_FLASHINFER_SAMPLER=0 TVM_FFI_DISABLE_TORCH_C_DLPACK=1 PYTHONUNBUFFERED=1
+export VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RAY_USAGE_STATS_ENABLED=0
+export PYTHONPATH=/tmp/site:/tmp/site2:/tmp/site-ray:$PWD
+results=/tmp/mn-results; log=/tmp/mn-bench.log
+case "${1:-}" in
+  setup)
+    t0=$(date +%s)
+    if [ ! -f /tmp/site/.ok ]; then
+      mkdir -p /tmp/site && cat /tmp/stage/p*/part.* | xz -dc -T0 | tar -xf - -C /tmp/site && touch /tmp/site/.ok \
+        || { echo "vLLM payload unpack failed: are all parts in /tmp/stage?"; ls -R /tmp/stage; exit 1; }
+    fi
+    if [ ! -f /tmp/site-ray/.ok ]; then
+      cat /tmp/stage-ray/r*/rpart.* > /tmp/ray.tar && mkdir -p /tmp/ray-wheels && tar -xf /tmp/ray.tar -C /tmp/ray-wheels \
+        && python3 -m pip install -q --no-deps --no-index --target /tmp/site-ray /tmp/ray-wheels/*.whl && touch /tmp/site-ray/.ok \
+        || { echo "ray install failed: are all parts in /tmp/stage-ray?"; sha256sum /tmp/ray.tar; exit 1; }
+    fi
+    m=${MODEL:-/tmp/models/llama3-8b-shape}
+    mkdir -p "$m" && cp .stage/gpu/models/"$(basename "$m")"/* .stage/gpu/models/tokenizer/* "$m"/
+    python3 -c "import ray, vllm, byog.images.cluster, byog.bench.sweep; print('ray', ray.__version__, 'vllm', vllm.__version__)" || exit 1
+    nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
+    echo "setup done in $(( $(date +%s) - t0 )) s" ;;
+  start)
+    rm -rf "$results"; mkdir -p "$results"
+    setsid nohup python3 benchmarks/multinode_bench.py --model "${MODEL:-/tmp/models/llama3-8b-shape}" --out "$results" \
+      --configs "${CONFIGS:-single,native,ray}" --batch "${BATCH:-1,2,4,8,16,32,64}" --isl "${ISL:-512}" --osl "${OSL:-256}" \
+      --args "${ARGS:---load-format dummy --gpu-memory-utilization 0.85}" --ray-args "${RAY_ARGS:---object-store-memory 4000000000}" \
+      > "$log" 2>&1 < /dev/null &
+    echo "started (pid $!); log $log" ;;
+  status)
+    tail -n 25 "$log"
+    ls "$results"/runs/servers 2>/dev/null
+    if [ -f "$results/multinode.json" ]; then
+      mkdir -p "${OUT:-/tmp/out}/multinode" && cp -r "$results"/multinode.json "$results"/runs "${OUT:-/tmp/out}/multinode/"
+      find "${OUT:-/tmp/out}/multinode/runs" -name '*.log' -size +2M -exec truncate -s 2M {} +
+      python3 benchmarks/multinode_table.py "$results/multinode.json"
+    fi
+    nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader ;;
+  *) echo "usage: $0 setup|start|status"; exit 2 ;;
+esac

@@ -1,0 +1,70 @@
+"""The hostile-input table: every case of tests/support/hostile.py run as a `byog verify` process
+under a 3 GiB address-space limit; prints case, exit, wall s, peak MB and the refusal line.
+
+    python benchmarks/verify_hostile.py [--cases NAME,...] [--show]
+
+Peak MB is the largest resident memory of verify's whole process tree (sampled every 5 ms, and
+each process's exact ru_maxrss). Goals (the verify-hardening issue): every case refused, wall
+<= 10 s, peak <= 1 GB, an empty temp dir afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.support.hostile import CASES, PEAK_LIMIT_MB, WALL_LIMIT_S, Built, Kit, run_verify, table  # noqa: E402
+
+
+def _refusal(output: str, says: str) -> str:
+    for line in output.splitlines():
+        if says in line:
+            return line.strip()[:150]
+    return output.strip().splitlines()[-1][:150] if output.strip() else ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    parser.add_argument("--show", action="store_true", help="print each case's whole output")
+    args = parser.parse_args()
+    wanted = {name for name in args.cases.split(",") if name}
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="byog-hostile-") as tmp:
+        kit = Kit.create(Path(tmp) / "kit")
+        outcomes, problems, refusals = [], [], []
+        base = run_verify(kit, Built(kit.folder / "base.tar.gz"), "unmodified bundle")
+        outcomes.append(base)
+        for case in CASES:
+            if wanted and case.name not in wanted:
+                continue
+            built = case.build(kit)
+            outcome = run_verify(kit, built, case.name)
+            outcomes.append(outcome)
+            refusals.append(f"{case.name}: {_refusal(outcome.output, case.says)}")
+            if args.show:
+                print(f"--- {case.name}\n{outcome.output}")
+            if outcome.exit != case.exit or case.says not in outcome.output:
+                problems.append(f"{case.name}: exit {outcome.exit} (want {case.exit}), says {case.says!r}: {case.says in outcome.output}")
+            if outcome.wall_s > WALL_LIMIT_S or outcome.peak_mb > PEAK_LIMIT_MB or outcome.temp_left:
+                problems.append(f"{case.name}: {outcome.wall_s:.1f} s, {outcome.peak_mb:.0f} MB, temp left {outcome.temp_left}")
+            if built.bundle.name != "base.tar.gz":
+                built.bundle.unlink(missing_ok=True)
+    print(f"byog verify on hostile bundles; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+          f"total {time.perf_counter() - started:.0f} s")
+    print(table(outcomes))
+    print()
+    print("\n".join(refusals))
+    print()
+    print("PROBLEMS:\n" + "\n".join(problems) if problems else f"all refused, each within {WALL_LIMIT_S:g} s and {PEAK_LIMIT_MB:.0f} MB, temp dirs empty")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""byog.analysis: pure functions of raw records (metrics, validity, summaries, statistics)."""

@@ -1,0 +1,597 @@
+"""The bench part of summary.json: a pure, deterministic function of the raw point files.
+
+``verify`` recomputes it from a bundle and compares, so nothing here may depend on the clock,
+the machine or dict order: the bootstrap is seeded from the plan's first seed and the point id.
+
+With one launch per server a comparison's CI is the bootstrap over waves (requests) below. With
+more (plan ``launches: R``, or the baseline of an A/A pair) the values pool every launch, the
+CI is the hierarchical bootstrap of ``byog.analysis.perf_equivalence``, each point gets the
+between-launch share of its variance, and a baseline with two launches calibrates the A/A margin
+that labels every comparison of that baseline (faster / slower / equivalent / within noise).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from byog.analysis import counters as sm
+from byog.analysis import energy
+from byog.analysis import metrics as m
+from byog.analysis import perf_equivalence as pe
+from byog.analysis.goodput import point_goodput, rule_of, search_result
+from byog.analysis.request_columns import RequestColumns, read_request_columns
+from byog.analysis.sessions import session_summary
+from byog.analysis.validity import invalid_reasons, load_point_record
+from byog.core.paths import RunDir
+from byog.plans.expand import expand_plan, search_workloads
+from byog.schemas.bench import (
+    AAMargin,
+    AAPoint,
+    BenchPoint,
+    BenchSummary,
+    LaunchShare,
+    Percentiles,
+    PointComparison,
+    PointMetrics,
+    PointRecord,
+    PointSummary,
+    PowerTrace,
+    RateProbe,
+    RateSearchSummary,
+    RequestRow,
+    read_request_rows,
+)
+from byog.schemas.plan import Plan
+
+if TYPE_CHECKING:
+    import numpy as np
+
+BOOTSTRAP_RESAMPLES = 1000
+CI_LEVEL = 0.95
+# Headline metrics compared per point: (metric name, how to read it from a point's metrics).
+HEADLINE = ("decode_tok_s", "tpot_s.p50", "ttft_s.p50", "tok_s_user.p50")
+HIGHER_IS_BETTER = {"decode_tok_s": True, "tpot_s.p50": False, "ttft_s.p50": False, "tok_s_user.p50": True}
+
+
+# --- units: a wave (batch) or a request (other workloads) ------------------------------------
+
+class _Unit:
+    """What the statistics of one resampling unit need."""
+
+    __slots__ = ("tpots", "ttfts", "itls", "window", "tokens", "steps", "window_s", "n_out")
+
+    def __init__(self, tpots: "np.ndarray", ttfts: "np.ndarray", itls: "np.ndarray", window: tuple[int, int] | None,
+                 tokens: int, steps: float, n_out: int) -> None:
+        # Arrays, because the bootstrap pools them a thousand times per comparison.
+        self.tpots = tpots
+        self.ttfts = ttfts
+        self.itls = itls
+        self.window = window
+        self.tokens = tokens
+        self.steps = steps
+        self.window_s = (window[1] - window[0]) / m.NS_PER_S if window else 0.0
+        self.n_out = n_out
+
+    @classmethod
+    def of(cls, reqs: RequestColumns, window: tuple[int, int] | None) -> "_Unit":
+        return cls(
+            tpots=m.tpot_s_columns(reqs), ttfts=m.ttft_s_columns(reqs), itls=m.itl_s_columns(reqs), window=window,
+            tokens=m.tokens_in_window_columns(reqs, window) if window else 0,
+            steps=m.steps_in_window_columns(reqs, window) if window else 0.0,
+            n_out=int(reqs.n_out[reqs.ok].sum()),
+        )
+
+
+def _units(point: BenchPoint, rows: RequestColumns) -> list[_Unit]:
+    """Batch: one unit per measured wave (waves in order); else one per measured request (by request index)."""
+    import numpy as np
+
+    measured = rows.take(~rows.warmup)
+    if point.kind == "batch":
+        waves = [measured.take(measured.wave == w) for w in sorted(set(measured.wave.tolist()))]
+        return [_Unit.of(wave, m.decode_window_ns_columns(wave)) for wave in waves]
+    ordered = measured.take(np.argsort(measured.request_index, kind="stable"))
+    return _request_units(ordered)
+
+
+def _request_units(reqs: RequestColumns) -> list[_Unit]:
+    """One unit per request, from the per-request formulas computed once over all of them."""
+    import numpy as np
+
+    ok = reqs.ok
+    with_tpot = ok & (reqs.n_out >= 2)
+    tpot_at = np.cumsum(with_tpot) - 1
+    ttft_at = np.cumsum(ok) - 1
+    tpots, ttfts = m.tpot_s_columns(reqs), m.ttft_s_columns(reqs)
+    values, k, owner = m._itl_parts(reqs)
+    itl_counts = np.bincount(owner, weights=k, minlength=len(reqs)).astype(np.int64)
+    itl_split = np.split(np.repeat(values, k), np.cumsum(itl_counts)[:-1]) if len(reqs) else []
+    empty = np.empty(0)
+    units = []
+    for i in range(len(reqs)):
+        units.append(_Unit(
+            tpots=tpots[tpot_at[i] : tpot_at[i] + 1] if with_tpot[i] else empty,
+            ttfts=ttfts[ttft_at[i] : ttft_at[i] + 1] if ok[i] else empty,
+            itls=itl_split[i], window=None, tokens=0, steps=0.0, n_out=int(reqs.n_out[i]) if ok[i] else 0,
+        ))
+    return units
+
+
+def _inverse(x: float | None) -> float | None:
+    return 1.0 / x if x else None
+
+
+def _pool(units: Sequence[_Unit], attr: str) -> "np.ndarray":
+    import numpy as np
+
+    return np.concatenate([getattr(u, attr) for u in units]) if units else np.empty(0)
+
+
+def _decode_tok_s(units: Sequence[_Unit], kind: str) -> float | None:
+    if kind != "batch":
+        return None
+    windows = [u for u in units if u.window_s > 0]
+    if not windows:
+        return None
+    return m.decode_tok_s(sum(u.tokens for u in windows), math.fsum(u.window_s for u in windows))
+
+
+_STATISTICS: dict[str, Callable[[Sequence[_Unit], str], float | None]] = {
+    "decode_tok_s": _decode_tok_s,
+    "tpot_s.p50": lambda units, kind: m.percentile(_pool(units, "tpots"), 50),
+    "ttft_s.p50": lambda units, kind: m.percentile(_pool(units, "ttfts"), 50),
+    "tok_s_user.p50": lambda units, kind: _inverse(m.percentile(_pool(units, "tpots"), 50)),
+}
+
+
+# --- one point ------------------------------------------------------------------------------
+
+def _speculation(deltas: dict[str, Any]) -> dict[str, Any]:
+    """AL, per-position acceptance (with CIs), draft coverage and tokens per request-step from counter deltas."""
+    drafts, accepted = deltas.get(sm.SPEC_DRAFTS, 0.0), deltas.get(sm.SPEC_ACCEPTED, 0.0)
+    per_pos = deltas.get(sm.SPEC_ACCEPTED_PER_POS)
+    per_pos = per_pos if isinstance(per_pos, list) else None
+    out: dict[str, Any] = {"acceptance_length": m.acceptance_length(accepted, drafts)}
+    if out["acceptance_length"] is None:
+        return out
+    generated = deltas.get(sm.GENERATION_TOKENS)
+    if per_pos is not None:
+        out["acceptance_per_position"] = m.acceptance_per_position(per_pos, drafts)
+        out["acceptance_per_position_ci"] = [list(m.wilson_interval(a, drafts) or ()) for a in per_pos]
+        ci = m.acceptance_length_ci(per_pos, drafts)
+        out["acceptance_length_ci"] = list(ci) if ci else None
+    if generated is not None:
+        out["draft_coverage"] = m.draft_coverage(drafts, generated, accepted)
+        out["tokens_per_request_step"] = m.tokens_per_request_step(generated, accepted)
+    return out
+
+
+def point_metrics(point: BenchPoint, rows: RequestColumns, deltas: dict[str, Any],
+                  units: list[_Unit] | None = None, power: PowerTrace | None = None) -> PointMetrics:
+    """Every metric of one point from its measured (non-warm-up) requests, counter deltas and NVML samples.
+
+    ``deltas``: the counter deltas over the measured waves where the record has them, else over
+    the whole point (warm-up included).
+    """
+    measured = rows.take(~rows.warmup)
+    units = _units(point, rows) if units is None else units
+    tpots = _pool(units, "tpots")
+    spec = _speculation(deltas)
+    al = spec["acceptance_length"]
+    out = PointMetrics(
+        ttft_s=Percentiles(**m.latency_stats(_pool(units, "ttfts"))),
+        tpot_s=Percentiles(**m.latency_stats(tpots)),
+        itl_s=Percentiles(**m.latency_stats(_pool(units, "itls"))),
+        itl_request_mean_s=Percentiles(**m.latency_stats(m.itl_mean_s_columns(measured))),
+        e2e_latency_s=Percentiles(**m.latency_stats(m.e2e_latency_s_columns(measured))),
+        tok_s_user=Percentiles(**m.interactivity_stats(tpots)),
+        output_tok_s=m.output_tok_s_columns(measured),
+        decode_tok_s=_decode_tok_s(units, point.kind),
+        **spec,
+    )
+    windows = [u for u in units if u.window_s > 0]
+    tokens = sum(u.tokens for u in windows)
+    if point.kind == "batch":
+        window_s = math.fsum(u.window_s for u in windows)
+        batch = point.batch_size or 1
+        # Steps counted by the client inside the windows (one chunk per request per engine step),
+        # not Δgenerated / Δiterations: the server's counters also count prefill steps and the
+        # tail steps after the first requests finished, when fewer than B requests decode.
+        decode_steps = math.fsum(u.steps for u in windows)
+        step_s = m.decode_step_s(window_s, decode_steps)
+        out.decode_window_s = window_s or None
+        out.tokens_in_window = tokens
+        out.decode_steps = decode_steps or None
+        out.tokens_per_step = tokens / decode_steps if decode_steps else None
+        out.decode_step_s = step_s
+        if step_s:
+            out.crosscheck_decode_tok_s = m.crosscheck_decode_tok_s(1.0 / step_s, al or 1.0, batch)
+            out.crosscheck_ratio = out.crosscheck_decode_tok_s / out.decode_tok_s if out.decode_tok_s else None
+    elif point.kind in ("concurrency", "agentic"):  # agentic: requests in flight (sessions pause between turns)
+        if len(measured) > 1:
+            out.achieved_concurrency = m.achieved_concurrency_columns(rows, int(measured.t_send_ns.min()), int(measured.t_send_ns.max()))
+    done = measured.take(measured.ok)
+    span = (int(measured.t_send_ns.min()), int(done.last_ns.max())) if len(done) else None
+    out.power = energy.point_power(power, [u.window for u in windows if u.window] if point.kind == "batch" else [],
+                                   tokens, span, int(done.n_out.sum()))
+    return out
+
+
+def _load_point(run_dir: RunDir, server: str, point_id: str) -> tuple[PointRecord | None, RequestColumns | None]:
+    """The point's record and, when it is complete, its rows as columns (None where a file is missing)."""
+    record_path = run_dir.bench_point(server, point_id)
+    record = load_point_record(record_path) if record_path.is_file() else None
+    complete = record is not None and record.status == "complete" and run_dir.bench_point_complete(server, point_id)
+    return record, read_request_columns(run_dir.bench_rows(server, point_id)) if complete else None
+
+
+def _row_list(run_dir: RunDir, server: str, record: PointRecord | None, rows: RequestColumns | None) -> list[RequestRow] | None:
+    """The rows as records, for the formulas that read per-request fields the columns do not hold
+    (an agentic point's sessions, a point's goodput against its SLO); None for other points."""
+    if record is None or rows is None or not (record.point.kind == "agentic" or record.point.slo is not None):
+        return None
+    return list(read_request_rows(run_dir.bench_rows(server, record.point.point_id)))
+
+
+def _point_entry(server: str, point: BenchPoint, record: PointRecord | None, rows: RequestColumns | None,
+                 units: list[_Unit] | None = None, row_list: Sequence[RequestRow] | None = None) -> PointSummary:
+    entry = PointSummary(
+        server=server, point_id=point.point_id, workload=point.workload, kind=point.kind,
+        batch_size=point.batch_size, concurrency=point.concurrency, rate=point.rate, speedup=point.speedup,
+        search_probe=point.search_probe, isl=point.isl, osl=point.osl, api=point.api,
+        prompts=record.prompts_label if record else None,
+        valid=False, invalid_reasons=["not measured (no point record)"], n_requests=0,
+    )
+    if record is None:
+        return entry
+    reasons = invalid_reasons(record, row_list if point.kind == "agentic" and row_list is not None else rows)
+    entry.valid = not reasons
+    entry.invalid_reasons = reasons
+    entry.n_requests = int((~rows.warmup).sum()) if rows is not None else 0
+    if rows is not None:
+        deltas = record.measured_counter_deltas if record.measured_counter_deltas is not None else record.counter_deltas
+        entry.metrics = point_metrics(record.point, rows, deltas, units, record.power)
+        if point.kind == "agentic" and row_list is not None:
+            hits, queries = record.counter_deltas.get(sm.PREFIX_CACHE_HITS), record.counter_deltas.get(sm.PREFIX_CACHE_QUERIES)
+            entry.sessions = session_summary(row_list, hits if isinstance(hits, float) else None,
+                                             queries if isinstance(queries, float) else None)
+        if point.slo is not None and row_list is not None:
+            entry.goodput = point_goodput(point.slo, row_list)
+    return entry
+
+
+# --- rate searches ----------------------------------------------------------------------------
+
+def search_probes(run_dir: RunDir, server: str, workload: str, isl: int, osl: int) -> list[RateProbe]:
+    """The complete probes a rate search measured (in the run directory), by rising rate."""
+    return [probe for probe, _ in _probes(run_dir, server, workload, isl, osl)]
+
+
+def _probes(run_dir: RunDir, server: str, workload: str, isl: int, osl: int) -> list[tuple[RateProbe, BenchPoint]]:
+    found = []
+    for point_id in run_dir.bench_point_ids(server):
+        record = load_point_record(run_dir.bench_point(server, point_id))
+        p = record.point
+        if not (p.kind == "rate" and p.search_probe and p.workload == workload and (p.isl, p.osl) == (isl, osl)):
+            continue
+        _, rows = _load_point(run_dir, server, point_id)
+        row_list = _row_list(run_dir, server, record, rows)
+        if row_list is None or p.rate is None or p.slo is None:
+            continue
+        found.append((RateProbe(rate=p.rate, point_id=point_id, slo_share=point_goodput(p.slo, row_list).slo_share), p))
+    return sorted(found, key=lambda pair: pair[0].rate)
+
+
+def _probe_points(run_dir: RunDir, plan: Plan, server: str) -> list[BenchPoint]:
+    """The points (as they ran) of every rate search of ``server``, by workload, ISL, OSL, rate."""
+    out = []
+    for workload in search_workloads(plan):
+        if server in plan.servers_for(workload):
+            for isl in workload.isl:
+                for osl in workload.osl:
+                    out += [point for _, point in _probes(run_dir, server, workload.name or workload.kind, isl, osl)]
+    return out
+
+
+def _rate_searches(run_dir: RunDir, plan: Plan) -> list[RateSearchSummary]:
+    out = []
+    for server in plan.servers:
+        for workload in search_workloads(plan):
+            if server not in plan.servers_for(workload):
+                continue
+            assert workload.search is not None and workload.slo is not None
+            rule = rule_of(workload.search, workload.slo)
+            name = workload.name or workload.kind
+            for isl in workload.isl:
+                for osl in workload.osl:
+                    probes = search_probes(run_dir, server, name, isl, osl)
+                    result = search_result([(p.rate, p.slo_share or 0.0) for p in probes], rule)
+                    out.append(RateSearchSummary(
+                        server=server, workload=name, target_share=rule.target_share, probes=probes,
+                        best_rate=result.best_rate, failing_rate=result.failing_rate, converged=result.converged,
+                        reason=result.reason, non_monotone=result.non_monotone,
+                    ))
+    return out
+
+
+# --- A/B ------------------------------------------------------------------------------------
+
+def _pooled_p50_rows(units: Sequence[_Unit], attr: str) -> Callable[["np.ndarray"], "np.ndarray"] | None:
+    """P50 of the pooled values of many resamples at once: rows of unit indices -> one P50 per row.
+
+    Only when every unit holds the same number of values (a batch wave of B requests), so the
+    resampled pools form a matrix; the order inside a pool does not change its percentile.
+    """
+    import numpy as np
+
+    arrays = [getattr(u, attr) for u in units]
+    if len({a.size for a in arrays}) != 1 or arrays[0].size == 0 or not all(np.isfinite(a).all() for a in arrays):
+        return None
+    matrix = np.stack(arrays)
+    return lambda rows: np.percentile(matrix[rows].reshape(len(rows), -1), 50, axis=1)
+
+
+def _vectorised(metric: str, units: Sequence[_Unit]) -> Callable[["np.ndarray"], "np.ndarray"] | None:
+    """The statistic over many resamples in one numpy call, where it has such a form."""
+    if metric == "tpot_s.p50":
+        return _pooled_p50_rows(units, "tpots")
+    if metric == "ttft_s.p50":
+        return _pooled_p50_rows(units, "ttfts")
+    if metric == "tok_s_user.p50":
+        p50 = _pooled_p50_rows(units, "tpots")
+        return None if p50 is None else (lambda rows: 1.0 / p50(rows))
+    return None
+
+
+def _resample_rows(seed: list[int], n_cand: int, n_base: int, resamples: int) -> tuple["np.ndarray", "np.ndarray"]:
+    """Unit indices of every resample, drawn in one fixed order: candidate row r, then baseline row r.
+
+    With as many units on both sides (the usual case) one call draws them all: numpy's Generator
+    draws bounded integers one after another from the same stream whatever the call boundaries
+    (tests/unit/test_bench_summary_resample.py holds the two ways equal), and 24,000 small calls
+    cost a third of a second per summary.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    if n_cand == n_base:
+        both = rng.integers(0, n_cand, (resamples, 2 * n_cand))
+        return both[:, :n_cand], both[:, n_cand:]
+    cand_rows = np.empty((resamples, n_cand), dtype=np.int64)
+    base_rows = np.empty((resamples, n_base), dtype=np.int64)
+    for r in range(resamples):
+        cand_rows[r] = rng.integers(0, n_cand, n_cand)
+        base_rows[r] = rng.integers(0, n_base, n_base)
+    return cand_rows, base_rows
+
+
+def bootstrap_ratios(cand: Sequence[_Unit], base: Sequence[_Unit], stat: Callable[[Sequence[_Unit]], float | None],
+                     seed: list[int], resamples: int = BOOTSTRAP_RESAMPLES, metric: str | None = None) -> list[float] | None:
+    """stat(cand)/stat(base) over bootstrap resamples of each side's units (with replacement).
+
+    None with fewer than two units on a side (there is no noise estimate to give) or when fewer
+    than half the resamples give a ratio. The resampled indices are drawn in one fixed order
+    (candidate, then baseline, per resample); a ``metric`` with a vectorised form is then
+    evaluated on all resamples at once.
+    """
+    import numpy as np
+
+    if len(cand) < 2 or len(base) < 2:
+        return None  # one wave (or request) says nothing about noise
+    cand_rows, base_rows = _resample_rows(seed, len(cand), len(base), resamples)
+    fast_cand, fast_base = (_vectorised(metric, cand), _vectorised(metric, base)) if metric else (None, None)
+    if fast_cand is not None and fast_base is not None:
+        sc, sb = fast_cand(cand_rows), fast_base(base_rows)
+        keep = np.isfinite(sc) & np.isfinite(sb) & (sb != 0)
+        ratios = (sc[keep] / sb[keep]).tolist()
+    else:
+        ratios = []
+        for c_idx, b_idx in zip(cand_rows, base_rows):
+            sc_one, sb_one = stat([cand[i] for i in c_idx]), stat([base[i] for i in b_idx])
+            if sc_one is not None and sb_one:
+                ratios.append(sc_one / sb_one)
+    return ratios if len(ratios) >= resamples // 2 else None
+
+
+def _interval(ratios: Sequence[float], level: float) -> tuple[float | None, float | None]:
+    alpha = (1.0 - level) / 2 * 100
+    return m.percentile(ratios, alpha), m.percentile(ratios, 100 - alpha)
+
+
+def bootstrap_ratio_ci(cand: Sequence[_Unit], base: Sequence[_Unit], stat: Callable[[Sequence[_Unit]], float | None],
+                       seed: list[int], resamples: int = BOOTSTRAP_RESAMPLES,
+                       metric: str | None = None) -> tuple[float | None, float | None]:
+    """Percentile bootstrap CI (CI_LEVEL) of stat(cand)/stat(base) (``bootstrap_ratios``)."""
+    ratios = bootstrap_ratios(cand, base, stat, seed, resamples, metric)
+    return (None, None) if ratios is None else _interval(ratios, CI_LEVEL)
+
+
+def _stat_for(metric: str, kind: str) -> Callable[[Sequence[_Unit]], float | None]:
+    def stat(units: Sequence[_Unit]) -> float | None:
+        return _STATISTICS[metric](units, kind)
+
+    return stat
+
+
+Launches = list[list[_Unit]]  # per complete launch of one server at one point, its units
+
+
+def _flat(launches: Launches) -> list[_Unit]:
+    return [u for launch in launches for u in launch]
+
+
+def _ratio_cis(cand: Launches, base: Launches, point: BenchPoint, metric: str, seed: list[int]
+               ) -> tuple[tuple[float | None, float | None], tuple[float, float] | None]:
+    """(95% CI, 90% CI) of one comparison: the wave bootstrap with one launch per side (same draws
+    as ever), the hierarchical bootstrap with more."""
+    stat = _stat_for(metric, point.kind)
+    if len(cand) == 1 and len(base) == 1:
+        ratios = bootstrap_ratios(cand[0], base[0], stat, seed, metric=metric)
+        if ratios is None:
+            return (None, None), None
+        lo90, hi90 = _interval(ratios, 0.90)
+        return _interval(ratios, CI_LEVEL), (lo90, hi90) if lo90 is not None and hi90 is not None else None
+    c_flat, b_flat = _flat(cand), _flat(base)
+    rows = (_vectorised(metric, c_flat), _vectorised(metric, b_flat))
+    ci = pe.hierarchical_ratio_ci(cand, base, stat, seed, BOOTSTRAP_RESAMPLES,
+                                  stat_rows=rows if rows[0] is not None and rows[1] is not None else None)  # type: ignore[arg-type]
+    return (ci.ci95 if ci.ci95 else (None, None)), ci.ci90
+
+
+def _aa_margins(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, str], Launches]) -> list[AAMargin]:
+    """Per baseline with two launches and per headline metric: the A/A ratios and their margin."""
+    out = []
+    for baseline in dict.fromkeys(b for _, b in plan.comparisons):
+        for metric in HEADLINE:
+            rows = []
+            for point in points:
+                launches = units_of.get((baseline, point.point_id)) or []
+                if len(launches) < 2:
+                    continue
+                stat = _stat_for(metric, point.kind)
+                a1, a2 = stat(launches[0]), stat(launches[1])
+                if a1 and a2 and a1 > 0 and a2 > 0:
+                    rows.append(AAPoint(point_id=point.point_id, ratio=a2 / a1))
+            margin = pe.aa_margin([math.log(r.ratio) for r in rows])
+            if margin is not None:
+                out.append(AAMargin(baseline=baseline, metric=metric, margin=margin, points=rows))
+    return out
+
+
+def _comparisons(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, str], Launches],
+                 margins: dict[tuple[str, str], float]) -> list[PointComparison]:
+    out = []
+    for point in points:
+        for candidate, baseline in plan.comparisons:
+            base = units_of.get((baseline, point.point_id))
+            cand = units_of.get((candidate, point.point_id))
+            if not base or not cand:
+                continue
+            for metric in HEADLINE:
+                stat = _stat_for(metric, point.kind)
+                cv, bv = stat(_flat(cand)), stat(_flat(base))
+                if cv is None or not bv:
+                    continue
+                seed = [plan.seeds[0], zlib.crc32(f"{point.point_id}/{candidate}/{metric}".encode())]
+                (low, high), ci90 = _ratio_cis(cand, base, point, metric, seed)
+                comparison = PointComparison(
+                    point_id=point.point_id, candidate=candidate, baseline=baseline, metric=metric,
+                    candidate_value=cv, baseline_value=bv, ratio=cv / bv, ci_low=low, ci_high=high,
+                    ci_level=CI_LEVEL, units="waves" if point.kind == "batch" else "requests",
+                    within_noise=None if low is None or high is None else bool(low <= 1.0 <= high),
+                )
+                if len(cand) > 1 or len(base) > 1:
+                    comparison.launches = [len(cand), len(base)]
+                margin = margins.get((baseline, metric))
+                if margin is not None:
+                    comparison.margin = margin
+                    if ci90 is not None:
+                        comparison.ci90_low, comparison.ci90_high = ci90
+                    ci95 = (low, high) if low is not None and high is not None else None
+                    comparison.label = pe.label(cv / bv, ci90, ci95, margin, HIGHER_IS_BETTER[metric])
+                out.append(comparison)
+    return out
+
+
+def _launch_shares(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, str], Launches]) -> list[LaunchShare]:
+    """Per server, point and headline metric with two launches or more: the ANOVA share of the
+    variance of the per-unit statistic (per wave, or per request) that lies between launches."""
+    out = []
+    for server in plan.servers:
+        for point in points:
+            launches = units_of.get((server, point.point_id)) or []
+            if len(launches) < 2:
+                continue
+            for metric in HEADLINE:
+                stat = _stat_for(metric, point.kind)
+                groups = [[v for v in (stat([u]) for u in launch) if v is not None] for launch in launches]
+                share = pe.between_launch_share(groups)
+                if share is not None:
+                    out.append(LaunchShare(server=server, point_id=point.point_id, metric=metric, launches=share.launches,
+                                           units=share.units, between_var=share.between_var, within_var=share.within_var,
+                                           share=share.share))
+    return out
+
+
+def summarize_bench(run_dir: RunDir, plan: Plan) -> BenchSummary:
+    """Points (metrics + validity) of every server and launch, the candidate/baseline comparisons,
+    the rate searches, and, with more than one launch, the between-launch shares and A/A margins.
+
+    A rate search's probes are found in the run directory (they were chosen while running) and
+    listed after the plan's points, by rising rate.
+    """
+    points = expand_plan(plan)
+    units_of: dict[tuple[str, str], Launches] = {}  # per-request formulas run once per point and launch
+    entries, launch_entries = [], []
+    for server in plan.servers:
+        for launch in range(1, plan.launches_of(server) + 1):
+            launch_dir = run_dir.for_launch(launch)
+            for point in [p for p in points if server in p.servers] + _probe_points(launch_dir, plan, server):
+                record, rows = _load_point(launch_dir, server, point.point_id)
+                units = _units(record.point, rows) if record is not None and rows is not None else None
+                if units is not None:
+                    units_of.setdefault((server, point.point_id), []).append(units)
+                entry = _point_entry(server, point, record, rows, units, _row_list(launch_dir, server, record, rows))
+                if launch == 1:
+                    entries.append(entry)
+                else:
+                    entry.launch = launch
+                    launch_entries.append(entry)
+    aa = _aa_margins(plan, points, units_of)
+    margins = {(a.baseline, a.metric): a.margin for a in aa}
+    return BenchSummary(points=entries, comparisons=_comparisons(plan, points, units_of, margins),
+                        launch_points=launch_entries, launch_shares=_launch_shares(plan, points, units_of), aa=aa,
+                        rate_searches=_rate_searches(run_dir, plan))
+
+
+# --- one side's value with its CI (reproduction) ----------------------------------------------
+
+def bootstrap_value_ci(units: Sequence[_Unit], stat: Callable[[Sequence[_Unit]], float | None], seed: list[int],
+                       resamples: int = BOOTSTRAP_RESAMPLES, metric: str | None = None) -> tuple[float | None, float | None]:
+    """Percentile bootstrap CI of stat(units), resampling the units with replacement.
+
+    The one-sided twin of ``bootstrap_ratio_ci`` (same units, same resample count and level):
+    ``(None, None)`` with fewer than two units, or when fewer than half the resamples give a value.
+    """
+    import numpy as np
+
+    if len(units) < 2:
+        return None, None
+    rng = np.random.default_rng(seed)
+    rows = np.empty((resamples, len(units)), dtype=np.int64)
+    for r in range(resamples):
+        rows[r] = rng.integers(0, len(units), len(units))
+    fast = _vectorised(metric, units) if metric else None
+    if fast is not None:
+        values = fast(rows)
+        values = values[np.isfinite(values)].tolist()
+    else:
+        values = [v for v in (stat([units[i] for i in idx]) for idx in rows) if v is not None]
+    if len(values) < resamples // 2:
+        return None, None
+    alpha = (1.0 - CI_LEVEL) / 2 * 100
+    return m.percentile(values, alpha), m.percentile(values, 100 - alpha)
+
+
+def point_estimate(run_dir: RunDir, server: str, point_id: str, metric: str,
+                   seed: int) -> tuple[float | None, float | None, float | None]:
+    """(value, CI low, CI high) of one headline metric of one measured point; Nones when not measured.
+
+    The bootstrap is seeded from ``seed`` and the (server, point, metric), so the same files give
+    the same numbers.
+    """
+    record, rows = _load_point(run_dir, server, point_id)
+    if record is None or rows is None or metric not in _STATISTICS:
+        return None, None, None
+    units = _units(record.point, rows)
+
+    def stat(chosen: Sequence[_Unit]) -> float | None:
+        return _STATISTICS[metric](chosen, record.point.kind)
+
+    value = stat(units)
+    if value is None:
+        return None, None, None
+    low, high = bootstrap_value_ci(units, stat, [seed, zlib.crc32(f"{point_id}/{server}/{metric}".encode())], metric=metric)
+    return value, low, high

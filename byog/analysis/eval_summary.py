@@ -1,0 +1,130 @@
+"""The accuracy part of summary.json, derived only from the raw eval files of a run directory.
+
+Pure and deterministic: ``summarize_evals(run_dir, plan)`` reads ``evals/<server>/<task>/items.parquet``
+(and the task name and limit from ``results.json``), so ``byog verify`` can recompute it and get
+the same numbers. Floats are finite or None (JSON null), never NaN.
+
+- scores: per (server, task), with the data label from results.json (so fixture and generated
+  rows never pass for the real benchmark): per-item score = mean over the K passes (points 0-100); the task
+  score = mean over items; stderr = sd(item scores) / sqrt(n).
+- verdicts: per (task, candidate vs the plan's baseline, speculative = the candidate's
+  ServerConfig.speculative), on the items both servers scored (paired by item id and item
+  sha256, so a changed item is never paired), through ``byog.analysis.stats.paired_comparison``
+  with the plan's margin for the task (EvalSpec.margin, else the task's default margin) and a
+  score resolution of 100 / K points (K = the pair's passes; it floors SE_d when all d_i are equal).
+  Each verdict also carries the planned false-fail rate of the plan's design for the eval
+  (``byog.analysis.power``, the registry's prior) and ``screening`` when it is over 5%, and the
+  degenerate cases of ``byog.analysis.degenerate`` (then the verdict reads "degenerate").
+"""
+
+from __future__ import annotations
+
+import math
+
+from byog.analysis import stats
+from byog.analysis.degenerate import degenerate_cases
+from byog.analysis.power import planned_for_spec
+from byog.core.io import read_json
+from byog.core.paths import RunDir
+from byog.plans.tasks import TASKS
+from byog.schemas.evals import EvalScore, EvalSummary, EvalVerdict
+from byog.schemas.plan import EvalSpec, Plan
+
+
+def item_scores(run_dir: RunDir, server: str, task: str) -> dict[tuple[str, str], float]:
+    """(item_id, item_sha256) -> mean score over passes, in points."""
+    import pyarrow.parquet as pq
+
+    table = pq.ParquetFile(run_dir.eval_items(server, task)).read(columns=["item_id", "item_sha256", "score"], use_threads=False)
+    sums: dict[tuple[str, str], list[float]] = {}
+    for item_id, sha, score in zip(*(table.column(c).to_pylist() for c in ("item_id", "item_sha256", "score"))):
+        sums.setdefault((item_id, sha), []).append(float(score))
+    return {key: 100.0 * math.fsum(vals) / len(vals) for key, vals in sums.items()}
+
+
+def passes_of(run_dir: RunDir, server: str, task: str) -> int:
+    import pyarrow.parquet as pq
+
+    table = pq.ParquetFile(run_dir.eval_items(server, task)).read(columns=["pass_index"], use_threads=False)
+    return len(set(table.column("pass_index").to_pylist()))
+
+
+def data_label(run_dir: RunDir, server: str, task: str) -> str | None:
+    """What the items were: e.g. "openai/gsm8k (local copy)", "MRCR v2", "generated ...", "fixture ..."."""
+    try:
+        return str(read_json(run_dir.eval_results(server, task))["data"]["label"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def margin_for(plan: Plan, task: str) -> float:
+    for spec in plan.evals:
+        if spec.task == task and spec.margin is not None:
+            return float(spec.margin)
+    known = TASKS.get(task)
+    return known.default_margin if known else 5.0
+
+
+def spec_for(plan: Plan, task: str, candidate: str, baseline: str) -> EvalSpec | None:
+    """The plan's eval of ``task`` that runs on both servers (the first, if several do)."""
+    for spec in plan.evals:
+        servers = plan.servers_for(spec)
+        if spec.task == task and candidate in servers and baseline in servers:
+            return spec
+    return None
+
+
+def _verdict(plan: Plan, task: str, candidate: str, baseline: str, cand: list[float], base: list[float],
+             passes: int) -> EvalVerdict:
+    margin = margin_for(plan, task)
+    resolution = 100.0 / passes
+    comparison = stats.paired_comparison(cand, base, margin, resolution=resolution)
+    spec = spec_for(plan, task, candidate, baseline)
+    planned = planned_for_spec(spec, margin) if spec is not None else None
+    n = len(cand)
+    found = degenerate_cases(
+        candidate_score=stats.mean(cand) if cand else None, baseline_score=stats.mean(base) if base else None,
+        n=n, discordant=sum(1 for c, b in zip(cand, base) if c != b), margin=margin, resolution=resolution,
+        t95=stats.t_quantile(1 - stats.ALPHA, n - 1) if n >= 2 else None,
+        min_baseline_score=spec.min_baseline_score if spec is not None else None)
+    row = comparison.model_dump()
+    if found:
+        row["verdict"] = "degenerate"
+    return EvalVerdict(task=task, candidate=candidate, baseline=baseline, speculative=plan.servers[candidate].speculative,
+                       discordant=sum(1 for c, b in zip(cand, base) if c != b),
+                       planned_false_fail=planned.false_fail if planned else None,
+                       screening=planned is not None and not planned.sound,
+                       degenerate=[d.reason for d in found], degenerate_why=[d.why for d in found], **row)
+
+
+def summarize_evals(run_dir: RunDir, plan: Plan) -> EvalSummary:
+    scores: list[EvalScore] = []
+    per_server: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
+    for server in run_dir.eval_servers():
+        for task in run_dir.eval_tasks(server):
+            items = item_scores(run_dir, server, task)
+            per_server[(server, task)] = items
+            values = [items[key] for key in sorted(items)]
+            scores.append(EvalScore(
+                server=server,
+                task=task,
+                data=data_label(run_dir, server, task),
+                n_items=len(values),
+                passes=passes_of(run_dir, server, task),
+                score=stats.mean(values) if values else None,
+                stderr=stats.standard_error(values) if values else None,
+            ))
+
+    verdicts: list[EvalVerdict] = []
+    tasks = sorted({task for _, task in per_server})
+    for task in tasks:
+        for candidate, baseline in plan.comparisons:
+            base = per_server.get((baseline, task))
+            cand = per_server.get((candidate, task))
+            if base is None or cand is None:
+                continue
+            keys = sorted(set(base) & set(cand))
+            passes = max(1, min(passes_of(run_dir, candidate, task), passes_of(run_dir, baseline, task)))
+            verdicts.append(_verdict(plan, task, candidate, baseline, [cand[k] for k in keys], [base[k] for k in keys],
+                                     passes))
+    return EvalSummary(scores=scores, verdicts=verdicts)

@@ -1,0 +1,177 @@
+"""Performance equivalence across server launches: the hierarchical bootstrap, the between-launch
+share of the variance, the A/A margin and the per-point label (docs/statistics.md).
+
+Why: a bootstrap over the waves of one launch leaves out what changes from one launch to the
+next (placement, clocks, compile and autotune choices), so its CI is too narrow for a claim.
+Two remedies, usable together:
+
+- **R launches per server** (plan ``launches: R``): the CI of a candidate/baseline ratio comes
+  from a two-stage (hierarchical) bootstrap: per resample, draw R launches with replacement,
+  then, inside each drawn launch, its W waves (or requests) with replacement; the statistic is
+  computed on the pooled draw. With R = 1 this is the plain wave bootstrap.
+- **an A/A pair** (the baseline launched twice): for each point, a_p = ln(stat(A2) / stat(A1))
+  is a draw of the difference two launches of one server show. The margin of a metric is
+  delta = max(MIN_MARGIN, z(0.975) x sqrt(mean_p a_p^2)): 95% of A/A log-ratios fall inside
+  +/- delta when they are normal with mean 0. A candidate inside it is as close to the baseline
+  as the baseline is to itself.
+
+Each point and metric is then labelled from ln(ratio) and its bootstrap CIs (percentile, 90%
+and 95%, from the same resamples), with "better" meaning higher for throughputs and lower for
+latencies:
+- **equivalent**: the 90% CI lies inside (-delta, +delta) (TOST, alpha 0.05 each side);
+- **faster** / **slower**: the 95% CI excludes 0 and ln(ratio) is beyond +/- delta on the better
+  / worse side;
+- **within noise**: anything else (the difference is not told apart from launch noise).
+
+Between-launch share (one-way random effects, ANOVA estimator, unbalanced): with y_lj the
+statistic of unit j of launch l (R launches, N units, n_l per launch),
+MSB = sum_l n_l (ybar_l - ybar)^2 / (R - 1),  MSW = sum_lj (y_lj - ybar_l)^2 / (N - R),
+n0 = (N - sum_l n_l^2 / N) / (R - 1),  s_b^2 = max(0, (MSB - MSW) / n0),  s_w^2 = MSW,
+share = s_b^2 / (s_b^2 + s_w^2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Literal, Sequence, TypeVar
+
+import numpy as np
+
+Label = Literal["faster", "slower", "equivalent", "within noise"]
+U = TypeVar("U")
+
+MIN_MARGIN = 0.01  # ln-ratio floor of an A/A margin (about 1%): a lucky A/A never gives a zero margin
+Z975 = 1.959963984540054
+BOOTSTRAP_RESAMPLES = 1000
+
+
+# --- the A/A margin and the label -----------------------------------------------------------------
+
+def aa_margin(log_ratios: Sequence[float]) -> float | None:
+    """delta = max(MIN_MARGIN, z(0.975) sqrt(mean a_p^2)) over the A/A log-ratios of one metric."""
+    values = [a for a in log_ratios if a is not None and math.isfinite(a)]
+    if not values:
+        return None
+    return max(MIN_MARGIN, Z975 * math.sqrt(math.fsum(a * a for a in values) / len(values)))
+
+
+def label(ratio: float, ci90: tuple[float, float] | None, ci95: tuple[float, float] | None, margin: float,
+          higher_is_better: bool) -> Label:
+    """The four-way label of one ratio (candidate / baseline) against a ln-ratio margin."""
+    if ci90 is None or ci95 is None or ratio <= 0:
+        return "within noise"
+    sign = 1.0 if higher_is_better else -1.0
+    est = sign * math.log(ratio)
+    lo90, hi90 = sorted(sign * math.log(x) for x in ci90)
+    lo95, hi95 = sorted(sign * math.log(x) for x in ci95)
+    if -margin < lo90 and hi90 < margin:
+        return "equivalent"
+    if lo95 > 0 and est > margin:
+        return "faster"
+    if hi95 < 0 and est < -margin:
+        return "slower"
+    return "within noise"
+
+
+# --- the hierarchical bootstrap -----------------------------------------------------------------------
+
+def hierarchical_rows(sizes: Sequence[int], resamples: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Two-stage resamples: index rows into the launches' units laid end to end (launch-major).
+
+    Per resample, draw len(sizes) launches with replacement, then for each drawn launch l,
+    sizes[l] of its units with replacement. With one launch this is the plain bootstrap. When
+    every launch has W units the draws are made as two arrays (launches, then units), else
+    resample by resample; either way the same seed gives the same rows.
+    """
+    r = len(sizes)
+    if len(set(sizes)) == 1:
+        w = sizes[0]
+        launches = rng.integers(0, r, (resamples, r))
+        units = rng.integers(0, w, (resamples, r, w))
+        return list((launches[:, :, None] * w + units).reshape(resamples, r * w))
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    rows = []
+    for _ in range(resamples):
+        drawn = rng.integers(0, r, r)
+        rows.append(np.concatenate([offsets[l] + rng.integers(0, sizes[l], sizes[l]) for l in drawn]))
+    return rows
+
+
+@dataclass(frozen=True)
+class RatioCI:
+    ci90: tuple[float, float] | None
+    ci95: tuple[float, float] | None
+    resamples: int  # resamples with a finite ratio
+
+
+def hierarchical_ratio_ci(cand: Sequence[Sequence[U]], base: Sequence[Sequence[U]],
+                          stat: Callable[[list[U]], float | None], seed: Sequence[int],
+                          resamples: int = BOOTSTRAP_RESAMPLES,
+                          stat_rows: tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]] | None = None,
+                          ) -> RatioCI:
+    """Percentile CIs (90% and 95%) of stat(cand) / stat(base), each side resampled by
+    ``hierarchical_rows`` (all candidate rows, then all baseline rows, from one seeded generator).
+
+    ``cand`` / ``base``: per launch, that launch's units. None when a side has fewer than two
+    units in all (no noise estimate) or fewer than half the resamples give a finite ratio.
+    ``stat_rows`` (candidate, baseline): the statistic on a matrix of index rows at once, used
+    when every launch of a side has the same number of units (the rows are then equally long).
+    """
+    c_sizes, b_sizes = [len(x) for x in cand], [len(x) for x in base]
+    if sum(c_sizes) < 2 or sum(b_sizes) < 2 or 0 in c_sizes or 0 in b_sizes:
+        return RatioCI(None, None, 0)
+    rng = np.random.default_rng(list(seed))
+    c_rows = hierarchical_rows(c_sizes, resamples, rng)
+    b_rows = hierarchical_rows(b_sizes, resamples, rng)
+    c_flat = [u for launch in cand for u in launch]
+    b_flat = [u for launch in base for u in launch]
+    if stat_rows is not None and len(set(c_sizes)) == 1 and len(set(b_sizes)) == 1:
+        sc, sb = stat_rows[0](np.stack(c_rows)), stat_rows[1](np.stack(b_rows))
+        keep = np.isfinite(sc) & np.isfinite(sb) & (sb != 0)
+        ratios = sc[keep] / sb[keep]
+    else:
+        out = []
+        for c_idx, b_idx in zip(c_rows, b_rows):
+            sc_one, sb_one = stat([c_flat[i] for i in c_idx]), stat([b_flat[i] for i in b_idx])
+            if sc_one is not None and sb_one:
+                out.append(sc_one / sb_one)
+        ratios = np.asarray(out, dtype=float)
+    if ratios.size < resamples // 2:
+        return RatioCI(None, None, int(ratios.size))
+    q = np.percentile(ratios, [5.0, 95.0, 2.5, 97.5])
+    return RatioCI((float(q[0]), float(q[1])), (float(q[2]), float(q[3])), int(ratios.size))
+
+
+# --- how much of the variance is between launches ------------------------------------------------------
+
+@dataclass(frozen=True)
+class LaunchShare:
+    launches: int
+    units: int
+    between_var: float
+    within_var: float
+    share: float  # between / (between + within), 0..1
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def between_launch_share(groups: Sequence[Sequence[float]]) -> LaunchShare | None:
+    """The ANOVA estimate of the between-launch share (module docstring); None with fewer than
+    two launches, no within-launch replicate, or no variance at all."""
+    clean = [[float(v) for v in g if v is not None and math.isfinite(v)] for g in groups]
+    clean = [g for g in clean if g]
+    r = len(clean)
+    total = sum(len(g) for g in clean)
+    if r < 2 or total <= r:
+        return None
+    grand = math.fsum(v for g in clean for v in g) / total
+    means = [math.fsum(g) / len(g) for g in clean]
+    msb = math.fsum(len(g) * (m - grand) ** 2 for g, m in zip(clean, means)) / (r - 1)
+    msw = math.fsum((v - m) ** 2 for g, m in zip(clean, means) for v in g) / (total - r)
+    n0 = (total - sum(len(g) ** 2 for g in clean) / total) / (r - 1)
+    between = max(0.0, (msb - msw) / n0)
+    if between + msw <= 0:
+        return None
+    return LaunchShare(launches=r, units=total, between_var=between, within_var=msw, share=between / (between + msw))

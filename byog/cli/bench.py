@@ -1,0 +1,144 @@
+"""`byog bench` (a sweep against a running server) and `byog client-ceiling`."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.text import Text
+
+from byog.bench.ceiling import measure_client_ceiling, server_process
+from byog.cli.common import (
+    DataDirOpt,
+    EndpointOpt,
+    JsonOpt,
+    ModelOpt,
+    RunDirOpt,
+    TokenizerOpt,
+    command,
+    console,
+    err_console,
+    print_json,
+)
+from byog.core.errors import UsageError
+from byog.core.tables import TextTable, print_table
+from byog.pipeline.bench_endpoint import BenchFlags, bench_endpoint
+from byog.schemas.bench import PointSummary
+
+
+def register(app: typer.Typer) -> None:
+    command(app, "bench")(bench_cmd)
+    command(app, "client-ceiling")(client_ceiling_cmd)
+
+
+def parse_int_list(text: str, what: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"{what} must be whole numbers separated by commas, got '{text}'") from None
+    if not values or any(v <= 0 for v in values):
+        raise UsageError(f"{what} must be positive, got '{text}'")
+    return values
+
+
+def parse_float_list(text: str, what: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"{what} must be numbers separated by commas, got '{text}'") from None
+    if not values or any(v <= 0 for v in values):
+        raise UsageError(f"{what} must be positive, got '{text}'")
+    return values
+
+
+def bench_cmd(
+    endpoint: EndpointOpt,
+    model: ModelOpt = None,
+    tokenizer: TokenizerOpt = None,
+    workload: str = typer.Option("batch", "--workload", help="batch, concurrency or rate."),
+    batch_sizes: str = typer.Option("1", "--batch-sizes", help="Batch workload: B values, e.g. 1,2,4."),
+    concurrency: str = typer.Option("1", "--concurrency", help="Concurrency workload: C values, e.g. 1,8."),
+    rates: str = typer.Option("1", "--rates", help="Rate workload: requests/s values, e.g. 0.5,2."),
+    num_prompts: int = typer.Option(32, "--num-prompts", min=1, help="Concurrency/rate workloads: measured requests per point."),
+    isl: str = typer.Option("32", "--isl", help="Input lengths in tokens, e.g. 1,1024."),
+    osl: str = typer.Option("64", "--osl", help="Output lengths in tokens."),
+    waves: int = typer.Option(3, "--waves", min=1, help="Batch workload: measured waves."),
+    warmup_waves: int = typer.Option(1, "--warmup-waves", min=0, help="Batch workload: warm-up waves (not measured)."),
+    api: str = typer.Option("completions", "--api", help="completions or chat."),
+    prompts: str = typer.Option("random", "--prompts", help="random (token ids), mt_bench or gsm8k."),
+    seed: int = typer.Option(1234, "--seed", help="Prompt (and Poisson arrival) seed."),
+    reset_prefix_cache: bool = typer.Option(False, "--reset-prefix-cache", help="POST /reset_prefix_cache before each point (vLLM dev mode)."),
+    request_body: str = typer.Option("byog", "--request-body", help="byog (exact per-chunk token counts) or vllm (the body `vllm bench serve` sends; docs/metrics.md)."),
+    plan: Optional[str] = typer.Option(None, "--plan", help="Take the workloads of this plan's server instead of the flags."),
+    server: Optional[str] = typer.Option(None, "--server", help="With --plan: which server config the endpoint runs (default: the baseline)."),
+    data_dir: DataDirOpt = None,
+    run_dir: RunDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the decode sweep against a running server and write raw rows + point records to a run directory."""
+    if api not in ("completions", "chat"):
+        raise UsageError(f"--api must be completions or chat, not '{api}'")
+    if request_body not in ("byog", "vllm"):
+        raise UsageError(f"--request-body must be byog or vllm, not '{request_body}'")
+    if prompts not in ("random", "mt_bench", "gsm8k"):
+        raise UsageError(f"--prompts must be random, mt_bench or gsm8k, not '{prompts}'")
+    flags = BenchFlags(
+        endpoint=endpoint, model=model, tokenizer=tokenizer, workload=workload,
+        batch_sizes=parse_int_list(batch_sizes, "--batch-sizes"), concurrencies=parse_int_list(concurrency, "--concurrency"),
+        rates=parse_float_list(rates, "--rates"), num_prompts=num_prompts, isl=parse_int_list(isl, "--isl"),
+        osl=parse_int_list(osl, "--osl"), waves=waves, warmup_waves=warmup_waves, api=api, prompts=prompts, seed=seed,
+        reset_prefix_cache=reset_prefix_cache, request_body=request_body, plan=plan, server=server, data_dir=data_dir,
+    )
+    result = bench_endpoint(flags, run_dir, err_console if as_json else console)
+    if as_json:
+        print_json(result.to_json())
+    else:
+        render_points(result.points, title=f"byog bench -> {result.run_dir}")
+
+
+def client_ceiling_cmd(
+    concurrency: int = typer.Option(32, "--concurrency", min=1, help="Streams in flight."),
+    num_prompts: int = typer.Option(128, "--num-prompts", min=1, help="Requests in all."),
+    osl: int = typer.Option(1024, "--osl", min=2, help="Tokens per response (one per chunk)."),
+    as_json: JsonOpt = False,
+) -> None:
+    """How many streamed tokens/s byog's client sustains here, against a loopback server that does no model work."""
+    with server_process() as base_url:
+        measure_client_ceiling(concurrency, min(num_prompts, 2 * concurrency), 64, base_url)  # warm up
+        result = measure_client_ceiling(concurrency, num_prompts, osl, base_url)
+    if as_json:
+        print_json(result)
+        return
+    console.print(f"byog's client: {result['tok_s']:,.0f} tok/s over {result['tokens']:,} tokens in {result['wall_s']:.2f} s "
+                  f"(C={concurrency}, OSL {osl}); {result['cpu_us_per_chunk']:.1f} us of client CPU per chunk, "
+                  f"{result['cpu_share']:.0%} of a core; {result['errors']} errors. A server near this rate measures the client.",
+                  highlight=False)
+
+
+# --- rendering ------------------------------------------------------------------------------
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x * 1e3:.2f}"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.1f}"
+
+
+def render_points(points: list[PointSummary], title: str = "bench") -> None:
+
+    columns = ["server", "point", "load", "prompts", "valid", "TTFT p50 ms", "TPOT p50 ms", "TPOT p90 ms",
+               "tok/s/user p50", "tok/s/user p90", "decode tok/s", "output tok/s"]
+    table = TextTable(title, columns, right={c for c in columns if "ms" in c or "tok" in c})
+    for p in points:
+        m = p.metrics
+        table.add_row(
+            p.server, p.point_id, p.load_label, p.prompts or "-", "yes" if p.valid else "no",
+            _ms(m.ttft_s.p50 if m else None), _ms(m.tpot_s.p50 if m else None), _ms(m.tpot_s.p90 if m else None),
+            _num(m.tok_s_user.p50 if m else None), _num(m.tok_s_user.p90 if m else None),
+            _num(m.decode_tok_s if m else None), _num(m.output_tok_s if m else None),
+        )
+    print_table(console, table)
+    for p in points:
+        for reason in p.invalid_reasons:
+            console.print(Text.assemble((f"{p.server} {p.point_id} invalid: ", "yellow"), reason), highlight=False, soft_wrap=True)

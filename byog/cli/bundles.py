@@ -1,0 +1,127 @@
+"""`byog bundle pack`, `verify`, `report`, `keys add`, `attach`: the signed bundle and its reader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.text import Text
+
+from byog.bundles.finalize import describe, seal_and_pack
+from byog.bundles.keys import add_github_user
+from byog.bundles.publish import attach, write_report
+from byog.bundles.sign import default_allowed_signers
+from byog.bundles.safe_text import one_line
+from byog.bundles.verify import VerifyReport, verify_bundle
+from byog.cli.common import (
+    AllowedSignersOpt,
+    JsonOpt,
+    OutOpt,
+    command,
+    console,
+)
+from byog.core.paths import RunDir
+from byog.report.context import PLOTS_BASE
+
+PolicyOpt = Annotated[Optional[Path], typer.Option("--policy", help="Policy YAML: allowed image digests, required points/tasks, minimum samples.")]
+ClaimsOpt = Annotated[Optional[Path], typer.Option("--claims", help="Claims YAML: the numbers a PR states.")]
+AllowUnsignedOpt = Annotated[bool, typer.Option("--allow-unsigned", help="Check an unsigned bundle's content instead of failing it (the verdict says so).")]
+ForOpt = Annotated[Optional[str], typer.Option("--for", help="OWNER/REPO#PR (or OWNER/REPO@COMMIT) the bundle is for, signed into its manifest.")]
+
+
+def register(app: typer.Typer) -> None:
+    bundle_app = typer.Typer(help="Seal a run directory into a signed bundle.", no_args_is_help=True)
+    keys_app = typer.Typer(help="Manage the allowed signers verify trusts.", no_args_is_help=True)
+    app.add_typer(bundle_app, name="bundle")
+    app.add_typer(keys_app, name="keys")
+    command(bundle_app, "pack")(bundle_pack_cmd)
+    command(app, "verify")(verify_cmd)
+    command(app, "report")(report_cmd)
+    command(keys_app, "add")(keys_add_cmd)
+    command(app, "attach")(attach_cmd)
+
+
+def bundle_pack_cmd(
+    run_dir: Path = typer.Argument(..., help="A run directory with summary.json."),
+    out: OutOpt = None,
+    no_sign: bool = typer.Option(False, "--no-sign", help="Pack without signing even when a key is configured."),
+    subject_for: ForOpt = None,
+) -> None:
+    """Write the manifest, sign it with your SSH key, and pack a deterministic bundle.tar.gz (at most 25 MB)."""
+    packed = seal_and_pack(RunDir(run_dir), out, sign=not no_sign, subject=subject_for)
+    console.print(Text(describe(packed)), highlight=False, soft_wrap=True)
+
+
+def verify_cmd(
+    bundle: Path = typer.Argument(..., help="bundle.tar.gz to check."),
+    allowed_signers: AllowedSignersOpt = None,
+    policy: PolicyOpt = None,
+    claims: ClaimsOpt = None,
+    allow_unsigned: AllowUnsignedOpt = False,
+    subject_for: Optional[str] = typer.Option(None, "--for", help="OWNER/REPO#PR (or OWNER/REPO@COMMIT): the bundle's signed subject must be this."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Check a bundle: safe extraction, hashes, signer; then, for a trusted signer only: bounds, schemas, every number recomputed, policy, claims."""
+    report = verify_bundle(bundle, allowed_signers=allowed_signers, policy=policy, claims=claims,
+                           allow_unsigned=allow_unsigned, subject_for=subject_for)
+    if as_json:
+        typer.echo(json.dumps(report.as_json(), indent=2, sort_keys=True, allow_nan=False))
+    else:
+        print_checks(report)
+    if not report.verified:
+        raise typer.Exit(1)
+
+
+def print_checks(report: VerifyReport) -> None:
+    """One line per check. Bundle strings are printed as plain text (rich.text.Text: never markup),
+    escaped to one line (safe_text.one_line); on a terminal each line is cut to its width, so
+    nothing wraps into what could pass for another check's line."""
+    marks = {"pass": ("ok  ", "green"), "skip": ("skip", "dim"), "fail": ("FAIL", "bold red")}
+    fit: dict[str, Any] = {"no_wrap": True, "overflow": "ellipsis"} if console.is_terminal else {"soft_wrap": True}
+    for result in report.results:
+        mark, style = marks[result.status]
+        console.print(Text.assemble((mark, style), " ", f"{result.name}: {one_line(result.message, 400)}"), highlight=False, **fit)
+    style = "bold green" if report.verified else "bold red"
+    console.print(Text.assemble(one_line(report.bundle, 200), ": ", (report.verdict(), style)), highlight=False, **fit)
+
+
+def report_cmd(
+    target: Path = typer.Argument(..., help="A run directory or a bundle.tar.gz."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Folder for report.md and plots/ (default: the run directory, or <bundle>-report/)."),
+    claims: Optional[Path] = typer.Option(None, "--claims", help="Claims YAML to judge in the headline, beside the bundle's own claims.yaml."),
+    reproduction: list[Path] = typer.Option([], "--reproduction", help="A reproduction bundle of this bundle to show (repeatable; <bundle>.reproduction*.tar.gz beside a bundle are found anyway)."),
+    image_base: str = typer.Option(PLOTS_BASE, "--image-base", help="Prefix of the plot links, e.g. where a PR workflow published them; 'none' names the plots instead of embedding them."),
+    allowed_signers: AllowedSignersOpt = None,
+    allow_unsigned: AllowUnsignedOpt = False,
+) -> None:
+    """Write report.md and the plots (tok/s vs batch, speedup with CI, TPOT distribution, eval deltas); a bundle is verified first."""
+    written = write_report(target, out, claims=claims, reproductions=reproduction,
+                           image_base=None if image_base == "none" else image_base,
+                           allowed_signers=allowed_signers, allow_unsigned=allow_unsigned)
+    shown = f", {written.reproductions} reproduction(s) shown" if written.reproductions else ""
+    console.print(Text(f"wrote {written.report_md} and {len(written.plots)} plots under {written.report_md.parent / 'plots'}{shown}"), highlight=False)
+
+
+def keys_add_cmd(
+    github_user: str = typer.Argument(..., help="GitHub user whose SSH signing keys to trust."),
+    allowed_signers: Optional[Path] = typer.Option(None, "--allowed-signers", help="File to add to (default: ~/.config/byog/allowed_signers)."),
+) -> None:
+    """Fetch a GitHub user's public SSH signing keys into an allowed_signers file."""
+    added = add_github_user(github_user, allowed_signers or default_allowed_signers())
+    console.print(f"{added.path}: {added.added} key(s) added for {added.principal}, {added.already_present} already there", highlight=False)
+
+
+def attach_cmd(
+    bundle: Path = typer.Argument(..., help="bundle.tar.gz"),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    repo: Optional[str] = typer.Option(None, "--repo", help="OWNER/NAME (default: gh's current repository)."),
+    allowed_signers: AllowedSignersOpt = None,
+    policy: PolicyOpt = None,
+    claims: ClaimsOpt = None,
+    allow_unsigned: AllowUnsignedOpt = False,
+) -> None:
+    """Verify the bundle for OWNER/REPO#PR, then post its re-rendered report (every bundle field escaped) to the PR with gh."""
+    message = attach(bundle, pr, repo, allowed_signers=allowed_signers, policy=policy, claims=claims, allow_unsigned=allow_unsigned)
+    console.print(Text(message), highlight=False, soft_wrap=True)

@@ -1,0 +1,79 @@
+"""What every command shares: the consoles, the one place errors become a sentence, and the
+options declared once (``Annotated`` aliases) so each means the same in every command.
+
+A ``ByogError`` becomes one line on stderr and its exit code (0 ok, 1 check failed, 2 usage,
+3 environment); Ctrl-C exits 130 saying finished results are kept. ``BYOG_DEBUG=1`` shows the
+traceback instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional, TypeVar
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from byog.bundles.safe_text import one_line
+from byog.core.errors import ByogError
+from byog.core.settings import debug
+
+# markup=False: no string byog prints (paths, plan names, error messages, bundle contents) is ever
+# read as rich markup, so "[signing]" prints as written; styling is explicit (Text, style=).
+console = Console(soft_wrap=True, markup=False)  # a long line is one line in a log or pipe, never re-wrapped at 80
+err_console = Console(stderr=True, soft_wrap=True, markup=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guarded(fn: F) -> F:
+    """Run a command; map known failures to one sentence and an exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ByogError as err:
+            if debug():
+                raise
+            # Plain text, one line: an error may quote a bundle or file (markup, newlines, escapes).
+            err_console.print(Text.assemble(("byog:", "bold red"), " ", one_line(str(err))), highlight=False, soft_wrap=True)
+            raise typer.Exit(err.exit_code) from None
+        except KeyboardInterrupt:
+            if debug():
+                raise
+            err_console.print(Text.assemble(("byog: ", "bold red"), "interrupted; finished results are kept and a rerun resumes."))
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def command(app: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:
+    """Register ``fn`` as ``app``'s command ``name``, guarded."""
+
+    def register(fn: F) -> F:
+        app.command(name, **kwargs)(guarded(fn))
+        return fn
+
+    return register
+
+
+def print_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+
+# --- options declared once ------------------------------------------------------------------
+
+PlanArg = Annotated[Optional[str], typer.Argument(help="Plan file or built-in profile name (default: smoke).")]
+TierOpt = Annotated[str, typer.Option("--tier", help="smoke | standard | full: cut a profile down (full = as written).")]
+RunDirOpt = Annotated[Optional[Path], typer.Option("--run-dir", help="Run directory; an existing one resumes (default: a new one under runs/).")]
+DataDirOpt = Annotated[Optional[Path], typer.Option("--data-dir", help="Offline datasets (default: BYOG_DATA_DIR, then the copy shipped inside byog).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+EndpointOpt = Annotated[str, typer.Option("--endpoint", help="Base URL of a running OpenAI-compatible server, e.g. http://127.0.0.1:8000.")]
+ModelOpt = Annotated[Optional[str], typer.Option("--model", help="Served model name (default: the first of /v1/models).")]
+TokenizerOpt = Annotated[Optional[str], typer.Option("--tokenizer", help="Tokenizer path or id (default: ask the server).")]
+AllowedSignersOpt = Annotated[Optional[Path], typer.Option("--allowed-signers", help="OpenSSH allowed_signers file (default: ~/.config/byog/allowed_signers).")]
+OutOpt = Annotated[Optional[Path], typer.Option("-o", "--out", help="Where to write (default: beside the input).")]

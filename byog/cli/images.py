@@ -1,0 +1,56 @@
+"""`byog image build` and `byog image inspect`: the eval images, through the docker SDK."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from byog.cli.common import JsonOpt, command, console, err_console, print_json
+from byog.core.tables import TextTable, print_table
+from byog.images.build import build_image
+from byog.images.inspect import inspect_image
+
+
+def register(app: typer.Typer) -> None:
+    image_app = typer.Typer(help="Build and inspect byog's eval images (docker SDK).", no_args_is_help=True)
+    app.add_typer(image_app, name="image")
+    command(image_app, "build")(image_build_cmd)
+    command(image_app, "inspect")(image_inspect_cmd)
+
+
+def image_build_cmd(
+    flavour: str = typer.Option("gpu", "--flavour", help="gpu (standard eval image), cpu (self-contained embedded default) or cpu-host (host's Python mounted; what CI uses)."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="Image tag (default: byog-eval:<version>-<flavour>)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Rebuild every step."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Build an eval image on the local Docker engine and print its tag, id, build time and size."""
+    result = build_image(flavour, tag, log=lambda line: err_console.print(line, style="dim", highlight=False, markup=False), nocache=no_cache)
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        console.print(f"built {result.tag} ({result.image_id[:19]}) in {result.build_s:.1f} s, {result.size_bytes / 1e6:.0f} MB", highlight=False)
+
+
+def image_inspect_cmd(
+    image: str = typer.Argument(..., help="Image reference (tag or id)."),
+    no_probe: bool = typer.Option(False, "--no-probe", help="Do not start a throwaway container to read vLLM's version."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Id, RepoDigests, labels and the vLLM version inside an image."""
+    info = inspect_image(image, probe_vllm=not no_probe)
+    if as_json:
+        print_json(info)
+        return
+
+    table = TextTable(image, ["field", "value"], show_header=False)
+    table.add_row("id", info["id"])
+    table.add_row("repo digests", "\n".join(info["repo_digests"]) or "none (built here, never pushed)")
+    table.add_row("tags", ", ".join(info["repo_tags"]))
+    table.add_row("vLLM", f"{info['vllm_version']} (from {info['vllm_version_from']})" if info["vllm_version"] else "unknown")
+    table.add_row("size", f"{info['size_bytes'] / 1e6:.0f} MB")
+    table.add_row("created", str(info["created"]))
+    for key, value in sorted(info["labels"].items()):
+        table.add_row(f"label {key}", value)
+    print_table(console, table)

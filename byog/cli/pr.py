@@ -1,0 +1,60 @@
+"""`byog pr bundle-url`, `byog pr comment`: the steps of the PR workflow that are not plain byog commands."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from byog.bundles.pr import comment_body, read_event
+from byog.cli.common import JsonOpt, OutOpt, command, print_json
+from byog.core.errors import UsageError
+from byog.core.io import atomic_write_text
+
+
+def register(app: typer.Typer) -> None:
+    pr_app = typer.Typer(help="The PR workflow's steps (docs/pr-workflow.md).", no_args_is_help=True)
+    app.add_typer(pr_app, name="pr")
+    command(pr_app, "bundle-url")(bundle_url_cmd)
+    command(pr_app, "comment")(comment_cmd)
+
+
+def bundle_url_cmd(
+    event: Path = typer.Option(..., "--event", help="The GitHub event payload ($GITHUB_EVENT_PATH)."),
+    comments: Optional[Path] = typer.Option(None, "--comments", help="The PR's comments as GET /repos/O/R/issues/N/comments lists them."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the newest bundle link the PR's author posted (body or comments); exit 2 when there is none."""
+    found = read_event(event, comments)
+    if as_json:
+        print_json(found.as_json())
+    elif found.bundle:
+        typer.echo(found.bundle)
+    if not found.bundle:
+        raise UsageError(f"PR #{found.pr} links no bundle (.tar.gz) posted by its author {found.author}")
+
+
+def comment_cmd(
+    verify: Path = typer.Option(..., "--verify", help="The output of byog verify --json."),
+    report: Optional[Path] = typer.Option(None, "--report", help="The re-rendered report.md (shown only when verified)."),
+    bundle: Optional[Path] = typer.Option(None, "--bundle", help="The bundle file, to print its sha256."),
+    bundle_url: Optional[str] = typer.Option(None, "--bundle-url", help="Where the bundle was fetched from."),
+    run_url: Optional[str] = typer.Option(None, "--run-url", help="This workflow run's URL."),
+    note: Optional[str] = typer.Option(None, "--note", help="One more line to show under the checks."),
+    out: OutOpt = None,
+) -> None:
+    """Write the PR comment: verify's verdict and every check, then the re-rendered report."""
+    try:
+        result = json.loads(verify.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{verify} is not byog verify --json output: {err}") from None
+    text = report.read_text(encoding="utf-8") if report and report.is_file() else None
+    digest = hashlib.sha256(bundle.read_bytes()).hexdigest() if bundle and bundle.is_file() else None
+    body = comment_body(result, text, bundle_url=bundle_url, bundle_sha256=digest, run_url=run_url, note=note)
+    if out:
+        atomic_write_text(out, body)
+    else:
+        typer.echo(body, nl=False)

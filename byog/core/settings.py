@@ -1,0 +1,58 @@
+"""Where byog keeps and finds things: one home for every environment variable and default folder.
+
+| variable            | meaning                                                          |
+|---------------------|------------------------------------------------------------------|
+| BYOG_DATA_DIR       | offline datasets (default: the copy shipped inside the package)  |
+| BYOG_RUNS_DIR       | where `byog run` makes run directories (default: ./runs)         |
+| BYOG_CACHE_DIR      | converted models, hub datasets pulled by `byog data pull`        |
+| BYOG_SIGNING_KEY    | the SSH key `byog run` signs with                                |
+| BYOG_DEBUG          | show tracebacks instead of one-sentence errors                   |
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from byog.core.errors import UsageError
+
+DATA_DIR_ENV = "BYOG_DATA_DIR"
+RUNS_DIR_ENV = "BYOG_RUNS_DIR"
+CACHE_DIR_ENV = "BYOG_CACHE_DIR"
+DEBUG_ENV = "BYOG_DEBUG"
+
+PACKAGED_DATASETS = Path(__file__).resolve().parents[1] / "datasets"
+
+
+def debug() -> bool:
+    return bool(os.environ.get(DEBUG_ENV))
+
+
+def cache_dir() -> Path:
+    """``$BYOG_CACHE_DIR``, else ``~/.cache/byog``."""
+    return Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "byog").expanduser()
+
+
+def runs_dir() -> Path:
+    return Path(os.environ.get(RUNS_DIR_ENV, "runs"))
+
+
+def resolve_data_dir(flag: Path | None = None) -> Path:
+    """``--data-dir``, else ``$BYOG_DATA_DIR``, else the datasets shipped inside byog."""
+    if flag is not None:
+        if not Path(flag).is_dir():
+            raise UsageError(f"--data-dir {flag} is not a directory")
+        return Path(flag)
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        if not Path(env).is_dir():
+            raise UsageError(f"{DATA_DIR_ENV}={env} is not a directory")
+        return Path(env)
+    return PACKAGED_DATASETS
+
+
+def hub_data_dir(flag: Path | None = None) -> Path:
+    """Where `byog data pull` keeps hub datasets: ``--data-dir``/``$BYOG_DATA_DIR``, else the cache."""
+    if flag is not None or os.environ.get(DATA_DIR_ENV):
+        return resolve_data_dir(flag)
+    return cache_dir() / "datasets"

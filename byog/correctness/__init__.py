@@ -1,0 +1,1 @@
+"""Token-level correctness: the numerics differential and the conformance suite (issue 12)."""

@@ -1,0 +1,69 @@
+"""``byog check numerics`` and ``byog check conformance``: only the numerics section of a plan.
+
+Each server of a comparison pair is launched in turn (baselines first), runs the numerics
+passes or the conformance suite, and is stopped; then summary.json and report.md are derived
+from the run directory as ``byog run`` would (no bundle is sealed: a check is a diagnosis). A
+plan without a ``numerics:`` section uses its defaults. The outcome gates: exit 1 when a
+candidate is not "numerically equivalent" or fails a conformance check its baseline passes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from rich.console import Console
+
+from byog.core.errors import CheckFailed
+from byog.core.io import atomic_write_json
+from byog.images.fingerprint import environment_fingerprint
+from byog.images.models import prepare_model
+from byog.pipeline.derive import derive_and_write
+from byog.pipeline.numerics import references, run_conformance_checks, run_numerics, server_order
+from byog.pipeline.run import open_run_dir, print_numerics
+from byog.pipeline.runtimes import runtime_for
+from byog.pipeline.signals import sigterm_as_interrupt
+from byog.schemas.summary import Summary
+
+What = Literal["numerics", "conformance"]
+
+
+def check_plan(plan_ref: str | None, run_dir: Path | None, console: Console, what: What,
+               data_dir: Path | None = None, tier: str = "full") -> Summary:
+    plan, rd = open_run_dir(plan_ref, run_dir, tier)
+    console.print(f"byog check {what}: plan [bold]{plan.name}[/] -> {rd.root}")
+    if not rd.env_json.is_file():
+        atomic_write_json(rd.env_json, environment_fingerprint())
+    refs = references(plan)
+    with console.status("preparing the model…"):
+        model = prepare_model(plan.model)
+    with sigterm_as_interrupt():
+        for name in server_order(plan, numerics=True):
+            if name not in refs:
+                continue
+            done = rd.numerics_complete(name) if what == "numerics" else rd.conformance_record(name).is_file()
+            if done:
+                console.print(f"[bold]{name}[/]: {what} already complete; not launched")
+                continue
+            config = plan.servers[name]
+            with console.status(f"[bold]{name}[/]: starting vLLM ({config.runtime} runtime)…"):
+                server = runtime_for(config).launch(name, config, model, rd.server_dir(name))
+            try:
+                if what == "numerics":
+                    run_numerics(plan, name, server.endpoint, rd, data_dir, console)
+                else:
+                    run_conformance_checks(plan, name, server.endpoint, rd, console)
+            finally:
+                with console.status(f"[bold]{name}[/]: stopping"):
+                    server.stop()
+    summary = derive_and_write(rd.root, console)
+    print_numerics(summary, console)
+    numerics = summary.numerics
+    if numerics is not None:
+        if what == "numerics":
+            bad = [f"{c.candidate}: {c.verdict}" for c in numerics.comparisons if c.verdict != "numerically equivalent"]
+        else:
+            bad = [f"{p.candidate}: {r.check}: {r.reason}" for p in numerics.conformance for r in p.checks if r.outcome == "fail"]
+        if bad:
+            raise CheckFailed(f"{what}: " + "; ".join(bad))
+    return summary

@@ -1,0 +1,75 @@
+"""``byog plan``'s accuracy view: per eval and tier, the predicted false-fail rate and power of the
+gate (``byog.analysis.power``), and which evals would be "screening" before anything launches.
+
+The model is the task registry's prior, or with ``--from-run`` one fitted to the per-item data
+of an earlier run directory (the plan's baseline and first candidate for that task, where the
+run scored both).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from byog.analysis.eval_summary import margin_for
+from byog.analysis.power import ItemModel, model_from_items, planned_for_spec, prior_model
+from byog.core.paths import RunDir
+from byog.plans.load import parse_plan
+from byog.plans.tasks import TASKS
+from byog.plans.tiers import TIERS, apply_tier, eval_items
+from byog.schemas.plan import Plan
+
+
+def _pass_scores(run_dir: RunDir, server: str, task: str) -> dict[str, list[float]] | None:
+    """item id -> its pass scores (0..1), or None when the run has no complete eval of it."""
+    import pyarrow.parquet as pq
+
+    if not run_dir.eval_complete(server, task):
+        return None
+    table = pq.read_table(run_dir.eval_items(server, task), columns=["item_id", "score"])
+    out: dict[str, list[float]] = {}
+    for item_id, score in zip(table.column("item_id").to_pylist(), table.column("score").to_pylist()):
+        out.setdefault(str(item_id), []).append(float(score))
+    return out
+
+
+def model_from_run(run_dir: Path, task: str, sampled: bool) -> ItemModel | None:
+    """The Beta-binomial model of ``task`` fitted to an earlier run (None when it did not score it)."""
+    folder = RunDir(run_dir)
+    prior = prior_model(task)
+    if prior is None or not folder.plan_yaml.is_file():
+        return None
+    old = parse_plan(folder.plan_yaml.read_text(encoding="utf-8"), str(folder.plan_yaml))
+    baseline = _pass_scores(folder, old.baseline, task)
+    if not baseline:
+        return None
+    candidate = next((s for c, b in old.comparisons if b == old.baseline
+                      for s in [_pass_scores(folder, c, task)] if s), None)
+    return model_from_items(baseline, candidate, sampled, prior, source=f"run {run_dir}")
+
+
+def eval_power_rows(plan: Plan, from_run: Path | None = None) -> list[dict[str, Any]]:
+    """One row per (tier, eval): the design and its predicted false-fail rate and power."""
+    rows = []
+    models: dict[tuple[str, bool], ItemModel | None] = {}
+    for tier in TIERS:
+        cut = apply_tier(plan, tier)
+        for spec in cut.evals:
+            task = TASKS.get(spec.task)
+            if task is None:
+                continue
+            sampled = task.sampled_with(spec.gen_kwargs)
+            key = (spec.task, sampled)
+            if key not in models:
+                models[key] = (model_from_run(from_run, spec.task, sampled) if from_run else None) or prior_model(spec.task)
+            margin = margin_for(cut, spec.task)
+            planned = planned_for_spec(spec, margin, models[key])
+            if planned is None:
+                continue
+            rows.append({
+                "tier": tier, "task": spec.task, "n": eval_items(spec), "passes": spec.passes,
+                "decoding": "sampled" if sampled else "greedy", "margin": margin,
+                "false_fail": planned.false_fail, "power": planned.power, "sound": planned.sound,
+                "model": planned.model,
+            })
+    return rows

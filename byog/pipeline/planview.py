@@ -1,0 +1,228 @@
+"""``byog plan``: the expanded matrix, each server's launch command, a wall-time estimate, and
+the planned power of every eval at every tier (``byog.pipeline.eval_power``).
+
+The estimate is deliberately simple: per server and launch, start-up + sum over points of
+(requests in sequence) x (TTFT + OSL x TPOT). Guesses are used unless an earlier run directory
+is given, in which case its measured start-up time and TPOT/TTFT (per point when the same point
+was measured, else the server's median) replace them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import statistics
+from pathlib import Path
+from typing import Any
+
+from byog.analysis.bench_summary import summarize_bench
+from byog.core.errors import UsageError
+from byog.core.io import read_json
+from byog.core.paths import RunDir
+from byog.images.launch import local_vllm_argv, server_env, vllm_serve_args
+from byog.images.cluster import describe_cluster
+from byog.images.local import cpu_vllm_installed
+from byog.images.models import model_config_dir
+from byog.images.multinode import describe_launch
+from byog.bench.agentic import session_shape
+from byog.bench.traces import link_sessions, read_trace, selected_lines
+from byog.pipeline.eval_power import eval_power_rows
+from byog.plans.expand import check_plan_fits, expand_plan, probe_point, search_workloads
+from byog.plans.kv_memory import check_kv_fits, kv_shape, plan_kv, server_kv_settings
+from byog.plans.load import load_plan, parse_plan
+from byog.plans.tiers import TIERS, apply_tier, eval_items, find_placeholders
+from byog.schemas.bench import BenchPoint
+from byog.schemas.plan import Plan, SyntheticSessions, TraceSource
+from byog.schemas.server import PreparedModel
+
+STARTUP_GUESS_S = 120.0
+TPOT_GUESS_S = 0.030  # CPU vLLM + SmolLM2-135M at batch 1 decodes ~38 tok/s
+TTFT_GUESS_S = 0.100
+
+
+def launch_command(plan: Plan, server: str) -> str:
+    """The command that starts this server (from the runtimes' own argv builder)."""
+    config = plan.servers[server]
+    model = PreparedModel(path=plan.model.path, served_name=plan.model.served_name or plan.model.path,
+                          tokenizer=plan.model.tokenizer or plan.model.path, max_model_len=plan.model.max_model_len)
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(server_env(config).items()))
+    if config.runtime == "endpoint":
+        return f"(already running at {config.url}; byog launches nothing)"
+    if config.multi_node or config.runtime == "ssh":
+        return f"({config.nodes} nodes, launcher {config.launcher}: each node's command is under 'per-node launch')"
+    if config.runtime == "docker":
+        args = vllm_serve_args(config, model, "0.0.0.0", 8000)
+        return f"docker run --gpus all --ipc host -p 127.0.0.1:PORT:8000 {config.image} vllm serve {shlex.join(args)}"
+    argv = local_vllm_argv(config, model, "127.0.0.1", 0)
+    return f"{env} {shlex.join(argv)}".strip().replace("--port 0", "--port PORT")
+
+
+def _measured(run_dir: Path) -> dict[str, Any]:
+    """Start-up seconds per server and TPOT/TTFT p50 per (server, point) from an earlier run."""
+    folder = RunDir(run_dir)
+    if not folder.plan_yaml.is_file():
+        raise UsageError(f"{run_dir} is not a run directory (no plan.yaml)")
+    old_plan = parse_plan(folder.plan_yaml.read_text(encoding="utf-8"), str(folder.plan_yaml))
+    startup: dict[str, float] = {}
+    for server in old_plan.servers:
+        record = folder.server_record(server)
+        if record.is_file():
+            starts = [s.get("ready_after_s") for s in read_json(record).get("starts") or [] if s.get("ready_after_s")]
+            if starts:
+                startup[server] = float(max(starts))
+    per_point: dict[tuple[str, str], tuple[float, float]] = {}
+    for p in summarize_bench(folder, old_plan).points:
+        tpot = p.metrics.tpot_s.p50 if p.metrics else None
+        ttft = p.metrics.ttft_s.p50 if p.metrics else None
+        if tpot:
+            per_point[(p.server, p.point_id)] = (tpot, ttft or TTFT_GUESS_S)
+    return {"startup": startup, "per_point": per_point}
+
+
+def point_seconds(point: BenchPoint, tpot_s: float, ttft_s: float) -> float:
+    """Requests in sequence x (TTFT + (OSL - 1) x TPOT); agentic: sessions in sequence x the mean session,
+    or a trace's schedule / speedup."""
+    if isinstance(point.source, SyntheticSessions):
+        turns, osl, think = session_shape(point.source)
+        session = turns * (ttft_s + max(osl - 1, 0) * tpot_s) + max(turns - 1, 0) * think
+        return math.ceil((point.sessions + point.warmup_sessions) / (point.concurrency or 1)) * session
+    if isinstance(point.source, TraceSource):
+        rows = read_trace(point.source.trace)
+        chosen, _ = selected_lines(point.source, rows, link_sessions(rows), point.max_context)
+        span_s = (max(rows[i].timestamp for i in chosen) - min(rows[i].timestamp for i in chosen)) / 1000 if chosen else 0.0
+        return span_s / (point.speedup or 1.0) + ttft_s + 16 * tpot_s
+    one = ttft_s + max(point.osl - 1, 0) * tpot_s
+    if point.kind == "batch":
+        return (point.warmup_waves + point.waves) * one
+    if point.kind == "concurrency":
+        return math.ceil(point.total_requests / (point.concurrency or 1)) * one
+    assert point.rate is not None
+    return point.num_prompts / point.rate + one
+
+
+def estimate_plan(plan: Plan, from_run: Path | None = None) -> dict[str, Any]:
+    """The matrix, the launch commands and the estimated wall time and GPU-hours of the bench part."""
+    measured = _measured(from_run) if from_run else {"startup": {}, "per_point": {}}
+    points = expand_plan(plan)
+    for workload in search_workloads(plan):  # a search's probes: its budget, each timed at the first rate
+        assert workload.search is not None
+        for isl in workload.isl:
+            for osl in workload.osl:
+                first = probe_point(plan, workload, workload.search.start_rate, isl, osl)
+                points += [first.model_copy(update={"point_id": f"{first.point_id.rsplit('-r', 1)[0]}-probe{i + 1}"})
+                           for i in range(workload.search.max_probes)]
+    servers = []
+    rows = []
+    total_s = 0.0
+    gpu_h = 0.0
+    for server in plan.servers:
+        mine = [p for p in points if server in p.servers]
+        server_tpots = [v[0] for (s, _), v in measured["per_point"].items() if s == server]
+        fallback_tpot = statistics.median(server_tpots) if server_tpots else TPOT_GUESS_S
+        startup = measured["startup"].get(server, STARTUP_GUESS_S)
+        seconds = startup
+        for p in mine:
+            tpot, ttft = measured["per_point"].get((server, p.point_id), (fallback_tpot, TTFT_GUESS_S))
+            source = "measured" if (server, p.point_id) in measured["per_point"] else ("server median" if server_tpots else "guess")
+            s = point_seconds(p, tpot, ttft)
+            seconds += s
+            rows.append({"server": server, "point_id": p.point_id, "kind": p.kind, "load": p.load_label, "isl": p.isl,
+                         "osl": p.osl, "requests": p.total_requests, "tpot_s": tpot, "estimate_s": s, "source": source})
+        config = plan.servers[server]
+        gpus = config.tensor_parallel_size * config.data_parallel_size
+        launches = plan.launches_of(server)
+        seconds *= launches  # every launch starts the server and runs every point again
+        servers.append({"server": server, "runtime": config.runtime, "command": launch_command(plan, server),
+                        "startup_s": startup, "points": len(mine), "launches": launches, "estimate_s": seconds,
+                        "gpus": gpus})
+        total_s += seconds
+        gpu_h += seconds / 3600 * gpus
+    return {"plan": plan.name, "points": rows, "servers": servers, "total_estimate_s": total_s, "gpu_hours": gpu_h,
+            "from_run": str(from_run) if from_run else None,
+            "note": "bench only: evals are not in this estimate"}
+
+
+def tier_estimates(plan: Plan, from_run: Any = None) -> list[dict[str, Any]]:
+    """For each tier: bench points, servers, GPUs, estimated wall time and GPU-hours (bench only)."""
+    rows = []
+    for tier in TIERS:
+        cut = apply_tier(plan, tier)
+        estimate = estimate_plan(cut, from_run)
+        rows.append({
+            "tier": tier,
+            "servers": len(cut.servers),
+            "bench_points": len(estimate["points"]),
+            "eval_requests": sum(len(cut.servers_for(e)) * eval_items(e) * e.passes for e in cut.evals),
+            "max_gpus": max((s["gpus"] for s in estimate["servers"]), default=0),
+            "estimate_s": estimate["total_estimate_s"],
+            "gpu_hours": estimate["gpu_hours"],
+        })
+    return rows
+
+
+DEFAULT_GPUS_PER_NODE = 4  # a GB300 compute tray; the built-in GPU profiles' hardware
+
+
+def per_node_launches(plan: Plan, gpus_per_node: int) -> dict[str, list[str]]:
+    """Per node, what runs where: for each server with ``nodes > 1`` (both launchers, the plan's
+    first), and for each single-node docker server with more GPUs than ``gpus_per_node`` (the Ray
+    launch it would need, on placeholder hosts)."""
+    model = PreparedModel(path=plan.model.path, served_name=plan.model.served_name or plan.model.path,
+                          tokenizer=plan.model.tokenizer or plan.model.path, max_model_len=plan.model.max_model_len)
+    out = {}
+    for name, config in plan.servers.items():
+        if config.multi_node:
+            out[name] = describe_cluster(name, config, model)
+        elif config.runtime == "docker" and config.tensor_parallel_size * config.data_parallel_size > gpus_per_node:
+            out[name] = describe_launch(config, model, name=name, gpus_per_node=gpus_per_node)
+    return out
+
+
+def kv_overview(plan: Plan) -> dict[str, Any]:
+    """The KV cache every (server, point) needs per GPU, from the model's config.json, against each
+    server's stated budget (byog.plans.kv_memory); ``checked: false`` with the reason when the
+    config cannot be read here (a hub id, a path on the GPU machine)."""
+    folder = model_config_dir(plan.model)
+    if folder is None:
+        return {"checked": False, "note": f"KV cache not checked: no config.json readable for {plan.model.path} here", "rows": []}
+    config_json = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    cpu = {name: c.runtime == "local" and cpu_vllm_installed() for name, c in plan.servers.items()}
+    envs = {name: server_env(c, cpu_build=cpu[name]) for name, c in plan.servers.items()}
+    rows = plan_kv(plan, config_json, envs, cpu)
+    caveats = sorted({c for name, c in plan.servers.items()
+                      for c in kv_shape(config_json, **_dtypes(c)).caveats})
+    return {"checked": True, "note": f"KV cache from {folder / 'config.json'}", "caveats": caveats, "rows": rows}
+
+
+def _dtypes(config: Any) -> dict[str, str]:
+    kv = server_kv_settings(config)
+    return {"kv_cache_dtype": kv["kv_cache_dtype"], "model_dtype": kv["model_dtype"]}
+
+
+def check_plan_kv(plan: Plan) -> dict[str, Any]:
+    """``kv_overview``, refusing (UsageError naming the point) a point whose KV cache cannot fit."""
+    overview = kv_overview(plan)
+    check_kv_fits(overview["rows"])
+    return overview
+
+
+def plan_overview(ref: str | None, tier: str, from_run: Any = None,
+                  gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> dict[str, Any]:
+    """What ``byog plan`` shows: the tier's matrix, launch commands (per node where a server spans
+    several) and estimate, every tier's cost, and the placeholders left to set."""
+    if gpus_per_node < 1:
+        raise UsageError("--gpus-per-node must be at least 1")
+    plan, _ = load_plan(ref)
+    cut = apply_tier(plan, tier)
+    check_plan_fits(cut)
+    kv = check_plan_kv(cut)
+    estimate = estimate_plan(cut, from_run)
+    kv_rows = [{"server": r.server, "point_id": r.point_id, "tp": r.tp, "dcp": r.dcp, "block_size": r.block_size,
+                "tokens": r.need.tokens_per_sequence, "batch": r.need.batch, "needed_gib": r.need.needed_bytes / 2**30,
+                "budget_gib": r.need.budget_bytes / 2**30 if r.need.budget_bytes is not None else None,
+                "budget_source": r.need.budget_source, "max_batch": r.need.max_batch, "fits": r.need.fits}
+               for r in kv["rows"]]
+    return {**estimate, "tier": tier, "kv_cache": {**kv, "rows": kv_rows}, "tiers": tier_estimates(plan, from_run), "placeholders": find_placeholders(cut),
+            "pairs": [list(pair) for pair in cut.comparisons], "gpus_per_node": gpus_per_node,
+            "per_node_launch": per_node_launches(cut, gpus_per_node), "evals": eval_power_rows(plan, from_run)}

@@ -1,0 +1,228 @@
+"""``byog reproduce BUNDLE``: a maintainer re-runs part of a contributor's bundle on their own
+hardware and writes a signed reproduction beside it.
+
+1. verify the bundle (a copy of its bytes, so what is verified is what is reproduced): a bundle
+   whose numbers do not recompute is not worth a GPU-hour;
+2. choose the points: ``--points`` names them, otherwise ``--sample`` of them are drawn by the
+   bundle's manifest hash (``byog.analysis.reproduction.sample_points``) among the points valid
+   on every server that ran them; and the servers: ``--server``, otherwise those that ran them;
+3. cut the bundle's own plan down to those points and servers, with a few eval items each
+   (``byog.plans.subset``), and apply the maintainer's overrides (image, model path, server
+   arguments, or an endpoint per server);
+4. run it like ``byog run`` into a reproduction run directory (resumable), derive its summary;
+5. compare (``byog.analysis.reproduction``), write ``reproduction.json``, and seal the directory
+   into ``<bundle>.reproduction.tar.gz``, signed with the maintainer's key: itself a bundle that
+   ``byog verify`` checks, and that ``byog report BUNDLE`` shows beside the original.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from byog.analysis import hardware
+from byog.analysis.reproduction import (
+    DEFAULT_EVAL_MIN_AGREEMENT,
+    DEFAULT_RUN_NOISE,
+    combine,
+    compare_eval_items,
+    compare_point,
+    default_rule,
+    sample_points,
+)
+from byog.analysis.summary import derive_summary, plan_of
+from byog.bundles.finalize import Packed, seal_and_pack
+from byog.bundles.unpack import Extracted
+from byog.bundles.verify import verify_bundle
+from byog.core.errors import CheckFailed, UsageError
+from byog.core.io import atomic_write_json, atomic_write_text, read_json
+from byog.core.paths import MANIFEST_NAME, RunDir, new_run_id
+from byog.images.fingerprint import environment_fingerprint
+from byog.images.models import prepare_model
+from byog.images.record import utc_now
+from byog.pipeline.derive import derive_and_write
+from byog.pipeline.run import RUNS_DIR_ENV, run_server, server_work_done
+from byog.pipeline.signals import sigterm_as_interrupt
+from byog.plans.expand import expand_plan
+from byog.plans.subset import Overrides, apply_overrides, restrict_plan
+from byog.plans.tasks import get_task
+from byog.plans.tiers import tiered_plan_yaml
+from byog.schemas.evals import EvalItemRow
+from byog.schemas.plan import Plan
+from byog.schemas.reproduction import (
+    REPRODUCTION_NAME,
+    EvalReproduction,
+    Hardware,
+    OriginalBundle,
+    ReproductionRecord,
+)
+from byog.schemas.summary import Summary
+from byog.schemas.tables import read_rows
+
+DEFAULT_SAMPLE = 1
+DEFAULT_EVAL_ITEMS = 3
+SUFFIX = ".reproduction"
+_SIGNER = re.compile(r"^(?P<principal>.*) \((?P<fingerprint>SHA256:[A-Za-z0-9+/=]+)\)$")
+
+
+@dataclass
+class ReproduceOptions:
+    points: list[str] = field(default_factory=list)  # named; empty: sampled
+    sample: int = DEFAULT_SAMPLE
+    servers: list[str] = field(default_factory=list)  # empty: every server that ran the chosen points
+    eval_items: int = DEFAULT_EVAL_ITEMS
+    overrides: Overrides = field(default_factory=Overrides)
+    run_noise: float = DEFAULT_RUN_NOISE
+    run_dir: Path | None = None  # default: runs/reproduce-<id>/ (an existing one resumes)
+    out: Path | None = None  # default: <bundle>.reproduction.tar.gz beside the bundle
+    allowed_signers: Path | None = None
+    allow_unsigned: bool = False
+    data_dir: Path | None = None
+    sign: bool = True
+
+
+@dataclass(frozen=True)
+class Reproduced:
+    record: ReproductionRecord
+    run_dir: Path
+    packed: Packed
+
+
+def stem(bundle: Path) -> Path:
+    """bundle.tar.gz -> bundle (the reproduction goes beside it: bundle.reproduction.tar.gz)."""
+    return bundle.parent / bundle.name.removesuffix(".tar.gz").removesuffix(".tgz")
+
+
+@contextmanager
+def _verified_copy(bundle: Path, opts: ReproduceOptions) -> Iterator[tuple[Path, str | None, str | None]]:
+    """A private copy of the bundle, verified: (copy, signer principal, signer fingerprint)."""
+    if not bundle.is_file():
+        raise UsageError(f"bundle {bundle} does not exist")
+    with tempfile.TemporaryDirectory(prefix="byog-reproduce-") as tmp:
+        copy = Path(tmp) / "bundle.tar.gz"
+        shutil.copyfile(bundle, copy)
+        report = verify_bundle(copy, allowed_signers=opts.allowed_signers, allow_unsigned=opts.allow_unsigned)
+        if not report.verified:
+            raise CheckFailed(f"{bundle} does not verify ({'; '.join(report.failures)}); byog reproduce re-runs only a "
+                              "bundle that verifies (`byog verify` says why)")
+        match = _SIGNER.match(report.signer or "")
+        yield copy, (match.group("principal") if match else None), (match.group("fingerprint") if match else None)
+
+
+def _choose_points(plan: Plan, summary: Summary, opts: ReproduceOptions, seed_hex: str) -> list[str]:
+    ids = [p.point_id for p in expand_plan(plan)]
+    if opts.points:
+        unknown = [pid for pid in opts.points if pid not in ids]
+        if unknown:
+            raise UsageError(f"--points: no point {', '.join(unknown)} in the bundle's plan (it has {', '.join(ids)})")
+        return list(dict.fromkeys(opts.points))
+    if opts.sample < 0:
+        raise UsageError("--sample must be 0 or more")
+    measured: dict[str, list[bool]] = {}
+    for p in summary.bench.points:
+        if p.metrics is not None and (not opts.servers or p.server in opts.servers):
+            measured.setdefault(p.point_id, []).append(p.valid)
+    valid = [pid for pid in ids if measured.get(pid) and all(measured[pid])]
+    return sample_points(valid or [pid for pid in ids if pid in measured], seed_hex, opts.sample)
+
+
+def _choose_servers(plan: Plan, summary: Summary, points: list[str], opts: ReproduceOptions) -> list[str]:
+    if opts.servers:
+        unknown = [s for s in opts.servers if s not in plan.servers]
+        if unknown:
+            raise UsageError(f"--server: no server {', '.join(unknown)} in the bundle's plan (it has {', '.join(plan.servers)})")
+        return [s for s in plan.servers if s in opts.servers]
+    ran = {p.server for p in summary.bench.points if p.point_id in points and p.metrics is not None}
+    if not points:  # evals only
+        ran = {s.server for s in summary.evals.scores}
+    return [s for s in plan.servers if s in ran]
+
+
+def _open_run_dir(root: Path, plan: Plan) -> RunDir:
+    rd = RunDir(root)
+    text = tiered_plan_yaml(plan)
+    if rd.plan_yaml.is_file():
+        if rd.plan_yaml.read_text(encoding="utf-8") != text:
+            raise UsageError(f"{root} holds a reproduction of other points, servers or overrides; give another --run-dir")
+    elif root.exists() and any(root.iterdir()):
+        raise UsageError(f"{root} exists and is not a reproduction run directory; give another --run-dir")
+    else:
+        atomic_write_text(rd.plan_yaml, text)
+    return rd
+
+
+def _eval_checks(plan: Plan, original: RunDir, rd: RunDir, min_agreement: float) -> list[EvalReproduction]:
+    checks = []
+    for spec in plan.evals:
+        task = get_task(spec.task).name
+        for server in plan.servers_for(spec):
+            if not (original.eval_complete(server, task) and rd.eval_complete(server, task)):
+                continue
+            checks.append(compare_eval_items(server, task, read_rows(original.eval_items(server, task), EvalItemRow),
+                                             read_rows(rd.eval_items(server, task), EvalItemRow), min_agreement))
+    return checks
+
+
+def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reproduced:
+    started = utc_now()
+    with _verified_copy(bundle, opts) as (copy, principal, fingerprint), Extracted(copy) as extracted:
+        assert extracted.root is not None
+        original = RunDir(extracted.root)
+        manifest_sha = hashlib.sha256((original.root / MANIFEST_NAME).read_bytes()).hexdigest()
+        plan = plan_of(original)
+        o_summary = derive_summary(original)  # verify has just shown it equals the shipped summary.json
+        points = _choose_points(plan, o_summary, opts, manifest_sha)
+        servers = _choose_servers(plan, o_summary, points, opts)
+        if not servers:
+            raise UsageError("nothing to reproduce: no chosen point was measured on any server")
+        repro_plan = apply_overrides(restrict_plan(plan, points, servers, opts.eval_items), opts.overrides)
+        root = opts.run_dir or Path(os.environ.get(RUNS_DIR_ENV, "runs")) / f"reproduce-{new_run_id()}"
+        rd = _open_run_dir(root, repro_plan)
+        console.print(Text(f"byog reproduce: {len(points)} point(s) ({', '.join(points) or 'none'}) on "
+                           f"{', '.join(servers)}, {opts.eval_items} eval item(s) each -> {rd.root}"))
+        if not rd.env_json.is_file():
+            atomic_write_json(rd.env_json, environment_fingerprint())
+        model = prepare_model(repro_plan.model)
+        with sigterm_as_interrupt():
+            for name in repro_plan.servers:
+                if server_work_done(repro_plan, name, rd):
+                    console.print(Text(f"{name}: every point and eval is already complete; not launched"))
+                    continue
+                run_server(repro_plan, name, model, rd, opts.data_dir, console)
+        r_summary = derive_and_write(rd.root)
+        o_env, r_env = read_json(original.env_json), read_json(rd.env_json)
+        same = hardware.same_kind(o_env, r_env)
+        rule = default_rule(opts.run_noise)
+        seed = repro_plan.seeds[0]
+        checked = [compare_point(pid, servers, repro_plan.comparisons, (original, o_summary), (rd, r_summary),
+                                 opts.run_noise, same, seed) for pid in points]
+        evals = _eval_checks(repro_plan, original, rd, DEFAULT_EVAL_MIN_AGREEMENT)
+        predicate_version = read_json(original.root / MANIFEST_NAME)["predicate"]["tool"]["version"]
+        record = ReproductionRecord(
+            original=OriginalBundle(
+                bundle_sha256=hashlib.sha256(copy.read_bytes()).hexdigest(), manifest_sha256=manifest_sha,
+                plan_name=plan.name, plan_sha256=hashlib.sha256(original.plan_yaml.read_bytes()).hexdigest(),
+                byog_version=str(predicate_version), signer_fingerprint=fingerprint, signer_principal=principal,
+            ),
+            selection="named" if opts.points else "sampled",
+            points_requested=points,
+            overrides=opts.overrides.describe(),
+            hardware=Hardware(original=hardware.describe(o_env), reproduced=hardware.describe(r_env), same=same),
+            started_at=started, finished_at=utc_now(), rule=rule, points=checked, evals=evals,
+            outcome=combine([p.outcome for p in checked] + [e.outcome for e in evals]),
+        )
+    atomic_write_json(rd.root / REPRODUCTION_NAME, record.model_dump(mode="json"))
+    out = opts.out or Path(f"{stem(bundle)}{SUFFIX}.tar.gz")
+    packed = seal_and_pack(rd, out, sign=opts.sign, plots=True)
+    return Reproduced(record=record, run_dir=rd.root, packed=packed)
+

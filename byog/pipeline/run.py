@@ -1,0 +1,199 @@
+"""`byog run`: the one-way pipeline (docs/architecture.md).
+
+Plan -> prepare the model -> for each server config: launch, bench points, evals, stop ->
+summary.json and report.md derived from the raw records -> manifest, signature, bundle.
+
+With ``launches: R`` (or an A/A pair, which launches the baseline at least twice) the servers
+are launched in rounds: round r launches every server that has an r-th launch, one after the
+other, so slow drift of the machine spreads over all servers instead of landing on one.
+Launch r >= 2 runs the bench points only, into its own folder (``RunDir.for_launch``); evals
+run on launch 1.
+
+Every raw record is written atomically as it is produced, so an interrupted run keeps what it
+finished and ``byog run --run-dir runs/<id>`` picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from byog.bench.sweep import run_bench_for_server
+from byog.bundles.finalize import finalize_run
+from byog.core.errors import UsageError
+from byog.core.io import atomic_write_json, atomic_write_text
+from byog.core.paths import RunDir, new_run_id
+from byog.core.tables import TextTable, print_table
+from byog.evals.runner import run_evals_for_server
+from byog.images.fingerprint import environment_fingerprint
+from byog.images.models import check_model_reference, prepare_model
+from byog.pipeline.derive import derive_and_write
+from byog.pipeline.planview import check_plan_kv
+from byog.pipeline.numerics import numerics_done, run_numerics_for_server, server_order
+from byog.pipeline.runtimes import runtime_for
+from byog.pipeline.signals import sigterm_as_interrupt
+from byog.plans.expand import check_plan_fits, expand_plan
+from byog.plans.load import load_plan, parse_plan
+from byog.plans.tiers import apply_tier, require_no_placeholders, tiered_plan_yaml
+from byog.schemas.manifest import subject_arg
+from byog.schemas.plan import Plan
+from byog.schemas.server import PreparedModel, RunningServer
+from byog.schemas.summary import Summary
+
+RUNS_DIR_ENV = "BYOG_RUNS_DIR"
+
+
+def open_run_dir(plan_ref: str | None, run_dir: Path | None, tier: str = "full") -> tuple[Plan, RunDir]:
+    """Create a new run directory, or reopen one to resume (its plan.yaml must match).
+
+    The plan recorded is the plan as run: with a tier other than ``full`` that is the cut-down
+    plan, because verify re-derives the points from plan.yaml.
+    """
+    if run_dir is not None and (run_dir / "plan.yaml").is_file():
+        recorded = (run_dir / "plan.yaml").read_text(encoding="utf-8")
+        if plan_ref is not None and _plan_text(plan_ref, tier)[1] != recorded:
+            raise UsageError(f"{run_dir} holds a run of a different plan or tier; pick a new --run-dir to start over")
+        return parse_plan(recorded, str(run_dir / "plan.yaml")), RunDir(run_dir)
+    plan, text = _plan_text(plan_ref, tier)
+    _check_before_start(plan, plan_ref)
+    root = run_dir or Path(os.environ.get(RUNS_DIR_ENV, "runs")) / new_run_id()
+    if root.exists() and any(root.iterdir()):
+        raise UsageError(f"{root} exists and is not a byog run directory (no plan.yaml); pick another --run-dir")
+    rd = RunDir(root)
+    atomic_write_text(rd.plan_yaml, text)
+    return plan, rd
+
+
+def _plan_text(plan_ref: str | None, tier: str) -> tuple[Plan, str]:
+    plan, text = load_plan(plan_ref)
+    if tier == "full":
+        return plan, text  # recorded verbatim, comments and all
+    tiered = apply_tier(plan, tier)
+    return tiered, tiered_plan_yaml(tiered)
+
+
+def _check_before_start(plan: Plan, plan_ref: str | None) -> None:
+    """Everything that can be refused without launching: refuse it before a run directory exists."""
+    where = plan_ref or "the smoke profile"
+    require_no_placeholders(plan)
+    check_model_reference(plan.model, where=where)
+    try:
+        check_plan_fits(plan)
+        check_plan_kv(plan)
+    except UsageError as err:
+        raise UsageError(f"{where}: {err}") from None
+
+
+def server_work_done(plan: Plan, server: str, rd: RunDir) -> bool:
+    """Every point of this launch (``rd.launch``) complete, and on launch 1 every eval too."""
+    points_done = all(rd.bench_point_complete(server, p.point_id) for p in expand_plan(plan) if server in p.servers)
+    evals_done = rd.launch > 1 or all(rd.eval_complete(server, spec.task) for spec in plan.evals
+                                      if server in plan.servers_for(spec))
+    return points_done and evals_done and (rd.launch > 1 or numerics_done(plan, server, rd))
+
+
+def launch_rounds(plan: Plan) -> list[tuple[int, str]]:
+    """(launch, server) in the order they run: round by round, servers in plan order (with numerics,
+    each baseline of a comparison before its candidates: ``server_order``)."""
+    rounds = max(plan.launches_of(name) for name in plan.servers)
+    order = server_order(plan)
+    return [(launch, name) for launch in range(1, rounds + 1) for name in order if launch <= plan.launches_of(name)]
+
+
+def _label(name: str, rd: RunDir) -> str:
+    return name if rd.launch == 1 else f"{name} (launch {rd.launch})"
+
+
+def run_server(plan: Plan, name: str, model: PreparedModel, rd: RunDir, data_dir: Path | None, console: Console) -> None:
+    config = plan.servers[name]
+    label = _label(name, rd)
+    with console.status(Text.assemble((label, "bold"), f": starting vLLM ({config.runtime} runtime)…")):
+        server: RunningServer = runtime_for(config).launch(name, config, model, rd.server_dir(name))
+    try:
+        console.print(Text.assemble((label, "bold"), f": up at {server.endpoint.base_url}"))
+        run_bench_for_server(plan, name, server, rd, console, data_dir=data_dir)
+        if rd.launch == 1:
+            run_evals_for_server(plan, name, server.endpoint, rd, data_dir, console)
+            if plan.numerics is not None:
+                run_numerics_for_server(plan, name, server.endpoint, rd, data_dir, console)
+    finally:
+        with console.status(Text.assemble((label, "bold"), ": stopping")):
+            server.stop()
+
+
+def _print_outcome(summary: Summary, console: Console) -> None:
+    comparisons = [c for c in summary.bench.comparisons if c.metric == "decode_tok_s"]
+    if comparisons:
+        table = TextTable("decode tok/s, candidate / baseline", ["point", "candidate", "baseline", "ratio", "95% CI", "note"],
+                          right={"candidate", "baseline", "ratio"})
+        for c in comparisons:
+            ci = f"{c.ci_low:.3f}–{c.ci_high:.3f}" if c.ci_low is not None and c.ci_high is not None else "—"
+            table.add_row(c.point_id, f"{c.candidate_value:.1f}", f"{c.baseline_value:.1f}", f"{c.ratio:.3f}", ci,
+                          c.label or ("within noise" if c.within_noise else ""))
+        print_table(console, table)
+    if summary.evals.verdicts:
+        table = TextTable("accuracy, candidate − baseline (points)", ["task", "pair", "n", "d", "SE", "margin", "verdict"],
+                          right={"n", "d", "SE", "margin"})
+        for v in summary.evals.verdicts:
+            verdict = v.verdict + (f" ({', '.join(v.degenerate)})" if v.degenerate else "") + (" [screening]" if v.screening else "")
+            table.add_row(v.task, f"{v.candidate} vs {v.baseline}", str(v.n), _fmt(v.d), _fmt(v.se_d), _fmt(v.margin), verdict)
+        print_table(console, table)
+    print_numerics(summary, console)
+
+
+def print_numerics(summary: Summary, console: Console) -> None:
+    numerics = summary.numerics
+    if numerics is None:
+        return
+    if numerics.comparisons:
+        table = TextTable("numerics, candidate vs baseline (A/A envelope from the baseline under another batch)",
+                          ["pair", "verdict", "prefill", "decode", "greedy outputs diverged"])
+        for c in numerics.comparisons:
+            fams = {f.family: f for f in c.families}
+            div = fams["decode"].candidate_divergence
+            aa_div = fams["decode"].aa_divergence
+            table.add_row(f"{c.candidate} vs {c.baseline}", c.verdict, fams["prefill"].verdict, fams["decode"].verdict,
+                          f"{div.diverged}/{div.prompts} prompts (A/A {aa_div.diverged})" if div and aa_div else "—")
+        print_table(console, table)
+    for pair in numerics.conformance:
+        failed = [r for r in pair.checks if r.outcome == "fail"]
+        console.print(f"conformance {pair.candidate} vs {pair.baseline}: "
+                      + ("conforms" if pair.conforms else "; ".join(f"{r.check}: {r.reason}" for r in failed)), highlight=False)
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.2f}"
+
+
+def run_plan(
+    plan_ref: str | None, run_dir: Path | None, console: Console, data_dir: Path | None = None, tier: str = "full",
+    subject: str | None = None,
+) -> dict[str, Any]:
+    """``subject``: OWNER/REPO#PR the bundle is for (``byog run --for``), checked before anything runs."""
+    started = time.monotonic()
+    bundle_subject = subject_arg(subject)
+    plan, rd = open_run_dir(plan_ref, run_dir, tier)
+    console.print(Text.assemble("byog run: plan ", (plan.name, "bold"), f" -> {rd.root}"))
+    if not rd.env_json.is_file():
+        atomic_write_json(rd.env_json, environment_fingerprint())
+    with console.status("preparing the model (the built-in default converts once, ~20 s)…"):
+        model = prepare_model(plan.model)
+    with sigterm_as_interrupt():
+        for launch, name in launch_rounds(plan):
+            launch_dir = rd.for_launch(launch)
+            if server_work_done(plan, name, launch_dir):
+                console.print(Text.assemble((_label(name, launch_dir), "bold"), ": every point and eval is already complete; not launched"))
+                continue
+            run_server(plan, name, model, launch_dir, data_dir, console)
+    summary = derive_and_write(rd.root, console)
+    _print_outcome(summary, console)
+    bundle = finalize_run(rd, console, subject=bundle_subject)
+    wall_s = time.monotonic() - started
+    console.print(Text(f"run directory: {rd.root}   wall time: {wall_s:.0f} s"))
+    return {"run_dir": str(rd.root), "bundle": str(bundle) if bundle else None, "wall_s": round(wall_s, 1),
+            "summary": summary.to_json()}

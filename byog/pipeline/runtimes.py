@@ -1,0 +1,30 @@
+"""Which runtime starts a server config (local process, docker container, existing endpoint, or a
+multi-node cluster of local, docker or ssh nodes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from byog.images.cluster import ClusterRuntime
+from byog.images.docker import DockerRuntime
+from byog.images.endpoint import EndpointRuntime
+from byog.images.local import LocalRuntime
+from byog.schemas.plan import ServerConfig
+from byog.schemas.server import PreparedModel, RunningServer
+
+
+class Runtime(Protocol):
+    def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> RunningServer:
+        """Start the server, wait for /health, write server.json; raise ByogError with the log tail on failure."""
+        ...
+
+
+def runtime_for(config: ServerConfig) -> Runtime:
+    if config.multi_node or config.runtime == "ssh":
+        return ClusterRuntime()
+    if config.runtime == "local":
+        return LocalRuntime()
+    if config.runtime == "docker":
+        return DockerRuntime()
+    return EndpointRuntime()

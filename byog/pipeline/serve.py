@@ -1,0 +1,37 @@
+"""``byog serve``: start one server config of a plan and keep it up until Ctrl-C."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from byog.core.errors import UsageError
+from byog.core.paths import RunDir
+from byog.images.models import prepare_model
+from byog.pipeline.runtimes import runtime_for
+from byog.pipeline.signals import sigterm_as_interrupt
+from byog.plans.load import load_plan
+
+
+def serve_until_interrupted(plan_ref: str | None, server: str | None, run_dir: Path, console: Console) -> None:
+    plan, _ = load_plan(plan_ref)
+    name = server or plan.baseline
+    if name not in plan.servers:
+        raise UsageError(f"plan '{plan.name}' has no server '{name}' (it has {', '.join(plan.servers)})")
+    model = prepare_model(plan.model)
+    config = plan.servers[name]
+    rd = RunDir(run_dir)
+    with sigterm_as_interrupt():
+        with console.status(Text.assemble((name, "bold"), ": starting vLLM…")):
+            running = runtime_for(config).launch(name, config, model, rd.server_dir(name))
+        try:
+            console.print(Text.assemble((name, "bold"), f" is up: {running.endpoint.base_url}  model={running.endpoint.model}  "
+                          f"tokenizer={running.endpoint.tokenizer}\nCtrl-C stops it."))
+            while running.alive():
+                time.sleep(1.0)
+            console.print(Text.assemble((f"{name} exited", "bold red"), f"; last log lines:\n{running.log_tail()}"))
+        finally:
+            running.stop()

@@ -1,0 +1,259 @@
+"""The task registry: every accuracy task byog runs, with everything that defines its score.
+
+Each ``TaskSpec`` pins what a result depends on: the version of the definition, the dataset and
+its revision, the prompt format, the generation settings and the answer extraction. All of it is
+copied into ``results.json`` (``TaskSpec.record()``), so a reader knows exactly what was measured.
+
+lm-eval tasks keep lm-eval's own YAML (prompt, filters, metric) and only have their data
+re-pointed (``byog.evals.lm_eval_adapter``); the fields here describe that YAML, they do not
+replace it. Revisions are hub commit SHAs; ``local`` names the file under the data dir that is
+the same data (see ``byog/datasets/*/PROVENANCE.md``).
+
+Recommended K (passes) and n (items) keep the accuracy gate sound: with them the planned power
+(``byog.analysis.power``, held against a simulation in ``tests/unit/test_power_simulation.py``)
+predicts that identical servers are declared equivalent in >= 95% of comparisons, and a server
+one margin worse is flagged in >= 90%. ``standard_items`` x ``standard_passes`` is the standard
+tier's cut (docs/statistics.md). Greedy tasks (temperature 0) gain nothing from K > 1: each pass repeats
+the same answer, so K = 1; the sampled tasks need K passes to average the sampling noise down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from byog.core.errors import UsageError
+
+Runner = Literal["lm_eval", "mrcr"]
+Api = Literal["completions", "chat"]
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    hub_id: str
+    revision: str | None  # a hub commit SHA; None only where no SHA could be verified (see note)
+    config: str | None = None
+    splits: dict[str, str] = field(default_factory=dict)  # split -> file under the data dir (local copy)
+    fixture: str | None = None  # file under byog/evals/fixtures (small, byog-written, same schema)
+    hub_files: dict[str, str] = field(default_factory=dict)  # split -> glob inside the hub repo (what `byog data pull` keeps)
+    gated: bool = False
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    version: str  # byog's version of this definition; bump on any change below
+    runner: Runner
+    api: Api
+    dataset: DatasetRef
+    prompt_format: str
+    answer_extraction: str
+    generation: dict[str, Any]  # lm-eval generation_kwargs (until, do_sample, temperature, max_gen_toks...)
+    default_margin: float  # points (0-100)
+    recommended_passes: int
+    recommended_items: int
+    lm_eval_task: str | None = None  # lm-eval's task name
+    lm_eval_yaml: str | None = None  # path of lm-eval's YAML, relative to lm_eval/tasks
+    num_fewshot: int = 0
+    eval_split: str = "test"  # the split lm-eval scores (GPQA has only "train")
+    metric: str = "exact_match"
+    lm_eval_filter: str | None = None  # which filter's score is the item score
+    prompt_reserve_tokens: int = 1024  # max_gen_toks is capped at max_model_len minus this
+    # simulation profile (mean accuracy, Beta concentration) used to justify the recommended K, n;
+    # also the prior of the planned power (byog.analysis.power, docs/statistics.md)
+    sim_profile: tuple[float, float] = (0.5, 1.0)
+    # the standard tier's n x K at the default margin: the cheapest design whose predicted
+    # false-fail rate is <= 1% (n rounded up to 10s); tests/unit/test_power_tiers.py recomputes it
+    standard_items: int | None = None  # None: the recommended n
+    standard_passes: int | None = None  # None: the recommended K
+
+    @property
+    def sampled(self) -> bool:
+        return self.sampled_with({})
+
+    def sampled_with(self, overrides: dict[str, Any]) -> bool:
+        """Whether generation samples once a plan's ``gen_kwargs`` are laid over the task's."""
+        generation = {**self.generation, **overrides}
+        return bool(generation.get("do_sample")) or float(generation.get("temperature", 0) or 0) > 0
+
+    def record(self) -> dict[str, Any]:
+        """The task's definition as stored in results.json."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            "runner": self.runner,
+            "api": self.api,
+            "lm_eval_task": self.lm_eval_task,
+            "lm_eval_yaml": self.lm_eval_yaml,
+            "num_fewshot": self.num_fewshot,
+            "eval_split": self.eval_split,
+            "prompt_format": self.prompt_format,
+            "answer_extraction": self.answer_extraction,
+            "metric": self.metric,
+            "lm_eval_filter": self.lm_eval_filter,
+            "generation": dict(self.generation),
+            "sampled": self.sampled,
+            "default_margin": self.default_margin,
+            "recommended_passes": self.recommended_passes,
+            "recommended_items": self.recommended_items,
+            "dataset_id": self.dataset.hub_id,
+            "dataset_config": self.dataset.config,
+            "dataset_revision": self.dataset.revision,
+            "gated": self.dataset.gated,
+        }
+
+
+GSM8K_DATA = DatasetRef(
+    hub_id="openai/gsm8k",
+    revision="cc7b047b6e5bb11b4f1af84efc572db110a51b3c",
+    config="main",
+    splits={"train": "gsm8k/train.jsonl", "test": "gsm8k/test.jsonl"},
+    hub_files={"train": "main/train-*.parquet", "test": "main/test-*.parquet"},
+    note="local copy: openai/grade-school-math@3101c7d (same rows as the hub's 'main' config)",
+)
+
+TASKS: dict[str, TaskSpec] = {
+    spec.name: spec
+    for spec in [
+        TaskSpec(
+            name="gsm8k",
+            version="gsm8k-5shot-strict@1",
+            runner="lm_eval",
+            api="completions",
+            dataset=GSM8K_DATA,
+            lm_eval_task="gsm8k",
+            lm_eval_yaml="gsm8k/gsm8k.yaml",
+            num_fewshot=5,
+            prompt_format="5-shot from train: 'Question: {question}\\nAnswer: {answer}' x5, then 'Question: {question}\\nAnswer:' (completions API)",
+            answer_extraction="strict-match: first regex '#### (\\-?[0-9\\.\\,]+)' match, exact_match after removing ',', '$', '(?s).*#### ', trailing '.'",
+            generation={"until": ["Question:", "</s>", "<|im_end|>"], "do_sample": False, "temperature": 0.0, "max_gen_toks": 256},
+            lm_eval_filter="strict-match",
+            default_margin=3.0,
+            recommended_passes=1,
+            recommended_items=1319,
+            sim_profile=(0.75, 1.0),
+            standard_items=440,
+        ),
+        TaskSpec(
+            name="gsm8k_cot_chat",
+            version="gsm8k-cot-zeroshot-chat@1",
+            runner="lm_eval",
+            api="chat",
+            dataset=GSM8K_DATA,
+            lm_eval_task="gsm8k_cot_zeroshot",
+            lm_eval_yaml="gsm8k/gsm8k-cot-zeroshot.yaml",
+            num_fewshot=0,
+            prompt_format="one user turn through the server's chat template: \"Q: {question}\\nA: Let's think step by step.\"",
+            answer_extraction="strict-match: regex 'The answer is (\\-?[0-9\\.\\,]+).', exact_match with gsm8k's normalisation",
+            generation={"until": ["Q:", "</s>", "<|im_end|>"], "do_sample": False, "temperature": 0.0, "max_gen_toks": 512},
+            lm_eval_filter="strict-match",
+            default_margin=3.0,
+            recommended_passes=1,
+            recommended_items=1319,
+            sim_profile=(0.75, 1.0),
+            standard_items=440,
+        ),
+        TaskSpec(
+            name="aime25",
+            version="aime25-chat-boxed-t0.6@1",
+            runner="lm_eval",
+            api="chat",
+            dataset=DatasetRef(
+                hub_id="math-ai/aime25",
+                revision="563bb8404243c5f09de6ec262f2db674fe5bce9b",
+                splits={"test": "aime2025/aime2025.jsonl"},
+                hub_files={"test": "*.jsonl"},
+                note="local copy: inclusionAI/AReaL@f55fe68 evaluation/data/aime25 (same fields and rows as math-ai/aime25)",
+            ),
+            lm_eval_task="aime25",
+            lm_eval_yaml="aime/aime25.yaml",
+            prompt_format="one user turn through the chat template: 'Question: {problem}\\nAnswer:'",
+            answer_extraction="lm-eval aime process_results: last \\boxed{...} (else the text between the first and last '$'), hendrycks-math normalisation, equal to the integer answer",
+            generation={"until": ["Question:", "</s>", "<|im_end|>", "<|eot_id|>"], "do_sample": True, "temperature": 0.6, "top_p": 0.95, "max_gen_toks": 32768},
+            default_margin=10.0,
+            recommended_passes=16,
+            recommended_items=30,
+            sim_profile=(0.4, 1.0),
+        ),
+        TaskSpec(
+            name="gpqa_diamond",
+            version="gpqa-diamond-cot-zeroshot-chat-t0.6@1",
+            runner="lm_eval",
+            api="chat",
+            dataset=DatasetRef(
+                hub_id="Idavidrein/gpqa",
+                revision=None,
+                config="gpqa_diamond",
+                fixture="gpqa_diamond.FIXTURE.csv",
+                hub_files={"train": "gpqa_diamond.csv"},
+                gated=True,
+                note="gated: needs the user's HF token; no commit SHA could be verified offline, so a hub run records the SHA it resolved",
+            ),
+            lm_eval_task="gpqa_diamond_cot_zeroshot",
+            lm_eval_yaml="gpqa/cot_zeroshot/gpqa_diamond_cot_zeroshot.yaml",
+            eval_split="train",
+            prompt_format="one user turn: 'What is the correct answer to this question:{Question}\\nChoices:\\n(A) ..\\n(B) ..\\n(C) ..\\n(D) ..\\nLet's think step by step: ' (choices shuffled by lm-eval's seeded random, random_seed=0)",
+            answer_extraction="flexible-extract: last '(A)'..'(D)' in the response (multi_choice_regex, case and punctuation ignored), exact_match with the correct letter",
+            generation={"until": ["</s>"], "do_sample": True, "temperature": 0.6, "top_p": 0.95, "max_gen_toks": 2048},
+            lm_eval_filter="flexible-extract",
+            prompt_reserve_tokens=1024,
+            default_margin=5.0,
+            recommended_passes=10,
+            recommended_items=198,
+            sim_profile=(0.5, 2.0),
+        ),
+        TaskSpec(
+            name="mrcr",
+            version="mrcr-8needle-official-grader@1",
+            runner="mrcr",
+            eval_split="train",
+            api="chat",
+            dataset=DatasetRef(
+                hub_id="openai/mrcr",
+                revision="f4c69fae7cf81f7ca26b9fee34b392a50f6b8a1d",
+                fixture="mrcr.FIXTURE.jsonl",
+                hub_files={"train": "8needle/*.parquet"},
+                note="MRCR v2 only from the hub rows; fixture and generated rows are labelled as such",
+            ),
+            prompt_format="the row's 'prompt' messages verbatim (multi-turn chat), no system prompt",
+            answer_extraction="official grader: 0 unless the response starts with random_string_to_prepend; else difflib.SequenceMatcher(None, response minus prefix, answer minus prefix).ratio()",
+            generation={"do_sample": False, "temperature": 0.0},
+            metric="sequence_match_ratio",
+            default_margin=5.0,
+            recommended_passes=1,
+            recommended_items=200,
+            sim_profile=(0.5, 1.0),
+        ),
+        TaskSpec(
+            name="mrcr_generated",
+            version="mrcr-generated-8needle@1",
+            runner="mrcr",
+            eval_split="train",
+            api="chat",
+            dataset=DatasetRef(hub_id="byog/mrcr-generated", revision=None, note="rows made by byog.evals.mrcr_generate.generate_rows at target lengths: not MRCR v2"),
+            prompt_format="generated MRCR-format conversation (openai/mrcr schema), the row's messages verbatim",
+            answer_extraction="official MRCR grader (prefix check, then SequenceMatcher ratio)",
+            generation={"do_sample": False, "temperature": 0.0},
+            metric="sequence_match_ratio",
+            default_margin=5.0,
+            recommended_passes=1,
+            recommended_items=200,
+            sim_profile=(0.5, 1.0),
+        ),
+    ]
+}
+
+
+def get_task(name: str) -> TaskSpec:
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise UsageError(f"unknown eval task '{name}'; known tasks: {', '.join(sorted(TASKS))}") from None
+
+
+def parse_task_list(text: str) -> list[TaskSpec]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise UsageError("--tasks needs at least one task name")
+    return [get_task(name) for name in names]

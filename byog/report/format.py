@@ -1,0 +1,141 @@
+"""Number, text and table formatting shared by report.md and the plots, and the raw files they read.
+
+Fixed formats only (no clock, no locale, no byog version), so ``byog verify`` re-renders a
+report byte for byte on another machine. Every string that comes from a bundle (plan and server
+names, argv, env.json, claim names, reasons) goes through ``esc`` or ``code``: a bundle is
+someone else's input, and its text must never become markdown (a heading, a link, an image, a
+fake "verified" badge) in the report or in the PR comment made from it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from byog.core.paths import RunDir
+from byog.schemas.bench import PointComparison, PointSummary
+
+
+def num(value: Any, digits: int = 4) -> str:
+    """Fixed significant digits: stable across machines whose floats differ in the last bits."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "–"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}g}"
+
+
+def fixed(value: Any, places: int = 2) -> str:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "–"
+    return f"{value:.{places}f}"
+
+
+def scaled(value: Any, scale: float) -> Any:
+    return value * scale if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def metric(point: PointSummary, path: str) -> Any:
+    """A dotted metric of a point (``tpot_s.p50``), None where it was not measured."""
+    value: Any = point.metrics
+    for part in path.split("."):
+        value = getattr(value, part, None)
+    return value
+
+
+def load_label(point: PointSummary) -> str:
+    if point.speedup is not None:
+        return f"x{point.speedup:g}"
+    if point.batch_size is not None:
+        return f"B={point.batch_size}"
+    if point.concurrency is not None:
+        return f"C={point.concurrency}"
+    if point.rate is not None:
+        return f"{point.rate:g} req/s"
+    return "–"
+
+
+# Characters that can start markdown or HTML anywhere in a line; "|" is table()'s to escape.
+_MARKDOWN_SPECIAL = frozenset("\\`*_[]<>!~&#")
+
+
+def esc(value: Any) -> str:
+    """Bundle text as plain markdown text: one line, every character that could start markup escaped."""
+    text = " ".join(str(value).split())
+    out = "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIAL else ch for ch in text)
+    return f"\\{out}" if out[:1] in ("+", "-") else out  # not a list item where it starts a line
+
+
+def code(value: Any) -> str:
+    """Bundle text as an inline code span: one line, fenced by more backticks than its longest run."""
+    text = " ".join(str(value).split())
+    longest = current = 0
+    for ch in text:
+        current = current + 1 if ch == "`" else 0
+        longest = max(longest, current)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A markdown table (no lines when there are no rows); cells may not break the table."""
+    if not rows:
+        return []
+    clean = [[cell.replace("|", "\\|").replace("\n", " ") for cell in row] for row in [header, *rows]]
+    header = clean.pop(0)
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|", *("| " + " | ".join(r) + " |" for r in clean), ""]
+
+
+def read_json_or_empty(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def server_records(run_dir: RunDir) -> list[dict[str, Any]]:
+    base = run_dir.root / "servers"
+    if not base.is_dir():
+        return []
+    return [read_json_or_empty(p / "server.json") | {"name": p.name} for p in sorted(base.iterdir()) if (p / "server.json").is_file()]
+
+
+def plain(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return str(value)
+
+
+# --- A/B numbers as the report shows them ------------------------------------------------------
+
+# metric -> (label, scale for display, True when higher is better); the order of the report's matrices
+METRICS: dict[str, tuple[str, float, bool]] = {
+    "decode_tok_s": ("decode tok/s", 1.0, True),
+    "tpot_s.p50": ("TPOT P50 (ms)", 1e3, False),
+    "ttft_s.p50": ("TTFT P50 (ms)", 1e3, False),
+}
+
+
+def speedup(c: PointComparison) -> tuple[float | None, float | None, float | None]:
+    """(speed-up, CI low, CI high), oriented so > 1 means the candidate is better.
+
+    For a rate (higher is better) that is candidate / baseline; for a time it is baseline /
+    candidate, and the CI's ends swap.
+    """
+    higher_better = METRICS.get(c.metric, (c.metric, 1.0, True))[2]
+    if higher_better:
+        return c.ratio, c.ci_low, c.ci_high
+    inverse = (lambda x: 1 / x if x else None)
+    return inverse(c.ratio), inverse(c.ci_high), inverse(c.ci_low)
+
+
+def times(value: float | None) -> str:
+    return f"{fixed(value)}×" if value is not None else "–"
+
+
+def ci(low: float | None, high: float | None) -> str:
+    return f"[{fixed(low)}, {fixed(high)}]" if low is not None and high is not None else "[no CI]"

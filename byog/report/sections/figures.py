@@ -1,0 +1,29 @@
+"""Plots: the PNGs under plots/, embedded with links relative to report.md.
+
+``plots/<name>.png`` resolves inside the unpacked bundle and the run directory. A PR comment has
+no folder to resolve against and GitHub's API cannot upload images into one, so a re-render for
+a comment either gets an ``image_base`` where the PNGs were published (docs/pr-workflow.md) or
+``None``, and then names the files instead of embedding them. Which plots exist is
+``byog.report.plots.plots_for``: the same list ``write_plots`` draws.
+"""
+
+from __future__ import annotations
+
+from byog.report.context import ReportContext
+from byog.report.plots import plots_for
+
+
+def section(ctx: ReportContext) -> list[str]:
+    plots = plots_for(ctx.summary)
+    if not plots:
+        return []
+    lines = ["## Plots", ""]
+    base = ctx.inputs.image_base
+    if base is None:
+        names = ", ".join(f"`plots/{p.name}`" for p in plots)
+        return [*lines, f"In the bundle (not embedded here): {names}.", ""]
+    for p in plots:
+        lines += [f"![{p.alt}]({base}{p.name})", ""]
+    if ctx.invalid:
+        lines += ["Invalid points are drawn as red crosses (and hatched boxes) in the plots.", ""]
+    return lines

@@ -1,0 +1,85 @@
+"""The headline: every claim and every accuracy verdict with pass/fail at a glance, the speed-up
+range of each candidate/baseline pair over its valid points, and how many points are invalid.
+
+Claims are the bundle's claims.yaml plus any the re-render was given (the PR's claims file),
+judged by ``byog.analysis.claims`` exactly as ``byog verify`` judges them.
+"""
+
+from __future__ import annotations
+
+from byog.analysis.claims import evaluate_claim
+from byog.report.context import ReportContext
+from byog.report.format import METRICS, esc, fixed, load_label, speedup, table, times
+
+CLAIM_MARK = {"holds": "✅ holds", "fails": "❌ fails", "not checked": "➖ not checked"}
+VERDICT_MARK = {"equivalent": "✅ equivalent", "different": "❌ different", "inconclusive": "❔ inconclusive",
+                "degenerate": "⚠️ degenerate"}
+
+
+def _claim_rows(ctx: ReportContext) -> list[list[str]]:
+    rows = []
+    for claim in ctx.claims:
+        outcome = evaluate_claim(ctx.summary, claim)
+        rows.append([CLAIM_MARK[outcome.outcome], f"claim: {esc(outcome.label)}", esc(outcome.claimed), esc(outcome.got)])
+    return rows
+
+
+def _verdict_rows(ctx: ReportContext) -> list[list[str]]:
+    rows = []
+    for v in ctx.summary.evals.verdicts:
+        spec = ", speculative" if v.speculative else ""
+        measured = f"d = {fixed(v.d)} points, 90% CI [{fixed(v.ci90_low)}, {fixed(v.ci90_high)}], n = {v.n}"
+        rows.append([VERDICT_MARK[v.verdict], f"accuracy: {esc(v.task)}, {esc(v.candidate)} vs {esc(v.baseline)}{spec}",
+                     f"equivalent within ±{fixed(v.margin)}", measured])
+    return rows
+
+
+def _speedup_lines(ctx: ReportContext) -> list[str]:
+    """Per pair: the range of the first headline metric it has, over points valid on both sides."""
+    lines = []
+    pairs = list(dict.fromkeys((c.candidate, c.baseline) for c in ctx.summary.bench.comparisons))
+    for candidate, baseline in pairs:
+        mine = [c for c in ctx.summary.bench.comparisons if (c.candidate, c.baseline) == (candidate, baseline)]
+        metric = next((m for m in METRICS if any(c.metric == m for c in mine)), None)
+        if metric is None:
+            continue
+        chosen = [c for c in mine if c.metric == metric]
+        valid = [c for c in chosen if not ctx.is_invalid(candidate, c.point_id) and not ctx.is_invalid(baseline, c.point_id)]
+        label = METRICS[metric][0]
+        who = f"{esc(candidate)} / {esc(baseline)}"
+        if not valid:
+            lines.append(f"- Speed-up, {who}, {label}: no point is valid on both sides.")
+            continue
+        ranked = sorted(valid, key=lambda c: speedup(c)[0] or 0.0)
+        low, high = ranked[0], ranked[-1]
+        where = {c.point_id: load_label(ctx.points[(candidate, c.point_id)]) for c in (low, high)}
+        span = (f"{times(speedup(low)[0])} ({where[low.point_id]}) to {times(speedup(high)[0])} ({where[high.point_id]})"
+                if low is not high else f"{times(speedup(low)[0])} ({where[low.point_id]})")
+        clear = sum(1 for c in valid if c.within_noise is False)
+        skipped = len(chosen) - len(valid)
+        tail = f"; {skipped} invalid point(s) left out" if skipped else ""
+        lines.append(f"- Speed-up, {who}, {label}: {span} over {len(valid)} valid point(s); "
+                     f"the 95% CI excludes 1 at {clear} of them{tail}.")
+    return lines
+
+
+def _invalid_line(ctx: ReportContext) -> list[str]:
+    invalid = ctx.invalid
+    if not invalid:
+        return [f"- All {len(ctx.summary.bench.points)} bench points are valid."] if ctx.summary.bench.points else []
+    names = ", ".join(f"{esc(p.server)} {load_label(p)}" for p in invalid[:6]) + (", …" if len(invalid) > 6 else "")
+    return [f"- ⚠ {len(invalid)} of {len(ctx.summary.bench.points)} bench points are invalid ({names}): their numbers are "
+            "struck through below and are not results (see Invalid points)."]
+
+
+def section(ctx: ReportContext) -> list[str]:
+    rows = _claim_rows(ctx) + _verdict_rows(ctx)
+    lines = ["## Headline", ""]
+    if rows:
+        lines += table(["", "Claim or verdict", "Stated", "Measured"], rows)
+    else:
+        lines += ["No claims and no accuracy verdicts in this bundle.", ""]
+    bullets = _speedup_lines(ctx) + _invalid_line(ctx)
+    if bullets:
+        lines += [*bullets, ""]
+    return lines

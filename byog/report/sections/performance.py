@@ -1,0 +1,172 @@
+"""Performance: one matrix per metric in the write-up's shape.
+
+Rows are the load (B, C or the request rate); columns are grouped per candidate/baseline pair
+(labelled by TP where the pairs differ in it) and ISL, each group with the candidate's value,
+the baseline's, and the speed-up with its 95% bootstrap CI. One table per (metric, workload,
+OSL). A point flagged invalid on either side has its numbers struck through and marked ⚠ in
+every cell it reaches, and is listed with its reasons under "Invalid points".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from byog.report.context import ReportContext
+from byog.report.format import METRICS, ci, esc, metric, num, scaled, speedup, table, times
+from byog.schemas.bench import PointComparison, PointSummary
+
+INVALID = "⚠"
+
+
+@dataclass(frozen=True)
+class _Group:
+    """One column group: a pair (or a lone server) at one ISL."""
+
+    candidate: str
+    baseline: str | None  # None: a server in no pair, shown on its own
+    isl: int
+    label: str
+
+
+def _load_key(p: PointSummary) -> float:
+    return float(p.batch_size or p.concurrency or p.rate or p.speedup or 0)
+
+
+def _load_cell(p: PointSummary) -> str:
+    if p.batch_size is not None:
+        return str(p.batch_size)
+    if p.concurrency is not None:
+        return str(p.concurrency)
+    if p.speedup is not None:
+        return f"x{p.speedup:g}"
+    return f"{p.rate:g}" if p.rate is not None else "–"
+
+
+def _load_header(p: PointSummary) -> str:
+    if p.kind == "agentic":  # synthetic sessions in flight, or a replayed trace's speed-up
+        return "trace speed-up" if p.speedup is not None else "sessions"
+    return {"batch": "B", "concurrency": "C", "rate": "req/s"}[p.kind]
+
+
+def _pairs(ctx: ReportContext) -> list[tuple[str, str]]:
+    return list(dict.fromkeys((c.candidate, c.baseline) for c in ctx.summary.bench.comparisons))
+
+
+def _pair_labels(ctx: ReportContext, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """TP<n> when every pair's candidate has its own TP size, else 'candidate vs baseline'."""
+    tps = [ctx.tensor_parallel.get(candidate) for candidate, _ in pairs]
+    if len(pairs) > 1 and all(tps) and len(set(tps)) == len(tps):
+        return {pair: f"TP{tp}" for pair, tp in zip(pairs, tps)}
+    return {pair: f"{esc(pair[0])} vs {esc(pair[1])}" for pair in pairs}
+
+
+def _value(ctx: ReportContext, server: str, point_id: str, name: str, scale: float) -> str:
+    point = ctx.points.get((server, point_id))
+    if point is None:
+        return "–"
+    text = num(scaled(metric(point, name), scale))
+    return f"~~{text}~~ {INVALID}" if not point.valid and text != "–" else (INVALID if not point.valid else text)
+
+
+def _speedup_cell(ctx: ReportContext, c: PointComparison | None) -> str:
+    if c is None:
+        return "–"
+    value, low, high = speedup(c)
+    text = f"{times(value)} {ci(low, high)}"
+    if ctx.is_invalid(c.candidate, c.point_id) or ctx.is_invalid(c.baseline, c.point_id):
+        return f"~~{text}~~ {INVALID}"
+    if c.label:  # the A/A margin's label: faster, slower, equivalent or within noise
+        return f"{text} ({c.label})"
+    return text + (" (within noise)" if c.within_noise else "")
+
+
+def _matrix(ctx: ReportContext, name: str, points: list[PointSummary], groups: list[_Group],
+            comparisons: dict[tuple[str, str, str, str], PointComparison]) -> list[str]:
+    label, scale, _ = METRICS[name]
+    by_load: dict[float, dict[tuple[str, int], PointSummary]] = {}
+    for p in points:
+        by_load.setdefault(_load_key(p), {})[(p.server, p.isl)] = p
+    many = len(groups) > 1
+    header = [_load_header(points[0])]
+    for g in groups:
+        prefix = f"{g.label}: " if many else ""
+        if g.baseline is None:
+            header.append(f"{prefix}{esc(g.candidate)}")
+        else:
+            header += [f"{prefix}{esc(g.candidate)}", f"{prefix}{esc(g.baseline)}", f"{prefix}speed-up [95% CI]"]
+    rows, any_number = [], False
+    for load in sorted(by_load):
+        here = by_load[load]
+        sample = next(iter(here.values()))
+        row = [_load_cell(sample)]
+        for g in groups:
+            cand = here.get((g.candidate, g.isl))
+            pid = cand.point_id if cand else None
+            if g.baseline is None:
+                row.append(_value(ctx, g.candidate, pid, name, scale) if pid else "–")
+                continue
+            base = here.get((g.baseline, g.isl))
+            pid = pid or (base.point_id if base else None)
+            if pid is None:
+                row += ["–", "–", "–"]
+                continue
+            row += [_value(ctx, g.candidate, pid, name, scale), _value(ctx, g.baseline, pid, name, scale),
+                    _speedup_cell(ctx, comparisons.get((pid, g.candidate, g.baseline, name)))]
+        any_number = any_number or any(cell not in ("–", INVALID) for cell in row[1:])
+        rows.append(row)
+    if not any_number:
+        return []
+    return table(header, rows)
+
+
+def _groups(ctx: ReportContext, points: list[PointSummary]) -> list[_Group]:
+    pairs = _pairs(ctx)
+    labels = _pair_labels(ctx, pairs)
+    isls = sorted({p.isl for p in points})
+    servers = {p.server for p in points}
+    paired = {s for pair in pairs for s in pair}
+    groups = []
+    for isl in isls:
+        suffix = f", ISL {isl}" if len(isls) > 1 else ""
+        for pair in pairs:
+            if pair[0] in servers or pair[1] in servers:
+                groups.append(_Group(pair[0], pair[1], isl, labels[pair] + suffix))
+        for server in sorted(servers - paired):
+            groups.append(_Group(server, None, isl, esc(server) + suffix))
+    return groups
+
+
+def _invalid_list(ctx: ReportContext) -> list[str]:
+    if not ctx.invalid:
+        return []
+    lines = [f"### {INVALID} Invalid points", "", "Their numbers are shown struck through and are not results.", ""]
+    for p in ctx.invalid:
+        lines.append(f"- {esc(p.server)} {esc(p.point_id)}: {esc('; '.join(p.invalid_reasons) or 'no reason recorded')}")
+    return [*lines, ""]
+
+
+def section(ctx: ReportContext) -> list[str]:
+    points = ctx.summary.bench.points
+    lines = ["## Performance", ""]
+    if not points:
+        return [*lines, "No bench points in this plan.", ""]
+    comparisons = {(c.point_id, c.candidate, c.baseline, c.metric): c for c in ctx.summary.bench.comparisons}
+    workloads = list(dict.fromkeys((p.workload, p.osl) for p in points))
+    lines += [
+        "Speed-up > 1 means the candidate is better (for times: baseline / candidate); CI: 95% bootstrap over "
+        f"waves (batch) or requests. {INVALID}: the point is flagged invalid.",
+        "",
+    ]
+    for name, (label, _, _) in METRICS.items():
+        for workload, osl in workloads:
+            mine = [p for p in points if (p.workload, p.osl) == (workload, osl)]
+            matrix = _matrix(ctx, name, mine, _groups(ctx, mine), comparisons)
+            if not matrix:
+                continue
+            isls = sorted({p.isl for p in mine})
+            where = f"{esc(workload)}, " + (f"ISL {isls[0]}, " if len(isls) == 1 else "") + f"OSL {osl}"
+            lines += [f"### {label}: {where}", "", *matrix]
+    prompts = sorted({p.prompts for p in points if p.prompts})
+    if prompts:
+        lines += [f"Prompts: {esc(', '.join(prompts))}.", ""]
+    return lines + _invalid_list(ctx)

@@ -1,0 +1,20 @@
+"""Signer: the key the bundle is signed with (signer.json), and how a reader checks it."""
+
+from __future__ import annotations
+
+from byog.report.context import ReportContext
+from byog.report.format import code, read_json_or_empty
+
+
+def section(ctx: ReportContext) -> list[str]:
+    signer = read_json_or_empty(ctx.run_dir.signer_json)
+    if not signer:
+        return ["## Signer", "", "Unsigned: no signing key was configured when this run was sealed.", ""]
+    key_type = str(signer.get("public_key", "")).split(" ")[0] or "ssh"
+    return [
+        "## Signer",
+        "",
+        f"Signed with {code(key_type)} key {code(signer.get('fingerprint'))}. `byog verify` checks the signature against "
+        "the allowed signers (`byog keys add GITHUB_USER`) and recomputes every number above from the raw rows.",
+        "",
+    ]

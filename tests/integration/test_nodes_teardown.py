@@ -1,0 +1,125 @@
+"""Node runtimes on real processes (no vLLM): what a node starts is gone after stop, close, or byog's death.
+
+Local nodes are process groups on this machine; ssh nodes go through a real sshd on 127.0.0.1
+(tests/support_sshd.py). The command each test starts leaves a child in its group and another
+that escapes it with ``setsid`` (as Ray's daemons do): ``close`` must find both by the node's
+marker. Seconds each; no lock needed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from byog.images.nodes import LocalNodes, marked_processes
+from byog.images.ssh_nodes import SshNodes
+from tests.support.sshd import LoopbackSshd, sshd_available, start_loopback_sshd
+
+# A command with one child in its group and one that escapes into a session of its own.
+FAMILY = ["sh", "-c", "sleep 300 & setsid sleep 301 & wait"]
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory) -> Iterator[LoopbackSshd]:
+    why = sshd_available()
+    if why:
+        if os.environ.get("BYOG_REQUIRE_SSH") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    yield from start_loopback_sshd(tmp_path_factory.mktemp("sshd"))
+
+
+def runtimes(sshd: LoopbackSshd | None):
+    return {"local": (LocalNodes(), None), "ssh": (SshNodes(list(sshd.options)), sshd.destination)}
+
+
+def wait_for(predicate, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_close_leaves_nothing_even_what_left_the_group(kind: str, sshd, tmp_path: Path) -> None:
+    runtime, host = runtimes(sshd)[kind]
+    marker = f"t-close-{kind}-{os.getpid()}"
+    node = runtime.open(0, host, [], marker)
+    code, out = node.run(["sh", "-c", "echo $BYOG_NODE"])
+    assert code == 0 and out.strip() == marker
+    proc = node.spawn("family", FAMILY, {"EXTRA": "a b"}, tmp_path / "family.log")
+    # the family: sh + 2 sleeps (over ssh the node's wrapper and its watcher carry the marker too)
+    assert wait_for(lambda: [p.name() for p in marked_processes(marker)].count("sleep") == 2), marked_processes(marker)
+    # every process running the family's command line carries the marker (over ssh: setsid's own too)
+    import psutil
+
+    marked = {p.pid for p in marked_processes(marker)}
+    carrying = [p for p in psutil.process_iter(["pid", "cmdline"]) if FAMILY[2] in (p.info["cmdline"] or [])]
+    assert carrying and [p.pid for p in carrying if p.pid not in marked] == [], carrying
+    assert proc.alive()
+    started = time.monotonic()
+    node.close()
+    assert time.monotonic() - started < 15
+    assert not proc.alive()
+    assert marked_processes(marker) == []
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_a_dying_command_is_seen_dead(kind: str, sshd, tmp_path: Path) -> None:
+    runtime, host = runtimes(sshd)[kind]
+    node = runtime.open(0, host, [], f"t-exit-{kind}-{os.getpid()}")
+    proc = node.spawn("short", ["sh", "-c", "echo bye; exit 3"], {}, tmp_path / "short.log")
+    assert wait_for(lambda: not proc.alive())
+    assert proc.record()["returncode"] == 3
+    assert "bye" in (tmp_path / "short.log").read_text()
+    node.close()
+
+
+CHILD = """
+import sys, time
+from pathlib import Path
+from byog.images.nodes import LocalNodes
+from byog.images.ssh_nodes import SshNodes
+kind, host, marker, log = sys.argv[1:5]
+runtime = LocalNodes() if kind == "local" else SshNodes(sys.argv[5:])
+runtime.open(0, host if host != "-" else None, [], marker).spawn("sleeper", ["sleep", "303"], {}, Path(log))
+print("spawned", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_a_killed_byog_takes_its_nodes_with_it(kind: str, sshd, tmp_path: Path) -> None:
+    """SIGKILL to byog: PDEATHSIG ends the local group, or ssh, whose closed channel ends the remote one."""
+    _, host = runtimes(sshd)[kind]
+    marker = f"t-orphan-{kind}-{os.getpid()}"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, kind, host or "-", marker, str(tmp_path / "s.log"),
+                              *(sshd.options if kind == "ssh" else [])], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert child.stdout.readline().strip() == "spawned"
+    assert wait_for(lambda: bool(marked_processes(marker)))
+    child.kill()
+    child.wait()
+    assert wait_for(lambda: marked_processes(marker) == [], timeout_s=15), marked_processes(marker)
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_environment_and_arguments_arrive_verbatim(kind: str, sshd, tmp_path: Path) -> None:
+    """Values pass two shells over ssh (the login shell, the wrapper): quoting must survive both."""
+    runtime, host = runtimes(sshd)[kind]
+    node = runtime.open(0, host, [1, 3], f"t-quote-{kind}-{os.getpid()}")
+    tricky = "a 'b' \"c\" $HOME `x` ; d"
+    code, out = node.run(["sh", "-c", 'printf "%s|%s|%s" "$X" "$1" "$CUDA_VISIBLE_DEVICES"', "sh", tricky], {"X": tricky})
+    assert code == 0 and out == f"{tricky}|{tricky}|1,3"
+    proc = node.spawn("q", ["sh", "-c", 'printf "%s\\n" "$X"'], {"X": tricky}, tmp_path / "q.log")
+    assert wait_for(lambda: not proc.alive())
+    assert tricky in (tmp_path / "q.log").read_text().splitlines()
+    node.close()

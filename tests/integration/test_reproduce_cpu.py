@@ -1,0 +1,119 @@
+"""`byog reproduce` on the real CPU vLLM: a bundle made by `byog run` (two endpoint servers over the
+session's one eager SmolLM2 server: no extra start-up) is reproduced against that server, and a
+doctored copy (candidate decode 20% faster in its raw rows, re-derived, re-signed) is caught.
+
+Every command is the real CLI in a subprocess. A point the box flags invalid (client saturated on
+2 busy cores) is shown but not compared, so each reproduction re-runs two points.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from byog.bundles.sign import SigningKey
+from tests.support.doctor import doctored_bundle
+
+pytestmark = pytest.mark.integration
+
+POINTS = ("decode-b1-isl16-osl32", "decode-b2-isl16-osl32")
+
+
+def byog(*args: str, cwd: Path, key: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("BYOG_SIGNING_KEY", None)
+    if key is not None:
+        env["BYOG_SIGNING_KEY"] = str(key)
+    return subprocess.run([sys.executable, "-m", "byog", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=1200, check=False)
+
+
+def _key(folder: Path, name: str) -> tuple[Path, str]:
+    path = folder / name
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(path)], check=True)
+    return path, " ".join(Path(f"{path}.pub").read_text().split()[:2])
+
+
+@pytest.fixture(scope="module")
+def made(endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: ANN001
+    """The contributor's bundle (from `byog run`), a doctored copy of it, and the keys."""
+    work = tmp_path_factory.mktemp("reproduce-cpu")
+    contributor, contributor_pub = _key(work, "contributor")
+    maintainer, maintainer_pub = _key(work, "maintainer")
+    signers = work / "allowed_signers"
+    signers.write_text(f'contributor@example.com namespaces="byog-bundle@v1" {contributor_pub}\n'
+                       f'maintainer@example.com namespaces="byog-bundle@v1" {maintainer_pub}\n')
+    plan = work / "plan.yaml"
+    plan.write_text(
+        "name: two-endpoints\nmodel: {path: builtin:smollm2-135m-instruct, max_model_len: 4096}\n"
+        f"servers:\n  candidate: {{runtime: endpoint, url: '{endpoint.base_url}'}}\n"
+        f"  baseline: {{runtime: endpoint, url: '{endpoint.base_url}'}}\n"
+        "baseline: baseline\nworkloads:\n"
+        "  - {kind: batch, name: decode, batch_sizes: [1, 2], isl: [16], osl: [32], warmup_waves: 1, waves: 3}\n"
+        "evals:\n  - {task: gsm8k, limit: 2, passes: 1, margin: 3.0, servers: [candidate]}\n"
+        "seeds: [1234]\n")
+    run = byog("run", str(plan), "--run-dir", str(work / "run"), cwd=work, key=contributor)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    shipped = work / "shipped" / "bundle.tar.gz"  # as a maintainer downloads it
+    shipped.parent.mkdir()
+    shutil.copy(work / "run" / "bundle.tar.gz", shipped)
+    doctored = doctored_bundle(work / "run", work / "doctored" / "bundle.tar.gz", SigningKey(contributor, "test")).bundle
+    return {"work": work, "shipped": shipped, "doctored": doctored, "signers": signers, "maintainer": maintainer,
+            "url": endpoint.base_url}
+
+
+def _reproduce(made: dict[str, Any], bundle: Path, name: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    url = made["url"]
+    result = byog("reproduce", str(bundle), "--allowed-signers", str(made["signers"]), "--run-dir", str(made["work"] / name),
+                  "--endpoint", f"candidate={url}", "--endpoint", f"baseline={url}", "--json", *extra,
+                  cwd=made["work"], key=made["maintainer"])
+    record_path = made["work"] / name / "reproduction.json"
+    return result, json.loads(record_path.read_text()) if record_path.is_file() else {}
+
+
+def _show(name: str, record: dict) -> None:
+    """The checks, printed (pytest -s): what a maintainer reads in reproduction.json."""
+    print(f"\n[{name}] outcome: {record.get('outcome')}")
+    for point in record.get("points", []):
+        for c in point["checks"]:
+            print(f"  {point['point_id']:24s} {c['kind']:5s} {c['server']:9s} {c['metric']:14s} "
+                  f"deviation {c.get('deviation')!s:>22s}  {c['outcome']}")
+
+
+def test_a_bundle_from_another_run_reproduces_on_the_real_server(made) -> None:  # noqa: ANN001
+    result, record = _reproduce(made, made["shipped"], "honest", "--sample", "2", "--eval-items", "2")
+    assert record, result.stdout[-3000:] + result.stderr[-3000:]
+    _show("honest", record)
+    outcomes = [c["outcome"] for p in record["points"] for c in p["checks"]]
+    assert "not reproduced" not in outcomes and "reproduced" in outcomes, json.dumps(record["points"], indent=1)
+    assert sorted(record["points_requested"]) == sorted(POINTS) and record["selection"] == "sampled"
+    (gsm8k,) = record["evals"]
+    assert (gsm8k["task"], gsm8k["server"], gsm8k["items"]) == ("gsm8k", "candidate", 2)
+    assert gsm8k["agreement"] == 1.0  # greedy, same weights, same server: the same extracted answers
+    assert result.returncode == 0 and record["outcome"] == "reproduced", result.stderr[-2000:]
+    beside = made["shipped"].parent / "bundle.reproduction.tar.gz"
+    verified = byog("verify", str(beside), "--allowed-signers", str(made["signers"]), cwd=made["work"])
+    assert verified.returncode == 0 and "maintainer@example.com" in verified.stdout, verified.stdout
+    report = byog("report", str(made["shipped"]), "-o", str(made["work"] / "report"), "--allowed-signers",
+                  str(made["signers"]), cwd=made["work"])
+    assert report.returncode == 0, report.stdout + report.stderr
+    text = (made["work"] / "report" / "report.md").read_text()
+    assert "## Reproductions" in text and "✅ reproduced by maintainer@example.com" in text
+
+
+def test_a_doctored_bundle_verifies_and_is_caught_by_a_reproduction(made) -> None:  # noqa: ANN001
+    checked = byog("verify", str(made["doctored"]), "--allowed-signers", str(made["signers"]), cwd=made["work"])
+    assert checked.returncode == 0, checked.stdout  # every number recomputes from the doctored rows
+    result, record = _reproduce(made, made["doctored"], "doctored", "--points", ",".join(POINTS), "--eval-items", "0")
+    _show("doctored", record)
+    assert result.returncode == 1 and record["outcome"] == "not reproduced", json.dumps(record.get("points"), indent=1)
+    caught = [c for p in record["points"] for c in p["checks"]
+              if (c["server"], c["metric"], c["outcome"]) == ("candidate", "tpot_s.p50", "not reproduced")]
+    assert caught and all(c["deviation"] > 0.15 for c in caught)  # the server is ~25% slower than the rows claim

@@ -1,0 +1,36 @@
+"""Doctor a run directory the way a dishonest contributor would: make one server's decode faster in
+its raw rows, re-derive summary.json and report.md, and re-sign. Verify cannot catch this (every
+number recomputes from the doctored rows); a reproduction must."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from byog.bundles.finalize import Packed, seal_and_pack
+from byog.bundles.sign import SigningKey
+from byog.core.paths import RunDir
+from byog.pipeline.derive import derive_and_write
+from byog.schemas.bench import read_request_rows, write_request_rows
+
+
+def faster_decode(run_dir: RunDir, server: str, factor: float = 0.8) -> list[str]:
+    """Every chunk after a request's first arrives ``factor`` times as late after it: TPOT and ITL
+    shrink by ``factor`` (20% faster at 0.8), TTFT and token counts stay. Returns the points changed."""
+    changed = []
+    for point_id in run_dir.bench_point_ids(server):
+        path = run_dir.bench_rows(server, point_id)
+        rows = read_request_rows(path)
+        for row in rows:
+            if row.chunk_t_ns:
+                first = row.chunk_t_ns[0]
+                row.chunk_t_ns = [first + round((t - first) * factor) for t in row.chunk_t_ns]
+        write_request_rows(path, rows)
+        changed.append(point_id)
+    return changed
+
+
+def doctored_bundle(run_dir: Path, out: Path, key: SigningKey, server: str = "candidate", factor: float = 0.8) -> Packed:
+    rd = RunDir(run_dir)
+    faster_decode(rd, server, factor)
+    derive_and_write(rd.root)
+    return seal_and_pack(rd, out, key=key, plots=False)

@@ -1,0 +1,95 @@
+"""A tiny stand-in for vLLM's completions API with logprobs, for the numerics runner's unit tests.
+
+Next-token logits are a seeded function of (last token, position) plus the server's own noise,
+so a greedy generation is deterministic, teacher-forcing it gives the same numbers as decoding
+it, and a "candidate" with more noise is a numerical change. Only what the numerics runner
+sends is implemented: /tokenize, /detokenize, /v1/models and /v1/completions with ``logprobs``,
+``prompt_logprobs`` and the ``token_id:N`` keys.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+VOCAB = 300
+
+
+class FakeVllm:
+    def __init__(self, noise: float = 0.0, max_model_len: int = 4096) -> None:
+        self.noise, self.max_model_len = noise, max_model_len
+        self.requests: list[dict[str, Any]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, body: Any, status: int = 200) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._send({"data": [{"id": "fake", "max_model_len": server.max_model_len}]})
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(body)
+                if self.path == "/tokenize":
+                    self._send({"tokens": [256 + (ord(c) % 40) for c in body["prompt"]]})
+                elif self.path == "/detokenize":
+                    self._send({"prompt": "".join("x" for t in body["tokens"] if t < VOCAB)})
+                else:
+                    self._send(server.complete(body))
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+
+    def logprobs(self, last: int, position: int) -> np.ndarray:
+        logits = np.random.default_rng([last, position]).normal(0.0, 2.0, VOCAB)
+        if self.noise:
+            logits = logits + self.noise * np.random.default_rng().normal(0.0, 1.0, VOCAB)
+        return logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
+
+    @staticmethod
+    def _top(lp: np.ndarray, k: int) -> list[int]:
+        return [int(i) for i in np.argsort(-lp, kind="stable")[:k]]
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        ids = list(body["prompt"])
+        k = body.get("logprobs")
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "length"}
+        if body.get("prompt_logprobs"):
+            pk = int(body["prompt_logprobs"])
+            entries: list[Any] = [None]
+            for i in range(1, len(ids)):
+                lp = self.logprobs(ids[i - 1], i)
+                entry = {str(t): {"logprob": float(lp[t]), "rank": r + 1} for r, t in enumerate(self._top(lp, pk))}
+                entry[str(ids[i])] = {"logprob": float(lp[ids[i]]), "rank": int((lp > lp[ids[i]]).sum()) + 1}
+                entries.append(entry)
+            choice["prompt_logprobs"] = entries
+        out, lps, tops = [], [], []
+        for _ in range(int(body.get("max_tokens", 16))):
+            lp = self.logprobs(ids[-1], len(ids))
+            token = int(np.argmax(lp))
+            out.append(token)
+            lps.append(float(lp[token]))
+            tops.append({f"token_id:{t}": float(lp[t]) for t in self._top(lp, int(k or 1))})
+            ids.append(token)
+        choice["text"] = "x" * len(out)
+        choice["token_ids"] = out
+        if k:
+            choice["logprobs"] = {"tokens": [f"token_id:{t}" for t in out], "token_logprobs": lps, "top_logprobs": tops}
+        return {"choices": [choice], "usage": {"prompt_tokens": len(body["prompt"]), "completion_tokens": len(out)}}

@@ -1,0 +1,421 @@
+"""Hostile bundles, one per class of the verify-hardening issue, and a way to run `byog verify` on
+each as a separate process under a memory limit, measuring exit code, wall time and peak memory.
+
+Used by ``tests/unit/test_security_bounds.py`` (asserts each refusal, exit code, wall <= 10 s,
+peak <= 1 GB, an empty temp dir afterwards) and ``benchmarks/verify_hostile.py`` (prints the
+table). Every big input is generated at run time from a compressible pattern and streamed into
+the archive, so nothing big is ever held in memory or stored in the repository.
+
+A "forged" bundle is what an attacker writes with their own tools: any files, a manifest whose
+subjects are the files' real sha256 (so the hashes check passes), signed by the trusted test key
+(``trusted=True``: the content checks run, and the bounds must stop the bomb) or by a stranger's
+key (the gate must stop it before any content is read).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import resource
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Callable, Iterator
+
+import psutil
+
+from byog.bundles.archive import GZIP_COMMENT_PREFIX, GZIP_HEADER, write_tar
+from byog.bundles.finalize import seal_and_pack
+from byog.bundles.sign import SigningKey, sign_bytes
+from byog.core.canonical import canonical_json
+from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME
+from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = SyntheticSpec(batch_sizes=(1,), isl=4, osl=8, warmup_waves=0, waves=2, eval_items=4, log_lines=3)
+MEMORY_LIMIT = 3 * 1024**3  # RLIMIT_AS of the verify process the harness starts
+WALL_LIMIT_S = 10.0
+PEAK_LIMIT_MB = 1024.0
+KILL_AFTER_S = 120.0
+
+
+# --- payloads: big members described, never materialised ------------------------------------
+
+@dataclass(frozen=True)
+class Payload:
+    """``head + unit * count + tail``: a member of any size, streamed in chunks."""
+
+    head: bytes = b""
+    unit: bytes = b""
+    count: int = 0
+    tail: bytes = b""
+
+    @property
+    def size(self) -> int:
+        return len(self.head) + len(self.unit) * self.count + len(self.tail)
+
+    def chunks(self) -> Iterator[bytes]:
+        yield self.head
+        per = max(1, (1 << 20) // max(len(self.unit), 1))
+        left = self.count
+        block = self.unit * per
+        while left > 0:
+            n = min(per, left)
+            yield block if n == per else self.unit * n
+            left -= n
+        yield self.tail
+
+    def sha256(self) -> str:
+        digest = hashlib.sha256()
+        for chunk in self.chunks():
+            digest.update(chunk)
+        return digest.hexdigest()
+
+
+class _PayloadReader(io.RawIOBase):
+    def __init__(self, payload: Payload) -> None:
+        self._chunks = payload.chunks()
+        self._buffer = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buffer) < size:
+            try:
+                self._buffer += next(self._chunks)
+            except StopIteration:
+                break
+        if size < 0:
+            size = len(self._buffer)
+        out, self._buffer = self._buffer[:size], self._buffer[size:]
+        return out
+
+
+class _GzipSink:
+    """Where write_tar writes: raw deflate, CRC and length, then byog's self-checking gzip header."""
+
+    def __init__(self) -> None:
+        self.compressor = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+        self.body = io.BytesIO()
+        self.crc = 0
+        self.length = 0
+
+    def write(self, data: bytes) -> int:
+        self.body.write(self.compressor.compress(data))
+        self.crc = zlib.crc32(data, self.crc)
+        self.length += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.length
+
+    def finish(self) -> bytes:
+        self.body.write(self.compressor.flush() + struct.pack("<II", self.crc, self.length & 0xFFFFFFFF))
+        body = self.body.getvalue()
+        return GZIP_HEADER + GZIP_COMMENT_PREFIX + hashlib.sha256(body).hexdigest().encode() + b"\0" + body
+
+
+def write_archive(path: Path, members: dict[str, bytes | Payload]) -> Path:
+    """A bundle archive in byog's exact container (sorted members, canonical headers)."""
+    sink = _GzipSink()
+
+    def entries() -> Iterator[tuple[str, int, BinaryIO]]:
+        for name in sorted(members):
+            data = members[name]
+            if isinstance(data, Payload):
+                yield name, data.size, _PayloadReader(data)  # type: ignore[misc]
+            else:
+                yield name, len(data), io.BytesIO(data)
+
+    write_tar(sink, entries())  # type: ignore[arg-type]
+    path.write_bytes(sink.finish())
+    return path
+
+
+# --- the kit: a real signed bundle to start from, a trusted and a stranger's key --------------
+
+def make_key(folder: Path, name: str) -> tuple[SigningKey, str]:
+    path = folder / name
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(path)], check=True)
+    return SigningKey(path, "test"), " ".join(Path(f"{path}.pub").read_text().split()[:2])
+
+
+@dataclass
+class Kit:
+    folder: Path
+    key: SigningKey  # trusted: listed in allowed
+    stranger: SigningKey  # not listed
+    allowed: Path
+    files: dict[str, bytes]  # a real bundle's files, manifest and signature excluded
+    predicate: dict  # type: ignore[type-arg]
+
+    @classmethod
+    def create(cls, folder: Path) -> "Kit":
+        folder.mkdir(parents=True, exist_ok=True)
+        key, public = make_key(folder, "alice")
+        stranger, _ = make_key(folder, "mallory")
+        allowed = folder / "allowed_signers"
+        allowed.write_text(f'alice@example.com namespaces="byog-bundle@v1" {public}\n')
+        run_dir = make_run_dir(folder / "base-run", TINY)
+        run_dir.plots_dir.mkdir(exist_ok=True)
+        seal_and_pack(run_dir, folder / "base.tar.gz", key=key)
+        files = {p.relative_to(run_dir.root).as_posix(): p.read_bytes() for p in sorted(run_dir.root.rglob("*")) if p.is_file()}
+        manifest = json.loads(files.pop(MANIFEST_NAME))
+        files.pop(SIGNATURE_NAME, None)
+        files.pop("bundle.tar.gz", None)
+        return cls(folder, key, stranger, allowed, files, manifest["predicate"])
+
+    def forge(self, name: str, changes: dict[str, bytes | Payload | None], *, trusted: bool = True,
+              subjects: list[dict] | None = None, predicate: dict | None = None) -> Path:  # type: ignore[type-arg]
+        """The base bundle with ``changes`` (None removes a file), a manifest over the result, signed."""
+        members: dict[str, bytes | Payload] = dict(self.files)
+        for path, data in changes.items():
+            if data is None:
+                members.pop(path, None)
+            else:
+                members[path] = data
+        listed = subjects if subjects is not None else [
+            {"name": path, "digest": {"sha256": data.sha256() if isinstance(data, Payload) else hashlib.sha256(data).hexdigest()}}
+            for path, data in sorted(members.items()) if path not in (MANIFEST_NAME, SIGNATURE_NAME)
+        ]
+        statement = {"_type": "https://in-toto.io/Statement/v1", "subject": listed,
+                     "predicateType": "https://byog.dev/bundle/v1", "predicate": predicate or self.predicate}
+        if MANIFEST_NAME not in changes:
+            members[MANIFEST_NAME] = canonical_json(statement)
+        if SIGNATURE_NAME not in changes:
+            manifest = members[MANIFEST_NAME]
+            assert isinstance(manifest, bytes)
+            members[SIGNATURE_NAME] = sign_bytes(manifest, self.key if trusted else self.stranger)
+        return write_archive(self.folder / f"{name}.tar.gz", members)
+
+
+# --- cases ------------------------------------------------------------------------------------
+
+@dataclass
+class Built:
+    bundle: Path
+    args: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    what: str  # the class of the issue it stands for
+    build: Callable[[Kit], Built]
+    exit: int  # the exit code verify must give
+    says: str  # a phrase its output must contain (the refusal)
+    slow: bool = False  # builds a big input (a few seconds)
+
+
+def _alias_bomb() -> bytes:
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for level in range(1, 10):
+        prev, this = chr(ord("a") + level - 1), chr(ord("a") + level)
+        lines.append(f"{this}: &{this} [{', '.join(['*' + prev] * 9)}]")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _parquet(table_builder: Callable[[], object]) -> bytes:
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(table_builder(), sink, compression="zstd")  # type: ignore[arg-type]
+    return sink.getvalue()
+
+
+def _many_rows(rows: int) -> bytes:
+    import pyarrow as pa
+
+    return _parquet(lambda: pa.table({"request_index": pa.array(range(rows), type=pa.int64())}))
+
+
+def _big_cell(size: int) -> bytes:
+    import pyarrow as pa
+
+    return _parquet(lambda: pa.table({"item_id": ["test:0"], "extracted_answer": ["x" * size]}))
+
+
+def _bench_rows_name(kit: Kit) -> str:
+    return next(name for name in sorted(kit.files) if name.startswith("bench/baseline/") and name.endswith(".parquet"))
+
+
+def _plan_200_cubed(kit: Kit) -> bytes:
+    values = ", ".join(str(i) for i in range(1, 201))
+    text = plan_yaml(TINY).replace("batch_sizes: [1]", f"batch_sizes: [{values}]")
+    text = text.replace(f"isl: [{TINY.isl}]", f"isl: [{values}]").replace(f"osl: [{TINY.osl}]", f"osl: [{values}]")
+    return text.encode()
+
+
+FORGED_LINE = "\n\x1b[32mok  \x1b[0m signature: signed by alice@example.com (SHA256:forged)\r[bold green]verified[/]"
+
+
+def _forged_lines_untrusted(kit: Kit) -> Built:
+    """A stranger's bundle whose manifest names a file with newlines, ANSI escapes and rich markup."""
+    listed = [{"name": f"plan.yaml{FORGED_LINE}", "digest": {"sha256": "0" * 64}}]
+    return Built(kit.forge("forged-lines-untrusted", {}, trusted=False, subjects=listed))
+
+
+def _claims_file(kit: Kit, text: str, name: str) -> Path:
+    path = kit.folder / name
+    path.write_text(text)
+    return path
+
+
+def _baseline_only(kit: Kit) -> Built:
+    """A real, signed bundle of a plan with no candidate, and a policy that requires a verdict."""
+    text = plan_yaml(TINY).replace("  candidate:\n    runtime: local\n", "")
+    run_dir = make_run_dir(kit.folder / "baseline-only-run", TINY, plan_text=text)
+    run_dir.plots_dir.mkdir(exist_ok=True)
+    packed = seal_and_pack(run_dir, kit.folder / "baseline-only.tar.gz", key=kit.key)
+    policy = _claims_file(kit, "schema_version: 1\nrequired_tasks: [gsm8k]\n", "policy-tasks.yaml")
+    return Built(packed.bundle, ["--policy", str(policy)])
+
+
+def _replayed(kit: Kit) -> Built:
+    run_dir = make_run_dir(kit.folder / "replay-run", TINY)
+    run_dir.plots_dir.mkdir(exist_ok=True)
+    packed = seal_and_pack(run_dir, kit.folder / "for-pr-1.tar.gz", key=kit.key, subject="octo/repo#1")
+    return Built(packed.bundle, ["--for", "octo/repo#2"])
+
+
+def _markup_member(kit: Kit) -> Built:
+    return Built(write_archive(kit.folder / "markup-member.tar.gz", {**kit.files, "plots/[/x][red]boom.png": b"x"}))
+
+
+def _forged_claim_label(kit: Kit) -> Built:
+    """A trusted bundle whose own claims.yaml carries a label made to print fake check lines."""
+    run_dir = make_run_dir(kit.folder / "claim-label-run", TINY)
+    run_dir.plots_dir.mkdir(exist_ok=True)
+    label = json.dumps(f"b1{FORGED_LINE}")
+    (run_dir.root / "claims.yaml").write_text(
+        f"schema_version: 1\nclaims:\n  - name: {label}\n    server: candidate\n    select: {{batch_size: 1}}\n"
+        "    metric: decode_tok_s\n    value: 1.0e9\n"
+    )
+    packed = seal_and_pack(run_dir, kit.folder / "claim-label.tar.gz", key=kit.key)
+    return Built(packed.bundle)
+
+
+CASES: list[Case] = [
+    Case("yaml-alias-bomb", "YAML alias bomb in plan.yaml (signed by a trusted key)",
+         lambda kit: Built(kit.forge("yaml-alias-bomb", {"plan.yaml": _alias_bomb()})), 1, "alias bomb"),
+    Case("yaml-alias-bomb-untrusted", "the same bomb from a stranger: gated before any content is read",
+         lambda kit: Built(kit.forge("yaml-alias-bomb-untrusted", {"plan.yaml": _alias_bomb()}, trusted=False)), 1,
+         "not checked: untrusted signer"),
+    Case("yaml-40mb-list", "a 40 MB list in claims.yaml",
+         lambda kit: Built(kit.forge("yaml-40mb-list", {"claims.yaml": Payload(b"claims: [", b"0, ", 13_400_000, b"0]\n")})), 1,
+         "cap for its kind", slow=True),
+    Case("json-255mb", "env.json that decompresses to 255 MB",
+         lambda kit: Built(kit.forge("json-255mb", {"env.json": Payload(b'{"x": "', b"a" * 64, 255_000_000 // 64, b'"}')})), 1,
+         "cap for its kind", slow=True),
+    Case("parquet-20m-rows", "a bench parquet file of 20 M rows (under 1 MB on disk)",
+         lambda kit: Built(kit.forge("parquet-20m-rows", {_bench_rows_name(kit): _many_rows(20_000_000)})), 1,
+         "rows, over the cap", slow=True),
+    Case("manifest-255mb", "a 255 MB manifest",
+         lambda kit: Built(kit.forge("manifest-255mb", {MANIFEST_NAME: Payload(b'{"_type": "', b"x" * 64, 255_000_000 // 64, b'"}'),
+                                                         SIGNATURE_NAME: b"-----BEGIN SSH SIGNATURE-----\n"})), 1,
+         "cap for its kind", slow=True),
+    Case("plan-200-cubed", "a 3 kB plan whose matrix expands to 200^3 points",
+         lambda kit: Built(kit.forge("plan-200-cubed", {"plan.yaml": _plan_200_cubed(kit)})), 1, "8,000,000 bench points"),
+    Case("parquet-200mb-cell", "one parquet cell of 200 MB",
+         lambda kit: Built(kit.forge("parquet-200mb-cell", {"evals/baseline/gsm8k/items.parquet": _big_cell(200_000_000)})), 1,
+         "decompresses to more than", slow=True),
+    Case("yaml-100mb-comments", "100 MB of YAML comments in plan.yaml",
+         lambda kit: Built(kit.forge("yaml-100mb-comments", {"plan.yaml": Payload(plan_yaml(TINY).encode(), b"# padding padding\n", 100_000_000 // 18)})), 1,
+         "cap for its kind", slow=True),
+    Case("signature-200mb", "a 200 MB armored signature",
+         lambda kit: Built(kit.forge("signature-200mb", {SIGNATURE_NAME: Payload(b"-----BEGIN SSH SIGNATURE-----\n", b"A" * 70 + b"\n", 200_000_000 // 71, b"-----END SSH SIGNATURE-----\n")})), 1,
+         "cap for its kind", slow=True),
+    Case("markup-member-name", "rich markup ([/x]) in an archive member name", _markup_member, 1, "[/x][red]boom.png"),
+    Case("forged-lines-untrusted", "newlines, ANSI escapes and markup printing fake 'ok signature' lines (stranger's manifest)",
+         _forged_lines_untrusted, 1, "\\x1b[32mok"),
+    Case("forged-lines-claim-label", "the same in a trusted bundle's claim label", _forged_claim_label, 1, "\\x1b[32mok"),
+    Case("deep-json", "env.json nested 200,000 deep",
+         lambda kit: Built(kit.forge("deep-json", {"env.json": b"[" * 200_000 + b"]" * 200_000})), 1, "nested deeper than"),
+    Case("non-utf8-report", "report.md that is not UTF-8",
+         lambda kit: Built(kit.forge("non-utf8-report", {"report.md": kit.files["report.md"] + b"\xff\xfe\xfd"})), 1, "not UTF-8"),
+    Case("non-utf8-json", "env.json that is not UTF-8",
+         lambda kit: Built(kit.forge("non-utf8-json", {"env.json": b'{"cpu": "caf\xe9"}'})), 1, "not UTF-8"),
+    Case("nan-claims-cli", "--claims with value: .nan",
+         lambda kit: Built(kit.folder / "base.tar.gz", ["--claims", str(_claims_file(kit, "schema_version: 1\nclaims:\n  - {server: candidate, point: x, metric: decode_tok_s, value: .nan}\n", "nan.yaml"))]),
+         2, "not a finite number"),
+    Case("inf-tolerance-in-bundle", "claims.yaml in the bundle with tolerance: .inf",
+         lambda kit: Built(kit.forge("inf-tolerance", {"claims.yaml": b"schema_version: 1\nclaims:\n  - {server: candidate, point: x, metric: decode_tok_s, value: 1, tolerance: .inf}\n"})),
+         1, "not a finite number"),
+    Case("vacuous-policy-empty", "a policy that requires nothing",
+         lambda kit: Built(kit.folder / "base.tar.gz", ["--policy", str(_claims_file(kit, "schema_version: 1\n", "empty-policy.yaml"))]),
+         2, "requires nothing"),
+    Case("vacuous-policy-no-candidate", "required_tasks met vacuously by a bundle with no candidate", _baseline_only, 1, "no candidate"),
+    Case("replayed-for-another-pr", "a bundle made for octo/repo#1 attached to octo/repo#2", _replayed, 1, "not pull request #2"),
+]
+
+
+# --- running verify as a process under a memory limit -------------------------------------------
+
+@dataclass
+class Outcome:
+    case: str
+    exit: int
+    wall_s: float
+    peak_mb: float
+    output: str
+    temp_left: list[str]
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+# The process the harness starts: it runs verify and records the largest resident set of verify
+# and every process verify waited for (its checking child, ssh-keygen): RUSAGE_CHILDREN's ru_maxrss.
+_WRAPPER = (
+    "import os, resource, subprocess, sys\n"
+    "code = subprocess.call(sys.argv[1:])\n"
+    "open(os.environ['HOSTILE_MAXRSS_FILE'], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "sys.exit(code)\n"
+)
+
+
+def run_verify(kit: Kit, built: Built, name: str) -> Outcome:
+    """``python -m byog verify`` in a fresh process tree (RLIMIT_AS 3 GiB, its own TMPDIR).
+
+    Peak memory: the larger of (a) the sum of the resident sets of the whole tree, sampled every
+    5 ms (shared pages count once per process: an overestimate), and (b) the largest single
+    process's ru_maxrss (exact, no sampling gap).
+    """
+    temp = Path(tempfile.mkdtemp(prefix=f"hostile-{name}-", dir=kit.folder))
+    maxrss_file = kit.folder / f"{name}.maxrss"
+    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(REPO), "COLUMNS": "200", "HOSTILE_MAXRSS_FILE": str(maxrss_file)}
+    verify = [sys.executable, "-m", "byog", "verify", str(built.bundle), "--allowed-signers", str(kit.allowed), *built.args]
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", _WRAPPER, *verify], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, preexec_fn=_limit_memory)
+    watched = psutil.Process(proc.pid)
+    peak = 0
+    while proc.poll() is None:
+        try:
+            tree = [watched, *watched.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in tree))
+        except psutil.Error:
+            pass
+        if time.perf_counter() - start > KILL_AFTER_S:
+            proc.kill()
+        time.sleep(0.005)
+    wall = time.perf_counter() - start
+    output = proc.stdout.read().decode("utf-8", "replace") if proc.stdout else ""
+    maxrss = int(maxrss_file.read_text()) * 1024 if maxrss_file.is_file() else 0
+    left = sorted(p.name for p in temp.iterdir())
+    return Outcome(name, proc.returncode, wall, max(peak, maxrss) / 2**20, output, left)
+
+
+def table(outcomes: list[Outcome]) -> str:
+    rows = [f"| {'case':<28} | exit | wall s | peak MB |", f"|{'-' * 30}|------|--------|---------|"]
+    rows += [f"| {o.case:<28} | {o.exit:>4} | {o.wall_s:>6.2f} | {o.peak_mb:>7.0f} |" for o in outcomes]
+    return "\n".join(rows)
