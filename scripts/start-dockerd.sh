@@ -29,6 +29,8 @@ if ! command -v dockerd >/dev/null 2>&1; then
 fi
 
 if ! pgrep -x dockerd >/dev/null 2>&1; then
+    # A dockerd that died leaves its pid file, and a new one refuses to start over it.
+    $SUDO rm -f /var/run/docker.pid
     echo "start-dockerd: starting dockerd (vfs, no iptables, no bridge); log in $DOCKERD_LOG"
     # setsid + nohup: the daemon outlives this script and the CI step that called it.
     $SUDO setsid nohup dockerd --storage-driver=vfs --iptables=false --bridge=none \

@@ -24,6 +24,13 @@ bootstrap CI) is reproduced by the same rule with ``delta`` counted for both sid
 ran on the same kind (``byog.analysis.hardware.same_kind``): on another GPU an absolute number
 is not expected to match, a speed-up may be.
 
+**The family of checks.** One failing check fails the reproduction, so with m checks each at a 95%
+CI an honest reproduction would fail by sampling alone up to 1 - 0.95^m of the time (60% for the
+18 checks of two points). Every compared check's sampling term is therefore widened by
+``z(1 - alpha/2m) / z(1 - alpha/2)`` (Bonferroni over the m checks compared, alpha = 1 - CI level:
+1.53 for m = 18), so the whole family holds at the CI level; ``for_the_family`` applies it once m
+is known and the record keeps m and the scale (``rule.checks_compared``, ``rule.family_z_scale``).
+
 A point invalid on either side (``byog.analysis.validity``) is shown but **not compared**: an
 invalid number is not a result, so it can neither confirm nor refute one.
 
@@ -39,6 +46,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from byog.analysis.bench_summary import CI_LEVEL, point_estimate
 from byog.core.paths import RunDir
@@ -77,14 +85,23 @@ class Estimate:
         return (math.log(self.high) - math.log(self.low)) / 2
 
 
-def tolerance(original: Estimate, reproduced: Estimate, run_noise: float, sides: int = 1) -> float:
-    """sqrt(w_o^2 + w_r^2) + sqrt(sides) * ln(1 + run_noise): the largest |ln(x_r / x_o)| that reproduces."""
+def tolerance(original: Estimate, reproduced: Estimate, run_noise: float, sides: int = 1, z_scale: float = 1.0) -> float:
+    """z_scale * sqrt(w_o^2 + w_r^2) + sqrt(sides) * ln(1 + run_noise): the largest |ln(x_r / x_o)| that reproduces."""
     w_o, w_r = original.half_width or 0.0, reproduced.half_width or 0.0
-    return math.sqrt(w_o**2 + w_r**2) + math.sqrt(sides) * math.log1p(run_noise)
+    return z_scale * math.sqrt(w_o**2 + w_r**2) + math.sqrt(sides) * math.log1p(run_noise)
+
+
+def family_z_scale(compared: int, ci_level: float = CI_LEVEL) -> float:
+    """z(1 - alpha/2m) / z(1 - alpha/2) for m = ``compared`` checks (1 for m <= 1): Bonferroni's widening."""
+    if compared <= 1:
+        return 1.0
+    alpha = 1 - ci_level
+    normal = NormalDist()
+    return normal.inv_cdf(1 - alpha / (2 * compared)) / normal.inv_cdf(1 - alpha / 2)
 
 
 def judge(kind: str, server: str, point_id: str, metric: str, original: Estimate, reproduced: Estimate,
-          run_noise: float, *, baseline: str | None = None, skip: str = "") -> MetricCheck:
+          run_noise: float, *, baseline: str | None = None, skip: str = "", z_scale: float = 1.0) -> MetricCheck:
     """One number held against its reproduction; ``skip`` (a reason) shows it without comparing."""
     common = dict(kind=kind, server=server, baseline=baseline, point_id=point_id, metric=metric,
                   original=original.value, original_low=original.low, original_high=original.high,
@@ -93,7 +110,7 @@ def judge(kind: str, server: str, point_id: str, metric: str, original: Estimate
         missing = "the original" if not original.value else "the reproduction"
         return MetricCheck(**common, outcome="not compared", note=skip or f"{missing} has no value")
     deviation = math.log(reproduced.value / original.value)
-    allowed = tolerance(original, reproduced, run_noise, sides=2 if kind == "ratio" else 1)
+    allowed = tolerance(original, reproduced, run_noise, sides=2 if kind == "ratio" else 1, z_scale=z_scale)
     if skip:
         return MetricCheck(**common, deviation=deviation, tolerance=allowed, outcome="not compared", note=skip)
     no_ci = [side for side, e in (("original", original), ("reproduction", reproduced)) if e.half_width is None]
@@ -107,6 +124,25 @@ def combine(outcomes: Sequence[Outcome]) -> Outcome:
     if "not reproduced" in outcomes:
         return "not reproduced"
     return "reproduced" if "reproduced" in outcomes else "not compared"
+
+
+def for_the_family(points: Sequence[PointReproduction], run_noise: float,
+                   ci_level: float = CI_LEVEL) -> tuple[list[PointReproduction], int, float]:
+    """Every compared check judged again with the family's widening; (points, m compared, z scale).
+
+    m is known only once every check exists; the second judgement reuses each check's stored
+    estimates, so no bootstrap runs twice.
+    """
+    compared = sum(c.outcome != "not compared" for p in points for c in p.checks)
+    scale = family_z_scale(compared, ci_level)
+    widened = []
+    for p in points:
+        checks = [c if c.outcome == "not compared" else judge(
+            c.kind, c.server, c.point_id, c.metric, Estimate(c.original, c.original_low, c.original_high),
+            Estimate(c.reproduced, c.reproduced_low, c.reproduced_high), run_noise, baseline=c.baseline, z_scale=scale)
+            for c in p.checks]
+        widened.append(p.model_copy(update={"checks": checks, "outcome": combine([c.outcome for c in checks])}))
+    return widened, compared, scale
 
 
 def sample_points(point_ids: Sequence[str], seed_hex: str, k: int) -> list[str]:

@@ -220,7 +220,10 @@ def run_one_point(point: BenchPoint, server_name: str, server: RunningServer, ru
         reason = root_cause(server.log_tail(REASON_TAIL_LINES))
         # Served since it started: a request of this point succeeded, or its counters (reset by a
         # restart) had generated tokens before the point began, in this sweep or an earlier one.
-        served = any(r.error is None for r in run.records) or bool(sm.counter_totals(before or "").get(sm.GENERATION_TOKENS))
+        # A /metrics that did not answer before the point (a loaded box, a dying node) is no evidence
+        # that it never served: it gets its restart.
+        served = (any(r.error is None for r in run.records) or before is None
+                  or bool(sm.counter_totals(before).get(sm.GENERATION_TOKENS)))
         fail("the server died during the point" + (f": {reason}" if reason else ""), run.t_start_ns, run.t_end_ns)
         raise ServerDied(f"server '{server_name}' died during {point.point_id}" + (f": {reason}" if reason else ""),
                          served=served, reason=reason)

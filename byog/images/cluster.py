@@ -276,29 +276,40 @@ class ClusterServer:
         code = dead.proc.record().get("returncode")
         return f"node {dead.step.rank} ({dead.step.role}) exited" + (f" with code {code}" if code is not None else "")
 
+    def _note_death(self) -> bool:
+        """A dead node, once: record it, tear the group down. True while the group is down for that reason.
+
+        The watchdog calls it every WATCH_S, and so do ``alive`` and ``log_tail``: the sweep may see a
+        point's requests fail before the watchdog's next look, and must read the same failure.
+        """
+        with self._lock:
+            if self.failure is not None:
+                return True
+            if self._watcher is None:  # starting (start() reports a death itself) or stopped
+                return False
+            dead = self._first_dead() if self.running else None
+            if dead is None:
+                return False
+            tail = tail_file(dead.log, TAIL_LINES)
+            self.failure = f"{self._describe_dead(dead)}; the group was torn down. Its last log lines:\n{tail}"
+            self.failures.append({"at": utc_now(), "rank": dead.step.rank, "role": dead.step.role,
+                                  "log_tail": tail.splitlines()[-10:]})
+            self._teardown(grace_s=0.0)  # a dead rank: the rest cannot finish anything
+            if self._record:
+                write_server_record(self.record_path, {**self._record, "failures": self.failures})
+            return True
+
     def _watch(self) -> None:
         while not self._watch_stop.wait(WATCH_S):
-            with self._lock:
-                if not self.running:
-                    return
-                dead = self._first_dead()
-                if dead is None:
-                    continue
-                tail = tail_file(dead.log, TAIL_LINES)
-                self.failure = f"{self._describe_dead(dead)}; the group was torn down. Its last log lines:\n{tail}"
-                self.failures.append({"at": utc_now(), "rank": dead.step.rank, "role": dead.step.role,
-                                      "log_tail": tail.splitlines()[-10:]})
-                self._teardown(grace_s=0.0)  # a dead rank: the rest cannot finish anything
-                if self._record:
-                    write_server_record(self.record_path, {**self._record, "failures": self.failures})
+            if self._note_death() or not self.running:  # a death noted, or a normal stop
                 return
 
     def alive(self) -> bool:
-        return self.failure is None and self._all_alive()
+        return not self._note_death() and self._all_alive()
 
     def log_tail(self, lines: int = TAIL_LINES) -> str:
         """The dead node's tail when one died (what failed the point), else the API server's log."""
-        if self.failure:
+        if self._note_death():
             return f"{self.failure}\n---- {self.log_path.name} (the API server):\n{tail_file(self.log_path, lines)}"
         dead = self._first_dead()
         if dead is not None and not dead.step.serves:

@@ -38,6 +38,7 @@ from byog.analysis.reproduction import (
     compare_eval_items,
     compare_point,
     default_rule,
+    for_the_family,
     sample_points,
 )
 from byog.analysis.summary import derive_summary, plan_of
@@ -202,10 +203,11 @@ def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reprodu
         r_summary = derive_and_write(rd.root)
         o_env, r_env = read_json(original.env_json), read_json(rd.env_json)
         same = hardware.same_kind(o_env, r_env)
-        rule = default_rule(opts.run_noise)
         seed = repro_plan.seeds[0]
-        checked = [compare_point(pid, servers, repro_plan.comparisons, (original, o_summary), (rd, r_summary),
-                                 opts.run_noise, same, seed) for pid in points]
+        checked, compared, z_scale = for_the_family(
+            [compare_point(pid, servers, repro_plan.comparisons, (original, o_summary), (rd, r_summary),
+                           opts.run_noise, same, seed) for pid in points], opts.run_noise)
+        rule = default_rule(opts.run_noise).model_copy(update={"checks_compared": compared, "family_z_scale": z_scale})
         evals = _eval_checks(repro_plan, original, rd, DEFAULT_EVAL_MIN_AGREEMENT)
         predicate_version = read_json(original.root / MANIFEST_NAME)["predicate"]["tool"]["version"]
         record = ReproductionRecord(

@@ -41,6 +41,8 @@ class ReproductionRule(Strict):
     ci_level: float
     metrics: list[str]
     eval_min_agreement: float = Field(ge=0, le=1)
+    checks_compared: int | None = Field(default=None, ge=0)  # m: the family the CI level holds for
+    family_z_scale: float | None = Field(default=None, ge=1)  # z(1 - alpha/2m) / z(1 - alpha/2), on every sampling term
 
 
 class MetricCheck(Derived):

@@ -34,6 +34,7 @@ from byog.schemas.plan import (
     ServerConfig,
 )
 from tests.support.images import cpu_host_image as ensure_cpu_host_image
+from tests.support.processes import byog_process, interrupt_once_started
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
 
@@ -186,19 +187,13 @@ def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN.format(image=cpu_host_image))
     run_dir = tmp_path / f"dockerint-{sig.name.lower()}-{os.getpid()}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "byog", "run", "--plan", str(plan), "--run-dir", str(run_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path,
-    )
-    record = run_dir / "servers" / "only" / "server.json"
-    deadline = time.monotonic() + 600
-    while not record.is_file() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert record.is_file(), proc.communicate(timeout=30)[0].decode()[-3000:]
-    assert containers_of_run(client, run_dir.name), "the server's container should be up mid-run"
-    time.sleep(3)  # requests in flight: the interrupt lands mid-point
-    proc.send_signal(sig)
-    output = proc.communicate(timeout=120)[0].decode()
+    with byog_process("run", "--plan", str(plan), "--run-dir", str(run_dir), cwd=tmp_path) as proc:
+        record = run_dir / "servers" / "only" / "server.json"
+
+        def container_is_up() -> None:
+            assert containers_of_run(client, run_dir.name), "the server's container should be up mid-run"
+
+        output = interrupt_once_started(proc, record, sig, container_is_up)
     # 130, or death by SIGINT (-2) when the interrupt lands during interpreter shutdown: a shell
     # reports both as 130, the status of an interrupted command.
     assert proc.returncode in (130, -signal.SIGINT), output[-3000:]

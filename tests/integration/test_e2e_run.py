@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,7 +55,7 @@ def test_smoke_run_writes_the_run_directory(smoke_run) -> None:
             rows = pq.read_table(run_dir / "bench" / server / f"decode-b{batch}-isl32-osl64.parquet").to_pandas()
             assert len(rows) == batch * 4  # 1 warm-up + 3 measured waves of B requests
         items = pq.read_table(run_dir / "evals" / server / "gsm8k" / "items.parquet").to_pandas()
-        assert len(items) == 20
+        assert len(items) == 10  # the smoke profile's GSM8K: the smoke tier's 10 items
         record = json.loads((run_dir / "servers" / server / "server.json").read_text())
         assert all(not group_alive(start["pid"]) for start in record["starts"])  # nothing left running
     assert "--enforce-eager" in json.loads((run_dir / "servers" / "baseline" / "server.json").read_text())["argv"]
@@ -62,7 +63,9 @@ def test_smoke_run_writes_the_run_directory(smoke_run) -> None:
     assert {c["point_id"] for c in summary["bench"]["comparisons"]} == {f"decode-b{b}-isl32-osl64" for b in (1, 2, 4)}
     assert [v["task"] for v in summary["evals"]["verdicts"]] == ["gsm8k"]
     report = (run_dir / "report.md").read_text()
-    assert "decode-b4-isl32-osl64" in report and "gsm8k" in report
+    # report v2: one matrix per metric, B in the rows (candidate, baseline, speed-up per row)
+    assert re.search(r"^\| B \| candidate \| baseline \| speed-up", report, re.M), report[:3000]
+    assert re.search(r"^\| 4 \| [0-9]", report, re.M) and "gsm8k" in report
 
 
 def test_rerun_resumes_without_launching_and_derives_the_same_summary(smoke_run, signing_key) -> None:

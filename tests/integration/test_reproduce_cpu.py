@@ -1,6 +1,11 @@
 """`byog reproduce` on the real CPU vLLM: a bundle made by `byog run` (two endpoint servers over the
 session's one eager SmolLM2 server: no extra start-up) is reproduced against that server, and a
-doctored copy (candidate decode 20% faster in its raw rows, re-derived, re-signed) is caught.
+doctored copy (candidate decode twice as fast in its raw rows, re-derived, re-signed) is caught.
+
+Both reproductions allow 20% between-run noise (`--run-noise 0.2`), as docs/reproduce.md asks of a
+maintainer on a noisy machine: CI measured two runs of the same server on these two shared cores
+~15% apart beyond their CIs, so a 20% doctoring here could only be caught by luck. The rule at
+the default 5% catches 20% where the server is noiseless (tests/unit/test_reproduce_pipeline.py).
 
 Every command is the real CLI in a subprocess. A point the box flags invalid (client saturated on
 2 busy cores) is shown but not compared, so each reproduction re-runs two points.
@@ -64,7 +69,8 @@ def made(endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]: 
     shipped = work / "shipped" / "bundle.tar.gz"  # as a maintainer downloads it
     shipped.parent.mkdir()
     shutil.copy(work / "run" / "bundle.tar.gz", shipped)
-    doctored = doctored_bundle(work / "run", work / "doctored" / "bundle.tar.gz", SigningKey(contributor, "test")).bundle
+    doctored = doctored_bundle(work / "run", work / "doctored-bundle" / "bundle.tar.gz", SigningKey(contributor, "test"),
+                               factor=0.5).bundle
     return {"work": work, "shipped": shipped, "doctored": doctored, "signers": signers, "maintainer": maintainer,
             "url": endpoint.base_url}
 
@@ -72,7 +78,7 @@ def made(endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]: 
 def _reproduce(made: dict[str, Any], bundle: Path, name: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict]:
     url = made["url"]
     result = byog("reproduce", str(bundle), "--allowed-signers", str(made["signers"]), "--run-dir", str(made["work"] / name),
-                  "--endpoint", f"candidate={url}", "--endpoint", f"baseline={url}", "--json", *extra,
+                  "--endpoint", f"candidate={url}", "--endpoint", f"baseline={url}", "--json", "--run-noise", "0.2", *extra,
                   cwd=made["work"], key=made["maintainer"])
     record_path = made["work"] / name / "reproduction.json"
     return result, json.loads(record_path.read_text()) if record_path.is_file() else {}
@@ -116,4 +122,5 @@ def test_a_doctored_bundle_verifies_and_is_caught_by_a_reproduction(made) -> Non
     assert result.returncode == 1 and record["outcome"] == "not reproduced", json.dumps(record.get("points"), indent=1)
     caught = [c for p in record["points"] for c in p["checks"]
               if (c["server"], c["metric"], c["outcome"]) == ("candidate", "tpot_s.p50", "not reproduced")]
-    assert caught and all(c["deviation"] > 0.15 for c in caught)  # the server is ~25% slower than the rows claim
+    # the server is twice as slow as the rows claim: ln 2 = 0.69, far outside 20% noise and the CIs
+    assert caught and all(c["deviation"] > 0.4 for c in caught)

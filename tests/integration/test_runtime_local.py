@@ -16,6 +16,7 @@ import pytest
 from byog.core.errors import ByogError
 from byog.images.local import LocalRuntime, group_alive
 from byog.schemas.plan import ServerConfig
+from tests.support.processes import byog_process, interrupt_once_started
 
 pytestmark = pytest.mark.integration
 
@@ -73,19 +74,10 @@ def test_interrupted_run_stops_its_server(tmp_path: Path, sig: signal.Signals) -
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN)
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "byog", "run", "--plan", str(plan), "--run-dir", str(run_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path,
-    )
-    record = run_dir / "servers" / "only" / "server.json"
-    deadline = time.monotonic() + 600
-    while not record.is_file() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert record.is_file(), proc.communicate(timeout=30)[0].decode()[-3000:]
+    with byog_process("run", "--plan", str(plan), "--run-dir", str(run_dir), cwd=tmp_path) as proc:
+        record = run_dir / "servers" / "only" / "server.json"
+        output = interrupt_once_started(proc, record, sig)
     pgid = json.loads(record.read_text())["starts"][0]["pid"]
-    time.sleep(3)  # let the first requests go out: the interrupt lands mid-point
-    proc.send_signal(sig)
-    output = proc.communicate(timeout=120)[0].decode()
     assert proc.returncode == 130, output[-3000:]
     assert "interrupted" in output and "Traceback" not in output
     assert not group_alive(pgid)

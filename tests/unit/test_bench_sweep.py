@@ -295,6 +295,35 @@ def test_a_server_that_served_before_this_sweep_is_restarted_not_given_up(tmp_pa
     assert result["aborted"] is None, result["aborted"]
 
 
+def test_a_server_whose_metrics_did_not_answer_before_the_point_gets_its_restart(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """No /metrics before the point is no evidence that the server never served: it is restarted,
+    where a server whose counters say it never generated a token is given up."""
+    import byog.bench.sweep as sweep
+
+    plan = parse_plan(PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
+        server = FakeRunning(fake.base_url, "base")
+
+        def failing_run_point(base_url, model, point, prompts, progress, **kwargs):  # type: ignore[no-untyped-def]
+            result = real(base_url, model, point, prompts, progress, **kwargs)
+            for row in result.records:
+                row.error = "connection reset"
+            server.dead = True
+            return result
+
+        def no_metrics_before(run_dir, server_name, point_id, when, base_url):  # type: ignore[no-untyped-def]
+            return None if when == "before" else real_snapshot(run_dir, server_name, point_id, when, base_url)
+
+        real, real_snapshot = sweep.run_point, sweep._snapshot
+        monkeypatch.setattr(sweep, "run_point", failing_run_point)
+        monkeypatch.setattr(sweep, "_snapshot", no_metrics_before)
+        result = run_bench_for_server(plan, "base", server, run_dir, _console())
+    assert result["restarts"] == 1 and server.restarts == 1
+    assert "served no request" not in (result["aborted"] or "")
+
+
 def test_power_is_sampled_only_where_the_servers_gpus_are() -> None:
     from byog.bench.sweep import gpu_indices, power_unknown_reason
     from byog.schemas.plan import ServerConfig

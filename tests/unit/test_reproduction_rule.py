@@ -9,6 +9,7 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from byog.analysis.reproduction import (
@@ -16,6 +17,8 @@ from byog.analysis.reproduction import (
     combine,
     compare_eval_items,
     compare_point,
+    family_z_scale,
+    for_the_family,
     judge,
     sample_points,
     tolerance,
@@ -28,6 +31,7 @@ from byog.plans.expand import expand_plan
 from byog.plans.load import load_plan
 from byog.plans.subset import Overrides, apply_overrides, restrict_plan
 from byog.schemas.evals import EvalItemRow
+from byog.schemas.reproduction import PointReproduction
 from tests.support.synthetic import SyntheticSpec, make_run_dir
 
 SPEC = SyntheticSpec(batch_sizes=(1, 4), isl=4, osl=16, warmup_waves=0, waves=4, eval_items=4, log_lines=2)
@@ -175,3 +179,34 @@ def test_overrides_change_only_how_servers_start() -> None:
     for bad in (Overrides(endpoints=["http://127.0.0.1:9"]), Overrides(images=["candidat=img"])):
         with pytest.raises(UsageError):
             apply_overrides(plan, bad)
+
+
+def test_the_family_scale_is_bonferronis() -> None:
+    assert family_z_scale(0) == family_z_scale(1) == 1.0
+    assert family_z_scale(9) == pytest.approx(1.4148, abs=1e-4)
+    assert family_z_scale(18) == pytest.approx(1.5262, abs=1e-4)  # z(1 - 0.05/36) / z(0.975)
+
+
+def _honest_reproductions(rng: np.random.Generator, n: int, checks: int) -> list[list[PointReproduction]]:
+    """n reproductions of `checks` values: both sides draw ln x ~ N(0, sigma), each with its own 95% CI."""
+    sigma, z = 0.02, 1.959964
+    out = []
+    for o, r in zip(rng.normal(0, sigma, (n, checks)), rng.normal(0, sigma, (n, checks))):
+        found = [judge("value", "candidate", "p", f"m{i}", Estimate(math.exp(a), math.exp(a - z * sigma), math.exp(a + z * sigma)),
+                       Estimate(math.exp(b), math.exp(b - z * sigma), math.exp(b + z * sigma)), 0.0)
+                 for i, (a, b) in enumerate(zip(o, r))]
+        out.append([PointReproduction(point_id="p", load="B=1", servers=["candidate"],
+                                      outcome=combine([c.outcome for c in found]), checks=found)])
+    return out
+
+
+def test_the_family_of_checks_holds_together_at_the_ci_level() -> None:
+    """18 checks (two points: three metrics of two servers and of their ratio): an honest reproduction fails
+    ~60% of the time when each check stands alone at 95%, and <= 5% once the family is widened."""
+    runs = _honest_reproductions(np.random.default_rng(7), 2000, 18)
+    alone = np.mean([combine([p.outcome for p in run]) == "not reproduced" for run in runs])
+    widened = [for_the_family(run, 0.0) for run in runs]
+    together = np.mean([combine([p.outcome for p in points]) == "not reproduced" for points, _, _ in widened])
+    assert 0.55 < alone < 0.65, alone  # 1 - 0.95^18 = 0.60: the control
+    assert together <= 0.05, together
+    assert {(m, round(z, 4)) for _, m, z in widened} == {(18, 1.5262)}
