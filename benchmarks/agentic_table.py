@@ -101,7 +101,7 @@ def print_run(data: dict[str, Any]) -> None:
 def import_tarball(tarball: Path, tag: str | None) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(tarball) as tar:
-            tar.extractall(tmp, filter="data")
+            tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
         (root,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
         dest = RESULTS / (tag or root.name)
         if dest.exists():

@@ -210,7 +210,7 @@ def _trim_vllm(path: Path) -> None:
 
 def import_tarball(tarball: Path, results: Path, tag: str | None) -> Path:
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(tarball) as tar:
-        tar.extractall(tmp, filter="data")
+        tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
         (src,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
         dest = results / (tag or src.name)
         if dest.exists():

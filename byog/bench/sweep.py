@@ -24,6 +24,7 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.text import Text
 
 from byog import __version__
 from byog.analysis import counters as sm
@@ -281,7 +282,7 @@ def run_bench_for_server(plan: Plan, server_name: str, server: RunningServer, ru
                     # that cannot serve this configuration (vLLM says why). A restart would only
                     # repeat it, so its remaining points are not run.
                     result["aborted"] = f"{err}; it served no request since it started, so its other points are not run"
-                    console.print(f"[red]server '{server_name}' cannot serve: {err.reason or err}[/]")
+                    console.print(Text(f"server '{server_name}' cannot serve: {err.reason or err}", style="red"))
                     return
                 if result["restarts"] >= MAX_RESTARTS:
                     result["aborted"] = f"{err}; it had already been restarted once"

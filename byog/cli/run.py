@@ -97,7 +97,7 @@ def plan_cmd(
 def _render_kv(kv: dict[str, Any]) -> None:
     """The KV cache each point needs per GPU (byog.plans.kv_memory), when the model config is readable here."""
     if not kv["checked"]:
-        console.print(f"[yellow]{kv['note']}[/]", highlight=False)
+        console.print(Text(kv["note"], style="yellow"), highlight=False)
         return
     table = TextTable(f"KV cache per GPU ({kv['note']})", ["server", "point", "TP", "DCP", "tokens/seq", "B", "needed GiB",
                                                          "budget GiB", "max B", "fits"],
@@ -109,7 +109,7 @@ def _render_kv(kv: dict[str, Any]) -> None:
                       "–" if r["max_batch"] is None else str(r["max_batch"]), fits)
     print_table(console, table)
     for caveat in kv.get("caveats") or []:
-        console.print(f"[yellow]KV caveat:[/] {caveat}", highlight=False)
+        console.print(Text.assemble(("KV caveat:", "yellow"), f" {caveat}"), highlight=False)
 
 
 def render_plan_overview(overview: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from rich.console import Console
+from rich.text import Text
 
 from byog.core.errors import CheckFailed
 from byog.core.io import atomic_write_json
@@ -31,7 +32,7 @@ What = Literal["numerics", "conformance"]
 def check_plan(plan_ref: str | None, run_dir: Path | None, console: Console, what: What,
                data_dir: Path | None = None, tier: str = "full") -> Summary:
     plan, rd = open_run_dir(plan_ref, run_dir, tier)
-    console.print(f"byog check {what}: plan [bold]{plan.name}[/] -> {rd.root}")
+    console.print(Text.assemble(f"byog check {what}: plan ", (plan.name, "bold"), f" -> {rd.root}"))
     if not rd.env_json.is_file():
         atomic_write_json(rd.env_json, environment_fingerprint())
     refs = references(plan)
@@ -43,7 +44,7 @@ def check_plan(plan_ref: str | None, run_dir: Path | None, console: Console, wha
                 continue
             done = rd.numerics_complete(name) if what == "numerics" else rd.conformance_record(name).is_file()
             if done:
-                console.print(f"[bold]{name}[/]: {what} already complete; not launched")
+                console.print(Text.assemble((name, "bold"), f": {what} already complete; not launched"))
                 continue
             config = plan.servers[name]
             with console.status(f"[bold]{name}[/]: starting vLLM ({config.runtime} runtime)…"):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from rich.console import Console
+from rich.text import Text
 
 from byog.analysis.numerics_summary import read_conformance_record, read_numerics_record
 from byog.bench.prompts import ServerTokenizer, build_prompts
@@ -114,9 +115,9 @@ def run_numerics(plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, data_d
     record = NumericsRecord(server=server, reference=reference, top_k=spec.top_k, max_tokens=spec.max_tokens,
                             prompts=infos, passes=passes, plain_decode_wall_s=plain_s)
     atomic_write_json(rd.numerics_record(server), record.model_dump(mode="json"))
-    console.print(f"[bold]{server}[/]: numerics passes done in {sum(p.wall_s for p in passes):.1f} s "
-                  f"({sum(p.positions for p in passes)} positions)"
-                  + (f"; the same tokens without logprobs: {plain_s:.1f} s" if plain_s is not None else ""))
+    console.print(Text.assemble((server, "bold"), f": numerics passes done in {sum(p.wall_s for p in passes):.1f} s "
+                                f"({sum(p.positions for p in passes)} positions)"
+                                + (f"; the same tokens without logprobs: {plain_s:.1f} s" if plain_s is not None else "")))
 
 
 def run_conformance_checks(plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, console: Console) -> None:
@@ -140,8 +141,10 @@ def run_conformance_checks(plan: Plan, server: str, endpoint: Endpoint, rd: RunD
                                wall_s=round(wall_s, 3))
     atomic_write_json(rd.conformance_record(server), record.model_dump(mode="json"))
     failed = [c for c in record.checks if not c.passed]
-    console.print(f"[bold]{server}[/]: conformance {len(record.checks) - len(failed)}/{len(record.checks)} passed"
-                  + "".join(f"\n  [red]✗ {c.check}[/]: {c.reason}" for c in failed), highlight=False)
+    lines = Text.assemble((server, "bold"), f": conformance {len(record.checks) - len(failed)}/{len(record.checks)} passed")
+    for c in failed:  # a reason quotes the server's output: text, never markup
+        lines.append_text(Text.assemble("\n  ", (f"✗ {c.check}", "red"), f": {c.reason}"))
+    console.print(lines, highlight=False)
 
 
 def run_numerics_for_server(plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, data_dir: Path | None,
