@@ -161,8 +161,9 @@ def decode_step_s(window_s: float, steps: float) -> float | None:
 # How far the cross-check may be from what it predicts (docs/metrics.md, "Speculative decoding"):
 # |crosscheck_ratio / (acceptance_length / tokens_per_request_step) - 1| <= this. The prediction's
 # tokens per request-step come from the server's counters over the measured waves (prefill and tail
-# steps included), the ratio's from the decode window; measured on the CPU default (smoke-spec).
-CROSSCHECK_TOLERANCE = 0.10
+# steps included), the ratio's from the decode window; measured on the CPU default (smoke-spec):
+# 1.9-11.7 % at B <= 4, from acceptance that differs between the requests of a wave.
+CROSSCHECK_TOLERANCE = 0.15
 
 
 def crosscheck_decode_tok_s(steps_per_s: float, acceptance_length: float, batch_size: int) -> float:

@@ -179,15 +179,22 @@ def test_each_turn_resends_the_context_plus_the_answer_plus_new_input(fake: Reco
     assert len(records) == sum(s.n_turns for s in scripts) == len(fake.prompts)
     assert all(r.error is None and r.n_out == r.expected_n_out and r.n_in == r.expected_n_in for r in records)
     assert sum(r.warmup for r in records) == scripts[0].n_turns
-    sent = {r.request_index: fake.prompts[i] for i, r in enumerate(sorted(records, key=lambda r: r.t_send_ns))}
     by_key = {(r.session, r.agent, r.turn): r for r in records}
+    # What the server received for each turn: the one prompt ending with that turn's new input (random
+    # ids). Not by send order: two sessions in flight can reach the server in either order.
+    sent: dict[int, list[int]] = {}
+    for script in scripts:
+        for agent in script.agents():
+            for k, turn in enumerate(agent.turns):
+                r = by_key[(script.session, agent.agent, k)]
+                (sent[r.request_index],) = [p for p in fake.prompts if p[len(p) - len(turn.new_ids):] == list(turn.new_ids)]
+                assert len(sent[r.request_index]) == r.n_in
     forks = 0
     for script in scripts:
         for agent in script.agents():
             for k, turn in enumerate(agent.turns):
                 r = by_key[(script.session, agent.agent, k)]
                 prompt = sent[r.request_index]
-                assert prompt[len(prompt) - len(turn.new_ids):] == list(turn.new_ids)
                 if agent.agent == 0 and k == 0:
                     assert prompt[:len(prefix)] == prefix  # every session starts from the shared prefix
                     continue
