@@ -233,11 +233,25 @@ def test_vllms_own_reason_is_the_root_cause_of_this_start() -> None:
     assert root_cause(wrapped_only) == "EngineDeadError: EngineCore encountered an issue."
 
 
+def _die_during_points(monkeypatch: pytest.MonkeyPatch, server: FakeRunning, error: str) -> None:
+    """Every point from now on: its requests fail with ``error`` and the server is dead after it."""
+    import byog.bench.sweep as sweep
+
+    real = sweep.run_point
+
+    def failing_run_point(base_url, model, point, prompts, progress, **kwargs):  # type: ignore[no-untyped-def]
+        result = real(base_url, model, point, prompts, progress, **kwargs)
+        for row in result.records:
+            row.error = error
+        server.dead = True
+        return result
+
+    monkeypatch.setattr(sweep, "run_point", failing_run_point)
+
+
 def test_a_server_that_cannot_serve_is_not_restarted_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """vLLM accepts the config, then fails the first request (the engine dies): byog records vLLM's
     reason, does not restart the server and does not try its other points."""
-    import byog.bench.sweep as sweep
-
     plan = parse_plan(PLAN, "t.yaml")
     run_dir = RunDir(tmp_path)
     with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
@@ -248,15 +262,7 @@ def test_a_server_that_cannot_serve_is_not_restarted_and_says_why(tmp_path: Path
 
         server = Failing(fake.base_url, "base")
 
-        def failing_run_point(base_url, model, point, prompts, progress, **kwargs):  # type: ignore[no-untyped-def]
-            result = real(base_url, model, point, prompts, progress, **kwargs)
-            for row in result.records:
-                row.error = "EngineCore encountered an issue. See stack trace (above) for the root cause."
-            server.dead = True
-            return result
-
-        real = sweep.run_point
-        monkeypatch.setattr(sweep, "run_point", failing_run_point)
+        _die_during_points(monkeypatch, server, "EngineCore encountered an issue. See stack trace (above) for the root cause.")
         result = run_bench_for_server(plan, "base", server, run_dir, _console())
     assert result["restarts"] == 0 and server.restarts == 0
     assert result["failed"] == ["decode-b1-isl5-osl12"] and result["run"] == []
@@ -271,8 +277,6 @@ def test_a_server_that_served_before_this_sweep_is_restarted_not_given_up(tmp_pa
     """A server whose counters show tokens generated since it started (an earlier sweep, a node
     killed under a serving cluster) died, it did not fail to serve: byog restarts it, even when the
     point is the first of this sweep and none of its requests succeeded."""
-    import byog.bench.sweep as sweep
-
     plan = parse_plan(PLAN, "t.yaml")
     run_dir = RunDir(tmp_path)
     with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
@@ -281,15 +285,7 @@ def test_a_server_that_served_before_this_sweep_is_restarted_not_given_up(tmp_pa
         again = "decode-b3-isl5-osl12"
         run_dir.bench_point(server.name, again).unlink()  # one point to measure again
 
-        def failing_run_point(base_url, model, point, prompts, progress, **kwargs):  # type: ignore[no-untyped-def]
-            result = real(base_url, model, point, prompts, progress, **kwargs)
-            for row in result.records:
-                row.error = "connection reset"
-            server.dead = True
-            return result
-
-        real = sweep.run_point
-        monkeypatch.setattr(sweep, "run_point", failing_run_point)
+        _die_during_points(monkeypatch, server, "connection reset")
         result = run_bench_for_server(plan, "base", server, run_dir, _console())
     assert result["failed"] == [again] and result["restarts"] == 1 and server.restarts == 1
     assert result["aborted"] is None, result["aborted"]
@@ -306,18 +302,11 @@ def test_a_server_whose_metrics_did_not_answer_before_the_point_gets_its_restart
     with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
         server = FakeRunning(fake.base_url, "base")
 
-        def failing_run_point(base_url, model, point, prompts, progress, **kwargs):  # type: ignore[no-untyped-def]
-            result = real(base_url, model, point, prompts, progress, **kwargs)
-            for row in result.records:
-                row.error = "connection reset"
-            server.dead = True
-            return result
-
         def no_metrics_before(run_dir, server_name, point_id, when, base_url):  # type: ignore[no-untyped-def]
             return None if when == "before" else real_snapshot(run_dir, server_name, point_id, when, base_url)
 
-        real, real_snapshot = sweep.run_point, sweep._snapshot
-        monkeypatch.setattr(sweep, "run_point", failing_run_point)
+        real_snapshot = sweep._snapshot
+        _die_during_points(monkeypatch, server, "connection reset")
         monkeypatch.setattr(sweep, "_snapshot", no_metrics_before)
         result = run_bench_for_server(plan, "base", server, run_dir, _console())
     assert result["restarts"] == 1 and server.restarts == 1
