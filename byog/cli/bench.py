@@ -60,6 +60,7 @@ def bench_cmd(
     concurrency: str = typer.Option("1", "--concurrency", help="Concurrency workload: C values, e.g. 1,8."),
     rates: str = typer.Option("1", "--rates", help="Rate workload: requests/s values, e.g. 0.5,2."),
     num_prompts: int = typer.Option(32, "--num-prompts", min=1, help="Concurrency/rate workloads: measured requests per point."),
+    warmup_prompts: int = typer.Option(0, "--warmup-prompts", min=0, help="Concurrency workload: requests through the same loop first, not measured (use >= C when comparing with `vllm bench serve`; docs/metrics.md)."),
     isl: str = typer.Option("32", "--isl", help="Input lengths in tokens, e.g. 1,1024."),
     osl: str = typer.Option("64", "--osl", help="Output lengths in tokens."),
     waves: int = typer.Option(3, "--waves", min=1, help="Batch workload: measured waves."),
@@ -85,7 +86,7 @@ def bench_cmd(
     flags = BenchFlags(
         endpoint=endpoint, model=model, tokenizer=tokenizer, workload=workload,
         batch_sizes=parse_int_list(batch_sizes, "--batch-sizes"), concurrencies=parse_int_list(concurrency, "--concurrency"),
-        rates=parse_float_list(rates, "--rates"), num_prompts=num_prompts, isl=parse_int_list(isl, "--isl"),
+        rates=parse_float_list(rates, "--rates"), num_prompts=num_prompts, warmup_prompts=warmup_prompts, isl=parse_int_list(isl, "--isl"),
         osl=parse_int_list(osl, "--osl"), waves=waves, warmup_waves=warmup_waves, api=api, prompts=prompts, seed=seed,
         reset_prefix_cache=reset_prefix_cache, request_body=request_body, plan=plan, server=server, data_dir=data_dir,
     )

@@ -39,6 +39,7 @@ class BenchFlags:
     concurrencies: list[int] = field(default_factory=lambda: [1])
     rates: list[float] = field(default_factory=lambda: [1.0])
     num_prompts: int = 32
+    warmup_prompts: int = 0  # concurrency workload: requests through the same loop first, not measured
     isl: list[int] = field(default_factory=lambda: [32])
     osl: list[int] = field(default_factory=lambda: [64])
     waves: int = 3
@@ -75,7 +76,7 @@ def _plan_from_flags(flags: BenchFlags, model: str) -> tuple[Plan, str]:
                     "warmup_waves": flags.warmup_waves, **common}
     elif flags.workload == "concurrency":
         workload = {"kind": "concurrency", "name": "closed", "concurrencies": flags.concurrencies,
-                    "num_prompts": flags.num_prompts, **common}
+                    "num_prompts": flags.num_prompts, "warmup_prompts": flags.warmup_prompts, **common}
     elif flags.workload == "rate":
         workload = {"kind": "rate", "name": "poisson", "rates": flags.rates, "num_prompts": flags.num_prompts,
                     "seed": flags.seed, **common}
