@@ -543,11 +543,23 @@ def summarize_bench(run_dir: RunDir, plan: Plan) -> BenchSummary:
                 else:
                     entry.launch = launch
                     launch_entries.append(entry)
+    _invalid_if_a_launch_is(entries, launch_entries)
     aa = _aa_margins(plan, points, units_of)
     margins = {(a.baseline, a.metric): a.margin for a in aa}
     return BenchSummary(points=entries, comparisons=_comparisons(plan, points, units_of, margins),
                         launch_points=launch_entries, launch_shares=_launch_shares(plan, points, units_of), aa=aa,
                         rate_searches=_rate_searches(run_dir, plan))
+
+
+def _invalid_if_a_launch_is(pooled: list[PointSummary], launches: list[PointSummary]) -> None:
+    """A point's values pool every launch, so a launch flagged invalid flags the pooled point too,
+    its reasons prefixed with the launch: an invalid number is never part of a result."""
+    for entry in pooled:
+        reasons = [f"launch {other.launch}: {reason}" for other in launches
+                   if (other.server, other.point_id) == (entry.server, entry.point_id) for reason in other.invalid_reasons]
+        if reasons:
+            entry.valid = False
+            entry.invalid_reasons = [*entry.invalid_reasons, *reasons]
 
 
 # --- one side's value with its CI (reproduction) ----------------------------------------------

@@ -104,21 +104,33 @@ class TraceTurn:
     index: int  # line index in the trace
     session: int  # line index of the session's first request
     turn: int  # 0 = the session's first request
-    reusable_blocks: int  # leading hash ids already sent by an earlier request (what an ideal cache holds)
+    # Leading hash ids an ideal cache could hold when this request arrives: those of any earlier
+    # request, or of one arriving at the same instant (a server serves simultaneous arrivals in either
+    # order, so either may find the other's blocks).
+    reusable_blocks: int
+
+
+def _shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    return next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 def link_sessions(rows: Sequence[MooncakeRequest], min_shared: int = MIN_SHARED_BLOCKS) -> list[TraceTurn]:
     """Parent = the latest earlier request sharing the longest hash prefix (>= ``min_shared`` blocks)."""
     last_with_prefix: dict[tuple[int, ...], int] = {}
+    at: dict[int, list[int]] = {}  # timestamp -> lines arriving then
+    for i, row in enumerate(rows):
+        at.setdefault(row.timestamp, []).append(i)
     out: list[TraceTurn] = []
     for i, row in enumerate(rows):
         ids = tuple(row.hash_ids)
         shared = next((k for k in range(len(ids), 0, -1) if ids[:k] in last_with_prefix), 0)
         parent = last_with_prefix[ids[:shared]] if shared >= min_shared else None
+        together = max((_shared_prefix(ids, rows[j].hash_ids) for j in at[row.timestamp] if j != i), default=0)
+        reusable = max(shared, together)
         if parent is None:
-            out.append(TraceTurn(i, i, 0, shared))
+            out.append(TraceTurn(i, i, 0, reusable))
         else:
-            out.append(TraceTurn(i, out[parent].session, out[parent].turn + 1, shared))
+            out.append(TraceTurn(i, out[parent].session, out[parent].turn + 1, reusable))
         for k in range(1, len(ids) + 1):
             last_with_prefix[ids[:k]] = i
     return out

@@ -67,6 +67,14 @@ def _summary_eval_verdict_fields(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("summary", 2)
+def _summary_launch_validity(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 2 -> 3: a point pooled over launches is invalid when any launch is; a schema-2 point's
+    ``valid`` judged its first launch only, which is what it still says (verify compares such
+    summaries as of version 2: ``byog.schemas.summary.CHANGED_IN``)."""
+    return data
+
+
 @register_migration("bench_point", 2)
 def _bench_point_power(data: dict[str, Any]) -> dict[str, Any]:
     """bench_point 2 -> 3: adds the optional ``power`` samples, ``measured_counter_deltas`` and the

@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 2
+SUMMARY_SCHEMA_VERSION = 3
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -35,6 +35,8 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
         (("evals", "verdicts", "*"), frozenset({"discordant", "planned_false_fail", "screening", "degenerate", "degenerate_why"})),
         (("bench", "points", "*", "metrics"), _POINT_METRICS_V2),
     ],
+    # 3: a point pooled over launches is invalid when any of its launches is (bench_summary).
+    3: [(("bench", "points", "*"), frozenset({"valid", "invalid_reasons"}))],
 }
 
 

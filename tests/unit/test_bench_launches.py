@@ -7,6 +7,7 @@ from pathlib import Path
 
 from byog.analysis.summary import derive_summary
 from byog.report.markdown import render_report
+from byog.schemas.bench import read_request_rows, write_request_rows
 from byog.schemas.summary import Summary
 from tests.support.synthetic import SyntheticSpec, make_run_dir
 
@@ -49,6 +50,22 @@ def test_three_launches_pool_and_split_the_variance(tmp_path: Path) -> None:
     assert again == summary.to_json() and Summary.model_validate(again) == summary
     report = render_report(run_dir, summary)
     assert "## Launches" in report and "Between-launch share" in report and "A/A margin" in report
+
+
+def test_a_launch_flagged_invalid_flags_the_pooled_point(tmp_path: Path) -> None:
+    """The pooled value includes every launch, so an invalid launch must not read as a valid result."""
+    run_dir = make_run_dir(tmp_path / "run", SyntheticSpec(launches=3, launch_sd=0.05))
+    point_id = "decode-b4-isl32-osl64"
+    rows_path = run_dir.for_launch(3).bench_rows("candidate", point_id)
+    rows = read_request_rows(rows_path)
+    rows[-1].error = "connection reset"
+    write_request_rows(rows_path, rows)
+    bench = derive_summary(run_dir).bench
+    (pooled,) = [p for p in bench.points if (p.server, p.point_id) == ("candidate", point_id)]
+    (third,) = [p for p in bench.launch_points if (p.server, p.point_id, p.launch) == ("candidate", point_id, 3)]
+    assert not third.valid and not pooled.valid
+    assert pooled.invalid_reasons == [f"launch 3: {reason}" for reason in third.invalid_reasons]
+    assert all(p.valid for p in bench.points if (p.server, p.point_id) != ("candidate", point_id))
 
 
 def test_aa_pair_launches_the_baseline_twice_and_labels_each_point(tmp_path: Path) -> None:

@@ -45,16 +45,16 @@ def test_the_plan_schema_is_the_plan_model_not_a_copy() -> None:
 
 
 def test_migration_hook_upgrades_and_refuses_the_future(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert migrate("summary", {"schema_version": 2, "x": 1}) == {"schema_version": 2, "x": 1}
-    assert migrate("summary", {"schema_version": 1, "x": 1}) == {"schema_version": 2, "x": 1}  # 1 -> 2 adds only defaults
+    assert migrate("summary", {"schema_version": 3, "x": 1}) == {"schema_version": 3, "x": 1}
+    assert migrate("summary", {"schema_version": 1, "x": 1}) == {"schema_version": 3, "x": 1}  # 1 -> 2 -> 3 add only defaults
     with pytest.raises(UsageError, match="newer than this byog"):
-        migrate("summary", {"schema_version": 3})
+        migrate("summary", {"schema_version": 4})
     with pytest.raises(UsageError, match="positive integer"):
         migrate("summary", {"schema_version": "1"})
-    # A v3 summary would add one step; simulate it.
+    # A v4 summary would add one step; simulate it.
     from byog.schemas import registry
 
     entry = registry._REGISTRY["summary"]
-    monkeypatch.setitem(registry._REGISTRY, "summary", type(entry)(entry.name, entry.model, 3, entry.files, entry.kind))
-    monkeypatch.setitem(MIGRATIONS, ("summary", 2), lambda doc: {"schema_version": doc["schema_version"], "renamed": doc["old"]})
-    assert migrate("summary", {"schema_version": 2, "old": 5}) == {"schema_version": 3, "renamed": 5}
+    monkeypatch.setitem(registry._REGISTRY, "summary", type(entry)(entry.name, entry.model, 4, entry.files, entry.kind))
+    monkeypatch.setitem(MIGRATIONS, ("summary", 3), lambda doc: {"schema_version": doc["schema_version"], "renamed": doc["old"]})
+    assert migrate("summary", {"schema_version": 3, "old": 5}) == {"schema_version": 4, "renamed": 5}
