@@ -74,18 +74,21 @@ def default_allowed_signers() -> Path:
     return config_dir() / "allowed_signers"
 
 
+def _signing_setting(name: str) -> tuple[str, Path]:
+    """``name`` under [signing] in byog's config file ('' when the file or the setting is absent), and the file."""
+    config_file = config_dir() / "config"
+    if not config_file.is_file():
+        return "", config_file
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(config_file, encoding="utf-8")
+    except configparser.Error as err:
+        raise UsageError(f"{config_file} is not a valid INI file: {err}") from None
+    return parser.get("signing", name, fallback="").strip(), config_file
+
+
 def _configured_backend() -> str:
-    value = os.environ.get(BACKEND_ENV, "").strip()
-    if not value:
-        config_file = config_dir() / "config"
-        if config_file.is_file():
-            parser = configparser.ConfigParser()
-            try:
-                parser.read(config_file, encoding="utf-8")
-            except configparser.Error as err:
-                raise UsageError(f"{config_file} is not a valid INI file: {err}") from None
-            value = parser.get("signing", "backend", fallback="").strip()
-    value = value or "auto"
+    value = os.environ.get(BACKEND_ENV, "").strip() or _signing_setting("backend")[0] or "auto"
     if value not in BACKENDS:
         raise UsageError(f"{BACKEND_ENV} (or backend in [signing]) must be one of {', '.join(BACKENDS)}, not '{value}'")
     return value
@@ -188,15 +191,9 @@ def configured_key() -> SigningKey | None:
     """The signing key the user configured (see the module doc for the order), or None."""
     if value := os.environ.get(KEY_ENV, "").strip():
         return SigningKey(Path(value).expanduser(), f"${KEY_ENV}")
-    config_file = config_dir() / "config"
-    if config_file.is_file():
-        parser = configparser.ConfigParser()
-        try:
-            parser.read(config_file, encoding="utf-8")
-        except configparser.Error as err:
-            raise UsageError(f"{config_file} is not a valid INI file: {err}") from None
-        if value := parser.get("signing", "key", fallback="").strip():
-            return SigningKey(Path(value).expanduser(), str(config_file))
+    value, config_file = _signing_setting("key")
+    if value:
+        return SigningKey(Path(value).expanduser(), str(config_file))
     return _git_signing_key()
 
 
