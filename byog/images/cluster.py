@@ -287,7 +287,7 @@ class ClusterServer:
                 return True
             if self._watcher is None:  # starting (start() reports a death itself) or stopped
                 return False
-            dead = self._first_dead() if self.running else None
+            dead = self._first_dead()  # None when nothing runs
             if dead is None:
                 return False
             tail = tail_file(dead.log, TAIL_LINES)
