@@ -17,6 +17,13 @@ Experiments (hypotheses of issue 19):
   no-chunk-usage    byog's body without continuous_usage_stats (is per-chunk usage the cost?)
   vllm-prompts      byog sends the prompts of vLLM's random dataset (same seed): prompt content
   byog-prompts      vLLM's client replays byog's prompts (decoded to text): prompt content, reversed
+  matched         each tool's defaults, the final table's cell (use with --alternate and --warmup-prompts)
+
+Options for the matched table: ``--alternate`` runs odd repeats in the reverse order (byog, vLLM,
+vLLM, byog: a drift or a first-run effect falls on both tools alike); ``--warmup-prompts N`` first
+sends N prompts through byog's loop at the largest C (logged as experiment ``warmup``, not compared);
+``--vllm-in-process`` runs vLLM's client in this process (its import costs ~20 s per run as a
+subprocess, which would double the device time of a table; the arguments are the same).
 Raw results: OUT/runs.jsonl (one line per run), OUT/rows/*.parquet (byog's rows),
 OUT/vllm/*.json (vLLM's detailed results). `benchmarks/fidelity_table.py OUT` re-prints them.
 """
@@ -31,10 +38,13 @@ from typing import Any, Callable
 
 import httpx
 
-from byog.bench.crosscheck import run_byog, run_vllm_bench_serve
+from byog.analysis import counters
+from byog.bench.crosscheck import (metrics_text, run_byog, run_vllm_bench_serve, vllm_bench_serve_args,
+                                   vllm_bench_serve_summary)
 from byog.bench.prompts import Prompt, ServerTokenizer, build_prompts
 
-EXPERIMENTS = ("defaults", "vllm-body", "byog-body", "no-min-tokens", "no-chunk-usage", "vllm-prompts", "byog-prompts")
+HYPOTHESES = ("defaults", "vllm-body", "byog-body", "no-min-tokens", "no-chunk-usage", "vllm-prompts", "byog-prompts")
+EXPERIMENTS = (*HYPOTHESES, "matched")
 VLLM_DEFAULT_BODY: dict[str, Any] = {}  # --extra-body left out: vLLM's own body
 
 
@@ -65,8 +75,29 @@ def byog_prompts_as_text(base_url: str, model: str, isl: int, count: int, seed: 
     return path
 
 
+def vllm_bench_serve_in_process(base_url: str, model: str, tokenizer: str, *, result_path: Path,
+                                **settings: Any) -> dict[str, Any]:
+    """``run_vllm_bench_serve`` without the subprocess: vLLM's bench imported once, same arguments."""
+    import tempfile
+
+    from vllm.benchmarks.serve import add_cli_args, main as bench_main
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    with tempfile.TemporaryDirectory() as out:
+        parser = FlexibleArgumentParser()
+        add_cli_args(parser)
+        args = parser.parse_args(vllm_bench_serve_args(base_url, model, tokenizer, result_dir=out, **settings))
+        before = metrics_text(base_url)
+        bench_main(args)
+        after = metrics_text(base_url)
+        result = json.loads((Path(out) / "r.json").read_text())
+    result_path.parent.mkdir(parents=True, exist_ok=True)
+    result_path.write_text(json.dumps(result))
+    return {**vllm_bench_serve_summary(result, counters.counter_deltas(before, after)), "in_process": True}
+
+
 def plan_runs(name: str, args: argparse.Namespace, c: int, rep: int, out: Path) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
-    n = args.prompts_per_c * c
+    n = min(args.prompts_per_c * c, args.max_prompts) if args.max_prompts else args.prompts_per_c * c
     kw = dict(isl=args.isl, osl=args.osl, concurrency=c, num_prompts=n, seed=rep)
     tag = f"{name}-isl{args.isl}-c{c}-r{rep}"
     url, model, tok = args.base_url, args.model, args.tokenizer
@@ -75,8 +106,12 @@ def plan_runs(name: str, args: argparse.Namespace, c: int, rep: int, out: Path) 
         return lambda: run_byog(url, model, tok, rows_path=out / "rows" / f"{tag}-byog.parquet", **kw, **extra)
 
     def vllm(**extra: Any) -> Callable[[], dict[str, Any]]:
-        return lambda: run_vllm_bench_serve(url, model, tok, result_path=out / "vllm" / f"{tag}-vllm.json", **kw, **extra)
+        runner = vllm_bench_serve_in_process if args.vllm_in_process else run_vllm_bench_serve
+        return lambda: runner(url, model, tok, result_path=out / "vllm" / f"{tag}-vllm.json", **kw, **extra)
 
+    if name == "matched":
+        pair = [("byog", byog()), ("vllm", vllm(extra_body=VLLM_DEFAULT_BODY))]
+        return pair[::-1] if args.alternate and rep % 2 else pair
     if name == "defaults":
         return [("byog", byog()), ("vllm", vllm(extra_body=VLLM_DEFAULT_BODY))]
     if name == "vllm-body":
@@ -108,30 +143,43 @@ def main() -> None:
     cli.add_argument("--osl", type=int, default=256)
     cli.add_argument("--concurrency", default="8", help="one or more, e.g. 1,8,32,64")
     cli.add_argument("--prompts-per-c", type=int, default=4)
-    cli.add_argument("--experiments", default="all", help=f"comma-separated of {', '.join(EXPERIMENTS)}, or all")
+    cli.add_argument("--max-prompts", type=int, default=0, help="cap on prompts per run (0: none)")
+    cli.add_argument("--experiments", default="all", help=f"comma-separated of {', '.join(EXPERIMENTS)}, or all (the hypotheses)")
     cli.add_argument("--repeats", type=int, default=1)
+    cli.add_argument("--alternate", action="store_true", help="odd repeats run the pair in reverse order")
+    cli.add_argument("--warmup-prompts", type=int, default=0, help="byog prompts at the largest C first, not compared")
+    cli.add_argument("--vllm-in-process", action="store_true", help="vLLM's client imported once, in this process")
     args = cli.parse_args()
-    names = EXPERIMENTS if args.experiments == "all" else tuple(args.experiments.split(","))
+    names = HYPOTHESES if args.experiments == "all" else tuple(args.experiments.split(","))
     args.out.mkdir(parents=True, exist_ok=True)
     log = (args.out / "runs.jsonl").open("a")
-    for c in [int(x) for x in args.concurrency.split(",")]:
-        for rep in range(args.repeats):
-            for name in names:
-                for tool, run in plan_runs(name, args, c, rep, args.out):
-                    started = time.time()
-                    try:
-                        result = run()
-                    except Exception as err:  # one failed run must not lose the others
-                        result = {"error": f"{type(err).__name__}: {err}"[:2000]}
-                    line = {**result, "experiment": name, "tool": tool, "isl": args.isl, "osl": args.osl, "concurrency": c,
-                            "repeat": rep, "wall_s": round(time.time() - started, 2)}
-                    log.write(json.dumps(line) + "\n")
-                    log.flush()
-                    tpot = result.get("median_tpot_s")
-                    server = result.get("server_mean_tpot_s")
-                    print(f"{name:15s} {tool:5s} ISL {args.isl} C {c} rep {rep}: TPOT "
-                          f"{tpot * 1e3 if tpot else float('nan'):.3f} ms, server TPOT "
-                          f"{server * 1e3 if server else float('nan'):.3f} ms {result.get('error', '')}", flush=True)
+    levels = [int(x) for x in args.concurrency.split(",")]
+    Cell = tuple[str, int, int, Callable[[], list[tuple[str, Callable[[], dict[str, Any]]]]]]
+    cells: list[Cell] = []
+    if args.warmup_prompts:
+        top = max(levels)
+        warmup = lambda: run_byog(args.base_url, args.model, args.tokenizer, isl=args.isl, osl=args.osl,  # noqa: E731
+                                  concurrency=top, num_prompts=args.warmup_prompts, seed=99,
+                                  rows_path=args.out / "rows" / f"warmup-isl{args.isl}-c{top}-r0-byog.parquet")
+        cells.append(("warmup", top, 0, lambda: [("byog", warmup)]))
+    cells += [(name, c, rep, lambda name=name, c=c, rep=rep: plan_runs(name, args, c, rep, args.out))
+              for c in levels for rep in range(args.repeats) for name in names]
+    for name, c, rep, planned in cells:
+        for tool, run in planned():
+            started = time.time()
+            try:
+                result = run()
+            except Exception as err:  # one failed run must not lose the others
+                result = {"error": f"{type(err).__name__}: {err}"[:2000]}
+            line = {**result, "experiment": name, "tool": tool, "isl": args.isl, "osl": args.osl, "concurrency": c,
+                    "repeat": rep, "wall_s": round(time.time() - started, 2)}
+            log.write(json.dumps(line) + "\n")
+            log.flush()
+            tpot = result.get("median_tpot_s")
+            server = result.get("server_mean_tpot_s")
+            print(f"{name:15s} {tool:5s} ISL {args.isl} C {c} rep {rep}: TPOT "
+                  f"{tpot * 1e3 if tpot else float('nan'):.3f} ms, server TPOT "
+                  f"{server * 1e3 if server else float('nan'):.3f} ms {result.get('error', '')}", flush=True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@
 byog's medians are recomputed from its raw request rows with byog's own formulas; vLLM's from
 its detailed result (per-request TTFT and inter-chunk gaps: TPOT_r = sum(itl_r) / (n_out_r - 1),
 as `vllm bench serve` defines it). The server's view (mean TPOT as the engine timed it) comes
-from the run's /metrics deltas recorded in runs.jsonl.
+from the run's /metrics deltas recorded in runs.jsonl. With several repeats (the matched table:
+byog, vLLM, vLLM, byog) each tool's TPOT is the median of its runs' medians, and "by repeat" gives
+byog / vLLM for each repeat; "cache hits" is the prefix-cache hit share of the prompt tokens the
+server looked up during the cell (it must be 0 for a fair comparison: hits shorten prefills).
 
     python benchmarks/fidelity_table.py benchmarks/results/h200-fidelity
 """
@@ -51,8 +54,9 @@ def main(folder: Path) -> None:
     groups: dict[tuple[str, int, int], dict[str, list[dict[str, Any]]]] = {}
     for run in runs:
         groups.setdefault((run["experiment"], run["isl"], run["concurrency"]), {}).setdefault(run["tool"], []).append(run)
-    print("| experiment | ISL | C | byog TPOT ms | vLLM TPOT ms | ratio | server TPOT ms (byog run / vLLM run) | server ratio |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| experiment | ISL | C | byog TPOT ms | vLLM TPOT ms | ratio | by repeat | server TPOT ms (byog run / vLLM run) "
+          "| server ratio | cache hits |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
     for (name, isl, c), tools in groups.items():
         def med(tool: str, value: Any) -> float | None:
             values = [v for v in (value(r) for r in tools.get(tool, [])) if v is not None]
@@ -63,7 +67,22 @@ def main(folder: Path) -> None:
         ratio = f"{b / v:.4f}" if b and v else "-"
         sratio = f"{sb / sv:.4f}" if sb and sv else "-"
         fmt = lambda x: f"{x * 1e3:.3f}" if x else "-"  # noqa: E731
-        print(f"| {name} | {isl} | {c} | {fmt(b)} | {fmt(v)} | {ratio} | {fmt(sb)} / {fmt(sv)} | {sratio} |")
+        print(f"| {name} | {isl} | {c} | {fmt(b)} | {fmt(v)} | {ratio} | {_by_repeat(folder, tools)} "
+              f"| {fmt(sb)} / {fmt(sv)} | {sratio} | {_cache_hits(tools)} |")
+
+
+def _by_repeat(folder: Path, tools: dict[str, list[dict[str, Any]]]) -> str:
+    byog = {r["repeat"]: rederive(folder, r) for r in tools.get("byog", [])}
+    vllm = {r["repeat"]: rederive(folder, r) for r in tools.get("vllm", [])}
+    ratios = [f"{byog[k] / vllm[k]:.4f}" for k in sorted(byog) if byog[k] and vllm.get(k)]
+    return ", ".join(ratios) if ratios else "-"
+
+
+def _cache_hits(tools: dict[str, list[dict[str, Any]]]) -> str:
+    runs = [r for group in tools.values() for r in group]
+    hits = sum(r.get("server_prefix_cache_hits") or 0 for r in runs)
+    queries = sum(r.get("server_prefix_cache_queries") or 0 for r in runs)
+    return f"{hits / queries:.1%}" if queries else "-"
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export VLLM_USE_FLASHINFER_SAMPLER=0 TVM_FFI_DISABLE_TORCH_C_DLPACK=1 PYTHONUNBUFFERED=1
 export VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RAY_USAGE_STATS_ENABLED=0
-export PYTHONPATH=/tmp/site:/tmp/site2:/tmp/site-ray:$PWD
+export PYTHONPATH=/tmp/site:/tmp/site2:/tmp/site-ray:/tmp/repo-mn  # a copy: the carried tree changes between calls
 results=/tmp/mn-results; log=/tmp/mn-bench.log
 case "${1:-}" in
   setup)
@@ -34,12 +34,12 @@ case "${1:-}" in
     fi
     m=${MODEL:-/tmp/models/llama3-8b-shape}
     mkdir -p "$m" && cp .stage/gpu/models/"$(basename "$m")"/* .stage/gpu/models/tokenizer/* "$m"/
-    python3 -c "import ray, vllm, byog.images.cluster, byog.bench.sweep; print('ray', ray.__version__, 'vllm', vllm.__version__)" || exit 1
+    PYTHONPATH=$PYTHONPATH:$PWD python3 -c "import ray, vllm, byog.images.cluster, byog.bench.sweep; print('ray', ray.__version__, 'vllm', vllm.__version__)" || exit 1
     nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
     echo "setup done in $(( $(date +%s) - t0 )) s" ;;
   start)
-    rm -rf "$results"; mkdir -p "$results"
-    setsid nohup python3 benchmarks/multinode_bench.py --model "${MODEL:-/tmp/models/llama3-8b-shape}" --out "$results" \
+    rm -rf "$results" /tmp/repo-mn; mkdir -p "$results" /tmp/repo-mn && cp -r byog benchmarks pyproject.toml /tmp/repo-mn/
+    setsid nohup python3 /tmp/repo-mn/benchmarks/multinode_bench.py --model "${MODEL:-/tmp/models/llama3-8b-shape}" --out "$results" \
       --configs "${CONFIGS:-single,native,ray}" --batch "${BATCH:-1,2,4,8,16,32,64}" --isl "${ISL:-512}" --osl "${OSL:-256}" \
       --args "${ARGS:---load-format dummy --gpu-memory-utilization 0.85}" --ray-args "${RAY_ARGS:---object-store-memory 4000000000}" \
       > "$log" 2>&1 < /dev/null &
@@ -50,7 +50,7 @@ case "${1:-}" in
     if [ -f "$results/multinode.json" ]; then
       mkdir -p "${OUT:-/tmp/out}/multinode" && cp -r "$results"/multinode.json "$results"/runs "${OUT:-/tmp/out}/multinode/"
       find "${OUT:-/tmp/out}/multinode/runs" -name '*.log' -size +2M -exec truncate -s 2M {} +
-      python3 benchmarks/multinode_table.py "$results/multinode.json"
+      python3 /tmp/repo-mn/benchmarks/multinode_table.py "$results/multinode.json"
     fi
     nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader ;;
   *) echo "usage: $0 setup|start|status"; exit 2 ;;

@@ -25,7 +25,7 @@ from byog.schemas.bench import BenchPoint, write_request_rows
 from byog.schemas.plan import RandomPrompts, RequestBodyStyle
 
 
-def _metrics_text(base_url: str) -> str:
+def metrics_text(base_url: str) -> str:
     return httpx.get(f"{base_url}/metrics", timeout=30.0).text
 
 
@@ -37,6 +37,9 @@ def _server_side(deltas: dict[str, Any]) -> dict[str, Any]:
         "server_mean_tpot_s": sm.histogram_mean(deltas, sm.SERVER_TPOT_SUM, sm.SERVER_TPOT_COUNT),
         "server_mean_itl_s": sm.histogram_mean(deltas, sm.SERVER_ITL_SUM, sm.SERVER_ITL_COUNT),
         "server_steps": deltas.get(sm.ITERATIONS),
+        # prefix-cache hits shorten prefills and so change every decode step they share
+        "server_prefix_cache_hits": deltas.get(sm.PREFIX_CACHE_HITS),
+        "server_prefix_cache_queries": deltas.get(sm.PREFIX_CACHE_QUERIES),
     }
 
 
@@ -60,9 +63,9 @@ def run_byog(base_url: str, model: str, tokenizer: str | None, *, isl: int, osl:
                                     seed=seed, point_id=point.point_id, server=tok, tokenizer_path=tokenizer)
         finally:
             tok.close()
-    before = _metrics_text(base_url)
+    before = metrics_text(base_url)
     run = run_point(base_url, model, point, prompts, extra_body=extra_body)
-    deltas = sm.counter_deltas(before, _metrics_text(base_url))
+    deltas = sm.counter_deltas(before, metrics_text(base_url))
     if rows_path is not None:
         write_request_rows(rows_path, run.records)
     traces = run.records
@@ -83,6 +86,43 @@ def run_byog(base_url: str, model: str, tokenizer: str | None, *, isl: int, osl:
     }
 
 
+def vllm_bench_serve_args(base_url: str, model: str, tokenizer: str, *, isl: int, osl: int, concurrency: int,
+                          num_prompts: int, seed: int = 0, same_body: bool = True,
+                          extra_body: dict[str, Any] | None = None, prompts_file: Path | None = None,
+                          result_dir: str) -> list[str]:
+    """The arguments after ``vllm bench serve`` for byog's settings (see ``run_vllm_bench_serve``)."""
+    args = ["--backend", "openai", "--base-url", base_url, "--model", model, "--tokenizer", tokenizer,
+            "--num-prompts", str(num_prompts), "--max-concurrency", str(concurrency), "--ignore-eos",
+            "--temperature", "0", "--seed", str(seed), "--disable-tqdm", "--save-result", "--save-detailed",
+            "--result-dir", result_dir, "--result-filename", "r.json"]
+    if prompts_file is None:
+        args += ["--dataset-name", "random", "--random-input-len", str(isl), "--random-output-len", str(osl)]
+    else:
+        args += ["--dataset-name", "custom", "--dataset-path", str(prompts_file), "--custom-output-len", str(osl),
+                 "--skip-chat-template"]
+    if extra_body is not None:
+        args += ["--extra-body", json.dumps(extra_body)] if extra_body else []
+    elif same_body:
+        args += ["--extra-body", json.dumps({"min_tokens": osl, "stream_options": {"include_usage": True, "continuous_usage_stats": True}})]
+    return args
+
+
+def vllm_bench_serve_summary(result: dict[str, Any], deltas: dict[str, Any]) -> dict[str, Any]:
+    """vLLM's own result JSON in the shape of ``run_byog``'s summary."""
+    return {
+        "tool": "vllm bench serve",
+        "median_tpot_s": result["median_tpot_ms"] / 1e3,
+        "median_ttft_s": result["median_ttft_ms"] / 1e3,
+        "median_itl_s": result["median_itl_ms"] / 1e3,
+        "output_tok_s": result["output_throughput"],
+        "completed": result["completed"],
+        "errors": [e for e in result.get("errors", []) if e][:3],
+        "total_output_tokens": result["total_output_tokens"],
+        "total_input_tokens": result["total_input_tokens"],
+        **_server_side(deltas),
+    }
+
+
 def run_vllm_bench_serve(base_url: str, model: str, tokenizer: str, *, isl: int, osl: int, concurrency: int,
                          num_prompts: int, seed: int = 0, same_body: bool = True,
                          extra_body: dict[str, Any] | None = None, prompts_file: Path | None = None,
@@ -97,39 +137,18 @@ def run_vllm_bench_serve(base_url: str, model: str, tokenizer: str, *, isl: int,
     ``result_path``: keep vLLM's own detailed result JSON there (per-request TTFT and ITL lists).
     """
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "byog.images.vllm_entry", "bench", "serve", "--backend", "openai",
-               "--base-url", base_url, "--model", model, "--tokenizer", tokenizer, "--num-prompts", str(num_prompts),
-               "--max-concurrency", str(concurrency), "--ignore-eos", "--temperature", "0", "--seed", str(seed),
-               "--disable-tqdm", "--save-result", "--save-detailed", "--result-dir", out, "--result-filename", "r.json"]
-        if prompts_file is None:
-            cmd += ["--dataset-name", "random", "--random-input-len", str(isl), "--random-output-len", str(osl)]
-        else:
-            cmd += ["--dataset-name", "custom", "--dataset-path", str(prompts_file), "--custom-output-len", str(osl),
-                    "--skip-chat-template"]
-        if extra_body is not None:
-            cmd += ["--extra-body", json.dumps(extra_body)] if extra_body else []
-        elif same_body:
-            cmd += ["--extra-body", json.dumps({"min_tokens": osl, "stream_options": {"include_usage": True, "continuous_usage_stats": True}})]
-        before = _metrics_text(base_url)
+        cmd = [sys.executable, "-m", "byog.images.vllm_entry", "bench", "serve",
+               *vllm_bench_serve_args(base_url, model, tokenizer, isl=isl, osl=osl, concurrency=concurrency,
+                                      num_prompts=num_prompts, seed=seed, same_body=same_body,
+                                      extra_body=extra_body, prompts_file=prompts_file, result_dir=out)]
+        before = metrics_text(base_url)
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-        after = _metrics_text(base_url)
+        after = metrics_text(base_url)
         if proc.returncode != 0:
             raise RuntimeError(f"vllm bench serve failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
         result = json.loads((Path(out) / "r.json").read_text())
         if result_path is not None:
             result_path.parent.mkdir(parents=True, exist_ok=True)
             result_path.write_text(json.dumps(result))
-    deltas = sm.counter_deltas(before, after)
-    return {
-        "tool": "vllm bench serve",
-        "median_tpot_s": result["median_tpot_ms"] / 1e3,
-        "median_ttft_s": result["median_ttft_ms"] / 1e3,
-        "median_itl_s": result["median_itl_ms"] / 1e3,
-        "output_tok_s": result["output_throughput"],
-        "completed": result["completed"],
-        "errors": [e for e in result.get("errors", []) if e][:3],
-        "total_output_tokens": result["total_output_tokens"],
-        "total_input_tokens": result["total_input_tokens"],
-        **_server_side(deltas),
-        "command": " ".join(cmd[1:]).replace(out, "OUT"),
-    }
+    return {**vllm_bench_serve_summary(result, sm.counter_deltas(before, after)),
+            "command": " ".join(cmd[1:]).replace(out, "OUT")}
