@@ -34,12 +34,14 @@ simulation of the gate itself.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Sequence
 
 import numpy as np
 
+from byog.analysis import special
 from byog.analysis.stats import ALPHA, paired_comparison, t_quantile
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import eval_items
@@ -65,13 +67,19 @@ class ItemModel:
     source: str = "prior"  # "prior" (the task registry) or "run <path>" (fitted to an earlier run)
 
     def nodes(self) -> np.ndarray:
-        """GRID equal-weight nodes of Beta(mu k, (1 - mu) k): the midpoint quantiles."""
-        from scipy.special import betaincinv  # the Beta quantile (scipy.stats.beta.ppf), without scipy.stats' import
-
+        """GRID equal-weight nodes of Beta(mu k, (1 - mu) k): the midpoint quantiles (read-only)."""
         if self.accuracy <= 0.0 or self.accuracy >= 1.0:
             return np.full(GRID, float(self.accuracy))
-        a, b = self.accuracy * self.concentration, (1 - self.accuracy) * self.concentration
-        return np.asarray(betaincinv(a, b, (np.arange(GRID) + 0.5) / GRID), dtype=float)
+        return _beta_midpoints(self.accuracy * self.concentration, (1 - self.accuracy) * self.concentration)
+
+
+@functools.lru_cache(maxsize=256)
+def _beta_midpoints(a: float, b: float) -> np.ndarray:
+    """The Beta(a, b) quantiles of (i + 1/2) / GRID, once per (a, b): a prediction asks for them
+    three times, a search for the cheapest design dozens."""
+    nodes = special.betaincinv(a, b, (np.arange(GRID) + 0.5) / GRID)
+    nodes.flags.writeable = False
+    return nodes
 
 
 @dataclass(frozen=True)
@@ -111,10 +119,9 @@ def shifted(p: np.ndarray, shift: float) -> np.ndarray:
 
 def _binom_pmf(k: int, p: np.ndarray) -> np.ndarray:
     """Rows: nodes; columns: 0..k successes."""
-    from scipy.special import gammaln, xlog1py, xlogy
-
     x, q = np.arange(k + 1)[None, :], p[:, None]
-    return np.exp(gammaln(k + 1) - gammaln(x + 1) - gammaln(k - x + 1) + xlogy(x, q) + xlog1py(k - x, -q))
+    log_choose = special.log_factorial(k) - special.log_factorial(x) - special.log_factorial(k - x)
+    return np.exp(log_choose + special.xlogy(x, q) + special.xlog1py(k - x, -q))
 
 
 def difference_pmf(model: ItemModel, passes: int, sampled: bool, shift_points: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -156,8 +163,6 @@ def _count_range(n: int, p: float) -> np.ndarray:
 
 def prob_equivalent_exact(step: float, p_down: float, p_up: float, n: int, margin: float, resolution: float) -> float:
     """P(TOST equivalent) when d_i is -step, 0 or +step: the sum over the trinomial counts."""
-    from scipy.special import gammaln, xlogy
-
     if n < 2:
         return 0.0
     p_zero = max(0.0, 1.0 - p_down - p_up)
@@ -167,9 +172,9 @@ def prob_equivalent_exact(step: float, p_down: float, p_up: float, n: int, margi
     aa, bb = np.broadcast_arrays(a, b)
     aa, bb = aa[ok].astype(float), bb[ok].astype(float)
     zz = n - aa - bb
-    with np.errstate(divide="ignore"):  # xlogy(0, 0) = 0: a count of 0 at probability 0 is certain
-        logs = (gammaln(n + 1) - gammaln(aa + 1) - gammaln(bb + 1) - gammaln(zz + 1)
-                + xlogy(aa, p_up) + xlogy(bb, p_down) + xlogy(zz, p_zero))
+    # xlogy(0, 0) = 0: a count of 0 at probability 0 is certain
+    logs = (special.log_factorial(n) - special.log_factorial(aa) - special.log_factorial(bb) - special.log_factorial(zz)
+            + special.xlogy(aa, p_up) + special.xlogy(bb, p_down) + special.xlogy(zz, p_zero))
     prob = np.exp(logs)
     d = step * (aa - bb) / n
     var = np.clip((step * step * (aa + bb) - n * d * d) / (n - 1), 0, None)
@@ -183,8 +188,6 @@ def prob_equivalent_exact(step: float, p_down: float, p_up: float, n: int, margi
 
 def prob_equivalent_normal(values: np.ndarray, probs: np.ndarray, n: int, margin: float, resolution: float) -> float:
     """P(TOST equivalent) with d normal and s^2 a matched scaled chi-square (module docstring)."""
-    from scipy.special import gammaincinv, ndtr
-
     if n < 2:
         return 0.0
     mu = float(np.dot(values, probs))
@@ -198,10 +201,10 @@ def prob_equivalent_normal(values: np.ndarray, probs: np.ndarray, n: int, margin
     var_s2 = mu4 / n - var * var * (n - 3) / (n * (n - 1))
     nu = 2 * var * var / var_s2 if var_s2 > 0 else 1e6
     u = (np.arange(GRID) + 0.5) / GRID
-    se = np.sqrt(var * (2.0 * gammaincinv(nu / 2.0, u)) / nu / n)
+    se = np.sqrt(var * (2.0 * special.gammaincinv(nu / 2.0, u)) / nu / n)
     tau = math.sqrt(var / n)
     half = margin - t * se
-    inner = np.where(half > 0, ndtr((half - mu) / tau) - ndtr((-half - mu) / tau), 0.0)
+    inner = np.where(half > 0, special.ndtr((half - mu) / tau) - special.ndtr((-half - mu) / tau), 0.0)
     return const + (1 - p_const) * float(inner.mean())
 
 
