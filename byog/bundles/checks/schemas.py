@@ -8,6 +8,7 @@ values are read by the recompute checks, which fail on anything unreadable.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,12 @@ def _arrow_kind(arrow_type: Any) -> set[str]:
     return {"any"}
 
 
+@functools.cache
+def _json_properties(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON-schema properties, built once per model (a bundle has a parquet file per point)."""
+    return model.model_json_schema()["properties"]
+
+
 def _validate_parquet_columns(entry: SchemaEntry, name: str, path: Path) -> None:
     import pyarrow.parquet as pq
 
@@ -78,7 +85,7 @@ def _validate_parquet_columns(entry: SchemaEntry, name: str, path: Path) -> None
     except Exception as err:  # noqa: BLE001  (any pyarrow error means unreadable)
         raise CheckFailed(f"{name} is not a readable parquet file: {str(err).splitlines()[0]}") from None
     model: type[BaseModel] = entry.model
-    properties = model.model_json_schema()["properties"]
+    properties = _json_properties(model)
     columns = {field.name: field.type for field in schema}
     for field_name, info in model.model_fields.items():
         key = info.alias or field_name
