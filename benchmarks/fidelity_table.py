@@ -82,7 +82,9 @@ def _cache_hits(tools: dict[str, list[dict[str, Any]]]) -> str:
     runs = [r for group in tools.values() for r in group]
     hits = sum(r.get("server_prefix_cache_hits") or 0 for r in runs)
     queries = sum(r.get("server_prefix_cache_queries") or 0 for r in runs)
-    return f"{hits / queries:.1%}" if queries else "-"
+    if queries:
+        return f"{hits / queries:.1%}"
+    return "0 (no lookups)" if any("server_prefix_cache_queries" in r for r in runs) else "-"
 
 
 if __name__ == "__main__":

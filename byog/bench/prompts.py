@@ -97,8 +97,9 @@ class ServerTokenizer:
             return None
         return response.json()
 
-    def encode(self, text: str) -> list[int]:
-        found = self._post("/tokenize", {"prompt": text, "add_special_tokens": False})
+    def encode(self, text: str, *, special_tokens: bool = False) -> list[int]:
+        """``special_tokens``: as the server tokenizes a text prompt (a BOS where the model adds one)."""
+        found = self._post("/tokenize", {"prompt": text, "add_special_tokens": special_tokens})
         if found is None:
             raise EnvironmentProblem(f"{self.base_url}/tokenize refused a prompt; byog needs it to build prompts")
         return list(found["tokens"])
@@ -166,12 +167,20 @@ def build_prompts(
     tokenizer_path: str | None = None,
     data_dir: Path | None = None,
     repeat: bool = False,
+    as_text: bool = False,
 ) -> list[Prompt]:
-    """``count`` prompts for one point (warm-up requests first). Every prompt is ISL tokens of content."""
+    """``count`` prompts for one point (warm-up requests first). Every prompt is ISL tokens of content.
+
+    ``as_text`` (random prompts, completions API): each prompt goes as text that the server
+    tokenizes to exactly ISL tokens (``RandomPrompts.send``).
+    """
     seeds = prompt_seed(seed, point_id)
     if kind == "random":
         vocab_size, specials = vocabulary(tokenizer_path, server)
         id_lists = random_token_ids(count, isl, vocab_size, seeds, specials)
+        if as_text and api == "completions":
+            spares = random_token_ids(count, isl, vocab_size, [*seeds, 1], specials)
+            return [Prompt(text_of_exactly(ids, isl, server, spare), isl) for ids, spare in zip(id_lists, spares)]
     elif repeat:
         assert dataset is not None
         id_lists = _repeated_ids(dataset, isl, count, seeds, server, resolve_data_dir(data_dir))
@@ -185,6 +194,26 @@ def build_prompts(
         messages = [{"role": "user", "content": server.decode(ids)}]
         prompts.append(Prompt(messages, server.chat_prompt_tokens(messages)))
     return prompts
+
+
+TEXT_ROUNDS = 8  # decode/re-encode rounds before a text prompt of exactly ISL tokens is given up
+
+
+def text_of_exactly(ids: list[int], isl: int, server: ServerTokenizer, spare: list[int]) -> str:
+    """Text the server tokenizes to exactly ``isl`` tokens, made from ``ids``.
+
+    Random ids do not survive a decode and re-encode (neighbouring pieces merge or split), so
+    the re-encoded ids are cut to ISL, or topped up from ``spare`` (more random ids), and the
+    round repeats until the count holds; it settles in a round or two.
+    """
+    for _ in range(TEXT_ROUNDS):
+        text = server.decode(ids)
+        encoded = server.encode(text, special_tokens=True)
+        if len(encoded) == isl:
+            return text
+        ids = encoded[:isl] if len(encoded) > isl else encoded + spare[: isl - len(encoded)]
+    raise EnvironmentProblem(f"no text of exactly {isl} tokens after {TEXT_ROUNDS} rounds of decode and re-encode; "
+                             "send the random prompts as ids")
 
 
 def _dataset_ids(name: str, isl: int, count: int, seeds: list[int], server: ServerTokenizer, data_dir: Path) -> list[list[int]]:
@@ -227,8 +256,9 @@ def _repeated_ids(name: str, isl: int, count: int, seeds: list[int], server: Ser
     return out
 
 
-def prompts_label(kind: str, dataset: str | None, repeat: bool = False) -> str:
-    """How results say where their prompts came from: ``random-ids``, ``dataset:<name>`` or ``dataset:<name>:repeated``."""
+def prompts_label(kind: str, dataset: str | None, repeat: bool = False, as_text: bool = False) -> str:
+    """How results say where their prompts came from: ``random-ids``, ``random-text``, ``dataset:<name>``
+    or ``dataset:<name>:repeated``."""
     if kind == "random":
-        return "random-ids"
+        return "random-text" if as_text else "random-ids"
     return f"dataset:{dataset}:repeated" if repeat else f"dataset:{dataset}"

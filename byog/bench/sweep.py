@@ -166,7 +166,8 @@ def _prepare(point: BenchPoint, endpoint: Endpoint, tokenizer: str | None, data_
         prompts = build_prompts(kind=point.prompts.kind, dataset=getattr(point.prompts, "dataset", None),
                                 api=point.api, isl=point.isl, count=point.total_requests, seed=point.prompt_seed,
                                 point_id=point.point_id, server=tok, tokenizer_path=tokenizer or endpoint.tokenizer,
-                                data_dir=data_dir, repeat=bool(getattr(point.prompts, "repeat", False)))
+                                data_dir=data_dir, repeat=bool(getattr(point.prompts, "repeat", False)),
+                                as_text=getattr(point.prompts, "send", "ids") == "text")
         return _Measure(point, lambda progress, on_start: run_point(endpoint.base_url, endpoint.model, point, prompts, progress,
                                                                     on_measure_start=on_start))
     finally:
@@ -187,7 +188,8 @@ def run_one_point(point: BenchPoint, server_name: str, server: RunningServer, ru
     endpoint = server.endpoint
     started_at, wall0 = _utc_now(), time.perf_counter()
     repeat = bool(getattr(point.prompts, "repeat", False))
-    label = prompts_label(point.prompts.kind, getattr(point.prompts, "dataset", None), repeat)
+    label = prompts_label(point.prompts.kind, getattr(point.prompts, "dataset", None), repeat,
+                          getattr(point.prompts, "send", "ids") == "text")
     base: dict[str, Any] = dict(server=server_name, point=point, prompts_label=label, started_at=started_at,
                                 byog_version=__version__)
 

@@ -66,7 +66,7 @@ def bench_cmd(
     waves: int = typer.Option(3, "--waves", min=1, help="Batch workload: measured waves."),
     warmup_waves: int = typer.Option(1, "--warmup-waves", min=0, help="Batch workload: warm-up waves (not measured)."),
     api: str = typer.Option("completions", "--api", help="completions or chat."),
-    prompts: str = typer.Option("random", "--prompts", help="random (token ids), mt_bench or gsm8k."),
+    prompts: str = typer.Option("random", "--prompts", help="random (token ids), random-text (the same as text the server tokenizes, as `vllm bench serve` sends), mt_bench or gsm8k."),
     seed: int = typer.Option(1234, "--seed", help="Prompt (and Poisson arrival) seed."),
     reset_prefix_cache: bool = typer.Option(False, "--reset-prefix-cache", help="POST /reset_prefix_cache before each point (vLLM dev mode)."),
     request_body: str = typer.Option("byog", "--request-body", help="byog (exact per-chunk token counts) or vllm (the body `vllm bench serve` sends; docs/metrics.md)."),
@@ -81,8 +81,8 @@ def bench_cmd(
         raise UsageError(f"--api must be completions or chat, not '{api}'")
     if request_body not in ("byog", "vllm"):
         raise UsageError(f"--request-body must be byog or vllm, not '{request_body}'")
-    if prompts not in ("random", "mt_bench", "gsm8k"):
-        raise UsageError(f"--prompts must be random, mt_bench or gsm8k, not '{prompts}'")
+    if prompts not in ("random", "random-text", "mt_bench", "gsm8k"):
+        raise UsageError(f"--prompts must be random, random-text, mt_bench or gsm8k, not '{prompts}'")
     flags = BenchFlags(
         endpoint=endpoint, model=model, tokenizer=tokenizer, workload=workload,
         batch_sizes=parse_int_list(batch_sizes, "--batch-sizes"), concurrencies=parse_int_list(concurrency, "--concurrency"),

@@ -45,7 +45,7 @@ class BenchFlags:
     waves: int = 3
     warmup_waves: int = 1
     api: str = "completions"
-    prompts: str = "random"  # random | mt_bench | gsm8k
+    prompts: str = "random"  # random | random-text | mt_bench | gsm8k
     seed: int = 1234
     reset_prefix_cache: bool = False
     request_body: str = "byog"  # byog | vllm (what `vllm bench serve` sends)
@@ -67,7 +67,8 @@ class BenchResult:
 
 
 def _plan_from_flags(flags: BenchFlags, model: str) -> tuple[Plan, str]:
-    prompts: dict[str, Any] = {"kind": "random"} if flags.prompts == "random" else {"kind": "dataset", "dataset": flags.prompts}
+    prompts: dict[str, Any] = ({"kind": "random", "send": "text" if flags.prompts == "random-text" else "ids"}
+                               if flags.prompts.startswith("random") else {"kind": "dataset", "dataset": flags.prompts})
     common = {"isl": flags.isl, "osl": flags.osl, "api": flags.api, "prompts": prompts,
               "reset_prefix_cache": flags.reset_prefix_cache,
               **({"request_body": flags.request_body} if flags.request_body != "byog" else {})}

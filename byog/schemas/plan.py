@@ -98,9 +98,16 @@ class ServerConfig(Strict):
 
 
 class RandomPrompts(Strict):
-    """Random token ids of exactly ISL tokens, checked with the server's /tokenize."""
+    """Random token ids of exactly ISL tokens, checked with the server's /tokenize.
+
+    ``send: ids`` (default) sends the ids themselves: the server does not tokenize. ``send: text``
+    sends them as text re-encoded to exactly ISL tokens, so the server tokenizes every request in
+    its critical path, as it does for `vllm bench serve`'s random dataset (text prompts). At long
+    prompts the two differ measurably (docs/metrics.md, "byog against vllm bench serve").
+    """
 
     kind: Literal["random"] = "random"
+    send: Literal["ids", "text"] = "ids"
 
 
 class DatasetPrompts(Strict):

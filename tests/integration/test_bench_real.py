@@ -73,3 +73,27 @@ def test_bench_cli_writes_a_resumable_run_dir_with_isl_1_and_chat(endpoint, tmp_
     assert chat.exit_code == 0, chat.output
     (point,) = json.loads(chat.stdout[chat.stdout.index("{"):])["points"]
     assert [r for r in point["invalid_reasons"] if not r.startswith("client saturated")] == []
+
+
+def test_random_text_prompts_are_text_the_server_counts_as_exactly_isl_tokens(endpoint, smollm2, tmp_path: Path) -> None:
+    from byog.bench.prompts import ServerTokenizer, build_prompts
+
+    tok = ServerTokenizer(endpoint.base_url, endpoint.model)
+    try:
+        prompts = build_prompts(kind="random", dataset=None, api="completions", isl=96, count=4, seed=3,
+                                point_id="text-check", server=tok, tokenizer_path=smollm2.tokenizer, as_text=True)
+        assert all(isinstance(p.body, str) for p in prompts)  # the server tokenizes them, as for vLLM's client
+        assert [len(tok.encode(p.body, special_tokens=True)) for p in prompts] == [96] * 4
+    finally:
+        tok.close()
+    run_dir = tmp_path / "text"
+    args = ["bench", "--endpoint", endpoint.base_url, "--batch-sizes", "2", "--isl", "96", "--osl", "8", "--waves", "1",
+            "--warmup-waves", "0", "--prompts", "random-text", "--run-dir", str(run_dir), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(run_dir / "bench" / "endpoint" / "decode-b2-isl96-osl8.parquet").to_pylist()
+    assert [r["n_in"] for r in table] == [96, 96]  # the server's own usage.prompt_tokens
+    record = json.loads((run_dir / "bench" / "endpoint" / "decode-b2-isl96-osl8.json").read_text())
+    assert record["prompts_label"] == "random-text" and record["point"]["prompts"] == {"kind": "random", "send": "text"}
