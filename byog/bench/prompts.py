@@ -196,6 +196,11 @@ def build_prompts(
     return prompts
 
 
+def sends_text(prompts: object) -> bool:
+    """Whether a point's prompts (a plan's ``prompts`` entry) go to the server as text to tokenize."""
+    return getattr(prompts, "send", "ids") == "text"
+
+
 TEXT_ROUNDS = 8  # decode/re-encode rounds before a text prompt of exactly ISL tokens is given up
 
 

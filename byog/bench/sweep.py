@@ -34,7 +34,7 @@ from byog.analysis.server_log import root_cause
 from byog.analysis.validity import invalid_reasons
 from byog.bench.agentic import run_agentic_point, scripts_for
 from byog.bench.power import PowerSampler, unavailable
-from byog.bench.prompts import ServerTokenizer, build_prompts, prompts_label, vocabulary
+from byog.bench.prompts import ServerTokenizer, build_prompts, prompts_label, sends_text, vocabulary
 from byog.bench.traces import replay_requests, run_trace_point
 from byog.bench.workloads import (
     CPU_SHARE_LIMIT,
@@ -167,7 +167,7 @@ def _prepare(point: BenchPoint, endpoint: Endpoint, tokenizer: str | None, data_
                                 api=point.api, isl=point.isl, count=point.total_requests, seed=point.prompt_seed,
                                 point_id=point.point_id, server=tok, tokenizer_path=tokenizer or endpoint.tokenizer,
                                 data_dir=data_dir, repeat=bool(getattr(point.prompts, "repeat", False)),
-                                as_text=getattr(point.prompts, "send", "ids") == "text")
+                                as_text=sends_text(point.prompts))
         return _Measure(point, lambda progress, on_start: run_point(endpoint.base_url, endpoint.model, point, prompts, progress,
                                                                     on_measure_start=on_start))
     finally:
@@ -188,8 +188,7 @@ def run_one_point(point: BenchPoint, server_name: str, server: RunningServer, ru
     endpoint = server.endpoint
     started_at, wall0 = _utc_now(), time.perf_counter()
     repeat = bool(getattr(point.prompts, "repeat", False))
-    label = prompts_label(point.prompts.kind, getattr(point.prompts, "dataset", None), repeat,
-                          getattr(point.prompts, "send", "ids") == "text")
+    label = prompts_label(point.prompts.kind, getattr(point.prompts, "dataset", None), repeat, sends_text(point.prompts))
     base: dict[str, Any] = dict(server=server_name, point=point, prompts_label=label, started_at=started_at,
                                 byog_version=__version__)
 
