@@ -10,6 +10,13 @@ is running. Closing the node removes the container, and with it everything that 
 nothing of a node can outlive it. The docker runtime's orphan sweep (labels naming a dead owner)
 removes the containers of a byog that was SIGKILLed.
 
+Nodes on one engine share ``/dev/shm`` (``ipc=host``), so vLLM counts them as one machine and
+joins their ranks through shared memory plus ZeroMQ ``ipc://`` sockets in ``VLLM_RPC_BASE_PATH``
+(default ``/tmp``, private to each container): those sockets must be shared as the memory is, or
+the readers on the other containers never reach the writer's socket and the TP group never forms
+(it waits forever in ``MessageQueue.wait_until_ready``). Every node of a server on one engine
+mounts one host directory there (``rpc_bind``).
+
 One engine per node: ``hosts`` name them (``ssh://user@host`` for docker over SSH); without
 hosts every node is a container on this machine's engine (a test, or one host split in nodes).
 """
@@ -17,6 +24,7 @@ hosts every node is a container on this machine's engine (a test, or one host sp
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -35,6 +43,15 @@ from byog.schemas.server import PreparedModel
 
 LOG_JOIN_S = 10.0
 KEEPER = ["sleep", "infinity"]
+RPC_DIR_ENV = "VLLM_RPC_BASE_PATH"  # where vLLM binds its ZeroMQ ipc:// sockets
+CONTAINER_RPC_DIR = "/tmp/byog-rpc"  # short: a Unix socket path (this + a uuid) has ~107 bytes
+HOST_RPC_ROOT = "/tmp"  # on the engine's host (docker creates a missing bind source)
+
+
+def rpc_bind(run_id: str, server: str) -> tuple[str, dict[str, str]]:
+    """The host directory every node of one server on one engine shares as VLLM_RPC_BASE_PATH."""
+    host_dir = f"{HOST_RPC_ROOT}/{container_name(run_id, server)}-rpc"
+    return host_dir, {"bind": CONTAINER_RPC_DIR, "mode": "rw"}
 
 
 class DockerProc:
@@ -122,6 +139,12 @@ class DockerNode:
         for proc in self.procs:
             proc.stop()
         self.procs = []
+        if self.engine == "local":  # the sockets of a dead group; a remote host's /tmp keeps its empty dir
+            shutil.rmtree(self.rpc_dir, ignore_errors=True)
+
+    @property
+    def rpc_dir(self) -> str:
+        return next(host for host, bind in self.run_kwargs["volumes"].items() if bind["bind"] == CONTAINER_RPC_DIR)
 
     def record(self) -> dict[str, Any]:
         return {"runtime": "docker", "engine": self.engine, "gpus": self.gpus, "marker": self.marker,
@@ -178,7 +201,8 @@ class DockerNodes:
         return self._clients[key]
 
     def _volumes(self) -> dict[str, dict[str, str]]:
-        volumes = {str(hf_cache_dir()): {"bind": CONTAINER_HF_HOME, "mode": "rw"}}
+        rpc_host, rpc = rpc_bind(self.run_id, self.name)
+        volumes = {str(hf_cache_dir()): {"bind": CONTAINER_HF_HOME, "mode": "rw"}, rpc_host: rpc}
         for local in {self.model.path, self.model.tokenizer}:
             if local and Path(local).is_absolute() and Path(local).exists():
                 volumes[str(Path(local))] = {"bind": str(Path(local)), "mode": "ro"}
@@ -194,7 +218,8 @@ class DockerNodes:
             "name": container_name(self.run_id, f"{self.name}-node{rank}"),
             "entrypoint": KEEPER[:1],
             "command": KEEPER[1:],
-            "environment": {"HF_HOME": CONTAINER_HF_HOME, **self.passthrough, **self.extra_env},
+            "environment": {"HF_HOME": CONTAINER_HF_HOME, RPC_DIR_ENV: CONTAINER_RPC_DIR, **self.passthrough,
+                            **self.extra_env},
             "volumes": self._volumes(),
             "labels": {**run_labels(self.run_id, self.name), "byog.node-rank": str(rank)},
             "network_mode": "host",

@@ -6,17 +6,31 @@ distribution's own Python (base prefix ``/usr``, as a stock Debian/Ubuntu user h
 its base over the image's system, so only the venv is mounted and its ``bin/python`` link
 resolves to the image's own interpreter: the root filesystem is debootstrapped from the same
 Debian suite and carries its ``python3`` (docker/build-rootfs.sh), the same build as the host's.
+That interpreter's C headers (``/usr/include/python3.X``) are mounted from the host too: torch's
+inductor compiles a C++ module including ``Python.h`` at the first request of a TP > 1 server
+(vLLM's compiled masked-embedding lookup), and the image carries no python3-dev.
 """
 
 from __future__ import annotations
 
 import sys
+import sysconfig
 from pathlib import Path
 
 from byog.core.errors import EnvironmentProblem
 from byog.images.engine import IMAGE_LABEL_SYSTEM_PYTHON
 
 SYSTEM_PREFIXES = (Path("/"), Path("/usr"), Path("/usr/local"))
+
+
+def system_python_headers() -> set[Path]:
+    """The system interpreter's include directories, where the host has them (python3-dev): Debian
+    splits pyconfig.h into /usr/include/<multiarch>/python3.X, which the first one includes."""
+    include = Path(sysconfig.get_paths()["include"]).resolve()
+    if not (include / "Python.h").is_file():
+        return set()
+    arch = include.parent / (sysconfig.get_config_var("MULTIARCH") or "-") / include.name
+    return {include, arch} if arch.is_dir() else {include}
 
 
 def host_python_volumes(labels: dict[str, str]) -> tuple[dict[str, dict[str, str]], list[str]]:
@@ -42,7 +56,7 @@ def host_python_volumes(labels: dict[str, str]) -> tuple[dict[str, dict[str, str
                 "rebuild it with `byog image build --flavour cpu-host` (DEBIAN_SUITE picks the suite whose python3 "
                 "matches), or make the venv from a Python installed elsewhere (pyenv, uv)"
             )
-    paths = {prefix} if base in SYSTEM_PREFIXES else {prefix, base}
+    paths = {prefix} | system_python_headers() if base in SYSTEM_PREFIXES else {prefix, base}
     package_dir = Path(__file__).resolve().parents[1]  # byog/
     if not any(package_dir.is_relative_to(path) for path in paths):
         paths.add(package_dir)
