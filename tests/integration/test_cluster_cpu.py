@@ -148,10 +148,11 @@ def test_every_node_is_recorded_and_the_tp_size_read_back(cluster: ClusterServer
 
 
 def test_a_bench_point_and_a_gsm8k_eval(cluster: ClusterServer, shared_datasets: Path) -> None:
-    """A point on every kind of node; the eval on the local-node cluster only (an eval sees only the
-    endpoint, and each GSM8K item is ~900 prompt tokens through a TP3 gloo group on two cores)."""
+    """A point on every kind of node; the eval on local nodes and containers, the two the issue names
+    (an eval sees only the endpoint, so over ssh it would add CI time, not coverage: each GSM8K item
+    is ~900 prompt tokens through a TP3 gloo group on two cores)."""
     rd = RunDir(cluster.test_run_root)  # type: ignore[attr-defined]
-    with_eval = cluster.test_kind == "local"  # type: ignore[attr-defined]
+    with_eval = cluster.test_kind in ("local", "docker")  # type: ignore[attr-defined]
     plan = plan_for(cluster.config, osl=16, evals=[EvalSpec(task="gsm8k", limit=2, gen_kwargs={"max_gen_toks": 32},
                                                            num_concurrent=2)] if with_eval else None)
     result = run_bench_for_server(plan, "tp3", cluster, rd, QUIET)
