@@ -90,7 +90,7 @@ def bench_cmd(
         osl=parse_int_list(osl, "--osl"), waves=waves, warmup_waves=warmup_waves, api=api, prompts=prompts, seed=seed,
         reset_prefix_cache=reset_prefix_cache, request_body=request_body, plan=plan, server=server, data_dir=data_dir,
     )
-    result = bench_endpoint(flags, run_dir, err_console if as_json else console)
+    result = bench_endpoint(flags, run_dir, err_console)  # progress on stderr: stdout is the result (a pipe gets the table alone)
     if as_json:
         print_json(result.to_json())
     else:
