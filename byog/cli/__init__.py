@@ -11,18 +11,11 @@ command) loads every group to list them, and so does ``byog.cli.app`` (tests dri
 
 from __future__ import annotations
 
-import gc
 import importlib
 import sys
 from typing import Any
 
-# A command's start-up imports create a few hundred thousand objects that live until it exits, and
-# the cyclic collector's default thresholds walk them again and again while they are created: ~80 ms
-# of a 0.5 s `byog verify` (benchmarks/verify_timing.py). Fewer, later collections; cycles are
-# still collected.
-gc.set_threshold(100_000, 50, 100)
-
-import typer  # noqa: E402
+import typer
 
 # command (first argument) -> the module of byog.cli that registers it; the order lists them in --help
 GROUPS: dict[str, str] = {
