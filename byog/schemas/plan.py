@@ -103,7 +103,7 @@ class RandomPrompts(Strict):
     ``send: ids`` (default) sends the ids themselves: the server does not tokenize. ``send: text``
     sends them as text re-encoded to exactly ISL tokens, so the server tokenizes every request in
     its critical path, as it does for `vllm bench serve`'s random dataset (text prompts). At long
-    prompts the two differ measurably (docs/metrics.md, "byog against vllm bench serve").
+    prompts the two differ measurably (docs/metrics.md, "Fidelity against `vllm bench serve`").
     """
 
     kind: Literal["random"] = "random"
