@@ -38,9 +38,7 @@ from typing import Any, Callable
 
 import httpx
 
-from byog.analysis import counters
-from byog.bench.crosscheck import (metrics_text, run_byog, run_vllm_bench_serve, vllm_bench_serve_args,
-                                   vllm_bench_serve_summary)
+from byog.bench.crosscheck import run_byog, run_vllm_bench, run_vllm_bench_serve
 from byog.bench.prompts import Prompt, ServerTokenizer, build_prompts
 
 HYPOTHESES = ("defaults", "vllm-body", "byog-body", "no-min-tokens", "no-chunk-usage", "vllm-prompts", "byog-prompts")
@@ -78,22 +76,16 @@ def byog_prompts_as_text(base_url: str, model: str, isl: int, count: int, seed: 
 def vllm_bench_serve_in_process(base_url: str, model: str, tokenizer: str, *, result_path: Path,
                                 **settings: Any) -> dict[str, Any]:
     """``run_vllm_bench_serve`` without the subprocess: vLLM's bench imported once, same arguments."""
-    import tempfile
-
     from vllm.benchmarks.serve import add_cli_args, main as bench_main
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-    with tempfile.TemporaryDirectory() as out:
+    def execute(arguments: list[str]) -> None:
         parser = FlexibleArgumentParser()
         add_cli_args(parser)
-        args = parser.parse_args(vllm_bench_serve_args(base_url, model, tokenizer, result_dir=out, **settings))
-        before = metrics_text(base_url)
-        bench_main(args)
-        after = metrics_text(base_url)
-        result = json.loads((Path(out) / "r.json").read_text())
-    result_path.parent.mkdir(parents=True, exist_ok=True)
-    result_path.write_text(json.dumps(result))
-    return {**vllm_bench_serve_summary(result, counters.counter_deltas(before, after)), "in_process": True}
+        bench_main(parser.parse_args(arguments))
+
+    summary, _ = run_vllm_bench(execute, base_url, model, tokenizer, result_path=result_path, **settings)
+    return {**summary, "in_process": True}
 
 
 def plan_runs(name: str, args: argparse.Namespace, c: int, rep: int, out: Path) -> list[tuple[str, Callable[[], dict[str, Any]]]]:

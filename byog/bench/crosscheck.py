@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import httpx
 
@@ -25,7 +25,7 @@ from byog.schemas.bench import BenchPoint, write_request_rows
 from byog.schemas.plan import RandomPrompts, RequestBodyStyle
 
 
-def metrics_text(base_url: str) -> str:
+def _metrics_text(base_url: str) -> str:
     return httpx.get(f"{base_url}/metrics", timeout=30.0).text
 
 
@@ -63,9 +63,9 @@ def run_byog(base_url: str, model: str, tokenizer: str | None, *, isl: int, osl:
                                     seed=seed, point_id=point.point_id, server=tok, tokenizer_path=tokenizer)
         finally:
             tok.close()
-    before = metrics_text(base_url)
+    before = _metrics_text(base_url)
     run = run_point(base_url, model, point, prompts, extra_body=extra_body)
-    deltas = sm.counter_deltas(before, metrics_text(base_url))
+    deltas = sm.counter_deltas(before, _metrics_text(base_url))
     if rows_path is not None:
         write_request_rows(rows_path, run.records)
     traces = run.records
@@ -86,7 +86,7 @@ def run_byog(base_url: str, model: str, tokenizer: str | None, *, isl: int, osl:
     }
 
 
-def vllm_bench_serve_args(base_url: str, model: str, tokenizer: str, *, isl: int, osl: int, concurrency: int,
+def _vllm_bench_serve_args(base_url: str, model: str, tokenizer: str, *, isl: int, osl: int, concurrency: int,
                           num_prompts: int, seed: int = 0, same_body: bool = True,
                           extra_body: dict[str, Any] | None = None, prompts_file: Path | None = None,
                           result_dir: str) -> list[str]:
@@ -107,7 +107,7 @@ def vllm_bench_serve_args(base_url: str, model: str, tokenizer: str, *, isl: int
     return args
 
 
-def vllm_bench_serve_summary(result: dict[str, Any], deltas: dict[str, Any]) -> dict[str, Any]:
+def _vllm_bench_serve_summary(result: dict[str, Any], deltas: dict[str, Any]) -> dict[str, Any]:
     """vLLM's own result JSON in the shape of ``run_byog``'s summary."""
     return {
         "tool": "vllm bench serve",
@@ -123,6 +123,26 @@ def vllm_bench_serve_summary(result: dict[str, Any], deltas: dict[str, Any]) -> 
     }
 
 
+def run_vllm_bench(execute: Callable[[list[str]], None], base_url: str, model: str, tokenizer: str, *,
+                   result_path: Path | None = None, **settings: Any) -> tuple[dict[str, Any], list[str]]:
+    """``execute(arguments)`` runs ``vllm bench serve`` with byog's settings, bracketed by ``/metrics``.
+
+    Returns its summary and the arguments it ran with (the temporary result folder as ``OUT``);
+    ``result_path``: keep vLLM's own detailed result JSON there (per-request TTFT and ITL lists).
+    """
+    with tempfile.TemporaryDirectory() as out:
+        arguments = _vllm_bench_serve_args(base_url, model, tokenizer, result_dir=out, **settings)
+        before = _metrics_text(base_url)
+        execute(arguments)
+        after = _metrics_text(base_url)
+        result = json.loads((Path(out) / "r.json").read_text())
+        shown = [a.replace(out, "OUT") for a in arguments]
+    if result_path is not None:
+        result_path.parent.mkdir(parents=True, exist_ok=True)
+        result_path.write_text(json.dumps(result))
+    return _vllm_bench_serve_summary(result, sm.counter_deltas(before, after)), shown
+
+
 def run_vllm_bench_serve(base_url: str, model: str, tokenizer: str, *, isl: int, osl: int, concurrency: int,
                          num_prompts: int, seed: int = 0, same_body: bool = True,
                          extra_body: dict[str, Any] | None = None, prompts_file: Path | None = None,
@@ -136,19 +156,14 @@ def run_vllm_bench_serve(base_url: str, model: str, tokenizer: str, *, isl: int,
     ``{"prompt": text}`` replayed through vLLM's ``custom`` dataset instead of its random one.
     ``result_path``: keep vLLM's own detailed result JSON there (per-request TTFT and ITL lists).
     """
-    with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "byog.images.vllm_entry", "bench", "serve",
-               *vllm_bench_serve_args(base_url, model, tokenizer, isl=isl, osl=osl, concurrency=concurrency,
-                                      num_prompts=num_prompts, seed=seed, same_body=same_body,
-                                      extra_body=extra_body, prompts_file=prompts_file, result_dir=out)]
-        before = metrics_text(base_url)
-        proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-        after = metrics_text(base_url)
+    entry = [sys.executable, "-m", "byog.images.vllm_entry", "bench", "serve"]
+
+    def execute(arguments: list[str]) -> None:
+        proc = subprocess.run([*entry, *arguments], capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
         if proc.returncode != 0:
             raise RuntimeError(f"vllm bench serve failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-        result = json.loads((Path(out) / "r.json").read_text())
-        if result_path is not None:
-            result_path.parent.mkdir(parents=True, exist_ok=True)
-            result_path.write_text(json.dumps(result))
-    return {**vllm_bench_serve_summary(result, sm.counter_deltas(before, after)),
-            "command": " ".join(cmd[1:]).replace(out, "OUT")}
+
+    summary, shown = run_vllm_bench(execute, base_url, model, tokenizer, result_path=result_path, isl=isl, osl=osl,
+                                    concurrency=concurrency, num_prompts=num_prompts, seed=seed, same_body=same_body,
+                                    extra_body=extra_body, prompts_file=prompts_file)
+    return {**summary, "command": " ".join([*entry[1:], *shown])}
