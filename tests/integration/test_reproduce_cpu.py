@@ -8,7 +8,11 @@ maintainer on a noisy machine: CI measured two runs of the same server on these 
 the default 5% catches 20% where the server is noiseless (tests/unit/test_reproduce_pipeline.py).
 
 Every command is the real CLI in a subprocess. A point the box flags invalid (client saturated on
-2 busy cores) is shown but not compared, so each reproduction re-runs two points.
+2 busy cores: CI saw event-loop lag P99 of 6-7 ms against limits of 4-5 ms at B = 1 and 2) is
+shown but not compared, and `--sample` draws only among points valid on every server: so the
+tests reproduce the points the original holds valid, and a reproduction whose own candidate
+points all came out invalid (nothing compared, outcome "inconclusive") is run again, up to
+ATTEMPTS runs, each into a new run directory. A box that flags every attempt fails the test.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from tests.support.doctor import doctored_bundle
 pytestmark = pytest.mark.integration
 
 POINTS = ("decode-b1-isl16-osl32", "decode-b2-isl16-osl32")
+ATTEMPTS = 3
 
 
 def byog(*args: str, cwd: Path, key: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -46,9 +51,16 @@ def _key(folder: Path, name: str) -> tuple[Path, str]:
     return path, " ".join(Path(f"{path}.pub").read_text().split()[:2])
 
 
+def _valid_everywhere(run_dir: Path) -> list[str]:
+    """The points the run's summary holds valid on every server that measured them."""
+    points = json.loads((run_dir / "summary.json").read_text())["bench"]["points"]
+    return [pid for pid in POINTS if all(p["valid"] for p in points if p["point_id"] == pid)]
+
+
 @pytest.fixture(scope="module")
 def made(endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: ANN001
-    """The contributor's bundle (from `byog run`), a doctored copy of it, and the keys."""
+    """The contributor's bundle (from `byog run`), a doctored copy of it, the keys, and the points
+    the bundle holds valid (a run with none is made again, at most ATTEMPTS runs)."""
     work = tmp_path_factory.mktemp("reproduce-cpu")
     contributor, contributor_pub = _key(work, "contributor")
     maintainer, maintainer_pub = _key(work, "maintainer")
@@ -64,24 +76,41 @@ def made(endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]: 
         "  - {kind: batch, name: decode, batch_sizes: [1, 2], isl: [16], osl: [32], warmup_waves: 1, waves: 3}\n"
         "evals:\n  - {task: gsm8k, limit: 2, passes: 1, margin: 3.0, servers: [candidate]}\n"
         "seeds: [1234]\n")
-    run = byog("run", str(plan), "--run-dir", str(work / "run"), cwd=work, key=contributor)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    for attempt in range(1, ATTEMPTS + 1):
+        run_dir = work / f"run-{attempt}"
+        run = byog("run", str(plan), "--run-dir", str(run_dir), cwd=work, key=contributor)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        if valid := _valid_everywhere(run_dir):
+            break
+    assert valid, f"this box flagged every point invalid in {ATTEMPTS} runs (see {run_dir}/report.md)"
     shipped = work / "shipped" / "bundle.tar.gz"  # as a maintainer downloads it
     shipped.parent.mkdir()
-    shutil.copy(work / "run" / "bundle.tar.gz", shipped)
-    doctored = doctored_bundle(work / "run", work / "doctored-bundle" / "bundle.tar.gz", SigningKey(contributor, "test"),
+    shutil.copy(run_dir / "bundle.tar.gz", shipped)
+    doctored = doctored_bundle(run_dir, work / "doctored-bundle" / "bundle.tar.gz", SigningKey(contributor, "test"),
                                factor=0.5).bundle
+    assert _valid_everywhere(run_dir) == valid  # the doctor keeps each point as valid as it was
     return {"work": work, "shipped": shipped, "doctored": doctored, "signers": signers, "maintainer": maintainer,
-            "url": endpoint.base_url}
+            "url": endpoint.base_url, "valid": valid}
+
+
+def _candidate_compared(record: dict) -> bool:
+    return any(c["server"] == "candidate" and c["outcome"] != "not compared" for p in record["points"] for c in p["checks"])
 
 
 def _reproduce(made: dict[str, Any], bundle: Path, name: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """`byog reproduce`, run again (new run directory) while the box flags the candidate's points invalid."""
     url = made["url"]
-    result = byog("reproduce", str(bundle), "--allowed-signers", str(made["signers"]), "--run-dir", str(made["work"] / name),
-                  "--endpoint", f"candidate={url}", "--endpoint", f"baseline={url}", "--json", "--run-noise", "0.2", *extra,
-                  cwd=made["work"], key=made["maintainer"])
-    record_path = made["work"] / name / "reproduction.json"
-    return result, json.loads(record_path.read_text()) if record_path.is_file() else {}
+    for attempt in range(1, ATTEMPTS + 1):
+        run_dir = made["work"] / f"{name}-{attempt}"
+        result = byog("reproduce", str(bundle), "--allowed-signers", str(made["signers"]), "--run-dir", str(run_dir),
+                      "--endpoint", f"candidate={url}", "--endpoint", f"baseline={url}", "--json", "--run-noise", "0.2",
+                      *extra, cwd=made["work"], key=made["maintainer"])
+        record_path = run_dir / "reproduction.json"
+        record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+        if not record or _candidate_compared(record) or attempt == ATTEMPTS:
+            break
+        _show(f"{name}, attempt {attempt}: nothing compared on the candidate, run again", record)
+    return result, record
 
 
 def _show(name: str, record: dict) -> None:
@@ -99,7 +128,8 @@ def test_a_bundle_from_another_run_reproduces_on_the_real_server(made) -> None: 
     _show("honest", record)
     outcomes = [c["outcome"] for p in record["points"] for c in p["checks"]]
     assert "not reproduced" not in outcomes and "reproduced" in outcomes, json.dumps(record["points"], indent=1)
-    assert sorted(record["points_requested"]) == sorted(POINTS) and record["selection"] == "sampled"
+    # sampled among the points valid on both servers: 2 of them, or the one there is
+    assert sorted(record["points_requested"]) == made["valid"] and record["selection"] == "sampled"
     (gsm8k,) = record["evals"]
     assert (gsm8k["task"], gsm8k["server"], gsm8k["items"]) == ("gsm8k", "candidate", 2)
     assert gsm8k["agreement"] == 1.0  # greedy, same weights, same server: the same extracted answers
@@ -117,7 +147,7 @@ def test_a_bundle_from_another_run_reproduces_on_the_real_server(made) -> None: 
 def test_a_doctored_bundle_verifies_and_is_caught_by_a_reproduction(made) -> None:  # noqa: ANN001
     checked = byog("verify", str(made["doctored"]), "--allowed-signers", str(made["signers"]), cwd=made["work"])
     assert checked.returncode == 0, checked.stdout  # every number recomputes from the doctored rows
-    result, record = _reproduce(made, made["doctored"], "doctored", "--points", ",".join(POINTS), "--eval-items", "0")
+    result, record = _reproduce(made, made["doctored"], "doctored", "--points", ",".join(made["valid"]), "--eval-items", "0")
     _show("doctored", record)
     assert result.returncode == 1 and record["outcome"] == "not reproduced", json.dumps(record.get("points"), indent=1)
     caught = [c for p in record["points"] for c in p["checks"]
