@@ -5,12 +5,21 @@
 #
 #   benchmarks/gpu/multinode.sh setup    # unpack the vLLM payload + wheelhouse (device-setup), install Ray
 #   benchmarks/gpu/multinode.sh start    # the bench in the background (outlives the call while the machine is warm)
-#   benchmarks/gpu/multinode.sh status   # progress; once done, copies the results under $OUT/multinode
+#   benchmarks/gpu/multinode.sh status   # progress, the results so far as $OUT/multinode.tar.gz, the table once done
 #
-# Before `setup`: the vLLM 0.24 payload parts in /tmp/stage/pNN (the team's GPU staging routine),
-# the Ray parts (benchmarks/gpu/build-ray-parts.sh) in /tmp/stage-ray/rNN, and the team's gpu folder
-# (model configs + tokenizer) carried as .stage/gpu in the same call. byog's bench needs nothing
-# beyond the payload and the machine's image (no wheelhouse: no lm-eval, scipy or matplotlib).
+# byog's bench needs nothing beyond the vLLM payload, Ray and the machine's image (no wheelhouse:
+# no lm-eval, scipy or matplotlib). The exact sequence (kind nvidia-h200-x2; issue the device
+# calls back to back: an idle machine is given back after ~30 s and /tmp goes with it):
+#   here:   /work/shared/gpu/build-payload .stage 40           # the team's GPU routine: vLLM 0.24 payload
+#           benchmarks/gpu/build-ray-parts.sh .stage/ray 30 && cat .stage/ray/r*/rpart.* > .stage/ray.tar
+#           benchmarks/gpu/split-parts.sh .stage pp=<(cat .stage/p*/part.*) rr=.stage/ray.tar
+#           cp -r /work/shared/gpu .stage/gpu                  # model configs + tokenizer
+#   device: bash benchmarks/gpu/place-parts.sh                  # once per folder, carry [".stage/cNN"]
+#           bash benchmarks/gpu/multinode.sh setup              # carry [".stage/gpu"]
+#           bash benchmarks/gpu/multinode.sh start
+#           bash benchmarks/gpu/multinode.sh status             # poll until the table prints (~8-10 min)
+#   here:   mkdir -p benchmarks/results/multinode-h200 && tar -xzf FILES_AT/multinode.tar.gz -C benchmarks/results/multinode-h200
+#           python benchmarks/multinode_table.py benchmarks/results/multinode-h200/multinode.json
 # Env: MODEL (/tmp/models/llama3-8b-shape), BATCH (1,2,4,8,16,32,64), ISL (512), OSL (256),
 # CONFIGS (single,native,ray), ARGS (extra vllm serve args; default dummy weights, 0.85 memory).
 set -u
@@ -47,11 +56,12 @@ case "${1:-}" in
   status)
     tail -n 25 "$log"
     ls "$results"/runs/servers 2>/dev/null
-    if [ -f "$results/multinode.json" ]; then
-      mkdir -p "${OUT:-/tmp/out}/multinode" && cp -r "$results"/multinode.json "$results"/runs "${OUT:-/tmp/out}/multinode/"
-      find "${OUT:-/tmp/out}/multinode/runs" -name '*.log' -size +2M -exec truncate -s 2M {} +
-      python3 /tmp/repo-mn/benchmarks/multinode_table.py "$results/multinode.json"
-    fi
+    # one archive of whatever exists so far (a call returns at most 8 files; the machine may be
+    # given back before the next poll, so every poll brings the partial results home)
+    find "$results" -name '*.log' -size +2M -exec truncate -s 2M {} +
+    mkdir -p "${OUT:-/tmp/out}" && cp "$log" "$results/" 2>/dev/null
+    tar -czf "${OUT:-/tmp/out}/multinode.tar.gz" -C "$results" . && du -h "${OUT:-/tmp/out}/multinode.tar.gz"
+    [ -f "$results/multinode.json" ] && python3 /tmp/repo-mn/benchmarks/multinode_table.py "$results/multinode.json"
     nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader ;;
   *) echo "usage: $0 setup|start|status"; exit 2 ;;
 esac
