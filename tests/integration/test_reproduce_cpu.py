@@ -11,7 +11,7 @@ Every command is the real CLI in a subprocess. A point the box flags invalid (cl
 2 busy cores: CI saw event-loop lag P99 of 6-7 ms against limits of 4-5 ms at B = 1 and 2) is
 shown but not compared, and `--sample` draws only among points valid on every server: so the
 tests reproduce the points the original holds valid, and a reproduction whose own candidate
-points all came out invalid (nothing compared, outcome "inconclusive") is run again, up to
+points all came out invalid (nothing compared on the candidate) is run again, up to
 ATTEMPTS runs, each into a new run directory. A box that flags every attempt fails the test.
 """
 
