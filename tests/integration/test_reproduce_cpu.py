@@ -93,8 +93,13 @@ def made(endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]: 
             "url": endpoint.base_url, "valid": valid}
 
 
+def _checks(record: dict) -> list[dict]:
+    """Every check of a reproduction record, over all its points (each check names its point)."""
+    return [c for point in record.get("points", []) for c in point["checks"]]
+
+
 def _candidate_compared(record: dict) -> bool:
-    return any(c["server"] == "candidate" and c["outcome"] != "not compared" for p in record["points"] for c in p["checks"])
+    return any(c["server"] == "candidate" and c["outcome"] != "not compared" for c in _checks(record))
 
 
 def _reproduce(made: dict[str, Any], bundle: Path, name: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict]:
@@ -116,17 +121,16 @@ def _reproduce(made: dict[str, Any], bundle: Path, name: str, *extra: str) -> tu
 def _show(name: str, record: dict) -> None:
     """The checks, printed (pytest -s): what a maintainer reads in reproduction.json."""
     print(f"\n[{name}] outcome: {record.get('outcome')}")
-    for point in record.get("points", []):
-        for c in point["checks"]:
-            print(f"  {point['point_id']:24s} {c['kind']:5s} {c['server']:9s} {c['metric']:14s} "
-                  f"deviation {c.get('deviation')!s:>22s}  {c['outcome']}")
+    for c in _checks(record):
+        print(f"  {c['point_id']:24s} {c['kind']:5s} {c['server']:9s} {c['metric']:14s} "
+              f"deviation {c.get('deviation')!s:>22s}  {c['outcome']}")
 
 
 def test_a_bundle_from_another_run_reproduces_on_the_real_server(made) -> None:  # noqa: ANN001
     result, record = _reproduce(made, made["shipped"], "honest", "--sample", "2", "--eval-items", "2")
     assert record, result.stdout[-3000:] + result.stderr[-3000:]
     _show("honest", record)
-    outcomes = [c["outcome"] for p in record["points"] for c in p["checks"]]
+    outcomes = [c["outcome"] for c in _checks(record)]
     assert "not reproduced" not in outcomes and "reproduced" in outcomes, json.dumps(record["points"], indent=1)
     # sampled among the points valid on both servers: 2 of them, or the one there is
     assert sorted(record["points_requested"]) == made["valid"] and record["selection"] == "sampled"
@@ -150,7 +154,7 @@ def test_a_doctored_bundle_verifies_and_is_caught_by_a_reproduction(made) -> Non
     result, record = _reproduce(made, made["doctored"], "doctored", "--points", ",".join(made["valid"]), "--eval-items", "0")
     _show("doctored", record)
     assert result.returncode == 1 and record["outcome"] == "not reproduced", json.dumps(record.get("points"), indent=1)
-    caught = [c for p in record["points"] for c in p["checks"]
+    caught = [c for c in _checks(record)
               if (c["server"], c["metric"], c["outcome"]) == ("candidate", "tpot_s.p50", "not reproduced")]
     # the server is twice as slow as the rows claim: ln 2 = 0.69, far outside 20% noise and the CIs
     assert caught and all(c["deviation"] > 0.4 for c in caught)
