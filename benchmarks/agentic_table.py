@@ -38,8 +38,11 @@ RESULTS = REPO / "benchmarks" / "results" / "h200-agentic"
 def summary_of(run: Path) -> tuple[Summary, dict[str, int]]:
     rd = RunDir(run)
     plan = plan_of(rd)
-    summary = Summary(plan=SummaryPlan(name=plan.name, baseline=plan.baseline, candidates=plan.candidates),
-                      bench=summarize_bench(rd, plan), evals=EvalSummary())
+    summary = Summary(
+        plan=SummaryPlan(name=plan.name, baseline=plan.baseline, candidates=plan.candidates),
+        bench=summarize_bench(rd, plan),
+        evals=EvalSummary(),
+    )
     return summary, server_gpus(rd, plan)
 
 
@@ -50,23 +53,51 @@ def rows_of(run: Path) -> dict[str, Any]:
         if p.metrics is None:
             continue  # not measured in this run directory (the plan's other server)
         s, g = p.sessions, p.goodput
-        points.append({
-            "server": p.server, "point": p.point_id, "valid": p.valid, "invalid_reasons": p.invalid_reasons,
-            "requests": p.n_requests,
-            "tok_s_user": {q: getattr(p.metrics.tok_s_user, q) for q in ("p50", "p90", "p99")},
-            "ttft_s_p50": p.metrics.ttft_s.p50, "tpot_s_p50": p.metrics.tpot_s.p50, "output_tok_s": p.metrics.output_tok_s,
-            "sessions": None if s is None else {
-                "sessions": s.sessions, "turns": s.turns, "subagent_turns": s.subagent_turns,
-                "hit_rate_usage": s.prefix_hit_rate, "hit_rate_counters": s.prefix_hit_rate_counters,
-                "reusable_share": s.reusable_share, "ttft_p50_by_turn": {t.turn: t.p50 for t in s.ttft_s_by_turn},
-                "session_s_p50": s.session_s.p50},
-            "goodput": None if g is None else {"slo_share": g.slo_share, "goodput_req_s": g.goodput_req_s,
-                                               "goodput_tok_s": g.goodput_tok_s, "meets_target": g.meets_target},
-        })
+        points.append(
+            {
+                "server": p.server,
+                "point": p.point_id,
+                "valid": p.valid,
+                "invalid_reasons": p.invalid_reasons,
+                "requests": p.n_requests,
+                "tok_s_user": {q: getattr(p.metrics.tok_s_user, q) for q in ("p50", "p90", "p99")},
+                "ttft_s_p50": p.metrics.ttft_s.p50,
+                "tpot_s_p50": p.metrics.tpot_s.p50,
+                "output_tok_s": p.metrics.output_tok_s,
+                "sessions": None
+                if s is None
+                else {
+                    "sessions": s.sessions,
+                    "turns": s.turns,
+                    "subagent_turns": s.subagent_turns,
+                    "hit_rate_usage": s.prefix_hit_rate,
+                    "hit_rate_counters": s.prefix_hit_rate_counters,
+                    "reusable_share": s.reusable_share,
+                    "ttft_p50_by_turn": {t.turn: t.p50 for t in s.ttft_s_by_turn},
+                    "session_s_p50": s.session_s.p50,
+                },
+                "goodput": None
+                if g is None
+                else {
+                    "slo_share": g.slo_share,
+                    "goodput_req_s": g.goodput_req_s,
+                    "goodput_tok_s": g.goodput_tok_s,
+                    "meets_target": g.meets_target,
+                },
+            }
+        )
     searches = [s.model_dump(mode="json") for s in summary.bench.rate_searches if s.probes]
-    frontiers = [{"server": g.server, "workload": g.workload, "gpus": g.gpus, "y": g.y_metric,
-                  "points": [(p.label, p.tok_s_user, p.tok_s_gpu, p.valid) for p in g.points],
-                  "frontier": [p.label for p in g.frontier]} for g in frontier_groups(summary, gpus)]
+    frontiers = [
+        {
+            "server": g.server,
+            "workload": g.workload,
+            "gpus": g.gpus,
+            "y": g.y_metric,
+            "points": [(p.label, p.tok_s_user, p.tok_s_gpu, p.valid) for p in g.points],
+            "frontier": [p.label for p in g.frontier],
+        }
+        for g in frontier_groups(summary, gpus)
+    ]
     return {"run": str(run), "points": points, "rate_searches": searches, "frontiers": frontiers}
 
 
@@ -76,25 +107,35 @@ def _f(x: float | None, scale: float = 1.0, digits: int = 1) -> str:
 
 def print_run(data: dict[str, Any]) -> None:
     print(f"## {data['run']}\n")
-    print("| server | point | turns | tok/s/user P50 | P90 | P99 | TTFT P50 ms | hit rate usage | counters | ideal "
-          "| TTFT P50 by turn (ms) | session P50 s | SLO share | valid |")
+    print(
+        "| server | point | turns | tok/s/user P50 | P90 | P99 | TTFT P50 ms | hit rate usage | counters | ideal "
+        "| TTFT P50 by turn (ms) | session P50 s | SLO share | valid |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|")
     for p in data["points"]:
         s, g, u = p["sessions"] or {}, p["goodput"] or {}, p["tok_s_user"]
         by_turn = ", ".join(f"{k}: {_f(v, 1e3, 0)}" for k, v in (s.get("ttft_p50_by_turn") or {}).items()) or "-"
         pct = lambda x: "-" if x is None else f"{x:.1%}"
-        print(f"| {p['server']} | {p['point']} | {p['requests']} | {_f(u['p50'])} | {_f(u['p90'])} | {_f(u['p99'])} "
-              f"| {_f(p['ttft_s_p50'], 1e3)} | {pct(s.get('hit_rate_usage'))} | {pct(s.get('hit_rate_counters'))} "
-              f"| {pct(s.get('reusable_share'))} | {by_turn} | {_f(s.get('session_s_p50'), 1, 2)} "
-              f"| {pct(g.get('slo_share'))} | {'yes' if p['valid'] else 'NO: ' + '; '.join(p['invalid_reasons'])} |")
+        print(
+            f"| {p['server']} | {p['point']} | {p['requests']} | {_f(u['p50'])} | {_f(u['p90'])} | {_f(u['p99'])} "
+            f"| {_f(p['ttft_s_p50'], 1e3)} | {pct(s.get('hit_rate_usage'))} | {pct(s.get('hit_rate_counters'))} "
+            f"| {pct(s.get('reusable_share'))} | {by_turn} | {_f(s.get('session_s_p50'), 1, 2)} "
+            f"| {pct(g.get('slo_share'))} | {'yes' if p['valid'] else 'NO: ' + '; '.join(p['invalid_reasons'])} |"
+        )
     for s in data["rate_searches"]:
-        probes = ", ".join(f"{pr['rate']:g}: {pr['slo_share']:.0%}" for pr in s["probes"] if pr["slo_share"] is not None)
+        probes = ", ".join(
+            f"{pr['rate']:g}: {pr['slo_share']:.0%}" for pr in s["probes"] if pr["slo_share"] is not None
+        )
         print(f"\nrate search {s['server']} {s['workload']}: {s['reason']}; probes (req/s: share inside) {probes}")
     for f in data["frontiers"]:
-        print(f"\nfrontier {f['server']} {f['workload']} ({f['gpus']} GPU, y = {f['y']} per GPU): "
-              + ", ".join(f"{label} ({_f(x)} tok/s/user, {_f(y)} tok/s/GPU{'' if ok else ', invalid'})"
-                          for label, x, y, ok in f["points"])
-              + f"; on the frontier: {', '.join(f['frontier'])}")
+        print(
+            f"\nfrontier {f['server']} {f['workload']} ({f['gpus']} GPU, y = {f['y']} per GPU): "
+            + ", ".join(
+                f"{label} ({_f(x)} tok/s/user, {_f(y)} tok/s/GPU{'' if ok else ', invalid'})"
+                for label, x, y, ok in f["points"]
+            )
+            + f"; on the frontier: {', '.join(f['frontier'])}"
+        )
     print()
 
 
@@ -115,7 +156,9 @@ def import_tarball(tarball: Path, tag: str | None) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="*", help="run directories (default: every byog-* under the committed H200 results)")
+    parser.add_argument(
+        "runs", nargs="*", help="run directories (default: every byog-* under the committed H200 results)"
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--tag", help="import: the folder name under benchmarks/results/h200-agentic/")
     args = parser.parse_args()

@@ -5,6 +5,7 @@
 Prints the launch-to-healthy time (on a vfs engine it includes copying the image for the
 container) and what server.json recorded. Run it under the shared vLLM lock.
 """
+
 import json
 import sys
 import tempfile
@@ -13,9 +14,9 @@ from pathlib import Path
 
 import httpx
 
-from byog.images.docker import DockerRuntime
 from byog.images.models import prepare_model
 from byog.images.tags import default_tag
+from byog.runtimes.docker import DockerRuntime
 from byog.schemas.plan import BUILTIN_MODEL, ModelSpec, ServerConfig
 
 IMAGE = sys.argv[1] if len(sys.argv) > 1 else default_tag("cpu")
@@ -27,10 +28,15 @@ t0 = time.monotonic()
 server = DockerRuntime().launch("full", config, model, RUN_DIR / "servers" / "full")
 try:
     print(f"launch to healthy: {time.monotonic() - t0:.1f} s")
-    reply = httpx.post(f"{server.endpoint.base_url}/v1/completions", timeout=120, json={
-        "model": server.endpoint.model, "prompt": "1 2 3", "max_tokens": 8, "ignore_eos": True}).json()
+    reply = httpx.post(
+        f"{server.endpoint.base_url}/v1/completions",
+        timeout=120,
+        json={"model": server.endpoint.model, "prompt": "1 2 3", "max_tokens": 8, "ignore_eos": True},
+    ).json()
     print("completion_tokens:", reply["usage"]["completion_tokens"])
     record = json.loads((RUN_DIR / "servers" / "full" / "server.json").read_text())
-    print("argv:", record["argv"][:5], "version:", record["version"], "volumes:", sorted(record["container"]["volumes"]))
+    print(
+        "argv:", record["argv"][:5], "version:", record["version"], "volumes:", sorted(record["container"]["volumes"])
+    )
 finally:
     server.stop()

@@ -43,6 +43,7 @@ async def _httpx_run(base_url: str, concurrency: int, num_prompts: int, osl: int
     tokens = 0
     todo = iter(range(num_prompts))
     async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=None)) as client:
+
         async def worker() -> None:
             nonlocal tokens
             for _ in todo:
@@ -75,17 +76,50 @@ def run_httpx(base_url: str, concurrency: int, num_prompts: int, osl: int) -> di
 
 def run_vllm(base_url: str, concurrency: int, num_prompts: int, osl: int, tokenizer: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "byog.images.vllm_entry", "bench", "serve", "--backend", "openai",
-               "--base-url", base_url, "--model", "fake", "--tokenizer", tokenizer, "--dataset-name", "random",
-               "--random-input-len", "32", "--random-output-len", str(osl), "--num-prompts", str(num_prompts),
-               "--max-concurrency", str(concurrency), "--ignore-eos", "--temperature", "0", "--disable-tqdm",
-               "--save-result", "--result-dir", out, "--result-filename", "r.json"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "byog.images.vllm_entry",
+            "bench",
+            "serve",
+            "--backend",
+            "openai",
+            "--base-url",
+            base_url,
+            "--model",
+            "fake",
+            "--tokenizer",
+            tokenizer,
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "32",
+            "--random-output-len",
+            str(osl),
+            "--num-prompts",
+            str(num_prompts),
+            "--max-concurrency",
+            str(concurrency),
+            "--ignore-eos",
+            "--temperature",
+            "0",
+            "--disable-tqdm",
+            "--save-result",
+            "--result-dir",
+            out,
+            "--result-filename",
+            "r.json",
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
         if proc.returncode != 0:
             raise SystemExit(f"vllm bench serve failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
         result = json.loads((Path(out) / "r.json").read_text())
-    return {"tok_s": result["output_throughput"], "tokens": result["total_output_tokens"], "wall_s": result["duration"],
-            "completed": result["completed"]}
+    return {
+        "tok_s": result["output_throughput"],
+        "tokens": result["total_output_tokens"],
+        "wall_s": result["duration"],
+        "completed": result["completed"],
+    }
 
 
 def _runs(runs: list[dict[str, float]]) -> str:
@@ -98,13 +132,17 @@ def main() -> None:
     parser.add_argument("--num-prompts", type=int, default=128)
     parser.add_argument("--osl", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--tokenizer", default=None, help="for vllm bench serve's random prompts (default: the built-in SmolLM2)")
+    parser.add_argument(
+        "--tokenizer", default=None, help="for vllm bench serve's random prompts (default: the built-in SmolLM2)"
+    )
     parser.add_argument("--skip-vllm", action="store_true")
     args = parser.parse_args()
 
     with server_process() as base_url:
         c, n, osl = args.concurrency, args.num_prompts, args.osl
-        print(f"loopback SSE source: {base_url}; C={c} streams, N={n} requests, OSL={osl} one-token chunks; median of {args.repeats}")
+        print(
+            f"loopback SSE source: {base_url}; C={c} streams, N={n} requests, OSL={osl} one-token chunks; median of {args.repeats}"
+        )
         run_byog(base_url, c, min(n, 2 * c), 64)  # warm the connection pool and code paths
         tokenizer = None
         if not args.skip_vllm:
@@ -120,9 +158,11 @@ def main() -> None:
         byog_tok_s = statistics.median(r["tok_s"] for r in byog_runs)
         overhead = statistics.median(r["cpu_us_per_chunk"] for r in byog_runs)
         share = statistics.median(r["cpu_share"] for r in byog_runs)
-        print(f"byog (aiohttp):        {byog_tok_s:12,.0f} tok/s   per-chunk client CPU {overhead:.1f} us "
-              f"(client used {share:.0%} of a core)   "
-              f"(runs: {_runs(byog_runs)}; errors {sum(r['errors'] for r in byog_runs)})")
+        print(
+            f"byog (aiohttp):        {byog_tok_s:12,.0f} tok/s   per-chunk client CPU {overhead:.1f} us "
+            f"(client used {share:.0%} of a core)   "
+            f"(runs: {_runs(byog_runs)}; errors {sum(r['errors'] for r in byog_runs)})"
+        )
         httpx_tok_s = statistics.median(r["tok_s"] for r in httpx_runs)
         print(f"same loop on httpx:    {httpx_tok_s:12,.0f} tok/s   (aiohttp/httpx = {byog_tok_s / httpx_tok_s:.2f}x)")
         if vllm_runs:

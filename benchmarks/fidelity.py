@@ -24,12 +24,20 @@ def _fmt_ms(x: float | None) -> str:
     return "-" if x is None else f"{x * 1e3:9.3f}"
 
 
-def compare(base_url: str, served: str, tokenizer: str, args: argparse.Namespace, concurrency: int, same_body: bool) -> None:
+def compare(
+    base_url: str, served: str, tokenizer: str, args: argparse.Namespace, concurrency: int, same_body: bool
+) -> None:
     kw = dict(isl=args.isl, osl=args.osl, concurrency=concurrency, num_prompts=args.num_prompts)
-    body = "identical request bodies (vllm gets byog's min_tokens + continuous usage via --extra-body)" if same_body \
+    body = (
+        "identical request bodies (vllm gets byog's min_tokens + continuous usage via --extra-body)"
+        if same_body
         else "each tool's own request body"
-    print(f"\n== server {base_url} model {served}; ISL {args.isl} OSL {args.osl} C {concurrency} N {args.num_prompts}; "
-          f"{args.repeats} alternating repeats; {body}", flush=True)
+    )
+    print(
+        f"\n== server {base_url} model {served}; ISL {args.isl} OSL {args.osl} C {concurrency} N {args.num_prompts}; "
+        f"{args.repeats} alternating repeats; {body}",
+        flush=True,
+    )
     runs = []
     for rep in range(args.repeats):
         for tool in ("byog", "vllm"):
@@ -38,30 +46,47 @@ def compare(base_url: str, served: str, tokenizer: str, args: argparse.Namespace
             else:
                 r = run_vllm_bench_serve(base_url, served, tokenizer, seed=rep, same_body=same_body, **kw)
             runs.append(r)
-            tok_ok = (r["total_output_tokens"] == r["server_generation_tokens"],
-                      r["total_input_tokens"] == r["server_prompt_tokens"])
-            print(f"  rep {rep} {r['tool']:17s} TPOT {_fmt_ms(r['median_tpot_s'])} ms  TTFT {_fmt_ms(r['median_ttft_s'])} ms  "
-                  f"ITL {_fmt_ms(r['median_itl_s'])} ms  out {r['output_tok_s']:8.2f} tok/s  "
-                  f"tokens out {r['total_output_tokens']} (server {r['server_generation_tokens']:.0f}) "
-                  f"in {r['total_input_tokens']} (server {r['server_prompt_tokens']:.0f}) "
-                  f"{'EQUAL' if all(tok_ok) else 'DIFFER'}  completed {r['completed']} errors {r['errors']}"
-                  + (f"  client cpu {r['client_cpu_share']:.0%} lag p99 {r['client_loop_lag_p99_s'] * 1e3:.1f} ms"
-                     if r.get("client_loop_lag_p99_s") is not None else ""), flush=True)
+            tok_ok = (
+                r["total_output_tokens"] == r["server_generation_tokens"],
+                r["total_input_tokens"] == r["server_prompt_tokens"],
+            )
+            print(
+                f"  rep {rep} {r['tool']:17s} TPOT {_fmt_ms(r['median_tpot_s'])} ms  TTFT {_fmt_ms(r['median_ttft_s'])} ms  "
+                f"ITL {_fmt_ms(r['median_itl_s'])} ms  out {r['output_tok_s']:8.2f} tok/s  "
+                f"tokens out {r['total_output_tokens']} (server {r['server_generation_tokens']:.0f}) "
+                f"in {r['total_input_tokens']} (server {r['server_prompt_tokens']:.0f}) "
+                f"{'EQUAL' if all(tok_ok) else 'DIFFER'}  completed {r['completed']} errors {r['errors']}"
+                + (
+                    f"  client cpu {r['client_cpu_share']:.0%} lag p99 {r['client_loop_lag_p99_s'] * 1e3:.1f} ms"
+                    if r.get("client_loop_lag_p99_s") is not None
+                    else ""
+                ),
+                flush=True,
+            )
     print(f"  vllm command: vllm {runs[1]['command'].split('vllm_entry ', 1)[-1]}")
     byog = [r for r in runs if r["tool"] == "byog"]
     vllm = [r for r in runs if r["tool"] != "byog"]
     print("  median over repeats       byog        vllm   byog/vllm")
-    for key, label, scale in (("median_tpot_s", "TPOT ms", 1e3), ("median_ttft_s", "TTFT ms", 1e3),
-                              ("median_itl_s", "ITL ms", 1e3), ("output_tok_s", "output tok/s", 1.0)):
+    for key, label, scale in (
+        ("median_tpot_s", "TPOT ms", 1e3),
+        ("median_ttft_s", "TTFT ms", 1e3),
+        ("median_itl_s", "ITL ms", 1e3),
+        ("output_tok_s", "output tok/s", 1.0),
+    ):
         b = statistics.median(r[key] for r in byog)
         v = statistics.median(r[key] for r in vllm)
         print(f"  {label:18s} {b * scale:12.3f} {v * scale:11.3f} {b / v:11.4f}")
     for name, group in (("byog", byog), ("vllm", vllm)):
         tpots = [r["median_tpot_s"] for r in group]
         if len(tpots) > 1:
-            print(f"  {name} run-to-run TPOT spread (max-min)/median: {(max(tpots) - min(tpots)) / statistics.median(tpots):.2%}")
-    exact = all(r["total_output_tokens"] == r["server_generation_tokens"] and r["total_input_tokens"] == r["server_prompt_tokens"]
-                for r in byog)
+            print(
+                f"  {name} run-to-run TPOT spread (max-min)/median: {(max(tpots) - min(tpots)) / statistics.median(tpots):.2%}"
+            )
+    exact = all(
+        r["total_output_tokens"] == r["server_generation_tokens"]
+        and r["total_input_tokens"] == r["server_prompt_tokens"]
+        for r in byog
+    )
     print(f"  byog token totals equal the server's counters in every run: {exact}", flush=True)
 
 
@@ -76,20 +101,25 @@ def main() -> int:
     parser.add_argument("--concurrency", default="1", help="one or more, e.g. 1,4")
     parser.add_argument("--num-prompts", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--vllm-body", choices=["same", "defaults", "both"], default="same",
-                        help="same: vllm bench serve sends byog's request body (min_tokens, usage per chunk) so only the "
-                             "clients differ; defaults: its own body; both: one comparison each")
+    parser.add_argument(
+        "--vllm-body",
+        choices=["same", "defaults", "both"],
+        default="same",
+        help="same: vllm bench serve sends byog's request body (min_tokens, usage per chunk) so only the "
+        "clients differ; defaults: its own body; both: one comparison each",
+    )
     args = parser.parse_args()
 
     server = None
     if args.launch:
-        from byog.images.local import LocalRuntime
         from byog.images.models import prepare_model
+        from byog.runtimes.local import LocalRuntime
         from byog.schemas.plan import BUILTIN_MODEL, ModelSpec, ServerConfig
 
         model = prepare_model(ModelSpec(path=BUILTIN_MODEL, max_model_len=4096))
-        server = LocalRuntime().launch("fidelity", ServerConfig(args=["--enforce-eager"]), model,
-                                       Path(tempfile.mkdtemp(prefix="byog-fidelity-")))
+        server = LocalRuntime().launch(
+            "fidelity", ServerConfig(args=["--enforce-eager"]), model, Path(tempfile.mkdtemp(prefix="byog-fidelity-"))
+        )
         base_url, served, tokenizer = server.endpoint.base_url, model.served_name, args.tokenizer or model.tokenizer
     elif args.endpoint:
         import httpx

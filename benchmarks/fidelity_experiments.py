@@ -33,8 +33,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
@@ -52,8 +53,9 @@ def vllm_random_prompts(tokenizer_dir: str, isl: int, osl: int, count: int, seed
     from vllm.benchmarks.datasets import RandomDataset
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    requests = RandomDataset(random_seed=seed).sample(tokenizer=tokenizer, num_requests=count, input_len=isl,
-                                                      output_len=osl)
+    requests = RandomDataset(random_seed=seed).sample(
+        tokenizer=tokenizer, num_requests=count, input_len=isl, output_len=osl
+    )
     return [Prompt(body=r.prompt, expected_n_in=int(r.prompt_len)) for r in requests]
 
 
@@ -61,22 +63,35 @@ def byog_prompts_as_text(base_url: str, model: str, isl: int, count: int, seed: 
     """byog's random-id prompts, decoded by the server, as a `custom` dataset for vLLM's client."""
     tok = ServerTokenizer(base_url, model)
     try:
-        prompts = build_prompts(kind="random", dataset=None, api="completions", isl=isl, count=count, seed=seed,
-                                point_id=point_id, server=tok, tokenizer_path=None)
+        prompts = build_prompts(
+            kind="random",
+            dataset=None,
+            api="completions",
+            isl=isl,
+            count=count,
+            seed=seed,
+            point_id=point_id,
+            server=tok,
+            tokenizer_path=None,
+        )
     finally:
         tok.close()
     with httpx.Client(timeout=60.0) as client:
-        texts = [client.post(f"{base_url}/detokenize", json={"model": model, "tokens": p.body}).json()["prompt"]
-                 for p in prompts]
+        texts = [
+            client.post(f"{base_url}/detokenize", json={"model": model, "tokens": p.body}).json()["prompt"]
+            for p in prompts
+        ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in texts))
     return path
 
 
-def vllm_bench_serve_in_process(base_url: str, model: str, tokenizer: str, *, result_path: Path,
-                                **settings: Any) -> dict[str, Any]:
+def vllm_bench_serve_in_process(
+    base_url: str, model: str, tokenizer: str, *, result_path: Path, **settings: Any
+) -> dict[str, Any]:
     """``run_vllm_bench_serve`` without the subprocess: vLLM's bench imported once, same arguments."""
-    from vllm.benchmarks.serve import add_cli_args, main as bench_main
+    from vllm.benchmarks.serve import add_cli_args
+    from vllm.benchmarks.serve import main as bench_main
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     def execute(arguments: list[str]) -> None:
@@ -88,7 +103,9 @@ def vllm_bench_serve_in_process(base_url: str, model: str, tokenizer: str, *, re
     return {**summary, "in_process": True}
 
 
-def plan_runs(name: str, args: argparse.Namespace, c: int, rep: int, out: Path) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
+def plan_runs(
+    name: str, args: argparse.Namespace, c: int, rep: int, out: Path
+) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
     n = min(args.prompts_per_c * c, args.max_prompts) if args.max_prompts else args.prompts_per_c * c
     kw = dict(isl=args.isl, osl=args.osl, concurrency=c, num_prompts=n, seed=rep)
     tag = f"{name}-isl{args.isl}-c{c}-r{rep}"
@@ -113,8 +130,10 @@ def plan_runs(name: str, args: argparse.Namespace, c: int, rep: int, out: Path) 
     if name == "no-min-tokens":
         return [("byog", byog(extra_body={"min_tokens": None})), ("vllm", vllm(extra_body=VLLM_DEFAULT_BODY))]
     if name == "no-chunk-usage":
-        return [("byog", byog(extra_body={"stream_options": {"include_usage": True}})),
-                ("vllm", vllm(extra_body=VLLM_DEFAULT_BODY))]
+        return [
+            ("byog", byog(extra_body={"stream_options": {"include_usage": True}})),
+            ("vllm", vllm(extra_body=VLLM_DEFAULT_BODY)),
+        ]
     if name == "vllm-prompts":
         prompts = vllm_random_prompts(tok, args.isl, args.osl, n, rep)
         return [("byog", byog(request_body="vllm", prompts=prompts)), ("vllm", vllm(extra_body=VLLM_DEFAULT_BODY))]
@@ -136,7 +155,9 @@ def main() -> None:
     cli.add_argument("--concurrency", default="8", help="one or more, e.g. 1,8,32,64")
     cli.add_argument("--prompts-per-c", type=int, default=4)
     cli.add_argument("--max-prompts", type=int, default=0, help="cap on prompts per run (0: none)")
-    cli.add_argument("--experiments", default="all", help=f"comma-separated of {', '.join(EXPERIMENTS)}, or all (the hypotheses)")
+    cli.add_argument(
+        "--experiments", default="all", help=f"comma-separated of {', '.join(EXPERIMENTS)}, or all (the hypotheses)"
+    )
     cli.add_argument("--repeats", type=int, default=1)
     cli.add_argument("--alternate", action="store_true", help="odd repeats run the pair in reverse order")
     cli.add_argument("--warmup-prompts", type=int, default=0, help="byog prompts at the largest C first, not compared")
@@ -150,12 +171,24 @@ def main() -> None:
     cells: list[Cell] = []
     if args.warmup_prompts:
         top = max(levels)
-        warmup = lambda: run_byog(args.base_url, args.model, args.tokenizer, isl=args.isl, osl=args.osl,  # noqa: E731
-                                  concurrency=top, num_prompts=args.warmup_prompts, seed=99,
-                                  rows_path=args.out / "rows" / f"warmup-isl{args.isl}-c{top}-r0-byog.parquet")
+        warmup = lambda: run_byog(
+            args.base_url,
+            args.model,
+            args.tokenizer,
+            isl=args.isl,
+            osl=args.osl,  # noqa: E731
+            concurrency=top,
+            num_prompts=args.warmup_prompts,
+            seed=99,
+            rows_path=args.out / "rows" / f"warmup-isl{args.isl}-c{top}-r0-byog.parquet",
+        )
         cells.append(("warmup", top, 0, lambda: [("byog", warmup)]))
-    cells += [(name, c, rep, lambda name=name, c=c, rep=rep: plan_runs(name, args, c, rep, args.out))
-              for c in levels for rep in range(args.repeats) for name in names]
+    cells += [
+        (name, c, rep, lambda name=name, c=c, rep=rep: plan_runs(name, args, c, rep, args.out))
+        for c in levels
+        for rep in range(args.repeats)
+        for name in names
+    ]
     for name, c, rep, planned in cells:
         for tool, run in planned():
             started = time.time()
@@ -163,15 +196,26 @@ def main() -> None:
                 result = run()
             except Exception as err:  # one failed run must not lose the others
                 result = {"error": f"{type(err).__name__}: {err}"[:2000]}
-            line = {**result, "experiment": name, "tool": tool, "isl": args.isl, "osl": args.osl, "concurrency": c,
-                    "repeat": rep, "wall_s": round(time.time() - started, 2)}
+            line = {
+                **result,
+                "experiment": name,
+                "tool": tool,
+                "isl": args.isl,
+                "osl": args.osl,
+                "concurrency": c,
+                "repeat": rep,
+                "wall_s": round(time.time() - started, 2),
+            }
             log.write(json.dumps(line) + "\n")
             log.flush()
             tpot = result.get("median_tpot_s")
             server = result.get("server_mean_tpot_s")
-            print(f"{name:15s} {tool:5s} ISL {args.isl} C {c} rep {rep}: TPOT "
-                  f"{tpot * 1e3 if tpot else float('nan'):.3f} ms, server TPOT "
-                  f"{server * 1e3 if server else float('nan'):.3f} ms {result.get('error', '')}", flush=True)
+            print(
+                f"{name:15s} {tool:5s} ISL {args.isl} C {c} rep {rep}: TPOT "
+                f"{tpot * 1e3 if tpot else float('nan'):.3f} ms, server TPOT "
+                f"{server * 1e3 if server else float('nan'):.3f} ms {result.get('error', '')}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

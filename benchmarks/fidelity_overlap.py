@@ -34,19 +34,26 @@ def byog_spans(path: Path) -> tuple[list[Span], list[float]]:
 
 def vllm_spans(path: Path) -> tuple[list[Span], list[float]]:
     result = json.loads(path.read_text())
-    spans = [(s, s + ttft, s + ttft + sum(itl)) for s, ttft, itl in zip(result["start_times"], result["ttfts"], result["itls"])]
+    spans = [
+        (s, s + ttft, s + ttft + sum(itl))
+        for s, ttft, itl in zip(result["start_times"], result["ttfts"], result["itls"])
+    ]
     return spans, [g for itl in result["itls"] for g in itl]
 
 
 def describe(spans: list[Span], gaps: list[float], concurrency: int) -> str:
     spans = sorted(spans)
-    inside = [sum(1 for j, (_, first2, _) in enumerate(spans) if j != i and first < first2 < last)
-              for i, (_, first, last) in enumerate(spans)]
+    inside = [
+        sum(1 for j, (_, first2, _) in enumerate(spans) if j != i and first < first2 < last)
+        for i, (_, first, last) in enumerate(spans)
+    ]
     ends = sorted(last for _, _, last in spans)[:concurrency]
     p10, p50, p90 = np.percentile(gaps, [10, 50, 90]) * 1e3
     ttft = np.median([first - sent for sent, first, _ in spans]) * 1e3
-    return (f"gap p10/p50/p90 {p10:.2f}/{p50:.2f}/{p90:.2f} ms | prefills per decode window {np.mean(inside):.2f} | "
-            f"TTFT p50 {ttft:.0f} ms | first wave ends within {(ends[-1] - ends[0]) * 1e3:.0f} ms")
+    return (
+        f"gap p10/p50/p90 {p10:.2f}/{p50:.2f}/{p90:.2f} ms | prefills per decode window {np.mean(inside):.2f} | "
+        f"TTFT p50 {ttft:.0f} ms | first wave ends within {(ends[-1] - ends[0]) * 1e3:.0f} ms"
+    )
 
 
 def main(folder: Path) -> None:

@@ -53,11 +53,16 @@ def main(folder: Path) -> None:
         run["tool"] = TOOL_NAMES.get(run["tool"], run["tool"])
     groups: dict[tuple[str, int, int], dict[str, list[dict[str, Any]]]] = {}
     for run in runs:
-        groups.setdefault((run["experiment"], run["isl"], run["concurrency"]), {}).setdefault(run["tool"], []).append(run)
-    print("| experiment | ISL | C | byog TPOT ms | vLLM TPOT ms | ratio | by repeat | server TPOT ms (byog run / vLLM run) "
-          "| server ratio | cache hits |")
+        groups.setdefault((run["experiment"], run["isl"], run["concurrency"]), {}).setdefault(run["tool"], []).append(
+            run
+        )
+    print(
+        "| experiment | ISL | C | byog TPOT ms | vLLM TPOT ms | ratio | by repeat | server TPOT ms (byog run / vLLM run) "
+        "| server ratio | cache hits |"
+    )
     print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
     for (name, isl, c), tools in groups.items():
+
         def med(tool: str, value: Any) -> float | None:
             values = [v for v in (value(r) for r in tools.get(tool, [])) if v is not None]
             return statistics.median(values) if values else None
@@ -67,8 +72,10 @@ def main(folder: Path) -> None:
         ratio = f"{b / v:.4f}" if b and v else "-"
         sratio = f"{sb / sv:.4f}" if sb and sv else "-"
         fmt = lambda x: f"{x * 1e3:.3f}" if x else "-"  # noqa: E731
-        print(f"| {name} | {isl} | {c} | {fmt(b)} | {fmt(v)} | {ratio} | {_by_repeat(folder, tools)} "
-              f"| {fmt(sb)} / {fmt(sv)} | {sratio} | {_cache_hits(tools)} |")
+        print(
+            f"| {name} | {isl} | {c} | {fmt(b)} | {fmt(v)} | {ratio} | {_by_repeat(folder, tools)} "
+            f"| {fmt(sb)} / {fmt(sv)} | {sratio} | {_cache_hits(tools)} |"
+        )
 
 
 def _by_repeat(folder: Path, tools: dict[str, list[dict[str, Any]]]) -> str:

@@ -33,8 +33,10 @@ def main(argv: list[str]) -> int:
     run_dir = RunDir(folder)
     summary = derive_summary(run_dir)
     committed = json.loads(run_dir.summary_json.read_text(encoding="utf-8")) if run_dir.summary_json.is_file() else None
-    print(f"# {folder.name} ({summary.plan.name}); re-derived summary equals the committed one: "
-          f"{committed == summary.to_json() if committed is not None else None}\n")
+    print(
+        f"# {folder.name} ({summary.plan.name}); re-derived summary equals the committed one: "
+        f"{committed == summary.to_json() if committed is not None else None}\n"
+    )
     points = [p for p in summary.bench.points if p.kind == "batch" and p.metrics is not None]
     isls = sorted({p.isl for p in points})
     batches = sorted({p.batch_size for p in points})

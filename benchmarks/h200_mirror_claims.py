@@ -70,8 +70,12 @@ def fill(summary_path: Path, claims_path: Path = CLAIMS) -> int:
 
 
 def _verify(bundle: Path, claims: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "byog", "verify", str(bundle), "--claims", str(claims), "--allow-unsigned"],
-                          capture_output=True, text=True, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "byog", "verify", str(bundle), "--claims", str(claims), "--allow-unsigned"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
 
 
 def moved_text(text: str, factor: float = 1.05) -> str:

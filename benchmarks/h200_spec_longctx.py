@@ -53,7 +53,9 @@ def reprint(as_json: bool) -> int:
     for folder in found:
         run_dir = RunDir(folder)
         summary = derive_summary(run_dir)
-        committed = json.loads(run_dir.summary_json.read_text(encoding="utf-8")) if run_dir.summary_json.is_file() else None
+        committed = (
+            json.loads(run_dir.summary_json.read_text(encoding="utf-8")) if run_dir.summary_json.is_file() else None
+        )
         same = committed == summary.to_json() if committed is not None else None
         if as_json:
             out[folder.name] = [p.model_dump(mode="json") for p in summary.bench.points]

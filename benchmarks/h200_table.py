@@ -35,6 +35,7 @@ TPOT_TARGET = 0.02  # |byog / vLLM - 1| of median TPOT the issue asks for
 
 # --- vLLM's side ---------------------------------------------------------------------------
 
+
 def vllm_request_tpots_s(result: dict[str, Any]) -> list[float]:
     """Per-request TPOT as `vllm bench serve` defines it: (latency - TTFT) / (output_len - 1) = sum(ITL) / (n - 1)."""
     sums = result.get("itl_sum_s") or [sum(x) for x in result.get("itls", [])]
@@ -69,6 +70,7 @@ def vllm_point(result: dict[str, Any], counters: dict[str, Any]) -> dict[str, An
 
 
 # --- byog's side ---------------------------------------------------------------------------
+
 
 def byog_points(run: Path) -> dict[tuple[int, int], dict[str, Any]]:
     """byog's points of one run directory, keyed (ISL, B), re-derived from the raw rows."""
@@ -117,6 +119,7 @@ def _ms(seconds: float | None) -> float | None:
 
 # --- the table -----------------------------------------------------------------------------
 
+
 def tensor_parallel_size(tag_dir: Path) -> int | None:
     """TP as byog recorded it in the server record of its run directory (read from the server)."""
     for record in sorted(tag_dir.glob("byog-isl*/servers/*/server.json")):
@@ -142,8 +145,17 @@ def rows_for(tag_dir: Path) -> list[dict[str, Any]]:
         b, v = byog.get((isl, batch)), vllm.get((isl, batch))
         ratio = b["tpot_ms"] / v["tpot_ms"] if b and v and b["tpot_ms"] and v["tpot_ms"] else None
         itl_ratio = b["itl_ms"] / v["itl_ms"] if b and v and b["itl_ms"] and v["itl_ms"] else None
-        rows.append({"tag": tag_dir.name, "isl": isl, "batch_size": batch, "byog": b, "vllm": v, "tpot_ratio": ratio,
-                     "itl_ratio": itl_ratio})
+        rows.append(
+            {
+                "tag": tag_dir.name,
+                "isl": isl,
+                "batch_size": batch,
+                "byog": b,
+                "vllm": v,
+                "tpot_ratio": ratio,
+                "itl_ratio": itl_ratio,
+            }
+        )
     return rows
 
 
@@ -159,18 +171,45 @@ def _tokens_ok(side: dict[str, Any] | None) -> str:
 
 
 def render(rows: list[dict[str, Any]], tp: int | None) -> str:
-    head = ("ISL", "B", "byog TPOT ms", "tok/s/user", "decode tok/s", "byog TTFT ms", "vLLM TPOT ms", "vLLM TTFT ms",
-            "vLLM out tok/s", "TPOT ratio", "ITL p50 ratio", "byog tok=ctr", "vLLM tok=ctr", "client CPU", "valid")
+    head = (
+        "ISL",
+        "B",
+        "byog TPOT ms",
+        "tok/s/user",
+        "decode tok/s",
+        "byog TTFT ms",
+        "vLLM TPOT ms",
+        "vLLM TTFT ms",
+        "vLLM out tok/s",
+        "TPOT ratio",
+        "ITL p50 ratio",
+        "byog tok=ctr",
+        "vLLM tok=ctr",
+        "client CPU",
+        "valid",
+    )
     lines = [head]
     for r in rows:
         b, v = r["byog"] or {}, r["vllm"] or {}
-        lines.append((
-            str(r["isl"]), str(r["batch_size"]), _f(b.get("tpot_ms"), ".3f"), _f(b.get("tok_s_user"), ".1f"),
-            _f(b.get("decode_tok_s"), ",.0f"), _f(b.get("ttft_ms"), ".1f"), _f(v.get("tpot_ms"), ".3f"),
-            _f(v.get("ttft_ms"), ".1f"), _f(v.get("output_tok_s"), ",.0f"), _f(r["tpot_ratio"], ".4f"), _f(r["itl_ratio"], ".4f"),
-            _tokens_ok(r["byog"]), _tokens_ok(r["vllm"]), _f(b.get("client_cpu_share"), ".0%"),
-            "-" if not r["byog"] else ("yes" if b["valid"] else "NO"),
-        ))
+        lines.append(
+            (
+                str(r["isl"]),
+                str(r["batch_size"]),
+                _f(b.get("tpot_ms"), ".3f"),
+                _f(b.get("tok_s_user"), ".1f"),
+                _f(b.get("decode_tok_s"), ",.0f"),
+                _f(b.get("ttft_ms"), ".1f"),
+                _f(v.get("tpot_ms"), ".3f"),
+                _f(v.get("ttft_ms"), ".1f"),
+                _f(v.get("output_tok_s"), ",.0f"),
+                _f(r["tpot_ratio"], ".4f"),
+                _f(r["itl_ratio"], ".4f"),
+                _tokens_ok(r["byog"]),
+                _tokens_ok(r["vllm"]),
+                _f(b.get("client_cpu_share"), ".0%"),
+                "-" if not r["byog"] else ("yes" if b["valid"] else "NO"),
+            )
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     text = [f"{rows[0]['tag'] if rows else '?'}: tensor parallel size {tp} (byog's server record)"]
     for n, line in enumerate(lines):
@@ -180,13 +219,17 @@ def render(rows: list[dict[str, Any]], tp: int | None) -> str:
     ratios = [r["tpot_ratio"] for r in rows if r["tpot_ratio"] is not None]
     if ratios:
         worst = max(ratios, key=lambda x: abs(x - 1))
-        text.append(f"TPOT ratio byog/vLLM: median {statistics.median(ratios):.4f}, worst {worst:.4f}; "
-                    f"{sum(abs(x - 1) <= TPOT_TARGET for x in ratios)} of {len(ratios)} points within {TPOT_TARGET:.0%}")
+        text.append(
+            f"TPOT ratio byog/vLLM: median {statistics.median(ratios):.4f}, worst {worst:.4f}; "
+            f"{sum(abs(x - 1) <= TPOT_TARGET for x in ratios)} of {len(ratios)} points within {TPOT_TARGET:.0%}"
+        )
     itl = [r["itl_ratio"] for r in rows if r["itl_ratio"] is not None]
     if itl:
         worst = max(itl, key=lambda x: abs(x - 1))
-        text.append(f"median ITL ratio byog/vLLM (the decode step both saw): median {statistics.median(itl):.4f}, "
-                    f"worst {worst:.4f}; {sum(abs(x - 1) <= TPOT_TARGET for x in itl)} of {len(itl)} within {TPOT_TARGET:.0%}")
+        text.append(
+            f"median ITL ratio byog/vLLM (the decode step both saw): median {statistics.median(itl):.4f}, "
+            f"worst {worst:.4f}; {sum(abs(x - 1) <= TPOT_TARGET for x in itl)} of {len(itl)} within {TPOT_TARGET:.0%}"
+        )
     for r in rows:
         for reason in (r["byog"] or {}).get("invalid_reasons", []):
             text.append(f"  ISL {r['isl']} B {r['batch_size']} byog invalid: {reason}")
@@ -198,6 +241,7 @@ def tags(results: Path) -> list[Path]:
 
 
 # --- import: device tarball -> committed layout ---------------------------------------------
+
 
 def _trim_vllm(path: Path) -> None:
     data = json.loads(path.read_text())

@@ -26,23 +26,62 @@ def point_name(batch_size: int, isl: int, osl: int) -> str:
     return f"b{batch_size}-isl{isl}-osl{osl}"
 
 
-def point_argv(base_url: str, model: str, tokenizer: str, batch_size: int, isl: int, osl: int, waves: int,
-               out: Path, seed: int, temperature: float | None = None) -> list[str]:
+def point_argv(
+    base_url: str,
+    model: str,
+    tokenizer: str,
+    batch_size: int,
+    isl: int,
+    osl: int,
+    waves: int,
+    out: Path,
+    seed: int,
+    temperature: float | None = None,
+) -> list[str]:
     """`vllm bench serve` arguments for one point: B in flight, waves x B measured prompts, B warm-ups.
 
     vLLM 0.24's bench no longer sends temperature 0 (the server's default applies: sampling at
     temperature 1 here); ``temperature=0`` asks for greedy decoding, as byog's requests do.
     """
     sampling = [] if temperature is None else ["--temperature", str(temperature)]
-    return [*sampling,
-        "--backend", "openai", "--base-url", base_url, "--endpoint", "/v1/completions",
-        "--model", model, "--tokenizer", tokenizer,
-        "--dataset-name", "random", "--random-input-len", str(isl), "--random-output-len", str(osl),
-        "--max-concurrency", str(batch_size), "--num-prompts", str(batch_size * waves),
-        "--num-warmups", str(batch_size), "--ignore-eos", "--seed", str(seed),
-        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
-        "--save-result", "--save-detailed", "--result-dir", str(out),
-        "--result-filename", f"vllm-{point_name(batch_size, isl, osl)}.json", "--disable-tqdm",
+    return [
+        *sampling,
+        "--backend",
+        "openai",
+        "--base-url",
+        base_url,
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        model,
+        "--tokenizer",
+        tokenizer,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(isl),
+        "--random-output-len",
+        str(osl),
+        "--max-concurrency",
+        str(batch_size),
+        "--num-prompts",
+        str(batch_size * waves),
+        "--num-warmups",
+        str(batch_size),
+        "--ignore-eos",
+        "--seed",
+        str(seed),
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50,90,99",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        str(out),
+        "--result-filename",
+        f"vllm-{point_name(batch_size, isl, osl)}.json",
+        "--disable-tqdm",
     ]
 
 
@@ -76,8 +115,18 @@ def main() -> None:
         for batch_size in opts.batch_sizes:
             name = point_name(batch_size, isl, opts.osl)
             # A seed per point: prompts differ between points, as byog's do.
-            argv = point_argv(opts.base_url, opts.model, opts.tokenizer, batch_size, isl, opts.osl, opts.waves,
-                              opts.out, seed=1000 * isl + batch_size, temperature=opts.temperature)
+            argv = point_argv(
+                opts.base_url,
+                opts.model,
+                opts.tokenizer,
+                batch_size,
+                isl,
+                opts.osl,
+                opts.waves,
+                opts.out,
+                seed=1000 * isl + batch_size,
+                temperature=opts.temperature,
+            )
             parser = FlexibleArgumentParser()
             add_cli_args(parser)
             args = parser.parse_args(argv)
@@ -87,14 +136,24 @@ def main() -> None:
             wall_s = time.perf_counter() - t0
             after = _metrics(opts.base_url)
             record = {
-                "point": name, "batch_size": batch_size, "isl": isl, "osl": opts.osl, "waves": opts.waves,
-                "warmups": batch_size, "temperature": opts.temperature, "argv": ["vllm", "bench", "serve", *argv], "wall_s": wall_s,
+                "point": name,
+                "batch_size": batch_size,
+                "isl": isl,
+                "osl": opts.osl,
+                "waves": opts.waves,
+                "warmups": batch_size,
+                "temperature": opts.temperature,
+                "argv": ["vllm", "bench", "serve", *argv],
+                "wall_s": wall_s,
                 "counter_deltas": counter_deltas(before, after),
             }
             (opts.out / f"vllm-{name}.counters.json").write_text(json.dumps(record, indent=1))
-            print(f"vllm {name}: median TPOT {result.get('median_tpot_ms'):.3f} ms, "
-                  f"TTFT {result.get('median_ttft_ms'):.1f} ms, {result.get('output_throughput'):.0f} tok/s, "
-                  f"{wall_s:.1f} s", flush=True)
+            print(
+                f"vllm {name}: median TPOT {result.get('median_tpot_ms'):.3f} ms, "
+                f"TTFT {result.get('median_ttft_ms'):.1f} ms, {result.get('output_throughput'):.0f} tok/s, "
+                f"{wall_s:.1f} s",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -46,16 +46,20 @@ def main() -> int:
     parser.add_argument("--isl", type=int, default=512)
     parser.add_argument("--osl", type=int, default=256)
     parser.add_argument("--max-model-len", type=int, default=4096)
-    parser.add_argument("--args", default="--load-format dummy --gpu-memory-utilization 0.85",
-                        help="extra `vllm serve` arguments for every server")
+    parser.add_argument(
+        "--args",
+        default="--load-format dummy --gpu-memory-utilization 0.85",
+        help="extra `vllm serve` arguments for every server",
+    )
     parser.add_argument("--ray-args", default="", help="extra `ray start` arguments on every node")
     parser.add_argument("--startup-timeout", type=float, default=900.0)
     opts = parser.parse_args()
 
     configs = [c for c in opts.configs.split(",") if c]
     batches = [int(b) for b in opts.batch.split(",")]
-    model = PreparedModel(path=opts.model, served_name=Path(opts.model).name, tokenizer=opts.model,
-                          max_model_len=opts.max_model_len)
+    model = PreparedModel(
+        path=opts.model, served_name=Path(opts.model).name, tokenizer=opts.model, max_model_len=opts.max_model_len
+    )
     common = dict(tensor_parallel_size=2, args=shlex.split(opts.args), startup_timeout_s=opts.startup_timeout)
     variants = {
         "single": ServerConfig(**common, env={"CUDA_VISIBLE_DEVICES": "0,1"}),
@@ -63,10 +67,13 @@ def main() -> int:
         "ray": ServerConfig(**common, nodes=2, gpus_per_node=1, launcher="ray", ray_args=shlex.split(opts.ray_args)),
     }
     plan = Plan(
-        name="tp2-one-node-vs-two", model=ModelSpec(path=opts.model, max_model_len=opts.max_model_len),
-        servers={NAMES[c]: variants[c] for c in configs}, baseline=NAMES[configs[0]],
-        workloads=[BatchWorkload(name="decode", batch_sizes=batches, isl=[opts.isl], osl=[opts.osl],
-                                 warmup_waves=1, waves=3)],
+        name="tp2-one-node-vs-two",
+        model=ModelSpec(path=opts.model, max_model_len=opts.max_model_len),
+        servers={NAMES[c]: variants[c] for c in configs},
+        baseline=NAMES[configs[0]],
+        workloads=[
+            BatchWorkload(name="decode", batch_sizes=batches, isl=[opts.isl], osl=[opts.osl], warmup_waves=1, waves=3)
+        ],
     )
     opts.out.mkdir(parents=True, exist_ok=True)
     rd = RunDir(opts.out / "runs")
@@ -79,10 +86,16 @@ def main() -> int:
         try:  # the runtime `byog run` would pick: local for one node, the cluster runtime for two
             running = runtime_for(plan.servers[name]).launch(name, plan.servers[name], model, rd.server_dir(name))
         except Exception as err:  # one launcher failing must not cost the others' numbers
-            servers[name] = {"error": f"{type(err).__name__}: {err}"[-3000:], "traceback": traceback.format_exc()[-3000:]}
+            servers[name] = {
+                "error": f"{type(err).__name__}: {err}"[-3000:],
+                "traceback": traceback.format_exc()[-3000:],
+            }
             console.print(f"[red]{name} did not start[/]: {str(err)[-1500:]}")
             continue
-        servers[name] = {"ready_after_s": round(time.monotonic() - t0, 1), "tp_served": running.endpoint.tensor_parallel_size}
+        servers[name] = {
+            "ready_after_s": round(time.monotonic() - t0, 1),
+            "tp_served": running.endpoint.tensor_parallel_size,
+        }
         try:
             result = run_bench_for_server(plan, name, running, rd, console)
             servers[name]["bench"] = {k: result[k] for k in ("run", "failed", "restarts", "aborted")}
@@ -94,16 +107,29 @@ def main() -> int:
     rows = []
     for entry in summary.model_dump(mode="json")["points"]:
         metrics = entry.get("metrics") or {}
-        rows.append({
-            "server": entry["server"], "point_id": entry["point_id"],
-            "batch_size": entry["batch_size"],
-            "tpot_p50_ms": _ms((metrics.get("tpot_s") or {}).get("p50")),
-            "ttft_p50_ms": _ms((metrics.get("ttft_s") or {}).get("p50")),
-            "decode_tok_s": metrics.get("decode_tok_s"),
-            "valid": entry["valid"], "invalid_reasons": entry["invalid_reasons"], "n_requests": entry["n_requests"],
-        })
-    out = {"model": opts.model, "isl": opts.isl, "osl": opts.osl, "args": opts.args, "configs": configs,
-           "names": {c: NAMES[c] for c in configs}, "servers": servers, "rows": rows}
+        rows.append(
+            {
+                "server": entry["server"],
+                "point_id": entry["point_id"],
+                "batch_size": entry["batch_size"],
+                "tpot_p50_ms": _ms((metrics.get("tpot_s") or {}).get("p50")),
+                "ttft_p50_ms": _ms((metrics.get("ttft_s") or {}).get("p50")),
+                "decode_tok_s": metrics.get("decode_tok_s"),
+                "valid": entry["valid"],
+                "invalid_reasons": entry["invalid_reasons"],
+                "n_requests": entry["n_requests"],
+            }
+        )
+    out = {
+        "model": opts.model,
+        "isl": opts.isl,
+        "osl": opts.osl,
+        "args": opts.args,
+        "configs": configs,
+        "names": {c: NAMES[c] for c in configs},
+        "servers": servers,
+        "rows": rows,
+    }
     (opts.out / "multinode.json").write_text(json.dumps(out, indent=1, sort_keys=True, default=str))
     console.print(f"wrote {opts.out / 'multinode.json'}")
     return 0 if all("error" not in s for s in servers.values()) else 1

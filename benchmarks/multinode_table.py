@@ -34,10 +34,15 @@ def table(data: dict) -> str:
         if "error" in s:
             lines.append(f"{n}: did not start: {s['error'].splitlines()[0][:300]}")
         else:
-            invalid = [f"B={r['batch_size']}: {'; '.join(r['invalid_reasons'])}" for r in data["rows"]
-                       if r["server"] == n and not r.get("valid", True)]
-            lines.append(f"{n}: healthy after {s.get('ready_after_s')} s, TP served {s.get('tp_served')}"
-                         + (f"; invalid points: {' | '.join(invalid)}" if invalid else ""))
+            invalid = [
+                f"B={r['batch_size']}: {'; '.join(r['invalid_reasons'])}"
+                for r in data["rows"]
+                if r["server"] == n and not r.get("valid", True)
+            ]
+            lines.append(
+                f"{n}: healthy after {s.get('ready_after_s')} s, TP served {s.get('tp_served')}"
+                + (f"; invalid points: {' | '.join(invalid)}" if invalid else "")
+            )
     return "\n".join(lines)
 
 

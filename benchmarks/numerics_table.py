@@ -43,27 +43,38 @@ def _g(value: float | None) -> str:
 def print_run(name: str, numerics: NumericsSummary) -> None:
     tol = numerics.tolerance
     for c in numerics.comparisons:
-        print(f"\n== {name}: {c.candidate} vs {c.baseline}: {c.verdict}   (passes: baseline {c.baseline_wall_s:.1f} s, "
-              f"candidate {c.candidate_wall_s:.1f} s; plain generation of the same tokens {_g(c.plain_decode_wall_s)} s)")
+        print(
+            f"\n== {name}: {c.candidate} vs {c.baseline}: {c.verdict}   (passes: baseline {c.baseline_wall_s:.1f} s, "
+            f"candidate {c.candidate_wall_s:.1f} s; plain generation of the same tokens {_g(c.plain_decode_wall_s)} s)"
+        )
         for fam in c.families:
             print(f"  -- {fam.family}: {fam.verdict}" + "".join(f"\n     {r}" for r in fam.reasons))
             if fam.candidate_divergence and fam.aa_divergence:
                 d, a = fam.candidate_divergence, fam.aa_divergence
-                print(f"     greedy outputs diverged: {d.diverged}/{d.prompts} prompts (earliest {d.earliest}); "
-                      f"A/A {a.diverged}/{a.prompts} (earliest {a.earliest})")
-            print(f"     {'positions':>13} {'n':>6} {'|dlp| cand':>10} {'A/A':>9} {'env':>9} {'KL cand':>9} {'A/A':>9} "
-                  f"{'env':>9} {'argmax':>7} {'A/A':>6} {'top-k':>6}")
+                print(
+                    f"     greedy outputs diverged: {d.diverged}/{d.prompts} prompts (earliest {d.earliest}); "
+                    f"A/A {a.diverged}/{a.prompts} (earliest {a.earliest})"
+                )
+            print(
+                f"     {'positions':>13} {'n':>6} {'|dlp| cand':>10} {'A/A':>9} {'env':>9} {'KL cand':>9} {'A/A':>9} "
+                f"{'env':>9} {'argmax':>7} {'A/A':>6} {'top-k':>6}"
+            )
             aa = {b.start: b for b in fam.aa}
             for b in fam.candidate:
                 ref = aa.get(b.start)
                 env = envelope(ref.model_dump(), tol) if ref else {}
-                print(f"     {b.bucket:>13} {b.positions:>6} {_g(b.mean_abs_dlogprob):>10} "
-                      f"{_g(ref.mean_abs_dlogprob) if ref else '–':>9} {_g(env.get('mean_abs_dlogprob')):>9} "
-                      f"{_g(b.mean_kl):>9} {_g(ref.mean_kl) if ref else '–':>9} {_g(env.get('mean_kl')):>9} "
-                      f"{b.argmax_agreement:>7.3f} {ref.argmax_agreement if ref else float('nan'):>6.3f} {b.topk_overlap:>6.3f}")
+                print(
+                    f"     {b.bucket:>13} {b.positions:>6} {_g(b.mean_abs_dlogprob):>10} "
+                    f"{_g(ref.mean_abs_dlogprob) if ref else '–':>9} {_g(env.get('mean_abs_dlogprob')):>9} "
+                    f"{_g(b.mean_kl):>9} {_g(ref.mean_kl) if ref else '–':>9} {_g(env.get('mean_kl')):>9} "
+                    f"{b.argmax_agreement:>7.3f} {ref.argmax_agreement if ref else float('nan'):>6.3f} {b.topk_overlap:>6.3f}"
+                )
     for pair in numerics.conformance:
         failed = [f"{r.check} ({r.reason})" for r in pair.checks if r.outcome == "fail"]
-        print(f"\n   conformance {pair.candidate} vs {pair.baseline}: " + ("conforms" if pair.conforms else "FAILS " + "; ".join(failed)))
+        print(
+            f"\n   conformance {pair.candidate} vs {pair.baseline}: "
+            + ("conforms" if pair.conforms else "FAILS " + "; ".join(failed))
+        )
 
 
 def main() -> int:
@@ -74,7 +85,11 @@ def main() -> int:
     runs = args.runs or sorted(p for p in RESULTS.iterdir() if (p / "plan.yaml").is_file())
     derived = {str(run): derive(run) for run in runs}
     if args.json:
-        print(json.dumps({k: v.model_dump(mode="json") if v else None for k, v in derived.items()}, indent=2, sort_keys=True))
+        print(
+            json.dumps(
+                {k: v.model_dump(mode="json") if v else None for k, v in derived.items()}, indent=2, sort_keys=True
+            )
+        )
         return 0
     for run, numerics in derived.items():
         if numerics is None:

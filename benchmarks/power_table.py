@@ -1,7 +1,7 @@
 """Predicted vs simulated false-fail rate and power of the accuracy gate, for every eval of every
 built-in profile at every tier (docs/statistics.md).
 
-The prediction is ``byog.analysis.power.planned_power`` (what ``byog plan`` shows); the
+The prediction is ``byog.analysis.gate_power.planned_power`` (what ``byog plan`` shows); the
 simulation runs the gate itself (``paired_comparison``) on servers drawn from the same model
 (``simulate_rates``), seeded, so the table re-prints the same. Designs shared by several
 profile/tier rows are simulated once.
@@ -22,9 +22,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from byog.analysis.power import ItemModel, planned_power, simulate_rates  # noqa: E402
-from byog.plans.tasks import TASKS  # noqa: E402
+from byog.analysis.gate_power import ItemModel, planned_power, simulate_rates  # noqa: E402
 from byog.plans.load import load_plan  # noqa: E402
+from byog.plans.tasks import TASKS  # noqa: E402
 from byog.plans.tiers import TIERS, apply_tier, eval_items  # noqa: E402
 
 PROFILES = sorted(p.stem for p in (REPO / "byog" / "plans" / "profiles").glob("*.yaml"))
@@ -38,11 +38,18 @@ def designs() -> list[dict[str, Any]]:
         for tier in TIERS:
             for spec in apply_tier(plan, tier).evals:
                 task = TASKS[spec.task]
-                rows.append({
-                    "profile": profile, "tier": tier, "task": spec.task, "n": eval_items(spec), "passes": spec.passes,
-                    "sampled": task.sampled, "margin": spec.margin if spec.margin is not None else task.default_margin,
-                    "prior": task.sim_profile,
-                })
+                rows.append(
+                    {
+                        "profile": profile,
+                        "tier": tier,
+                        "task": spec.task,
+                        "n": eval_items(spec),
+                        "passes": spec.passes,
+                        "sampled": task.sampled,
+                        "margin": spec.margin if spec.margin is not None else task.default_margin,
+                        "prior": task.sim_profile,
+                    }
+                )
     return rows
 
 
@@ -55,9 +62,15 @@ def table(trials: int) -> list[dict[str, Any]]:
             model = ItemModel(*row["prior"])
             predicted = planned_power(model, row["n"], row["passes"], row["sampled"], row["margin"])
             simulated = simulate_rates(model, row["n"], row["passes"], row["sampled"], row["margin"], trials, seed=2026)
-            cache[key] = {"ff_pred": predicted.false_fail, "ff_sim": simulated.false_fail, "power_pred": predicted.power,
-                          "power_sim": simulated.power, "method": predicted.method, "sound": predicted.sound,
-                          "trials": trials}
+            cache[key] = {
+                "ff_pred": predicted.false_fail,
+                "ff_sim": simulated.false_fail,
+                "power_pred": predicted.power,
+                "power_sim": simulated.power,
+                "method": predicted.method,
+                "sound": predicted.sound,
+                "trials": trials,
+            }
         out.append({**row, **cache[key]})
     return out
 
@@ -78,8 +91,10 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     worst_p = max((abs(r["power_pred"] - r["power_sim"]) for r in rows), default=0.0)
     se = 0.5 / math.sqrt(trials) if trials else 0.0
     lines.append("")
-    lines.append(f"{trials} simulated trials per design (binomial SE at most {se:.3f}); largest |predicted - simulated|: "
-                 f"false-fail {worst:.3f}, power {worst_p:.3f}")
+    lines.append(
+        f"{trials} simulated trials per design (binomial SE at most {se:.3f}); largest |predicted - simulated|: "
+        f"false-fail {worst:.3f}, power {worst_p:.3f}"
+    )
     return "\n".join(lines)
 
 

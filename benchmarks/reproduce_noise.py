@@ -28,9 +28,15 @@ def main(paths: list[str]) -> int:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
         for point in record["points"]:
             for c in point["checks"]:
-                if c["kind"] != "value" or c["deviation"] is None or c["note"].startswith(("the original's point", "the reproduction's point")):
+                if (
+                    c["kind"] != "value"
+                    or c["deviation"] is None
+                    or c["note"].startswith(("the original's point", "the reproduction's point"))
+                ):
                     continue
-                ci = math.hypot(_half(c["original_low"], c["original_high"]), _half(c["reproduced_low"], c["reproduced_high"]))
+                ci = math.hypot(
+                    _half(c["original_low"], c["original_high"]), _half(c["reproduced_low"], c["reproduced_high"])
+                )
                 rows.setdefault(c["metric"], []).append((f"{c['server']} {c['point_id']}", abs(c["deviation"]), ci))
     if not rows:
         print("no compared value checks in these records")

@@ -52,18 +52,28 @@ def main() -> None:
             if args.show:
                 print(f"--- {case.name}\n{outcome.output}")
             if outcome.exit != case.exit or case.says not in outcome.output:
-                problems.append(f"{case.name}: exit {outcome.exit} (want {case.exit}), says {case.says!r}: {case.says in outcome.output}")
+                problems.append(
+                    f"{case.name}: exit {outcome.exit} (want {case.exit}), says {case.says!r}: {case.says in outcome.output}"
+                )
             if outcome.wall_s > WALL_LIMIT_S or outcome.peak_mb > PEAK_LIMIT_MB or outcome.temp_left:
-                problems.append(f"{case.name}: {outcome.wall_s:.1f} s, {outcome.peak_mb:.0f} MB, temp left {outcome.temp_left}")
+                problems.append(
+                    f"{case.name}: {outcome.wall_s:.1f} s, {outcome.peak_mb:.0f} MB, temp left {outcome.temp_left}"
+                )
             if built.bundle.name != "base.tar.gz":
                 built.bundle.unlink(missing_ok=True)
-    print(f"byog verify on hostile bundles; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
-          f"total {time.perf_counter() - started:.0f} s")
+    print(
+        f"byog verify on hostile bundles; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+        f"total {time.perf_counter() - started:.0f} s"
+    )
     print(table(outcomes))
     print()
     print("\n".join(refusals))
     print()
-    print("PROBLEMS:\n" + "\n".join(problems) if problems else f"all refused, each within {WALL_LIMIT_S:g} s and {PEAK_LIMIT_MB:.0f} MB, temp dirs empty")
+    print(
+        "PROBLEMS:\n" + "\n".join(problems)
+        if problems
+        else f"all refused, each within {WALL_LIMIT_S:g} s and {PEAK_LIMIT_MB:.0f} MB, temp dirs empty"
+    )
 
 
 if __name__ == "__main__":

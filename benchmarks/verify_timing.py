@@ -51,7 +51,9 @@ from byog.bundles.sign import SigningKey  # noqa: E402
 from byog.bundles.verify import verify_bundle  # noqa: E402
 from tests.support.synthetic import SyntheticSpec, make_run_dir  # noqa: E402
 
-BASE = SyntheticSpec(batch_sizes=(1, 2, 4, 8, 16, 32, 64), isl=128, osl=256, warmup_waves=1, waves=1, eval_items=200, log_lines=2000)
+BASE = SyntheticSpec(
+    batch_sizes=(1, 2, 4, 8, 16, 32, 64), isl=128, osl=256, warmup_waves=1, waves=1, eval_items=200, log_lines=2000
+)
 SMALL = SyntheticSpec(batch_sizes=(1, 2, 4), isl=128, osl=64, warmup_waves=1, waves=2, eval_items=50, log_lines=200)
 
 
@@ -87,25 +89,34 @@ def _waves_for(target_mb: float, folder: Path, key: SigningKey) -> Path:
 
 
 def _row(label: str, walls: list[float], cpus: list[float], status: str) -> str:
-    return (f"{label:<34} {statistics.median(walls):>8.3f} {statistics.median(cpus):>8.3f} "
-            f"{min(walls):>8.3f} {max(walls):>8.3f}  {status}")
+    return (
+        f"{label:<34} {statistics.median(walls):>8.3f} {statistics.median(cpus):>8.3f} "
+        f"{min(walls):>8.3f} {max(walls):>8.3f}  {status}"
+    )
 
 
 def main() -> None:
     pinning = _pin_to_one_core()
     with tempfile.TemporaryDirectory(prefix="byog-verify-timing-") as tmp:
         folder = Path(tmp)
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "timing", "-f", str(folder / "key")], check=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "timing", "-f", str(folder / "key")], check=True
+        )
         public = " ".join((folder / "key.pub").read_text().split()[:2])
         allowed = folder / "allowed_signers"
         allowed.write_text(f'timing@example.com namespaces="byog-bundle@v1" {public}\n')
         key = SigningKey(folder / "key", "bench")
         big = _waves_for(ARGS.target_mb, folder, key)
         small = _build(folder / "small", SMALL, key)
-        print(f"verify timing of {REPO}, {pinning}; python {sys.version.split()[0]}; "
-              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; median of {ARGS.runs}")
+        print(
+            f"verify timing of {REPO}, {pinning}; python {sys.version.split()[0]}; "
+            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; median of {ARGS.runs}"
+        )
         print(f"{'':<34} {'wall s':>8} {'cpu s':>8} {'min s':>8} {'max s':>8}")
-        for label, bundle in ((f"in-process, {big.stat().st_size / 1e6:.1f} MB", big), (f"in-process, {small.stat().st_size / 1e6:.2f} MB", small)):
+        for label, bundle in (
+            (f"in-process, {big.stat().st_size / 1e6:.1f} MB", big),
+            (f"in-process, {small.stat().st_size / 1e6:.2f} MB", small),
+        ):
             walls, cpus, status = [], [], ""
             for _ in range(ARGS.runs):
                 start, start_cpu = time.perf_counter(), _cpu_s()
@@ -127,7 +138,9 @@ def main() -> None:
             done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
             walls.append(time.perf_counter() - start)
             cpus.append(_cpu_s() - start_cpu)
-        status = "exit 0" if done.returncode == 0 else f"exit {done.returncode}: {done.stdout[-300:]} {done.stderr[-300:]}"
+        status = (
+            "exit 0" if done.returncode == 0 else f"exit {done.returncode}: {done.stdout[-300:]} {done.stderr[-300:]}"
+        )
         print(_row(f"whole process, {small.stat().st_size / 1e6:.2f} MB (bytecode)", walls, cpus, status))
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     print("goals: in-process <= 2 s at 25 MB (one core); whole process <= 0.5 s for a small bundle")

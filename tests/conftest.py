@@ -7,8 +7,8 @@ server start their own through the same runtime.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -45,7 +45,7 @@ def eager_config():  # -> ServerConfig
 @pytest.fixture(scope="session")
 def cpu_server(smollm2, eager_config, tmp_path_factory) -> Iterator[object]:
     """A real CPU vLLM server (RunningServer), shared by the whole session."""
-    from byog.images.local import LocalRuntime
+    from byog.runtimes.local import LocalRuntime
 
     server_dir = tmp_path_factory.mktemp("cpu_server") / "servers" / "shared"
     server = LocalRuntime().launch("shared", eager_config, smollm2, server_dir)

@@ -43,7 +43,7 @@ case "${1:-}" in
     fi
     m=${MODEL:-/tmp/models/llama3-8b-shape}
     mkdir -p "$m" && cp .stage/gpu/models/"$(basename "$m")"/* .stage/gpu/models/tokenizer/* "$m"/
-    PYTHONPATH=$PYTHONPATH:$PWD python3 -c "import ray, vllm, byog.images.cluster, byog.bench.sweep; print('ray', ray.__version__, 'vllm', vllm.__version__)" || exit 1
+    PYTHONPATH=$PYTHONPATH:$PWD python3 -c "import ray, vllm, byog.runtimes.cluster, byog.bench.sweep; print('ray', ray.__version__, 'vllm', vllm.__version__)" || exit 1
     nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
     echo "setup done in $(( $(date +%s) - t0 )) s" ;;
   start)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import zlib
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from byog.analysis import counters as sm
 from byog.analysis import energy
@@ -58,13 +59,22 @@ HIGHER_IS_BETTER = {"decode_tok_s": True, "tpot_s.p50": False, "ttft_s.p50": Fal
 
 # --- units: a wave (batch) or a request (other workloads) ------------------------------------
 
+
 class _Unit:
     """What the statistics of one resampling unit need."""
 
     __slots__ = ("tpots", "ttfts", "itls", "window", "tokens", "steps", "window_s", "n_out")
 
-    def __init__(self, tpots: "np.ndarray", ttfts: "np.ndarray", itls: "np.ndarray", window: tuple[int, int] | None,
-                 tokens: int, steps: float, n_out: int) -> None:
+    def __init__(
+        self,
+        tpots: np.ndarray,
+        ttfts: np.ndarray,
+        itls: np.ndarray,
+        window: tuple[int, int] | None,
+        tokens: int,
+        steps: float,
+        n_out: int,
+    ) -> None:
         # Arrays, because the bootstrap pools them a thousand times per comparison.
         self.tpots = tpots
         self.ttfts = ttfts
@@ -76,9 +86,12 @@ class _Unit:
         self.n_out = n_out
 
     @classmethod
-    def of(cls, reqs: RequestColumns, window: tuple[int, int] | None) -> "_Unit":
+    def of(cls, reqs: RequestColumns, window: tuple[int, int] | None) -> _Unit:
         return cls(
-            tpots=m.tpot_s_columns(reqs), ttfts=m.ttft_s_columns(reqs), itls=m.itl_s_columns(reqs), window=window,
+            tpots=m.tpot_s_columns(reqs),
+            ttfts=m.ttft_s_columns(reqs),
+            itls=m.itl_s_columns(reqs),
+            window=window,
             tokens=m.tokens_in_window_columns(reqs, window) if window else 0,
             steps=m.steps_in_window_columns(reqs, window) if window else 0.0,
             n_out=int(reqs.n_out[reqs.ok].sum()),
@@ -112,11 +125,17 @@ def _request_units(reqs: RequestColumns) -> list[_Unit]:
     empty = np.empty(0)
     units = []
     for i in range(len(reqs)):
-        units.append(_Unit(
-            tpots=tpots[tpot_at[i] : tpot_at[i] + 1] if with_tpot[i] else empty,
-            ttfts=ttfts[ttft_at[i] : ttft_at[i] + 1] if ok[i] else empty,
-            itls=itl_split[i], window=None, tokens=0, steps=0.0, n_out=int(reqs.n_out[i]) if ok[i] else 0,
-        ))
+        units.append(
+            _Unit(
+                tpots=tpots[tpot_at[i] : tpot_at[i] + 1] if with_tpot[i] else empty,
+                ttfts=ttfts[ttft_at[i] : ttft_at[i] + 1] if ok[i] else empty,
+                itls=itl_split[i],
+                window=None,
+                tokens=0,
+                steps=0.0,
+                n_out=int(reqs.n_out[i]) if ok[i] else 0,
+            )
+        )
     return units
 
 
@@ -124,7 +143,7 @@ def _inverse(x: float | None) -> float | None:
     return 1.0 / x if x else None
 
 
-def _pool(units: Sequence[_Unit], attr: str) -> "np.ndarray":
+def _pool(units: Sequence[_Unit], attr: str) -> np.ndarray:
     import numpy as np
 
     return np.concatenate([getattr(u, attr) for u in units]) if units else np.empty(0)
@@ -149,6 +168,7 @@ _STATISTICS: dict[str, Callable[[Sequence[_Unit], str], float | None]] = {
 
 # --- one point ------------------------------------------------------------------------------
 
+
 def _speculation(deltas: dict[str, Any]) -> dict[str, Any]:
     """AL, per-position acceptance (with CIs), draft coverage and tokens per request-step from counter deltas."""
     drafts, accepted = deltas.get(sm.SPEC_DRAFTS, 0.0), deltas.get(sm.SPEC_ACCEPTED, 0.0)
@@ -169,8 +189,13 @@ def _speculation(deltas: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def point_metrics(point: BenchPoint, rows: RequestColumns, deltas: dict[str, Any],
-                  units: list[_Unit] | None = None, power: PowerTrace | None = None) -> PointMetrics:
+def point_metrics(
+    point: BenchPoint,
+    rows: RequestColumns,
+    deltas: dict[str, Any],
+    units: list[_Unit] | None = None,
+    power: PowerTrace | None = None,
+) -> PointMetrics:
     """Every metric of one point from its measured (non-warm-up) requests, counter deltas and NVML samples.
 
     ``deltas``: the counter deltas over the measured waves where the record has them, else over
@@ -212,11 +237,18 @@ def point_metrics(point: BenchPoint, rows: RequestColumns, deltas: dict[str, Any
             out.crosscheck_ratio = out.crosscheck_decode_tok_s / out.decode_tok_s if out.decode_tok_s else None
     elif point.kind in ("concurrency", "agentic"):  # agentic: requests in flight (sessions pause between turns)
         if len(measured) > 1:
-            out.achieved_concurrency = m.achieved_concurrency_columns(rows, int(measured.t_send_ns.min()), int(measured.t_send_ns.max()))
+            out.achieved_concurrency = m.achieved_concurrency_columns(
+                rows, int(measured.t_send_ns.min()), int(measured.t_send_ns.max())
+            )
     done = measured.take(measured.ok)
     span = (int(measured.t_send_ns.min()), int(done.last_ns.max())) if len(done) else None
-    out.power = energy.point_power(power, [u.window for u in windows if u.window] if point.kind == "batch" else [],
-                                   tokens, span, int(done.n_out.sum()))
+    out.power = energy.point_power(
+        power,
+        [u.window for u in windows if u.window] if point.kind == "batch" else [],
+        tokens,
+        span,
+        int(done.n_out.sum()),
+    )
     return out
 
 
@@ -228,7 +260,9 @@ def _load_point(run_dir: RunDir, server: str, point_id: str) -> tuple[PointRecor
     return record, read_request_columns(run_dir.bench_rows(server, point_id)) if complete else None
 
 
-def _row_list(run_dir: RunDir, server: str, record: PointRecord | None, rows: RequestColumns | None) -> list[RequestRow] | None:
+def _row_list(
+    run_dir: RunDir, server: str, record: PointRecord | None, rows: RequestColumns | None
+) -> list[RequestRow] | None:
     """The rows as records, for the formulas that read per-request fields the columns do not hold
     (an agentic point's sessions, a point's goodput against its SLO); None for other points."""
     if record is None or rows is None or not (record.point.kind == "agentic" or record.point.slo is not None):
@@ -236,14 +270,31 @@ def _row_list(run_dir: RunDir, server: str, record: PointRecord | None, rows: Re
     return list(read_request_rows(run_dir.bench_rows(server, record.point.point_id)))
 
 
-def _point_entry(server: str, point: BenchPoint, record: PointRecord | None, rows: RequestColumns | None,
-                 units: list[_Unit] | None = None, row_list: Sequence[RequestRow] | None = None) -> PointSummary:
+def _point_entry(
+    server: str,
+    point: BenchPoint,
+    record: PointRecord | None,
+    rows: RequestColumns | None,
+    units: list[_Unit] | None = None,
+    row_list: Sequence[RequestRow] | None = None,
+) -> PointSummary:
     entry = PointSummary(
-        server=server, point_id=point.point_id, workload=point.workload, kind=point.kind,
-        batch_size=point.batch_size, concurrency=point.concurrency, rate=point.rate, speedup=point.speedup,
-        search_probe=point.search_probe, isl=point.isl, osl=point.osl, api=point.api,
+        server=server,
+        point_id=point.point_id,
+        workload=point.workload,
+        kind=point.kind,
+        batch_size=point.batch_size,
+        concurrency=point.concurrency,
+        rate=point.rate,
+        speedup=point.speedup,
+        search_probe=point.search_probe,
+        isl=point.isl,
+        osl=point.osl,
+        api=point.api,
         prompts=record.prompts_label if record else None,
-        valid=False, invalid_reasons=["not measured (no point record)"], n_requests=0,
+        valid=False,
+        invalid_reasons=["not measured (no point record)"],
+        n_requests=0,
     )
     if record is None:
         return entry
@@ -255,15 +306,20 @@ def _point_entry(server: str, point: BenchPoint, record: PointRecord | None, row
         deltas = record.measured_counter_deltas if record.measured_counter_deltas is not None else record.counter_deltas
         entry.metrics = point_metrics(record.point, rows, deltas, units, record.power)
         if point.kind == "agentic" and row_list is not None:
-            hits, queries = record.counter_deltas.get(sm.PREFIX_CACHE_HITS), record.counter_deltas.get(sm.PREFIX_CACHE_QUERIES)
-            entry.sessions = session_summary(row_list, hits if isinstance(hits, float) else None,
-                                             queries if isinstance(queries, float) else None)
+            hits, queries = (
+                record.counter_deltas.get(sm.PREFIX_CACHE_HITS),
+                record.counter_deltas.get(sm.PREFIX_CACHE_QUERIES),
+            )
+            entry.sessions = session_summary(
+                row_list, hits if isinstance(hits, float) else None, queries if isinstance(queries, float) else None
+            )
         if point.slo is not None and row_list is not None:
             entry.goodput = point_goodput(point.slo, row_list)
     return entry
 
 
 # --- rate searches ----------------------------------------------------------------------------
+
 
 def search_probes(run_dir: RunDir, server: str, workload: str, isl: int, osl: int) -> list[RateProbe]:
     """The complete probes a rate search measured (in the run directory), by rising rate."""
@@ -309,17 +365,26 @@ def _rate_searches(run_dir: RunDir, plan: Plan) -> list[RateSearchSummary]:
                 for osl in workload.osl:
                     probes = search_probes(run_dir, server, name, isl, osl)
                     result = search_result([(p.rate, p.slo_share or 0.0) for p in probes], rule)
-                    out.append(RateSearchSummary(
-                        server=server, workload=name, target_share=rule.target_share, probes=probes,
-                        best_rate=result.best_rate, failing_rate=result.failing_rate, converged=result.converged,
-                        reason=result.reason, non_monotone=result.non_monotone,
-                    ))
+                    out.append(
+                        RateSearchSummary(
+                            server=server,
+                            workload=name,
+                            target_share=rule.target_share,
+                            probes=probes,
+                            best_rate=result.best_rate,
+                            failing_rate=result.failing_rate,
+                            converged=result.converged,
+                            reason=result.reason,
+                            non_monotone=result.non_monotone,
+                        )
+                    )
     return out
 
 
 # --- A/B ------------------------------------------------------------------------------------
 
-def _pooled_p50_rows(units: Sequence[_Unit], attr: str) -> Callable[["np.ndarray"], "np.ndarray"] | None:
+
+def _pooled_p50_rows(units: Sequence[_Unit], attr: str) -> Callable[[np.ndarray], np.ndarray] | None:
     """P50 of the pooled values of many resamples at once: rows of unit indices -> one P50 per row.
 
     Only when every unit holds the same number of values (a batch wave of B requests), so the
@@ -337,7 +402,7 @@ def _pooled_p50_rows(units: Sequence[_Unit], attr: str) -> Callable[["np.ndarray
     return lambda rows: np.percentile(matrix[rows].reshape(len(rows), -1), 50, axis=1)
 
 
-def _vectorised(metric: str, units: Sequence[_Unit]) -> Callable[["np.ndarray"], "np.ndarray"] | None:
+def _vectorised(metric: str, units: Sequence[_Unit]) -> Callable[[np.ndarray], np.ndarray] | None:
     """The statistic over many resamples in one numpy call, where it has such a form."""
     if metric == "tpot_s.p50":
         return _pooled_p50_rows(units, "tpots")
@@ -349,12 +414,12 @@ def _vectorised(metric: str, units: Sequence[_Unit]) -> Callable[["np.ndarray"],
     return None
 
 
-def _resample_rows(seed: list[int], n_cand: int, n_base: int, resamples: int) -> tuple["np.ndarray", "np.ndarray"]:
+def _resample_rows(seed: list[int], n_cand: int, n_base: int, resamples: int) -> tuple[np.ndarray, np.ndarray]:
     """Unit indices of every resample, drawn in one fixed order: candidate row r, then baseline row r.
 
     With as many units on both sides (the usual case) one call draws them all: numpy's Generator
     draws bounded integers one after another from the same stream whatever the call boundaries
-    (tests/unit/test_bench_summary_resample.py holds the two ways equal), and 24,000 small calls
+    (tests/unit/analysis/test_bench_summary_resample.py holds the two ways equal), and 24,000 small calls
     cost a third of a second per summary.
     """
     import numpy as np
@@ -371,8 +436,14 @@ def _resample_rows(seed: list[int], n_cand: int, n_base: int, resamples: int) ->
     return cand_rows, base_rows
 
 
-def bootstrap_ratios(cand: Sequence[_Unit], base: Sequence[_Unit], stat: Callable[[Sequence[_Unit]], float | None],
-                     seed: list[int], resamples: int = BOOTSTRAP_RESAMPLES, metric: str | None = None) -> list[float] | None:
+def bootstrap_ratios(
+    cand: Sequence[_Unit],
+    base: Sequence[_Unit],
+    stat: Callable[[Sequence[_Unit]], float | None],
+    seed: list[int],
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    metric: str | None = None,
+) -> list[float] | None:
     """stat(cand)/stat(base) over bootstrap resamples of each side's units (with replacement).
 
     None with fewer than two units on a side (there is no noise estimate to give) or when fewer
@@ -404,9 +475,14 @@ def _interval(ratios: Sequence[float], level: float) -> tuple[float | None, floa
     return m.percentile(ratios, alpha), m.percentile(ratios, 100 - alpha)
 
 
-def bootstrap_ratio_ci(cand: Sequence[_Unit], base: Sequence[_Unit], stat: Callable[[Sequence[_Unit]], float | None],
-                       seed: list[int], resamples: int = BOOTSTRAP_RESAMPLES,
-                       metric: str | None = None) -> tuple[float | None, float | None]:
+def bootstrap_ratio_ci(
+    cand: Sequence[_Unit],
+    base: Sequence[_Unit],
+    stat: Callable[[Sequence[_Unit]], float | None],
+    seed: list[int],
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    metric: str | None = None,
+) -> tuple[float | None, float | None]:
     """Percentile bootstrap CI (CI_LEVEL) of stat(cand)/stat(base) (``bootstrap_ratios``)."""
     ratios = bootstrap_ratios(cand, base, stat, seed, resamples, metric)
     return (None, None) if ratios is None else _interval(ratios, CI_LEVEL)
@@ -426,8 +502,9 @@ def _flat(launches: Launches) -> list[_Unit]:
     return [u for launch in launches for u in launch]
 
 
-def _ratio_cis(cand: Launches, base: Launches, point: BenchPoint, metric: str, seed: list[int]
-               ) -> tuple[tuple[float | None, float | None], tuple[float, float] | None]:
+def _ratio_cis(
+    cand: Launches, base: Launches, point: BenchPoint, metric: str, seed: list[int]
+) -> tuple[tuple[float | None, float | None], tuple[float, float] | None]:
     """(95% CI, 90% CI) of one comparison: the wave bootstrap with one launch per side (same draws
     as ever), the hierarchical bootstrap with more."""
     stat = _stat_for(metric, point.kind)
@@ -439,8 +516,14 @@ def _ratio_cis(cand: Launches, base: Launches, point: BenchPoint, metric: str, s
         return _interval(ratios, CI_LEVEL), (lo90, hi90) if lo90 is not None and hi90 is not None else None
     c_flat, b_flat = _flat(cand), _flat(base)
     rows = (_vectorised(metric, c_flat), _vectorised(metric, b_flat))
-    ci = pe.hierarchical_ratio_ci(cand, base, stat, seed, BOOTSTRAP_RESAMPLES,
-                                  stat_rows=rows if rows[0] is not None and rows[1] is not None else None)  # type: ignore[arg-type]
+    ci = pe.hierarchical_ratio_ci(
+        cand,
+        base,
+        stat,
+        seed,
+        BOOTSTRAP_RESAMPLES,
+        stat_rows=rows if rows[0] is not None and rows[1] is not None else None,
+    )  # type: ignore[arg-type]
     return (ci.ci95 if ci.ci95 else (None, None)), ci.ci90
 
 
@@ -464,8 +547,12 @@ def _aa_margins(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, 
     return out
 
 
-def _comparisons(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, str], Launches],
-                 margins: dict[tuple[str, str], float]) -> list[PointComparison]:
+def _comparisons(
+    plan: Plan,
+    points: list[BenchPoint],
+    units_of: dict[tuple[str, str], Launches],
+    margins: dict[tuple[str, str], float],
+) -> list[PointComparison]:
     out = []
     for point in points:
         for candidate, baseline in plan.comparisons:
@@ -481,9 +568,17 @@ def _comparisons(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str,
                 seed = [plan.seeds[0], zlib.crc32(f"{point.point_id}/{candidate}/{metric}".encode())]
                 (low, high), ci90 = _ratio_cis(cand, base, point, metric, seed)
                 comparison = PointComparison(
-                    point_id=point.point_id, candidate=candidate, baseline=baseline, metric=metric,
-                    candidate_value=cv, baseline_value=bv, ratio=cv / bv, ci_low=low, ci_high=high,
-                    ci_level=CI_LEVEL, units="waves" if point.kind == "batch" else "requests",
+                    point_id=point.point_id,
+                    candidate=candidate,
+                    baseline=baseline,
+                    metric=metric,
+                    candidate_value=cv,
+                    baseline_value=bv,
+                    ratio=cv / bv,
+                    ci_low=low,
+                    ci_high=high,
+                    ci_level=CI_LEVEL,
+                    units="waves" if point.kind == "batch" else "requests",
                     within_noise=None if low is None or high is None else bool(low <= 1.0 <= high),
                 )
                 if len(cand) > 1 or len(base) > 1:
@@ -499,7 +594,9 @@ def _comparisons(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str,
     return out
 
 
-def _launch_shares(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, str], Launches]) -> list[LaunchShare]:
+def _launch_shares(
+    plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, str], Launches]
+) -> list[LaunchShare]:
     """Per server, point and headline metric with two launches or more: the ANOVA share of the
     variance of the per-unit statistic (per wave, or per request) that lies between launches."""
     out = []
@@ -513,9 +610,18 @@ def _launch_shares(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[st
                 groups = [[v for v in (stat([u]) for u in launch) if v is not None] for launch in launches]
                 share = pe.between_launch_share(groups)
                 if share is not None:
-                    out.append(LaunchShare(server=server, point_id=point.point_id, metric=metric, launches=share.launches,
-                                           units=share.units, between_var=share.between_var, within_var=share.within_var,
-                                           share=share.share))
+                    out.append(
+                        LaunchShare(
+                            server=server,
+                            point_id=point.point_id,
+                            metric=metric,
+                            launches=share.launches,
+                            units=share.units,
+                            between_var=share.between_var,
+                            within_var=share.within_var,
+                            share=share.share,
+                        )
+                    )
     return out
 
 
@@ -546,17 +652,26 @@ def summarize_bench(run_dir: RunDir, plan: Plan) -> BenchSummary:
     _invalid_if_a_launch_is(entries, launch_entries)
     aa = _aa_margins(plan, points, units_of)
     margins = {(a.baseline, a.metric): a.margin for a in aa}
-    return BenchSummary(points=entries, comparisons=_comparisons(plan, points, units_of, margins),
-                        launch_points=launch_entries, launch_shares=_launch_shares(plan, points, units_of), aa=aa,
-                        rate_searches=_rate_searches(run_dir, plan))
+    return BenchSummary(
+        points=entries,
+        comparisons=_comparisons(plan, points, units_of, margins),
+        launch_points=launch_entries,
+        launch_shares=_launch_shares(plan, points, units_of),
+        aa=aa,
+        rate_searches=_rate_searches(run_dir, plan),
+    )
 
 
 def _invalid_if_a_launch_is(pooled: list[PointSummary], launches: list[PointSummary]) -> None:
     """A point's values pool every launch, so a launch flagged invalid flags the pooled point too,
     its reasons prefixed with the launch: an invalid number is never part of a result."""
     for entry in pooled:
-        reasons = [f"launch {other.launch}: {reason}" for other in launches
-                   if (other.server, other.point_id) == (entry.server, entry.point_id) for reason in other.invalid_reasons]
+        reasons = [
+            f"launch {other.launch}: {reason}"
+            for other in launches
+            if (other.server, other.point_id) == (entry.server, entry.point_id)
+            for reason in other.invalid_reasons
+        ]
         if reasons:
             entry.valid = False
             entry.invalid_reasons = [*entry.invalid_reasons, *reasons]
@@ -564,8 +679,14 @@ def _invalid_if_a_launch_is(pooled: list[PointSummary], launches: list[PointSumm
 
 # --- one side's value with its CI (reproduction) ----------------------------------------------
 
-def bootstrap_value_ci(units: Sequence[_Unit], stat: Callable[[Sequence[_Unit]], float | None], seed: list[int],
-                       resamples: int = BOOTSTRAP_RESAMPLES, metric: str | None = None) -> tuple[float | None, float | None]:
+
+def bootstrap_value_ci(
+    units: Sequence[_Unit],
+    stat: Callable[[Sequence[_Unit]], float | None],
+    seed: list[int],
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    metric: str | None = None,
+) -> tuple[float | None, float | None]:
     """Percentile bootstrap CI of stat(units), resampling the units with replacement.
 
     The one-sided twin of ``bootstrap_ratio_ci`` (same units, same resample count and level):
@@ -591,8 +712,9 @@ def bootstrap_value_ci(units: Sequence[_Unit], stat: Callable[[Sequence[_Unit]],
     return m.percentile(values, alpha), m.percentile(values, 100 - alpha)
 
 
-def point_estimate(run_dir: RunDir, server: str, point_id: str, metric: str,
-                   seed: int) -> tuple[float | None, float | None, float | None]:
+def point_estimate(
+    run_dir: RunDir, server: str, point_id: str, metric: str, seed: int
+) -> tuple[float | None, float | None, float | None]:
     """(value, CI low, CI high) of one headline metric of one measured point; Nones when not measured.
 
     The bootstrap is seeded from ``seed`` and the (server, point, metric), so the same files give
@@ -609,5 +731,7 @@ def point_estimate(run_dir: RunDir, server: str, point_id: str, metric: str,
     value = stat(units)
     if value is None:
         return None, None, None
-    low, high = bootstrap_value_ci(units, stat, [seed, zlib.crc32(f"{point_id}/{server}/{metric}".encode())], metric=metric)
+    low, high = bootstrap_value_ci(
+        units, stat, [seed, zlib.crc32(f"{point_id}/{server}/{metric}".encode())], metric=metric
+    )
     return value, low, high

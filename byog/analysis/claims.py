@@ -52,8 +52,10 @@ def check_claim(summary: Summary, claim: Claim) -> str:
         screening = [v for v in verdicts if v.screening] if claim.verdict == "equivalent" else []
         if screening:
             worst = max(v.planned_false_fail or 0.0 for v in screening)
-            raise CheckFailed(f"claim '{claim_label(claim)}': the verdict is a screening result (the plan's design fails "
-                              f"identical servers {worst:.0%} of the time), which cannot support a claim")
+            raise CheckFailed(
+                f"claim '{claim_label(claim)}': the verdict is a screening result (the plan's design fails "
+                f"identical servers {worst:.0%} of the time), which cannot support a claim"
+            )
         return f"{claim_label(claim)}: holds"
     got = measured(summary, claim)
     if abs(got - claim.value) > claim.tolerance * abs(claim.value):
@@ -91,7 +93,9 @@ def evaluate_claim(summary: Summary, claim: Claim) -> ClaimOutcome:
 
 def _got(summary: Summary, claim: Claim) -> str | None:
     if isinstance(claim, VerdictClaim):
-        got = sorted({v.verdict for v in summary.evals.verdicts if v.task == claim.task and v.candidate == claim.candidate})
+        got = sorted(
+            {v.verdict for v in summary.evals.verdicts if v.task == claim.task and v.candidate == claim.candidate}
+        )
         return ", ".join(got) or "no verdict"
     try:
         value = measured(summary, claim)

@@ -27,9 +27,16 @@ class Degenerate:
     why: str
 
 
-def degenerate_cases(candidate_score: float | None, baseline_score: float | None, n: int, discordant: int,
-                     margin: float, resolution: float, t95: float | None,
-                     min_baseline_score: float | None = None) -> list[Degenerate]:
+def degenerate_cases(
+    candidate_score: float | None,
+    baseline_score: float | None,
+    n: int,
+    discordant: int,
+    margin: float,
+    resolution: float,
+    t95: float | None,
+    min_baseline_score: float | None = None,
+) -> list[Degenerate]:
     """Every degenerate case of one comparison, in a fixed order (scores and margin in points).
 
     ``discordant``: items whose per-item scores differ; ``t95``: t(0.95, n - 1) (None for n < 2).
@@ -37,19 +44,39 @@ def degenerate_cases(candidate_score: float | None, baseline_score: float | None
     found: list[Degenerate] = []
     if candidate_score is not None and baseline_score is not None:
         if candidate_score <= margin and baseline_score <= margin:
-            found.append(Degenerate("floor", f"both servers score within one margin ({margin:g}) of 0 "
-                                             f"({candidate_score:.1f} and {baseline_score:.1f}): a server that solves "
-                                             "nothing would pass as equivalent"))
+            found.append(
+                Degenerate(
+                    "floor",
+                    f"both servers score within one margin ({margin:g}) of 0 "
+                    f"({candidate_score:.1f} and {baseline_score:.1f}): a server that solves "
+                    "nothing would pass as equivalent",
+                )
+            )
         if candidate_score >= 100 - margin and baseline_score >= 100 - margin:
-            found.append(Degenerate("ceiling", f"both servers score within one margin ({margin:g}) of 100 "
-                                               f"({candidate_score:.1f} and {baseline_score:.1f}): the task cannot "
-                                               "tell a weaker server apart"))
+            found.append(
+                Degenerate(
+                    "ceiling",
+                    f"both servers score within one margin ({margin:g}) of 100 "
+                    f"({candidate_score:.1f} and {baseline_score:.1f}): the task cannot "
+                    "tell a weaker server apart",
+                )
+            )
     if n >= 2 and discordant == 0 and t95 is not None and t95 * resolution / n >= margin:
-        found.append(Degenerate("no_discordant", f"no item differs between the servers, and at n = {n} one "
-                                                 f"discordant item's SE ({resolution / n:.2f}) already keeps the "
-                                                 f"90% CI wider than the margin ({margin:g})"))
+        found.append(
+            Degenerate(
+                "no_discordant",
+                f"no item differs between the servers, and at n = {n} one "
+                f"discordant item's SE ({resolution / n:.2f}) already keeps the "
+                f"90% CI wider than the margin ({margin:g})",
+            )
+        )
     if min_baseline_score is not None and baseline_score is not None and baseline_score < min_baseline_score:
-        found.append(Degenerate("below_reference", f"the baseline scores {baseline_score:.1f}, below the "
-                                                   f"{min_baseline_score:g} the plan expects of this model: the "
-                                                   "harness, data or weights are not what the plan assumed"))
+        found.append(
+            Degenerate(
+                "below_reference",
+                f"the baseline scores {baseline_score:.1f}, below the "
+                f"{min_baseline_score:g} the plan expects of this model: the "
+                "harness, data or weights are not what the plan assumed",
+            )
+        )
     return found

@@ -1,6 +1,6 @@
 """Energy, joules per token and clock throttling of a point, from the raw NVML samples in its record.
 
-Pure functions of the samples ``byog.bench.power`` records (so verify recomputes them): one
+Pure functions of the samples ``byog.bench.nvml_sampler`` records (so verify recomputes them): one
 timestamp per sample on the client's ``perf_counter_ns`` clock, so the samples line up with the
 decode window of the request rows. Energy comes from the GPU's own energy counter where NVML
 has one (``nvmlDeviceGetTotalEnergyConsumption``, millijoules since the driver loaded; Volta and
@@ -78,10 +78,14 @@ def integrated_energy_j(t_ns: Sequence[int], power_w: Sequence[float], start_ns:
     lo, hi = bisect.bisect_right(t_ns, start_ns), bisect.bisect_left(t_ns, end_ns)
     times = [start_ns, *t_ns[lo:hi], end_ns]
     powers = [p0, *[float(p) for p in power_w[lo:hi]], p1]
-    return math.fsum((powers[i] + powers[i + 1]) / 2 * (times[i + 1] - times[i]) for i in range(len(times) - 1)) / NS_PER_S
+    return (
+        math.fsum((powers[i] + powers[i + 1]) / 2 * (times[i + 1] - times[i]) for i in range(len(times) - 1)) / NS_PER_S
+    )
 
 
-def energy_j(t_ns: Sequence[int], per_gpu: Sequence[Sequence[float]], source: str, start_ns: int, end_ns: int) -> float | None:
+def energy_j(
+    t_ns: Sequence[int], per_gpu: Sequence[Sequence[float]], source: str, start_ns: int, end_ns: int
+) -> float | None:
     """Energy of every sampled GPU over ``[start, end]``: the sum over GPUs of the per-GPU energy.
 
     ``per_gpu[g]`` is GPU g's counter (mJ, ``source == "counter"``) or power (W,
@@ -92,8 +96,9 @@ def energy_j(t_ns: Sequence[int], per_gpu: Sequence[Sequence[float]], source: st
     return None if not parts or any(p is None for p in parts) else math.fsum(p for p in parts if p is not None)
 
 
-def windows_energy_j(t_ns: Sequence[int], per_gpu: Sequence[Sequence[float]], source: str,
-                     windows: Iterable[tuple[int, int]]) -> float | None:
+def windows_energy_j(
+    t_ns: Sequence[int], per_gpu: Sequence[Sequence[float]], source: str, windows: Iterable[tuple[int, int]]
+) -> float | None:
     """Energy summed over several decode windows (one per wave); ``None`` if any window lacks samples."""
     total = []
     for start, end in windows:
@@ -118,7 +123,9 @@ def _inside(t_ns: Sequence[int], start_ns: int, end_ns: int) -> range:
     return range(bisect.bisect_left(t_ns, start_ns), bisect.bisect_right(t_ns, end_ns))
 
 
-def clock_stats_mhz(t_ns: Sequence[int], clocks: Sequence[Sequence[float]], start_ns: int, end_ns: int) -> dict[str, float | None]:
+def clock_stats_mhz(
+    t_ns: Sequence[int], clocks: Sequence[Sequence[float]], start_ns: int, end_ns: int
+) -> dict[str, float | None]:
     """Mean and minimum of a clock (MHz) over the samples inside ``[start, end]``, all GPUs pooled."""
     values = [float(gpu[i]) for gpu in clocks for i in _inside(t_ns, start_ns, end_ns)]
     if not values:
@@ -126,8 +133,9 @@ def clock_stats_mhz(t_ns: Sequence[int], clocks: Sequence[Sequence[float]], star
     return {"mean": math.fsum(values) / len(values), "min": min(values)}
 
 
-def throttle_shares(t_ns: Sequence[int], reasons: Sequence[Sequence[int]], start_ns: int, end_ns: int,
-                    mask: int = THROTTLE_MASK) -> dict[str, float]:
+def throttle_shares(
+    t_ns: Sequence[int], reasons: Sequence[Sequence[int]], start_ns: int, end_ns: int, mask: int = THROTTLE_MASK
+) -> dict[str, float]:
     """Per throttling reason: the share of (sample, GPU) readings inside ``[start, end]`` where it was set.
 
     Only reasons in ``mask`` (power/thermal throttling) are counted; empty when none was set.
@@ -153,8 +161,13 @@ def throttle_reason(shares: dict[str, float]) -> str | None:
     return f"GPU clocks throttled during the point ({listed}): it measured the power or thermal limit too"
 
 
-def point_power(trace: PowerTrace | None, windows: Sequence[tuple[int, int]], window_tokens: int,
-                span: tuple[int, int] | None, span_tokens: int) -> PowerMetrics:
+def point_power(
+    trace: PowerTrace | None,
+    windows: Sequence[tuple[int, int]],
+    window_tokens: int,
+    span: tuple[int, int] | None,
+    span_tokens: int,
+) -> PowerMetrics:
     """The power part of a point's metrics from its NVML samples.
 
     Batch points (``windows`` given): energy, J/token and mean power over the decode windows,
@@ -170,16 +183,29 @@ def point_power(trace: PowerTrace | None, windows: Sequence[tuple[int, int]], wi
     source = trace.energy_source or "integrated-power"
     series = trace.per_gpu("energy_mj" if source == "counter" else "power_w")
     if windows:
-        energy, tokens, seconds, where = windows_energy_j(t, series, source, windows), window_tokens, \
-            math.fsum((end - start) / NS_PER_S for start, end in windows), "decode"
+        energy, tokens, seconds, where = (
+            windows_energy_j(t, series, source, windows),
+            window_tokens,
+            math.fsum((end - start) / NS_PER_S for start, end in windows),
+            "decode",
+        )
     elif span is not None:
-        energy, tokens, seconds, where = energy_j(t, series, source, *span), span_tokens, (span[1] - span[0]) / NS_PER_S, "point"
+        energy, tokens, seconds, where = (
+            energy_j(t, series, source, *span),
+            span_tokens,
+            (span[1] - span[0]) / NS_PER_S,
+            "point",
+        )
     else:
         energy, tokens, seconds, where = None, 0, 0.0, None
     lo, hi = span if span is not None else (t[0], t[-1])
     return PowerMetrics(
-        available=True, energy_source=source, window=where, energy_j=energy,
-        j_per_token=joules_per_token(energy, tokens), mean_power_w=mean_power_w(energy, seconds),
+        available=True,
+        energy_source=source,
+        window=where,
+        energy_j=energy,
+        j_per_token=joules_per_token(energy, tokens),
+        mean_power_w=mean_power_w(energy, seconds),
         sm_clock_mhz=ClockStats(**clock_stats_mhz(t, trace.per_gpu("sm_clock_mhz"), lo, hi)),
         mem_clock_mhz=ClockStats(**clock_stats_mhz(t, trace.per_gpu("mem_clock_mhz"), lo, hi)),
         throttle=throttle_shares(t, [[int(x) for x in g] for g in trace.per_gpu("clock_event_reasons")], lo, hi),

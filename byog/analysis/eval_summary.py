@@ -13,7 +13,7 @@ the same numbers. Floats are finite or None (JSON null), never NaN.
   with the plan's margin for the task (EvalSpec.margin, else the task's default margin) and a
   score resolution of 100 / K points (K = the pair's passes; it floors SE_d when all d_i are equal).
   Each verdict also carries the planned false-fail rate of the plan's design for the eval
-  (``byog.analysis.power``, the registry's prior) and ``screening`` when it is over 5%, and the
+  (``byog.analysis.gate_power``, the registry's prior) and ``screening`` when it is over 5%, and the
   degenerate cases of ``byog.analysis.degenerate`` (then the verdict reads "degenerate").
 """
 
@@ -23,7 +23,7 @@ import math
 
 from byog.analysis import stats
 from byog.analysis.degenerate import degenerate_cases
-from byog.analysis.power import planned_for_spec
+from byog.analysis.gate_power import planned_for_spec
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.plans.tasks import TASKS
@@ -35,7 +35,9 @@ def item_scores(run_dir: RunDir, server: str, task: str) -> dict[tuple[str, str]
     """(item_id, item_sha256) -> mean score over passes, in points."""
     import pyarrow.parquet as pq
 
-    table = pq.ParquetFile(run_dir.eval_items(server, task)).read(columns=["item_id", "item_sha256", "score"], use_threads=False)
+    table = pq.ParquetFile(run_dir.eval_items(server, task)).read(
+        columns=["item_id", "item_sha256", "score"], use_threads=False
+    )
     sums: dict[tuple[str, str], list[float]] = {}
     for item_id, sha, score in zip(*(table.column(c).to_pylist() for c in ("item_id", "item_sha256", "score"))):
         sums.setdefault((item_id, sha), []).append(float(score))
@@ -74,8 +76,9 @@ def spec_for(plan: Plan, task: str, candidate: str, baseline: str) -> EvalSpec |
     return None
 
 
-def _verdict(plan: Plan, task: str, candidate: str, baseline: str, cand: list[float], base: list[float],
-             passes: int) -> EvalVerdict:
+def _verdict(
+    plan: Plan, task: str, candidate: str, baseline: str, cand: list[float], base: list[float], passes: int
+) -> EvalVerdict:
     margin = margin_for(plan, task)
     resolution = 100.0 / passes
     comparison = stats.paired_comparison(cand, base, margin, resolution=resolution)
@@ -83,18 +86,30 @@ def _verdict(plan: Plan, task: str, candidate: str, baseline: str, cand: list[fl
     planned = planned_for_spec(spec, margin) if spec is not None else None
     n = len(cand)
     found = degenerate_cases(
-        candidate_score=stats.mean(cand) if cand else None, baseline_score=stats.mean(base) if base else None,
-        n=n, discordant=sum(1 for c, b in zip(cand, base) if c != b), margin=margin, resolution=resolution,
+        candidate_score=stats.mean(cand) if cand else None,
+        baseline_score=stats.mean(base) if base else None,
+        n=n,
+        discordant=sum(1 for c, b in zip(cand, base) if c != b),
+        margin=margin,
+        resolution=resolution,
         t95=stats.t_quantile(1 - stats.ALPHA, n - 1) if n >= 2 else None,
-        min_baseline_score=spec.min_baseline_score if spec is not None else None)
+        min_baseline_score=spec.min_baseline_score if spec is not None else None,
+    )
     row = comparison.model_dump()
     if found:
         row["verdict"] = "degenerate"
-    return EvalVerdict(task=task, candidate=candidate, baseline=baseline, speculative=plan.servers[candidate].speculative,
-                       discordant=sum(1 for c, b in zip(cand, base) if c != b),
-                       planned_false_fail=planned.false_fail if planned else None,
-                       screening=planned is not None and not planned.sound,
-                       degenerate=[d.reason for d in found], degenerate_why=[d.why for d in found], **row)
+    return EvalVerdict(
+        task=task,
+        candidate=candidate,
+        baseline=baseline,
+        speculative=plan.servers[candidate].speculative,
+        discordant=sum(1 for c, b in zip(cand, base) if c != b),
+        planned_false_fail=planned.false_fail if planned else None,
+        screening=planned is not None and not planned.sound,
+        degenerate=[d.reason for d in found],
+        degenerate_why=[d.why for d in found],
+        **row,
+    )
 
 
 def summarize_evals(run_dir: RunDir, plan: Plan) -> EvalSummary:
@@ -105,15 +120,17 @@ def summarize_evals(run_dir: RunDir, plan: Plan) -> EvalSummary:
             items = item_scores(run_dir, server, task)
             per_server[(server, task)] = items
             values = [items[key] for key in sorted(items)]
-            scores.append(EvalScore(
-                server=server,
-                task=task,
-                data=data_label(run_dir, server, task),
-                n_items=len(values),
-                passes=passes_of(run_dir, server, task),
-                score=stats.mean(values) if values else None,
-                stderr=stats.standard_error(values) if values else None,
-            ))
+            scores.append(
+                EvalScore(
+                    server=server,
+                    task=task,
+                    data=data_label(run_dir, server, task),
+                    n_items=len(values),
+                    passes=passes_of(run_dir, server, task),
+                    score=stats.mean(values) if values else None,
+                    stderr=stats.standard_error(values) if values else None,
+                )
+            )
 
     verdicts: list[EvalVerdict] = []
     tasks = sorted({task for _, task in per_server})
@@ -125,6 +142,7 @@ def summarize_evals(run_dir: RunDir, plan: Plan) -> EvalSummary:
                 continue
             keys = sorted(set(base) & set(cand))
             passes = max(1, min(passes_of(run_dir, candidate, task), passes_of(run_dir, baseline, task)))
-            verdicts.append(_verdict(plan, task, candidate, baseline, [cand[k] for k in keys], [base[k] for k in keys],
-                                     passes))
+            verdicts.append(
+                _verdict(plan, task, candidate, baseline, [cand[k] for k in keys], [base[k] for k in keys], passes)
+            )
     return EvalSummary(scores=scores, verdicts=verdicts)

@@ -46,8 +46,11 @@ def per_gpu(tok_s: float | None, gpus: int) -> float | None:
 def _dominates(a: FrontierPoint, b: FrontierPoint) -> bool:
     assert a.tok_s_user is not None and a.tok_s_gpu is not None
     assert b.tok_s_user is not None and b.tok_s_gpu is not None
-    return (a.tok_s_user >= b.tok_s_user and a.tok_s_gpu >= b.tok_s_gpu
-            and (a.tok_s_user > b.tok_s_user or a.tok_s_gpu > b.tok_s_gpu))
+    return (
+        a.tok_s_user >= b.tok_s_user
+        and a.tok_s_gpu >= b.tok_s_gpu
+        and (a.tok_s_user > b.tok_s_user or a.tok_s_gpu > b.tok_s_gpu)
+    )
 
 
 def pareto_frontier(points: Sequence[FrontierPoint]) -> list[FrontierPoint]:
@@ -68,6 +71,7 @@ def frontier_gain(candidate: Sequence[FrontierPoint], baseline: Sequence[Frontie
     x`` (what the server can deliver to users who each need at least ``x`` tok/s). ``None`` when
     either frontier has no point that fast.
     """
+
     def best(front: Sequence[FrontierPoint]) -> float | None:
         ys = [p.tok_s_gpu for p in pareto_frontier(front) if p.tok_s_user is not None and p.tok_s_user >= x]
         return max(y for y in ys if y is not None) if ys else None

@@ -78,7 +78,8 @@ def goodput(met: Sequence[bool], n_out: Sequence[int], span_s: float | None) -> 
     tokens = sum(n for m, n in zip(met, n_out) if m)
     rate_ok = span_s is not None and span_s > 0
     return Goodput(
-        measured=len(met), good=good,
+        measured=len(met),
+        good=good,
         slo_share=good / len(met) if met else None,
         goodput_req_s=good / span_s if rate_ok and span_s else None,
         goodput_tok_s=tokens / span_s if rate_ok and span_s else None,
@@ -86,6 +87,7 @@ def goodput(met: Sequence[bool], n_out: Sequence[int], span_s: float | None) -> 
 
 
 # --- the rate search ----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RateSearchRule:
@@ -165,23 +167,50 @@ def search_result(probes: Sequence[tuple[float, float]], rule: RateSearchRule) -
     if not probes:
         return RateSearchResult(None, None, False, 0, "no rate was measured", [])
     if lo is None:
-        return RateSearchResult(None, hi, False, n, f"no measured rate kept {target} of requests inside the SLO "
-                                                    f"(lowest tried: {hi:g} req/s)", above)
+        return RateSearchResult(
+            None,
+            hi,
+            False,
+            n,
+            f"no measured rate kept {target} of requests inside the SLO (lowest tried: {hi:g} req/s)",
+            above,
+        )
     if hi is None:
-        return RateSearchResult(lo, None, False, n, f"every measured rate kept {target} inside the SLO; the highest, "
-                                                    f"{lo:g} req/s, is a lower bound (probe budget spent)", above)
+        return RateSearchResult(
+            lo,
+            None,
+            False,
+            n,
+            f"every measured rate kept {target} inside the SLO; the highest, "
+            f"{lo:g} req/s, is a lower bound (probe budget spent)",
+            above,
+        )
     converged = (hi - lo) / lo <= rule.rel_tol or (next_rate(probes, rule) is None and len(probes) < rule.max_probes)
     how = "within" if converged else "NOT within"
-    return RateSearchResult(lo, hi, converged, n, f"{lo:g} req/s keeps {target} inside the SLO, {hi:g} does not "
-                                                   f"({how} the {rule.rel_tol:.0%} tolerance after {n} probes)", above)
+    return RateSearchResult(
+        lo,
+        hi,
+        converged,
+        n,
+        f"{lo:g} req/s keeps {target} inside the SLO, {hi:g} does not "
+        f"({how} the {rule.rel_tol:.0%} tolerance after {n} probes)",
+        above,
+    )
 
 
 # --- a point's goodput and a search's probes, from raw rows --------------------------------------
 
+
 def rule_of(search: RateSearch, slo: SloSpec) -> RateSearchRule:
     """The plan's search settings and SLO target as the search's rule."""
-    return RateSearchRule(target_share=slo.target_share, start_rate=search.start_rate, growth=search.growth,
-                          rel_tol=search.rel_tol, max_probes=search.max_probes, min_rate=search.min_rate)
+    return RateSearchRule(
+        target_share=slo.target_share,
+        start_rate=search.start_rate,
+        growth=search.growth,
+        rel_tol=search.rel_tol,
+        max_probes=search.max_probes,
+        min_rate=search.min_rate,
+    )
 
 
 def point_goodput(slo: SloSpec, rows: Sequence[RequestRow]) -> GoodputSummary:
@@ -192,7 +221,15 @@ def point_goodput(slo: SloSpec, rows: Sequence[RequestRow]) -> GoodputSummary:
     span = (max(r.t_last_ns for r in done) - min(r.t_send_ns for r in measured)) / m.NS_PER_S if done else None
     met = [meets_slo(r.ok, m.ttft_s(r), m.tpot_s(r), m.e2e_latency_s(r), limits) for r in measured]
     g = goodput(met, [r.n_out for r in measured], span)
-    return GoodputSummary(ttft_s=slo.ttft_s, tpot_s=slo.tpot_s, e2e_s=slo.e2e_s, target_share=slo.target_share,
-                          measured=g.measured, good=g.good, slo_share=g.slo_share, goodput_req_s=g.goodput_req_s,
-                          goodput_tok_s=g.goodput_tok_s,
-                          meets_target=None if g.slo_share is None else g.slo_share >= slo.target_share)
+    return GoodputSummary(
+        ttft_s=slo.ttft_s,
+        tpot_s=slo.tpot_s,
+        e2e_s=slo.e2e_s,
+        target_share=slo.target_share,
+        measured=g.measured,
+        good=g.good,
+        slo_share=g.slo_share,
+        goodput_req_s=g.goodput_req_s,
+        goodput_tok_s=g.goodput_tok_s,
+        meets_target=None if g.slo_share is None else g.slo_share >= slo.target_share,
+    )

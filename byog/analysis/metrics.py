@@ -11,7 +11,8 @@ and maps it to the names other benchmarks use.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from byog.analysis.request_columns import RequestColumns
 from byog.schemas.bench import RequestRow
@@ -23,6 +24,7 @@ NS_PER_S = 1_000_000_000
 
 
 # --- per request ----------------------------------------------------------------------------
+
 
 def ttft_s(req: RequestRow) -> float | None:
     """Time to first token: ``ttft = t_first - t_send``.
@@ -96,6 +98,7 @@ def pooled_itl_s(reqs: Iterable[RequestRow]) -> list[float]:
 
 
 # --- a wave of a batch workload -------------------------------------------------------------
+
 
 def decode_window_ns(wave: Sequence[RequestRow]) -> tuple[int, int] | None:
     """Decode window of a wave: ``[max_r t_first_r, min_r t_last_r]``.
@@ -179,6 +182,7 @@ def crosscheck_decode_tok_s(steps_per_s: float, acceptance_length: float, batch_
 
 # --- whole point ----------------------------------------------------------------------------
 
+
 def output_tok_s(reqs: Sequence[RequestRow]) -> float | None:
     """Output throughput over the point: ``sum n_out / (max t_last - min t_send)`` (prefill included).
 
@@ -209,6 +213,7 @@ def achieved_concurrency(reqs: Sequence[RequestRow], start_ns: int, end_ns: int)
 
 # --- speculative decoding (from /metrics counter deltas) ------------------------------------
 
+
 def acceptance_length(accepted_tokens: float, drafts: float) -> float | None:
     """Mean acceptance length: ``AL = 1 + accepted / drafts`` (tokens emitted per decode step per request).
 
@@ -229,7 +234,9 @@ def acceptance_per_position(accepted_per_pos: Sequence[float], drafts: float) ->
     return [a / drafts for a in accepted_per_pos]
 
 
-def acceptance_length_ci(accepted_per_pos: Sequence[float], drafts: float, z: float = 1.96) -> tuple[float, float] | None:
+def acceptance_length_ci(
+    accepted_per_pos: Sequence[float], drafts: float, z: float = 1.96
+) -> tuple[float, float] | None:
     """Normal-approximation CI of AL from the per-position counters: ``AL +- z x sqrt(Var(X) / drafts)``.
 
     X = draft tokens accepted in one draft. vLLM accepts a prefix (position i only after 1..i-1),
@@ -292,24 +299,25 @@ def tokens_per_request_step(generated: float, accepted: float) -> float | None:
 # as Python's int/int and float/int do for values below 2**53), so the numbers are bit for bit
 # the same; verify's recompute of a 25 MB bundle needs them to be fast.
 
-def ttft_s_columns(c: RequestColumns) -> "np.ndarray":
+
+def ttft_s_columns(c: RequestColumns) -> np.ndarray:
     """``ttft_s`` of every ok request, in request order."""
     ok = c.ok
     return (c.first_ns[ok] - c.t_send_ns[ok]) / NS_PER_S
 
 
-def tpot_s_columns(c: RequestColumns) -> "np.ndarray":
+def tpot_s_columns(c: RequestColumns) -> np.ndarray:
     """``tpot_s`` of every ok request with n_out >= 2, in request order."""
     keep = c.ok & (c.n_out >= 2)
     return (c.last_ns[keep] - c.first_ns[keep]) / NS_PER_S / (c.n_out[keep] - 1)
 
 
-def e2e_latency_s_columns(c: RequestColumns) -> "np.ndarray":
+def e2e_latency_s_columns(c: RequestColumns) -> np.ndarray:
     ok = c.ok
     return (c.last_ns[ok] - c.t_send_ns[ok]) / NS_PER_S
 
 
-def _itl_parts(c: RequestColumns) -> tuple["np.ndarray", "np.ndarray", "np.ndarray"]:
+def _itl_parts(c: RequestColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(gap / k per contributing chunk, k per contributing chunk, owning request per contributing chunk)."""
     import numpy as np
 
@@ -323,7 +331,7 @@ def _itl_parts(c: RequestColumns) -> tuple["np.ndarray", "np.ndarray", "np.ndarr
     return gaps[keep] / NS_PER_S / k, k, owner[keep]
 
 
-def itl_s_columns(c: RequestColumns) -> "np.ndarray":
+def itl_s_columns(c: RequestColumns) -> np.ndarray:
     """``pooled_itl_s`` of the requests: every chunk's gap / k, k times, in request and chunk order."""
     import numpy as np
 
@@ -393,7 +401,8 @@ def achieved_concurrency_columns(c: RequestColumns, start_ns: int, end_ns: int) 
 
 # --- distributions --------------------------------------------------------------------------
 
-def _finite_array(values: Sequence[float]) -> "np.ndarray":
+
+def _finite_array(values: Sequence[float]) -> np.ndarray:
     import numpy as np
 
     data = np.asarray(values if isinstance(values, np.ndarray) else [v for v in values if v is not None], dtype=float)

@@ -60,8 +60,9 @@ verdict is the worse of its two families' (prefill: prompt positions; decode: ou
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -95,7 +96,7 @@ class PassArrays:
         return int(self.top_ids.shape[1])
 
     @staticmethod
-    def from_rows(rows: Sequence[Mapping[str, Any]]) -> "PassArrays":
+    def from_rows(rows: Sequence[Mapping[str, Any]]) -> PassArrays:
         """From row dicts with keys prompt, position, token, logprob, top_ids, top_logprobs."""
         k = min((len(r["top_ids"]) for r in rows), default=0)
         return PassArrays(
@@ -107,9 +108,15 @@ class PassArrays:
             top_logprobs=np.array([list(r["top_logprobs"])[:k] for r in rows], dtype=np.float64).reshape(len(rows), k),
         )
 
-    def take(self, index: np.ndarray) -> "PassArrays":
-        return PassArrays(self.prompt[index], self.position[index], self.token[index], self.logprob[index],
-                          self.top_ids[index], self.top_logprobs[index])
+    def take(self, index: np.ndarray) -> PassArrays:
+        return PassArrays(
+            self.prompt[index],
+            self.position[index],
+            self.token[index],
+            self.logprob[index],
+            self.top_ids[index],
+            self.top_logprobs[index],
+        )
 
 
 def sort_top(top: Mapping[int, float], k: int) -> tuple[list[int], list[float]]:
@@ -122,8 +129,13 @@ def sort_top(top: Mapping[int, float], k: int) -> tuple[list[int], list[float]]:
 
 
 def kl_shared_support(
-    ref_token: np.ndarray, ref_logprob: np.ndarray, ref_ids: np.ndarray, ref_lp: np.ndarray,
-    oth_logprob: np.ndarray, oth_ids: np.ndarray, oth_lp: np.ndarray,
+    ref_token: np.ndarray,
+    ref_logprob: np.ndarray,
+    ref_ids: np.ndarray,
+    ref_lp: np.ndarray,
+    oth_logprob: np.ndarray,
+    oth_ids: np.ndarray,
+    oth_lp: np.ndarray,
 ) -> np.ndarray:
     """The module docstring's ``kl`` for n positions at once (reference token y on both sides).
 
@@ -134,10 +146,14 @@ def kl_shared_support(
     # Each side's support: its top-k plus y (y's own logprob; a y already in the top-k is masked out).
     a_ids = np.concatenate([ref_ids, ref_token[:, None]], axis=1)
     a_lp = np.concatenate([ref_lp, ref_logprob[:, None]], axis=1)
-    a_valid = np.concatenate([np.ones_like(ref_ids, dtype=bool), ~(ref_ids == ref_token[:, None]).any(axis=1)[:, None]], axis=1)
+    a_valid = np.concatenate(
+        [np.ones_like(ref_ids, dtype=bool), ~(ref_ids == ref_token[:, None]).any(axis=1)[:, None]], axis=1
+    )
     b_ids = np.concatenate([oth_ids, ref_token[:, None]], axis=1)
     b_lp = np.concatenate([oth_lp, oth_logprob[:, None]], axis=1)
-    b_valid = np.concatenate([np.ones_like(oth_ids, dtype=bool), ~(oth_ids == ref_token[:, None]).any(axis=1)[:, None]], axis=1)
+    b_valid = np.concatenate(
+        [np.ones_like(oth_ids, dtype=bool), ~(oth_ids == ref_token[:, None]).any(axis=1)[:, None]], axis=1
+    )
     # match[i, a, b]: slot a of P's support and slot b of Q's support are the same token.
     match = (a_ids[:, :, None] == b_ids[:, None, :]) & a_valid[:, :, None] & b_valid[:, None, :]
     in_shared = match.any(axis=2)  # (n, ka): P's slot is in S
@@ -197,13 +213,20 @@ def compare_positions(ref: PassArrays, other: PassArrays) -> PositionMetrics:
     ri, oi = align(ref, other)
     a, b = ref.take(ri), other.take(oi)
     k = min(a.k, b.k)
-    kl = kl_shared_support(a.token, a.logprob, a.top_ids[:, :k], a.top_logprobs[:, :k],
-                           b.logprob, b.top_ids[:, :k], b.top_logprobs[:, :k])
+    kl = kl_shared_support(
+        a.token, a.logprob, a.top_ids[:, :k], a.top_logprobs[:, :k], b.logprob, b.top_ids[:, :k], b.top_logprobs[:, :k]
+    )
     argmax = (a.top_ids[:, 0] == b.top_ids[:, 0]) if k else np.zeros(len(ri), dtype=bool)
     return PositionMetrics(
-        prompt=a.prompt, position=a.position, token=a.token, ref_logprob=a.logprob, other_logprob=b.logprob,
-        abs_dlogprob=np.abs(b.logprob - a.logprob), argmax_agree=argmax,
-        topk_overlap=topk_overlap(a.top_ids[:, :k], b.top_ids[:, :k]), kl=kl,
+        prompt=a.prompt,
+        position=a.position,
+        token=a.token,
+        ref_logprob=a.logprob,
+        other_logprob=b.logprob,
+        abs_dlogprob=np.abs(b.logprob - a.logprob),
+        argmax_agree=argmax,
+        topk_overlap=topk_overlap(a.top_ids[:, :k], b.top_ids[:, :k]),
+        kl=kl,
     )
 
 
@@ -287,18 +310,20 @@ def aggregate(metrics: PositionMetrics) -> list[dict[str, Any]]:
     rows = []
     for start in sorted(set(starts.tolist())):
         sel = starts == start
-        rows.append({
-            "bucket": bucket_label(start),
-            "start": start,
-            "end": bucket_end(start),
-            "positions": int(sel.sum()),
-            "mean_abs_dlogprob": float(metrics.abs_dlogprob[sel].mean()),
-            "max_abs_dlogprob": float(metrics.abs_dlogprob[sel].max()),
-            "mean_kl": float(metrics.kl[sel].mean()),
-            "max_kl": float(metrics.kl[sel].max()),
-            "argmax_agreement": float(metrics.argmax_agree[sel].mean()),
-            "topk_overlap": float(metrics.topk_overlap[sel].mean()),
-        })
+        rows.append(
+            {
+                "bucket": bucket_label(start),
+                "start": start,
+                "end": bucket_end(start),
+                "positions": int(sel.sum()),
+                "mean_abs_dlogprob": float(metrics.abs_dlogprob[sel].mean()),
+                "max_abs_dlogprob": float(metrics.abs_dlogprob[sel].max()),
+                "mean_kl": float(metrics.kl[sel].mean()),
+                "max_kl": float(metrics.kl[sel].max()),
+                "argmax_agreement": float(metrics.argmax_agree[sel].mean()),
+                "topk_overlap": float(metrics.topk_overlap[sel].mean()),
+            }
+        )
     return rows
 
 

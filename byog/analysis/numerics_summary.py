@@ -17,9 +17,10 @@ recorded counts and probabilities), and each candidate held to what its baseline
 from __future__ import annotations
 
 from byog.analysis import numerics as nm
-from byog.analysis.conformance import chi_square, hold_to_baseline
+from byog.analysis.conformance_stats import chi_square, hold_to_baseline
 from byog.core.io import read_json
 from byog.core.paths import RunDir
+from byog.schemas.migrate import migrate
 from byog.schemas.numerics import (
     NUMERICS_COLUMNS,
     ConformanceCheck,
@@ -36,7 +37,6 @@ from byog.schemas.numerics import (
     NumericsRecord,
     NumericsSummary,
 )
-from byog.schemas.migrate import migrate
 from byog.schemas.plan import NumericsTolerance, Plan
 from byog.schemas.tables import read_columns
 
@@ -60,7 +60,9 @@ def _buckets(metrics: nm.PositionMetrics) -> list[NumericsBucket]:
     return [NumericsBucket(**row) for row in nm.aggregate(metrics)]
 
 
-def family_side(family: Family, ref: nm.PassArrays, other: nm.PassArrays) -> tuple[list[NumericsBucket], DivergenceStats | None]:
+def family_side(
+    family: Family, ref: nm.PassArrays, other: nm.PassArrays
+) -> tuple[list[NumericsBucket], DivergenceStats | None]:
     """Bucket rows of one family for one (reference, other) pair, and for ``decode`` the divergences."""
     if family == "prefill":
         return _buckets(nm.compare_positions(ref, other)), None
@@ -70,13 +72,25 @@ def family_side(family: Family, ref: nm.PassArrays, other: nm.PassArrays) -> tup
     return _buckets(metrics), stats
 
 
-def compare_family(family: Family, reference: nm.PassArrays, aa_other: nm.PassArrays, candidate: nm.PassArrays,
-                   tolerance: NumericsTolerance) -> FamilyComparison:
+def compare_family(
+    family: Family,
+    reference: nm.PassArrays,
+    aa_other: nm.PassArrays,
+    candidate: nm.PassArrays,
+    tolerance: NumericsTolerance,
+) -> FamilyComparison:
     aa, aa_div = family_side(family, reference, aa_other)
     cand, cand_div = family_side(family, reference, candidate)
     verdict, reasons = nm.verdict([b.model_dump() for b in cand], [b.model_dump() for b in aa], tolerance)
-    return FamilyComparison(family=family, verdict=verdict, reasons=reasons, candidate=cand, aa=aa,
-                            candidate_divergence=cand_div, aa_divergence=aa_div)
+    return FamilyComparison(
+        family=family,
+        verdict=verdict,
+        reasons=reasons,
+        candidate=cand,
+        aa=aa,
+        candidate_divergence=cand_div,
+        aa_divergence=aa_div,
+    )
 
 
 def read_numerics_record(run_dir: RunDir, server: str) -> NumericsRecord:
@@ -96,7 +110,10 @@ def compare_servers(run_dir: RunDir, candidate: str, baseline: str, tolerance: N
     worst = max(families, key=lambda f: nm.SEVERITY[f.verdict]).verdict
     base_rec, cand_rec = read_numerics_record(run_dir, baseline), read_numerics_record(run_dir, candidate)
     return NumericsComparison(
-        candidate=candidate, baseline=baseline, verdict=worst, families=families,
+        candidate=candidate,
+        baseline=baseline,
+        verdict=worst,
+        families=families,
         candidate_wall_s=sum(p.wall_s for p in cand_rec.passes),
         baseline_wall_s=sum(p.wall_s for p in base_rec.passes),
         plain_decode_wall_s=base_rec.plain_decode_wall_s,
@@ -126,17 +143,28 @@ def summarize_numerics(run_dir: RunDir, plan: Plan) -> NumericsSummary | None:
         return None
     tolerance = plan.numerics.tolerance if plan.numerics is not None else NumericsTolerance()
     comparisons = [compare_servers(run_dir, c, b, tolerance) for c, b in pairs if {c, b} <= have_numerics]
-    checks = {s: _conformance_checks(read_conformance_record(run_dir, s))
-              for s in servers if s in have_conformance}
+    checks = {s: _conformance_checks(read_conformance_record(run_dir, s)) for s in servers if s in have_conformance}
     conf_servers = [
-        ConformanceServer(server=s, passed=sum(c.passed for c in cs), failed=sum(not c.passed for c in cs),
-                          checks=[ConformanceResult(check=c.check, passed=c.passed, reason=c.reason) for c in cs])
+        ConformanceServer(
+            server=s,
+            passed=sum(c.passed for c in cs),
+            failed=sum(not c.passed for c in cs),
+            checks=[ConformanceResult(check=c.check, passed=c.passed, reason=c.reason) for c in cs],
+        )
         for s, cs in checks.items()
     ]
     conf_pairs = []
     for c, b in pairs:
         if c in checks and b in checks:
             rows = hold_to_baseline([x.model_dump() for x in checks[b]], [x.model_dump() for x in checks[c]])
-            conf_pairs.append(ConformanceComparison(candidate=c, baseline=b, conforms=not any(r["outcome"] == "fail" for r in rows),
-                                                    checks=[ConformanceRow(**r) for r in rows]))
-    return NumericsSummary(tolerance=tolerance, comparisons=comparisons, conformance_servers=conf_servers, conformance=conf_pairs)
+            conf_pairs.append(
+                ConformanceComparison(
+                    candidate=c,
+                    baseline=b,
+                    conforms=not any(r["outcome"] == "fail" for r in rows),
+                    checks=[ConformanceRow(**r) for r in rows],
+                )
+            )
+    return NumericsSummary(
+        tolerance=tolerance, comparisons=comparisons, conformance_servers=conf_servers, conformance=conf_pairs
+    )

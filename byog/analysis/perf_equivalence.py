@@ -33,8 +33,9 @@ share = s_b^2 / (s_b^2 + s_w^2).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Literal, Sequence, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -48,6 +49,7 @@ BOOTSTRAP_RESAMPLES = 1000
 
 # --- the A/A margin and the label -----------------------------------------------------------------
 
+
 def aa_margin(log_ratios: Sequence[float]) -> float | None:
     """delta = max(MIN_MARGIN, z(0.975) sqrt(mean a_p^2)) over the A/A log-ratios of one metric."""
     values = [a for a in log_ratios if a is not None and math.isfinite(a)]
@@ -56,8 +58,13 @@ def aa_margin(log_ratios: Sequence[float]) -> float | None:
     return max(MIN_MARGIN, Z975 * math.sqrt(math.fsum(a * a for a in values) / len(values)))
 
 
-def label(ratio: float, ci90: tuple[float, float] | None, ci95: tuple[float, float] | None, margin: float,
-          higher_is_better: bool) -> Label:
+def label(
+    ratio: float,
+    ci90: tuple[float, float] | None,
+    ci95: tuple[float, float] | None,
+    margin: float,
+    higher_is_better: bool,
+) -> Label:
     """The four-way label of one ratio (candidate / baseline) against a ln-ratio margin."""
     if ci90 is None or ci95 is None or ratio <= 0:
         return "within noise"
@@ -75,6 +82,7 @@ def label(ratio: float, ci90: tuple[float, float] | None, ci95: tuple[float, flo
 
 
 # --- the hierarchical bootstrap -----------------------------------------------------------------------
+
 
 def hierarchical_rows(sizes: Sequence[int], resamples: int, rng: np.random.Generator) -> list[np.ndarray]:
     """Two-stage resamples: index rows into the launches' units laid end to end (launch-major).
@@ -105,11 +113,14 @@ class RatioCI:
     resamples: int  # resamples with a finite ratio
 
 
-def hierarchical_ratio_ci(cand: Sequence[Sequence[U]], base: Sequence[Sequence[U]],
-                          stat: Callable[[list[U]], float | None], seed: Sequence[int],
-                          resamples: int = BOOTSTRAP_RESAMPLES,
-                          stat_rows: tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]] | None = None,
-                          ) -> RatioCI:
+def hierarchical_ratio_ci(
+    cand: Sequence[Sequence[U]],
+    base: Sequence[Sequence[U]],
+    stat: Callable[[list[U]], float | None],
+    seed: Sequence[int],
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    stat_rows: tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]] | None = None,
+) -> RatioCI:
     """Percentile CIs (90% and 95%) of stat(cand) / stat(base), each side resampled by
     ``hierarchical_rows`` (all candidate rows, then all baseline rows, from one seeded generator).
 
@@ -144,6 +155,7 @@ def hierarchical_ratio_ci(cand: Sequence[Sequence[U]], base: Sequence[Sequence[U
 
 
 # --- how much of the variance is between launches ------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class LaunchShare:

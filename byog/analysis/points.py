@@ -17,7 +17,12 @@ _MISSING = object()
 
 
 def _equal(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+    if (
+        isinstance(a, (int, float))
+        and isinstance(b, (int, float))
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+    ):
         return float(a) == float(b)
     return a == b
 
@@ -27,10 +32,12 @@ def _matches(point: PointSummary, select: dict[str, Any]) -> bool:
     return all(key in fields and _equal(fields[key], value) for key, value in select.items())
 
 
-def find_points(summary: Summary, server: str, *, point: str | None = None,
-                select: dict[str, Any] | None = None) -> list[PointSummary]:
+def find_points(
+    summary: Summary, server: str, *, point: str | None = None, select: dict[str, Any] | None = None
+) -> list[PointSummary]:
     return [
-        candidate for candidate in summary.bench.points
+        candidate
+        for candidate in summary.bench.points
         if candidate.server == server
         and (point is None or candidate.point_id == point)
         and (not select or _matches(candidate, select))
@@ -42,8 +49,9 @@ def describe(server: str, point: str | None, select: dict[str, Any] | None) -> s
     return f"{server} {where}"
 
 
-def one_point(summary: Summary, server: str, *, point: str | None = None,
-              select: dict[str, Any] | None = None) -> PointSummary:
+def one_point(
+    summary: Summary, server: str, *, point: str | None = None, select: dict[str, Any] | None = None
+) -> PointSummary:
     found = find_points(summary, server, point=point, select=select)
     if len(found) != 1:
         what = "no point" if not found else f"{len(found)} points ({', '.join(p.point_id for p in found)})"

@@ -67,8 +67,9 @@ METRICS = ("decode_tok_s", "tpot_s.p50", "ttft_s.p50")  # the summary's headline
 
 
 def default_rule(run_noise: float = DEFAULT_RUN_NOISE) -> ReproductionRule:
-    return ReproductionRule(run_noise=run_noise, ci_level=CI_LEVEL, metrics=list(METRICS),
-                            eval_min_agreement=DEFAULT_EVAL_MIN_AGREEMENT)
+    return ReproductionRule(
+        run_noise=run_noise, ci_level=CI_LEVEL, metrics=list(METRICS), eval_min_agreement=DEFAULT_EVAL_MIN_AGREEMENT
+    )
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,9 @@ class Estimate:
         return (math.log(self.high) - math.log(self.low)) / 2
 
 
-def tolerance(original: Estimate, reproduced: Estimate, run_noise: float, sides: int = 1, z_scale: float = 1.0) -> float:
+def tolerance(
+    original: Estimate, reproduced: Estimate, run_noise: float, sides: int = 1, z_scale: float = 1.0
+) -> float:
     """z_scale * sqrt(w_o^2 + w_r^2) + sqrt(sides) * ln(1 + run_noise): the largest |ln(x_r / x_o)| that reproduces."""
     w_o, w_r = original.half_width or 0.0, reproduced.half_width or 0.0
     return z_scale * math.sqrt(w_o**2 + w_r**2) + math.sqrt(sides) * math.log1p(run_noise)
@@ -100,12 +103,33 @@ def family_z_scale(compared: int, ci_level: float = CI_LEVEL) -> float:
     return normal.inv_cdf(1 - alpha / (2 * compared)) / normal.inv_cdf(1 - alpha / 2)
 
 
-def judge(kind: str, server: str, point_id: str, metric: str, original: Estimate, reproduced: Estimate,
-          run_noise: float, *, baseline: str | None = None, skip: str = "", z_scale: float = 1.0) -> MetricCheck:
+def judge(
+    kind: str,
+    server: str,
+    point_id: str,
+    metric: str,
+    original: Estimate,
+    reproduced: Estimate,
+    run_noise: float,
+    *,
+    baseline: str | None = None,
+    skip: str = "",
+    z_scale: float = 1.0,
+) -> MetricCheck:
     """One number held against its reproduction; ``skip`` (a reason) shows it without comparing."""
-    common = dict(kind=kind, server=server, baseline=baseline, point_id=point_id, metric=metric,
-                  original=original.value, original_low=original.low, original_high=original.high,
-                  reproduced=reproduced.value, reproduced_low=reproduced.low, reproduced_high=reproduced.high)
+    common = dict(
+        kind=kind,
+        server=server,
+        baseline=baseline,
+        point_id=point_id,
+        metric=metric,
+        original=original.value,
+        original_low=original.low,
+        original_high=original.high,
+        reproduced=reproduced.value,
+        reproduced_low=reproduced.low,
+        reproduced_high=reproduced.high,
+    )
     if not original.value or not reproduced.value or original.value < 0 or reproduced.value < 0:
         missing = "the original" if not original.value else "the reproduction"
         return MetricCheck(**common, outcome="not compared", note=skip or f"{missing} has no value")
@@ -126,8 +150,9 @@ def combine(outcomes: Sequence[Outcome]) -> Outcome:
     return "reproduced" if "reproduced" in outcomes else "not compared"
 
 
-def for_the_family(points: Sequence[PointReproduction], run_noise: float,
-                   ci_level: float = CI_LEVEL) -> tuple[list[PointReproduction], int, float]:
+def for_the_family(
+    points: Sequence[PointReproduction], run_noise: float, ci_level: float = CI_LEVEL
+) -> tuple[list[PointReproduction], int, float]:
     """Every compared check judged again with the family's widening; (points, m compared, z scale).
 
     m is known only once every check exists; the second judgement reuses each check's stored
@@ -137,10 +162,22 @@ def for_the_family(points: Sequence[PointReproduction], run_noise: float,
     scale = family_z_scale(compared, ci_level)
     widened = []
     for p in points:
-        checks = [c if c.outcome == "not compared" else judge(
-            c.kind, c.server, c.point_id, c.metric, Estimate(c.original, c.original_low, c.original_high),
-            Estimate(c.reproduced, c.reproduced_low, c.reproduced_high), run_noise, baseline=c.baseline, z_scale=scale)
-            for c in p.checks]
+        checks = [
+            c
+            if c.outcome == "not compared"
+            else judge(
+                c.kind,
+                c.server,
+                c.point_id,
+                c.metric,
+                Estimate(c.original, c.original_low, c.original_high),
+                Estimate(c.reproduced, c.reproduced_low, c.reproduced_high),
+                run_noise,
+                baseline=c.baseline,
+                z_scale=scale,
+            )
+            for c in p.checks
+        ]
         widened.append(p.model_copy(update={"checks": checks, "outcome": combine([c.outcome for c in checks])}))
     return widened, compared, scale
 
@@ -164,17 +201,27 @@ def _invalid(point: PointSummary | None, who: str) -> str:
     return ""
 
 
-def compare_point(point_id: str, servers: Sequence[str], pairs: Sequence[tuple[str, str]],
-                  original: tuple[RunDir, Summary], reproduced: tuple[RunDir, Summary],
-                  run_noise: float, same_hardware: bool, seed: int) -> PointReproduction:
+def compare_point(
+    point_id: str,
+    servers: Sequence[str],
+    pairs: Sequence[tuple[str, str]],
+    original: tuple[RunDir, Summary],
+    reproduced: tuple[RunDir, Summary],
+    run_noise: float,
+    same_hardware: bool,
+    seed: int,
+) -> PointReproduction:
     """Every value (per server) and every ratio (per pair) of one point, judged."""
     (o_dir, o_sum), (r_dir, r_sum) = original, reproduced
     o_points = {(p.server, p.point_id): p for p in o_sum.bench.points}
     r_points = {(p.server, p.point_id): p for p in r_sum.bench.points}
     checks: list[MetricCheck] = []
     for server in servers:
-        skip = (_invalid(o_points.get((server, point_id)), "original") or _invalid(r_points.get((server, point_id)), "reproduction")
-                or ("" if same_hardware else "other hardware: absolute numbers are not expected to match"))
+        skip = (
+            _invalid(o_points.get((server, point_id)), "original")
+            or _invalid(r_points.get((server, point_id)), "reproduction")
+            or ("" if same_hardware else "other hardware: absolute numbers are not expected to match")
+        )
         for metric in METRICS:
             o_est = Estimate(*point_estimate(o_dir, server, point_id, metric, seed))
             r_est = Estimate(*point_estimate(r_dir, server, point_id, metric, seed))
@@ -184,27 +231,53 @@ def compare_point(point_id: str, servers: Sequence[str], pairs: Sequence[tuple[s
     o_comp = {(c.candidate, c.baseline, c.metric): c for c in o_sum.bench.comparisons if c.point_id == point_id}
     r_comp = {(c.candidate, c.baseline, c.metric): c for c in r_sum.bench.comparisons if c.point_id == point_id}
     for candidate, baseline in pairs:
-        skip = next((why for why in (
-            _invalid(o_points.get((s, point_id)), "original") or _invalid(r_points.get((s, point_id)), "reproduction")
-            for s in (candidate, baseline)) if why), "")
+        skip = next(
+            (
+                why
+                for why in (
+                    _invalid(o_points.get((s, point_id)), "original")
+                    or _invalid(r_points.get((s, point_id)), "reproduction")
+                    for s in (candidate, baseline)
+                )
+                if why
+            ),
+            "",
+        )
         for metric in METRICS:
             o_c, r_c = o_comp.get((candidate, baseline, metric)), r_comp.get((candidate, baseline, metric))
             if o_c is None and r_c is None:
                 continue
-            checks.append(judge("ratio", candidate, point_id, metric, _ratio(o_c), _ratio(r_c), run_noise,
-                                baseline=baseline, skip=skip))
+            checks.append(
+                judge(
+                    "ratio",
+                    candidate,
+                    point_id,
+                    metric,
+                    _ratio(o_c),
+                    _ratio(r_c),
+                    run_noise,
+                    baseline=baseline,
+                    skip=skip,
+                )
+            )
     any_point = next((p for p in (o_points.get((s, point_id)) for s in servers) if p is not None), None)
     load = any_point.load_label if any_point is not None else "–"
-    return PointReproduction(point_id=point_id, load=load, servers=list(servers),
-                             outcome=combine([c.outcome for c in checks]), checks=checks)
+    return PointReproduction(
+        point_id=point_id, load=load, servers=list(servers), outcome=combine([c.outcome for c in checks]), checks=checks
+    )
 
 
 def _ratio(c: PointComparison | None) -> Estimate:
     return Estimate(None) if c is None else Estimate(c.ratio, c.ci_low, c.ci_high)
 
 
-def compare_eval_items(server: str, task: str, original: Sequence[EvalItemRow], reproduced: Sequence[EvalItemRow],
-                       min_agreement: float = DEFAULT_EVAL_MIN_AGREEMENT) -> EvalReproduction:
+def compare_eval_items(
+    server: str,
+    task: str,
+    original: Sequence[EvalItemRow],
+    reproduced: Sequence[EvalItemRow],
+    min_agreement: float = DEFAULT_EVAL_MIN_AGREEMENT,
+) -> EvalReproduction:
     """Agreement of extracted answers on the items both runs scored (pass 0 of each; same item hash)."""
     first = {r.item_id: r for r in original if r.pass_index == 0}
     again = {r.item_id: r for r in reproduced if r.pass_index == 0}
@@ -219,9 +292,25 @@ def compare_eval_items(server: str, task: str, original: Sequence[EvalItemRow], 
     if len(shared) < len(again):
         notes.append(f"{len(again) - len(shared)} reproduced item(s) are not in the original")
     if not compared:
-        return EvalReproduction(server=server, task=task, items=0, agreed=0, agreement=None, min_agreement=min_agreement,
-                                outcome="not compared", note="; ".join(notes) or "no item to compare")
+        return EvalReproduction(
+            server=server,
+            task=task,
+            items=0,
+            agreed=0,
+            agreement=None,
+            min_agreement=min_agreement,
+            outcome="not compared",
+            note="; ".join(notes) or "no item to compare",
+        )
     agreement = agreed / len(compared)
-    return EvalReproduction(server=server, task=task, items=len(compared), agreed=agreed, agreement=agreement,
-                            min_agreement=min_agreement, differing=differing,
-                            outcome="reproduced" if agreement >= min_agreement else "not reproduced", note="; ".join(notes))
+    return EvalReproduction(
+        server=server,
+        task=task,
+        items=len(compared),
+        agreed=agreed,
+        agreement=agreement,
+        min_agreement=min_agreement,
+        differing=differing,
+        outcome="reproduced" if agreement >= min_agreement else "not reproduced",
+        note="; ".join(notes),
+    )

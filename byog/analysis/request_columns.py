@@ -11,14 +11,15 @@ messages quote, as Python lists), the per-chunk lists flattened with offsets:
 
 ``byog.analysis.metrics`` computes its per-request formulas on these columns with the same
 floating-point operations, so every number is bit for bit what the per-request code gives
-(tests/unit/test_analysis_columns.py holds the two against each other).
+(tests/unit/analysis/test_request_columns.py holds the two against each other).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from byog.schemas.bench import RequestRow
 
@@ -28,15 +29,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RequestColumns:
-    request_index: "np.ndarray"  # int64, one per request
-    wave: "np.ndarray"  # int64
-    warmup: "np.ndarray"  # bool
-    t_send_ns: "np.ndarray"  # int64
-    n_out: "np.ndarray"  # int64
-    failed: "np.ndarray"  # bool: the request has an error
-    offsets: "np.ndarray"  # int64, len n + 1
-    chunk_t_ns: "np.ndarray"  # int64, flat
-    chunk_tokens: "np.ndarray"  # int64, flat
+    request_index: np.ndarray  # int64, one per request
+    wave: np.ndarray  # int64
+    warmup: np.ndarray  # bool
+    t_send_ns: np.ndarray  # int64
+    n_out: np.ndarray  # int64
+    failed: np.ndarray  # bool: the request has an error
+    offsets: np.ndarray  # int64, len n + 1
+    chunk_t_ns: np.ndarray  # int64, flat
+    chunk_tokens: np.ndarray  # int64, flat
     error: list[str | None]  # as the rows hold them (validity quotes them)
     n_in: list[int | None]
     expected_n_in: list[int]
@@ -46,14 +47,14 @@ class RequestColumns:
         return int(self.request_index.size)
 
     @property
-    def counts(self) -> "np.ndarray":
+    def counts(self) -> np.ndarray:
         """Chunks per request."""
         import numpy as np
 
         return np.diff(self.offsets)
 
     @property
-    def chunk_token_sums(self) -> "np.ndarray":
+    def chunk_token_sums(self) -> np.ndarray:
         """sum(chunk_tokens) per request (int64, exact)."""
         import numpy as np
 
@@ -62,12 +63,12 @@ class RequestColumns:
         return running[self.offsets[1:]] - running[self.offsets[:-1]]
 
     @property
-    def ok(self) -> "np.ndarray":
+    def ok(self) -> np.ndarray:
         """``RequestRow.ok`` per request: no error and at least one chunk."""
         return ~self.failed & (self.counts > 0)
 
     @property
-    def first_ns(self) -> "np.ndarray":
+    def first_ns(self) -> np.ndarray:
         """t_first per request (0 where a request has no chunk)."""
         import numpy as np
 
@@ -77,7 +78,7 @@ class RequestColumns:
         return out
 
     @property
-    def last_ns(self) -> "np.ndarray":
+    def last_ns(self) -> np.ndarray:
         import numpy as np
 
         has = self.counts > 0
@@ -85,7 +86,7 @@ class RequestColumns:
         out[has] = self.chunk_t_ns[self.offsets[1:][has] - 1]
         return out
 
-    def take(self, index: "np.ndarray") -> "RequestColumns":
+    def take(self, index: np.ndarray) -> RequestColumns:
         """The requests at ``index`` (a boolean mask or positions), in that order."""
         import numpy as np
 
@@ -98,15 +99,23 @@ class RequestColumns:
         flat = np.arange(int(offsets[-1]), dtype=np.int64) + starts
         pick = positions.tolist()
         return RequestColumns(
-            request_index=self.request_index[positions], wave=self.wave[positions], warmup=self.warmup[positions],
-            t_send_ns=self.t_send_ns[positions], n_out=self.n_out[positions], failed=self.failed[positions],
-            offsets=offsets, chunk_t_ns=self.chunk_t_ns[flat], chunk_tokens=self.chunk_tokens[flat],
-            error=[self.error[i] for i in pick], n_in=[self.n_in[i] for i in pick],
-            expected_n_in=[self.expected_n_in[i] for i in pick], usage_per_chunk=[self.usage_per_chunk[i] for i in pick],
+            request_index=self.request_index[positions],
+            wave=self.wave[positions],
+            warmup=self.warmup[positions],
+            t_send_ns=self.t_send_ns[positions],
+            n_out=self.n_out[positions],
+            failed=self.failed[positions],
+            offsets=offsets,
+            chunk_t_ns=self.chunk_t_ns[flat],
+            chunk_tokens=self.chunk_tokens[flat],
+            error=[self.error[i] for i in pick],
+            n_in=[self.n_in[i] for i in pick],
+            expected_n_in=[self.expected_n_in[i] for i in pick],
+            usage_per_chunk=[self.usage_per_chunk[i] for i in pick],
         )
 
     @classmethod
-    def from_rows(cls, rows: Sequence[RequestRow]) -> "RequestColumns":
+    def from_rows(cls, rows: Sequence[RequestRow]) -> RequestColumns:
         """Columns of rows already in memory (the sweep's live records)."""
         import numpy as np
 
@@ -123,18 +132,22 @@ class RequestColumns:
             offsets=offsets,
             chunk_t_ns=np.array([t for r in rows for t in r.chunk_t_ns], dtype=np.int64),
             chunk_tokens=np.array([k for r in rows for k in r.chunk_tokens], dtype=np.int64),
-            error=[r.error for r in rows], n_in=[r.n_in for r in rows],
-            expected_n_in=[r.expected_n_in for r in rows], usage_per_chunk=[r.usage_per_chunk for r in rows],
+            error=[r.error for r in rows],
+            n_in=[r.n_in for r in rows],
+            expected_n_in=[r.expected_n_in for r in rows],
+            usage_per_chunk=[r.usage_per_chunk for r in rows],
         )
 
 
-def _bits(buffer: Any, offset: int, length: int) -> "np.ndarray":
+def _bits(buffer: Any, offset: int, length: int) -> np.ndarray:
     import numpy as np
 
-    return np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")[offset : offset + length].astype(bool)
+    return np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")[offset : offset + length].astype(
+        bool
+    )
 
 
-def _numpy(array: Any, default: int = 0) -> "np.ndarray":
+def _numpy(array: Any, default: int = 0) -> np.ndarray:
     """An int64/bool arrow array as numpy, read from its buffers (arrow's own to_numpy imports pandas,
     0.4 s); nulls become ``default``. Another type (a foreign writer's) goes through Python values."""
     import numpy as np
@@ -156,10 +169,16 @@ def _column(table: Any, name: str) -> Any:
     import pyarrow as pa
 
     column = table.column(name)
-    return column.chunk(0) if column.num_chunks == 1 else pa.concat_arrays(column.chunks) if column.num_chunks else pa.array([], type=column.type)
+    return (
+        column.chunk(0)
+        if column.num_chunks == 1
+        else pa.concat_arrays(column.chunks)
+        if column.num_chunks
+        else pa.array([], type=column.type)
+    )
 
 
-def _list_column(table: Any, name: str) -> tuple["np.ndarray", "np.ndarray"]:
+def _list_column(table: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, flat int64 values) of a list<int64> column; a null list counts as empty."""
     import numpy as np
     import pyarrow as pa
@@ -168,7 +187,9 @@ def _list_column(table: Any, name: str) -> tuple["np.ndarray", "np.ndarray"]:
     if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
         raise ValueError(f"column {name} is {column.type}, not a list")
     width = np.int64 if pa.types.is_large_list(column.type) else np.int32
-    offsets = np.frombuffer(column.buffers()[1], dtype=width)[column.offset : column.offset + len(column) + 1].astype(np.int64)
+    offsets = np.frombuffer(column.buffers()[1], dtype=width)[column.offset : column.offset + len(column) + 1].astype(
+        np.int64
+    )
     # (a null list's two offsets are equal: it reads as empty)
     flat = _numpy(column.values)
     return offsets - offsets[0], flat[offsets[0] : offsets[-1]]
@@ -180,13 +201,15 @@ def read_request_columns(path: Path) -> RequestColumns:
     import numpy as np
     import pyarrow.parquet as pq
 
-    table = pq.ParquetFile(path).read(use_threads=False)  # not read_table: it imports pyarrow.dataset and pandas (0.4 s)
+    table = pq.ParquetFile(path).read(
+        use_threads=False
+    )  # not read_table: it imports pyarrow.dataset and pandas (0.4 s)
     offsets, chunk_t_ns = _list_column(table, "chunk_t_ns")
     chunk_offsets, chunk_tokens = _list_column(table, "chunk_tokens")
     if not np.array_equal(offsets, chunk_offsets):
         raise ValueError(f"{path.name}: chunk_t_ns and chunk_tokens differ in length for some request")
 
-    def ints(name: str, default: int = 0) -> "np.ndarray":
+    def ints(name: str, default: int = 0) -> np.ndarray:
         if name not in table.column_names:
             return np.full(table.num_rows, default, dtype=np.int64)
         return _numpy(_column(table, name), default)
@@ -196,12 +219,17 @@ def read_request_columns(path: Path) -> RequestColumns:
 
     error = pylist("error", None)
     return RequestColumns(
-        request_index=ints("request_index"), wave=ints("wave"),
+        request_index=ints("request_index"),
+        wave=ints("wave"),
         warmup=ints("warmup").astype(bool),
         t_send_ns=ints("t_send_ns"),
         n_out=ints("n_out"),
         failed=np.array([e is not None for e in error], dtype=bool),
-        offsets=offsets, chunk_t_ns=chunk_t_ns, chunk_tokens=chunk_tokens,
-        error=error, n_in=pylist("n_in", None), expected_n_in=pylist("expected_n_in", 0),
+        offsets=offsets,
+        chunk_t_ns=chunk_t_ns,
+        chunk_tokens=chunk_tokens,
+        error=error,
+        n_in=pylist("n_in", None),
+        expected_n_in=pylist("expected_n_in", 0),
         usage_per_chunk=pylist("usage_per_chunk", True),
     )

@@ -8,7 +8,7 @@ smallest pooled value is found by a binary search over the sorted values, counti
 candidate how many pooled values lie at or below it (counts . below[j]). Both order statistics
 are then combined exactly as ``np.percentile(..., 50)`` combines them (numpy's linear method and
 its ``_lerp``), so the result is bit for bit the same
-(``tests/unit/test_analysis_resampled_median.py``).
+(``tests/unit/analysis/test_resampled_median.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ def pooled_median_of_rows(arrays: Sequence[np.ndarray]) -> Callable[[np.ndarray]
     order = np.argsort(values, kind="stable")
     ordered = values[order]
     owner = np.repeat(np.arange(len(arrays)), per_unit)[order]
-    below = np.cumsum(np.eye(len(arrays), dtype=np.int64)[owner], axis=0)  # below[j, u]: unit u's among the j+1 smallest
+    below = np.cumsum(
+        np.eye(len(arrays), dtype=np.int64)[owner], axis=0
+    )  # below[j, u]: unit u's among the j+1 smallest
 
     def medians(rows: np.ndarray) -> np.ndarray:
         n_rows, drawn = rows.shape

@@ -45,7 +45,7 @@ def root_cause(text: str) -> str | None:
     lines = text.splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith(SERVER_START_MARKER)]
     found = None
-    for line in reversed(lines[starts[-1] + 1:] if starts else lines):
+    for line in reversed(lines[starts[-1] + 1 :] if starts else lines):
         sentence = _sentence(line)
         if sentence is None:
             continue

@@ -94,18 +94,26 @@ def session_seconds(turns: Sequence[TurnFacts]) -> list[float]:
 
 # --- one agentic point ---------------------------------------------------------------------------
 
+
 def turn_facts(row: RequestRow) -> TurnFacts:
     """The facts of one turn's raw row."""
     return TurnFacts(
         session=row.session if row.session is not None else row.request_index,
-        agent=row.agent or 0, turn=row.turn or 0, ok=row.ok, ttft_s=m.ttft_s(row), n_in=row.n_in,
-        cached_tokens=row.cached_tokens, reusable_tokens=row.reusable_tokens or 0,
-        t_send_ns=row.t_send_ns, t_last_ns=row.t_last_ns if row.ok else None,
+        agent=row.agent or 0,
+        turn=row.turn or 0,
+        ok=row.ok,
+        ttft_s=m.ttft_s(row),
+        n_in=row.n_in,
+        cached_tokens=row.cached_tokens,
+        reusable_tokens=row.reusable_tokens or 0,
+        t_send_ns=row.t_send_ns,
+        t_last_ns=row.t_last_ns if row.ok else None,
     )
 
 
-def session_summary(rows: Sequence[RequestRow], hits_delta: float | None = None,
-                    queries_delta: float | None = None) -> SessionSummary:
+def session_summary(
+    rows: Sequence[RequestRow], hits_delta: float | None = None, queries_delta: float | None = None
+) -> SessionSummary:
     """The per-session block of an agentic point, over its measured (non-warm-up) turns."""
     facts = [turn_facts(r) for r in rows if not r.warmup]
     sub = [f.ttft_s for f in facts if f.agent > 0 and f.ttft_s is not None]

@@ -1,10 +1,10 @@
 """Special functions in Python and numpy: what byog.analysis used scipy.special for.
 
 Why: importing ``scipy.special`` costs ~0.17 s, most of what ``byog verify`` spends before it
-reads a bundle, and verify recomputes the planned power (byog.analysis.power) and conformance
-p-values (byog.analysis.conformance) that bundles ship, computed with scipy by older versions and
+reads a bundle, and verify recomputes the planned power (byog.analysis.gate_power) and conformance
+p-values (byog.analysis.conformance_stats) that bundles ship, computed with scipy by older versions and
 compared at 1e-9 relative (or 1e-12 absolute). These agree with scipy.special to ~1e-13 relative
-over the ranges byog uses (tests/unit/test_analysis_special.py holds them against scipy and
+over the ranges byog uses (tests/unit/analysis/test_special.py holds them against scipy and
 30-digit mpmath values); each takes a few ms on the 256 values of a power grid.
 
 Pieces shared with byog.analysis.student_t:
@@ -58,7 +58,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -83,6 +84,7 @@ Array = Any  # a float or a numpy array of them
 
 
 # --- shared pieces ------------------------------------------------------------------------------
+
 
 def stirling_correction(z: float) -> float:
     """omega(z) = lgamma(z) - ((z - 1/2) log z - z + log(2 pi)/2), for z > 0, to ~5e-16 absolute.
@@ -173,6 +175,7 @@ def beta_fraction(x: Array, y: Array, a: Array, b: Array, iterations: int = _MAX
     none of the near-cancelling denominators that cost the classical one ~1e-13 where a >> 1 > b).
     Floats, or numpy arrays elementwise (then until every element has converged). It converges
     fast for x < (a + 1) / (a + b + 2), in O(sqrt(max(a, b))) terms at worst."""
+
     def terms(m: int) -> tuple[Array, Array]:
         alpha = (a + m - 1) * (a + b + m - 1) * m * (b - m) * x * x / ((a + 2 * m - 1) * (a + 2 * m - 1))
         beta = m + m * (b - m) * x / (a + 2 * m - 1) + (a + m) * (a * y - b * x + 1.0 + m * (2.0 - x)) / (a + 2 * m + 1)
@@ -214,18 +217,44 @@ def gauss_legendre(n: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
 
 def normal_quantile(p: float) -> float:
     """A start for Newton (Acklam's rational approximation, ~1e-9 relative; Newton then converges)."""
-    a = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02, 1.383577518672690e02, -3.066479806614716e01, 2.506628277459239e00)
-    b = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02, 6.680131188771972e01, -1.328068155288572e01)
-    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00, -2.549732539343734e00, 4.374664141464968e00, 2.938163982698783e00)
+    a = (
+        -3.969683028665376e01,
+        2.209460984245205e02,
+        -2.759285104469687e02,
+        1.383577518672690e02,
+        -3.066479806614716e01,
+        2.506628277459239e00,
+    )
+    b = (
+        -5.447609879822406e01,
+        1.615858368580409e02,
+        -1.556989798598866e02,
+        6.680131188771972e01,
+        -1.328068155288572e01,
+    )
+    c = (
+        -7.784894002430293e-03,
+        -3.223964580411365e-01,
+        -2.400758277161838e00,
+        -2.549732539343734e00,
+        4.374664141464968e00,
+        2.938163982698783e00,
+    )
     d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
     if p < 0.02425:
         q = math.sqrt(-2 * math.log(p))
-        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
+        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / (
+            (((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1
+        )
     if p > 1 - 0.02425:
         return -normal_quantile(1 - p)
     q = p - 0.5
     r = q * q
-    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
+    return (
+        (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5])
+        * q
+        / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
+    )
 
 
 def _normal_quantiles(u: np.ndarray) -> np.ndarray:
@@ -234,11 +263,14 @@ def _normal_quantiles(u: np.ndarray) -> np.ndarray:
 
 # --- small functions ------------------------------------------------------------------------------
 
+
 def _log_elementwise(function: Callable[[float], float], pole: float, y: np.ndarray) -> np.ndarray:
     """math.log or math.log1p on each element of y (-inf at the pole, nan below it): libm's, as
     scipy's xlogy calls it; numpy's vectorized log rounds ~0.5% of values the other way."""
+
     def one(v: float) -> float:
         return function(v) if v > pole else (-math.inf if v == pole else math.nan)
+
     return np.array([one(v) for v in y.reshape(-1).tolist()], dtype=float).reshape(y.shape)
 
 
@@ -257,8 +289,13 @@ def xlog1py(x: Array, y: Array) -> np.ndarray:
 
 
 # cephes' lgam (scipy.special.gammaln): log Gamma(x) = (x - 1/2) log x - x + log(2 pi)/2 + A(1/x^2) / x for x >= 13
-_LGAM_A = (8.11614167470508450300e-4, -5.95061904284301438324e-4, 7.93650340457716943945e-4,
-           -2.77777777730099687205e-3, 8.33333333333331927722e-2)
+_LGAM_A = (
+    8.11614167470508450300e-4,
+    -5.95061904284301438324e-4,
+    7.93650340457716943945e-4,
+    -2.77777777730099687205e-3,
+    8.33333333333331927722e-2,
+)
 _LGAM_LS2PI = 0.91893853320467274178
 
 
@@ -318,8 +355,9 @@ def ndtr(x: Array) -> np.ndarray:
 State = tuple[np.ndarray, ...]
 
 
-def _invert(u: np.ndarray, state: State, tails: Callable[..., tuple[np.ndarray, ...]],
-            shift: Callable[..., State]) -> State:
+def _invert(
+    u: np.ndarray, state: State, tails: Callable[..., tuple[np.ndarray, ...]], shift: Callable[..., State]
+) -> State:
     """Solve log P(t) = log u (u <= 1/2) or log Q(t) = log(1 - u) (u > 1/2) for 0 < u < 1, in a
     variable t in which the density is log-concave, so that both are concave and Newton converges
     from any start (module docstring).
@@ -362,6 +400,7 @@ def _invert(u: np.ndarray, state: State, tails: Callable[..., tuple[np.ndarray, 
 
 # --- the incomplete beta function and its inverse -------------------------------------------------
 
+
 def _fraction_terms(a: float, b: float) -> int:
     """Enough terms of ``beta_fraction`` for shapes a, b (it needs O(sqrt(max(a, b))))."""
     return _MAX_ITERATIONS + int(20.0 * math.sqrt(a + b))
@@ -372,9 +411,18 @@ def _beta_log_tails(x: np.ndarray, y: np.ndarray, a: float, b: float) -> tuple[n
     x0, y0 = a / (a + b), b / (a + b)
     with np.errstate(divide="ignore", invalid="ignore"):
         delta = np.where(x <= y, x - x0, y0 - y)  # from whichever of x, y is the smaller (exact)
-        constant = math.fsum((0.5 * math.log(a * b / (a + b)), -_LOG_SQRT_2PI, stirling_correction(a + b),
-                              -stirling_correction(a), -stirling_correction(b)))
-        log_front = (a * _log1pmx(delta / x0, np.log(x) - math.log(x0)) + constant) + b * _log1pmx(-delta / y0, np.log(y) - math.log(y0))
+        constant = math.fsum(
+            (
+                0.5 * math.log(a * b / (a + b)),
+                -_LOG_SQRT_2PI,
+                stirling_correction(a + b),
+                -stirling_correction(a),
+                -stirling_correction(b),
+            )
+        )
+        log_front = (a * _log1pmx(delta / x0, np.log(x) - math.log(x0)) + constant) + b * _log1pmx(
+            -delta / y0, np.log(y) - math.log(y0)
+        )
         lower = x * (a + b + 2.0) < a + 1.0  # the fraction for I_x(a, b) there, else for I_y(b, a)
         p, q = np.where(lower, a, b), np.where(lower, b, a)
         fraction = beta_fraction(np.where(lower, x, y), np.where(lower, y, x), p, q, _fraction_terms(a, b))
@@ -427,6 +475,7 @@ def betaincinv(a: float, b: float, u: Array) -> np.ndarray:
     out[np.isnan(u)] = np.nan
     inner = (u > 0) & (u < 1)
     if inner.any():
+
         def tails(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
             return (*_beta_log_tails(x, y, a, b), a * y - b * x)  # d log(x^a y^b) / d log(x / y) = a y - b x
 
@@ -435,6 +484,7 @@ def betaincinv(a: float, b: float, u: Array) -> np.ndarray:
 
 
 # --- the incomplete gamma functions and the inverse ------------------------------------------------
+
 
 def _gamma_ratio(x: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
     """(t, w) = (x / s - 1, log(x / s)), t from x - s (exact near x = s, where Q(s, x) is most
@@ -539,7 +589,7 @@ def _gamma_start(s: float, u: np.ndarray) -> np.ndarray:
     c = 1.0 / (9.0 * s)
     cube = 1.0 - c + _normal_quantiles(u) * math.sqrt(c)
     small = np.exp((np.log(u) + math.lgamma(s + 1.0)) / s)  # P ~ x^s / Gamma(s + 1) as x -> 0
-    return np.where(cube > 0.1, s * cube ** 3, small)
+    return np.where(cube > 0.1, s * cube**3, small)
 
 
 def gammaincinv(s: float, u: Array) -> np.ndarray:
@@ -549,6 +599,7 @@ def gammaincinv(s: float, u: Array) -> np.ndarray:
     out[np.isnan(u)] = np.nan
     inner = (u > 0) & (u < 1)
     if inner.any():
+
         def tails(x: np.ndarray) -> tuple[np.ndarray, ...]:
             return (*_gamma_log_tails(x, s), s - x)  # d log(x^s e^-x) / d log x = s - x
 

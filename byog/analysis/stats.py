@@ -19,7 +19,7 @@ What the gate means (used by the report and the claims check): a claim "just as 
 passes only on **equivalent**; **different** and **inconclusive** both fail it. "False fail" =
 identical servers not declared equivalent; "flagged" = a server whose true score differs by one
 margin not declared equivalent (the TOST caps that at 5% whatever n is; the binding requirement
-is enough items and passes that identical servers pass). ``byog.analysis.power`` predicts both
+is enough items and passes that identical servers pass). ``byog.analysis.gate_power`` predicts both
 rates before a run and simulates them through ``paired_comparison`` (docs/statistics.md).
 
 SE_d = 0 (every d_i equal, e.g. two greedy servers with identical answers on every item) is a
@@ -36,7 +36,7 @@ n < 2: no variance can be estimated; the verdict is "inconclusive" and the SE-ba
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from byog.analysis import student_t
 from byog.schemas.evals import PairedComparison, Verdict
@@ -106,8 +106,21 @@ def paired_comparison(
     diffs = [c - b for c, b in zip(candidate, baseline)]
     if n < 2:
         d = diffs[0] if diffs else None
-        return PairedComparison(n=n, margin=margin, d=d, se_d=None, ci90_low=None, ci90_high=None, ci95_low=None,
-                                ci95_high=None, verdict="inconclusive", within_1se=None, z=None, power=None, mde=None)
+        return PairedComparison(
+            n=n,
+            margin=margin,
+            d=d,
+            se_d=None,
+            ci90_low=None,
+            ci90_high=None,
+            ci95_low=None,
+            ci95_high=None,
+            verdict="inconclusive",
+            within_1se=None,
+            z=None,
+            power=None,
+            mde=None,
+        )
     d = mean(diffs)
     se_d = sample_sd(diffs) / math.sqrt(n)
     if se_d == 0:

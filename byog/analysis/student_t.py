@@ -2,7 +2,7 @@
 
 Why: ``scipy.stats`` costs a third of a second to import, more than the rest of ``byog verify``
 on a small bundle, and scipy is not a base dependency; the verdict needs only t(q, n-1) and F_t.
-These agree with scipy.stats.t to 1e-12 relative (tests/unit/test_analysis_student_t.py holds
+These agree with scipy.stats.t to 1e-12 relative (tests/unit/analysis/test_student_t.py holds
 them against scipy and against 40-digit mpmath values).
 
 Density, with a = df/2 (lgamma(a + 1/2) - lgamma(a) by the Stirling series for a >= 10, where the
@@ -123,7 +123,7 @@ def ppf(q: float, df: float) -> float:
     if df == 2:
         return (2.0 * q - 1.0) / math.sqrt(2.0 * q * (1.0 - q))
     z = normal_quantile(q)
-    t = z + (z ** 3 + z) / (4.0 * df)
+    t = z + (z**3 + z) / (4.0 * df)
     if t <= 0 or not math.isfinite(t):
         t = z
     target = q - 0.5  # exact for q >= 1/2

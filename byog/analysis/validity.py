@@ -6,8 +6,9 @@ the same reasons the sweep printed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from byog.analysis import counters as sm
 from byog.analysis import energy
@@ -55,7 +56,11 @@ def invalid_reasons(record: PointRecord, rows: Sequence[RequestRow] | RequestCol
         if short:
             reasons.append(f"{len(short)} requests returned n_out != OSL {point.osl} ({_some(short)})")
     done_positions = done.nonzero()[0].tolist()
-    off = [(columns.n_in[i], columns.expected_n_in[i]) for i in done_positions if columns.n_in[i] != columns.expected_n_in[i]]
+    off = [
+        (columns.n_in[i], columns.expected_n_in[i])
+        for i in done_positions
+        if columns.n_in[i] != columns.expected_n_in[i]
+    ]
     if off:
         reasons.append(f"{len(off)} requests had a prompt of the wrong length (server counted, expected: {_some(off)})")
     guessed = [i for i in done_positions if not columns.usage_per_chunk[i]]
@@ -64,8 +69,10 @@ def invalid_reasons(record: PointRecord, rows: Sequence[RequestRow] | RequestCol
     tokens = columns.chunk_token_sums
     miscounted = [i for i in guessed if int(tokens[i]) != int(columns.n_out[i])]
     if miscounted:  # the "vllm" body counts one token per chunk; the server's final count says otherwise
-        reasons.append(f"{len(miscounted)} requests streamed chunks of several tokens but were counted one token per "
-                       "chunk (request_body 'vllm'): per-token latencies are wrong; use request_body 'byog'")
+        reasons.append(
+            f"{len(miscounted)} requests streamed chunks of several tokens but were counted one token per "
+            "chunk (request_body 'vllm'): per-token latencies are wrong; use request_body 'byog'"
+        )
     reasons += _concurrency_reasons(point, columns)
     reasons += _counter_reasons(record.counter_deltas, columns, cache_expected=point.kind == "agentic")
     reasons += _throttle_reasons(record.power, columns.take(done & ~columns.warmup))
@@ -73,13 +80,19 @@ def invalid_reasons(record: PointRecord, rows: Sequence[RequestRow] | RequestCol
     if client is None:
         return reasons
     if client.cpu_share is not None and client.cpu_share > client.cpu_share_limit:
-        reasons.append(f"client saturated: it used {client.cpu_share:.0%} of a core (limit {client.cpu_share_limit:.0%})")
+        reasons.append(
+            f"client saturated: it used {client.cpu_share:.0%} of a core (limit {client.cpu_share_limit:.0%})"
+        )
     lag = client.loop_lag_p99_s
     if lag is not None:
         itl = m.percentile(m.itl_s_columns(columns.take(done & ~columns.warmup)), 50)
         limit = max(client.loop_lag_floor_s, client.loop_lag_share_of_itl * (itl or 0.0))
         # share 0: a fixed limit (what records of schema v1 written before the ITL-relative rule hold)
-        rule = f"{client.loop_lag_share_of_itl:.0%} of the median ITL" if client.loop_lag_share_of_itl else "the fixed limit"
+        rule = (
+            f"{client.loop_lag_share_of_itl:.0%} of the median ITL"
+            if client.loop_lag_share_of_itl
+            else "the fixed limit"
+        )
         if lag > limit:
             reasons.append(
                 f"client saturated: event-loop lag P99 {lag * 1e3:.1f} ms is over {rule} (limit {limit * 1e3:.1f} ms)"
@@ -93,12 +106,17 @@ def _concurrency_reasons(point: BenchPoint, rows: RequestColumns) -> list[str]:
         waves = sorted(set(measured.wave.tolist()))
         empty = [w for w in waves if m.decode_window_ns_columns(measured.take(measured.wave == w)) is None]
         if empty:
-            return [f"waves {_some(empty)} have no decode window: the {point.batch_size} requests never all decoded at once"]
+            return [
+                f"waves {_some(empty)} have no decode window: the {point.batch_size} requests never all decoded at once"
+            ]
         return []
     if point.kind == "concurrency":
         target = min(point.concurrency or 1, len(measured))
-        achieved = (m.achieved_concurrency_columns(rows, int(measured.t_send_ns.min()), int(measured.t_send_ns.max()))
-                    if len(measured) > 1 else None)
+        achieved = (
+            m.achieved_concurrency_columns(rows, int(measured.t_send_ns.min()), int(measured.t_send_ns.max()))
+            if len(measured) > 1
+            else None
+        )
         if achieved is not None and achieved < MIN_CONCURRENCY_SHARE * target:
             return [f"achieved concurrency {achieved:.2f} is below the target {target}"]
     return []
@@ -112,12 +130,17 @@ def _agentic_reasons(point: BenchPoint, rows: Sequence[RequestRow]) -> list[str]
         reasons.append(f"{len(short)} turns returned n_out != their OSL (returned, expected: {_some(short)})")
     if point.sessions and not any(not r.warmup for r in rows):
         reasons.append("no measured turn: every session was cut to nothing by max_context")
-    foreign = [(r.cached_tokens, r.reusable_tokens) for r in done
-               if r.cached_tokens is not None and r.reusable_tokens is not None and r.cached_tokens > r.reusable_tokens]
+    foreign = [
+        (r.cached_tokens, r.reusable_tokens)
+        for r in done
+        if r.cached_tokens is not None and r.reusable_tokens is not None and r.cached_tokens > r.reusable_tokens
+    ]
     if foreign:
-        reasons.append(f"{len(foreign)} turns were served more cached tokens than the workload shares (cached, "
-                       f"shareable: {_some(foreign)}): the server's cache held these prompts from before, e.g. the "
-                       "same sessions measured earlier on this server")
+        reasons.append(
+            f"{len(foreign)} turns were served more cached tokens than the workload shares (cached, "
+            f"shareable: {_some(foreign)}): the server's cache held these prompts from before, e.g. the "
+            "same sessions measured earlier on this server"
+        )
     return reasons
 
 
@@ -134,7 +157,9 @@ def _counter_reasons(deltas: dict[str, Any], rows: RequestColumns, cache_expecte
     generated = deltas.get(sm.GENERATION_TOKENS)
     client_total = int(rows.n_out.sum())
     if generated is not None and int(generated) != client_total:
-        reasons.append(f"the server generated {generated:.0f} tokens during the point but the client counted {client_total}")
+        reasons.append(
+            f"the server generated {generated:.0f} tokens during the point but the client counted {client_total}"
+        )
     return reasons
 
 

@@ -68,7 +68,9 @@ def sample(dist: Distribution, rng: Any, integer: bool) -> float:
         lo, hi = sorted((dist.min, dist.max))
         value = float(rng.integers(math.ceil(lo), math.floor(hi) + 1)) if integer else float(rng.uniform(lo, hi))
     elif isinstance(dist, LogNormal):
-        value = float(rng.lognormal(math.log(dist.mean * dist.median_ratio), math.sqrt(-2.0 * math.log(dist.median_ratio))))
+        value = float(
+            rng.lognormal(math.log(dist.mean * dist.median_ratio), math.sqrt(-2.0 * math.log(dist.median_ratio)))
+        )
     else:
         value = float(rng.exponential(dist.mean))
     cap = dist.max if isinstance(dist, (LogNormal, Exponential)) else None
@@ -92,6 +94,7 @@ def session_shape(spec: SyntheticSessions) -> tuple[float, float, float]:
 
 
 # --- scripts: every length and every input token of a session, fixed before the run ---------------
+
 
 @dataclass(frozen=True)
 class TurnScript:
@@ -129,16 +132,26 @@ def name_seed(seed: int, name: str) -> list[int]:
     return [seed, zlib.crc32(name.encode())]
 
 
-def shared_prefix_ids(spec: SyntheticSessions, seed: int, workload: str, vocab_size: int,
-                      exclude: frozenset[int] = frozenset()) -> list[int]:
+def shared_prefix_ids(
+    spec: SyntheticSessions, seed: int, workload: str, vocab_size: int, exclude: frozenset[int] = frozenset()
+) -> list[int]:
     """The workload's shared prefix: the same at every point (an agent's system prompt stays hot in a server)."""
     if spec.shared_prefix_tokens == 0:
         return []
-    return random_token_ids(1, spec.shared_prefix_tokens, vocab_size, [*name_seed(seed, workload), PREFIX_STREAM], exclude)[0]
+    return random_token_ids(
+        1, spec.shared_prefix_tokens, vocab_size, [*name_seed(seed, workload), PREFIX_STREAM], exclude
+    )[0]
 
 
-def session_script(spec: SyntheticSessions, seed: int, point_id: str, session: int, vocab_size: int,
-                   max_context: int, exclude: frozenset[int] = frozenset()) -> SessionScript:
+def session_script(
+    spec: SyntheticSessions,
+    seed: int,
+    point_id: str,
+    session: int,
+    vocab_size: int,
+    max_context: int,
+    exclude: frozenset[int] = frozenset(),
+) -> SessionScript:
     """Session ``session`` of a point: the same for every server and any session count.
 
     Seeded by the point id, so each concurrency of a workload draws its own sessions from the same
@@ -187,21 +200,43 @@ def session_script(spec: SyntheticSessions, seed: int, point_id: str, session: i
 
 # --- the run -----------------------------------------------------------------------------------
 
+
 class _Runner:
     def __init__(self, client: StreamingClient, prefix: Sequence[int], progress: Progress) -> None:
         self.client, self.prefix, self.progress = client, list(prefix), progress
         self.records: list[RequestRow] = []
 
-    def _record(self, script: SessionScript, agent: int, turn: int, parent_turn: int, warmup: bool,
-                prompt_len: int, osl: int, think: float, reusable: int) -> RequestRow:
-        record = RequestRow(request_index=len(self.records), wave=-1, warmup=warmup, expected_n_in=prompt_len,
-                            session=script.session, agent=agent, turn=turn, parent_turn=parent_turn,
-                            expected_n_out=osl, think_s=think, reusable_tokens=reusable)
+    def _record(
+        self,
+        script: SessionScript,
+        agent: int,
+        turn: int,
+        parent_turn: int,
+        warmup: bool,
+        prompt_len: int,
+        osl: int,
+        think: float,
+        reusable: int,
+    ) -> RequestRow:
+        record = RequestRow(
+            request_index=len(self.records),
+            wave=-1,
+            warmup=warmup,
+            expected_n_in=prompt_len,
+            session=script.session,
+            agent=agent,
+            turn=turn,
+            parent_turn=parent_turn,
+            expected_n_out=osl,
+            think_s=think,
+            reusable_tokens=reusable,
+        )
         self.records.append(record)
         return record
 
-    async def agent(self, script: SessionScript, agent: AgentScript, context: list[int], parent_turn: int,
-                    warmup: bool) -> list[int] | None:
+    async def agent(
+        self, script: SessionScript, agent: AgentScript, context: list[int], parent_turn: int, warmup: bool
+    ) -> list[int] | None:
         """Run one agent's turns from ``context``; its last answer's ids, or None if a turn failed."""
         answer: list[int] = []
         extra: list[int] = []  # the sub-agents' answers of the previous fork
@@ -210,12 +245,16 @@ class _Runner:
                 await asyncio.sleep(turn.think_s)
             seen = len(context)  # the shared prefix, or the agent's context: sent or generated before
             prompt = context + extra + list(turn.new_ids)
-            record = self._record(script, agent.agent, k, parent_turn, warmup, len(prompt), turn.osl, turn.think_s, seen)
+            record = self._record(
+                script, agent.agent, k, parent_turn, warmup, len(prompt), turn.osl, turn.think_s, seen
+            )
             answer = []
             await self.client.send(prompt, record, osl=turn.osl, output_ids=answer)
             self.progress(1)
             if record.error is None and len(answer) != record.n_out:
-                record.error = f"the server returned {len(answer)} token ids for {record.n_out} tokens (return_token_ids)"
+                record.error = (
+                    f"the server returned {len(answer)} token ids for {record.n_out} tokens (return_token_ids)"
+                )
             if record.error is not None:
                 return None
             context = prompt + answer
@@ -231,8 +270,15 @@ class _Runner:
         await self.agent(script, script.main, list(self.prefix), -1, warmup)
 
 
-async def _run(base_url: str, model: str, point: BenchPoint, prefix: Sequence[int], scripts: Sequence[SessionScript],
-               progress: Progress, timeout_s: float) -> PointRun:
+async def _run(
+    base_url: str,
+    model: str,
+    point: BenchPoint,
+    prefix: Sequence[int],
+    scripts: Sequence[SessionScript],
+    progress: Progress,
+    timeout_s: float,
+) -> PointRun:
     monitor = LoadMonitor()
     async with StreamingClient(base_url, model, "completions", 1, timeout_s=timeout_s) as client:
         runner = _Runner(client, prefix, progress)
@@ -247,20 +293,34 @@ async def _run(base_url: str, model: str, point: BenchPoint, prefix: Sequence[in
         await asyncio.gather(*(worker() for _ in range(min(point.concurrency or 1, len(scripts)))))
         t_end = time.perf_counter_ns()
         await monitor.stop()
-    return PointRun(list(runner.records), t_start, t_end, monitor.cpu_share,
-                    percentile(monitor.lags_s, 99), max(monitor.lags_s) if monitor.lags_s else None)
+    return PointRun(
+        list(runner.records),
+        t_start,
+        t_end,
+        monitor.cpu_share,
+        percentile(monitor.lags_s, 99),
+        max(monitor.lags_s) if monitor.lags_s else None,
+    )
 
 
-def run_agentic_point(base_url: str, model: str, point: BenchPoint, prefix: Sequence[int],
-                      scripts: Sequence[SessionScript], progress: Progress = lambda n: None,
-                      timeout_s: float = 3600.0) -> PointRun:
+def run_agentic_point(
+    base_url: str,
+    model: str,
+    point: BenchPoint,
+    prefix: Sequence[int],
+    scripts: Sequence[SessionScript],
+    progress: Progress = lambda n: None,
+    timeout_s: float = 3600.0,
+) -> PointRun:
     """Run the sessions (warm-up sessions first) in a fresh event loop; one ``RequestRow`` per turn sent.
 
     A failed turn ends its agent (and so its session's remaining turns): the turns that were not
     sent have no row; the failed one has its error.
     """
     if len(scripts) != point.warmup_sessions + point.sessions:
-        raise ValueError(f"{point.point_id} needs {point.warmup_sessions + point.sessions} sessions, got {len(scripts)}")
+        raise ValueError(
+            f"{point.point_id} needs {point.warmup_sessions + point.sessions} sessions, got {len(scripts)}"
+        )
     coro: Any = _run(base_url, model, point, prefix, scripts, progress, timeout_s)
     try:
         import uvloop
@@ -270,14 +330,21 @@ def run_agentic_point(base_url: str, model: str, point: BenchPoint, prefix: Sequ
         return asyncio.run(coro)
 
 
-def scripts_for(point: BenchPoint, spec: SyntheticSessions, vocab_size: int,
-                exclude: frozenset[int] = frozenset()) -> tuple[list[int], list[SessionScript]]:
+def scripts_for(
+    point: BenchPoint, spec: SyntheticSessions, vocab_size: int, exclude: frozenset[int] = frozenset()
+) -> tuple[list[int], list[SessionScript]]:
     """The shared prefix and the point's sessions (warm-up sessions first, numbered from ``WARMUP_SESSION_BASE``)."""
     if point.max_context is None:
         raise ValueError(f"{point.point_id} has no max_context: the sessions cannot be cut to fit")
     prefix = shared_prefix_ids(spec, point.prompt_seed, point.workload, vocab_size, exclude)
-    warmup = [session_script(spec, point.prompt_seed, point.point_id, WARMUP_SESSION_BASE + i, vocab_size,
-                             point.max_context, exclude) for i in range(point.warmup_sessions)]
-    measured = [session_script(spec, point.prompt_seed, point.point_id, i, vocab_size, point.max_context, exclude)
-                for i in range(point.sessions)]
+    warmup = [
+        session_script(
+            spec, point.prompt_seed, point.point_id, WARMUP_SESSION_BASE + i, vocab_size, point.max_context, exclude
+        )
+        for i in range(point.warmup_sessions)
+    ]
+    measured = [
+        session_script(spec, point.prompt_seed, point.point_id, i, vocab_size, point.max_context, exclude)
+        for i in range(point.sessions)
+    ]
     return prefix, warmup + measured

@@ -22,8 +22,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import httpx
 
@@ -71,7 +71,10 @@ class FakeOpenAIServer:
                     status, payload = self._simple(method, path, body)
                     data = payload.encode()
                     ctype = "text/plain" if path == "/metrics" else "application/json"
-                    writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+                    writer.write(
+                        f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+                        + data
+                    )
                     await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass  # the client closed the connection, or the server is shutting down
@@ -82,7 +85,9 @@ class FakeOpenAIServer:
         if path == "/health":
             return "200 OK", ""
         if path == "/v1/models":
-            return "200 OK", json.dumps({"object": "list", "data": [{"id": "fake", "object": "model", "max_model_len": 4096}]})
+            return "200 OK", json.dumps(
+                {"object": "list", "data": [{"id": "fake", "object": "model", "max_model_len": 4096}]}
+            )
         if path == "/version":
             return "200 OK", json.dumps({"version": "fake"})
         if path == "/metrics":
@@ -118,7 +123,9 @@ class FakeOpenAIServer:
         self.generation_tokens += osl
         self.steps += len(frames) - 1
         if not self.config.step_s:
-            writer.write(self._joined(chat, n_in, osl, k, ids))  # the whole stream at once: the client is the bottleneck
+            writer.write(
+                self._joined(chat, n_in, osl, k, ids)
+            )  # the whole stream at once: the client is the bottleneck
             await writer.drain()
             return
         for i, frame in enumerate(frames):
@@ -134,19 +141,34 @@ class FakeOpenAIServer:
         ids are all 300), so a multi-turn session can append the answer to its context.
         """
         obj = b"chat.completion.chunk" if chat else b"text_completion"
-        choice = b'{"index":0,"delta":{"content":"x"},"finish_reason":null}' if chat else b'{"index":0,"text":"x","finish_reason":null}'
+        choice = (
+            b'{"index":0,"delta":{"content":"x"},"finish_reason":null}'
+            if chat
+            else b'{"index":0,"text":"x","finish_reason":null}'
+        )
         frames = []
         done = 0
         while done < osl:
             step = min(k, osl - done)
             done += step
             if ids:
-                choice = b'{"index":0,"text":"x","token_ids":[' + b",".join([b"300"] * step) + b'],"finish_reason":null}'
-            event = (b'data: {"id":"cmpl-1","object":"' + obj + b'","model":"fake","choices":[' + choice
-                     + b'],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}\n\n' % (n_in, n_in + done, done))
+                choice = (
+                    b'{"index":0,"text":"x","token_ids":[' + b",".join([b"300"] * step) + b'],"finish_reason":null}'
+                )
+            event = (
+                b'data: {"id":"cmpl-1","object":"'
+                + obj
+                + b'","model":"fake","choices":['
+                + choice
+                + b'],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}\n\n'
+                % (n_in, n_in + done, done)
+            )
             frames.append(b"%x\r\n%s\r\n" % (len(event), event))
-        final = (b'data: {"id":"cmpl-1","object":"' + obj + b'","model":"fake","choices":[],'
-                 b'"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}\n\ndata: [DONE]\n\n' % (n_in, n_in + done, done))
+        final = (
+            b'data: {"id":"cmpl-1","object":"' + obj + b'","model":"fake","choices":[],'
+            b'"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}\n\ndata: [DONE]\n\n'
+            % (n_in, n_in + done, done)
+        )
         frames.append(b"%x\r\n%s\r\n0\r\n\r\n" % (len(final), final))
         return frames
 
@@ -157,7 +179,9 @@ class FakeOpenAIServer:
         return self._cache[key]
 
 
-async def serve(host: str, port: int, config: FakeConfig | None = None) -> tuple[asyncio.AbstractServer, FakeOpenAIServer]:
+async def serve(
+    host: str, port: int, config: FakeConfig | None = None
+) -> tuple[asyncio.AbstractServer, FakeOpenAIServer]:
     app = FakeOpenAIServer(config)
     server = await asyncio.start_server(app.handle, host, port, backlog=4096)
     return server, app
@@ -174,7 +198,7 @@ class FakeServerThread:
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.base_url = ""
 
-    def __enter__(self) -> "FakeServerThread":
+    def __enter__(self) -> FakeServerThread:
         self._thread.start()
         future = asyncio.run_coroutine_threadsafe(serve("127.0.0.1", 0, self.config), self.loop)
         self._server, self.app = future.result(10)
@@ -202,8 +226,12 @@ def server_process(tokens_per_chunk: int = 1, step_s: float = 0.0) -> Iterator[s
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
-    proc = subprocess.Popen([sys.executable, "-m", "byog.bench.ceiling", str(port), str(tokens_per_chunk), str(step_s)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "byog.bench.ceiling", str(port), str(tokens_per_chunk), str(step_s)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     base_url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(100):
@@ -222,20 +250,36 @@ def server_process(tokens_per_chunk: int = 1, step_s: float = 0.0) -> Iterator[s
 
 def measure_client_ceiling(concurrency: int, num_prompts: int, osl: int, base_url: str) -> dict[str, float]:
     """byog's closed loop against a loopback server: tokens/s, client CPU per chunk, errors."""
-    point = BenchPoint(point_id="ceiling", workload="ceiling", kind="concurrency", concurrency=concurrency, isl=32,
-                       osl=osl, prompts=RandomPrompts(), num_prompts=num_prompts)
+    point = BenchPoint(
+        point_id="ceiling",
+        workload="ceiling",
+        kind="concurrency",
+        concurrency=concurrency,
+        isl=32,
+        osl=osl,
+        prompts=RandomPrompts(),
+        num_prompts=num_prompts,
+    )
     prompts = [Prompt(list(range(300, 332)), 32)] * num_prompts
     run = run_point(base_url, "fake", point, prompts)
     wall = (run.t_end_ns - run.t_start_ns) / 1e9
     tokens = sum(r.n_out for r in run.records)
     chunks = sum(len(r.chunk_t_ns) for r in run.records)
     cpu_s = (run.cpu_share or 0.0) * wall
-    return {"tok_s": tokens / wall, "chunks": chunks, "tokens": tokens, "wall_s": wall,
-            "errors": sum(r.error is not None for r in run.records),
-            "cpu_us_per_chunk": cpu_s / chunks * 1e6 if chunks else float("nan"), "cpu_share": run.cpu_share or 0.0}
+    return {
+        "tok_s": tokens / wall,
+        "chunks": chunks,
+        "tokens": tokens,
+        "wall_s": wall,
+        "errors": sum(r.error is not None for r in run.records),
+        "cpu_us_per_chunk": cpu_s / chunks * 1e6 if chunks else float("nan"),
+        "cpu_share": run.cpu_share or 0.0,
+    }
 
 
-def main() -> None:  # python -m byog.bench.ceiling PORT [TOKENS_PER_CHUNK [STEP_S]]: the server alone, for other clients
+def main() -> (
+    None
+):  # python -m byog.bench.ceiling PORT [TOKENS_PER_CHUNK [STEP_S]]: the server alone, for other clients
 
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 8765
     k = int(sys.argv[2]) if len(sys.argv) > 2 else 1

@@ -22,8 +22,9 @@ except ImportError:  # pragma: no cover
 API_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
 
-def request_body(api: str, model: str, prompt: Any, osl: int, extra: dict[str, Any] | None = None,
-                 style: RequestBodyStyle = "byog") -> dict[str, Any]:
+def request_body(
+    api: str, model: str, prompt: Any, osl: int, extra: dict[str, Any] | None = None, style: RequestBodyStyle = "byog"
+) -> dict[str, Any]:
     """The JSON body: OSL output tokens (EOS ignored), greedy, streamed.
 
     ``byog``: also ``min_tokens = OSL`` and usage on every chunk (``continuous_usage_stats``), so
@@ -54,8 +55,17 @@ def request_body(api: str, model: str, prompt: Any, osl: int, extra: dict[str, A
 class StreamingClient:
     """One aiohttp session for a whole point; ``send`` streams one request and records it."""
 
-    def __init__(self, base_url: str, model: str, api: str, osl: int, *, timeout_s: float = 3600.0,
-                 extra_body: dict[str, Any] | None = None, body_style: RequestBodyStyle = "byog") -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api: str,
+        osl: int,
+        *,
+        timeout_s: float = 3600.0,
+        extra_body: dict[str, Any] | None = None,
+        body_style: RequestBodyStyle = "byog",
+    ) -> None:
         self.url = base_url.rstrip("/") + API_PATHS[api]
         self.model, self.api, self.osl = model, api, osl
         self.timeout_s = timeout_s
@@ -63,7 +73,7 @@ class StreamingClient:
         self.body_style = body_style
         self._session: Any = None
 
-    async def __aenter__(self) -> "StreamingClient":
+    async def __aenter__(self) -> StreamingClient:
         import aiohttp
 
         self._session = aiohttp.ClientSession(
@@ -76,8 +86,9 @@ class StreamingClient:
     async def __aexit__(self, *exc: object) -> None:
         await self._session.close()
 
-    async def send(self, prompt: Any, record: RequestRow, osl: int | None = None,
-                   output_ids: list[int] | None = None) -> RequestRow:
+    async def send(
+        self, prompt: Any, record: RequestRow, osl: int | None = None, output_ids: list[int] | None = None
+    ) -> RequestRow:
         """Send one request; fill ``record`` in place (and return it). Never raises for server errors.
 
         ``osl`` overrides the client's OSL for this request. ``output_ids``: a list the streamed

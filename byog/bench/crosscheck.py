@@ -12,8 +12,9 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import httpx
 
@@ -43,24 +44,53 @@ def _server_side(deltas: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_byog(base_url: str, model: str, tokenizer: str | None, *, isl: int, osl: int, concurrency: int,
-             num_prompts: int, seed: int = 0, request_body: RequestBodyStyle = "byog",
-             extra_body: dict[str, Any] | None = None, prompts: Sequence[Prompt] | None = None,
-             rows_path: Path | None = None) -> dict[str, Any]:
+def run_byog(
+    base_url: str,
+    model: str,
+    tokenizer: str | None,
+    *,
+    isl: int,
+    osl: int,
+    concurrency: int,
+    num_prompts: int,
+    seed: int = 0,
+    request_body: RequestBodyStyle = "byog",
+    extra_body: dict[str, Any] | None = None,
+    prompts: Sequence[Prompt] | None = None,
+    rows_path: Path | None = None,
+) -> dict[str, Any]:
     """byog's closed loop; medians from the per-request formulas, totals from the server's usage.
 
     ``prompts``: send these instead of byog's random token ids (e.g. the prompts of vLLM's own
     random dataset, to hold prompt content fixed between the two tools). ``rows_path``: keep the
     raw request rows there (parquet), so a table can be re-derived later.
     """
-    point = BenchPoint(point_id=f"fidelity-c{concurrency}-isl{isl}-osl{osl}-s{seed}", workload="fidelity",
-                       kind="concurrency", concurrency=concurrency, isl=isl, osl=osl, prompts=RandomPrompts(),
-                       num_prompts=num_prompts, prompt_seed=seed, request_body=request_body)
+    point = BenchPoint(
+        point_id=f"fidelity-c{concurrency}-isl{isl}-osl{osl}-s{seed}",
+        workload="fidelity",
+        kind="concurrency",
+        concurrency=concurrency,
+        isl=isl,
+        osl=osl,
+        prompts=RandomPrompts(),
+        num_prompts=num_prompts,
+        prompt_seed=seed,
+        request_body=request_body,
+    )
     if prompts is None:
         tok = ServerTokenizer(base_url, model)
         try:
-            prompts = build_prompts(kind="random", dataset=None, api="completions", isl=isl, count=num_prompts,
-                                    seed=seed, point_id=point.point_id, server=tok, tokenizer_path=tokenizer)
+            prompts = build_prompts(
+                kind="random",
+                dataset=None,
+                api="completions",
+                isl=isl,
+                count=num_prompts,
+                seed=seed,
+                point_id=point.point_id,
+                server=tok,
+                tokenizer_path=tokenizer,
+            )
         finally:
             tok.close()
     before = _metrics_text(base_url)
@@ -86,24 +116,67 @@ def run_byog(base_url: str, model: str, tokenizer: str | None, *, isl: int, osl:
     }
 
 
-def _vllm_bench_serve_args(base_url: str, model: str, tokenizer: str, *, isl: int, osl: int, concurrency: int,
-                          num_prompts: int, seed: int = 0, same_body: bool = True,
-                          extra_body: dict[str, Any] | None = None, prompts_file: Path | None = None,
-                          result_dir: str) -> list[str]:
+def _vllm_bench_serve_args(
+    base_url: str,
+    model: str,
+    tokenizer: str,
+    *,
+    isl: int,
+    osl: int,
+    concurrency: int,
+    num_prompts: int,
+    seed: int = 0,
+    same_body: bool = True,
+    extra_body: dict[str, Any] | None = None,
+    prompts_file: Path | None = None,
+    result_dir: str,
+) -> list[str]:
     """The arguments after ``vllm bench serve`` for byog's settings (see ``run_vllm_bench_serve``)."""
-    args = ["--backend", "openai", "--base-url", base_url, "--model", model, "--tokenizer", tokenizer,
-            "--num-prompts", str(num_prompts), "--max-concurrency", str(concurrency), "--ignore-eos",
-            "--temperature", "0", "--seed", str(seed), "--disable-tqdm", "--save-result", "--save-detailed",
-            "--result-dir", result_dir, "--result-filename", "r.json"]
+    args = [
+        "--backend",
+        "openai",
+        "--base-url",
+        base_url,
+        "--model",
+        model,
+        "--tokenizer",
+        tokenizer,
+        "--num-prompts",
+        str(num_prompts),
+        "--max-concurrency",
+        str(concurrency),
+        "--ignore-eos",
+        "--temperature",
+        "0",
+        "--seed",
+        str(seed),
+        "--disable-tqdm",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        result_dir,
+        "--result-filename",
+        "r.json",
+    ]
     if prompts_file is None:
         args += ["--dataset-name", "random", "--random-input-len", str(isl), "--random-output-len", str(osl)]
     else:
-        args += ["--dataset-name", "custom", "--dataset-path", str(prompts_file), "--custom-output-len", str(osl),
-                 "--skip-chat-template"]
+        args += [
+            "--dataset-name",
+            "custom",
+            "--dataset-path",
+            str(prompts_file),
+            "--custom-output-len",
+            str(osl),
+            "--skip-chat-template",
+        ]
     if extra_body is not None:
         args += ["--extra-body", json.dumps(extra_body)] if extra_body else []
     elif same_body:
-        args += ["--extra-body", json.dumps({"min_tokens": osl, "stream_options": {"include_usage": True, "continuous_usage_stats": True}})]
+        args += [
+            "--extra-body",
+            json.dumps({"min_tokens": osl, "stream_options": {"include_usage": True, "continuous_usage_stats": True}}),
+        ]
     return args
 
 
@@ -123,8 +196,15 @@ def _vllm_bench_serve_summary(result: dict[str, Any], deltas: dict[str, Any]) ->
     }
 
 
-def run_vllm_bench(execute: Callable[[list[str]], None], base_url: str, model: str, tokenizer: str, *,
-                   result_path: Path | None = None, **settings: Any) -> tuple[dict[str, Any], list[str]]:
+def run_vllm_bench(
+    execute: Callable[[list[str]], None],
+    base_url: str,
+    model: str,
+    tokenizer: str,
+    *,
+    result_path: Path | None = None,
+    **settings: Any,
+) -> tuple[dict[str, Any], list[str]]:
     """``execute(arguments)`` runs ``vllm bench serve`` with byog's settings, bracketed by ``/metrics``.
 
     Returns its summary and the arguments it ran with (the temporary result folder as ``OUT``);
@@ -143,10 +223,21 @@ def run_vllm_bench(execute: Callable[[list[str]], None], base_url: str, model: s
     return _vllm_bench_serve_summary(result, sm.counter_deltas(before, after)), shown
 
 
-def run_vllm_bench_serve(base_url: str, model: str, tokenizer: str, *, isl: int, osl: int, concurrency: int,
-                         num_prompts: int, seed: int = 0, same_body: bool = True,
-                         extra_body: dict[str, Any] | None = None, prompts_file: Path | None = None,
-                         result_path: Path | None = None) -> dict[str, Any]:
+def run_vllm_bench_serve(
+    base_url: str,
+    model: str,
+    tokenizer: str,
+    *,
+    isl: int,
+    osl: int,
+    concurrency: int,
+    num_prompts: int,
+    seed: int = 0,
+    same_body: bool = True,
+    extra_body: dict[str, Any] | None = None,
+    prompts_file: Path | None = None,
+    result_path: Path | None = None,
+) -> dict[str, Any]:
     """``vllm bench serve`` (the installed vLLM, through byog's entry point) with the same settings.
 
     ``same_body``: also send byog's ``min_tokens`` and ``continuous_usage_stats`` (through
@@ -159,11 +250,27 @@ def run_vllm_bench_serve(base_url: str, model: str, tokenizer: str, *, isl: int,
     entry = [sys.executable, "-m", "byog.images.vllm_entry", "bench", "serve"]
 
     def execute(arguments: list[str]) -> None:
-        proc = subprocess.run([*entry, *arguments], capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        proc = subprocess.run(
+            [*entry, *arguments], capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+        )
         if proc.returncode != 0:
-            raise RuntimeError(f"vllm bench serve failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+            raise RuntimeError(
+                f"vllm bench serve failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+            )
 
-    summary, shown = run_vllm_bench(execute, base_url, model, tokenizer, result_path=result_path, isl=isl, osl=osl,
-                                    concurrency=concurrency, num_prompts=num_prompts, seed=seed, same_body=same_body,
-                                    extra_body=extra_body, prompts_file=prompts_file)
+    summary, shown = run_vllm_bench(
+        execute,
+        base_url,
+        model,
+        tokenizer,
+        result_path=result_path,
+        isl=isl,
+        osl=osl,
+        concurrency=concurrency,
+        num_prompts=num_prompts,
+        seed=seed,
+        same_body=same_body,
+        extra_body=extra_body,
+        prompts_file=prompts_file,
+    )
     return {**summary, "command": " ".join([*entry[1:], *shown])}

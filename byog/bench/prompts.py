@@ -55,15 +55,19 @@ def dataset_passages(name: str, data_dir: Path) -> list[str]:
     path = data_dir / folder / filename
     if not path.is_file():
         raise EnvironmentProblem(f"dataset file {path} is missing")
-    return [f"Question: {row['question']}\nAnswer: {row['answer']}"
-            for row in (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())]
+    return [
+        f"Question: {row['question']}\nAnswer: {row['answer']}"
+        for row in (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    ]
 
 
 def prompt_seed(seed: int, point_id: str) -> list[int]:
     return [seed, zlib.crc32(point_id.encode())]
 
 
-def random_token_ids(count: int, isl: int, vocab_size: int, seed: list[int], exclude: frozenset[int] = frozenset()) -> list[list[int]]:
+def random_token_ids(
+    count: int, isl: int, vocab_size: int, seed: list[int], exclude: frozenset[int] = frozenset()
+) -> list[list[int]]:
     """``count`` prompts of exactly ``isl`` ids drawn uniformly from [LOWEST_RANDOM_ID, vocab_size) minus ``exclude``."""
     import numpy as np
 
@@ -217,11 +221,15 @@ def text_of_exactly(ids: list[int], isl: int, server: ServerTokenizer, spare: li
         if len(encoded) == isl:
             return text
         ids = encoded[:isl] if len(encoded) > isl else encoded + spare[: isl - len(encoded)]
-    raise EnvironmentProblem(f"no text of exactly {isl} tokens after {TEXT_ROUNDS} rounds of decode and re-encode; "
-                             "send the random prompts as ids")
+    raise EnvironmentProblem(
+        f"no text of exactly {isl} tokens after {TEXT_ROUNDS} rounds of decode and re-encode; "
+        "send the random prompts as ids"
+    )
 
 
-def _dataset_ids(name: str, isl: int, count: int, seeds: list[int], server: ServerTokenizer, data_dir: Path) -> list[list[int]]:
+def _dataset_ids(
+    name: str, isl: int, count: int, seeds: list[int], server: ServerTokenizer, data_dir: Path
+) -> list[list[int]]:
     """Each prompt starts at a seeded dataset row and concatenates following rows until ISL tokens."""
     import numpy as np
 
@@ -245,7 +253,9 @@ def _dataset_ids(name: str, isl: int, count: int, seeds: list[int], server: Serv
     return out
 
 
-def _repeated_ids(name: str, isl: int, count: int, seeds: list[int], server: ServerTokenizer, data_dir: Path) -> list[list[int]]:
+def _repeated_ids(
+    name: str, isl: int, count: int, seeds: list[int], server: ServerTokenizer, data_dir: Path
+) -> list[list[int]]:
     """Each prompt is one seeded dataset passage, repeated (blank line between copies) until ISL tokens."""
     import numpy as np
 

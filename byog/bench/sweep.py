@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
-from urllib.parse import urlsplit
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from rich.progress import (
@@ -33,7 +34,7 @@ from byog.analysis.goodput import next_rate, rule_of
 from byog.analysis.server_log import root_cause
 from byog.analysis.validity import invalid_reasons
 from byog.bench.agentic import run_agentic_point, scripts_for
-from byog.bench.power import PowerSampler, unavailable
+from byog.bench.nvml_sampler import PowerSampler, unavailable
 from byog.bench.prompts import ServerTokenizer, build_prompts, prompts_label, sends_text, vocabulary
 from byog.bench.traces import replay_requests, run_trace_point
 from byog.bench.workloads import (
@@ -59,6 +60,8 @@ DEFAULT_MAX_CONTEXT = 8192
 
 # How far back in the server log byog looks for vLLM's own reason when the server dies.
 REASON_TAIL_LINES = 400
+
+
 class ServerDied(Exception):
     """The server stopped serving during a point. ``served`` is False when it served nothing since
     it (re)started: not one request of the point succeeded and its /metrics showed no generated
@@ -145,39 +148,72 @@ class _Measure:
         self.point, self.run = point, run
 
 
-def _prepare(point: BenchPoint, endpoint: Endpoint, tokenizer: str | None, data_dir: Path | None,
-             total: Callable[[int], None]) -> _Measure:
+def _prepare(
+    point: BenchPoint, endpoint: Endpoint, tokenizer: str | None, data_dir: Path | None, total: Callable[[int], None]
+) -> _Measure:
     """Build what the point sends (prompts, session scripts or trace requests) before any timing starts."""
     tok = ServerTokenizer(endpoint.base_url, endpoint.model)
     try:
         if point.kind == "agentic":
-            point = point.model_copy(update={"max_context": point.max_context or endpoint.max_model_len or DEFAULT_MAX_CONTEXT})
+            point = point.model_copy(
+                update={"max_context": point.max_context or endpoint.max_model_len or DEFAULT_MAX_CONTEXT}
+            )
             vocab, specials = vocabulary(tokenizer or endpoint.tokenizer, tok)
             if isinstance(point.source, SyntheticSessions):
                 prefix, scripts = scripts_for(point, point.source, vocab, specials)
                 total(sum(s.n_turns for s in scripts))
-                return _Measure(point, lambda progress, _start: run_agentic_point(
-                    endpoint.base_url, endpoint.model, point, prefix, scripts, progress))
+                return _Measure(
+                    point,
+                    lambda progress, _start: run_agentic_point(
+                        endpoint.base_url, endpoint.model, point, prefix, scripts, progress
+                    ),
+                )
             assert isinstance(point.source, TraceSource) and point.speedup is not None
-            requests, _ = replay_requests(point.source, point.speedup, point.prompt_seed, point.max_context, vocab, specials,
-                                          key=point.point_id)
+            requests, _ = replay_requests(
+                point.source, point.speedup, point.prompt_seed, point.max_context, vocab, specials, key=point.point_id
+            )
             total(len(requests))
-            return _Measure(point, lambda progress, _start: run_trace_point(endpoint.base_url, endpoint.model, point, requests, progress))
-        prompts = build_prompts(kind=point.prompts.kind, dataset=getattr(point.prompts, "dataset", None),
-                                api=point.api, isl=point.isl, count=point.total_requests, seed=point.prompt_seed,
-                                point_id=point.point_id, server=tok, tokenizer_path=tokenizer or endpoint.tokenizer,
-                                data_dir=data_dir, repeat=bool(getattr(point.prompts, "repeat", False)),
-                                as_text=sends_text(point.prompts))
-        return _Measure(point, lambda progress, on_start: run_point(endpoint.base_url, endpoint.model, point, prompts, progress,
-                                                                    on_measure_start=on_start))
+            return _Measure(
+                point,
+                lambda progress, _start: run_trace_point(endpoint.base_url, endpoint.model, point, requests, progress),
+            )
+        prompts = build_prompts(
+            kind=point.prompts.kind,
+            dataset=getattr(point.prompts, "dataset", None),
+            api=point.api,
+            isl=point.isl,
+            count=point.total_requests,
+            seed=point.prompt_seed,
+            point_id=point.point_id,
+            server=tok,
+            tokenizer_path=tokenizer or endpoint.tokenizer,
+            data_dir=data_dir,
+            repeat=bool(getattr(point.prompts, "repeat", False)),
+            as_text=sends_text(point.prompts),
+        )
+        return _Measure(
+            point,
+            lambda progress, on_start: run_point(
+                endpoint.base_url, endpoint.model, point, prompts, progress, on_measure_start=on_start
+            ),
+        )
     finally:
         tok.close()
 
 
-def run_one_point(point: BenchPoint, server_name: str, server: RunningServer, run_dir: RunDir, *,
-                  tokenizer: str | None = None, data_dir: Path | None = None,
-                  progress: Any = lambda n: None, total: Callable[[int], None] = lambda n: None,
-                  gpus: list[int] | None = None, power_reason: str | None = None) -> dict[str, Any]:
+def run_one_point(
+    point: BenchPoint,
+    server_name: str,
+    server: RunningServer,
+    run_dir: RunDir,
+    *,
+    tokenizer: str | None = None,
+    data_dir: Path | None = None,
+    progress: Any = lambda n: None,
+    total: Callable[[int], None] = lambda n: None,
+    gpus: list[int] | None = None,
+    power_reason: str | None = None,
+) -> dict[str, Any]:
     """Measure one point and write its files. Raises ``ServerDied`` (after writing a failed record).
 
     Around the requests: /metrics before, after the warm-up waves (batch) and after; NVML samples
@@ -188,13 +224,23 @@ def run_one_point(point: BenchPoint, server_name: str, server: RunningServer, ru
     endpoint = server.endpoint
     started_at, wall0 = _utc_now(), time.perf_counter()
     repeat = bool(getattr(point.prompts, "repeat", False))
-    label = prompts_label(point.prompts.kind, getattr(point.prompts, "dataset", None), repeat, sends_text(point.prompts))
-    base: dict[str, Any] = dict(server=server_name, point=point, prompts_label=label, started_at=started_at,
-                                byog_version=__version__)
+    label = prompts_label(
+        point.prompts.kind, getattr(point.prompts, "dataset", None), repeat, sends_text(point.prompts)
+    )
+    base: dict[str, Any] = dict(
+        server=server_name, point=point, prompts_label=label, started_at=started_at, byog_version=__version__
+    )
 
     def fail(error: str, t_start_ns: int = 0, t_end_ns: int = 0) -> None:
-        record = PointRecord(**base, status="failed", error=error, log_tail=server.log_tail(LOG_TAIL_LINES),
-                             duration_s=time.perf_counter() - wall0, t_start_ns=t_start_ns, t_end_ns=t_end_ns)
+        record = PointRecord(
+            **base,
+            status="failed",
+            error=error,
+            log_tail=server.log_tail(LOG_TAIL_LINES),
+            duration_s=time.perf_counter() - wall0,
+            t_start_ns=t_start_ns,
+            t_end_ns=t_end_ns,
+        )
         atomic_write_json(run_dir.bench_point(server_name, point.point_id), record.model_dump(mode="json"))
 
     try:
@@ -224,31 +270,56 @@ def run_one_point(point: BenchPoint, server_name: str, server: RunningServer, ru
         # restart) had generated tokens before the point began, in this sweep or an earlier one.
         # A /metrics that did not answer before the point (a loaded box, a dying node) is no evidence
         # that it never served: it gets its restart.
-        served = (any(r.error is None for r in run.records) or before is None
-                  or bool(sm.counter_totals(before).get(sm.GENERATION_TOKENS)))
+        served = (
+            any(r.error is None for r in run.records)
+            or before is None
+            or bool(sm.counter_totals(before).get(sm.GENERATION_TOKENS))
+        )
         fail("the server died during the point" + (f": {reason}" if reason else ""), run.t_start_ns, run.t_end_ns)
-        raise ServerDied(f"server '{server_name}' died during {point.point_id}" + (f": {reason}" if reason else ""),
-                         served=served, reason=reason)
+        raise ServerDied(
+            f"server '{server_name}' died during {point.point_id}" + (f": {reason}" if reason else ""),
+            served=served,
+            reason=reason,
+        )
     after = _snapshot(run_dir, server_name, point.point_id, "after", endpoint.base_url)
     write_request_rows(run_dir.bench_rows(server_name, point.point_id), run.records)
     record = PointRecord(
-        **base, status="complete", duration_s=time.perf_counter() - wall0,
-        t_start_ns=run.t_start_ns, t_end_ns=run.t_end_ns,
-        client=ClientLoad(cpu_share=run.cpu_share, loop_lag_p99_s=run.loop_lag_p99_s, loop_lag_max_s=run.loop_lag_max_s,
-                          cpu_share_limit=CPU_SHARE_LIMIT, loop_lag_share_of_itl=LOOP_LAG_SHARE_OF_ITL,
-                          loop_lag_floor_s=LOOP_LAG_FLOOR_S),
+        **base,
+        status="complete",
+        duration_s=time.perf_counter() - wall0,
+        t_start_ns=run.t_start_ns,
+        t_end_ns=run.t_end_ns,
+        client=ClientLoad(
+            cpu_share=run.cpu_share,
+            loop_lag_p99_s=run.loop_lag_p99_s,
+            loop_lag_max_s=run.loop_lag_max_s,
+            cpu_share_limit=CPU_SHARE_LIMIT,
+            loop_lag_share_of_itl=LOOP_LAG_SHARE_OF_ITL,
+            loop_lag_floor_s=LOOP_LAG_FLOOR_S,
+        ),
         counter_deltas=sm.counter_deltas(before, after),
         measured_counter_deltas=sm.counter_deltas(measured[0], after) if measured and measured[0] is not None else None,
         power=power,
         prefix_cache_reset=reset,
     )
     atomic_write_json(run_dir.bench_point(server_name, point.point_id), record.model_dump(mode="json"))
-    return {"point_id": point.point_id, "measuring_s": (run.t_end_ns - run.t_start_ns) / 1e9,
-            "invalid_reasons": invalid_reasons(record, run.records)}
+    return {
+        "point_id": point.point_id,
+        "measuring_s": (run.t_end_ns - run.t_start_ns) / 1e9,
+        "invalid_reasons": invalid_reasons(record, run.records),
+    }
 
 
-def run_bench_for_server(plan: Plan, server_name: str, server: RunningServer, run_dir: RunDir, console: Any,
-                         *, tokenizer: str | None = None, data_dir: Path | None = None) -> dict[str, Any]:
+def run_bench_for_server(
+    plan: Plan,
+    server_name: str,
+    server: RunningServer,
+    run_dir: RunDir,
+    console: Any,
+    *,
+    tokenizer: str | None = None,
+    data_dir: Path | None = None,
+) -> dict[str, Any]:
     """Run every point of ``server_name`` not yet complete in ``run_dir``; returns timing and outcome.
 
     ``measuring_s / server_up_s`` is the share of the server's up time (since this call) spent
@@ -257,10 +328,25 @@ def run_bench_for_server(plan: Plan, server_name: str, server: RunningServer, ru
 
     points = points_for_server(plan, server_name)
     t0 = time.perf_counter()
-    result: dict[str, Any] = {"server": server_name, "points": len(points), "run": [], "skipped": [], "failed": [],
-                              "invalid": {}, "restarts": 0, "aborted": None, "measuring_s": 0.0}
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=False) as progress:
+    result: dict[str, Any] = {
+        "server": server_name,
+        "points": len(points),
+        "run": [],
+        "skipped": [],
+        "failed": [],
+        "invalid": {},
+        "restarts": 0,
+        "aborted": None,
+        "measuring_s": 0.0,
+    }
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
 
         def measure(point: BenchPoint) -> None:
             if run_dir.bench_point_complete(server_name, point.point_id):
@@ -268,13 +354,22 @@ def run_bench_for_server(plan: Plan, server_name: str, server: RunningServer, ru
                 return
             if result["aborted"]:
                 return
-            task = progress.add_task(f"{server_name} {point.point_id} ({point.load_label})", total=point.total_requests or None)
+            task = progress.add_task(
+                f"{server_name} {point.point_id} ({point.load_label})", total=point.total_requests or None
+            )
             try:
-                done = run_one_point(point, server_name, server, run_dir, tokenizer=tokenizer, data_dir=data_dir,
-                                     progress=lambda n, _t=task: progress.advance(_t, n),
-                                     total=lambda n, _t=task: progress.update(_t, total=n),
-                                     gpus=gpu_indices(plan.servers[server_name]),
-                                     power_reason=power_unknown_reason(plan.servers[server_name]))
+                done = run_one_point(
+                    point,
+                    server_name,
+                    server,
+                    run_dir,
+                    tokenizer=tokenizer,
+                    data_dir=data_dir,
+                    progress=lambda n, _t=task: progress.advance(_t, n),
+                    total=lambda n, _t=task: progress.update(_t, total=n),
+                    gpus=gpu_indices(plan.servers[server_name]),
+                    power_reason=power_unknown_reason(plan.servers[server_name]),
+                )
             except ServerDied as err:
                 result["failed"].append(point.point_id)
                 progress.update(task, description=f"[red]{server_name} {point.point_id}: server died")
@@ -289,7 +384,11 @@ def run_bench_for_server(plan: Plan, server_name: str, server: RunningServer, ru
                     result["aborted"] = f"{err}; it had already been restarted once"
                     return
                 result["restarts"] += 1
-                console.print(f"server '{server_name}' died during {point.point_id}; restarting it once", style="yellow", markup=False)
+                console.print(
+                    f"server '{server_name}' died during {point.point_id}; restarting it once",
+                    style="yellow",
+                    markup=False,
+                )
                 try:
                     server.restart()
                 except ByogError as restart_err:
@@ -314,7 +413,9 @@ def run_bench_for_server(plan: Plan, server_name: str, server: RunningServer, ru
                 for osl in workload.osl:
                     name = workload.name or workload.kind
                     while not result["aborted"]:
-                        probes = [(p.rate, p.slo_share or 0.0) for p in search_probes(run_dir, server_name, name, isl, osl)]
+                        probes = [
+                            (p.rate, p.slo_share or 0.0) for p in search_probes(run_dir, server_name, name, isl, osl)
+                        ]
                         rate = next_rate(probes, rule)
                         if rate is None:
                             break

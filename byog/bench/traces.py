@@ -89,8 +89,10 @@ def read_trace(source: str | Path) -> list[MooncakeRequest]:
             raise UsageError(f"{path}:{n} is not a Mooncake trace line: {err.errors()[0]['msg']}") from None
         blocks = math.ceil(row.input_length / MOONCAKE_BLOCK_TOKENS)
         if len(row.hash_ids) != blocks:
-            raise UsageError(f"{path}:{n}: input_length {row.input_length} needs {blocks} hash ids of "
-                             f"{MOONCAKE_BLOCK_TOKENS} tokens, the line has {len(row.hash_ids)}")
+            raise UsageError(
+                f"{path}:{n}: input_length {row.input_length} needs {blocks} hash ids of "
+                f"{MOONCAKE_BLOCK_TOKENS} tokens, the line has {len(row.hash_ids)}"
+            )
         rows.append(row)
     if not rows:
         raise UsageError(f"{path} holds no requests")
@@ -98,6 +100,7 @@ def read_trace(source: str | Path) -> list[MooncakeRequest]:
 
 
 # --- structure: sessions and what a cache could reuse -----------------------------------------
+
 
 @dataclass(frozen=True)
 class TraceTurn:
@@ -149,6 +152,7 @@ def sample_sessions(rows: Sequence[MooncakeRequest], first_s: float) -> list[int
 
 # --- scaling and prompts ----------------------------------------------------------------------
 
+
 def scaled_input_length(row: MooncakeRequest, block_tokens: int) -> int:
     """``(blocks - 1) x block_tokens + ceil(last x block_tokens / 512)``, last = tokens of the partial last block."""
     full = len(row.hash_ids) - 1
@@ -168,8 +172,14 @@ class BlockTokens:
     server's prefix cache never serves one replay from the other.
     """
 
-    def __init__(self, block_tokens: int, vocab_size: int, seed: int, exclude: frozenset[int] = frozenset(),
-                 key: str = "mooncake") -> None:
+    def __init__(
+        self,
+        block_tokens: int,
+        vocab_size: int,
+        seed: int,
+        exclude: frozenset[int] = frozenset(),
+        key: str = "mooncake",
+    ) -> None:
         self.block_tokens, self.vocab_size, self.seed, self.exclude = block_tokens, vocab_size, seed, exclude
         self.key = zlib.crc32(key.encode())
         self._cache: dict[int, list[int]] = {}
@@ -190,6 +200,7 @@ class BlockTokens:
 
 # --- replay -------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ReplayRequest:
     offset_s: float
@@ -203,8 +214,15 @@ def output_scale(source: TraceSource) -> float:
     return source.output_scale if source.output_scale is not None else source.block_tokens / MOONCAKE_BLOCK_TOKENS
 
 
-def replay_requests(source: TraceSource, speedup: float, seed: int, max_context: int | None, vocab_size: int,
-                    exclude: frozenset[int] = frozenset(), key: str = "mooncake") -> tuple[list[ReplayRequest], int]:
+def replay_requests(
+    source: TraceSource,
+    speedup: float,
+    seed: int,
+    max_context: int | None,
+    vocab_size: int,
+    exclude: frozenset[int] = frozenset(),
+    key: str = "mooncake",
+) -> tuple[list[ReplayRequest], int]:
     """(requests in send order, how many lines were skipped because prompt + answer exceed ``max_context``).
 
     The lines of the first ``max_sessions`` sessions (by first arrival; all when unset), then the
@@ -216,18 +234,26 @@ def replay_requests(source: TraceSource, speedup: float, seed: int, max_context:
     scale = output_scale(source)
     chosen, skipped = selected_lines(source, rows, turns, max_context)
     t0 = rows[chosen[0]].timestamp if chosen else 0
-    out = [ReplayRequest((rows[i].timestamp - t0) / 1000.0 / speedup, blocks.prompt(rows[i]),
-                         scaled_output_length(rows[i], scale), turns[i]) for i in chosen]
+    out = [
+        ReplayRequest(
+            (rows[i].timestamp - t0) / 1000.0 / speedup,
+            blocks.prompt(rows[i]),
+            scaled_output_length(rows[i], scale),
+            turns[i],
+        )
+        for i in chosen
+    ]
     return out, skipped
 
 
-def selected_lines(source: TraceSource, rows: Sequence[MooncakeRequest], turns: Sequence[TraceTurn],
-                   max_context: int | None = None) -> tuple[list[int], int]:
+def selected_lines(
+    source: TraceSource, rows: Sequence[MooncakeRequest], turns: Sequence[TraceTurn], max_context: int | None = None
+) -> tuple[list[int], int]:
     """The lines a replay sends, in send order, and how many were skipped as too long (see ``replay_requests``)."""
     scale = output_scale(source)
     order = sorted(range(len(rows)), key=lambda i: (rows[i].timestamp, i))
     if source.max_sessions is not None:
-        roots = set(list(dict.fromkeys(turns[i].session for i in order))[:source.max_sessions])
+        roots = set(list(dict.fromkeys(turns[i].session for i in order))[: source.max_sessions])
         order = [i for i in order if turns[i].session in roots]
     chosen: list[int] = []
     skipped = 0
@@ -246,13 +272,29 @@ def reusable_tokens(request: ReplayRequest, block_tokens: int) -> int:
     return min(len(request.prompt), request.turn.reusable_blocks * block_tokens)
 
 
-async def _replay(base_url: str, model: str, block_tokens: int, requests: Sequence[ReplayRequest],
-                  progress: Progress, timeout_s: float) -> PointRun:
+async def _replay(
+    base_url: str,
+    model: str,
+    block_tokens: int,
+    requests: Sequence[ReplayRequest],
+    progress: Progress,
+    timeout_s: float,
+) -> PointRun:
     monitor = LoadMonitor()
     records = [
-        RequestRow(request_index=k, wave=-1, warmup=False, expected_n_in=len(r.prompt), session=r.turn.session,
-                   agent=0, turn=r.turn.turn, parent_turn=-1, expected_n_out=r.osl, think_s=0.0,
-                   reusable_tokens=reusable_tokens(r, block_tokens))
+        RequestRow(
+            request_index=k,
+            wave=-1,
+            warmup=False,
+            expected_n_in=len(r.prompt),
+            session=r.turn.session,
+            agent=0,
+            turn=r.turn.turn,
+            parent_turn=-1,
+            expected_n_out=r.osl,
+            think_s=0.0,
+            reusable_tokens=reusable_tokens(r, block_tokens),
+        )
         for k, r in enumerate(requests)
     ]
     async with StreamingClient(base_url, model, "completions", 1, timeout_s=timeout_s) as client:
@@ -269,12 +311,24 @@ async def _replay(base_url: str, model: str, block_tokens: int, requests: Sequen
         await asyncio.gather(*(one(r, rec) for r, rec in zip(requests, records)))
         t_end = time.perf_counter_ns()
         await monitor.stop()
-    return PointRun(list(records), t_start, t_end, monitor.cpu_share,
-                    percentile(monitor.lags_s, 99), max(monitor.lags_s) if monitor.lags_s else None)
+    return PointRun(
+        list(records),
+        t_start,
+        t_end,
+        monitor.cpu_share,
+        percentile(monitor.lags_s, 99),
+        max(monitor.lags_s) if monitor.lags_s else None,
+    )
 
 
-def run_trace_point(base_url: str, model: str, point: BenchPoint, requests: Sequence[ReplayRequest],
-                    progress: Progress = lambda n: None, timeout_s: float = 3600.0) -> PointRun:
+def run_trace_point(
+    base_url: str,
+    model: str,
+    point: BenchPoint,
+    requests: Sequence[ReplayRequest],
+    progress: Progress = lambda n: None,
+    timeout_s: float = 3600.0,
+) -> PointRun:
     """Send every request at its (sped-up) trace time, whatever the server's state: an open loop."""
     assert isinstance(point.source, TraceSource)
     coro: Any = _replay(base_url, model, point.source.block_tokens, requests, progress, timeout_s)
@@ -293,8 +347,11 @@ def trace_stats(rows: Sequence[MooncakeRequest]) -> dict[str, Any]:
     for t in turns:
         sessions[t.session] = sessions.get(t.session, 0) + 1
     return {
-        "requests": len(rows), "sessions": len(sessions), "multi_turn_sessions": sum(1 for n in sessions.values() if n > 1),
-        "max_turns": max(sessions.values()), "span_s": (max(r.timestamp for r in rows) - min(r.timestamp for r in rows)) / 1000,
+        "requests": len(rows),
+        "sessions": len(sessions),
+        "multi_turn_sessions": sum(1 for n in sessions.values() if n > 1),
+        "max_turns": max(sessions.values()),
+        "span_s": (max(r.timestamp for r in rows) - min(r.timestamp for r in rows)) / 1000,
         "input_mean": sum(r.input_length for r in rows) / len(rows),
         "output_mean": sum(r.output_length for r in rows) / len(rows),
         "reusable_block_share": sum(t.reusable_blocks for t in turns) / sum(len(r.hash_ids) for r in rows),

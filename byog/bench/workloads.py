@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import psutil
 
@@ -81,8 +82,13 @@ class LoadMonitor:
                 pass
 
 
-async def _batch(client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress,
-                 on_measure_start: Hook | None = None) -> list[RequestRow]:
+async def _batch(
+    client: StreamingClient,
+    point: BenchPoint,
+    prompts: Sequence[Prompt],
+    progress: Progress,
+    on_measure_start: Hook | None = None,
+) -> list[RequestRow]:
     """W warm-up waves then R measured waves; each wave sends exactly B requests at once and waits for all.
 
     ``on_measure_start`` runs (in a thread, so the loop's lag monitor does not see it) after the
@@ -94,8 +100,12 @@ async def _batch(client: StreamingClient, point: BenchPoint, prompts: Sequence[P
         if wave == point.warmup_waves and on_measure_start is not None:
             await asyncio.get_running_loop().run_in_executor(None, on_measure_start)
         batch = [
-            RequestRow(request_index=wave * b + i, wave=wave, warmup=wave < point.warmup_waves,
-                          expected_n_in=prompts[wave * b + i].expected_n_in)
+            RequestRow(
+                request_index=wave * b + i,
+                wave=wave,
+                warmup=wave < point.warmup_waves,
+                expected_n_in=prompts[wave * b + i].expected_n_in,
+            )
             for i in range(b)
         ]
         await asyncio.gather(*(client.send(prompts[r.request_index].body, r) for r in batch))
@@ -104,7 +114,9 @@ async def _batch(client: StreamingClient, point: BenchPoint, prompts: Sequence[P
     return records
 
 
-async def _concurrency(client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress) -> list[RequestRow]:
+async def _concurrency(
+    client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress
+) -> list[RequestRow]:
     """Closed loop: C workers; each sends its next request the moment its previous one ends."""
     total = point.total_requests
     records = [
@@ -130,12 +142,16 @@ def poisson_offsets_s(rate: float, count: int, seed: int) -> list[float]:
     return np.cumsum(gaps).tolist()
 
 
-async def _rate(client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress) -> list[RequestRow]:
+async def _rate(
+    client: StreamingClient, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress
+) -> list[RequestRow]:
     """Open loop: requests leave at Poisson times whatever the server's state."""
     assert point.rate is not None
     offsets = poisson_offsets_s(point.rate, point.num_prompts, point.arrival_seed)
-    records = [RequestRow(request_index=i, wave=-1, warmup=False, expected_n_in=prompts[i].expected_n_in)
-               for i in range(point.num_prompts)]
+    records = [
+        RequestRow(request_index=i, wave=-1, warmup=False, expected_n_in=prompts[i].expected_n_in)
+        for i in range(point.num_prompts)
+    ]
     loop = asyncio.get_running_loop()
     start = loop.time()
 
@@ -151,11 +167,20 @@ async def _rate(client: StreamingClient, point: BenchPoint, prompts: Sequence[Pr
 _WORKLOADS = {"batch": _batch, "concurrency": _concurrency, "rate": _rate}
 
 
-async def _run(base_url: str, model: str, point: BenchPoint, prompts: Sequence[Prompt], progress: Progress,
-               timeout_s: float, extra_body: dict[str, Any] | None, on_measure_start: Hook | None) -> PointRun:
+async def _run(
+    base_url: str,
+    model: str,
+    point: BenchPoint,
+    prompts: Sequence[Prompt],
+    progress: Progress,
+    timeout_s: float,
+    extra_body: dict[str, Any] | None,
+    on_measure_start: Hook | None,
+) -> PointRun:
     monitor = LoadMonitor()
-    async with StreamingClient(base_url, model, point.api, point.osl, timeout_s=timeout_s, extra_body=extra_body,
-                               body_style=point.request_body) as client:
+    async with StreamingClient(
+        base_url, model, point.api, point.osl, timeout_s=timeout_s, extra_body=extra_body, body_style=point.request_body
+    ) as client:
         monitor.start()
         t_start = time.perf_counter_ns()
         if point.kind == "batch":
@@ -164,13 +189,26 @@ async def _run(base_url: str, model: str, point: BenchPoint, prompts: Sequence[P
             records = await _WORKLOADS[point.kind](client, point, prompts, progress)
         t_end = time.perf_counter_ns()
         await monitor.stop()
-    return PointRun(records, t_start, t_end, monitor.cpu_share,
-                    percentile(monitor.lags_s, 99), max(monitor.lags_s) if monitor.lags_s else None)
+    return PointRun(
+        records,
+        t_start,
+        t_end,
+        monitor.cpu_share,
+        percentile(monitor.lags_s, 99),
+        max(monitor.lags_s) if monitor.lags_s else None,
+    )
 
 
-def run_point(base_url: str, model: str, point: BenchPoint, prompts: Sequence[Prompt],
-              progress: Progress = lambda n: None, timeout_s: float = 3600.0,
-              extra_body: dict[str, Any] | None = None, on_measure_start: Hook | None = None) -> PointRun:
+def run_point(
+    base_url: str,
+    model: str,
+    point: BenchPoint,
+    prompts: Sequence[Prompt],
+    progress: Progress = lambda n: None,
+    timeout_s: float = 3600.0,
+    extra_body: dict[str, Any] | None = None,
+    on_measure_start: Hook | None = None,
+) -> PointRun:
     """Run one point in its own event loop and return its raw records.
 
     ``extra_body``: fields merged into every request body (None removes a field): experiments only

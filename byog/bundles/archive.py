@@ -14,7 +14,8 @@ import re
 import struct
 import tarfile
 import zlib
-from typing import BinaryIO, Iterable
+from collections.abc import Iterable
+from typing import BinaryIO
 
 from byog.core.errors import CheckFailed
 

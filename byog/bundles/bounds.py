@@ -107,9 +107,10 @@ def read_capped(path: Path, name: str) -> bytes:
 
 # --- JSON -------------------------------------------------------------------------------------
 
+
 def _walk(value: Any, name: str, caps: Caps, max_depth: int) -> None:
     """Depth, integer size and finiteness of a parsed value, iteratively (deep input cannot overflow the stack)."""
-    limit = 10 ** caps.max_int_digits
+    limit = 10**caps.max_int_digits
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, level = stack.pop()
@@ -160,7 +161,9 @@ _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def _yaml_error(name: str, err: yaml.YAMLError) -> CheckFailed:
     mark = getattr(err, "problem_mark", None)
     where = f" at line {mark.line + 1}" if mark else ""
-    return CheckFailed(f"{name} is not valid YAML{where}: {str(getattr(err, 'problem', '') or err).splitlines()[0][:120]}")
+    return CheckFailed(
+        f"{name} is not valid YAML{where}: {str(getattr(err, 'problem', '') or err).splitlines()[0][:120]}"
+    )
 
 
 def _expanded_shape(root: yaml.Node, name: str, caps: Caps) -> None:
@@ -177,7 +180,9 @@ def _expanded_shape(root: yaml.Node, name: str, caps: Caps) -> None:
         if isinstance(node, yaml.ScalarNode):
             size[key], depth[key] = 1, 0
             continue
-        children = [part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) else list(node.value)
+        children = (
+            [part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) else list(node.value)
+        )
         if children_done:
             on_path.discard(key)
             size[key] = 1 + sum(size[id(child)] for child in children)
@@ -230,6 +235,7 @@ def load_yaml(data: bytes | str, name: str, caps: Caps = CAPS) -> Any:
 
 # --- parquet ----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ParquetShape:
     rows: int
@@ -248,7 +254,9 @@ def check_parquet(path: Path, name: str, caps: Caps = CAPS) -> ParquetShape:
     try:
         meta = pq.ParquetFile(path).metadata
     except Exception as err:  # noqa: BLE001  (any pyarrow error means unreadable)
-        raise CheckFailed(f"{name} is not a readable parquet file: {str(err).splitlines()[0][:120] if str(err) else type(err).__name__}") from None
+        raise CheckFailed(
+            f"{name} is not a readable parquet file: {str(err).splitlines()[0][:120] if str(err) else type(err).__name__}"
+        ) from None
     if meta.num_rows > caps.max_parquet_rows:
         raise CheckFailed(f"{name} has {meta.num_rows:,} rows, over the cap of {caps.max_parquet_rows:,}")
     if meta.num_columns > caps.max_parquet_columns:
@@ -269,7 +277,9 @@ def check_parquet(path: Path, name: str, caps: Caps = CAPS) -> ParquetShape:
                     f"{name} column '{path_in_schema}' decompresses to more than {_human(caps.max_column_bytes)} (a bomb?)"
                 )
     if total > caps.max_parquet_decoded_bytes:
-        raise CheckFailed(f"{name} decompresses to {total / MiB:.0f} MiB, over the {_human(caps.max_parquet_decoded_bytes)} cap")
+        raise CheckFailed(
+            f"{name} decompresses to {total / MiB:.0f} MiB, over the {_human(caps.max_parquet_decoded_bytes)} cap"
+        )
     return ParquetShape(rows=int(meta.num_rows), decoded_bytes=total)
 
 
@@ -283,8 +293,14 @@ def check_parquet_cells(path: Path, name: str, caps: Caps = CAPS) -> None:
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(path)
-    text_columns = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-                    or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+    text_columns = [
+        f.name
+        for f in schema
+        if pa.types.is_string(f.type)
+        or pa.types.is_large_string(f.type)
+        or pa.types.is_binary(f.type)
+        or pa.types.is_large_binary(f.type)
+    ]
     for column in text_columns:
         chunks = pq.ParquetFile(path).read(columns=[column], use_threads=False).column(column).chunks
         for chunk in chunks:
@@ -294,10 +310,13 @@ def check_parquet_cells(path: Path, name: str, caps: Caps = CAPS) -> None:
             offsets = offsets[chunk.offset : chunk.offset + len(chunk) + 1]
             longest = int(np.diff(offsets).max())
             if longest > caps.max_cell_bytes:
-                raise CheckFailed(f"{name} column '{column}' holds a cell of {longest:,} bytes, over the {_human(caps.max_cell_bytes)} cap")
+                raise CheckFailed(
+                    f"{name} column '{column}' holds a cell of {longest:,} bytes, over the {_human(caps.max_cell_bytes)} cap"
+                )
 
 
 # --- plans ------------------------------------------------------------------------------------
+
 
 def plan_point_count(plan: Any) -> int:
     """How many bench points ``expand_plan`` would make from a parsed plan.yaml, counted without

@@ -39,7 +39,9 @@ def _escaped_view(root: Path, names: list[str], parsed: dict[str, Any]) -> Path:
         if name in parsed and name.endswith(".json"):
             target.write_text(json.dumps(md_deep(parsed[name]), ensure_ascii=False, allow_nan=False), encoding="utf-8")
         elif name in parsed:
-            target.write_text(yaml.safe_dump(md_deep(parsed[name]), allow_unicode=True, sort_keys=False), encoding="utf-8")
+            target.write_text(
+                yaml.safe_dump(md_deep(parsed[name]), allow_unicode=True, sort_keys=False), encoding="utf-8"
+            )
         else:
             try:
                 os.link(root / name, target)

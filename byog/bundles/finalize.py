@@ -42,7 +42,10 @@ def _write_signer(run_dir: RunDir, key: SigningKey | None) -> None:
     if key is None:
         path.unlink(missing_ok=True)
         return
-    atomic_write_json(path, {"schema_version": 1, "fingerprint": key.fingerprint(), "public_key": key.public_key(), "source": key.source})
+    atomic_write_json(
+        path,
+        {"schema_version": 1, "fingerprint": key.fingerprint(), "public_key": key.public_key(), "source": key.source},
+    )
 
 
 def seal_and_pack(
@@ -79,7 +82,9 @@ def seal_and_pack(
         sealed.signature = None
     pack(sealed, out)
     fingerprint = json.loads((run_dir.root / SIGNER_NAME).read_text())["fingerprint"] if key else None
-    return Packed(bundle=out, size_bytes=out.stat().st_size, signed_by=fingerprint, compressed=sealed.contents.compressed)
+    return Packed(
+        bundle=out, size_bytes=out.stat().st_size, signed_by=fingerprint, compressed=sealed.contents.compressed
+    )
 
 
 def describe(packed: Packed) -> str:

@@ -26,8 +26,9 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 MiB = 1024 * 1024
 
@@ -40,7 +41,7 @@ class ChildLimits:
     max_output_bytes: int = 4 * MiB
 
     @classmethod
-    def from_env(cls) -> "ChildLimits":
+    def from_env(cls) -> ChildLimits:
         def number(name: str, default: float) -> float:
             raw = os.environ.get(name, "").strip()
             try:
@@ -149,7 +150,9 @@ def _why(status: int, limits: ChildLimits, killed_for_time: bool) -> str | None:
     return f"ended with exit status {code}"
 
 
-def run_isolated(work: Callable[[Emit], None], limits: ChildLimits | None = None, preload: tuple[str, ...] = ()) -> ChildOutcome:
+def run_isolated(
+    work: Callable[[Emit], None], limits: ChildLimits | None = None, preload: tuple[str, ...] = ()
+) -> ChildOutcome:
     """Run ``work(emit)`` in a limited child; return what it emitted and whether it finished.
 
     ``preload``: modules the child imports before its limits apply (heavy libraries the work uses).

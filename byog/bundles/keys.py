@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from byog.bundles.sign import NAMESPACE, normalize_public_key
 from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
@@ -36,7 +35,9 @@ def fetch_signing_keys(user: str, *, api: str | None = None) -> list[str]:
     base = (api or os.environ.get("BYOG_GITHUB_API") or GITHUB_API).rstrip("/")
     url = f"{base}/users/{user}/ssh_signing_keys"
     try:
-        response = httpx.get(url, headers={"Accept": "application/vnd.github+json"}, timeout=20.0, follow_redirects=False)
+        response = httpx.get(
+            url, headers={"Accept": "application/vnd.github+json"}, timeout=20.0, follow_redirects=False
+        )
     except httpx.HTTPError as err:
         raise EnvironmentProblem(f"could not reach {url}: {err}") from None
     if response.status_code == 404:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -67,7 +68,9 @@ def _claims(files: Mapping[str, bytes]) -> list[dict[str, Any]]:
     return [claim.model_dump(mode="json", exclude_none=True) for claim in parsed.claims]
 
 
-def build_statement(files: Mapping[str, bytes], *, compressed: list[str] | None = None, subject: BundleSubject | None = None) -> Statement:
+def build_statement(
+    files: Mapping[str, bytes], *, compressed: list[str] | None = None, subject: BundleSubject | None = None
+) -> Statement:
     """The statement for a bundle whose files (path -> bytes, manifest and signature excluded) are given.
 
     ``subject``: what the bundle is for (``pack --for``); it is the packer's to state, not derived from the files.

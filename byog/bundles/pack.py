@@ -58,8 +58,12 @@ def collect_files(run_dir: RunDir, *, exclude: set[Path] = frozenset()) -> dict[
     files: dict[str, bytes] = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if (path.resolve() in exclude or rel in _EXCLUDED_TOP or _ATTACHED.match(rel)
-                or any(part.startswith(".") for part in rel.split("/"))):
+        if (
+            path.resolve() in exclude
+            or rel in _EXCLUDED_TOP
+            or _ATTACHED.match(rel)
+            or any(part.startswith(".") for part in rel.split("/"))
+        ):
             continue
         if path.is_symlink():
             raise UsageError(f"{rel} in {root} is a symbolic link; a bundle holds regular files only")
@@ -74,7 +78,9 @@ def _bundleable_name(rel: str, root: Path) -> None:
     try:
         check_name(rel)
     except UnsafeBundle:
-        raise UsageError(f"{rel} in {root} cannot go into a bundle: use only letters, digits, '.', '_' and '-' in names") from None
+        raise UsageError(
+            f"{rel} in {root} cannot go into a bundle: use only letters, digits, '.', '_' and '-' in names"
+        ) from None
 
 
 def tar_gz(files: dict[str, bytes]) -> bytes:
@@ -111,7 +117,9 @@ def bundle_contents(run_dir: RunDir, *, exclude: set[Path] = frozenset()) -> Bun
 
 def _packed(contents: BundleContents, signature: bytes | None) -> bytes:
     files = dict(contents.files)
-    files[MANIFEST_NAME] = statement_bytes(build_statement(contents.files, compressed=contents.compressed, subject=contents.subject))
+    files[MANIFEST_NAME] = statement_bytes(
+        build_statement(contents.files, compressed=contents.compressed, subject=contents.subject)
+    )
     if signature is not None:
         files[SIGNATURE_NAME] = signature
     return tar_gz(files)
@@ -170,8 +178,13 @@ class Sealed:
     signature: bytes | None
 
 
-def seal(run_dir: RunDir, *, exclude: set[Path] = frozenset(), budget_bytes: int = BUDGET_BYTES,
-         subject: BundleSubject | None = None) -> Sealed:
+def seal(
+    run_dir: RunDir,
+    *,
+    exclude: set[Path] = frozenset(),
+    budget_bytes: int = BUDGET_BYTES,
+    subject: BundleSubject | None = None,
+) -> Sealed:
     """Collect and fit the files, write manifest.intoto.json into the run directory, keep a valid signature.
 
     A signature whose manifest changed is stale: it is removed here, and signing is the caller's step.

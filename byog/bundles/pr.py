@@ -34,8 +34,13 @@ class PrBundles:
     reproductions: list[str] = field(default_factory=list)  # links to <bundle>.reproduction*.tar.gz, from anyone
 
     def as_json(self) -> dict[str, Any]:
-        return {"pr": self.pr, "author": self.author, "head_sha": self.head_sha, "bundle": self.bundle,
-                "reproductions": self.reproductions}
+        return {
+            "pr": self.pr,
+            "author": self.author,
+            "head_sha": self.head_sha,
+            "bundle": self.bundle,
+            "reproductions": self.reproductions,
+        }
 
 
 def links(text: str | None) -> list[str]:
@@ -69,8 +74,13 @@ def find_bundles(event: dict[str, Any], comments: list[dict[str, Any]] | None = 
                 reproductions.append(link)
             elif who == author:
                 bundle = link  # the newest wins
-    return PrBundles(pr=pr["number"], author=author, head_sha=head.get("sha") if isinstance(head.get("sha"), str) else None,
-                     bundle=bundle, reproductions=list(dict.fromkeys(reproductions)))
+    return PrBundles(
+        pr=pr["number"],
+        author=author,
+        head_sha=head.get("sha") if isinstance(head.get("sha"), str) else None,
+        bundle=bundle,
+        reproductions=list(dict.fromkeys(reproductions)),
+    )
 
 
 def read_event(path: Path, comments: Path | None = None) -> PrBundles:
@@ -87,8 +97,15 @@ def read_event(path: Path, comments: Path | None = None) -> PrBundles:
 STATUS = {"pass": "✅", "skip": "➖", "fail": "❌"}
 
 
-def comment_body(verify: dict[str, Any], report: str | None, *, bundle_url: str | None = None,
-                 bundle_sha256: str | None = None, run_url: str | None = None, note: str | None = None) -> str:
+def comment_body(
+    verify: dict[str, Any],
+    report: str | None,
+    *,
+    bundle_url: str | None = None,
+    bundle_sha256: str | None = None,
+    run_url: str | None = None,
+    note: str | None = None,
+) -> str:
     """The PR comment: verify's verdict and checks, then (only when verified) the re-rendered report."""
     verified = bool(verify.get("verified"))
     checks = [c for c in verify.get("checks", []) if isinstance(c, dict)]
@@ -111,8 +128,14 @@ def comment_body(verify: dict[str, Any], report: str | None, *, bundle_url: str 
     if report is None or not verified:
         lines += ["The report is not shown: its numbers are only worth reading once the bundle verifies.", ""]
     else:
-        lines += ["<details open><summary>Report, re-rendered by byog from the verified bundle</summary>", "", report.rstrip(), "",
-                  "</details>", ""]
+        lines += [
+            "<details open><summary>Report, re-rendered by byog from the verified bundle</summary>",
+            "",
+            report.rstrip(),
+            "",
+            "</details>",
+            "",
+        ]
     if run_url:
         lines += [f"Workflow run (plots and the full output are its artifacts): {run_url}", ""]
     return "\n".join(lines)

@@ -61,7 +61,9 @@ def load_claims(path: Path | None) -> tuple[Claim, ...]:
         raise UsageError(f"{path} is not valid YAML: {err}") from None
     except ValidationError as err:
         first = err.errors()[0]
-        raise UsageError(f"{path}: '{'.'.join(str(x) for x in first['loc']) or '(top level)'}': {first['msg']}") from None
+        raise UsageError(
+            f"{path}: '{'.'.join(str(x) for x in first['loc']) or '(top level)'}': {first['msg']}"
+        ) from None
 
 
 def _stem(bundle: Path) -> str:
@@ -103,8 +105,11 @@ def _write(run_dir: RunDir, out_dir: Path, inputs: ReportInputs) -> ReportWritte
     out_dir.mkdir(parents=True, exist_ok=True)
     report = out_dir / "report.md"
     atomic_write_text(report, render_report(run_dir, summary, inputs))
-    return ReportWritten(report_md=report, plots=write_plots(run_dir, summary, out_dir / "plots"),
-                         reproductions=len(inputs.reproductions))
+    return ReportWritten(
+        report_md=report,
+        plots=write_plots(run_dir, summary, out_dir / "plots"),
+        reproductions=len(inputs.reproductions),
+    )
 
 
 def write_report(
@@ -128,10 +133,14 @@ def write_report(
         if reproductions:
             manifest = run_dir.root / MANIFEST_NAME
             if not manifest.is_file():
-                raise UsageError(f"{target} is not sealed (no {MANIFEST_NAME}): a reproduction names the manifest it reproduced")
+                raise UsageError(
+                    f"{target} is not sealed (no {MANIFEST_NAME}): a reproduction names the manifest it reproduced"
+                )
             digest = hashlib.sha256(manifest.read_bytes()).hexdigest()
             attached = [load_reproduction(path, digest, allowed_signers) for path in reproductions]
-        return _write(run_dir, out_dir or target, ReportInputs(claims=extra, reproductions=tuple(attached), image_base=image_base))
+        return _write(
+            run_dir, out_dir or target, ReportInputs(claims=extra, reproductions=tuple(attached), image_base=image_base)
+        )
     if not target.is_file():
         raise UsageError(f"{target} is neither a run directory nor a bundle file")
     out = out_dir or target.parent / f"{_stem(target)}-report"
@@ -143,13 +152,19 @@ def write_report(
             digest = hashlib.sha256((extracted.root / MANIFEST_NAME).read_bytes()).hexdigest()
         views = tuple(load_reproduction(path, digest, allowed_signers) for path in found)
     inputs = ReportInputs(claims=extra, reproductions=views, image_base=image_base)
-    report = verify_bundle(target, allowed_signers=allowed_signers, allow_unsigned=allow_unsigned,
-                           report_to=out, report_inputs=inputs)
+    report = verify_bundle(
+        target, allowed_signers=allowed_signers, allow_unsigned=allow_unsigned, report_to=out, report_inputs=inputs
+    )
     if not report.verified or not report.written:
-        first = report.failures[0] if report.failures else f"the report could not be written ({report.details.get('render_error', 'no reason given')})"
+        first = (
+            report.failures[0]
+            if report.failures
+            else f"the report could not be written ({report.details.get('render_error', 'no reason given')})"
+        )
         raise CheckFailed(f"{target} does not verify, so no report was written: {one_line(first, 300)}")
-    return ReportWritten(report_md=Path(report.written[0]), plots=[Path(p) for p in report.written[1:]],
-                         reproductions=len(views))
+    return ReportWritten(
+        report_md=Path(report.written[0]), plots=[Path(p) for p in report.written[1:]], reproductions=len(views)
+    )
 
 
 def comment_body(bundle: Path, report: VerifyReport) -> str:
@@ -170,14 +185,27 @@ def _gh_repository(gh: str | None) -> str | None:
     """OWNER/NAME of the current repository, as gh sees it; None without gh or outside a repository."""
     if gh is None:
         return None
-    result = subprocess.run([gh, "repo", "view", "--json", "nameWithOwner", "-q", ".nameWithOwner"],
-                            capture_output=True, text=True, check=False, timeout=30)
+    result = subprocess.run(
+        [gh, "repo", "view", "--json", "nameWithOwner", "-q", ".nameWithOwner"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
     name = result.stdout.strip()
     return name if result.returncode == 0 and "/" in name else None
 
 
-def attach(bundle: Path, pr: int, repo: str | None = None, *, allowed_signers: Path | None = None,
-           policy: Path | None = None, claims: Path | None = None, allow_unsigned: bool = False) -> str:
+def attach(
+    bundle: Path,
+    pr: int,
+    repo: str | None = None,
+    *,
+    allowed_signers: Path | None = None,
+    policy: Path | None = None,
+    claims: Path | None = None,
+    allow_unsigned: bool = False,
+) -> str:
     """Verify the bundle (for OWNER/REPO#PR when the repository is known), then post the re-rendered
     report as a PR comment with gh when it is installed; return what the user must still do.
 
@@ -196,10 +224,21 @@ def attach(bundle: Path, pr: int, repo: str | None = None, *, allowed_signers: P
             subject = BundleSubject(repository=repository, pr=pr)
         except ValueError:
             raise UsageError(f"--repo '{repository}' is not OWNER/NAME") from None
-    report = verify_bundle(bundle, allowed_signers=allowed_signers, policy=policy, claims=claims,
-                           allow_unsigned=allow_unsigned, subject_for=subject, want_comment=True)
+    report = verify_bundle(
+        bundle,
+        allowed_signers=allowed_signers,
+        policy=policy,
+        claims=claims,
+        allow_unsigned=allow_unsigned,
+        subject_for=subject,
+        want_comment=True,
+    )
     if not report.verified or report.comment is None:
-        first = report.failures[0] if report.failures else f"the report could not be rendered ({report.details.get('render_error', 'no reason given')})"
+        first = (
+            report.failures[0]
+            if report.failures
+            else f"the report could not be rendered ({report.details.get('render_error', 'no reason given')})"
+        )
         raise CheckFailed(f"{bundle} does not verify, so nothing was posted: {one_line(first, 300)}")
     body = comment_body(bundle, report)
     body_file = bundle.parent / f"{bundle.name}.comment.md"
@@ -212,10 +251,19 @@ def attach(bundle: Path, pr: int, repo: str | None = None, *, allowed_signers: P
             f"verified{unchecked}. gh (GitHub CLI) is not installed, so nothing was posted. To attach by hand:\n"
             f"  1. {drag};\n"
             f"  2. paste {body_file} (the re-rendered report plus the bundle's sha256) as a comment on PR #{pr}.\n"
-            f"With gh installed: gh pr comment {pr} {' '.join(repo_args)} --body-file {body_file}".replace("  --", " --")
+            f"With gh installed: gh pr comment {pr} {' '.join(repo_args)} --body-file {body_file}".replace(
+                "  --", " --"
+            )
         )
-    result = subprocess.run([gh, "pr", "comment", str(pr), *repo_args, "--body-file", str(body_file)], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [gh, "pr", "comment", str(pr), *repo_args, "--body-file", str(body_file)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()
-        raise ByogError(f"gh pr comment {pr} failed: {detail[-1] if detail else 'no output'}; the comment is in {body_file}")
+        raise ByogError(
+            f"gh pr comment {pr} failed: {detail[-1] if detail else 'no output'}; the comment is in {body_file}"
+        )
     return f"verified{unchecked}; posted the report to PR #{pr}: {result.stdout.strip()}\nNow {drag} (GitHub's API cannot upload PR attachments)."

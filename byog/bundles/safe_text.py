@@ -25,8 +25,24 @@ import unicodedata
 from typing import Any
 
 # Characters that move the cursor, change colours, reorder text or hide it.
-_BIDI_AND_FORMAT = {0x061C, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2028, 0x2029, 0x2060, 0x2061, 0x2062, 0x2063,
-                    0x2064, 0xFEFF, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+_BIDI_AND_FORMAT = {
+    0x061C,
+    0x200B,
+    0x200C,
+    0x200D,
+    0x200E,
+    0x200F,
+    0x2028,
+    0x2029,
+    0x2060,
+    0x2061,
+    0x2062,
+    0x2063,
+    0x2064,
+    0xFEFF,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+}
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _WHITESPACE_RUN = re.compile(r"[ \u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]{2,}")
 _WORD_JOINER = "\u2060"
@@ -40,7 +56,11 @@ def _escape_char(char: str) -> str:
         return f"\\x{code:02x}"
     if code < 0x7F:
         return char
-    if 0xD800 <= code <= 0xDFFF or code in _BIDI_AND_FORMAT or unicodedata.category(char) in ("Cf", "Co", "Cs", "Zl", "Zp"):
+    if (
+        0xD800 <= code <= 0xDFFF
+        or code in _BIDI_AND_FORMAT
+        or unicodedata.category(char) in ("Cf", "Co", "Cs", "Zl", "Zp")
+    ):
         return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
     return char
 
@@ -97,7 +117,12 @@ def md_field(text: Any, limit: int | None = 300) -> str:
     match each other, and key fingerprints read as they are.
     """
     text = text if isinstance(text, str) else str(text)
-    if _PLAIN_NAME.match(text) and "://" not in text and "www." not in text.lower() and (limit is None or len(text) <= limit):
+    if (
+        _PLAIN_NAME.match(text)
+        and "://" not in text
+        and "www." not in text.lower()
+        and (limit is None or len(text) <= limit)
+    ):
         return text
     line = one_line(text, limit)
     line = _URL_SCHEME.sub(lambda m: m.group(1) + _WORD_JOINER + m.group(2), line)
@@ -114,7 +139,10 @@ def md_deep(value: Any, *, _depth: int = 0) -> Any:
     if isinstance(value, str):
         return md_field(value, limit=None)
     if isinstance(value, dict):
-        return {md_field(k, limit=None) if isinstance(k, str) else k: md_deep(v, _depth=_depth + 1) for k, v in value.items()}
+        return {
+            md_field(k, limit=None) if isinstance(k, str) else k: md_deep(v, _depth=_depth + 1)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [md_deep(v, _depth=_depth + 1) for v in value]
     return value

@@ -107,7 +107,9 @@ def backend(*, signing: bool = False) -> str:
 def ssh_keygen() -> str:
     found = shutil.which("ssh-keygen")
     if found is None:
-        raise EnvironmentProblem("ssh-keygen (OpenSSH) is not installed; it signs and verifies bundles (apt install openssh-client)")
+        raise EnvironmentProblem(
+            "ssh-keygen (OpenSSH) is not installed; it signs and verifies bundles (apt install openssh-client)"
+        )
     return found
 
 
@@ -117,8 +119,12 @@ def _run(args: list[str], *, stdin: bytes = b"", verifying: bool = False) -> sub
         return subprocess.run([ssh_keygen(), *args], input=stdin, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         if verifying:  # the signature came from the bundle: its slowness is the bundle's failure
-            raise CheckFailed(f"ssh-keygen {args[0]} {args[1]} did not finish in {timeout} s on this bundle's signature") from None
-        raise EnvironmentProblem(f"ssh-keygen {args[0]} {args[1]} did not finish in {timeout} s (a passphrase prompt?)") from None
+            raise CheckFailed(
+                f"ssh-keygen {args[0]} {args[1]} did not finish in {timeout} s on this bundle's signature"
+            ) from None
+        raise EnvironmentProblem(
+            f"ssh-keygen {args[0]} {args[1]} did not finish in {timeout} s (a passphrase prompt?)"
+        ) from None
 
 
 def normalize_public_key(line: str) -> str:
@@ -148,7 +154,9 @@ class SigningKey:
                 raise
         result = _run(["-y", "-f", str(self.path)])
         if result.returncode != 0:
-            raise UsageError(f"cannot read the public half of {self.path} ({self.source}): {result.stderr.decode(errors='replace').strip()}")
+            raise UsageError(
+                f"cannot read the public half of {self.path} ({self.source}): {result.stderr.decode(errors='replace').strip()}"
+            )
         return normalize_public_key(result.stdout.decode())
 
     def fingerprint(self) -> str:
@@ -214,7 +222,9 @@ def sign_bytes(message: bytes, key: SigningKey) -> bytes:
     result = _run(["-Y", "sign", "-q", "-f", str(key.path), "-n", NAMESPACE], stdin=message)
     if result.returncode != 0 or not result.stdout.startswith(b"-----BEGIN SSH SIGNATURE-----"):
         detail = result.stderr.decode(errors="replace").strip().splitlines()
-        raise UsageError(f"ssh-keygen could not sign with {key.path} (from {key.source}): {detail[-1] if detail else 'no output'}")
+        raise UsageError(
+            f"ssh-keygen could not sign with {key.path} (from {key.source}): {detail[-1] if detail else 'no output'}"
+        )
     return result.stdout
 
 
@@ -289,7 +299,9 @@ def _verify_python(message: bytes, signature: bytes, allowed_signers: Path) -> S
         sshsig.verify(message, signature, NAMESPACE)
     except sshsig.UnsupportedKey as err:
         if principals:  # a trusted signer's security key: only ssh-keygen can check it
-            raise EnvironmentProblem(f"the bundle is signed by {fingerprint}, listed in {allowed_signers}: {err}") from None
+            raise EnvironmentProblem(
+                f"the bundle is signed by {fingerprint}, listed in {allowed_signers}: {err}"
+            ) from None
         raise CheckFailed(f"signed by key {fingerprint}, which is not in {allowed_signers}: the wrong signer") from None
     except sshsig.SshsigError as err:
         raise CheckFailed(f"the signature is not a valid byog-bundle@v1 SSH signature of the manifest: {err}") from None
@@ -307,9 +319,13 @@ def _verify_python(message: bytes, signature: bytes, allowed_signers: Path) -> S
 def verify_signature(message: bytes, signature: bytes, allowed_signers: Path) -> SignatureCheck:
     """Check that ``signature`` is a byog-bundle@v1 signature of ``message`` by an allowed signer."""
     if not allowed_signers.is_file():
-        raise CheckFailed(f"allowed signers file {allowed_signers} does not exist (byog keys add GITHUB_USER makes one)")
+        raise CheckFailed(
+            f"allowed signers file {allowed_signers} does not exist (byog keys add GITHUB_USER makes one)"
+        )
     if len(signature) > MAX_SIGNATURE_BYTES:
-        raise CheckFailed(f"the signature file is {len(signature):,} bytes; an SSH signature is under {MAX_SIGNATURE_BYTES // 1024} KiB")
+        raise CheckFailed(
+            f"the signature file is {len(signature):,} bytes; an SSH signature is under {MAX_SIGNATURE_BYTES // 1024} KiB"
+        )
     if not is_canonical_armor(signature):
         raise CheckFailed("the signature file is not in the exact form ssh-keygen writes (altered after signing)")
     if backend() == "python":

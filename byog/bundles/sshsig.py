@@ -93,6 +93,7 @@ def fingerprint_of_blob(blob: bytes) -> str:
 
 # --- SSH wire encoding ------------------------------------------------------------------------
 
+
 def _string(data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + data
 
@@ -143,6 +144,7 @@ class _Reader:
 
 
 # --- public keys ------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PublicKey:
@@ -204,6 +206,7 @@ def parse_public_line(line: str) -> PublicKey:
 
 # --- private keys -----------------------------------------------------------------------------
 
+
 def _load(data: bytes, passphrase: bytes | None) -> Any:
     if b"-----BEGIN OPENSSH PRIVATE KEY-----" in data:
         return serialization.load_ssh_private_key(data, passphrase)
@@ -224,13 +227,17 @@ def load_private_key(data: bytes, passphrase: bytes | None = None) -> PrivateKey
             key = _load(data, passphrase)
         except TypeError:  # encrypted without a passphrase, or a passphrase for a plain key
             if passphrase is None:
-                raise PassphraseNeeded(f"the private key is encrypted: set {PASSPHRASE_ENV} to its passphrase") from None
+                raise PassphraseNeeded(
+                    f"the private key is encrypted: set {PASSPHRASE_ENV} to its passphrase"
+                ) from None
             key = _load(data, None)
     except TypeError as err:
         raise SshsigError(f"the private key could not be read: {err}") from None
     except ValueError as err:
         if passphrase is not None:
-            raise SshsigError(f"the passphrase in {PASSPHRASE_ENV} does not decrypt the private key (or the key is corrupt)") from None
+            raise SshsigError(
+                f"the passphrase in {PASSPHRASE_ENV} does not decrypt the private key (or the key is corrupt)"
+            ) from None
         first = str(err).splitlines()[0] if str(err) else "unknown format"
         raise SshsigError(f"the private key could not be read: {first}") from None
     except UnsupportedAlgorithm as err:
@@ -245,6 +252,7 @@ def public_key_of(private_key: PrivateKeyObject) -> PublicKey:
 
 
 # --- signing ----------------------------------------------------------------------------------
+
 
 def signed_data(namespace: str, hash_alg: str, message: bytes) -> bytes:
     """What the key actually signs: the preamble, namespace, reserved, hash name and H(message)."""
@@ -288,13 +296,19 @@ def sign(message: bytes, private_key: PrivateKeyObject, namespace: str, hash_alg
     else:
         signature = _string(b"rsa-sha2-512") + _string(private_key.sign(data, padding.PKCS1v15(), hashes.SHA512()))
     blob = (
-        MAGIC + struct.pack(">I", VERSION) + _string(public.blob) + _string(namespace.encode()) + _string(b"")
-        + _string(hash_alg.encode()) + _string(signature)
+        MAGIC
+        + struct.pack(">I", VERSION)
+        + _string(public.blob)
+        + _string(namespace.encode())
+        + _string(b"")
+        + _string(hash_alg.encode())
+        + _string(signature)
     )
     return armor(blob)
 
 
 # --- verifying --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ParsedSignature:
@@ -374,6 +388,7 @@ def verify(message: bytes, armored: bytes, namespace: str) -> PublicKey:
 
 
 # --- allowed signers --------------------------------------------------------------------------
+
 
 def match_pattern_list(name: str, pattern_list: str) -> bool:
     """ssh_config(5) PATTERNS: comma-separated ``*``/``?`` globs; a match of a ``!pattern`` is a veto."""
@@ -474,16 +489,18 @@ def parse_allowed_signers(text: str) -> list[AllowedSigner]:
             raise SshsigError(f"{where}: the key's base64 is malformed") from None
         if _Reader(blob, f"{where}'s key").text() != first:
             raise SshsigError(f"{where}: the key says it is {first[:40]!r} but its blob is not")
-        signers.append(AllowedSigner(
-            principals=principals,
-            key_type=first,
-            key_blob=blob,
-            namespaces=options.get("namespaces"),
-            cert_authority="cert-authority" in options,
-            valid_after=_timestamp(options["valid-after"] or "") if "valid-after" in options else None,
-            valid_before=_timestamp(options["valid-before"] or "") if "valid-before" in options else None,
-            line=number,
-        ))
+        signers.append(
+            AllowedSigner(
+                principals=principals,
+                key_type=first,
+                key_blob=blob,
+                namespaces=options.get("namespaces"),
+                cert_authority="cert-authority" in options,
+                valid_after=_timestamp(options["valid-after"] or "") if "valid-after" in options else None,
+                valid_before=_timestamp(options["valid-before"] or "") if "valid-before" in options else None,
+                line=number,
+            )
+        )
     return signers
 
 
@@ -499,12 +516,15 @@ def find_principals(signers: list[AllowedSigner], key_blob: bytes, when: _dt.dat
     return first.principals.split(",") if first else []
 
 
-def authorizes(signers: list[AllowedSigner], principal: str, key_blob: bytes, namespace: str, when: _dt.datetime | None = None) -> bool:
+def authorizes(
+    signers: list[AllowedSigner], principal: str, key_blob: bytes, namespace: str, when: _dt.datetime | None = None
+) -> bool:
     """Whether some line lets ``principal`` sign with the key in ``namespace`` at ``when``: what
     ``ssh-keygen -Y verify -I principal -n namespace`` decides once the signature itself holds."""
     when = when or _dt.datetime.now(_dt.timezone.utc)
     return any(
-        _usable(s, key_blob, when) and match_pattern_list(principal, s.principals)
+        _usable(s, key_blob, when)
+        and match_pattern_list(principal, s.principals)
         and (s.namespaces is None or match_pattern_list(namespace, s.namespaces))
         for s in signers
     )

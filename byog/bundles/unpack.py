@@ -86,17 +86,25 @@ _KIND = {
 def _check_member(info: tarfile.TarInfo, limits: Limits) -> None:
     name = check_name(info.name)
     if not info.isreg() or info.type == tarfile.CONTTYPE or info.issparse():
-        raise UnsafeBundle(f"unsafe bundle: member '{name}' is {_KIND.get(info.type, f'of tar type {info.type!r}')}, not a regular file")
+        raise UnsafeBundle(
+            f"unsafe bundle: member '{name}' is {_KIND.get(info.type, f'of tar type {info.type!r}')}, not a regular file"
+        )
     if info.size > limits.max_member_bytes:
-        raise UnsafeBundle(f"unsafe bundle: member '{name}' is {info.size} bytes, over the {limits.max_member_bytes} byte cap")
+        raise UnsafeBundle(
+            f"unsafe bundle: member '{name}' is {info.size} bytes, over the {limits.max_member_bytes} byte cap"
+        )
     kind_cap = size_cap(name)  # from the tar header, before a byte of the member is read
     if kind_cap is not None and info.size > kind_cap:
-        raise UnsafeBundle(f"unsafe bundle: member '{name}' is {info.size:,} bytes, over the {kind_cap:,} byte cap for its kind")
+        raise UnsafeBundle(
+            f"unsafe bundle: member '{name}' is {info.size:,} bytes, over the {kind_cap:,} byte cap for its kind"
+        )
     # byog writes exactly these header fields; anything else is not a byog bundle.
     if info.mtime != 0 or info.uid != 0 or info.gid != 0 or info.uname or info.gname or info.mode != FILE_MODE:
         raise UnsafeBundle(f"unsafe bundle: member '{name}' has tar metadata byog never writes (mtime, owner or mode)")
     if set(info.pax_headers) - {"path"}:
-        raise UnsafeBundle(f"unsafe bundle: member '{name}' has pax headers byog never writes: {sorted(info.pax_headers)}")
+        raise UnsafeBundle(
+            f"unsafe bundle: member '{name}' has pax headers byog never writes: {sorted(info.pax_headers)}"
+        )
 
 
 class _Member:
@@ -155,7 +163,9 @@ def _open_gzip(path: Path, limits: Limits) -> BinaryIO:
         raise UsageError(f"cannot read {path}: {err.strerror}") from None
     try:
         if size > limits.max_bundle_bytes:
-            raise UnsafeBundle(f"unsafe bundle: {path.name} is {size / 1e6:.1f} MB, over the {limits.max_bundle_bytes / 1e6:.0f} MB cap")
+            raise UnsafeBundle(
+                f"unsafe bundle: {path.name} is {size / 1e6:.1f} MB, over the {limits.max_bundle_bytes / 1e6:.0f} MB cap"
+            )
         comment = handle.read(len(GZIP_HEADER) + len(GZIP_COMMENT_PREFIX) + 65)
         expected = comment[len(GZIP_HEADER) + len(GZIP_COMMENT_PREFIX) : -1]
         if (
@@ -241,7 +251,9 @@ def _scan(path: Path, limits: Limits, dest: Path | None) -> list[str]:
     if not names:
         raise UnsafeBundle(f"{path.name} is an empty archive")
     if canonical.count != stream.count or canonical.sha256.digest() != stream.sha256.digest():
-        raise UnsafeBundle("not a canonical byog archive: its tar headers, padding or end blocks differ from what byog writes")
+        raise UnsafeBundle(
+            "not a canonical byog archive: its tar headers, padding or end blocks differ from what byog writes"
+        )
     return names
 
 
@@ -257,7 +269,6 @@ def extract_bundle(path: Path, dest: Path, limits: Limits = Limits()) -> list[st
 
 _TEMP_PREFIX = "byog-verify-"
 _TEMP_NAME = re.compile(r"^byog-verify-(\d+)-")
-
 
 
 def sweep_stale_temp_dirs() -> list[Path]:
@@ -289,7 +300,7 @@ class Extracted:
         self.root: Path | None = None
         self.names: list[str] = []
 
-    def __enter__(self) -> "Extracted":
+    def __enter__(self) -> Extracted:
         _scan(self.bundle, self.limits, None)  # vet first: a bad archive costs no temp dir at all
         sweep_stale_temp_dirs()
         self.root = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-"))

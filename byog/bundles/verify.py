@@ -25,9 +25,10 @@ slowness and memory included), 2 for usage errors (a missing file, a bad --polic
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -74,15 +75,17 @@ class VerifyReport:
 
     def as_json(self) -> dict[str, Any]:
         """Valid JSON whatever the bundle held (json_safe: no NaN, no lone surrogates)."""
-        return json_safe({
-            "bundle": self.bundle,
-            "verified": self.verified,
-            "signer": self.signer,
-            "trust": self.trust,
-            "content_isolated": self.isolated,
-            "checks": [{"name": r.name, "status": r.status, "message": r.message} for r in self.results],
-            "details": self.details,
-        })
+        return json_safe(
+            {
+                "bundle": self.bundle,
+                "verified": self.verified,
+                "signer": self.signer,
+                "trust": self.trust,
+                "content_isolated": self.isolated,
+                "checks": [{"name": r.name, "status": r.status, "message": r.message} for r in self.results],
+                "details": self.details,
+            }
+        )
 
     def verdict(self) -> str:
         if not self.verified:
@@ -121,9 +124,15 @@ def _write_report(ctx: VerifyContext, out_dir: Path, inputs: ReportInputs | None
     return [str(report), *(str(p) for p in write_plots(ctx.run_dir, summary, out_dir / "plots"))]
 
 
-def _content_phase(ctx: VerifyContext, checks: list[Check], status: dict[str, Any], want_comment: bool,
-                   limits: ChildLimits | None, report_to: Path | None = None,
-                   report_inputs: ReportInputs | None = None) -> tuple[list[CheckResult], bool, str | None, list[str]]:
+def _content_phase(
+    ctx: VerifyContext,
+    checks: list[Check],
+    status: dict[str, Any],
+    want_comment: bool,
+    limits: ChildLimits | None,
+    report_to: Path | None = None,
+    report_inputs: ReportInputs | None = None,
+) -> tuple[list[CheckResult], bool, str | None, list[str]]:
     """Run the content checks in the limited child; (results, isolated, comment, report files written)."""
 
     def work(emit: Callable[[dict[str, Any]], None]) -> None:
@@ -131,7 +140,14 @@ def _content_phase(ctx: VerifyContext, checks: list[Check], status: dict[str, An
             for item in checks:
                 emit({"event": "start", "name": item.name})
                 result = run_one(item, ctx, status)
-                emit({"event": "result", "name": result.name, "status": result.status, "message": one_line(result.message)})
+                emit(
+                    {
+                        "event": "result",
+                        "name": result.name,
+                        "status": result.status,
+                        "message": one_line(result.message),
+                    }
+                )
             emit({"event": "notes", "notes": json_safe(ctx.notes)})
             passed = all(status.get(item.name) != "fail" for item in checks)
             try:
@@ -172,7 +188,9 @@ def _content_phase(ctx: VerifyContext, checks: list[Check], status: dict[str, An
             if item.name in done:
                 continue
             if item.name == started or started is None:
-                results.append(CheckResult(item.name, "fail", f"could not be checked: the checking process {outcome.stopped}"))
+                results.append(
+                    CheckResult(item.name, "fail", f"could not be checked: the checking process {outcome.stopped}")
+                )
                 started = item.name
             else:
                 results.append(CheckResult(item.name, "skip", f"not checked: {started} did not finish"))
@@ -207,11 +225,19 @@ def verify_bundle(
         with Extracted(bundle, limits) as extracted:
             assert extracted.root is not None
             ctx = VerifyContext(
-                bundle=bundle, root=extracted.root, names=extracted.names, allowed_signers=allowed_signers,
-                policy=policy_model, claims=claims_model, allow_unsigned=allow_unsigned, subject_for=wanted,
+                bundle=bundle,
+                root=extracted.root,
+                names=extracted.names,
+                allowed_signers=allowed_signers,
+                policy=policy_model,
+                claims=claims_model,
+                allow_unsigned=allow_unsigned,
+                subject_for=wanted,
                 caps=caps,
             )
-            results = [CheckResult("archive", "pass", f"{len(extracted.names)} members, all regular files with safe names")]
+            results = [
+                CheckResult("archive", "pass", f"{len(extracted.names)} members, all regular files with safe names")
+            ]
             status: dict[str, Any] = {"archive": "pass"}
             ungated = [item for item in CHECKS if not item.gated]
             results += [run_one(item, ctx, status) for item in ungated]
@@ -225,7 +251,14 @@ def verify_bundle(
             else:
                 results += [run_one(item, ctx, status) for item in gated if not item.isolated]
                 content, report.isolated, report.comment, report.written = _content_phase(
-                    ctx, [item for item in gated if item.isolated], status, want_comment, child_limits, report_to, report_inputs)
+                    ctx,
+                    [item for item in gated if item.isolated],
+                    status,
+                    want_comment,
+                    child_limits,
+                    report_to,
+                    report_inputs,
+                )
                 results += content
             report.results = results
             report.signer = ctx.signer

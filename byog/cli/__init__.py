@@ -19,12 +19,23 @@ import typer
 
 # command (first argument) -> the module of byog.cli that registers it; the order lists them in --help
 GROUPS: dict[str, str] = {
-    "version": "run", "run": "run", "serve": "run", "compare": "run", "plan": "run",
-    "bench": "bench", "client-ceiling": "bench",
-    "eval": "evals", "data": "evals",
+    "version": "run",
+    "run": "run",
+    "serve": "run",
+    "compare": "run",
+    "plan": "run",
+    "bench": "bench",
+    "client-ceiling": "bench",
+    "eval": "evals",
+    "data": "evals",
     "check": "check",
-    "verify": "bundles", "report": "bundles", "attach": "bundles", "bundle": "bundles", "keys": "bundles",
-    "reproduce": "reproduce", "pr": "pr",
+    "verify": "bundles",
+    "report": "bundles",
+    "attach": "bundles",
+    "bundle": "bundles",
+    "keys": "bundles",
+    "reproduce": "reproduce",
+    "pr": "pr",
     "image": "images",
 }
 

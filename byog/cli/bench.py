@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 from rich.text import Text
 
@@ -20,8 +18,8 @@ from byog.cli.common import (
     err_console,
     print_json,
 )
+from byog.core.console_tables import TextTable, print_table
 from byog.core.errors import UsageError
-from byog.core.tables import TextTable, print_table
 from byog.pipeline.bench_endpoint import BenchFlags, bench_endpoint
 from byog.schemas.bench import PointSummary
 
@@ -59,19 +57,40 @@ def bench_cmd(
     batch_sizes: str = typer.Option("1", "--batch-sizes", help="Batch workload: B values, e.g. 1,2,4."),
     concurrency: str = typer.Option("1", "--concurrency", help="Concurrency workload: C values, e.g. 1,8."),
     rates: str = typer.Option("1", "--rates", help="Rate workload: requests/s values, e.g. 0.5,2."),
-    num_prompts: int = typer.Option(32, "--num-prompts", min=1, help="Concurrency/rate workloads: measured requests per point."),
-    warmup_prompts: int = typer.Option(0, "--warmup-prompts", min=0, help="Concurrency workload: requests through the same loop first, not measured (use >= C when comparing with `vllm bench serve`; docs/metrics.md)."),
+    num_prompts: int = typer.Option(
+        32, "--num-prompts", min=1, help="Concurrency/rate workloads: measured requests per point."
+    ),
+    warmup_prompts: int = typer.Option(
+        0,
+        "--warmup-prompts",
+        min=0,
+        help="Concurrency workload: requests through the same loop first, not measured (use >= C when comparing with `vllm bench serve`; docs/metrics.md).",
+    ),
     isl: str = typer.Option("32", "--isl", help="Input lengths in tokens, e.g. 1,1024."),
     osl: str = typer.Option("64", "--osl", help="Output lengths in tokens."),
     waves: int = typer.Option(3, "--waves", min=1, help="Batch workload: measured waves."),
     warmup_waves: int = typer.Option(1, "--warmup-waves", min=0, help="Batch workload: warm-up waves (not measured)."),
     api: str = typer.Option("completions", "--api", help="completions or chat."),
-    prompts: str = typer.Option("random", "--prompts", help="random (token ids), random-text (the same as text the server tokenizes, as `vllm bench serve` sends), mt_bench or gsm8k."),
+    prompts: str = typer.Option(
+        "random",
+        "--prompts",
+        help="random (token ids), random-text (the same as text the server tokenizes, as `vllm bench serve` sends), mt_bench or gsm8k.",
+    ),
     seed: int = typer.Option(1234, "--seed", help="Prompt (and Poisson arrival) seed."),
-    reset_prefix_cache: bool = typer.Option(False, "--reset-prefix-cache", help="POST /reset_prefix_cache before each point (vLLM dev mode)."),
-    request_body: str = typer.Option("byog", "--request-body", help="byog (exact per-chunk token counts) or vllm (the body `vllm bench serve` sends; docs/metrics.md)."),
-    plan: Optional[str] = typer.Option(None, "--plan", help="Take the workloads of this plan's server instead of the flags."),
-    server: Optional[str] = typer.Option(None, "--server", help="With --plan: which server config the endpoint runs (default: the baseline)."),
+    reset_prefix_cache: bool = typer.Option(
+        False, "--reset-prefix-cache", help="POST /reset_prefix_cache before each point (vLLM dev mode)."
+    ),
+    request_body: str = typer.Option(
+        "byog",
+        "--request-body",
+        help="byog (exact per-chunk token counts) or vllm (the body `vllm bench serve` sends; docs/metrics.md).",
+    ),
+    plan: str | None = typer.Option(
+        None, "--plan", help="Take the workloads of this plan's server instead of the flags."
+    ),
+    server: str | None = typer.Option(
+        None, "--server", help="With --plan: which server config the endpoint runs (default: the baseline)."
+    ),
     data_dir: DataDirOpt = None,
     run_dir: RunDirOpt = None,
     as_json: JsonOpt = False,
@@ -84,13 +103,31 @@ def bench_cmd(
     if prompts not in ("random", "random-text", "mt_bench", "gsm8k"):
         raise UsageError(f"--prompts must be random, random-text, mt_bench or gsm8k, not '{prompts}'")
     flags = BenchFlags(
-        endpoint=endpoint, model=model, tokenizer=tokenizer, workload=workload,
-        batch_sizes=parse_int_list(batch_sizes, "--batch-sizes"), concurrencies=parse_int_list(concurrency, "--concurrency"),
-        rates=parse_float_list(rates, "--rates"), num_prompts=num_prompts, warmup_prompts=warmup_prompts, isl=parse_int_list(isl, "--isl"),
-        osl=parse_int_list(osl, "--osl"), waves=waves, warmup_waves=warmup_waves, api=api, prompts=prompts, seed=seed,
-        reset_prefix_cache=reset_prefix_cache, request_body=request_body, plan=plan, server=server, data_dir=data_dir,
+        endpoint=endpoint,
+        model=model,
+        tokenizer=tokenizer,
+        workload=workload,
+        batch_sizes=parse_int_list(batch_sizes, "--batch-sizes"),
+        concurrencies=parse_int_list(concurrency, "--concurrency"),
+        rates=parse_float_list(rates, "--rates"),
+        num_prompts=num_prompts,
+        warmup_prompts=warmup_prompts,
+        isl=parse_int_list(isl, "--isl"),
+        osl=parse_int_list(osl, "--osl"),
+        waves=waves,
+        warmup_waves=warmup_waves,
+        api=api,
+        prompts=prompts,
+        seed=seed,
+        reset_prefix_cache=reset_prefix_cache,
+        request_body=request_body,
+        plan=plan,
+        server=server,
+        data_dir=data_dir,
     )
-    result = bench_endpoint(flags, run_dir, err_console)  # progress on stderr: stdout is the result (a pipe gets the table alone)
+    result = bench_endpoint(
+        flags, run_dir, err_console
+    )  # progress on stderr: stdout is the result (a pipe gets the table alone)
     if as_json:
         print_json(result.to_json())
     else:
@@ -110,13 +147,16 @@ def client_ceiling_cmd(
     if as_json:
         print_json(result)
         return
-    console.print(f"byog's client: {result['tok_s']:,.0f} tok/s over {result['tokens']:,} tokens in {result['wall_s']:.2f} s "
-                  f"(C={concurrency}, OSL {osl}); {result['cpu_us_per_chunk']:.1f} us of client CPU per chunk, "
-                  f"{result['cpu_share']:.0%} of a core; {result['errors']} errors. A server near this rate measures the client.",
-                  highlight=False)
+    console.print(
+        f"byog's client: {result['tok_s']:,.0f} tok/s over {result['tokens']:,} tokens in {result['wall_s']:.2f} s "
+        f"(C={concurrency}, OSL {osl}); {result['cpu_us_per_chunk']:.1f} us of client CPU per chunk, "
+        f"{result['cpu_share']:.0%} of a core; {result['errors']} errors. A server near this rate measures the client.",
+        highlight=False,
+    )
 
 
 # --- rendering ------------------------------------------------------------------------------
+
 
 def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x * 1e3:.2f}"
@@ -128,18 +168,40 @@ def _num(x: float | None) -> str:
 
 def render_points(points: list[PointSummary], title: str = "bench") -> None:
 
-    columns = ["server", "point", "load", "prompts", "valid", "TTFT p50 ms", "TPOT p50 ms", "TPOT p90 ms",
-               "tok/s/user p50", "tok/s/user p90", "decode tok/s", "output tok/s"]
+    columns = [
+        "server",
+        "point",
+        "load",
+        "prompts",
+        "valid",
+        "TTFT p50 ms",
+        "TPOT p50 ms",
+        "TPOT p90 ms",
+        "tok/s/user p50",
+        "tok/s/user p90",
+        "decode tok/s",
+        "output tok/s",
+    ]
     table = TextTable(title, columns, right={c for c in columns if "ms" in c or "tok" in c})
     for p in points:
         m = p.metrics
         table.add_row(
-            p.server, p.point_id, p.load_label, p.prompts or "-", "yes" if p.valid else "no",
-            _ms(m.ttft_s.p50 if m else None), _ms(m.tpot_s.p50 if m else None), _ms(m.tpot_s.p90 if m else None),
-            _num(m.tok_s_user.p50 if m else None), _num(m.tok_s_user.p90 if m else None),
-            _num(m.decode_tok_s if m else None), _num(m.output_tok_s if m else None),
+            p.server,
+            p.point_id,
+            p.load_label,
+            p.prompts or "-",
+            "yes" if p.valid else "no",
+            _ms(m.ttft_s.p50 if m else None),
+            _ms(m.tpot_s.p50 if m else None),
+            _ms(m.tpot_s.p90 if m else None),
+            _num(m.tok_s_user.p50 if m else None),
+            _num(m.tok_s_user.p90 if m else None),
+            _num(m.decode_tok_s if m else None),
+            _num(m.output_tok_s if m else None),
         )
     print_table(console, table)
     for p in points:
         for reason in p.invalid_reasons:
-            console.print(Text.assemble((f"{p.server} {p.point_id} invalid: ", "yellow"), reason), highlight=False, soft_wrap=True)
+            console.print(
+                Text.assemble((f"{p.server} {p.point_id} invalid: ", "yellow"), reason), highlight=False, soft_wrap=True
+            )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.text import Text
@@ -12,8 +12,8 @@ from rich.text import Text
 from byog.bundles.finalize import describe, seal_and_pack
 from byog.bundles.keys import add_github_user
 from byog.bundles.publish import attach, write_report
-from byog.bundles.sign import default_allowed_signers
 from byog.bundles.safe_text import one_line
+from byog.bundles.sign import default_allowed_signers
 from byog.bundles.verify import VerifyReport, verify_bundle
 from byog.cli.common import (
     AllowedSignersOpt,
@@ -25,10 +25,21 @@ from byog.cli.common import (
 from byog.core.paths import RunDir
 from byog.report.context import PLOTS_BASE
 
-PolicyOpt = Annotated[Optional[Path], typer.Option("--policy", help="Policy YAML: allowed image digests, required points/tasks, minimum samples.")]
-ClaimsOpt = Annotated[Optional[Path], typer.Option("--claims", help="Claims YAML: the numbers a PR states.")]
-AllowUnsignedOpt = Annotated[bool, typer.Option("--allow-unsigned", help="Check an unsigned bundle's content instead of failing it (the verdict says so).")]
-ForOpt = Annotated[Optional[str], typer.Option("--for", help="OWNER/REPO#PR (or OWNER/REPO@COMMIT) the bundle is for, signed into its manifest.")]
+PolicyOpt = Annotated[
+    Path | None,
+    typer.Option("--policy", help="Policy YAML: allowed image digests, required points/tasks, minimum samples."),
+]
+ClaimsOpt = Annotated[Path | None, typer.Option("--claims", help="Claims YAML: the numbers a PR states.")]
+AllowUnsignedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unsigned", help="Check an unsigned bundle's content instead of failing it (the verdict says so)."
+    ),
+]
+ForOpt = Annotated[
+    str | None,
+    typer.Option("--for", help="OWNER/REPO#PR (or OWNER/REPO@COMMIT) the bundle is for, signed into its manifest."),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -60,12 +71,20 @@ def verify_cmd(
     policy: PolicyOpt = None,
     claims: ClaimsOpt = None,
     allow_unsigned: AllowUnsignedOpt = False,
-    subject_for: Optional[str] = typer.Option(None, "--for", help="OWNER/REPO#PR (or OWNER/REPO@COMMIT): the bundle's signed subject must be this."),
+    subject_for: str | None = typer.Option(
+        None, "--for", help="OWNER/REPO#PR (or OWNER/REPO@COMMIT): the bundle's signed subject must be this."
+    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Check a bundle: safe extraction, hashes, signer; then, for a trusted signer only: bounds, schemas, every number recomputed, policy, claims."""
-    report = verify_bundle(bundle, allowed_signers=allowed_signers, policy=policy, claims=claims,
-                           allow_unsigned=allow_unsigned, subject_for=subject_for)
+    report = verify_bundle(
+        bundle,
+        allowed_signers=allowed_signers,
+        policy=policy,
+        claims=claims,
+        allow_unsigned=allow_unsigned,
+        subject_for=subject_for,
+    )
     if as_json:
         typer.echo(json.dumps(report.as_json(), indent=2, sort_keys=True, allow_nan=False))
     else:
@@ -82,46 +101,78 @@ def print_checks(report: VerifyReport) -> None:
     fit: dict[str, Any] = {"no_wrap": True, "overflow": "ellipsis"} if console.is_terminal else {"soft_wrap": True}
     for result in report.results:
         mark, style = marks[result.status]
-        console.print(Text.assemble((mark, style), " ", f"{result.name}: {one_line(result.message, 400)}"), highlight=False, **fit)
+        console.print(
+            Text.assemble((mark, style), " ", f"{result.name}: {one_line(result.message, 400)}"), highlight=False, **fit
+        )
     style = "bold green" if report.verified else "bold red"
     console.print(Text.assemble(one_line(report.bundle, 200), ": ", (report.verdict(), style)), highlight=False, **fit)
 
 
 def report_cmd(
     target: Path = typer.Argument(..., help="A run directory or a bundle.tar.gz."),
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Folder for report.md and plots/ (default: the run directory, or <bundle>-report/)."),
-    claims: Optional[Path] = typer.Option(None, "--claims", help="Claims YAML to judge in the headline, beside the bundle's own claims.yaml."),
-    reproduction: list[Path] = typer.Option([], "--reproduction", help="A reproduction bundle of this bundle to show (repeatable; <bundle>.reproduction*.tar.gz beside a bundle are found anyway)."),
-    image_base: str = typer.Option(PLOTS_BASE, "--image-base", help="Prefix of the plot links, e.g. where a PR workflow published them; 'none' names the plots instead of embedding them."),
+    out: Path | None = typer.Option(
+        None, "-o", "--out", help="Folder for report.md and plots/ (default: the run directory, or <bundle>-report/)."
+    ),
+    claims: Path | None = typer.Option(
+        None, "--claims", help="Claims YAML to judge in the headline, beside the bundle's own claims.yaml."
+    ),
+    reproduction: list[Path] = typer.Option(
+        [],
+        "--reproduction",
+        help="A reproduction bundle of this bundle to show (repeatable; <bundle>.reproduction*.tar.gz beside a bundle are found anyway).",
+    ),
+    image_base: str = typer.Option(
+        PLOTS_BASE,
+        "--image-base",
+        help="Prefix of the plot links, e.g. where a PR workflow published them; 'none' names the plots instead of embedding them.",
+    ),
     allowed_signers: AllowedSignersOpt = None,
     allow_unsigned: AllowUnsignedOpt = False,
 ) -> None:
     """Write report.md and the plots (tok/s vs batch, speedup with CI, TPOT distribution, eval deltas); a bundle is verified first."""
-    written = write_report(target, out, claims=claims, reproductions=reproduction,
-                           image_base=None if image_base == "none" else image_base,
-                           allowed_signers=allowed_signers, allow_unsigned=allow_unsigned)
+    written = write_report(
+        target,
+        out,
+        claims=claims,
+        reproductions=reproduction,
+        image_base=None if image_base == "none" else image_base,
+        allowed_signers=allowed_signers,
+        allow_unsigned=allow_unsigned,
+    )
     shown = f", {written.reproductions} reproduction(s) shown" if written.reproductions else ""
-    console.print(Text(f"wrote {written.report_md} and {len(written.plots)} plots under {written.report_md.parent / 'plots'}{shown}"), highlight=False)
+    console.print(
+        Text(
+            f"wrote {written.report_md} and {len(written.plots)} plots under {written.report_md.parent / 'plots'}{shown}"
+        ),
+        highlight=False,
+    )
 
 
 def keys_add_cmd(
     github_user: str = typer.Argument(..., help="GitHub user whose SSH signing keys to trust."),
-    allowed_signers: Optional[Path] = typer.Option(None, "--allowed-signers", help="File to add to (default: ~/.config/byog/allowed_signers)."),
+    allowed_signers: Path | None = typer.Option(
+        None, "--allowed-signers", help="File to add to (default: ~/.config/byog/allowed_signers)."
+    ),
 ) -> None:
     """Fetch a GitHub user's public SSH signing keys into an allowed_signers file."""
     added = add_github_user(github_user, allowed_signers or default_allowed_signers())
-    console.print(f"{added.path}: {added.added} key(s) added for {added.principal}, {added.already_present} already there", highlight=False)
+    console.print(
+        f"{added.path}: {added.added} key(s) added for {added.principal}, {added.already_present} already there",
+        highlight=False,
+    )
 
 
 def attach_cmd(
     bundle: Path = typer.Argument(..., help="bundle.tar.gz"),
     pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="OWNER/NAME (default: gh's current repository)."),
+    repo: str | None = typer.Option(None, "--repo", help="OWNER/NAME (default: gh's current repository)."),
     allowed_signers: AllowedSignersOpt = None,
     policy: PolicyOpt = None,
     claims: ClaimsOpt = None,
     allow_unsigned: AllowUnsignedOpt = False,
 ) -> None:
     """Verify the bundle for OWNER/REPO#PR, then post its re-rendered report (every bundle field escaped) to the PR with gh."""
-    message = attach(bundle, pr, repo, allowed_signers=allowed_signers, policy=policy, claims=claims, allow_unsigned=allow_unsigned)
+    message = attach(
+        bundle, pr, repo, allowed_signers=allowed_signers, policy=policy, claims=claims, allow_unsigned=allow_unsigned
+    )
     console.print(Text(message), highlight=False, soft_wrap=True)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from byog.cli.common import DataDirOpt, JsonOpt, PlanArg, RunDirOpt, TierOpt, command, console, err_console, print_json
@@ -11,7 +9,9 @@ from byog.pipeline.check import check_plan
 
 
 def register(app: typer.Typer) -> None:
-    check_app = typer.Typer(help="Token-level correctness of each candidate against its stock baseline.", no_args_is_help=True)
+    check_app = typer.Typer(
+        help="Token-level correctness of each candidate against its stock baseline.", no_args_is_help=True
+    )
     app.add_typer(check_app, name="check")
     command(check_app, "numerics")(numerics_cmd)
     command(check_app, "conformance")(conformance_cmd)
@@ -19,21 +19,23 @@ def register(app: typer.Typer) -> None:
 
 def numerics_cmd(
     plan: PlanArg = None,
-    plan_opt: Optional[str] = typer.Option(None, "--plan", help="Same as the PLAN argument."),
+    plan_opt: str | None = typer.Option(None, "--plan", help="Same as the PLAN argument."),
     run_dir: RunDirOpt = None,
     data_dir: DataDirOpt = None,
     tier: TierOpt = "full",
     as_json: JsonOpt = False,
 ) -> None:
     """Logprob differential: each candidate scored on its baseline's greedy token path, against the baseline's own A/A noise (exit 1 unless numerically equivalent)."""
-    summary = check_plan(plan_opt or plan, run_dir, err_console if as_json else console, "numerics", data_dir=data_dir, tier=tier)
+    summary = check_plan(
+        plan_opt or plan, run_dir, err_console if as_json else console, "numerics", data_dir=data_dir, tier=tier
+    )
     if as_json:
         print_json(summary.to_json().get("numerics"))
 
 
 def conformance_cmd(
     plan: PlanArg = None,
-    plan_opt: Optional[str] = typer.Option(None, "--plan", help="Same as the PLAN argument."),
+    plan_opt: str | None = typer.Option(None, "--plan", help="Same as the PLAN argument."),
     run_dir: RunDirOpt = None,
     tier: TierOpt = "full",
     as_json: JsonOpt = False,

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -40,12 +41,16 @@ def guarded(fn: F) -> F:
             if debug():
                 raise
             # Plain text, one line: an error may quote a bundle or file (markup, newlines, escapes).
-            err_console.print(Text.assemble(("byog:", "bold red"), " ", one_line(str(err))), highlight=False, soft_wrap=True)
+            err_console.print(
+                Text.assemble(("byog:", "bold red"), " ", one_line(str(err))), highlight=False, soft_wrap=True
+            )
             raise typer.Exit(err.exit_code) from None
         except KeyboardInterrupt:
             if debug():
                 raise
-            err_console.print(Text.assemble(("byog: ", "bold red"), "interrupted; finished results are kept and a rerun resumes."))
+            err_console.print(
+                Text.assemble(("byog: ", "bold red"), "interrupted; finished results are kept and a rerun resumes.")
+            )
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
@@ -67,13 +72,30 @@ def print_json(obj: Any) -> None:
 
 # --- options declared once ------------------------------------------------------------------
 
-PlanArg = Annotated[Optional[str], typer.Argument(help="Plan file or built-in profile name (default: smoke).")]
-TierOpt = Annotated[str, typer.Option("--tier", help="smoke | standard | full: cut a profile down (full = as written).")]
-RunDirOpt = Annotated[Optional[Path], typer.Option("--run-dir", help="Run directory; an existing one resumes (default: a new one under runs/).")]
-DataDirOpt = Annotated[Optional[Path], typer.Option("--data-dir", help="Offline datasets (default: BYOG_DATA_DIR, then the copy shipped inside byog).")]
+PlanArg = Annotated[str | None, typer.Argument(help="Plan file or built-in profile name (default: smoke).")]
+TierOpt = Annotated[
+    str, typer.Option("--tier", help="smoke | standard | full: cut a profile down (full = as written).")
+]
+RunDirOpt = Annotated[
+    Path | None,
+    typer.Option("--run-dir", help="Run directory; an existing one resumes (default: a new one under runs/)."),
+]
+DataDirOpt = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Offline datasets (default: BYOG_DATA_DIR, then the copy shipped inside byog)."),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-EndpointOpt = Annotated[str, typer.Option("--endpoint", help="Base URL of a running OpenAI-compatible server, e.g. http://127.0.0.1:8000.")]
-ModelOpt = Annotated[Optional[str], typer.Option("--model", help="Served model name (default: the first of /v1/models).")]
-TokenizerOpt = Annotated[Optional[str], typer.Option("--tokenizer", help="Tokenizer path or id (default: ask the server).")]
-AllowedSignersOpt = Annotated[Optional[Path], typer.Option("--allowed-signers", help="OpenSSH allowed_signers file (default: ~/.config/byog/allowed_signers).")]
-OutOpt = Annotated[Optional[Path], typer.Option("-o", "--out", help="Where to write (default: beside the input).")]
+EndpointOpt = Annotated[
+    str, typer.Option("--endpoint", help="Base URL of a running OpenAI-compatible server, e.g. http://127.0.0.1:8000.")
+]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Served model name (default: the first of /v1/models).")
+]
+TokenizerOpt = Annotated[
+    str | None, typer.Option("--tokenizer", help="Tokenizer path or id (default: ask the server).")
+]
+AllowedSignersOpt = Annotated[
+    Path | None,
+    typer.Option("--allowed-signers", help="OpenSSH allowed_signers file (default: ~/.config/byog/allowed_signers)."),
+]
+OutOpt = Annotated[Path | None, typer.Option("-o", "--out", help="Where to write (default: beside the input).")]

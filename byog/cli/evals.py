@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -18,7 +18,7 @@ from byog.cli.common import (
     err_console,
     print_json,
 )
-from byog.core.tables import TextTable, print_table
+from byog.core.console_tables import TextTable, print_table
 from byog.pipeline.eval_endpoint import EvalFlags, data_pull, eval_endpoint
 
 
@@ -31,13 +31,24 @@ def register(app: typer.Typer) -> None:
 
 def eval_cmd(
     endpoint: EndpointOpt,
-    tasks: str = typer.Option("gsm8k", "--tasks", help="Comma-separated: gsm8k, gsm8k_cot_chat, aime25, gpqa_diamond, mrcr, mrcr_generated."),
+    tasks: str = typer.Option(
+        "gsm8k", "--tasks", help="Comma-separated: gsm8k, gsm8k_cot_chat, aime25, gpqa_diamond, mrcr, mrcr_generated."
+    ),
     model: ModelOpt = None,
-    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="Tokenizer path or id, recorded and used by lm-eval's completions client."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N items of each task (default: all)."),
+    tokenizer: str | None = typer.Option(
+        None, "--tokenizer", help="Tokenizer path or id, recorded and used by lm-eval's completions client."
+    ),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="First N items of each task (default: all)."),
     passes: int = typer.Option(1, "--passes", min=1, help="K passes; pass k sends seed s_k with every request."),
-    seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds s_1..s_K (default 1234, 1235, ...)."),
-    max_gen_toks: Optional[int] = typer.Option(None, "--max-gen-toks", min=1, help="Cap on generated tokens per answer (default: the task's, within the context)."),
+    seeds: str | None = typer.Option(
+        None, "--seeds", help="Comma-separated seeds s_1..s_K (default 1234, 1235, ...)."
+    ),
+    max_gen_toks: int | None = typer.Option(
+        None,
+        "--max-gen-toks",
+        min=1,
+        help="Cap on generated tokens per answer (default: the task's, within the context).",
+    ),
     num_concurrent: int = typer.Option(8, "--num-concurrent", min=1, help="Requests in flight."),
     server_name: str = typer.Option("endpoint", "--server-name", help="Name of this server in the run directory."),
     data_dir: DataDirOpt = None,
@@ -45,9 +56,19 @@ def eval_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run accuracy tasks against a running server and write per-item records and results to a run directory."""
-    flags = EvalFlags(endpoint=endpoint, tasks=tasks, model=model, tokenizer=tokenizer, limit=limit, passes=passes,
-                      seeds=seeds, data_dir=data_dir, server_name=server_name, max_gen_toks=max_gen_toks,
-                      num_concurrent=num_concurrent)
+    flags = EvalFlags(
+        endpoint=endpoint,
+        tasks=tasks,
+        model=model,
+        tokenizer=tokenizer,
+        limit=limit,
+        passes=passes,
+        seeds=seeds,
+        data_dir=data_dir,
+        server_name=server_name,
+        max_gen_toks=max_gen_toks,
+        num_concurrent=num_concurrent,
+    )
     result = eval_endpoint(flags, run_dir, err_console if as_json else console)
     if as_json:
         print_json(result)
@@ -56,8 +77,12 @@ def eval_cmd(
 
 
 def data_pull_cmd(
-    tasks: str = typer.Option("gpqa_diamond,mrcr", "--tasks", help="Tasks whose hub datasets to cache (pinned revisions)."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Where to keep them (default: BYOG_DATA_DIR, then ~/.cache/byog/datasets)."),
+    tasks: str = typer.Option(
+        "gpqa_diamond,mrcr", "--tasks", help="Tasks whose hub datasets to cache (pinned revisions)."
+    ),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="Where to keep them (default: BYOG_DATA_DIR, then ~/.cache/byog/datasets)."
+    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Download the tasks' hub datasets at their pinned revisions for later offline runs (gated ones use HF_TOKEN)."""
@@ -71,13 +96,21 @@ def data_pull_cmd(
 
 def render_evals(result: dict[str, Any]) -> None:
 
-    table = TextTable(f"byog eval -> {result['run_dir']}  ({result['endpoint']['model']} at {result['endpoint']['base_url']})",
-                      ["task", "data", "items", "passes", "temp", "score", "± SE", "wall s"],
-                      right={"items", "passes", "temp", "score", "± SE", "wall s"})
+    table = TextTable(
+        f"byog eval -> {result['run_dir']}  ({result['endpoint']['model']} at {result['endpoint']['base_url']})",
+        ["task", "data", "items", "passes", "temp", "score", "± SE", "wall s"],
+        right={"items", "passes", "temp", "score", "± SE", "wall s"},
+    )
     for r in result["results"]:
         table.add_row(
-            r["task"], r["data"], str(r["n_items"]), str(r["passes"]), f"{r['temperature']:g}",
-            f"{r['score']:.1f}", "-" if r["stderr"] is None else f"{r['stderr']:.1f}", f"{r['wall_s']:.1f}",
+            r["task"],
+            r["data"],
+            str(r["n_items"]),
+            str(r["passes"]),
+            f"{r['temperature']:g}",
+            f"{r['score']:.1f}",
+            "-" if r["stderr"] is None else f"{r['stderr']:.1f}",
+            f"{r['wall_s']:.1f}",
         )
     print_table(console, table)
     for r in result["results"]:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from byog.cli.common import JsonOpt, command, console, err_console, print_json
-from byog.core.tables import TextTable, print_table
+from byog.core.console_tables import TextTable, print_table
 from byog.images.build import build_image
 from byog.images.inspect import inspect_image
 
@@ -20,22 +18,36 @@ def register(app: typer.Typer) -> None:
 
 
 def image_build_cmd(
-    flavour: str = typer.Option("gpu", "--flavour", help="gpu (standard eval image), cpu (self-contained embedded default) or cpu-host (host's Python mounted; what CI uses)."),
-    tag: Optional[str] = typer.Option(None, "--tag", help="Image tag (default: byog-eval:<version>-<flavour>)."),
+    flavour: str = typer.Option(
+        "gpu",
+        "--flavour",
+        help="gpu (standard eval image), cpu (self-contained embedded default) or cpu-host (host's Python mounted; what CI uses).",
+    ),
+    tag: str | None = typer.Option(None, "--tag", help="Image tag (default: byog-eval:<version>-<flavour>)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Rebuild every step."),
     as_json: JsonOpt = False,
 ) -> None:
     """Build an eval image on the local Docker engine and print its tag, id, build time and size."""
-    result = build_image(flavour, tag, log=lambda line: err_console.print(line, style="dim", highlight=False, markup=False), nocache=no_cache)
+    result = build_image(
+        flavour,
+        tag,
+        log=lambda line: err_console.print(line, style="dim", highlight=False, markup=False),
+        nocache=no_cache,
+    )
     if as_json:
         print_json(result.to_dict())
     else:
-        console.print(f"built {result.tag} ({result.image_id[:19]}) in {result.build_s:.1f} s, {result.size_bytes / 1e6:.0f} MB", highlight=False)
+        console.print(
+            f"built {result.tag} ({result.image_id[:19]}) in {result.build_s:.1f} s, {result.size_bytes / 1e6:.0f} MB",
+            highlight=False,
+        )
 
 
 def image_inspect_cmd(
     image: str = typer.Argument(..., help="Image reference (tag or id)."),
-    no_probe: bool = typer.Option(False, "--no-probe", help="Do not start a throwaway container to read vLLM's version."),
+    no_probe: bool = typer.Option(
+        False, "--no-probe", help="Do not start a throwaway container to read vLLM's version."
+    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Id, RepoDigests, labels and the vLLM version inside an image."""
@@ -48,7 +60,9 @@ def image_inspect_cmd(
     table.add_row("id", info["id"])
     table.add_row("repo digests", "\n".join(info["repo_digests"]) or "none (built here, never pushed)")
     table.add_row("tags", ", ".join(info["repo_tags"]))
-    table.add_row("vLLM", f"{info['vllm_version']} (from {info['vllm_version_from']})" if info["vllm_version"] else "unknown")
+    table.add_row(
+        "vLLM", f"{info['vllm_version']} (from {info['vllm_version_from']})" if info["vllm_version"] else "unknown"
+    )
     table.add_row("size", f"{info['size_bytes'] / 1e6:.0f} MB")
     table.add_row("created", str(info["created"]))
     for key, value in sorted(info["labels"].items()):

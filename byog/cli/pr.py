@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -24,7 +23,9 @@ def register(app: typer.Typer) -> None:
 
 def bundle_url_cmd(
     event: Path = typer.Option(..., "--event", help="The GitHub event payload ($GITHUB_EVENT_PATH)."),
-    comments: Optional[Path] = typer.Option(None, "--comments", help="The PR's comments as GET /repos/O/R/issues/N/comments lists them."),
+    comments: Path | None = typer.Option(
+        None, "--comments", help="The PR's comments as GET /repos/O/R/issues/N/comments lists them."
+    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Print the newest bundle link the PR's author posted (body or comments); exit 2 when there is none."""
@@ -39,11 +40,13 @@ def bundle_url_cmd(
 
 def comment_cmd(
     verify: Path = typer.Option(..., "--verify", help="The output of byog verify --json."),
-    report: Optional[Path] = typer.Option(None, "--report", help="The re-rendered report.md (shown only when verified)."),
-    bundle: Optional[Path] = typer.Option(None, "--bundle", help="The bundle file, to print its sha256."),
-    bundle_url: Optional[str] = typer.Option(None, "--bundle-url", help="Where the bundle was fetched from."),
-    run_url: Optional[str] = typer.Option(None, "--run-url", help="This workflow run's URL."),
-    note: Optional[str] = typer.Option(None, "--note", help="One more line to show under the checks."),
+    report: Path | None = typer.Option(
+        None, "--report", help="The re-rendered report.md (shown only when verified)."
+    ),
+    bundle: Path | None = typer.Option(None, "--bundle", help="The bundle file, to print its sha256."),
+    bundle_url: str | None = typer.Option(None, "--bundle-url", help="Where the bundle was fetched from."),
+    run_url: str | None = typer.Option(None, "--run-url", help="This workflow run's URL."),
+    note: str | None = typer.Option(None, "--note", help="One more line to show under the checks."),
     out: OutOpt = None,
 ) -> None:
     """Write the PR comment: verify's verdict and every check, then the re-rendered report."""

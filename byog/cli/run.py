@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.text import Text
@@ -20,7 +20,7 @@ from byog.cli.common import (
     err_console,
     print_json,
 )
-from byog.core.tables import TextTable, print_table
+from byog.core.console_tables import TextTable, print_table
 from byog.pipeline.derive import derive_and_write
 from byog.pipeline.planview import (
     DEFAULT_GPUS_PER_NODE,
@@ -47,23 +47,33 @@ def version_cmd() -> None:
 
 def run_cmd(
     plan: PlanArg = None,
-    plan_opt: Optional[str] = typer.Option(None, "--plan", help="Same as the PLAN argument."),
+    plan_opt: str | None = typer.Option(None, "--plan", help="Same as the PLAN argument."),
     run_dir: RunDirOpt = None,
     data_dir: DataDirOpt = None,
     tier: TierOpt = "full",
-    subject_for: Optional[str] = typer.Option(None, "--for", help="OWNER/REPO#PR (or OWNER/REPO@COMMIT) the bundle is for, signed into its manifest."),
+    subject_for: str | None = typer.Option(
+        None, "--for", help="OWNER/REPO#PR (or OWNER/REPO@COMMIT) the bundle is for, signed into its manifest."
+    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Launch every server of the plan, run its sweeps and evals, derive the verdict, write the run directory."""
-    result = run_plan(plan_opt or plan, run_dir=run_dir, console=err_console if as_json else console,
-                      data_dir=data_dir, tier=tier, subject=subject_for)
+    result = run_plan(
+        plan_opt or plan,
+        run_dir=run_dir,
+        console=err_console if as_json else console,
+        data_dir=data_dir,
+        tier=tier,
+        subject=subject_for,
+    )
     if as_json:
         print_json(result)
 
 
 def serve_cmd(
     plan: PlanArg = None,
-    server: Optional[str] = typer.Option(None, "--server", help="Which server config to start (default: the baseline)."),
+    server: str | None = typer.Option(
+        None, "--server", help="Which server config to start (default: the baseline)."
+    ),
     run_dir: Path = typer.Option(Path("runs/serve"), "--run-dir", help="Where server.json and the log go."),
 ) -> None:
     """Start one server config of a plan and keep it up until Ctrl-C (for byog bench/eval --endpoint)."""
@@ -79,9 +89,17 @@ def compare_cmd(run_dir: Path = typer.Argument(..., help="A run directory."), as
 
 def plan_cmd(
     plan: PlanArg = None,
-    from_run: Optional[Path] = typer.Option(None, "--from-run", help="An earlier run directory: use its measured start-up and TPOT, and its per-item eval data for the planned power."),
+    from_run: Path | None = typer.Option(
+        None,
+        "--from-run",
+        help="An earlier run directory: use its measured start-up and TPOT, and its per-item eval data for the planned power.",
+    ),
     tier: TierOpt = "full",
-    gpus_per_node: int = typer.Option(DEFAULT_GPUS_PER_NODE, "--gpus-per-node", help="GPUs per host: a server with more gets a per-node Ray launch (GB300 tray: 4)."),
+    gpus_per_node: int = typer.Option(
+        DEFAULT_GPUS_PER_NODE,
+        "--gpus-per-node",
+        help="GPUs per host: a server with more gets a per-node Ray launch (GB300 tray: 4).",
+    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Show a plan's expanded bench matrix, each server's launch command, and the estimate of every tier."""
@@ -94,19 +112,31 @@ def plan_cmd(
 
 # --- rendering ------------------------------------------------------------------------------
 
+
 def _render_kv(kv: dict[str, Any]) -> None:
     """The KV cache each point needs per GPU (byog.plans.kv_memory), when the model config is readable here."""
     if not kv["checked"]:
         console.print(Text(kv["note"], style="yellow"), highlight=False)
         return
-    table = TextTable(f"KV cache per GPU ({kv['note']})", ["server", "point", "TP", "DCP", "tokens/seq", "B", "needed GiB",
-                                                         "budget GiB", "max B", "fits"],
-                      right={"TP", "DCP", "tokens/seq", "B", "needed GiB", "budget GiB", "max B"})
+    table = TextTable(
+        f"KV cache per GPU ({kv['note']})",
+        ["server", "point", "TP", "DCP", "tokens/seq", "B", "needed GiB", "budget GiB", "max B", "fits"],
+        right={"TP", "DCP", "tokens/seq", "B", "needed GiB", "budget GiB", "max B"},
+    )
     for r in kv["rows"]:
         fits = "not stated" if r["fits"] is None else ("yes" if r["fits"] else "NO")
-        table.add_row(r["server"], r["point_id"], str(r["tp"]), str(r["dcp"]), str(r["tokens"]), str(r["batch"]),
-                      f"{r['needed_gib']:.3g}", "–" if r["budget_gib"] is None else f"{r['budget_gib']:.3g}",
-                      "–" if r["max_batch"] is None else str(r["max_batch"]), fits)
+        table.add_row(
+            r["server"],
+            r["point_id"],
+            str(r["tp"]),
+            str(r["dcp"]),
+            str(r["tokens"]),
+            str(r["batch"]),
+            f"{r['needed_gib']:.3g}",
+            "–" if r["budget_gib"] is None else f"{r['budget_gib']:.3g}",
+            "–" if r["max_batch"] is None else str(r["max_batch"]),
+            fits,
+        )
     print_table(console, table)
     for caveat in kv.get("caveats") or []:
         console.print(Text.assemble(("KV caveat:", "yellow"), f" {caveat}"), highlight=False)
@@ -114,36 +144,73 @@ def _render_kv(kv: dict[str, Any]) -> None:
 
 def render_plan_overview(overview: dict[str, Any]) -> None:
 
-    table = TextTable(f"plan '{overview['plan']}': {len(overview['points'])} bench points",
-                      ["server", "point", "load", "ISL", "OSL", "requests", "TPOT ms", "est. s", "from"],
-                      right={"ISL", "OSL", "requests", "TPOT ms", "est. s"})
+    table = TextTable(
+        f"plan '{overview['plan']}': {len(overview['points'])} bench points",
+        ["server", "point", "load", "ISL", "OSL", "requests", "TPOT ms", "est. s", "from"],
+        right={"ISL", "OSL", "requests", "TPOT ms", "est. s"},
+    )
     for r in overview["points"]:
-        table.add_row(r["server"], r["point_id"], r["load"], str(r["isl"]), str(r["osl"]), str(r["requests"]),
-                      f"{r['tpot_s'] * 1e3:.1f}", f"{r['estimate_s']:.0f}", r["source"])
+        table.add_row(
+            r["server"],
+            r["point_id"],
+            r["load"],
+            str(r["isl"]),
+            str(r["osl"]),
+            str(r["requests"]),
+            f"{r['tpot_s'] * 1e3:.1f}",
+            f"{r['estimate_s']:.0f}",
+            r["source"],
+        )
     print_table(console, table)
     for s in overview["servers"]:
         launches = f", {s['launches']} launches" if s.get("launches", 1) > 1 else ""
-        console.print(Text.assemble((s['server'], "bold"), f" ({s['runtime']}, {s['gpus']} GPU(s), start-up {s['startup_s']:.0f} s{launches}, "
-                      f"{s['estimate_s'] / 60:.1f} min):"), highlight=False)
+        console.print(
+            Text.assemble(
+                (s["server"], "bold"),
+                f" ({s['runtime']}, {s['gpus']} GPU(s), start-up {s['startup_s']:.0f} s{launches}, "
+                f"{s['estimate_s'] / 60:.1f} min):",
+            ),
+            highlight=False,
+        )
         console.print(f"  {s['command']}", highlight=False, soft_wrap=True, markup=False)
-    console.print(Text.assemble("estimated bench wall time: ", (f"{overview['total_estimate_s'] / 60:.1f} min", "bold"), ", "
-                  f"{overview['gpu_hours']:.2f} GPU-hours ({overview['note']})"), highlight=False)
+    console.print(
+        Text.assemble(
+            "estimated bench wall time: ",
+            (f"{overview['total_estimate_s'] / 60:.1f} min", "bold"),
+            f", {overview['gpu_hours']:.2f} GPU-hours ({overview['note']})",
+        ),
+        highlight=False,
+    )
     if overview["per_node_launch"]:
-        console.print(Text.assemble(("per-node launch", "bold"), " (servers with 'nodes' as planned; larger single-node docker servers "
-                                    f"at {overview['gpus_per_node']} GPUs per node, --gpus-per-node to change, on placeholder hosts):"),
-                      highlight=False)
+        console.print(
+            Text.assemble(
+                ("per-node launch", "bold"),
+                " (servers with 'nodes' as planned; larger single-node docker servers "
+                f"at {overview['gpus_per_node']} GPUs per node, --gpus-per-node to change, on placeholder hosts):",
+            ),
+            highlight=False,
+        )
         for lines in overview["per_node_launch"].values():
             for line in lines:
                 console.print(line, highlight=False, soft_wrap=True, markup=False)
     _render_kv(overview["kv_cache"])
     console.print("pairs: " + ", ".join(f"{c} vs {b}" for c, b in overview["pairs"]), highlight=False)
-    tiers = TextTable("tiers: bench wall time and GPU-hours (evals not timed; without --from-run, guesses of "
-                      f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and {STARTUP_GUESS_S:.0f} s start-up per server)",
-                      ["tier", "servers", "bench points", "max GPUs", "est. wall", "GPU-hours", "eval requests"])
+    tiers = TextTable(
+        "tiers: bench wall time and GPU-hours (evals not timed; without --from-run, guesses of "
+        f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and {STARTUP_GUESS_S:.0f} s start-up per server)",
+        ["tier", "servers", "bench points", "max GPUs", "est. wall", "GPU-hours", "eval requests"],
+    )
     for r in overview["tiers"]:
         mark = " <" if r["tier"] == overview["tier"] else ""
-        tiers.add_row(r["tier"] + mark, str(r["servers"]), str(r["bench_points"]), str(r["max_gpus"]),
-                      f"{r['estimate_s'] / 3600:.2f} h", f"{r['gpu_hours']:.2f}", str(r["eval_requests"]))
+        tiers.add_row(
+            r["tier"] + mark,
+            str(r["servers"]),
+            str(r["bench_points"]),
+            str(r["max_gpus"]),
+            f"{r['estimate_s'] / 3600:.2f} h",
+            f"{r['gpu_hours']:.2f}",
+            str(r["eval_requests"]),
+        )
     print_table(console, tiers)
     render_eval_power(overview["evals"], overview["tier"])
     places: dict[str, list[str]] = {}
@@ -151,17 +218,23 @@ def render_plan_overview(overview: dict[str, Any]) -> None:
         where, value = item.split(": ", 1)
         places.setdefault(value, []).append(where)
     for value, wheres in places.items():
-        console.print(Text.assemble(("to set before a run: ", "yellow"), f"{value} in {', '.join(wheres)}"), highlight=False, soft_wrap=True)
+        console.print(
+            Text.assemble(("to set before a run: ", "yellow"), f"{value} in {', '.join(wheres)}"),
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def render_eval_power(rows: list[dict[str, Any]], current: str) -> None:
     """Per tier and eval: the design, the predicted false-fail rate and power, sound or screening."""
     if not rows:
         return
-    table = TextTable("evals: planned false-fail (identical servers not equivalent) and power (a one-margin "
-                      "drop flagged); sound = false-fail <= 5%, else the verdict is screening (docs/statistics.md)",
-                      ["tier", "task", "items x passes", "decoding", "margin", "false-fail", "power", "gate", "model"],
-                      right={"margin", "false-fail", "power"})
+    table = TextTable(
+        "evals: planned false-fail (identical servers not equivalent) and power (a one-margin "
+        "drop flagged); sound = false-fail <= 5%, else the verdict is screening (docs/statistics.md)",
+        ["tier", "task", "items x passes", "decoding", "margin", "false-fail", "power", "gate", "model"],
+        right={"margin", "false-fail", "power"},
+    )
     for r in rows:
         mark = " <" if r["tier"] == current else ""
         model = r["model"]
@@ -169,6 +242,15 @@ def render_eval_power(rows: list[dict[str, Any]], current: str) -> None:
         described = f"{source} mu={model['accuracy']:.2f} k={model['concentration']:.2g}"
         if r["decoding"] == "greedy":
             described += f" redraw={model['redraw']:.2f}"
-        table.add_row(r["tier"] + mark, r["task"], f"{r['n']} x {r['passes']}", r["decoding"], f"{r['margin']:g}",
-                      f"{r['false_fail']:.1%}", f"{r['power']:.1%}", "sound" if r["sound"] else "screening", described)
+        table.add_row(
+            r["tier"] + mark,
+            r["task"],
+            f"{r['n']} x {r['passes']}",
+            r["decoding"],
+            f"{r['margin']:g}",
+            f"{r['false_fail']:.1%}",
+            f"{r['power']:.1%}",
+            "sound" if r["sound"] else "screening",
+            described,
+        )
     print_table(console, table)

@@ -58,7 +58,7 @@ class RunDir:
     root: Path
     launch: int = 1  # which launch of each server the server and bench paths below are for
 
-    def for_launch(self, launch: int) -> "RunDir":
+    def for_launch(self, launch: int) -> RunDir:
         """The same run directory, its server and bench paths for launch ``launch`` (1-based)."""
         if launch < 1:
             raise UsageError(f"launch numbers start at 1, not {launch}")
@@ -166,4 +166,8 @@ class RunDir:
 
     def eval_tasks(self, server: str) -> list[str]:
         base = self.root / "evals" / safe_name(server, "server name")
-        return sorted(p.name for p in base.iterdir() if p.is_dir() and self.eval_complete(server, p.name)) if base.is_dir() else []
+        return (
+            sorted(p.name for p in base.iterdir() if p.is_dir() and self.eval_complete(server, p.name))
+            if base.is_dir()
+            else []
+        )

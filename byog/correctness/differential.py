@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import httpx
 
@@ -52,14 +53,23 @@ class TokenPath:
 def _token_id(key: str) -> int:
     """``token_id:123`` -> 123 (what ``return_tokens_as_token_ids`` puts in logprob keys)."""
     if not key.startswith("token_id:"):
-        raise ByogError(f"the server answered a logprob key {key!r}, not token_id:N (return_tokens_as_token_ids ignored?)")
+        raise ByogError(
+            f"the server answered a logprob key {key!r}, not token_id:N (return_tokens_as_token_ids ignored?)"
+        )
     return int(key.split(":", 1)[1])
 
 
 def request_body(model: str, ids: list[int], max_tokens: int, k: int) -> dict[str, Any]:
     return {
-        "model": model, "prompt": ids, "max_tokens": max_tokens, "min_tokens": max_tokens, "ignore_eos": True,
-        "temperature": 0.0, "logprobs": k, "prompt_logprobs": k, "return_tokens_as_token_ids": True,
+        "model": model,
+        "prompt": ids,
+        "max_tokens": max_tokens,
+        "min_tokens": max_tokens,
+        "ignore_eos": True,
+        "temperature": 0.0,
+        "logprobs": k,
+        "prompt_logprobs": k,
+        "return_tokens_as_token_ids": True,
         "return_token_ids": True,
     }
 
@@ -79,8 +89,17 @@ def prompt_rows(prompt_id: str, ids: list[int], choice: dict[str, Any], k: int) 
         if token not in answers:
             raise ByogError(f"prompt {prompt_id}: position {position} has no logprob for its own token {token}")
         top_ids, top_lps = sort_top(answers, k)
-        rows.append({"prompt": prompt_id, "position": position, "output": False, "token": token,
-                     "logprob": answers[token], "top_ids": top_ids, "top_logprobs": top_lps})
+        rows.append(
+            {
+                "prompt": prompt_id,
+                "position": position,
+                "output": False,
+                "token": token,
+                "logprob": answers[token],
+                "top_ids": top_ids,
+                "top_logprobs": top_lps,
+            }
+        )
     return rows
 
 
@@ -92,10 +111,21 @@ def output_rows(prompt_id: str, prompt_len: int, choice: dict[str, Any], k: int)
     if ids is not None and [int(i) for i in ids] != tokens:
         raise ByogError(f"prompt {prompt_id}: the server's token_ids and its logprob tokens disagree")
     rows = []
-    for t, (token, logprob, top) in enumerate(zip(tokens, logprobs.get("token_logprobs") or [], logprobs.get("top_logprobs") or [])):
+    for t, (token, logprob, top) in enumerate(
+        zip(tokens, logprobs.get("token_logprobs") or [], logprobs.get("top_logprobs") or [])
+    ):
         top_ids, top_lps = sort_top({_token_id(key): float(v) for key, v in (top or {}).items()}, k)
-        rows.append({"prompt": prompt_id, "position": prompt_len + t, "output": True, "token": token,
-                     "logprob": float(logprob), "top_ids": top_ids, "top_logprobs": top_lps})
+        rows.append(
+            {
+                "prompt": prompt_id,
+                "position": prompt_len + t,
+                "output": True,
+                "token": token,
+                "logprob": float(logprob),
+                "top_ids": top_ids,
+                "top_logprobs": top_lps,
+            }
+        )
     return rows
 
 
@@ -114,8 +144,9 @@ async def _run_all(base_url: str, bodies: Sequence[dict[str, Any]], composition:
         return list(await asyncio.gather(*(_post(client, url, body) for body in bodies)))
 
 
-def run_pass(base_url: str, model: str, prompts: Sequence[TokenPath], *, k: int, max_tokens: int,
-             composition: Composition) -> list[dict[str, Any]]:
+def run_pass(
+    base_url: str, model: str, prompts: Sequence[TokenPath], *, k: int, max_tokens: int, composition: Composition
+) -> list[dict[str, Any]]:
     """One request per prompt on one server; its raw rows (prompt positions, then output), in prompt order."""
     bodies = [request_body(model, p.ids, max_tokens, k) for p in prompts]
     answers = asyncio.run(_run_all(base_url, bodies, composition))
@@ -133,8 +164,18 @@ def plain_decode_wall_s(base_url: str, model: str, prompts: Sequence[TokenPath],
     Its own ``cache_salt`` keeps it from reading blocks an earlier request cached, so it pays the
     same prefill as a numerics pass.
     """
-    bodies = [{"model": model, "prompt": p.ids, "max_tokens": max_tokens, "min_tokens": max_tokens, "ignore_eos": True,
-               "temperature": 0.0, "cache_salt": "byog-numerics-plain-decode"} for p in prompts]
+    bodies = [
+        {
+            "model": model,
+            "prompt": p.ids,
+            "max_tokens": max_tokens,
+            "min_tokens": max_tokens,
+            "ignore_eos": True,
+            "temperature": 0.0,
+            "cache_salt": "byog-numerics-plain-decode",
+        }
+        for p in prompts
+    ]
     started = time.monotonic()
     asyncio.run(_run_all(base_url, bodies, "together"))
     return time.monotonic() - started

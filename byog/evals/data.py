@@ -20,9 +20,10 @@ import csv
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.io import sha256_file
@@ -35,7 +36,10 @@ SourceKind = Literal["local", "hub", "hub-cache", "fixture", "generated"]
 
 
 def hub_offline() -> bool:
-    return any(os.environ.get(var, "").lower() in {"1", "true", "yes", "on"} for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    return any(
+        os.environ.get(var, "").lower() in {"1", "true", "yes", "on"}
+        for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
 
 
 def canonical_json(row: dict[str, Any]) -> str:
@@ -100,16 +104,28 @@ def resolve_source(task: TaskSpec, data_dir: Path | None) -> DataSource:
     """Pick the task's data (see the module docstring for the order)."""
     ref = task.dataset
     if task.name == "mrcr_generated":
-        return DataSource("generated", ref.hub_id, None, None, label="generated (byog MRCR-format rows), not MRCR v2", note=ref.note)
+        return DataSource(
+            "generated", ref.hub_id, None, None, label="generated (byog MRCR-format rows), not MRCR v2", note=ref.note
+        )
     if data_dir is not None and ref.splits:
         local = {split: [data_dir / rel] for split, rel in ref.splits.items()}
         if all(path.is_file() for paths in local.values() for path in paths):
-            return DataSource("local", ref.hub_id, ref.revision, ref.config, local, label=f"{ref.hub_id} (local copy)", note=ref.note)
+            return DataSource(
+                "local", ref.hub_id, ref.revision, ref.config, local, label=f"{ref.hub_id} (local copy)", note=ref.note
+            )
     for folder in dict.fromkeys(d for d in (data_dir, hub_data_dir()) if d is not None):
         cached = _hub_cached_files(folder, task)
         if cached is not None:
             label = "MRCR v2" if task.runner == "mrcr" else ref.hub_id
-            return DataSource("hub-cache", ref.hub_id, ref.revision, ref.config, cached, label=label, note="pulled earlier by `byog data pull`")
+            return DataSource(
+                "hub-cache",
+                ref.hub_id,
+                ref.revision,
+                ref.config,
+                cached,
+                label=label,
+                note="pulled earlier by `byog data pull`",
+            )
     if not hub_offline():
         return DataSource("hub", ref.hub_id, ref.revision, ref.config, label=ref.hub_id, note=ref.note)
     if ref.fixture:
@@ -131,6 +147,7 @@ def resolve_source(task: TaskSpec, data_dir: Path | None) -> DataSource:
 
 
 # --- reading rows ------------------------------------------------------------------------------
+
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """Rows of a .jsonl, .csv or .parquet file, in file order."""
@@ -169,6 +186,7 @@ def builder_for(paths: Iterable[Path]) -> str:
 
 # --- byog data pull ----------------------------------------------------------------------------
 
+
 def _pull_failure(err: Exception, gated: bool) -> str:
     name, text = type(err).__name__, str(err)
     if "Gated" in name or "401" in text or "403" in text:
@@ -185,7 +203,9 @@ def pull(tasks: list[TaskSpec], data_dir: Path, token: str | None = None) -> lis
     Raises EnvironmentProblem (exit 3) with one sentence when the hub cannot be reached.
     """
     if hub_offline():
-        raise EnvironmentProblem("byog data pull needs the Hugging Face hub, but HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set; unset it on a machine with network")
+        raise EnvironmentProblem(
+            "byog data pull needs the Hugging Face hub, but HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set; unset it on a machine with network"
+        )
     try:
         from huggingface_hub import snapshot_download
     except ImportError as err:  # pragma: no cover - datasets depends on it
@@ -212,8 +232,15 @@ def pull(tasks: list[TaskSpec], data_dir: Path, token: str | None = None) -> lis
                 "run `byog data pull` where the hub is reachable and pass that folder as --data-dir"
             ) from None
         files = _hub_cached_files(data_dir, task) or {}
-        pulled.append({"task": task.name, "dataset_id": ref.hub_id, "revision": ref.revision, "dir": str(target),
-                       "files": {split: [str(p) for p in paths] for split, paths in files.items()}})
+        pulled.append(
+            {
+                "task": task.name,
+                "dataset_id": ref.hub_id,
+                "revision": ref.revision,
+                "dir": str(target),
+                "files": {split: [str(p) for p in paths] for split, paths in files.items()},
+            }
+        )
     if any(task.runner == "mrcr" for task in tasks):
         cache_o200k_base(data_dir)
     return pulled

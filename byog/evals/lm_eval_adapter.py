@@ -88,11 +88,15 @@ def override_yaml(task: TaskSpec, source: DataSource, gen: dict[str, Any]) -> di
         all_files = [p for paths in source.files.values() for p in paths]
         cfg["dataset_path"] = builder_for(all_files)
         cfg["dataset_name"] = None
-        cfg["dataset_kwargs"] = {"data_files": {split: [str(p) for p in paths] for split, paths in source.files.items()}}
+        cfg["dataset_kwargs"] = {
+            "data_files": {split: [str(p) for p in paths] for split, paths in source.files.items()}
+        }
     return cfg
 
 
-def model_spec(task: TaskSpec, endpoint: Endpoint, seed: int, num_concurrent: int, max_retries: int) -> tuple[str, dict[str, Any]]:
+def model_spec(
+    task: TaskSpec, endpoint: Endpoint, seed: int, num_concurrent: int, max_retries: int
+) -> tuple[str, dict[str, Any]]:
     common: dict[str, Any] = {
         "model": endpoint.model,
         "num_concurrent": num_concurrent,
@@ -110,10 +114,15 @@ def model_spec(task: TaskSpec, endpoint: Endpoint, seed: int, num_concurrent: in
         else:
             args["tokenizer_backend"] = None
         return "local-completions", args
-    return "local-chat-completions", {**common, "base_url": f"{endpoint.base_url}/v1/chat/completions", "tokenizer_backend": None}
+    return "local-chat-completions", {
+        **common,
+        "base_url": f"{endpoint.base_url}/v1/chat/completions",
+        "tokenizer_backend": None,
+    }
 
 
 # --- per-item records ----------------------------------------------------------------------------
+
 
 def _aime_extract(response: str) -> str:
     """lm-eval aime process_results' extraction (last \\boxed{}, else between the first and last '$')."""
@@ -147,7 +156,9 @@ def short_target(task: TaskSpec, target: Any) -> str | None:
     return text
 
 
-def _item_identity(task: TaskSpec, doc_id: int, file_rows: list[dict[str, Any]] | None, doc: dict[str, Any]) -> tuple[str, str]:
+def _item_identity(
+    task: TaskSpec, doc_id: int, file_rows: list[dict[str, Any]] | None, doc: dict[str, Any]
+) -> tuple[str, str]:
     row = file_rows[doc_id] if file_rows is not None and doc_id < len(file_rows) else doc
     for key in ("Record ID", "id", "ID", "problem_id"):
         if key in row and row[key] not in (None, ""):
@@ -155,7 +166,9 @@ def _item_identity(task: TaskSpec, doc_id: int, file_rows: list[dict[str, Any]] 
     return f"{task.eval_split}:{doc_id}", item_sha256(row)
 
 
-def items_from_samples(task: TaskSpec, samples: list[dict[str, Any]], file_rows: list[dict[str, Any]] | None) -> list[PassItem]:
+def items_from_samples(
+    task: TaskSpec, samples: list[dict[str, Any]], file_rows: list[dict[str, Any]] | None
+) -> list[PassItem]:
     """One PassItem per doc from lm-eval's logged samples, for the task's filter; no text kept."""
     wanted = task.lm_eval_filter or "none"
     chosen = [s for s in samples if s.get("filter") == wanted]
@@ -173,14 +186,16 @@ def items_from_samples(task: TaskSpec, samples: list[dict[str, Any]], file_rows:
         if task.dataset.gated and extracted is not None and not _SAFE_CHOICE.fullmatch(str(extracted).strip()):
             extracted = "[unparsed]"  # gated data: keep only a choice letter, never a span of the response
         item_id, sha = _item_identity(task, doc_id, file_rows, sample.get("doc") or {})
-        out.append(PassItem(
-            doc_id=doc_id,
-            item_id=item_id,
-            item_sha256=sha,
-            extracted_answer=None if extracted is None else str(extracted)[:64],
-            target=short_target(task, sample.get("target")),
-            score=float(sample[task.metric]),
-        ))
+        out.append(
+            PassItem(
+                doc_id=doc_id,
+                item_id=item_id,
+                item_sha256=sha,
+                extracted_answer=None if extracted is None else str(extracted)[:64],
+                target=short_target(task, sample.get("target")),
+                score=float(sample[task.metric]),
+            )
+        )
     return out
 
 
@@ -233,7 +248,9 @@ def run_pass(
         except ByogError:
             raise
         except Exception as err:
-            raise ByogError(f"lm-eval failed on {task.name} against {endpoint.base_url}: {type(err).__name__}: {str(err)[:300]}") from err
+            raise ByogError(
+                f"lm-eval failed on {task.name} against {endpoint.base_url}: {type(err).__name__}: {str(err)[:300]}"
+            ) from err
     if results is None:
         raise ByogError(f"lm-eval returned no results for {task.name}")
     samples = results.get("samples", {}).get(f"byog_{task.name}", [])

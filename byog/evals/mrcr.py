@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from byog.core.errors import ByogError
 from byog.evals.mrcr_grade import grade
@@ -49,6 +50,7 @@ def row_total_tokens(row: dict[str, Any], counter: TokenCounter) -> int:
 
 # --- the runner ------------------------------------------------------------------------------
 
+
 @dataclass
 class MrcrItem:
     item_id: str
@@ -72,7 +74,7 @@ def _post_chat(client: Any, base_url: str, payload: dict[str, Any], retries: int
             raise
         except Exception as err:  # transient: connection reset, 5xx
             last = err
-            time.sleep(min(2 ** attempt, 10))
+            time.sleep(min(2**attempt, 10))
     raise ByogError(f"MRCR request failed after {retries + 1} tries: {last}")
 
 
@@ -98,10 +100,14 @@ def prepare_items(
             skipped["over_context"] += 1  # far too long for any tokenizer: skip without asking the server
             continue
         messages = row_messages(row)
-        resp = client.post(f"{base_url}/tokenize", json={"model": model, "messages": messages, "add_generation_prompt": True})
+        resp = client.post(
+            f"{base_url}/tokenize", json={"model": model, "messages": messages, "add_generation_prompt": True}
+        )
         resp.raise_for_status()
         prompt_tokens = int(resp.json()["count"])
-        resp = client.post(f"{base_url}/tokenize", json={"model": model, "prompt": row["answer"], "add_special_tokens": False})
+        resp = client.post(
+            f"{base_url}/tokenize", json={"model": model, "prompt": row["answer"], "add_special_tokens": False}
+        )
         resp.raise_for_status()
         answer_tokens = int(resp.json()["count"])
         if prompt_tokens + answer_tokens > max_model_len:

@@ -15,7 +15,18 @@ DEFAULT_NEEDLES = 8
 _FORMS = ["poem", "short story", "blog post", "riddle", "social media post", "essay", "limerick", "product review"]
 
 
-_TOPICS = ["tapirs", "rocks", "lighthouses", "glaciers", "bicycles", "owls", "teapots", "volcanoes", "libraries", "comets"]
+_TOPICS = [
+    "tapirs",
+    "rocks",
+    "lighthouses",
+    "glaciers",
+    "bicycles",
+    "owls",
+    "teapots",
+    "volcanoes",
+    "libraries",
+    "comets",
+]
 
 
 _WORDS = (
@@ -40,7 +51,9 @@ def _writing(rng: random.Random, form: str, topic: str, chars: int) -> str:
     lines = [f"{_a(form).capitalize()} about {topic}:"]
     while sum(len(line) + 1 for line in lines) < chars:
         words = rng.sample(_WORDS, 6)
-        lines.append(f"The {words[0]} {topic[:-1] if topic.endswith('s') else topic} by the {words[1]} {words[2]}, {words[3]} and {words[4]} in the {words[5]}.")
+        lines.append(
+            f"The {words[0]} {topic[:-1] if topic.endswith('s') else topic} by the {words[1]} {words[2]}, {words[3]} and {words[4]} in the {words[5]}."
+        )
     return "\n".join(lines)
 
 
@@ -67,7 +80,14 @@ def generate_rows(
         n_distractors = max(4, n_needles // 2)
         asks = [(form, topic)] * n_needles
         for _ in range(n_distractors):
-            asks.append(rng.choice([(rng.choice([f for f in _FORMS if f != form]), topic), (form, rng.choice([t for t in _TOPICS if t != topic]))]))
+            asks.append(
+                rng.choice(
+                    [
+                        (rng.choice([f for f in _FORMS if f != form]), topic),
+                        (form, rng.choice([t for t in _TOPICS if t != topic])),
+                    ]
+                )
+            )
         rng.shuffle(asks)
         reply_chars = max(60, int(target_tokens * chars_per_token / (len(asks) + 1)) - 40)
         messages: list[dict[str, str]] = []
@@ -80,18 +100,22 @@ def generate_rows(
             messages.append({"role": "assistant", "content": _writing(rng, f, t, reply_chars)})
         k = rng.randint(1, n_needles)
         prefix = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(10))
-        messages.append({
-            "role": "user",
-            "content": f"Prepend {prefix} to the {_ordinal(k)} (1 indexed) {form} about {topic}. Do not include any other text in your response.",
-        })
+        messages.append(
+            {
+                "role": "user",
+                "content": f"Prepend {prefix} to the {_ordinal(k)} (1 indexed) {form} about {topic}. Do not include any other text in your response.",
+            }
+        )
         desired = needle_indices[k - 1]
-        rows.append({
-            "prompt": json.dumps(messages, ensure_ascii=False),
-            "answer": prefix + messages[desired]["content"],
-            "random_string_to_prepend": prefix,
-            "n_needles": n_needles,
-            "desired_msg_index": desired,
-            "total_messages": len(messages),
-            "n_chars": sum(len(m["content"]) for m in messages),
-        })
+        rows.append(
+            {
+                "prompt": json.dumps(messages, ensure_ascii=False),
+                "answer": prefix + messages[desired]["content"],
+                "random_string_to_prepend": prefix,
+                "n_needles": n_needles,
+                "desired_msg_index": desired,
+                "total_messages": len(messages),
+                "n_chars": sum(len(m["content"]) for m in messages),
+            }
+        )
     return rows

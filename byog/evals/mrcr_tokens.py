@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from byog.core.errors import EnvironmentProblem
 
@@ -60,7 +61,9 @@ def cache_o200k_base(data_dir: Path) -> Path:
 
         tiktoken.get_encoding("o200k_base")
     except Exception as err:
-        raise EnvironmentProblem(f"could not fetch tiktoken's o200k_base ({type(err).__name__}); run `byog data pull` where the network is reachable") from None
+        raise EnvironmentProblem(
+            f"could not fetch tiktoken's o200k_base ({type(err).__name__}); run `byog data pull` where the network is reachable"
+        ) from None
     return cache
 
 

@@ -54,7 +54,10 @@ class TaskRun:
 
 # --- endpoint facts ------------------------------------------------------------------------------
 
-def describe_endpoint(base_url: str, model: str | None = None, tokenizer: str | None = None, timeout_s: float = 30.0) -> Endpoint:
+
+def describe_endpoint(
+    base_url: str, model: str | None = None, tokenizer: str | None = None, timeout_s: float = 30.0
+) -> Endpoint:
     """An Endpoint for a URL: the served model and max_model_len from /v1/models."""
     base_url = base_url.rstrip("/")
     if base_url.endswith("/v1"):
@@ -62,13 +65,18 @@ def describe_endpoint(base_url: str, model: str | None = None, tokenizer: str | 
     try:
         body = httpx.get(f"{base_url}/v1/models", timeout=timeout_s).json()
     except Exception as err:
-        raise ByogError(f"no OpenAI-compatible server answers at {base_url} ({type(err).__name__}); start one with `byog serve`", exit_code=3) from None
+        raise ByogError(
+            f"no OpenAI-compatible server answers at {base_url} ({type(err).__name__}); start one with `byog serve`",
+            exit_code=3,
+        ) from None
     cards = body.get("data") or []
     if not cards:
         raise ByogError(f"{base_url}/v1/models lists no model", exit_code=3)
     card = next((c for c in cards if c.get("id") == model), None) if model else cards[0]
     if card is None:
-        raise UsageError(f"the server at {base_url} does not serve '{model}' (it serves {[c.get('id') for c in cards]})")
+        raise UsageError(
+            f"the server at {base_url} does not serve '{model}' (it serves {[c.get('id') for c in cards]})"
+        )
     return Endpoint(base_url=base_url, model=card["id"], tokenizer=tokenizer, max_model_len=card.get("max_model_len"))
 
 
@@ -80,23 +88,43 @@ def _max_model_len(endpoint: Endpoint) -> int:
 
 # --- the two runners ---------------------------------------------------------------------------
 
-def _lm_eval_task(task: TaskSpec, source: DataSource, endpoint: Endpoint, seeds: list[int], limit: int | None,
-                  num_concurrent: int, overrides: dict[str, Any], status: Any) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
+
+def _lm_eval_task(
+    task: TaskSpec,
+    source: DataSource,
+    endpoint: Endpoint,
+    seeds: list[int],
+    limit: int | None,
+    num_concurrent: int,
+    overrides: dict[str, Any],
+    status: Any,
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
     gen = generation_kwargs(task, endpoint, overrides)
     rows: list[dict[str, Any]] = []
     runner: dict[str, Any] = {}
     for k, seed in enumerate(seeds):
         status(f"{task.name}: pass {k + 1}/{len(seeds)} (seed {seed})")
         items, runner = run_pass(task, source, endpoint, seed=seed, limit=limit, num_concurrent=num_concurrent, gen=gen)
-        rows.extend({
-            "item_id": it.item_id, "item_sha256": it.item_sha256, "pass_index": k, "seed": seed,
-            "extracted_answer": it.extracted_answer, "target": it.target, "score": it.score,
-            "n_output_tokens": None, "bin": None,
-        } for it in items)
+        rows.extend(
+            {
+                "item_id": it.item_id,
+                "item_sha256": it.item_sha256,
+                "pass_index": k,
+                "seed": seed,
+                "extracted_answer": it.extracted_answer,
+                "target": it.target,
+                "score": it.score,
+                "n_output_tokens": None,
+                "bin": None,
+            }
+            for it in items
+        )
     return rows, gen, runner, {}
 
 
-def _mrcr_rows(task: TaskSpec, source: DataSource, limit: int | None, max_model_len: int, data_dir: Path | None) -> tuple[list[dict[str, Any]], list[str]]:
+def _mrcr_rows(
+    task: TaskSpec, source: DataSource, limit: int | None, max_model_len: int, data_dir: Path | None
+) -> tuple[list[dict[str, Any]], list[str]]:
     if source.kind == "generated":
         targets = [t for t in GENERATED_TARGETS if t <= max_model_len * 0.75] or [min(GENERATED_TARGETS)]
         n = limit or 2 * len(targets)
@@ -117,8 +145,17 @@ def _mrcr_rows(task: TaskSpec, source: DataSource, limit: int | None, max_model_
     return rows, ids
 
 
-def _mrcr_task(task: TaskSpec, source: DataSource, endpoint: Endpoint, seeds: list[int], limit: int | None,
-               num_concurrent: int, overrides: dict[str, Any], status: Any, data_dir: Path | None) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
+def _mrcr_task(
+    task: TaskSpec,
+    source: DataSource,
+    endpoint: Endpoint,
+    seeds: list[int],
+    limit: int | None,
+    num_concurrent: int,
+    overrides: dict[str, Any],
+    status: Any,
+    data_dir: Path | None,
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
     gen = dict(task.generation)
     gen.update(overrides)
     max_len = _max_model_len(endpoint)
@@ -126,25 +163,50 @@ def _mrcr_task(task: TaskSpec, source: DataSource, endpoint: Endpoint, seeds: li
     with httpx.Client(timeout=httpx.Timeout(3600.0, connect=30.0)) as client:
         counter = token_counter(data_dir, hub_offline(), client, endpoint.base_url, endpoint.model)
         status(f"{task.name}: counting tokens of {len(rows)} rows ({counter.name})")
-        items, skipped = mrcr.prepare_items(rows, ids, counter=counter, client=client, base_url=endpoint.base_url,
-                                            model=endpoint.model, max_model_len=max_len, n_needles=DEFAULT_NEEDLES)
+        items, skipped = mrcr.prepare_items(
+            rows,
+            ids,
+            counter=counter,
+            client=client,
+            base_url=endpoint.base_url,
+            model=endpoint.model,
+            max_model_len=max_len,
+            n_needles=DEFAULT_NEEDLES,
+        )
         if limit is not None:
             items = items[:limit]
         if not items:
-            raise ByogError(f"no {task.name} row fits the server's max_model_len {max_len} ({skipped['over_context']} too long)")
+            raise ByogError(
+                f"no {task.name} row fits the server's max_model_len {max_len} ({skipped['over_context']} too long)"
+            )
         out: list[dict[str, Any]] = []
         for k, seed in enumerate(seeds):
             status(f"{task.name}: pass {k + 1}/{len(seeds)} (seed {seed}), {len(items)} rows")
-            graded = mrcr.run_pass(items, client=client, base_url=endpoint.base_url, model=endpoint.model, seed=seed,
-                                   temperature=float(gen.get("temperature", 0.0)), top_p=gen.get("top_p"),
-                                   max_model_len=max_len, num_concurrent=num_concurrent)
+            graded = mrcr.run_pass(
+                items,
+                client=client,
+                base_url=endpoint.base_url,
+                model=endpoint.model,
+                seed=seed,
+                temperature=float(gen.get("temperature", 0.0)),
+                top_p=gen.get("top_p"),
+                max_model_len=max_len,
+                num_concurrent=num_concurrent,
+            )
             for item, result in zip(items, graded):
-                out.append({
-                    "item_id": item.item_id, "item_sha256": item_sha256(item.row), "pass_index": k, "seed": seed,
-                    "extracted_answer": "prefix-ok" if result["prefix_ok"] else "no-prefix", "target": None,
-                    "score": result["score"], "n_output_tokens": result["n_output_tokens"],
-                    "bin": bin_label(item.total_tokens),
-                })
+                out.append(
+                    {
+                        "item_id": item.item_id,
+                        "item_sha256": item_sha256(item.row),
+                        "pass_index": k,
+                        "seed": seed,
+                        "extracted_answer": "prefix-ok" if result["prefix_ok"] else "no-prefix",
+                        "target": None,
+                        "score": result["score"],
+                        "n_output_tokens": result["n_output_tokens"],
+                        "bin": bin_label(item.total_tokens),
+                    }
+                )
     bins: dict[str, dict[str, Any]] = {}
     for row in out:
         entry = bins.setdefault(row["bin"], {"items": set(), "score_sum": 0.0, "responses": 0})
@@ -156,15 +218,26 @@ def _mrcr_task(task: TaskSpec, source: DataSource, endpoint: Endpoint, seeds: li
         "n_needles": DEFAULT_NEEDLES,
         "max_model_len": max_len,
         "skipped_rows": skipped,
-        "bins": {label: {"items": len(b["items"]), "responses": b["responses"], "score": 100.0 * b["score_sum"] / b["responses"]}
-                 for label, b in sorted(bins.items())},
+        "bins": {
+            label: {
+                "items": len(b["items"]),
+                "responses": b["responses"],
+                "score": 100.0 * b["score_sum"] / b["responses"],
+            }
+            for label, b in sorted(bins.items())
+        },
     }
-    runner = {"name": "byog-mrcr", "api": "/v1/chat/completions", "num_concurrent": num_concurrent,
-              "max_tokens": "min(max_model_len - prompt tokens, 2 x answer tokens + 64)"}
+    runner = {
+        "name": "byog-mrcr",
+        "api": "/v1/chat/completions",
+        "num_concurrent": num_concurrent,
+        "max_tokens": "min(max_model_len - prompt tokens, 2 x answer tokens + 64)",
+    }
     return out, gen, runner, extra
 
 
 # --- one task, one server ----------------------------------------------------------------------
+
 
 def run_task(
     task: TaskSpec,
@@ -188,13 +261,18 @@ def run_task(
     overrides = dict(gen_overrides or {})
     started = time.perf_counter()
     with console.status(f"eval {task.name} on {server}") as live:
+
         def status(text: str) -> None:
             live.update(f"eval on {server}: {text}")
 
         if task.runner == "lm_eval":
-            rows, gen, runner, extra = _lm_eval_task(task, source, endpoint, seeds, limit, num_concurrent, overrides, status)
+            rows, gen, runner, extra = _lm_eval_task(
+                task, source, endpoint, seeds, limit, num_concurrent, overrides, status
+            )
         else:
-            rows, gen, runner, extra = _mrcr_task(task, source, endpoint, seeds, limit, num_concurrent, overrides, status, data_dir)
+            rows, gen, runner, extra = _mrcr_task(
+                task, source, endpoint, seeds, limit, num_concurrent, overrides, status, data_dir
+            )
     wall_s = time.perf_counter() - started
     rows = [EvalItemRow(**row).model_dump() for row in rows]  # validate before anything is written
 
@@ -211,11 +289,19 @@ def run_task(
         server=server,
         task=task.record(),
         data=data,
-        endpoint={"base_url": endpoint.base_url, "model": endpoint.model, "tokenizer": endpoint.tokenizer, "max_model_len": endpoint.max_model_len},
+        endpoint={
+            "base_url": endpoint.base_url,
+            "model": endpoint.model,
+            "tokenizer": endpoint.tokenizer,
+            "max_model_len": endpoint.max_model_len,
+        },
         sampling={
-            "passes": len(seeds), "seeds": list(seeds),
-            "temperature": float(gen.get("temperature", 0.0) or 0.0), "do_sample": bool(gen.get("do_sample", False)),
-            "top_p": gen.get("top_p"), "max_gen_toks": gen.get("max_gen_toks"),
+            "passes": len(seeds),
+            "seeds": list(seeds),
+            "temperature": float(gen.get("temperature", 0.0) or 0.0),
+            "do_sample": bool(gen.get("do_sample", False)),
+            "top_p": gen.get("top_p"),
+            "max_gen_toks": gen.get("max_gen_toks"),
         },
         runner=runner,
         limit=limit,
@@ -236,7 +322,9 @@ def write_task(run_dir: RunDir, server: str, task: str, run: TaskRun) -> None:
     atomic_write_json(run_dir.eval_results(server, task), run.results)
 
 
-def run_evals_for_server(plan: Plan, server_name: str, endpoint: Endpoint, run_dir: RunDir, data_dir: Path | None, console: Any) -> None:
+def run_evals_for_server(
+    plan: Plan, server_name: str, endpoint: Endpoint, run_dir: RunDir, data_dir: Path | None, console: Any
+) -> None:
     """Every EvalSpec of the plan that names this server, skipping tasks already complete."""
     data_dir = resolve_data_dir(data_dir)
     for spec in plan.evals:
@@ -246,8 +334,19 @@ def run_evals_for_server(plan: Plan, server_name: str, endpoint: Endpoint, run_d
         if run_dir.eval_complete(server_name, task.name):
             console.print(f"eval {task.name} on {server_name}: already complete, skipped")
             continue
-        run = run_task(task, server_name, endpoint, seeds=list(plan.seeds[: spec.passes]), limit=spec.limit,
-                       data_dir=data_dir, num_concurrent=spec.num_concurrent, gen_overrides=spec.gen_kwargs, console=console)
+        run = run_task(
+            task,
+            server_name,
+            endpoint,
+            seeds=list(plan.seeds[: spec.passes]),
+            limit=spec.limit,
+            data_dir=data_dir,
+            num_concurrent=spec.num_concurrent,
+            gen_overrides=spec.gen_kwargs,
+            console=console,
+        )
         write_task(run_dir, server_name, task.name, run)
         r = run.results
-        console.print(f"eval {task.name} on {server_name}: {r['score']:.1f} points over {r['n_items']} items x {len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s, data: {r['data']['label']})")
+        console.print(
+            f"eval {task.name} on {server_name}: {r['score']:.1f} points over {r['n_items']} items x {len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s, data: {r['data']['label']})"
+        )

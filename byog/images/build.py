@@ -53,7 +53,6 @@ DOCKERFILES = {"gpu": "Dockerfile", "cpu": "docker/cpu.Dockerfile"}  # cpu-host 
 BUILD_TIMEOUT_S = 3600
 
 
-
 # --- pins, from pyproject.toml ------------------------------------------------------------------
 
 
@@ -67,7 +66,9 @@ def import_cpu_host_image(client: Any, root: Path, tag: str, log: Log) -> str:
     Returns the image id.
     """
     tarball = rootfs_tarball(root, log)
-    labels = cpu_host_labels(f"rootfs {tarball.name} sha256:{sha256_file(tarball)} ({ROOTFS_SCRIPT})", system_python(tarball))
+    labels = cpu_host_labels(
+        f"rootfs {tarball.name} sha256:{sha256_file(tarball)} ({ROOTFS_SCRIPT})", system_python(tarball)
+    )
     changes = [
         "LABEL " + " ".join(f"{key}={json.dumps(value)}" for key, value in labels.items()),
         "ENV LANG=C.UTF-8",
@@ -109,6 +110,7 @@ def cpu_host_labels(base: str, python: str | None = None) -> dict[str, str]:
 
 # --- build ----------------------------------------------------------------------------------------
 
+
 @dataclass
 class BuildResult:
     flavour: str
@@ -132,7 +134,9 @@ def build_image(flavour: str, tag: str | None = None, *, log: Log = print, nocac
     steps: dict[str, float] = {}
     t0 = time.monotonic()
     if flavour == "gpu":
-        image_id = _docker_build(client, root, DOCKERFILES["gpu"], tag, gpu_buildargs(root), log, nocache=nocache, flavour=flavour)
+        image_id = _docker_build(
+            client, root, DOCKERFILES["gpu"], tag, gpu_buildargs(root), log, nocache=nocache, flavour=flavour
+        )
         steps["docker_build_s"] = round(time.monotonic() - t0, 1)
     elif flavour == "cpu-host":
         image_id = import_cpu_host_image(client, root, tag, log)
@@ -146,15 +150,27 @@ def build_image(flavour: str, tag: str | None = None, *, log: Log = print, nocac
             context = Path(tmp)
             t = time.monotonic()
             shutil.copy(root / DOCKERFILES["cpu"], context / "Dockerfile")
-            buildargs = {"BASE_IMAGE": base_tag, "BASE_REF": f"{base_tag}@{client.images.get(base_tag).id}",
-                         "BYOG_VERSION": __version__, **stage_cpu_context(root, context, log)}
+            buildargs = {
+                "BASE_IMAGE": base_tag,
+                "BASE_REF": f"{base_tag}@{client.images.get(base_tag).id}",
+                "BYOG_VERSION": __version__,
+                **stage_cpu_context(root, context, log),
+            }
             steps["context_s"] = round(time.monotonic() - t, 1)
             t = time.monotonic()
-            image_id = _docker_build(client, context, "Dockerfile", tag, buildargs, log, nocache=nocache, flavour=flavour)
+            image_id = _docker_build(
+                client, context, "Dockerfile", tag, buildargs, log, nocache=nocache, flavour=flavour
+            )
             steps["docker_build_s"] = round(time.monotonic() - t, 1)
     size = int(client.images.get(image_id).attrs.get("Size") or 0)
-    return BuildResult(flavour=flavour, tag=tag, image_id=image_id, build_s=round(time.monotonic() - t0, 1),
-                       size_bytes=size, steps_s=steps)
+    return BuildResult(
+        flavour=flavour,
+        tag=tag,
+        image_id=image_id,
+        build_s=round(time.monotonic() - t0, 1),
+        size_bytes=size,
+        steps_s=steps,
+    )
 
 
 def _image_exists(client: Any, ref: str) -> bool:
@@ -172,14 +188,33 @@ def gpu_buildargs(root: Path) -> dict[str, str]:
     return {"BYOG_VERSION": __version__, "LM_EVAL_VERSION": lm_eval}
 
 
-def _docker_build(client: Any, context: Path, dockerfile: str, tag: str, buildargs: dict[str, str], log: Log,
-                  *, nocache: bool, flavour: str) -> str:
+def _docker_build(
+    client: Any,
+    context: Path,
+    dockerfile: str,
+    tag: str,
+    buildargs: dict[str, str],
+    log: Log,
+    *,
+    nocache: bool,
+    flavour: str,
+) -> str:
     from docker.errors import APIError
 
     image_id = None
     try:
-        stream = client.api.build(path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs, rm=True,
-                                  forcerm=True, decode=True, network_mode="host", nocache=nocache, timeout=BUILD_TIMEOUT_S)
+        stream = client.api.build(
+            path=str(context),
+            dockerfile=dockerfile,
+            tag=tag,
+            buildargs=buildargs,
+            rm=True,
+            forcerm=True,
+            decode=True,
+            network_mode="host",
+            nocache=nocache,
+            timeout=BUILD_TIMEOUT_S,
+        )
         for chunk in stream:
             if "error" in chunk:
                 raise _BuildFailed(str(chunk["error"]).strip())
@@ -203,4 +238,3 @@ class _BuildFailed(Exception):
 
 
 # --- inspect --------------------------------------------------------------------------------------
-

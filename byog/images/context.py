@@ -10,8 +10,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import tomllib
 
@@ -32,7 +32,9 @@ def source_root() -> Path:
     """The checkout holding the Dockerfiles (an installed wheel has none)."""
     root = Path(__file__).resolve().parents[2]
     if not (root / "Dockerfile").is_file() or not (root / ROOTFS_SCRIPT).is_file():
-        raise EnvironmentProblem("`byog image build` needs byog's source checkout (the Dockerfiles are not in the wheel): run it from a git clone")
+        raise EnvironmentProblem(
+            "`byog image build` needs byog's source checkout (the Dockerfiles are not in the wheel): run it from a git clone"
+        )
     return root
 
 
@@ -65,7 +67,9 @@ def rootfs_tarball(root: Path, log: Log) -> Path:
         log(f"rootfs: reusing {out}")
         return out
     if shutil.which("debootstrap") is None and os.geteuid() != 0:
-        raise EnvironmentProblem("building the root filesystem needs debootstrap (apt-get install debootstrap) and root")
+        raise EnvironmentProblem(
+            "building the root filesystem needs debootstrap (apt-get install debootstrap) and root"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     log(f"rootfs: debootstrap into {out} (about a minute)")
     done = subprocess.run(["bash", str(root / ROOTFS_SCRIPT), str(out)], capture_output=True, text=True)
@@ -81,8 +85,11 @@ def stage_cpu_context(root: Path, context: Path, log: Log) -> dict[str, str]:
     wheels = context / "wheels"
     wheels.mkdir()
     log("context: building byog's wheel")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(root)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(root)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise ByogError(f"building byog's wheel failed: {done.stderr.strip()[-400:]}")
     pins = cpu_pins(root)

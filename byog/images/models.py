@@ -120,4 +120,6 @@ def prepare_model(spec: ModelSpec) -> PreparedModel:
         looks_local = _looks_local(spec.path)
         path = str(local.resolve()) if looks_local else spec.path
         served = spec.served_name or (local.name if looks_local else spec.path)
-    return PreparedModel(path=path, served_name=served, tokenizer=spec.tokenizer or path, max_model_len=spec.max_model_len)
+    return PreparedModel(
+        path=path, served_name=served, tokenizer=spec.tokenizer or path, max_model_len=spec.max_model_len
+    )

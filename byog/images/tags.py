@@ -17,8 +17,10 @@ def default_tag(flavour: str) -> str:
 def build_hint(ref: str) -> str:
     """How to make a missing byog image, guessed from its tag."""
     if "@sha256:" in ref:
-        return ("a digest names one exact build: pull it from where it was pushed, or build a new one with "
-                "`byog image build --flavour gpu` and pin the digest `byog image inspect` prints")
+        return (
+            "a digest names one exact build: pull it from where it was pushed, or build a new one with "
+            "`byog image build --flavour gpu` and pin the digest `byog image inspect` prints"
+        )
     flavour = next((f for f in sorted(FLAVOURS, key=len, reverse=True) if ref.endswith(f"-{f}")), "cpu-host")
     extra = "" if ref == default_tag(flavour) else f" --tag {ref}"
     return f"build it with `byog image build --flavour {flavour}{extra}`"

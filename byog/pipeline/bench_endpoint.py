@@ -19,9 +19,9 @@ from byog.bench.sweep import run_bench_for_server
 from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import RunDir, new_run_id
-from byog.images.endpoint import EndpointServer
 from byog.plans.expand import check_plan_fits
 from byog.plans.load import load_plan, parse_plan
+from byog.runtimes.endpoint import EndpointServer
 from byog.schemas.bench import PointSummary
 from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel
@@ -62,25 +62,55 @@ class BenchResult:
     points: list[PointSummary]
 
     def to_json(self) -> dict[str, Any]:
-        return {"run_dir": str(self.run_dir), "server": self.server, "sweep": self.sweep,
-                "points": [p.model_dump(mode="json") for p in self.points]}
+        return {
+            "run_dir": str(self.run_dir),
+            "server": self.server,
+            "sweep": self.sweep,
+            "points": [p.model_dump(mode="json") for p in self.points],
+        }
 
 
 def _plan_from_flags(flags: BenchFlags, model: str) -> tuple[Plan, str]:
-    prompts: dict[str, Any] = ({"kind": "random", "send": "text" if flags.prompts == "random-text" else "ids"}
-                               if flags.prompts.startswith("random") else {"kind": "dataset", "dataset": flags.prompts})
-    common = {"isl": flags.isl, "osl": flags.osl, "api": flags.api, "prompts": prompts,
-              "reset_prefix_cache": flags.reset_prefix_cache,
-              **({"request_body": flags.request_body} if flags.request_body != "byog" else {})}
+    prompts: dict[str, Any] = (
+        {"kind": "random", "send": "text" if flags.prompts == "random-text" else "ids"}
+        if flags.prompts.startswith("random")
+        else {"kind": "dataset", "dataset": flags.prompts}
+    )
+    common = {
+        "isl": flags.isl,
+        "osl": flags.osl,
+        "api": flags.api,
+        "prompts": prompts,
+        "reset_prefix_cache": flags.reset_prefix_cache,
+        **({"request_body": flags.request_body} if flags.request_body != "byog" else {}),
+    }
     if flags.workload == "batch":
-        workload = {"kind": "batch", "name": "decode", "batch_sizes": flags.batch_sizes, "waves": flags.waves,
-                    "warmup_waves": flags.warmup_waves, **common}
+        workload = {
+            "kind": "batch",
+            "name": "decode",
+            "batch_sizes": flags.batch_sizes,
+            "waves": flags.waves,
+            "warmup_waves": flags.warmup_waves,
+            **common,
+        }
     elif flags.workload == "concurrency":
-        workload = {"kind": "concurrency", "name": "closed", "concurrencies": flags.concurrencies,
-                    "num_prompts": flags.num_prompts, "warmup_prompts": flags.warmup_prompts, **common}
+        workload = {
+            "kind": "concurrency",
+            "name": "closed",
+            "concurrencies": flags.concurrencies,
+            "num_prompts": flags.num_prompts,
+            "warmup_prompts": flags.warmup_prompts,
+            **common,
+        }
     elif flags.workload == "rate":
-        workload = {"kind": "rate", "name": "poisson", "rates": flags.rates, "num_prompts": flags.num_prompts,
-                    "seed": flags.seed, **common}
+        workload = {
+            "kind": "rate",
+            "name": "poisson",
+            "rates": flags.rates,
+            "num_prompts": flags.num_prompts,
+            "seed": flags.seed,
+            **common,
+        }
     else:
         raise UsageError(f"--workload must be batch, concurrency or rate, not '{flags.workload}'")
     data = {
@@ -125,11 +155,16 @@ def bench_endpoint(flags: BenchFlags, run_dir: Path | None, console: Any) -> Ben
     if folder.plan_yaml.is_file() and folder.plan_yaml.read_text(encoding="utf-8") != text:
         raise UsageError(f"{folder.root} holds a different plan.yaml: give a new --run-dir or the same flags to resume")
     atomic_write_text(folder.plan_yaml, text)
-    prepared = PreparedModel(path=plan.model.path, served_name=model, tokenizer=flags.tokenizer or plan.model.tokenizer or "",
-                             max_model_len=plan.model.max_model_len)
+    prepared = PreparedModel(
+        path=plan.model.path,
+        served_name=model,
+        tokenizer=flags.tokenizer or plan.model.tokenizer or "",
+        max_model_len=plan.model.max_model_len,
+    )
     server = EndpointServer(server_name, config, prepared, folder.server_dir(server_name))
     check_plan_fits(plan, max_model_len=server.endpoint.max_model_len)
-    sweep = run_bench_for_server(plan, server_name, server, folder, console, tokenizer=flags.tokenizer or None,
-                                 data_dir=flags.data_dir)
+    sweep = run_bench_for_server(
+        plan, server_name, server, folder, console, tokenizer=flags.tokenizer or None, data_dir=flags.data_dir
+    )
     points = [p for p in summarize_bench(folder, plan).points if p.server == server_name]
     return BenchResult(run_dir=folder.root, server=server_name, sweep=sweep, points=points)

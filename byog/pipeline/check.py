@@ -29,8 +29,14 @@ from byog.schemas.summary import Summary
 What = Literal["numerics", "conformance"]
 
 
-def check_plan(plan_ref: str | None, run_dir: Path | None, console: Console, what: What,
-               data_dir: Path | None = None, tier: str = "full") -> Summary:
+def check_plan(
+    plan_ref: str | None,
+    run_dir: Path | None,
+    console: Console,
+    what: What,
+    data_dir: Path | None = None,
+    tier: str = "full",
+) -> Summary:
     plan, rd = open_run_dir(plan_ref, run_dir, tier)
     console.print(Text.assemble(f"byog check {what}: plan ", (plan.name, "bold"), f" -> {rd.root}"))
     if not rd.env_json.is_file():
@@ -64,7 +70,12 @@ def check_plan(plan_ref: str | None, run_dir: Path | None, console: Console, wha
         if what == "numerics":
             bad = [f"{c.candidate}: {c.verdict}" for c in numerics.comparisons if c.verdict != "numerically equivalent"]
         else:
-            bad = [f"{p.candidate}: {r.check}: {r.reason}" for p in numerics.conformance for r in p.checks if r.outcome == "fail"]
+            bad = [
+                f"{p.candidate}: {r.check}: {r.reason}"
+                for p in numerics.conformance
+                for r in p.checks
+                if r.outcome == "fail"
+            ]
         if bad:
             raise CheckFailed(f"{what}: " + "; ".join(bad))
     return summary

@@ -66,8 +66,17 @@ def eval_endpoint(flags: EvalFlags, run_dir: Path | None, console: Console) -> d
         if root.eval_complete(server, task.name):
             console.print(f"eval {task.name}: already complete in {root.root}, skipped")
         else:
-            run = run_task(task, server, endpoint, seeds=seeds, limit=flags.limit, data_dir=data_dir,
-                           num_concurrent=flags.num_concurrent, gen_overrides=overrides, console=console)
+            run = run_task(
+                task,
+                server,
+                endpoint,
+                seeds=seeds,
+                limit=flags.limit,
+                data_dir=data_dir,
+                num_concurrent=flags.num_concurrent,
+                gen_overrides=overrides,
+                console=console,
+            )
             write_task(root, server, task.name, run)
         results.append(read_json(root.eval_results(server, task.name)))
     return {
@@ -87,7 +96,11 @@ def eval_endpoint(flags: EvalFlags, run_dir: Path | None, console: Console) -> d
                 "score": r["score"],
                 "stderr": r["stderr"],
                 "wall_s": r["wall_s"],
-                **({"token_counter": r["extra"]["token_counter"], "bins": r["extra"]["bins"]} if "token_counter" in r["extra"] else {}),
+                **(
+                    {"token_counter": r["extra"]["token_counter"], "bins": r["extra"]["bins"]}
+                    if "token_counter" in r["extra"]
+                    else {}
+                ),
             }
             for r in results
         ],

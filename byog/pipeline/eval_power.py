@@ -1,5 +1,5 @@
 """``byog plan``'s accuracy view: per eval and tier, the predicted false-fail rate and power of the
-gate (``byog.analysis.power``), and which evals would be "screening" before anything launches.
+gate (``byog.analysis.gate_power``), and which evals would be "screening" before anything launches.
 
 The model is the task registry's prior, or with ``--from-run`` one fitted to the per-item data
 of an earlier run directory (the plan's baseline and first candidate for that task, where the
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from byog.analysis.eval_summary import margin_for
-from byog.analysis.power import ItemModel, model_from_items, planned_for_spec, prior_model
+from byog.analysis.gate_power import ItemModel, model_from_items, planned_for_spec, prior_model
 from byog.core.paths import RunDir
 from byog.plans.load import parse_plan
 from byog.plans.tasks import TASKS
@@ -43,8 +43,9 @@ def model_from_run(run_dir: Path, task: str, sampled: bool) -> ItemModel | None:
     baseline = _pass_scores(folder, old.baseline, task)
     if not baseline:
         return None
-    candidate = next((s for c, b in old.comparisons if b == old.baseline
-                      for s in [_pass_scores(folder, c, task)] if s), None)
+    candidate = next(
+        (s for c, b in old.comparisons if b == old.baseline for s in [_pass_scores(folder, c, task)] if s), None
+    )
     return model_from_items(baseline, candidate, sampled, prior, source=f"run {run_dir}")
 
 
@@ -61,15 +62,25 @@ def eval_power_rows(plan: Plan, from_run: Path | None = None) -> list[dict[str, 
             sampled = task.sampled_with(spec.gen_kwargs)
             key = (spec.task, sampled)
             if key not in models:
-                models[key] = (model_from_run(from_run, spec.task, sampled) if from_run else None) or prior_model(spec.task)
+                models[key] = (model_from_run(from_run, spec.task, sampled) if from_run else None) or prior_model(
+                    spec.task
+                )
             margin = margin_for(cut, spec.task)
             planned = planned_for_spec(spec, margin, models[key])
             if planned is None:
                 continue
-            rows.append({
-                "tier": tier, "task": spec.task, "n": eval_items(spec), "passes": spec.passes,
-                "decoding": "sampled" if sampled else "greedy", "margin": margin,
-                "false_fail": planned.false_fail, "power": planned.power, "sound": planned.sound,
-                "model": planned.model,
-            })
+            rows.append(
+                {
+                    "tier": tier,
+                    "task": spec.task,
+                    "n": eval_items(spec),
+                    "passes": spec.passes,
+                    "decoding": "sampled" if sampled else "greedy",
+                    "margin": margin,
+                    "false_fail": planned.false_fail,
+                    "power": planned.power,
+                    "sound": planned.sound,
+                    "model": planned.model,
+                }
+            )
     return rows

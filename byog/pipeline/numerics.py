@@ -67,26 +67,45 @@ def numerics_done(plan: Plan, server: str, rd: RunDir) -> bool:
 
 def _prompt_builder(spec: NumericsSpec, endpoint: Endpoint, data_dir: Path | None, tok: ServerTokenizer):  # type: ignore[no-untyped-def]
     def build(*, kind: Literal["random", "dataset"], isl: int, count: int, point_id: str) -> list[list[int]]:
-        found = build_prompts(kind=kind, dataset=spec.dataset if kind == "dataset" else None, api="completions",
-                              isl=isl, count=count, seed=spec.seed, point_id=point_id, server=tok,
-                              tokenizer_path=endpoint.tokenizer, data_dir=data_dir)
+        found = build_prompts(
+            kind=kind,
+            dataset=spec.dataset if kind == "dataset" else None,
+            api="completions",
+            isl=isl,
+            count=count,
+            seed=spec.seed,
+            point_id=point_id,
+            server=tok,
+            tokenizer_path=endpoint.tokenizer,
+            data_dir=data_dir,
+        )
         return [list(p.body) for p in found]
 
     return build
 
 
-def _timed_pass(rd: RunDir, server: str, name: PassName, endpoint: Endpoint, prompts: list[TokenPath], spec: NumericsSpec,
-                console: Console) -> PassInfo:
+def _timed_pass(
+    rd: RunDir,
+    server: str,
+    name: PassName,
+    endpoint: Endpoint,
+    prompts: list[TokenPath],
+    spec: NumericsSpec,
+    console: Console,
+) -> PassInfo:
     with console.status(f"[bold]{server}[/]: numerics pass '{name}' ({len(prompts)} prompts)…"):
         started = time.monotonic()
-        rows = run_pass(endpoint.base_url, endpoint.model, prompts, k=spec.top_k, max_tokens=spec.max_tokens,
-                        composition=name)
+        rows = run_pass(
+            endpoint.base_url, endpoint.model, prompts, k=spec.top_k, max_tokens=spec.max_tokens, composition=name
+        )
         wall_s = time.monotonic() - started
     write_numerics_rows(rd.numerics_rows(server, name), rows)
     return PassInfo(name=name, requests=len(prompts), positions=len(rows), wall_s=round(wall_s, 3))
 
 
-def run_numerics(plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, data_dir: Path | None, console: Console) -> None:
+def run_numerics(
+    plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, data_dir: Path | None, console: Console
+) -> None:
     """Every pass of this server's role; the record last. Skipped when already complete."""
     spec = plan.numerics or NumericsSpec()
     reference = references(plan).get(server)
@@ -103,7 +122,9 @@ def run_numerics(plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, data_d
         names = BASELINE_PASSES
     else:
         if not rd.numerics_complete(reference):
-            raise UsageError(f"numerics: '{server}' sends its baseline '{reference}''s prompts; run '{reference}' first")
+            raise UsageError(
+                f"numerics: '{server}' sends its baseline '{reference}''s prompts; run '{reference}' first"
+            )
         infos = read_numerics_record(rd, reference).prompts
         names = CANDIDATE_PASSES
     prompts = [TokenPath(p.prompt, list(p.ids)) for p in infos]
@@ -112,12 +133,24 @@ def run_numerics(plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, data_d
     passes = [_timed_pass(rd, server, name, endpoint, prompts, spec, console) for name in names]
     if reference == server:
         plain_s = round(plain_decode_wall_s(endpoint.base_url, endpoint.model, prompts, max_tokens=spec.max_tokens), 3)
-    record = NumericsRecord(server=server, reference=reference, top_k=spec.top_k, max_tokens=spec.max_tokens,
-                            prompts=infos, passes=passes, plain_decode_wall_s=plain_s)
+    record = NumericsRecord(
+        server=server,
+        reference=reference,
+        top_k=spec.top_k,
+        max_tokens=spec.max_tokens,
+        prompts=infos,
+        passes=passes,
+        plain_decode_wall_s=plain_s,
+    )
     atomic_write_json(rd.numerics_record(server), record.model_dump(mode="json"))
-    console.print(Text.assemble((server, "bold"), f": numerics passes done in {sum(p.wall_s for p in passes):.1f} s "
-                                f"({sum(p.positions for p in passes)} positions)"
-                                + (f"; the same tokens without logprobs: {plain_s:.1f} s" if plain_s is not None else "")))
+    console.print(
+        Text.assemble(
+            (server, "bold"),
+            f": numerics passes done in {sum(p.wall_s for p in passes):.1f} s "
+            f"({sum(p.positions for p in passes)} positions)"
+            + (f"; the same tokens without logprobs: {plain_s:.1f} s" if plain_s is not None else ""),
+        )
+    )
 
 
 def run_conformance_checks(plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, console: Console) -> None:
@@ -137,18 +170,30 @@ def run_conformance_checks(plan: Plan, server: str, endpoint: Endpoint, rd: RunD
         started = time.monotonic()
         records = run_conformance(endpoint.base_url, endpoint.model, longest_prompt=longest, seed=seed)
         wall_s = time.monotonic() - started
-    record = ConformanceRecord(server=server, longest_prompt=longest, checks=[ConformanceCheck(**r) for r in records],
-                               wall_s=round(wall_s, 3))
+    record = ConformanceRecord(
+        server=server, longest_prompt=longest, checks=[ConformanceCheck(**r) for r in records], wall_s=round(wall_s, 3)
+    )
     atomic_write_json(rd.conformance_record(server), record.model_dump(mode="json"))
     failed = [c for c in record.checks if not c.passed]
-    lines = Text.assemble((server, "bold"), f": conformance {len(record.checks) - len(failed)}/{len(record.checks)} passed")
+    lines = Text.assemble(
+        (server, "bold"), f": conformance {len(record.checks) - len(failed)}/{len(record.checks)} passed"
+    )
     for c in failed:  # a reason quotes the server's output: text, never markup
         lines.append_text(Text.assemble("\n  ", (f"✗ {c.check}", "red"), f": {c.reason}"))
     console.print(lines, highlight=False)
 
 
-def run_numerics_for_server(plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, data_dir: Path | None,
-                            console: Console, *, numerics: bool = True, conformance: bool = True) -> None:
+def run_numerics_for_server(
+    plan: Plan,
+    server: str,
+    endpoint: Endpoint,
+    rd: RunDir,
+    data_dir: Path | None,
+    console: Console,
+    *,
+    numerics: bool = True,
+    conformance: bool = True,
+) -> None:
     """What ``byog run`` calls for each launched server when the plan has a numerics section."""
     if server not in references(plan):
         return

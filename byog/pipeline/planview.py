@@ -17,21 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from byog.analysis.bench_summary import summarize_bench
+from byog.bench.agentic import session_shape
+from byog.bench.traces import link_sessions, read_trace, selected_lines
 from byog.core.errors import UsageError
 from byog.core.io import read_json
 from byog.core.paths import RunDir
-from byog.images.launch import local_vllm_argv, server_env, vllm_serve_args
-from byog.images.cluster import describe_cluster
-from byog.images.local import cpu_vllm_installed
 from byog.images.models import model_config_dir
-from byog.images.multinode import describe_launch
-from byog.bench.agentic import session_shape
-from byog.bench.traces import link_sessions, read_trace, selected_lines
 from byog.pipeline.eval_power import eval_power_rows
 from byog.plans.expand import check_plan_fits, expand_plan, probe_point, search_workloads
 from byog.plans.kv_memory import check_kv_fits, kv_shape, plan_kv, server_kv_settings
 from byog.plans.load import load_plan, parse_plan
 from byog.plans.tiers import TIERS, apply_tier, eval_items, find_placeholders
+from byog.runtimes.cluster import describe_cluster
+from byog.runtimes.launch import local_vllm_argv, server_env, vllm_serve_args
+from byog.runtimes.local import cpu_vllm_installed
+from byog.runtimes.multinode import describe_launch
 from byog.schemas.bench import BenchPoint
 from byog.schemas.plan import Plan, SyntheticSessions, TraceSource
 from byog.schemas.server import PreparedModel
@@ -44,8 +44,12 @@ TTFT_GUESS_S = 0.100
 def launch_command(plan: Plan, server: str) -> str:
     """The command that starts this server (from the runtimes' own argv builder)."""
     config = plan.servers[server]
-    model = PreparedModel(path=plan.model.path, served_name=plan.model.served_name or plan.model.path,
-                          tokenizer=plan.model.tokenizer or plan.model.path, max_model_len=plan.model.max_model_len)
+    model = PreparedModel(
+        path=plan.model.path,
+        served_name=plan.model.served_name or plan.model.path,
+        tokenizer=plan.model.tokenizer or plan.model.path,
+        max_model_len=plan.model.max_model_len,
+    )
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(server_env(config).items()))
     if config.runtime == "endpoint":
         return f"(already running at {config.url}; byog launches nothing)"
@@ -90,7 +94,9 @@ def point_seconds(point: BenchPoint, tpot_s: float, ttft_s: float) -> float:
     if isinstance(point.source, TraceSource):
         rows = read_trace(point.source.trace)
         chosen, _ = selected_lines(point.source, rows, link_sessions(rows), point.max_context)
-        span_s = (max(rows[i].timestamp for i in chosen) - min(rows[i].timestamp for i in chosen)) / 1000 if chosen else 0.0
+        span_s = (
+            (max(rows[i].timestamp for i in chosen) - min(rows[i].timestamp for i in chosen)) / 1000 if chosen else 0.0
+        )
         return span_s / (point.speedup or 1.0) + ttft_s + 16 * tpot_s
     one = ttft_s + max(point.osl - 1, 0) * tpot_s
     if point.kind == "batch":
@@ -110,8 +116,10 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> dict[str, Any]:
         for isl in workload.isl:
             for osl in workload.osl:
                 first = probe_point(plan, workload, workload.search.start_rate, isl, osl)
-                points += [first.model_copy(update={"point_id": f"{first.point_id.rsplit('-r', 1)[0]}-probe{i + 1}"})
-                           for i in range(workload.search.max_probes)]
+                points += [
+                    first.model_copy(update={"point_id": f"{first.point_id.rsplit('-r', 1)[0]}-probe{i + 1}"})
+                    for i in range(workload.search.max_probes)
+                ]
     servers = []
     rows = []
     total_s = 0.0
@@ -124,23 +132,54 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> dict[str, Any]:
         seconds = startup
         for p in mine:
             tpot, ttft = measured["per_point"].get((server, p.point_id), (fallback_tpot, TTFT_GUESS_S))
-            source = "measured" if (server, p.point_id) in measured["per_point"] else ("server median" if server_tpots else "guess")
+            source = (
+                "measured"
+                if (server, p.point_id) in measured["per_point"]
+                else ("server median" if server_tpots else "guess")
+            )
             s = point_seconds(p, tpot, ttft)
             seconds += s
-            rows.append({"server": server, "point_id": p.point_id, "kind": p.kind, "load": p.load_label, "isl": p.isl,
-                         "osl": p.osl, "requests": p.total_requests, "tpot_s": tpot, "estimate_s": s, "source": source})
+            rows.append(
+                {
+                    "server": server,
+                    "point_id": p.point_id,
+                    "kind": p.kind,
+                    "load": p.load_label,
+                    "isl": p.isl,
+                    "osl": p.osl,
+                    "requests": p.total_requests,
+                    "tpot_s": tpot,
+                    "estimate_s": s,
+                    "source": source,
+                }
+            )
         config = plan.servers[server]
         gpus = config.tensor_parallel_size * config.data_parallel_size
         launches = plan.launches_of(server)
         seconds *= launches  # every launch starts the server and runs every point again
-        servers.append({"server": server, "runtime": config.runtime, "command": launch_command(plan, server),
-                        "startup_s": startup, "points": len(mine), "launches": launches, "estimate_s": seconds,
-                        "gpus": gpus})
+        servers.append(
+            {
+                "server": server,
+                "runtime": config.runtime,
+                "command": launch_command(plan, server),
+                "startup_s": startup,
+                "points": len(mine),
+                "launches": launches,
+                "estimate_s": seconds,
+                "gpus": gpus,
+            }
+        )
         total_s += seconds
         gpu_h += seconds / 3600 * gpus
-    return {"plan": plan.name, "points": rows, "servers": servers, "total_estimate_s": total_s, "gpu_hours": gpu_h,
-            "from_run": str(from_run) if from_run else None,
-            "note": "bench only: evals are not in this estimate"}
+    return {
+        "plan": plan.name,
+        "points": rows,
+        "servers": servers,
+        "total_estimate_s": total_s,
+        "gpu_hours": gpu_h,
+        "from_run": str(from_run) if from_run else None,
+        "note": "bench only: evals are not in this estimate",
+    }
 
 
 def tier_estimates(plan: Plan, from_run: Any = None) -> list[dict[str, Any]]:
@@ -149,15 +188,17 @@ def tier_estimates(plan: Plan, from_run: Any = None) -> list[dict[str, Any]]:
     for tier in TIERS:
         cut = apply_tier(plan, tier)
         estimate = estimate_plan(cut, from_run)
-        rows.append({
-            "tier": tier,
-            "servers": len(cut.servers),
-            "bench_points": len(estimate["points"]),
-            "eval_requests": sum(len(cut.servers_for(e)) * eval_items(e) * e.passes for e in cut.evals),
-            "max_gpus": max((s["gpus"] for s in estimate["servers"]), default=0),
-            "estimate_s": estimate["total_estimate_s"],
-            "gpu_hours": estimate["gpu_hours"],
-        })
+        rows.append(
+            {
+                "tier": tier,
+                "servers": len(cut.servers),
+                "bench_points": len(estimate["points"]),
+                "eval_requests": sum(len(cut.servers_for(e)) * eval_items(e) * e.passes for e in cut.evals),
+                "max_gpus": max((s["gpus"] for s in estimate["servers"]), default=0),
+                "estimate_s": estimate["total_estimate_s"],
+                "gpu_hours": estimate["gpu_hours"],
+            }
+        )
     return rows
 
 
@@ -168,8 +209,12 @@ def per_node_launches(plan: Plan, gpus_per_node: int) -> dict[str, list[str]]:
     """Per node, what runs where: for each server with ``nodes > 1`` (both launchers, the plan's
     first), and for each single-node docker server with more GPUs than ``gpus_per_node`` (the Ray
     launch it would need, on placeholder hosts)."""
-    model = PreparedModel(path=plan.model.path, served_name=plan.model.served_name or plan.model.path,
-                          tokenizer=plan.model.tokenizer or plan.model.path, max_model_len=plan.model.max_model_len)
+    model = PreparedModel(
+        path=plan.model.path,
+        served_name=plan.model.served_name or plan.model.path,
+        tokenizer=plan.model.tokenizer or plan.model.path,
+        max_model_len=plan.model.max_model_len,
+    )
     out = {}
     for name, config in plan.servers.items():
         if config.multi_node:
@@ -185,13 +230,16 @@ def kv_overview(plan: Plan) -> dict[str, Any]:
     config cannot be read here (a hub id, a path on the GPU machine)."""
     folder = model_config_dir(plan.model)
     if folder is None:
-        return {"checked": False, "note": f"KV cache not checked: no config.json readable for {plan.model.path} here", "rows": []}
+        return {
+            "checked": False,
+            "note": f"KV cache not checked: no config.json readable for {plan.model.path} here",
+            "rows": [],
+        }
     config_json = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     cpu = {name: c.runtime == "local" and cpu_vllm_installed() for name, c in plan.servers.items()}
     envs = {name: server_env(c, cpu_build=cpu[name]) for name, c in plan.servers.items()}
     rows = plan_kv(plan, config_json, envs, cpu)
-    caveats = sorted({c for name, c in plan.servers.items()
-                      for c in kv_shape(config_json, **_dtypes(c)).caveats})
+    caveats = sorted({c for name, c in plan.servers.items() for c in kv_shape(config_json, **_dtypes(c)).caveats})
     return {"checked": True, "note": f"KV cache from {folder / 'config.json'}", "caveats": caveats, "rows": rows}
 
 
@@ -207,8 +255,9 @@ def check_plan_kv(plan: Plan) -> dict[str, Any]:
     return overview
 
 
-def plan_overview(ref: str | None, tier: str, from_run: Any = None,
-                  gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> dict[str, Any]:
+def plan_overview(
+    ref: str | None, tier: str, from_run: Any = None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE
+) -> dict[str, Any]:
     """What ``byog plan`` shows: the tier's matrix, launch commands (per node where a server spans
     several) and estimate, every tier's cost, and the placeholders left to set."""
     if gpus_per_node < 1:
@@ -218,11 +267,31 @@ def plan_overview(ref: str | None, tier: str, from_run: Any = None,
     check_plan_fits(cut)
     kv = check_plan_kv(cut)
     estimate = estimate_plan(cut, from_run)
-    kv_rows = [{"server": r.server, "point_id": r.point_id, "tp": r.tp, "dcp": r.dcp, "block_size": r.block_size,
-                "tokens": r.need.tokens_per_sequence, "batch": r.need.batch, "needed_gib": r.need.needed_bytes / 2**30,
-                "budget_gib": r.need.budget_bytes / 2**30 if r.need.budget_bytes is not None else None,
-                "budget_source": r.need.budget_source, "max_batch": r.need.max_batch, "fits": r.need.fits}
-               for r in kv["rows"]]
-    return {**estimate, "tier": tier, "kv_cache": {**kv, "rows": kv_rows}, "tiers": tier_estimates(plan, from_run), "placeholders": find_placeholders(cut),
-            "pairs": [list(pair) for pair in cut.comparisons], "gpus_per_node": gpus_per_node,
-            "per_node_launch": per_node_launches(cut, gpus_per_node), "evals": eval_power_rows(plan, from_run)}
+    kv_rows = [
+        {
+            "server": r.server,
+            "point_id": r.point_id,
+            "tp": r.tp,
+            "dcp": r.dcp,
+            "block_size": r.block_size,
+            "tokens": r.need.tokens_per_sequence,
+            "batch": r.need.batch,
+            "needed_gib": r.need.needed_bytes / 2**30,
+            "budget_gib": r.need.budget_bytes / 2**30 if r.need.budget_bytes is not None else None,
+            "budget_source": r.need.budget_source,
+            "max_batch": r.need.max_batch,
+            "fits": r.need.fits,
+        }
+        for r in kv["rows"]
+    ]
+    return {
+        **estimate,
+        "tier": tier,
+        "kv_cache": {**kv, "rows": kv_rows},
+        "tiers": tier_estimates(plan, from_run),
+        "placeholders": find_placeholders(cut),
+        "pairs": [list(pair) for pair in cut.comparisons],
+        "gpus_per_node": gpus_per_node,
+        "per_node_launch": per_node_launches(cut, gpus_per_node),
+        "evals": eval_power_rows(plan, from_run),
+    }

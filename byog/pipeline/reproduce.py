@@ -50,7 +50,6 @@ from byog.core.io import atomic_write_json, atomic_write_text, read_json
 from byog.core.paths import MANIFEST_NAME, RunDir, new_run_id
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
-from byog.images.record import utc_now
 from byog.pipeline.derive import derive_and_write
 from byog.pipeline.run import RUNS_DIR_ENV, run_server, server_work_done
 from byog.pipeline.signals import sigterm_as_interrupt
@@ -58,6 +57,7 @@ from byog.plans.expand import expand_plan
 from byog.plans.subset import Overrides, apply_overrides, restrict_plan
 from byog.plans.tasks import get_task
 from byog.plans.tiers import tiered_plan_yaml
+from byog.runtimes.record import utc_now
 from byog.schemas.evals import EvalItemRow
 from byog.schemas.plan import Plan
 from byog.schemas.reproduction import (
@@ -114,8 +114,10 @@ def _verified_copy(bundle: Path, opts: ReproduceOptions) -> Iterator[tuple[Path,
         shutil.copyfile(bundle, copy)
         report = verify_bundle(copy, allowed_signers=opts.allowed_signers, allow_unsigned=opts.allow_unsigned)
         if not report.verified:
-            raise CheckFailed(f"{bundle} does not verify ({'; '.join(report.failures)}); byog reproduce re-runs only a "
-                              "bundle that verifies (`byog verify` says why)")
+            raise CheckFailed(
+                f"{bundle} does not verify ({'; '.join(report.failures)}); byog reproduce re-runs only a "
+                "bundle that verifies (`byog verify` says why)"
+            )
         match = _SIGNER.match(report.signer or "")
         yield copy, (match.group("principal") if match else None), (match.group("fingerprint") if match else None)
 
@@ -141,7 +143,9 @@ def _choose_servers(plan: Plan, summary: Summary, points: list[str], opts: Repro
     if opts.servers:
         unknown = [s for s in opts.servers if s not in plan.servers]
         if unknown:
-            raise UsageError(f"--server: no server {', '.join(unknown)} in the bundle's plan (it has {', '.join(plan.servers)})")
+            raise UsageError(
+                f"--server: no server {', '.join(unknown)} in the bundle's plan (it has {', '.join(plan.servers)})"
+            )
         return [s for s in plan.servers if s in opts.servers]
     ran = {p.server for p in summary.bench.points if p.point_id in points and p.metrics is not None}
     if not points:  # evals only
@@ -154,7 +158,9 @@ def _open_run_dir(root: Path, plan: Plan) -> RunDir:
     text = tiered_plan_yaml(plan)
     if rd.plan_yaml.is_file():
         if rd.plan_yaml.read_text(encoding="utf-8") != text:
-            raise UsageError(f"{root} holds a reproduction of other points, servers or overrides; give another --run-dir")
+            raise UsageError(
+                f"{root} holds a reproduction of other points, servers or overrides; give another --run-dir"
+            )
     elif root.exists() and any(root.iterdir()):
         raise UsageError(f"{root} exists and is not a reproduction run directory; give another --run-dir")
     else:
@@ -169,8 +175,15 @@ def _eval_checks(plan: Plan, original: RunDir, rd: RunDir, min_agreement: float)
         for server in plan.servers_for(spec):
             if not (original.eval_complete(server, task) and rd.eval_complete(server, task)):
                 continue
-            checks.append(compare_eval_items(server, task, read_rows(original.eval_items(server, task), EvalItemRow),
-                                             read_rows(rd.eval_items(server, task), EvalItemRow), min_agreement))
+            checks.append(
+                compare_eval_items(
+                    server,
+                    task,
+                    read_rows(original.eval_items(server, task), EvalItemRow),
+                    read_rows(rd.eval_items(server, task), EvalItemRow),
+                    min_agreement,
+                )
+            )
     return checks
 
 
@@ -189,8 +202,12 @@ def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reprodu
         repro_plan = apply_overrides(restrict_plan(plan, points, servers, opts.eval_items), opts.overrides)
         root = opts.run_dir or Path(os.environ.get(RUNS_DIR_ENV, "runs")) / f"reproduce-{new_run_id()}"
         rd = _open_run_dir(root, repro_plan)
-        console.print(Text(f"byog reproduce: {len(points)} point(s) ({', '.join(points) or 'none'}) on "
-                           f"{', '.join(servers)}, {opts.eval_items} eval item(s) each -> {rd.root}"))
+        console.print(
+            Text(
+                f"byog reproduce: {len(points)} point(s) ({', '.join(points) or 'none'}) on "
+                f"{', '.join(servers)}, {opts.eval_items} eval item(s) each -> {rd.root}"
+            )
+        )
         if not rd.env_json.is_file():
             atomic_write_json(rd.env_json, environment_fingerprint())
         model = prepare_model(repro_plan.model)
@@ -205,26 +222,46 @@ def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reprodu
         same = hardware.same_kind(o_env, r_env)
         seed = repro_plan.seeds[0]
         checked, compared, z_scale = for_the_family(
-            [compare_point(pid, servers, repro_plan.comparisons, (original, o_summary), (rd, r_summary),
-                           opts.run_noise, same, seed) for pid in points], opts.run_noise)
+            [
+                compare_point(
+                    pid,
+                    servers,
+                    repro_plan.comparisons,
+                    (original, o_summary),
+                    (rd, r_summary),
+                    opts.run_noise,
+                    same,
+                    seed,
+                )
+                for pid in points
+            ],
+            opts.run_noise,
+        )
         rule = default_rule(opts.run_noise).model_copy(update={"checks_compared": compared, "family_z_scale": z_scale})
         evals = _eval_checks(repro_plan, original, rd, DEFAULT_EVAL_MIN_AGREEMENT)
         predicate_version = read_json(original.root / MANIFEST_NAME)["predicate"]["tool"]["version"]
         record = ReproductionRecord(
             original=OriginalBundle(
-                bundle_sha256=hashlib.sha256(copy.read_bytes()).hexdigest(), manifest_sha256=manifest_sha,
-                plan_name=plan.name, plan_sha256=hashlib.sha256(original.plan_yaml.read_bytes()).hexdigest(),
-                byog_version=str(predicate_version), signer_fingerprint=fingerprint, signer_principal=principal,
+                bundle_sha256=hashlib.sha256(copy.read_bytes()).hexdigest(),
+                manifest_sha256=manifest_sha,
+                plan_name=plan.name,
+                plan_sha256=hashlib.sha256(original.plan_yaml.read_bytes()).hexdigest(),
+                byog_version=str(predicate_version),
+                signer_fingerprint=fingerprint,
+                signer_principal=principal,
             ),
             selection="named" if opts.points else "sampled",
             points_requested=points,
             overrides=opts.overrides.describe(),
             hardware=Hardware(original=hardware.describe(o_env), reproduced=hardware.describe(r_env), same=same),
-            started_at=started, finished_at=utc_now(), rule=rule, points=checked, evals=evals,
+            started_at=started,
+            finished_at=utc_now(),
+            rule=rule,
+            points=checked,
+            evals=evals,
             outcome=combine([p.outcome for p in checked] + [e.outcome for e in evals]),
         )
     atomic_write_json(rd.root / REPRODUCTION_NAME, record.model_dump(mode="json"))
     out = opts.out or Path(f"{stem(bundle)}{SUFFIX}.tar.gz")
     packed = seal_and_pack(rd, out, sign=opts.sign, plots=True)
     return Reproduced(record=record, run_dir=rd.root, packed=packed)
-

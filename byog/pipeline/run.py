@@ -25,16 +25,16 @@ from rich.text import Text
 
 from byog.bench.sweep import run_bench_for_server
 from byog.bundles.finalize import finalize_run
+from byog.core.console_tables import TextTable, print_table
 from byog.core.errors import UsageError
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir, new_run_id
-from byog.core.tables import TextTable, print_table
 from byog.evals.runner import run_evals_for_server
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import check_model_reference, prepare_model
 from byog.pipeline.derive import derive_and_write
-from byog.pipeline.planview import check_plan_kv
 from byog.pipeline.numerics import numerics_done, run_numerics_for_server, server_order
+from byog.pipeline.planview import check_plan_kv
 from byog.pipeline.runtimes import runtime_for
 from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.expand import check_plan_fits, expand_plan
@@ -92,8 +92,9 @@ def _check_before_start(plan: Plan, plan_ref: str | None) -> None:
 def server_work_done(plan: Plan, server: str, rd: RunDir) -> bool:
     """Every point of this launch (``rd.launch``) complete, and on launch 1 every eval too."""
     points_done = all(rd.bench_point_complete(server, p.point_id) for p in expand_plan(plan) if server in p.servers)
-    evals_done = rd.launch > 1 or all(rd.eval_complete(server, spec.task) for spec in plan.evals
-                                      if server in plan.servers_for(spec))
+    evals_done = rd.launch > 1 or all(
+        rd.eval_complete(server, spec.task) for spec in plan.evals if server in plan.servers_for(spec)
+    )
     return points_done and evals_done and (rd.launch > 1 or numerics_done(plan, server, rd))
 
 
@@ -109,7 +110,9 @@ def _label(name: str, rd: RunDir) -> str:
     return name if rd.launch == 1 else f"{name} (launch {rd.launch})"
 
 
-def run_server(plan: Plan, name: str, model: PreparedModel, rd: RunDir, data_dir: Path | None, console: Console) -> None:
+def run_server(
+    plan: Plan, name: str, model: PreparedModel, rd: RunDir, data_dir: Path | None, console: Console
+) -> None:
     config = plan.servers[name]
     label = _label(name, rd)
     with console.status(Text.assemble((label, "bold"), f": starting vLLM ({config.runtime} runtime)…")):
@@ -129,19 +132,37 @@ def run_server(plan: Plan, name: str, model: PreparedModel, rd: RunDir, data_dir
 def _print_outcome(summary: Summary, console: Console) -> None:
     comparisons = [c for c in summary.bench.comparisons if c.metric == "decode_tok_s"]
     if comparisons:
-        table = TextTable("decode tok/s, candidate / baseline", ["point", "candidate", "baseline", "ratio", "95% CI", "note"],
-                          right={"candidate", "baseline", "ratio"})
+        table = TextTable(
+            "decode tok/s, candidate / baseline",
+            ["point", "candidate", "baseline", "ratio", "95% CI", "note"],
+            right={"candidate", "baseline", "ratio"},
+        )
         for c in comparisons:
             ci = f"{c.ci_low:.3f}–{c.ci_high:.3f}" if c.ci_low is not None and c.ci_high is not None else "—"
-            table.add_row(c.point_id, f"{c.candidate_value:.1f}", f"{c.baseline_value:.1f}", f"{c.ratio:.3f}", ci,
-                          c.label or ("within noise" if c.within_noise else ""))
+            table.add_row(
+                c.point_id,
+                f"{c.candidate_value:.1f}",
+                f"{c.baseline_value:.1f}",
+                f"{c.ratio:.3f}",
+                ci,
+                c.label or ("within noise" if c.within_noise else ""),
+            )
         print_table(console, table)
     if summary.evals.verdicts:
-        table = TextTable("accuracy, candidate − baseline (points)", ["task", "pair", "n", "d", "SE", "margin", "verdict"],
-                          right={"n", "d", "SE", "margin"})
+        table = TextTable(
+            "accuracy, candidate − baseline (points)",
+            ["task", "pair", "n", "d", "SE", "margin", "verdict"],
+            right={"n", "d", "SE", "margin"},
+        )
         for v in summary.evals.verdicts:
-            verdict = v.verdict + (f" ({', '.join(v.degenerate)})" if v.degenerate else "") + (" [screening]" if v.screening else "")
-            table.add_row(v.task, f"{v.candidate} vs {v.baseline}", str(v.n), _fmt(v.d), _fmt(v.se_d), _fmt(v.margin), verdict)
+            verdict = (
+                v.verdict
+                + (f" ({', '.join(v.degenerate)})" if v.degenerate else "")
+                + (" [screening]" if v.screening else "")
+            )
+            table.add_row(
+                v.task, f"{v.candidate} vs {v.baseline}", str(v.n), _fmt(v.d), _fmt(v.se_d), _fmt(v.margin), verdict
+            )
         print_table(console, table)
     print_numerics(summary, console)
 
@@ -151,19 +172,29 @@ def print_numerics(summary: Summary, console: Console) -> None:
     if numerics is None:
         return
     if numerics.comparisons:
-        table = TextTable("numerics, candidate vs baseline (A/A envelope from the baseline under another batch)",
-                          ["pair", "verdict", "prefill", "decode", "greedy outputs diverged"])
+        table = TextTable(
+            "numerics, candidate vs baseline (A/A envelope from the baseline under another batch)",
+            ["pair", "verdict", "prefill", "decode", "greedy outputs diverged"],
+        )
         for c in numerics.comparisons:
             fams = {f.family: f for f in c.families}
             div = fams["decode"].candidate_divergence
             aa_div = fams["decode"].aa_divergence
-            table.add_row(f"{c.candidate} vs {c.baseline}", c.verdict, fams["prefill"].verdict, fams["decode"].verdict,
-                          f"{div.diverged}/{div.prompts} prompts (A/A {aa_div.diverged})" if div and aa_div else "—")
+            table.add_row(
+                f"{c.candidate} vs {c.baseline}",
+                c.verdict,
+                fams["prefill"].verdict,
+                fams["decode"].verdict,
+                f"{div.diverged}/{div.prompts} prompts (A/A {aa_div.diverged})" if div and aa_div else "—",
+            )
         print_table(console, table)
     for pair in numerics.conformance:
         failed = [r for r in pair.checks if r.outcome == "fail"]
-        console.print(f"conformance {pair.candidate} vs {pair.baseline}: "
-                      + ("conforms" if pair.conforms else "; ".join(f"{r.check}: {r.reason}" for r in failed)), highlight=False)
+        console.print(
+            f"conformance {pair.candidate} vs {pair.baseline}: "
+            + ("conforms" if pair.conforms else "; ".join(f"{r.check}: {r.reason}" for r in failed)),
+            highlight=False,
+        )
 
 
 def _fmt(value: float | None) -> str:
@@ -171,7 +202,11 @@ def _fmt(value: float | None) -> str:
 
 
 def run_plan(
-    plan_ref: str | None, run_dir: Path | None, console: Console, data_dir: Path | None = None, tier: str = "full",
+    plan_ref: str | None,
+    run_dir: Path | None,
+    console: Console,
+    data_dir: Path | None = None,
+    tier: str = "full",
     subject: str | None = None,
 ) -> dict[str, Any]:
     """``subject``: OWNER/REPO#PR the bundle is for (``byog run --for``), checked before anything runs."""
@@ -187,7 +222,11 @@ def run_plan(
         for launch, name in launch_rounds(plan):
             launch_dir = rd.for_launch(launch)
             if server_work_done(plan, name, launch_dir):
-                console.print(Text.assemble((_label(name, launch_dir), "bold"), ": every point and eval is already complete; not launched"))
+                console.print(
+                    Text.assemble(
+                        (_label(name, launch_dir), "bold"), ": every point and eval is already complete; not launched"
+                    )
+                )
                 continue
             run_server(plan, name, model, launch_dir, data_dir, console)
     summary = derive_and_write(rd.root, console)
@@ -195,5 +234,9 @@ def run_plan(
     bundle = finalize_run(rd, console, subject=bundle_subject)
     wall_s = time.monotonic() - started
     console.print(Text(f"run directory: {rd.root}   wall time: {wall_s:.0f} s"))
-    return {"run_dir": str(rd.root), "bundle": str(bundle) if bundle else None, "wall_s": round(wall_s, 1),
-            "summary": summary.to_json()}
+    return {
+        "run_dir": str(rd.root),
+        "bundle": str(bundle) if bundle else None,
+        "wall_s": round(wall_s, 1),
+        "summary": summary.to_json(),
+    }

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from byog.images.cluster import ClusterRuntime
-from byog.images.docker import DockerRuntime
-from byog.images.endpoint import EndpointRuntime
-from byog.images.local import LocalRuntime
+from byog.runtimes.cluster import ClusterRuntime
+from byog.runtimes.docker import DockerRuntime
+from byog.runtimes.endpoint import EndpointRuntime
+from byog.runtimes.local import LocalRuntime
 from byog.schemas.plan import ServerConfig
 from byog.schemas.server import PreparedModel, RunningServer
 

@@ -28,8 +28,13 @@ def serve_until_interrupted(plan_ref: str | None, server: str | None, run_dir: P
         with console.status(Text.assemble((name, "bold"), ": starting vLLM…")):
             running = runtime_for(config).launch(name, config, model, rd.server_dir(name))
         try:
-            console.print(Text.assemble((name, "bold"), f" is up: {running.endpoint.base_url}  model={running.endpoint.model}  "
-                          f"tokenizer={running.endpoint.tokenizer}\nCtrl-C stops it."))
+            console.print(
+                Text.assemble(
+                    (name, "bold"),
+                    f" is up: {running.endpoint.base_url}  model={running.endpoint.model}  "
+                    f"tokenizer={running.endpoint.tokenizer}\nCtrl-C stops it.",
+                )
+            )
             while running.alive():
                 time.sleep(1.0)
             console.print(Text.assemble((f"{name} exited", "bold red"), f"; last log lines:\n{running.log_tail()}"))

@@ -44,25 +44,58 @@ def plan_context(plan: Plan, servers: tuple[str, ...]) -> int | None:
 
 
 def _agentic_points(plan: Plan, workload: AgenticWorkload, name: str, servers: tuple[str, ...]) -> list[BenchPoint]:
-    common = dict(workload=name, kind="agentic", isl=0, osl=0, api="completions", prompts=RandomPrompts(),
-                  prompt_seed=plan.seeds[0], reset_prefix_cache=workload.reset_prefix_cache, servers=servers,
-                  slo=workload.slo, source=workload.source, max_context=workload.max_context or plan_context(plan, servers))
+    common = dict(
+        workload=name,
+        kind="agentic",
+        isl=0,
+        osl=0,
+        api="completions",
+        prompts=RandomPrompts(),
+        prompt_seed=plan.seeds[0],
+        reset_prefix_cache=workload.reset_prefix_cache,
+        servers=servers,
+        slo=workload.slo,
+        source=workload.source,
+        max_context=workload.max_context or plan_context(plan, servers),
+    )
     if isinstance(workload.source, SyntheticSessions):
-        return [BenchPoint(point_id=agentic_point_id(name, concurrency=c), concurrency=c, sessions=workload.sessions,
-                           warmup_sessions=workload.warmup_sessions, **common)  # type: ignore[arg-type]
-                for c in dict.fromkeys(workload.concurrencies)]
-    return [BenchPoint(point_id=agentic_point_id(name, speedup=x), speedup=x, **common)  # type: ignore[arg-type]
-            for x in dict.fromkeys(workload.source.speedups)]
+        return [
+            BenchPoint(
+                point_id=agentic_point_id(name, concurrency=c),
+                concurrency=c,
+                sessions=workload.sessions,
+                warmup_sessions=workload.warmup_sessions,
+                **common,
+            )  # type: ignore[arg-type]
+            for c in dict.fromkeys(workload.concurrencies)
+        ]
+    return [
+        BenchPoint(point_id=agentic_point_id(name, speedup=x), speedup=x, **common)  # type: ignore[arg-type]
+        for x in dict.fromkeys(workload.source.speedups)
+    ]
 
 
 def probe_point(plan: Plan, workload: RateWorkload, rate: float, isl: int, osl: int) -> BenchPoint:
     """The rate point a search measures at ``rate`` (an ordinary rate point, marked as a probe)."""
     name = safe_name(workload.name or workload.kind, "workload name")
-    return BenchPoint(point_id=point_id_for(name, "rate", rate, isl, osl), workload=name, kind="rate", rate=rate,
-                      isl=isl, osl=osl, api=workload.api, prompts=workload.prompts, prompt_seed=plan.seeds[0],
-                      reset_prefix_cache=workload.reset_prefix_cache, request_body=workload.request_body,
-                      servers=tuple(plan.servers_for(workload)), num_prompts=workload.num_prompts,
-                      arrival_seed=workload.seed, slo=workload.slo, search_probe=True)
+    return BenchPoint(
+        point_id=point_id_for(name, "rate", rate, isl, osl),
+        workload=name,
+        kind="rate",
+        rate=rate,
+        isl=isl,
+        osl=osl,
+        api=workload.api,
+        prompts=workload.prompts,
+        prompt_seed=plan.seeds[0],
+        reset_prefix_cache=workload.reset_prefix_cache,
+        request_body=workload.request_body,
+        servers=tuple(plan.servers_for(workload)),
+        num_prompts=workload.num_prompts,
+        arrival_seed=workload.seed,
+        slo=workload.slo,
+        search_probe=True,
+    )
 
 
 def search_workloads(plan: Plan) -> list[RateWorkload]:
@@ -102,20 +135,41 @@ def expand_plan(plan: Plan) -> list[BenchPoint]:
                         continue  # a list that repeats a value: measure it once
                     seen.add(pid)
                     common = dict(
-                        point_id=pid, workload=name, kind=workload.kind, isl=isl, osl=osl, api=workload.api,
-                        prompts=workload.prompts, prompt_seed=prompt_seed,
-                        reset_prefix_cache=workload.reset_prefix_cache, request_body=workload.request_body,
-                        servers=servers, slo=workload.slo,
+                        point_id=pid,
+                        workload=name,
+                        kind=workload.kind,
+                        isl=isl,
+                        osl=osl,
+                        api=workload.api,
+                        prompts=workload.prompts,
+                        prompt_seed=prompt_seed,
+                        reset_prefix_cache=workload.reset_prefix_cache,
+                        request_body=workload.request_body,
+                        servers=servers,
+                        slo=workload.slo,
                     )
                     if isinstance(workload, BatchWorkload):
-                        points.append(BenchPoint(**common, batch_size=int(load), warmup_waves=workload.warmup_waves, waves=workload.waves))
+                        points.append(
+                            BenchPoint(
+                                **common, batch_size=int(load), warmup_waves=workload.warmup_waves, waves=workload.waves
+                            )
+                        )
                     elif isinstance(workload, ConcurrencyWorkload):
-                        points.append(BenchPoint(**common, concurrency=int(load), num_prompts=workload.num_prompts,
-                                                 warmup_prompts=workload.warmup_prompts))
+                        points.append(
+                            BenchPoint(
+                                **common,
+                                concurrency=int(load),
+                                num_prompts=workload.num_prompts,
+                                warmup_prompts=workload.warmup_prompts,
+                            )
+                        )
                     else:
                         assert isinstance(workload, RateWorkload)
-                        points.append(BenchPoint(**common, rate=float(load), num_prompts=workload.num_prompts,
-                                                 arrival_seed=workload.seed))
+                        points.append(
+                            BenchPoint(
+                                **common, rate=float(load), num_prompts=workload.num_prompts, arrival_seed=workload.seed
+                            )
+                        )
     return points
 
 
@@ -138,8 +192,10 @@ def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: 
             limit = max_model_len or _int(arg_value(args, "--max-model-len")) or plan.model.max_model_len
             if point.kind == "agentic":
                 if limit is not None and point.max_context is not None and point.max_context > limit:
-                    raise UsageError(f"workload '{point.workload}' cuts sessions at max_context {point.max_context} tokens "
-                                     f"but server '{server}' holds at most max_model_len = {limit}")
+                    raise UsageError(
+                        f"workload '{point.workload}' cuts sessions at max_context {point.max_context} tokens "
+                        f"but server '{server}' holds at most max_model_len = {limit}"
+                    )
                 continue
             if limit is not None and point.isl + point.osl > limit:
                 raise UsageError(

@@ -44,9 +44,19 @@ from byog.schemas.plan import Plan, ServerConfig
 DEFAULT_BLOCK_SIZE = 16
 
 _DTYPE_BYTES = {
-    "float32": 4, "float": 4, "fp32": 4,
-    "bfloat16": 2, "float16": 2, "half": 2, "bf16": 2, "fp16": 2,
-    "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_ds_mla": 1, "int8": 1,
+    "float32": 4,
+    "float": 4,
+    "fp32": 4,
+    "bfloat16": 2,
+    "float16": 2,
+    "half": 2,
+    "bf16": 2,
+    "fp16": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "fp8_ds_mla": 1,
+    "int8": 1,
 }
 # Layer types of a hybrid model that hold no per-token KV cache.
 _STATE_LAYER_TYPES = {"linear_attention", "mamba", "mamba2", "kda", "gated_deltanet", "conv", "short_conv"}
@@ -125,25 +135,38 @@ def kv_shape(config: Mapping[str, Any], kv_cache_dtype: str = "auto", model_dtyp
         sliding = sum(1 for t in layer_types if t in _SLIDING_LAYER_TYPES)
         full = layers - state - sliding
         if state:
-            caveats.append(f"{state} of {layers} layers are linear-attention/state layers: their fixed per-sequence "
-                           "state is not counted")
+            caveats.append(
+                f"{state} of {layers} layers are linear-attention/state layers: their fixed per-sequence "
+                "state is not counted"
+            )
     elif window and cfg.get("use_sliding_window", True):
         if cfg.get("max_window_layers") is None:
             full, sliding = 0, layers
         else:
-            caveats.append("sliding window with max_window_layers is not modelled: every layer counted as full "
-                           "attention, an upper bound")
+            caveats.append(
+                "sliding window with max_window_layers is not modelled: every layer counted as full "
+                "attention, an upper bound"
+            )
     if sliding and not window:
         caveats.append("sliding-window layers without a sliding_window size: counted as full attention")
         full, sliding = full + sliding, 0
     if cfg.get("linear_attn_config") or cfg.get("full_attn_layers"):
-        caveats.append("hybrid attention config (linear_attn_config/full_attn_layers) is not modelled: every "
-                       "layer counted as full attention, an upper bound")
+        caveats.append(
+            "hybrid attention config (linear_attn_config/full_attn_layers) is not modelled: every "
+            "layer counted as full attention, an upper bound"
+        )
     max_pos = cfg.get("max_position_embeddings")
     return KvShape(
-        full_layers=full, sliding_layers=sliding, sliding_window=int(window) if sliding else None,
-        kv_heads=heads, head_dim_k=head_k, head_dim_v=head_v, dtype_bytes=dtype_bytes_of(dtype), mla=mla,
-        max_position_embeddings=int(max_pos) if max_pos else None, caveats=tuple(caveats),
+        full_layers=full,
+        sliding_layers=sliding,
+        sliding_window=int(window) if sliding else None,
+        kv_heads=heads,
+        head_dim_k=head_k,
+        head_dim_v=head_v,
+        dtype_bytes=dtype_bytes_of(dtype),
+        mla=mla,
+        max_position_embeddings=int(max_pos) if max_pos else None,
+        caveats=tuple(caveats),
     )
 
 
@@ -158,8 +181,9 @@ def blocks_needed(tokens: int, block_size: int = DEFAULT_BLOCK_SIZE, dcp: int = 
     return math.ceil(tokens / (block_size * dcp)) if tokens > 0 else 0
 
 
-def kv_bytes_per_sequence(shape: KvShape, tokens: int, *, tp: int = 1, dcp: int = 1,
-                          block_size: int = DEFAULT_BLOCK_SIZE) -> int:
+def kv_bytes_per_sequence(
+    shape: KvShape, tokens: int, *, tp: int = 1, dcp: int = 1, block_size: int = DEFAULT_BLOCK_SIZE
+) -> int:
     """Bytes one sequence of ``tokens`` positions takes on one GPU (every layer, whole blocks).
 
     ``sum_l blocks(tokens_l) x block_size x bytes_per_slot``; a sliding-window layer keeps
@@ -197,9 +221,19 @@ class KvNeed:
         return self.budget_bytes // self.bytes_per_sequence
 
 
-def kv_need(shape: KvShape, *, isl: int, osl: int, batch: int, tp: int = 1, dcp: int = 1,
-            block_size: int = DEFAULT_BLOCK_SIZE, lookahead: int = 0,
-            budget_bytes: int | None = None, budget_source: str | None = None) -> KvNeed:
+def kv_need(
+    shape: KvShape,
+    *,
+    isl: int,
+    osl: int,
+    batch: int,
+    tp: int = 1,
+    dcp: int = 1,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    lookahead: int = 0,
+    budget_bytes: int | None = None,
+    budget_source: str | None = None,
+) -> KvNeed:
     """``needed = B x bytes_per_sequence(ISL + OSL + lookahead)`` per GPU, against a stated budget.
 
     ``lookahead``: the speculative decoder's draft tokens, for which vLLM reserves slots
@@ -245,8 +279,10 @@ def stated_budget(args: list[str], env: Mapping[str, str], cpu_build: bool) -> t
 def describe(need: KvNeed) -> str:
     """One line for ``byog plan``: needed per GPU against the budget."""
     gib = 2**30
-    text = (f"{need.batch} x {need.tokens_per_sequence} tokens = {need.needed_bytes / gib:.2f} GiB KV per GPU "
-            f"({need.bytes_per_sequence / 2**20:.1f} MiB per sequence)")
+    text = (
+        f"{need.batch} x {need.tokens_per_sequence} tokens = {need.needed_bytes / gib:.2f} GiB KV per GPU "
+        f"({need.bytes_per_sequence / 2**20:.1f} MiB per sequence)"
+    )
     if need.budget_bytes is not None:
         text += f" of {need.budget_bytes / gib:.2f} GiB ({need.budget_source}); at most B = {need.max_batch} fit"
     return text
@@ -278,8 +314,9 @@ def server_kv_settings(config: ServerConfig) -> dict[str, Any]:
     }
 
 
-def plan_kv(plan: Plan, config_json: Mapping[str, Any], envs: Mapping[str, Mapping[str, str]],
-            cpu_build: Mapping[str, bool]) -> list[PointKv]:
+def plan_kv(
+    plan: Plan, config_json: Mapping[str, Any], envs: Mapping[str, Mapping[str, str]], cpu_build: Mapping[str, bool]
+) -> list[PointKv]:
     """Every (server, point) of the plan with the KV cache it needs per GPU and the budget its server states.
 
     ``envs``: each server's effective environment (its plan env over the runtime's defaults);
@@ -292,9 +329,18 @@ def plan_kv(plan: Plan, config_json: Mapping[str, Any], envs: Mapping[str, Mappi
             kv = server_kv_settings(config)
             shape = kv_shape(config_json, kv["kv_cache_dtype"], kv["model_dtype"])
             budget, source = stated_budget(config.args, envs.get(server, {}), cpu_build.get(server, False))
-            need = kv_need(shape, isl=point.isl, osl=point.osl, batch=point.batch_size or point.concurrency or 1,
-                           tp=kv["tp"], dcp=kv["dcp"], block_size=kv["block_size"], lookahead=kv["lookahead"],
-                           budget_bytes=budget, budget_source=source)
+            need = kv_need(
+                shape,
+                isl=point.isl,
+                osl=point.osl,
+                batch=point.batch_size or point.concurrency or 1,
+                tp=kv["tp"],
+                dcp=kv["dcp"],
+                block_size=kv["block_size"],
+                lookahead=kv["lookahead"],
+                budget_bytes=budget,
+                budget_source=source,
+            )
             out.append(PointKv(server, point.point_id, kv["tp"], kv["dcp"], kv["block_size"], need))
     return out
 

@@ -58,7 +58,9 @@ def parse_plan(text: str, label: str) -> Plan:
     except ValidationError as err:
         first = err.errors()[0]
         # Discriminated unions add the tag to the location; drop it so the key reads as written.
-        loc = tuple(x for x in first["loc"] if x not in {"batch", "concurrency", "rate", "agentic", "random", "dataset"})
+        loc = tuple(
+            x for x in first["loc"] if x not in {"batch", "concurrency", "rate", "agentic", "random", "dataset"}
+        )
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
             message = "unknown key"

@@ -41,10 +41,16 @@ def restrict_plan(plan: Plan, point_ids: Sequence[str], servers: Sequence[str], 
         on = [s for s in plan.servers_for(w) if s in kept]
         if not mine or not on:
             continue
-        loads = {"batch": [p.batch_size for p in mine], "concurrency": [p.concurrency for p in mine],
-                 "rate": [p.rate for p in mine]}[w.kind]
+        loads = {
+            "batch": [p.batch_size for p in mine],
+            "concurrency": [p.concurrency for p in mine],
+            "rate": [p.rate for p in mine],
+        }[w.kind]
         update: dict[str, Any] = {
-            "name": name, "servers": on, "isl": sorted({p.isl for p in mine}), "osl": sorted({p.osl for p in mine}),
+            "name": name,
+            "servers": on,
+            "isl": sorted({p.isl for p in mine}),
+            "osl": sorted({p.osl for p in mine}),
             _LOADS[w.kind]: sorted(set(loads)),
         }
         workloads.append(w.model_copy(update=update))
@@ -59,11 +65,16 @@ def restrict_plan(plan: Plan, point_ids: Sequence[str], servers: Sequence[str], 
     pairs = None
     if plan.pairs is not None or plan.baseline not in kept:
         pairs = [pair for pair in plan.pairs or [] if pair.candidate in kept and pair.baseline in kept]
-    cut = plan.model_copy(update={
-        "description": f"{plan.description} [reproduction: {', '.join(point_ids) or 'evals only'}]".strip(),
-        "servers": {s: plan.servers[s] for s in kept}, "baseline": baseline, "pairs": pairs,
-        "workloads": workloads, "evals": evals,
-    })
+    cut = plan.model_copy(
+        update={
+            "description": f"{plan.description} [reproduction: {', '.join(point_ids) or 'evals only'}]".strip(),
+            "servers": {s: plan.servers[s] for s in kept},
+            "baseline": baseline,
+            "pairs": pairs,
+            "workloads": workloads,
+            "evals": evals,
+        }
+    )
     return Plan.model_validate(cut.model_dump(mode="json"))  # model_copy skips validation
 
 

@@ -10,7 +10,7 @@ replace it. Revisions are hub commit SHAs; ``local`` names the file under the da
 the same data (see ``byog/datasets/*/PROVENANCE.md``).
 
 Recommended K (passes) and n (items) keep the accuracy gate sound: with them the planned power
-(``byog.analysis.power``, held against a simulation in ``tests/unit/test_power_simulation.py``)
+(``byog.analysis.gate_power``, held against a simulation in ``tests/unit/analysis/test_gate_power.py``)
 predicts that identical servers are declared equivalent in >= 95% of comparisons, and a server
 one margin worse is flagged in >= 90%. ``standard_items`` x ``standard_passes`` is the standard
 tier's cut (docs/statistics.md). Greedy tasks (temperature 0) gain nothing from K > 1: each pass repeats
@@ -35,7 +35,9 @@ class DatasetRef:
     config: str | None = None
     splits: dict[str, str] = field(default_factory=dict)  # split -> file under the data dir (local copy)
     fixture: str | None = None  # file under byog/evals/fixtures (small, byog-written, same schema)
-    hub_files: dict[str, str] = field(default_factory=dict)  # split -> glob inside the hub repo (what `byog data pull` keeps)
+    hub_files: dict[str, str] = field(
+        default_factory=dict
+    )  # split -> glob inside the hub repo (what `byog data pull` keeps)
     gated: bool = False
     note: str = ""
 
@@ -61,10 +63,10 @@ class TaskSpec:
     lm_eval_filter: str | None = None  # which filter's score is the item score
     prompt_reserve_tokens: int = 1024  # max_gen_toks is capped at max_model_len minus this
     # simulation profile (mean accuracy, Beta concentration) used to justify the recommended K, n;
-    # also the prior of the planned power (byog.analysis.power, docs/statistics.md)
+    # also the prior of the planned power (byog.analysis.gate_power, docs/statistics.md)
     sim_profile: tuple[float, float] = (0.5, 1.0)
     # the standard tier's n x K at the default margin: the cheapest design whose predicted
-    # false-fail rate is <= 1% (n rounded up to 10s); tests/unit/test_power_tiers.py recomputes it
+    # false-fail rate is <= 1% (n rounded up to 10s); tests/unit/plans/test_tiers.py recomputes it
     standard_items: int | None = None  # None: the recommended n
     standard_passes: int | None = None  # None: the recommended K
 
@@ -127,7 +129,12 @@ TASKS: dict[str, TaskSpec] = {
             num_fewshot=5,
             prompt_format="5-shot from train: 'Question: {question}\\nAnswer: {answer}' x5, then 'Question: {question}\\nAnswer:' (completions API)",
             answer_extraction="strict-match: first regex '#### (\\-?[0-9\\.\\,]+)' match, exact_match after removing ',', '$', '(?s).*#### ', trailing '.'",
-            generation={"until": ["Question:", "</s>", "<|im_end|>"], "do_sample": False, "temperature": 0.0, "max_gen_toks": 256},
+            generation={
+                "until": ["Question:", "</s>", "<|im_end|>"],
+                "do_sample": False,
+                "temperature": 0.0,
+                "max_gen_toks": 256,
+            },
             lm_eval_filter="strict-match",
             default_margin=3.0,
             recommended_passes=1,
@@ -146,7 +153,12 @@ TASKS: dict[str, TaskSpec] = {
             num_fewshot=0,
             prompt_format="one user turn through the server's chat template: \"Q: {question}\\nA: Let's think step by step.\"",
             answer_extraction="strict-match: regex 'The answer is (\\-?[0-9\\.\\,]+).', exact_match with gsm8k's normalisation",
-            generation={"until": ["Q:", "</s>", "<|im_end|>"], "do_sample": False, "temperature": 0.0, "max_gen_toks": 512},
+            generation={
+                "until": ["Q:", "</s>", "<|im_end|>"],
+                "do_sample": False,
+                "temperature": 0.0,
+                "max_gen_toks": 512,
+            },
             lm_eval_filter="strict-match",
             default_margin=3.0,
             recommended_passes=1,
@@ -170,7 +182,13 @@ TASKS: dict[str, TaskSpec] = {
             lm_eval_yaml="aime/aime25.yaml",
             prompt_format="one user turn through the chat template: 'Question: {problem}\\nAnswer:'",
             answer_extraction="lm-eval aime process_results: last \\boxed{...} (else the text between the first and last '$'), hendrycks-math normalisation, equal to the integer answer",
-            generation={"until": ["Question:", "</s>", "<|im_end|>", "<|eot_id|>"], "do_sample": True, "temperature": 0.6, "top_p": 0.95, "max_gen_toks": 32768},
+            generation={
+                "until": ["Question:", "</s>", "<|im_end|>", "<|eot_id|>"],
+                "do_sample": True,
+                "temperature": 0.6,
+                "top_p": 0.95,
+                "max_gen_toks": 32768,
+            },
             default_margin=10.0,
             recommended_passes=16,
             recommended_items=30,
@@ -231,7 +249,11 @@ TASKS: dict[str, TaskSpec] = {
             runner="mrcr",
             eval_split="train",
             api="chat",
-            dataset=DatasetRef(hub_id="byog/mrcr-generated", revision=None, note="rows made by byog.evals.mrcr_generate.generate_rows at target lengths: not MRCR v2"),
+            dataset=DatasetRef(
+                hub_id="byog/mrcr-generated",
+                revision=None,
+                note="rows made by byog.evals.mrcr_generate.generate_rows at target lengths: not MRCR v2",
+            ),
             prompt_format="generated MRCR-format conversation (openai/mrcr schema), the row's messages verbatim",
             answer_extraction="official MRCR grader (prefix check, then SequenceMatcher ratio)",
             generation={"do_sample": False, "temperature": 0.0},

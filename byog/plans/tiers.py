@@ -85,8 +85,12 @@ def _standard(plan: Plan) -> Plan:
     workloads = []
     for w in plan.workloads:
         if isinstance(w, BatchWorkload):
-            w = w.model_copy(update={"warmup_waves": min(w.warmup_waves, STANDARD_MAX_WARMUP_WAVES),
-                                     "waves": min(w.waves, STANDARD_MAX_WAVES)})
+            w = w.model_copy(
+                update={
+                    "warmup_waves": min(w.warmup_waves, STANDARD_MAX_WARMUP_WAVES),
+                    "waves": min(w.waves, STANDARD_MAX_WAVES),
+                }
+            )
         workloads.append(w)
     return plan.model_copy(update={"workloads": workloads, "evals": [_standard_eval(e) for e in plan.evals]})
 
@@ -110,28 +114,51 @@ def _standard_eval(spec: EvalSpec) -> EvalSpec:
 def _smoke_workload(w: Any, servers: list[str]) -> Any:
     if isinstance(w, AgenticWorkload):
         if isinstance(w.source, SyntheticSessions):
-            return w.model_copy(update={"servers": servers, "concurrencies": _ends(w.concurrencies),
-                                        "sessions": min(w.sessions, SMOKE_MAX_SESSIONS),
-                                        "warmup_sessions": min(w.warmup_sessions, 1)})
-        source = w.source.model_copy(update={"speedups": [max(w.source.speedups)],
-                                             "max_requests": _cap(w.source.max_requests, SMOKE_MAX_TRACE_REQUESTS)})
+            return w.model_copy(
+                update={
+                    "servers": servers,
+                    "concurrencies": _ends(w.concurrencies),
+                    "sessions": min(w.sessions, SMOKE_MAX_SESSIONS),
+                    "warmup_sessions": min(w.warmup_sessions, 1),
+                }
+            )
+        source = w.source.model_copy(
+            update={
+                "speedups": [max(w.source.speedups)],
+                "max_requests": _cap(w.source.max_requests, SMOKE_MAX_TRACE_REQUESTS),
+            }
+        )
         return w.model_copy(update={"servers": servers, "source": source})
     common = {"servers": servers, "isl": [min(w.isl)], "osl": [min(min(w.osl), SMOKE_MAX_OSL)]}
     if isinstance(w, BatchWorkload):
-        return w.model_copy(update={**common, "batch_sizes": _ends(w.batch_sizes),
-                                    "warmup_waves": min(w.warmup_waves, SMOKE_MAX_WARMUP_WAVES),
-                                    "waves": min(w.waves, SMOKE_MAX_WAVES)})
+        return w.model_copy(
+            update={
+                **common,
+                "batch_sizes": _ends(w.batch_sizes),
+                "warmup_waves": min(w.warmup_waves, SMOKE_MAX_WARMUP_WAVES),
+                "waves": min(w.waves, SMOKE_MAX_WAVES),
+            }
+        )
     if isinstance(w, ConcurrencyWorkload):
         loads = _ends(w.concurrencies)
         prompts = min(w.num_prompts, SMOKE_MAX_PROMPTS_PER_SLOT * max(loads))
-        return w.model_copy(update={**common, "concurrencies": loads, "num_prompts": prompts,
-                                    "warmup_prompts": min(w.warmup_prompts, max(loads))})
+        return w.model_copy(
+            update={
+                **common,
+                "concurrencies": loads,
+                "num_prompts": prompts,
+                "warmup_prompts": min(w.warmup_prompts, max(loads)),
+            }
+        )
     assert isinstance(w, RateWorkload)
     if w.search is not None:
         search = w.search.model_copy(update={"max_probes": min(w.search.max_probes, SMOKE_MAX_PROBES)})
-        return w.model_copy(update={**common, "search": search, "num_prompts": min(w.num_prompts, SMOKE_MAX_RATE_PROMPTS)})
-    return w.model_copy(update={**common, "rates": _ends(w.rates),
-                                "num_prompts": min(w.num_prompts, SMOKE_MAX_RATE_PROMPTS)})
+        return w.model_copy(
+            update={**common, "search": search, "num_prompts": min(w.num_prompts, SMOKE_MAX_RATE_PROMPTS)}
+        )
+    return w.model_copy(
+        update={**common, "rates": _ends(w.rates), "num_prompts": min(w.num_prompts, SMOKE_MAX_RATE_PROMPTS)}
+    )
 
 
 def _smoke(plan: Plan) -> Plan:
@@ -144,18 +171,32 @@ def _smoke(plan: Plan) -> Plan:
             workloads.append(_smoke_workload(w, servers))
     # Every eval runs in smoke, on the kept pair when its own servers are gone: smoke shows each
     # task works end to end on the hardware, whichever servers the full plan gives it.
-    evals = [e.model_copy(update={"servers": _kept_servers(e.servers, kept) or kept,
-                                  "limit": _cap(e.limit, SMOKE_MAX_EVAL_ITEMS), "passes": 1}) for e in plan.evals]
-    pairs = [ComparisonPair(candidate=candidate, baseline=baseline)] if plan.pairs is not None and candidate != baseline else None
-    return plan.model_copy(update={
-        "servers": {name: plan.servers[name] for name in kept},
-        "baseline": baseline,
-        "pairs": pairs,
-        "workloads": workloads,
-        "evals": evals,
-        "launches": 1,
-        "aa_pair": False,
-    })
+    evals = [
+        e.model_copy(
+            update={
+                "servers": _kept_servers(e.servers, kept) or kept,
+                "limit": _cap(e.limit, SMOKE_MAX_EVAL_ITEMS),
+                "passes": 1,
+            }
+        )
+        for e in plan.evals
+    ]
+    pairs = (
+        [ComparisonPair(candidate=candidate, baseline=baseline)]
+        if plan.pairs is not None and candidate != baseline
+        else None
+    )
+    return plan.model_copy(
+        update={
+            "servers": {name: plan.servers[name] for name in kept},
+            "baseline": baseline,
+            "pairs": pairs,
+            "workloads": workloads,
+            "evals": evals,
+            "launches": 1,
+            "aa_pair": False,
+        }
+    )
 
 
 def apply_tier(plan: Plan, tier: str) -> Plan:
@@ -176,8 +217,9 @@ def tiered_plan_yaml(plan: Plan) -> str:
     that does not use them records the same YAML as before they existed.
     """
     exclude = {key for key, default in (("launches", 1), ("aa_pair", False)) if getattr(plan, key) == default}
-    return yaml.safe_dump(plan.model_dump(mode="json", exclude_none=True, exclude=exclude), sort_keys=False,
-                          allow_unicode=True, width=100)
+    return yaml.safe_dump(
+        plan.model_dump(mode="json", exclude_none=True, exclude=exclude), sort_keys=False, allow_unicode=True, width=100
+    )
 
 
 def find_placeholders(plan: Plan) -> list[str]:
@@ -203,8 +245,11 @@ def require_no_placeholders(plan: Plan) -> None:
     """Refuse to launch a plan that still holds placeholders (call before starting any server)."""
     found = find_placeholders(plan)
     if found:
-        raise UsageError(f"plan '{plan.name}' still has {len(found)} value(s) to set before a run: "
-                         + "; ".join(found) + " (edit a copy of the profile; docs/profiles.md)")
+        raise UsageError(
+            f"plan '{plan.name}' still has {len(found)} value(s) to set before a run: "
+            + "; ".join(found)
+            + " (edit a copy of the profile; docs/profiles.md)"
+        )
 
 
 def eval_items(spec: EvalSpec) -> int:

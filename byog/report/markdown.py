@@ -26,12 +26,24 @@ report: bump ``REPORT_VERSION`` and keep the previous renderer re-renderable in
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from byog.core.paths import RunDir
 from byog.report.context import ReportContext, ReportInputs
 from byog.report.format import esc
-from byog.report.sections import accuracy, agentic, decode, environment, figures, headline, launches, numerics, performance, reproduction, signer
+from byog.report.sections import (
+    accuracy,
+    agentic,
+    decode,
+    environment,
+    figures,
+    headline,
+    launches,
+    numerics,
+    performance,
+    reproduction,
+    signer,
+)
 from byog.schemas.summary import Summary
 
 REPORT_VERSION = 2

@@ -89,18 +89,38 @@ def write_plots(run_dir: RunDir, summary: Summary, out_dir: Path | None = None) 
         fig, ax = plt.subplots(figsize=(6, 4))
         flagged = False
         for server in sorted({p.server for p in points}):
-            mine = sorted((p.batch_size, metric(p, "decode_tok_s"), p.valid) for p in points
-                          if p.server == server and p.batch_size and metric(p, "decode_tok_s") is not None)
+            mine = sorted(
+                (p.batch_size, metric(p, "decode_tok_s"), p.valid)
+                for p in points
+                if p.server == server and p.batch_size and metric(p, "decode_tok_s") is not None
+            )
             if not mine:
                 continue
-            (line,) = ax.plot([b for b, _, _ in mine], [v for _, v, _ in mine], marker="o", label=f"{server} (TP{tp.get(server, 1)})")
+            (line,) = ax.plot(
+                [b for b, _, _ in mine], [v for _, v, _ in mine], marker="o", label=f"{server} (TP{tp.get(server, 1)})"
+            )
             bad = [(b, v) for b, v, ok in mine if not ok]
             if bad:
                 flagged = True
-                ax.plot([b for b, _ in bad], [v for _, v in bad], linestyle="none", marker="X", markersize=11,
-                        color=INVALID_COLOR, markeredgecolor="black")
+                ax.plot(
+                    [b for b, _ in bad],
+                    [v for _, v in bad],
+                    linestyle="none",
+                    marker="X",
+                    markersize=11,
+                    color=INVALID_COLOR,
+                    markeredgecolor="black",
+                )
         if flagged:
-            ax.plot([], [], linestyle="none", marker="X", color=INVALID_COLOR, markeredgecolor="black", label="invalid point")
+            ax.plot(
+                [],
+                [],
+                linestyle="none",
+                marker="X",
+                color=INVALID_COLOR,
+                markeredgecolor="black",
+                label="invalid point",
+            )
         ax.set_xscale("log", base=2)
         ax.set_xlabel("batch size B")
         ax.set_ylabel("aggregate decode tok/s")
@@ -117,11 +137,20 @@ def write_plots(run_dir: RunDir, summary: Summary, out_dir: Path | None = None) 
             low, high = c.ci_low, c.ci_high
             err = [[c.ratio - low], [high - c.ratio]] if low is not None and high is not None else None
             color = "tab:blue" if ok else INVALID_COLOR
-            ax.errorbar([i], [c.ratio], yerr=err, fmt="o" if ok else "X", markersize=6 if ok else 10, capsize=4, color=color)
+            ax.errorbar(
+                [i], [c.ratio], yerr=err, fmt="o" if ok else "X", markersize=6 if ok else 10, capsize=4, color=color
+            )
             flagged = flagged or not ok
         ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
-        labels = [f"{c.candidate}\n{c.point_id}" + ("" if valid.get((c.candidate, c.point_id), False)
-                                                    and valid.get((c.baseline, c.point_id), False) else "\n(invalid)") for c in comps]
+        labels = [
+            f"{c.candidate}\n{c.point_id}"
+            + (
+                ""
+                if valid.get((c.candidate, c.point_id), False) and valid.get((c.baseline, c.point_id), False)
+                else "\n(invalid)"
+            )
+            for c in comps
+        ]
         ax.set_xticks(range(len(comps)), labels, rotation=30, ha="right", fontsize=7)
         ax.set_ylabel("decode tok/s speed-up (95% CI)")
         ax.set_title("Candidate / baseline per point" + (" (red X: invalid, not a result)" if flagged else ""))
@@ -144,7 +173,11 @@ def write_plots(run_dir: RunDir, summary: Summary, out_dir: Path | None = None) 
                     box.set_edgecolor(INVALID_COLOR)
                     box.set_linewidth(2)
                     box.set_hatch("//")
-                    for part in (*boxes["whiskers"][2 * i:2 * i + 2], *boxes["caps"][2 * i:2 * i + 2], boxes["medians"][i]):
+                    for part in (
+                        *boxes["whiskers"][2 * i : 2 * i + 2],
+                        *boxes["caps"][2 * i : 2 * i + 2],
+                        boxes["medians"][i],
+                    ):
                         part.set_color(INVALID_COLOR)
                         part.set_linewidth(2)
             ax.set_xticks(range(1, len(labels) + 1), labels, rotation=30, ha="right", fontsize=7)
@@ -171,5 +204,9 @@ def write_plots(run_dir: RunDir, summary: Summary, out_dir: Path | None = None) 
         save(fig, EVAL_DELTAS)
     written += write_frontier_plots(run_dir, summary, out_dir)
     if summary.numerics is not None:  # numerics_divergence.png, when a comparison ran
-        plot_numerics(run_dir, summary.numerics, lambda fig, name: save(fig, Plot(name, "per-position divergence vs the A/A envelope")))
+        plot_numerics(
+            run_dir,
+            summary.numerics,
+            lambda fig, name: save(fig, Plot(name, "per-position divergence vs the A/A envelope")),
+        )
     return written

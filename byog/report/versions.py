@@ -11,7 +11,7 @@ byog knows cannot be checked: verify says so and asks for an upgrade.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from byog.core.errors import CheckFailed
 from byog.core.paths import RunDir
@@ -31,7 +31,7 @@ def version_of(report: str) -> int:
     """The format of a report.md: its first line's marker, or 1 when it has none."""
     first = report.split("\n", 1)[0]
     if first.startswith(MARKER_PREFIX) and first.endswith(" -->"):
-        number = first[len(MARKER_PREFIX):-len(" -->")]
+        number = first[len(MARKER_PREFIX) : -len(" -->")]
         if number.isdigit() and not number.startswith("0"):
             return int(number)
         raise CheckFailed(f"report.md's first line {first[:60]!r} is not a byog report marker")
@@ -43,6 +43,8 @@ def rerender(report: str, run_dir: RunDir, summary: Summary) -> tuple[int, str]:
     version = version_of(report)
     renderer = RENDERERS.get(version)
     if renderer is None:
-        raise CheckFailed(f"report.md is in report format {version}, newer than this byog renders "
-                          f"(up to {max(RENDERERS)}); upgrade byog to check it")
+        raise CheckFailed(
+            f"report.md is in report format {version}, newer than this byog renders "
+            f"(up to {max(RENDERERS)}); upgrade byog to check it"
+        )
     return version, renderer(run_dir, summary)

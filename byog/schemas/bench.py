@@ -10,8 +10,9 @@ Schemas are derived from these models.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, Literal, Optional, Sequence, Union
+from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -27,8 +28,15 @@ BENCH_SCHEMA_VERSION = 3
 REQUEST_ROW_SCHEMA_VERSION = 2  # 2: cached_tokens and the agentic columns (optional: v1 files lack them)
 
 
-def load_label(kind: str, batch_size: int | None, concurrency: int | None, rate: float | None,
-               speedup: float | None, *, rate_unit: str) -> str:
+def load_label(
+    kind: str,
+    batch_size: int | None,
+    concurrency: int | None,
+    rate: float | None,
+    speedup: float | None,
+    *,
+    rate_unit: str,
+) -> str:
     """B=4, C=8, x2 (a trace's speed-up), C=4 sessions, or the request rate."""
     if kind == "batch":
         return f"B={batch_size}"
@@ -55,7 +63,7 @@ class BenchPoint(Strict):
     isl: int
     osl: int
     api: Literal["completions", "chat"] = "completions"
-    prompts: Union[RandomPrompts, DatasetPrompts]
+    prompts: RandomPrompts | DatasetPrompts
     warmup_waves: int = 0  # batch
     waves: int = 0  # batch: measured waves
     num_prompts: int = 0  # concurrency/rate: measured requests
@@ -104,20 +112,22 @@ class RequestRow(Strict):
     t_send_ns: int = 0
     chunk_t_ns: list[int] = Field(default_factory=list)  # arrival of each chunk that carried output tokens
     chunk_tokens: list[int] = Field(default_factory=list)  # output tokens each of those chunks carried (usage deltas)
-    n_in: Optional[int] = None  # the server's usage.prompt_tokens
+    n_in: int | None = None  # the server's usage.prompt_tokens
     n_out: int = 0  # the server's usage.completion_tokens
-    error: Optional[str] = None
+    error: str | None = None
     usage_per_chunk: bool = True  # False: the server streamed chunks without usage (counts guessed as 1)
     # the server's usage.prompt_tokens_details.cached_tokens (vLLM: --enable-prompt-tokens-details); None: not reported
-    cached_tokens: Optional[int] = None
+    cached_tokens: int | None = None
     # agentic points only (None elsewhere): the request's place in its session
-    session: Optional[int] = None  # session number (a trace: the line of the session's first request)
-    agent: Optional[int] = None  # 0 = the session's main agent, 1.. = its sub-agents
-    turn: Optional[int] = None  # index within the agent's turns
-    parent_turn: Optional[int] = None  # sub-agents: the main-agent turn they forked after; -1 for a main agent
-    expected_n_out: Optional[int] = None  # the turn's exact answer length (its OSL)
-    think_s: Optional[float] = None  # the pause slept before the turn was sent
-    reusable_tokens: Optional[int] = None  # prompt tokens the workload shares with what was sent or generated before (what a cache can hold)
+    session: int | None = None  # session number (a trace: the line of the session's first request)
+    agent: int | None = None  # 0 = the session's main agent, 1.. = its sub-agents
+    turn: int | None = None  # index within the agent's turns
+    parent_turn: int | None = None  # sub-agents: the main-agent turn they forked after; -1 for a main agent
+    expected_n_out: int | None = None  # the turn's exact answer length (its OSL)
+    think_s: float | None = None  # the pause slept before the turn was sent
+    reusable_tokens: int | None = (
+        None  # prompt tokens the workload shares with what was sent or generated before (what a cache can hold)
+    )
 
     @property
     def ok(self) -> bool:
@@ -135,9 +145,9 @@ class RequestRow(Strict):
 class ClientLoad(Strict):
     """How busy the load generator itself was while it measured (client saturation check)."""
 
-    cpu_share: Optional[float] = None  # client process CPU seconds / wall seconds (1.0 = one core)
-    loop_lag_p99_s: Optional[float] = None  # event-loop lag: how late a periodic timer woke up
-    loop_lag_max_s: Optional[float] = None
+    cpu_share: float | None = None  # client process CPU seconds / wall seconds (1.0 = one core)
+    loop_lag_p99_s: float | None = None  # event-loop lag: how late a periodic timer woke up
+    loop_lag_max_s: float | None = None
     cpu_share_limit: float
     # lag limit = max(floor, share x the point's median ITL): a late read shifts a token's timestamp
     loop_lag_share_of_itl: float
@@ -145,28 +155,28 @@ class ClientLoad(Strict):
 
 
 class PowerTrace(Strict):
-    """NVML samples taken during a point (``byog.bench.power``). Lists are [sample][gpu].
+    """NVML samples taken during a point (``byog.bench.nvml_sampler``). Lists are [sample][gpu].
 
     ``available: false`` (no NVIDIA driver or bindings, e.g. the CPU default) carries only the
     reason: every number is absent, never zero. ``t_ns`` is on the rows' ``perf_counter_ns`` clock.
     """
 
     available: bool
-    reason: Optional[str] = None  # why there are no samples
-    gpu_indices: Optional[list[int]] = None  # NVML indices (PCI bus order)
-    gpu_names: Optional[list[str]] = None
-    interval_s: Optional[float] = None
+    reason: str | None = None  # why there are no samples
+    gpu_indices: list[int] | None = None  # NVML indices (PCI bus order)
+    gpu_names: list[str] | None = None
+    interval_s: float | None = None
     # "counter": nvmlDeviceGetTotalEnergyConsumption (mJ); "integrated-power": trapezoid of nvmlDeviceGetPowerUsage
-    energy_source: Optional[Literal["counter", "integrated-power"]] = None
-    power_limit_w: Optional[list[float]] = None
-    t_ns: Optional[list[int]] = None
-    power_w: Optional[list[list[float]]] = None
-    energy_mj: Optional[list[list[float]]] = None  # only with energy_source "counter"
-    sm_clock_mhz: Optional[list[list[int]]] = None
-    mem_clock_mhz: Optional[list[list[int]]] = None
-    clock_event_reasons: Optional[list[list[int]]] = None  # nvmlClocksEventReasons bitmask
-    temperature_c: Optional[list[list[int]]] = None
-    errors: Optional[list[str]] = None  # reads that failed mid-point (their sample was dropped)
+    energy_source: Literal["counter", "integrated-power"] | None = None
+    power_limit_w: list[float] | None = None
+    t_ns: list[int] | None = None
+    power_w: list[list[float]] | None = None
+    energy_mj: list[list[float]] | None = None  # only with energy_source "counter"
+    sm_clock_mhz: list[list[int]] | None = None
+    mem_clock_mhz: list[list[int]] | None = None
+    clock_event_reasons: list[list[int]] | None = None  # nvmlClocksEventReasons bitmask
+    temperature_c: list[list[int]] | None = None
+    errors: list[str] | None = None  # reads that failed mid-point (their sample was dropped)
 
     def per_gpu(self, field: str) -> list[list[float]]:
         """A [sample][gpu] field as [gpu][sample] (what ``byog.analysis.energy`` takes)."""
@@ -182,35 +192,36 @@ class PointRecord(Strict):
     point: BenchPoint
     prompts_label: str  # "random-ids" or "dataset:<name>": results on random tokens are labelled so
     status: Literal["complete", "failed"]
-    error: Optional[str] = None
-    log_tail: Optional[str] = None
+    error: str | None = None
+    log_tail: str | None = None
     started_at: str  # UTC, ISO 8601
     duration_s: float  # wall time of the point, warm-up included
     t_start_ns: int  # perf_counter_ns when the first request was sent (warm-up included)
     t_end_ns: int
-    client: Optional[ClientLoad] = None
-    counter_deltas: dict[str, Union[float, list[float]]] = Field(default_factory=dict)  # /metrics after - before
+    client: ClientLoad | None = None
+    counter_deltas: dict[str, float | list[float]] = Field(default_factory=dict)  # /metrics after - before
     # batch: /metrics after - after the warm-up waves (None: not taken, e.g. records of schema < 3)
-    measured_counter_deltas: Optional[dict[str, Union[float, list[float]]]] = None
-    power: Optional[PowerTrace] = None  # None: records of schema < 3
-    prefix_cache_reset: Optional[bool] = None  # None: not asked; False: the server refused
+    measured_counter_deltas: dict[str, float | list[float]] | None = None
+    power: PowerTrace | None = None  # None: records of schema < 3
+    prefix_cache_reset: bool | None = None  # None: not asked; False: the server refused
     byog_version: str
 
 
 # --- summary.json: derived ---------------------------------------------------------------------
 
+
 class Percentiles(Derived):
     """mean, P50, P90, P99 of one quantity over a point's measured requests (None: no data)."""
 
-    mean: Optional[float] = None
-    p50: Optional[float] = None
-    p90: Optional[float] = None
-    p99: Optional[float] = None
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
 
 
 class ClockStats(Derived):
-    mean: Optional[float] = None
-    min: Optional[float] = None
+    mean: float | None = None
+    min: float | None = None
 
 
 class PowerMetrics(Derived):
@@ -221,15 +232,15 @@ class PowerMetrics(Derived):
     """
 
     available: bool
-    reason: Optional[str] = None  # why not measured
-    energy_source: Optional[str] = None
-    window: Optional[Literal["decode", "point"]] = None
-    energy_j: Optional[float] = None  # all sampled GPUs together
-    j_per_token: Optional[float] = None
-    mean_power_w: Optional[float] = None
-    sm_clock_mhz: Optional[ClockStats] = None
-    mem_clock_mhz: Optional[ClockStats] = None
-    throttle: Optional[dict[str, float]] = None  # throttling reason -> share of samples in the measured span
+    reason: str | None = None  # why not measured
+    energy_source: str | None = None
+    window: Literal["decode", "point"] | None = None
+    energy_j: float | None = None  # all sampled GPUs together
+    j_per_token: float | None = None
+    mean_power_w: float | None = None
+    sm_clock_mhz: ClockStats | None = None
+    mem_clock_mhz: ClockStats | None = None
+    throttle: dict[str, float] | None = None  # throttling reason -> share of samples in the measured span
 
 
 class PointMetrics(Derived):
@@ -241,23 +252,23 @@ class PointMetrics(Derived):
     itl_request_mean_s: Percentiles
     e2e_latency_s: Percentiles
     tok_s_user: Percentiles  # Pq = 1 / Pq(tpot): P90 is the slowest 10% of users
-    output_tok_s: Optional[float] = None
-    decode_tok_s: Optional[float] = None
-    decode_step_s: Optional[float] = None
-    decode_window_s: Optional[float] = None
-    tokens_in_window: Optional[int] = None
-    decode_steps: Optional[float] = None  # engine steps in the windows: chunks per request (one SSE chunk per step)
-    tokens_per_step: Optional[float] = None  # tokens in window / decode_steps (all B requests)
-    crosscheck_decode_tok_s: Optional[float] = None  # steps/s x acceptance_length x B (the PR's conversion)
-    crosscheck_ratio: Optional[float] = None  # crosscheck_decode_tok_s / decode_tok_s
-    acceptance_length: Optional[float] = None  # 1 + accepted / drafts (per drafted step)
-    acceptance_length_ci: Optional[list[float]] = None  # 95% [low, high], drafts as independent trials
-    acceptance_per_position: Optional[list[float]] = None
-    acceptance_per_position_ci: Optional[list[list[float]]] = None  # Wilson 95% per position
-    draft_coverage: Optional[float] = None  # drafts / request-steps: share of decode steps that carried a draft
-    tokens_per_request_step: Optional[float] = None  # generated / request-steps: what each request gains per step
-    achieved_concurrency: Optional[float] = None
-    power: Optional[PowerMetrics] = None
+    output_tok_s: float | None = None
+    decode_tok_s: float | None = None
+    decode_step_s: float | None = None
+    decode_window_s: float | None = None
+    tokens_in_window: int | None = None
+    decode_steps: float | None = None  # engine steps in the windows: chunks per request (one SSE chunk per step)
+    tokens_per_step: float | None = None  # tokens in window / decode_steps (all B requests)
+    crosscheck_decode_tok_s: float | None = None  # steps/s x acceptance_length x B (the PR's conversion)
+    crosscheck_ratio: float | None = None  # crosscheck_decode_tok_s / decode_tok_s
+    acceptance_length: float | None = None  # 1 + accepted / drafts (per drafted step)
+    acceptance_length_ci: list[float] | None = None  # 95% [low, high], drafts as independent trials
+    acceptance_per_position: list[float] | None = None
+    acceptance_per_position_ci: list[list[float]] | None = None  # Wilson 95% per position
+    draft_coverage: float | None = None  # drafts / request-steps: share of decode steps that carried a draft
+    tokens_per_request_step: float | None = None  # generated / request-steps: what each request gains per step
+    achieved_concurrency: float | None = None
+    power: PowerMetrics | None = None
 
 
 class TurnLatency(Derived):
@@ -265,10 +276,10 @@ class TurnLatency(Derived):
 
     turn: int
     n: int
-    mean: Optional[float] = None
-    p50: Optional[float] = None
-    p90: Optional[float] = None
-    p99: Optional[float] = None
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
 
 
 class SessionSummary(Derived):
@@ -281,25 +292,25 @@ class SessionSummary(Derived):
     ttft_s_by_turn: list[TurnLatency]
     ttft_s_subagent: Percentiles  # sub-agents' turns (their first one starts from the parent's context)
     prompt_tokens: Percentiles  # the context each turn sent
-    prefix_hit_rate: Optional[float] = None  # sum cached_tokens / sum prompt tokens (usage; None: not reported)
-    prefix_hit_rate_counters: Optional[float] = None  # Δ prefix_cache_hits / Δ prefix_cache_queries around the point
-    reusable_share: Optional[float] = None  # sum reusable_tokens / sum prompt tokens: an ideal cache's hit rate
+    prefix_hit_rate: float | None = None  # sum cached_tokens / sum prompt tokens (usage; None: not reported)
+    prefix_hit_rate_counters: float | None = None  # Δ prefix_cache_hits / Δ prefix_cache_queries around the point
+    reusable_share: float | None = None  # sum reusable_tokens / sum prompt tokens: an ideal cache's hit rate
     session_s: Percentiles  # first send to last token of a session, pauses included
 
 
 class GoodputSummary(Derived):
     """The share of a point's measured requests inside its workload's SLO, and the goodput."""
 
-    ttft_s: Optional[float] = None  # the limits held against
-    tpot_s: Optional[float] = None
-    e2e_s: Optional[float] = None
+    ttft_s: float | None = None  # the limits held against
+    tpot_s: float | None = None
+    e2e_s: float | None = None
     target_share: float
     measured: int
     good: int
-    slo_share: Optional[float] = None
-    goodput_req_s: Optional[float] = None
-    goodput_tok_s: Optional[float] = None
-    meets_target: Optional[bool] = None  # slo_share >= target_share
+    slo_share: float | None = None
+    goodput_req_s: float | None = None
+    goodput_tok_s: float | None = None
+    meets_target: bool | None = None  # slo_share >= target_share
 
 
 class PointSummary(Derived):
@@ -314,22 +325,22 @@ class PointSummary(Derived):
     point_id: str
     workload: str
     kind: Literal["batch", "concurrency", "rate", "agentic"]
-    batch_size: Optional[int] = None
-    concurrency: Optional[int] = None
-    rate: Optional[float] = None
-    speedup: Optional[float] = None  # a replayed trace
+    batch_size: int | None = None
+    concurrency: int | None = None
+    rate: float | None = None
+    speedup: float | None = None  # a replayed trace
     search_probe: bool = False  # a rate a search chose while running
     isl: int
     osl: int
     api: Literal["completions", "chat"]
-    prompts: Optional[str] = None  # the point record's prompts label
-    launch: Optional[int] = None  # launch r >= 2 of the server (bench.launch_points); None: launch 1
+    prompts: str | None = None  # the point record's prompts label
+    launch: int | None = None  # launch r >= 2 of the server (bench.launch_points); None: launch 1
     valid: bool
     invalid_reasons: list[str]
     n_requests: int
-    metrics: Optional[PointMetrics] = None
-    sessions: Optional[SessionSummary] = None  # agentic points
-    goodput: Optional[GoodputSummary] = None  # points of a workload with an SLO
+    metrics: PointMetrics | None = None
+    sessions: SessionSummary | None = None  # agentic points
+    goodput: GoodputSummary | None = None  # points of a workload with an SLO
 
     @property
     def load_label(self) -> str:
@@ -356,16 +367,16 @@ class PointComparison(Derived):
     candidate_value: float
     baseline_value: float
     ratio: float
-    ci_low: Optional[float] = None
-    ci_high: Optional[float] = None
+    ci_low: float | None = None
+    ci_high: float | None = None
     ci_level: float
     units: Literal["waves", "requests"]  # what the bootstrap resampled
-    within_noise: Optional[bool] = None  # the CI holds 1
-    launches: Optional[list[int]] = None  # [candidate, baseline] launches pooled, when either is > 1
-    ci90_low: Optional[float] = None  # the 90% CI of the TOST (same resamples), with a label
-    ci90_high: Optional[float] = None
-    margin: Optional[float] = None  # the A/A margin of this metric, as a ln-ratio
-    label: Optional[PerfLabel] = None
+    within_noise: bool | None = None  # the CI holds 1
+    launches: list[int] | None = None  # [candidate, baseline] launches pooled, when either is > 1
+    ci90_low: float | None = None  # the 90% CI of the TOST (same resamples), with a label
+    ci90_high: float | None = None
+    margin: float | None = None  # the A/A margin of this metric, as a ln-ratio
+    label: PerfLabel | None = None
 
 
 class LaunchShare(Derived):
@@ -398,7 +409,7 @@ class AAMargin(Derived):
 class RateProbe(Derived):
     rate: float
     point_id: str
-    slo_share: Optional[float] = None  # None: the probe failed or is missing (counts as missing the target)
+    slo_share: float | None = None  # None: the probe failed or is missing (counts as missing the target)
 
 
 class RateSearchSummary(Derived):
@@ -408,8 +419,8 @@ class RateSearchSummary(Derived):
     workload: str
     target_share: float
     probes: list[RateProbe]  # in rate order
-    best_rate: Optional[float] = None  # the highest rate that met the target below the lowest failing one
-    failing_rate: Optional[float] = None
+    best_rate: float | None = None  # the highest rate that met the target below the lowest failing one
+    failing_rate: float | None = None
     converged: bool
     reason: str
     non_monotone: list[float] = Field(default_factory=list)

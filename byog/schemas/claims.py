@@ -37,7 +37,7 @@ claims nothing), and a selector names at least one field.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Discriminator, Field, Tag, model_validator
 
@@ -83,10 +83,12 @@ class _PointClaim(_ClaimBase):
     select: dict[str, Any] | None = Field(default=None, min_length=1)  # or fields that pick exactly one point
     metric: str = Field(min_length=1)  # a field of the point, dotted for nested values (e.g. tpot_s.p50)
     value: float
-    tolerance: float = Field(default=DEFAULT_TOLERANCE, ge=0, le=MAX_TOLERANCE)  # relative: |got - value| <= tolerance * |value|
+    tolerance: float = Field(
+        default=DEFAULT_TOLERANCE, ge=0, le=MAX_TOLERANCE
+    )  # relative: |got - value| <= tolerance * |value|
 
     @model_validator(mode="after")
-    def _one_way_to_pick(self) -> "_PointClaim":
+    def _one_way_to_pick(self) -> _PointClaim:
         if (self.point is None) == (self.select is None):
             raise ValueError("a claim names its point with exactly one of 'point' or 'select'")
         bad = non_finite_in(self.select, "select")
@@ -121,7 +123,7 @@ def _claim_kind(value: Any) -> str:
 
 
 Claim = Annotated[
-    Union[Annotated[ValueClaim, Tag("value")], Annotated[RatioClaim, Tag("ratio")], Annotated[VerdictClaim, Tag("verdict")]],
+    Annotated[ValueClaim, Tag("value")] | Annotated[RatioClaim, Tag("ratio")] | Annotated[VerdictClaim, Tag("verdict")],
     Discriminator(_claim_kind),
 ]
 

@@ -132,7 +132,9 @@ class EvalVerdict(PairedComparison):
     speculative: bool
     # Summary schema 2 added the fields below (byog.schemas.summary.ADDED_IN); a schema-1 summary lacks them.
     discordant: int | None = None  # items whose per-item scores differ between the two servers
-    planned_false_fail: float | None = None  # byog.analysis.power at the plan's n, K and margin (None: unknown task)
+    planned_false_fail: float | None = (
+        None  # byog.analysis.gate_power at the plan's n, K and margin (None: unknown task)
+    )
     screening: bool = False
     degenerate: list[DegenerateReason] = Field(default_factory=list)
     degenerate_why: list[str] = Field(default_factory=list)  # one sentence per reason, same order
@@ -148,6 +150,8 @@ def write_eval_items(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 register("eval_results", EvalResults, version=EVAL_RESULTS_SCHEMA_VERSION, files=("evals/*/*/results.json",))
-register("eval_item", EvalItemRow, version=EVAL_RESULTS_SCHEMA_VERSION, files=("evals/*/*/items.parquet",), kind="parquet")
+register(
+    "eval_item", EvalItemRow, version=EVAL_RESULTS_SCHEMA_VERSION, files=("evals/*/*/items.parquet",), kind="parquet"
+)
 register("eval_score", EvalScore, version=EVAL_RESULTS_SCHEMA_VERSION)
 register("eval_verdict", EvalVerdict, version=EVAL_RESULTS_SCHEMA_VERSION)

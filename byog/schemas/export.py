@@ -1,7 +1,7 @@
 """Export every registered model to ``byog/schemas/<name>.schema.json`` (committed; a test checks drift).
 
-    python -m byog.schemas.export           # rewrite the files
-    python -m byog.schemas.export --check   # exit 1 and name the files that differ
+python -m byog.schemas.export           # rewrite the files
+python -m byog.schemas.export --check   # exit 1 and name the files that differ
 """
 
 from __future__ import annotations
@@ -42,7 +42,11 @@ def drift(folder: Path = SCHEMA_DIR) -> list[str]:
     """File names that are missing, stale or extra compared with the models."""
     want = expected_files()
     have = {p.name for p in folder.glob(f"*{SUFFIX}")}
-    problems = [name for name, text in want.items() if not (folder / name).is_file() or (folder / name).read_text(encoding="utf-8") != text]
+    problems = [
+        name
+        for name, text in want.items()
+        if not (folder / name).is_file() or (folder / name).read_text(encoding="utf-8") != text
+    ]
     problems += sorted(have - set(want))
     return sorted(problems)
 

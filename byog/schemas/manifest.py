@@ -47,7 +47,9 @@ class ServerSummary(_Strict):
     image_digests: list[str] = []  # RepoDigests, e.g. "vllm/vllm-openai@sha256:..."
 
 
-_SUBJECT = re.compile(r"^(?P<repo>[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100})(?:#(?P<pr>[0-9]{1,9})|@(?P<commit>[0-9a-fA-F]{7,40}))$")
+_SUBJECT = re.compile(
+    r"^(?P<repo>[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100})(?:#(?P<pr>[0-9]{1,9})|@(?P<commit>[0-9a-fA-F]{7,40}))$"
+)
 
 
 class BundleSubject(_Strict):
@@ -64,25 +66,27 @@ class BundleSubject(_Strict):
     commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,40}$")
 
     @model_validator(mode="after")
-    def _names_something(self) -> "BundleSubject":
+    def _names_something(self) -> BundleSubject:
         if self.pr is None and self.commit is None:
             raise ValueError("a subject names a pull request number or a commit")
         return self
 
     @classmethod
-    def parse(cls, text: str) -> "BundleSubject":
+    def parse(cls, text: str) -> BundleSubject:
         """'OWNER/REPO#N' or 'OWNER/REPO@COMMIT'; ValueError otherwise."""
         found = _SUBJECT.fullmatch(text)
         if not found:
             raise ValueError(f"'{text}' is not OWNER/REPO#PR or OWNER/REPO@COMMIT")
         pr = found.group("pr")
         commit = found.group("commit")
-        return cls(repository=found.group("repo"), pr=int(pr) if pr else None, commit=commit.lower() if commit else None)
+        return cls(
+            repository=found.group("repo"), pr=int(pr) if pr else None, commit=commit.lower() if commit else None
+        )
 
     def label(self) -> str:
         return f"{self.repository}#{self.pr}" if self.pr is not None else f"{self.repository}@{self.commit}"
 
-    def mismatch(self, wanted: "BundleSubject") -> str | None:
+    def mismatch(self, wanted: BundleSubject) -> str | None:
         """Why this (the bundle's) subject is not ``wanted``, or None when it is."""
         if self.repository.lower() != wanted.repository.lower():
             return f"the bundle is for {self.label()}, not {wanted.repository}"
@@ -129,7 +133,7 @@ class SignerRecord(_Strict):
 register("signer", SignerRecord, version=MANIFEST_SCHEMA_VERSION, files=("signer.json",))
 
 
-def subject_arg(value: "str | BundleSubject | None") -> "BundleSubject | None":
+def subject_arg(value: str | BundleSubject | None) -> BundleSubject | None:
     """``--for OWNER/REPO#PR`` (or ``@COMMIT``) as given on a command line or already parsed."""
     if value is None or isinstance(value, BundleSubject):
         return value

@@ -8,7 +8,8 @@ it cannot be read correctly, only guessed at.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from byog.core.errors import UsageError
 from byog.schemas.registry import load_all
@@ -33,7 +34,9 @@ def migrate(name: str, data: dict[str, Any], *, label: str | None = None) -> dic
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise UsageError(f"{label or name}: schema_version must be a positive integer, not {version!r}")
     if version > current:
-        raise UsageError(f"{label or name}: schema_version {version} is newer than this byog reads ({current}); upgrade byog")
+        raise UsageError(
+            f"{label or name}: schema_version {version} is newer than this byog reads ({current}); upgrade byog"
+        )
     while version < current:
         step = MIGRATIONS.get((name, version))
         if step is None:

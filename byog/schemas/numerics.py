@@ -16,8 +16,9 @@ Derived (``summary.json``'s ``numerics``, recomputed by verify): ``NumericsSumma
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from pydantic import Field
 

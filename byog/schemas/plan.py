@@ -6,7 +6,7 @@ names the key). Expanding a plan into concrete bench points lives in ``byog.plan
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -21,7 +21,6 @@ from byog.schemas.registry import register
 PLAN_SCHEMA_VERSION = 1
 
 BUILTIN_MODEL = "builtin:smollm2-135m-instruct"
-
 
 
 class ModelSpec(Strict):
@@ -69,7 +68,7 @@ class ServerConfig(Strict):
     ray_args: list[str] = Field(default_factory=list)  # extra `ray start` arguments on every node
 
     @model_validator(mode="after")
-    def _runtime_fields(self) -> "ServerConfig":
+    def _runtime_fields(self) -> ServerConfig:
         if self.runtime == "endpoint" and not self.url:
             raise ValueError("an 'endpoint' server needs 'url'")
         if self.runtime == "docker" and not self.image:
@@ -124,7 +123,7 @@ class DatasetPrompts(Strict):
     repeat: bool = False
 
 
-Prompts = Annotated[Union[RandomPrompts, DatasetPrompts], Field(discriminator="kind")]
+Prompts = Annotated[RandomPrompts | DatasetPrompts, Field(discriminator="kind")]
 
 
 # What each request asks of the server (byog.bench.client.request_body): "byog" (exact per-chunk
@@ -141,7 +140,7 @@ class SloSpec(Strict):
     target_share: float = Field(default=0.9, gt=0, le=1)  # what a rate search keeps, and what the report flags
 
     @model_validator(mode="after")
-    def _some_limit(self) -> "SloSpec":
+    def _some_limit(self) -> SloSpec:
         if self.ttft_s is None and self.tpot_s is None and self.e2e_s is None:
             raise ValueError("an SLO needs at least one of ttft_s, tpot_s, e2e_s")
         return self
@@ -197,7 +196,7 @@ class RateWorkload(_WorkloadBase):
     search: RateSearch | None = None  # probes chosen while running, instead of `rates`; needs `slo`
 
     @model_validator(mode="after")
-    def _rates_or_search(self) -> "RateWorkload":
+    def _rates_or_search(self) -> RateWorkload:
         if self.search is None and not self.rates:
             raise ValueError("a rate workload needs 'rates' or a 'search'")
         if self.search is not None and self.rates:
@@ -208,6 +207,7 @@ class RateWorkload(_WorkloadBase):
 
 
 # --- the agentic workload (docs/agentic.md) ---------------------------------------------------
+
 
 class Constant(Strict):
     kind: Literal["constant"] = "constant"
@@ -222,7 +222,7 @@ class Uniform(Strict):
     max: float = Field(ge=0)
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Uniform":
+    def _ordered(self) -> Uniform:
         if self.max < self.min:
             raise ValueError(f"uniform max {self.max:g} is below min {self.min:g}")
         return self
@@ -243,7 +243,7 @@ class Exponential(Strict):
     max: float | None = Field(default=None, gt=0)
 
 
-Distribution = Annotated[Union[Constant, Uniform, LogNormal, Exponential], Field(discriminator="kind")]
+Distribution = Annotated[Constant | Uniform | LogNormal | Exponential, Field(discriminator="kind")]
 
 
 class FanOut(Strict):
@@ -280,7 +280,7 @@ class TraceSource(Strict):
     max_requests: PositiveInt | None = None  # the first N requests (by arrival) that fit the context
 
 
-SessionSource = Annotated[Union[SyntheticSessions, TraceSource], Field(discriminator="kind")]
+SessionSource = Annotated[SyntheticSessions | TraceSource, Field(discriminator="kind")]
 
 
 class AgenticWorkload(Strict):
@@ -306,19 +306,24 @@ class AgenticWorkload(Strict):
         return data
 
     @model_validator(mode="after")
-    def _trace_has_no_sessions(self) -> "AgenticWorkload":
+    def _trace_has_no_sessions(self) -> AgenticWorkload:
         if isinstance(self.source, TraceSource):
             fields = type(self).model_fields
-            given = [k for k in ("concurrencies", "sessions", "warmup_sessions")
-                     if getattr(self, k) != fields[k].get_default(call_default_factory=True)]
+            given = [
+                k
+                for k in ("concurrencies", "sessions", "warmup_sessions")
+                if getattr(self, k) != fields[k].get_default(call_default_factory=True)
+            ]
             if given:
-                raise ValueError(f"a trace replays on its own schedule: {', '.join(sorted(given))} apply to synthetic "
-                                 "sessions only (a trace's load is source.speedups)")
+                raise ValueError(
+                    f"a trace replays on its own schedule: {', '.join(sorted(given))} apply to synthetic "
+                    "sessions only (a trace's load is source.speedups)"
+                )
         return self
 
 
 Workload = Annotated[
-    Union[BatchWorkload, ConcurrencyWorkload, RateWorkload, AgenticWorkload],
+    BatchWorkload | ConcurrencyWorkload | RateWorkload | AgenticWorkload,
     Field(discriminator="kind"),
 ]
 
@@ -400,7 +405,7 @@ class Plan(Strict):
     numerics: NumericsSpec | None = None  # the token-level differential + conformance suite (docs/numerics.md)
 
     @model_validator(mode="after")
-    def _references(self) -> "Plan":
+    def _references(self) -> Plan:
         if self.baseline not in self.servers:
             raise ValueError(f"baseline '{self.baseline}' is not one of the servers {sorted(self.servers)}")
         for pair in self.pairs or []:
@@ -419,17 +424,23 @@ class Plan(Strict):
             names.add(name)
         for spec in self.evals:
             if spec.passes > len(self.seeds):
-                raise ValueError(f"eval '{spec.task}' asks for {spec.passes} passes but only {len(self.seeds)} seeds are listed")
+                raise ValueError(
+                    f"eval '{spec.task}' asks for {spec.passes} passes but only {len(self.seeds)} seeds are listed"
+                )
         if self.numerics is not None:
             # a candidate is scored on its baseline's token path: one baseline each, and no chains
             baselines: dict[str, str] = {}
             for candidate, baseline in self.comparisons:
                 if baselines.setdefault(candidate, baseline) != baseline:
-                    raise ValueError(f"numerics: server '{candidate}' is a candidate of two baselines; pair it with one")
+                    raise ValueError(
+                        f"numerics: server '{candidate}' is a candidate of two baselines; pair it with one"
+                    )
             for candidate in baselines:
                 if candidate in baselines.values():
-                    raise ValueError(f"numerics: server '{candidate}' is both a candidate and a baseline; "
-                                     "compare each candidate with a stock baseline directly")
+                    raise ValueError(
+                        f"numerics: server '{candidate}' is both a candidate and a baseline; "
+                        "compare each candidate with a stock baseline directly"
+                    )
         return self
 
     @property
@@ -449,7 +460,9 @@ class Plan(Strict):
     def candidates(self) -> list[str]:
         return list(dict.fromkeys(candidate for candidate, _ in self.comparisons))
 
-    def servers_for(self, item: Union[BatchWorkload, ConcurrencyWorkload, RateWorkload, AgenticWorkload, EvalSpec]) -> list[str]:
+    def servers_for(
+        self, item: BatchWorkload | ConcurrencyWorkload | RateWorkload | AgenticWorkload | EvalSpec
+    ) -> list[str]:
         return list(item.servers or self.servers)
 
 

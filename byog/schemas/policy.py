@@ -32,7 +32,7 @@ class RequiredPoint(FiniteStrict):
     select: dict[str, Any] | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
-    def _one_way_to_pick(self) -> "RequiredPoint":
+    def _one_way_to_pick(self) -> RequiredPoint:
         if (self.point is None) == (self.select is None):
             raise ValueError("a required point is named with exactly one of 'point' or 'select'")
         bad = non_finite_in(self.select, "select")
@@ -57,10 +57,17 @@ class Policy(FiniteStrict):
     forbid_screening: bool = False  # docs/statistics.md §3
 
     @model_validator(mode="after")
-    def _requires_something(self) -> "Policy":
-        if (self.allowed_image_digests is None and not self.required_points and not self.required_tasks
-                and not self.min_samples.requests and not self.min_samples.eval_items and not self.require_valid_points
-                and not self.forbid_degenerate and not self.forbid_screening):
+    def _requires_something(self) -> Policy:
+        if (
+            self.allowed_image_digests is None
+            and not self.required_points
+            and not self.required_tasks
+            and not self.min_samples.requests
+            and not self.min_samples.eval_items
+            and not self.require_valid_points
+            and not self.forbid_degenerate
+            and not self.forbid_screening
+        ):
             raise ValueError("the policy requires nothing, so every bundle would meet it")
         return self
 

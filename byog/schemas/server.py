@@ -77,7 +77,7 @@ class ServerRecord(BaseModel):
     repo_digests: list[str] = []
     version: str | dict[str, Any] | None = None  # the server's /version
     models: Any = None  # the server's /v1/models
-    # A multi-node server (byog.images.cluster): the launcher, and per node its address, runtime,
+    # A multi-node server (byog.runtimes.cluster): the launcher, and per node its address, runtime,
     # GPUs, every step's argv and environment (secrets redacted) and the node's own fingerprint.
     launcher: str | None = None
     nodes: list[dict[str, Any]] | None = None

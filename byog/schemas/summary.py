@@ -23,16 +23,28 @@ SUMMARY_SCHEMA_VERSION = 3
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
 # of an older version without them (they did not exist, or meant something else, when it was
 # made); the recomputed summary, with them, is what claims, policy and the report read.
-_POINT_METRICS_V2 = frozenset({
-    # added: speculative decoding's CIs and coverage, energy, the client-counted decode steps
-    "acceptance_length_ci", "acceptance_per_position_ci", "draft_coverage", "tokens_per_request_step",
-    "decode_steps", "crosscheck_ratio", "power",
-    # computed differently: steps are counted by the client inside the window, not from Δiterations
-    "tokens_per_step", "decode_step_s", "crosscheck_decode_tok_s",
-})
+_POINT_METRICS_V2 = frozenset(
+    {
+        # added: speculative decoding's CIs and coverage, energy, the client-counted decode steps
+        "acceptance_length_ci",
+        "acceptance_per_position_ci",
+        "draft_coverage",
+        "tokens_per_request_step",
+        "decode_steps",
+        "crosscheck_ratio",
+        "power",
+        # computed differently: steps are counted by the client inside the window, not from Δiterations
+        "tokens_per_step",
+        "decode_step_s",
+        "crosscheck_decode_tok_s",
+    }
+)
 CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
     2: [
-        (("evals", "verdicts", "*"), frozenset({"discordant", "planned_false_fail", "screening", "degenerate", "degenerate_why"})),
+        (
+            ("evals", "verdicts", "*"),
+            frozenset({"discordant", "planned_false_fail", "screening", "degenerate", "degenerate_why"}),
+        ),
         (("bench", "points", "*", "metrics"), _POINT_METRICS_V2),
     ],
     # 3: a point pooled over launches is invalid when any of its launches is (bench_summary).

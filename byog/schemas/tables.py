@@ -10,8 +10,9 @@ from __future__ import annotations
 import io
 import types
 import typing
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -34,7 +35,7 @@ def _non_null(annotation: Any) -> Any:
     return annotation
 
 
-def _arrow_type(annotation: Any, override: str | None) -> "pa.DataType":
+def _arrow_type(annotation: Any, override: str | None) -> pa.DataType:
     import pyarrow as pa
 
     if override:
@@ -46,7 +47,7 @@ def _arrow_type(annotation: Any, override: str | None) -> "pa.DataType":
     return getattr(pa, _SCALARS[annotation])()
 
 
-def arrow_schema(model: type[BaseModel]) -> "pa.Schema":
+def arrow_schema(model: type[BaseModel]) -> pa.Schema:
     """The parquet schema of a row model: one column per field, in declaration order."""
     import pyarrow as pa
 
@@ -61,8 +62,9 @@ def columns(model: type[BaseModel]) -> tuple[str, ...]:
     return tuple(model.model_fields)
 
 
-def write_rows(path: Path, model: type[BaseModel], rows: Iterable[BaseModel | dict[str, Any]], *,
-               compression: str = "snappy") -> None:
+def write_rows(
+    path: Path, model: type[BaseModel], rows: Iterable[BaseModel | dict[str, Any]], *, compression: str = "snappy"
+) -> None:
     """Write rows (models or plain dicts of the model's fields) atomically as one parquet file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -84,5 +86,7 @@ def read_rows(path: Path, model: type[Row]) -> list[Row]:
 def read_columns(path: Path, names: Sequence[str]) -> dict[str, list[Any]]:
     import pyarrow.parquet as pq
 
-    table = pq.ParquetFile(path).read(columns=list(names))  # ParquetFile: read_table would import pyarrow.dataset and pandas (0.4 s)
+    table = pq.ParquetFile(path).read(
+        columns=list(names)
+    )  # ParquetFile: read_table would import pyarrow.dataset and pandas (0.4 s)
     return {name: table.column(name).to_pylist() for name in names}

@@ -78,8 +78,8 @@ def _console() -> Console:
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunDir, Any, Any]]:
-    from byog.images.local import LocalRuntime
     from byog.images.models import prepare_model
+    from byog.runtimes.local import LocalRuntime
 
     plan = parse_plan(PLAN, "agentic test plan")
     run_dir = RunDir(tmp_path_factory.mktemp("agentic") / "run")
@@ -98,8 +98,16 @@ def _cold_ttft_s(endpoint: Any, n_in: int, seed: int) -> float:
     import time
 
     prompt = random_token_ids(1, n_in, 49152, [seed, n_in])[0]
-    body = {"model": endpoint.model, "prompt": prompt, "max_tokens": 2, "min_tokens": 2, "ignore_eos": True,
-            "temperature": 0.0, "stream": True, "cache_salt": uuid.uuid4().hex}
+    body = {
+        "model": endpoint.model,
+        "prompt": prompt,
+        "max_tokens": 2,
+        "min_tokens": 2,
+        "ignore_eos": True,
+        "temperature": 0.0,
+        "stream": True,
+        "cache_salt": uuid.uuid4().hex,
+    }
     t0 = time.perf_counter()
     with httpx.stream("POST", endpoint.base_url + "/v1/completions", json=body, timeout=120) as response:
         for line in response.iter_lines():
@@ -155,8 +163,11 @@ def test_trace_hash_blocks_become_shared_prefixes(measured: tuple[RunDir, Any, A
     assert all(r.cached_tokens is not None and r.reusable_tokens is not None for r in rows)
     assert all((r.cached_tokens or 0) <= (r.reusable_tokens or 0) for r in rows)  # no hit the trace does not share
     first_done = min(r.t_last_ns for r in rows)
-    later = [r for r in rows if r.turn and r.t_send_ns > max(p.t_last_ns for p in rows if p.session == r.session
-                                                               and (p.turn or 0) < r.turn)]
+    later = [
+        r
+        for r in rows
+        if r.turn and r.t_send_ns > max(p.t_last_ns for p in rows if p.session == r.session and (p.turn or 0) < r.turn)
+    ]
     assert len(later) == 3  # every later turn went out after every earlier turn of its session had finished
     for r in later:  # the whole blocks the trace says it shares with an earlier request are served from the cache
         assert r.cached_tokens is not None and r.reusable_tokens is not None

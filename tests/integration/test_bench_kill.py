@@ -16,8 +16,8 @@ from rich.console import Console
 from byog.analysis.bench_summary import summarize_bench
 from byog.bench.sweep import run_bench_for_server
 from byog.core.paths import RunDir
-from byog.images.local import LocalRuntime
 from byog.plans.load import parse_plan
+from byog.runtimes.local import LocalRuntime
 from byog.schemas.bench import read_request_rows
 
 pytestmark = pytest.mark.integration
@@ -67,7 +67,10 @@ def test_kill_9_mid_sweep_then_rerun_completes_without_loss_or_duplicates(smollm
         killed_pid = killed[0]
 
         assert outcome["failed"] == [VICTIM] and outcome["restarts"] == 1 and outcome["aborted"] is None
-        assert outcome["run"] == ["decode-b1-isl16-osl48", "decode-b3-isl16-osl48"]  # the sweep went on after the restart
+        assert outcome["run"] == [
+            "decode-b1-isl16-osl48",
+            "decode-b3-isl16-osl48",
+        ]  # the sweep went on after the restart
         assert server._proc.pid != killed_pid and server.alive()
         failed = json.loads(run_dir.bench_point("s", VICTIM).read_text())
         assert failed["status"] == "failed" and failed["log_tail"]

@@ -41,18 +41,34 @@ def test_byog_and_vllm_bench_serve_agree_and_byog_tokens_equal_the_server_counte
 def test_bench_cli_writes_a_resumable_run_dir_with_isl_1_and_chat(endpoint, tmp_path: Path) -> None:
     runner = CliRunner()
     run_dir = tmp_path / "run"
-    args = ["bench", "--endpoint", endpoint.base_url, "--batch-sizes", "1,2", "--isl", "1", "--osl", "8",
-            "--waves", "2", "--warmup-waves", "1", "--run-dir", str(run_dir), "--json"]
+    args = [
+        "bench",
+        "--endpoint",
+        endpoint.base_url,
+        "--batch-sizes",
+        "1,2",
+        "--isl",
+        "1",
+        "--osl",
+        "8",
+        "--waves",
+        "2",
+        "--warmup-waves",
+        "1",
+        "--run-dir",
+        str(run_dir),
+        "--json",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout[result.stdout.index("{"):])
+    out = json.loads(result.stdout[result.stdout.index("{") :])
     points = {p["point_id"]: p for p in out["points"]}
     assert sorted(points) == ["decode-b1-isl1-osl8", "decode-b2-isl1-osl8"]
     for p in points.values():
         hard = [r for r in p["invalid_reasons"] if not r.startswith("client saturated")]
         assert hard == [] and p["n_requests"] == p["batch_size"] * 2
         assert p["metrics"]["decode_tok_s"] > 0 and p["metrics"]["tpot_s"]["p50"] > 0
-    rows = (run_dir / "bench" / "endpoint" / "decode-b2-isl1-osl8.parquet")
+    rows = run_dir / "bench" / "endpoint" / "decode-b2-isl1-osl8.parquet"
     import pyarrow.parquet as pq
 
     table = pq.read_table(rows).to_pylist()
@@ -63,32 +79,82 @@ def test_bench_cli_writes_a_resumable_run_dir_with_isl_1_and_chat(endpoint, tmp_
 
     again = runner.invoke(app, args)  # same flags, same run dir: everything is skipped
     assert again.exit_code == 0, again.output
-    assert json.loads(again.stdout[again.stdout.index("{"):])["sweep"]["skipped"] == sorted(points)
+    assert json.loads(again.stdout[again.stdout.index("{") :])["sweep"]["skipped"] == sorted(points)
 
     # OSL 32 and a warm-up wave: with 8 tokens and a cold chat template, one request could finish
     # before the other's first token, and the wave would rightly have no decode window.
-    chat = runner.invoke(app, ["bench", "--endpoint", endpoint.base_url, "--api", "chat", "--batch-sizes", "2",
-                               "--isl", "16", "--osl", "32", "--waves", "1", "--warmup-waves", "1",
-                               "--run-dir", str(tmp_path / "chat"), "--json"])
+    chat = runner.invoke(
+        app,
+        [
+            "bench",
+            "--endpoint",
+            endpoint.base_url,
+            "--api",
+            "chat",
+            "--batch-sizes",
+            "2",
+            "--isl",
+            "16",
+            "--osl",
+            "32",
+            "--waves",
+            "1",
+            "--warmup-waves",
+            "1",
+            "--run-dir",
+            str(tmp_path / "chat"),
+            "--json",
+        ],
+    )
     assert chat.exit_code == 0, chat.output
-    (point,) = json.loads(chat.stdout[chat.stdout.index("{"):])["points"]
+    (point,) = json.loads(chat.stdout[chat.stdout.index("{") :])["points"]
     assert [r for r in point["invalid_reasons"] if not r.startswith("client saturated")] == []
 
 
-def test_random_text_prompts_are_text_the_server_counts_as_exactly_isl_tokens(endpoint, smollm2, tmp_path: Path) -> None:
+def test_random_text_prompts_are_text_the_server_counts_as_exactly_isl_tokens(
+    endpoint, smollm2, tmp_path: Path
+) -> None:
     from byog.bench.prompts import ServerTokenizer, build_prompts
 
     tok = ServerTokenizer(endpoint.base_url, endpoint.model)
     try:
-        prompts = build_prompts(kind="random", dataset=None, api="completions", isl=96, count=4, seed=3,
-                                point_id="text-check", server=tok, tokenizer_path=smollm2.tokenizer, as_text=True)
+        prompts = build_prompts(
+            kind="random",
+            dataset=None,
+            api="completions",
+            isl=96,
+            count=4,
+            seed=3,
+            point_id="text-check",
+            server=tok,
+            tokenizer_path=smollm2.tokenizer,
+            as_text=True,
+        )
         assert all(isinstance(p.body, str) for p in prompts)  # the server tokenizes them, as for vLLM's client
         assert [len(tok.encode(p.body, special_tokens=True)) for p in prompts] == [96] * 4
     finally:
         tok.close()
     run_dir = tmp_path / "text"
-    args = ["bench", "--endpoint", endpoint.base_url, "--batch-sizes", "2", "--isl", "96", "--osl", "8", "--waves", "1",
-            "--warmup-waves", "0", "--prompts", "random-text", "--run-dir", str(run_dir), "--json"]
+    args = [
+        "bench",
+        "--endpoint",
+        endpoint.base_url,
+        "--batch-sizes",
+        "2",
+        "--isl",
+        "96",
+        "--osl",
+        "8",
+        "--waves",
+        "1",
+        "--warmup-waves",
+        "0",
+        "--prompts",
+        "random-text",
+        "--run-dir",
+        str(run_dir),
+        "--json",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     import pyarrow.parquet as pq

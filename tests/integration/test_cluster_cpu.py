@@ -19,8 +19,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import psutil
 import pytest
@@ -30,12 +30,12 @@ from byog.bench.sweep import run_bench_for_server
 from byog.core.errors import EnvironmentProblem
 from byog.core.paths import RunDir
 from byog.evals.runner import run_evals_for_server
-from byog.images.cluster import ClusterServer
 from byog.images.models import prepare_model
-from byog.images.nodes import LocalProc, marked_processes
-from byog.images.ssh_nodes import SshProc
 from byog.pipeline.runtimes import runtime_for
 from byog.plans.expand import points_for_server
+from byog.runtimes.cluster import ClusterServer
+from byog.runtimes.nodes import LocalProc, marked_processes
+from byog.runtimes.ssh_nodes import SshProc
 from byog.schemas.plan import BUILTIN_MODEL, BatchWorkload, EvalSpec, ModelSpec, Plan, ServerConfig
 from tests.support.sshd import sshd_available, start_loopback_sshd
 
@@ -49,16 +49,34 @@ QUIET = Console(file=open(os.devnull, "w"))
 
 def server_config(kind: str, image: str | None = None, **extra: object) -> ServerConfig:
     """The plan's server: 3 nodes, TP3, the native launcher, on ``kind`` nodes."""
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "PYTHONPATH": str(REPO)}  # ssh nodes start with sshd's environment: byog's source must be importable
-    return ServerConfig(runtime=kind, image=image, nodes=NODES, launcher="native", tensor_parallel_size=NODES,
-                        args=["--enforce-eager"], env=env, startup_timeout_s=900, **extra)
+    env = {
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "PYTHONPATH": str(REPO),
+    }  # ssh nodes start with sshd's environment: byog's source must be importable
+    return ServerConfig(
+        runtime=kind,
+        image=image,
+        nodes=NODES,
+        launcher="native",
+        tensor_parallel_size=NODES,
+        args=["--enforce-eager"],
+        env=env,
+        startup_timeout_s=900,
+        **extra,
+    )
 
 
 def plan_for(config: ServerConfig, osl: int, evals: list[EvalSpec] | None = None) -> Plan:
-    return Plan(name="cluster-cpu", model=ModelSpec(path=BUILTIN_MODEL, max_model_len=MAX_MODEL_LEN),
-                servers={"tp3": config}, baseline="tp3", evals=evals or [],
-                workloads=[BatchWorkload(name=f"osl{osl}", batch_sizes=[1], isl=[32], osl=[osl], warmup_waves=0, waves=1)])
+    return Plan(
+        name="cluster-cpu",
+        model=ModelSpec(path=BUILTIN_MODEL, max_model_len=MAX_MODEL_LEN),
+        servers={"tp3": config},
+        baseline="tp3",
+        evals=evals or [],
+        workloads=[BatchWorkload(name=f"osl{osl}", batch_sizes=[1], isl=[32], osl=[osl], warmup_waves=0, waves=1)],
+    )
 
 
 def _docker_image() -> str:
@@ -114,8 +132,8 @@ def cluster(request, tmp_path_factory) -> Iterator[ClusterServer]:
         left = [p.pid for m in markers for p in marked_processes(m)]
         assert left == [], f"processes left after stop: {left}"
         if kind == "docker":
-            from byog.images.cleanup import wait_until_gone
             from byog.images.engine import docker_client
+            from byog.runtimes.cleanup import wait_until_gone
 
             assert wait_until_gone(docker_client(), f"byog.run={run_root.name}", timeout_s=30) == []
         if sshd_gen is not None:
@@ -153,8 +171,13 @@ def test_a_bench_point_and_a_gsm8k_eval(cluster: ClusterServer, shared_datasets:
     is ~900 prompt tokens through a TP3 gloo group on two cores)."""
     rd = RunDir(cluster.test_run_root)  # type: ignore[attr-defined]
     with_eval = cluster.test_kind in ("local", "docker")  # type: ignore[attr-defined]
-    plan = plan_for(cluster.config, osl=16, evals=[EvalSpec(task="gsm8k", limit=2, gen_kwargs={"max_gen_toks": 32},
-                                                           num_concurrent=2)] if with_eval else None)
+    plan = plan_for(
+        cluster.config,
+        osl=16,
+        evals=[EvalSpec(task="gsm8k", limit=2, gen_kwargs={"max_gen_toks": 32}, num_concurrent=2)]
+        if with_eval
+        else None,
+    )
     result = run_bench_for_server(plan, "tp3", cluster, rd, QUIET)
     assert result["run"] and not result["failed"] and result["restarts"] == 0, result
     point = json.loads(rd.bench_point("tp3", result["run"][0]).read_text())
@@ -217,6 +240,9 @@ def test_nothing_but_the_cluster_runs_vllm(cluster: ClusterServer) -> None:
     port = str(cluster.plan.api_port)
     markers = {n.marker for n in cluster.nodes}
     ours = {p.pid for m in markers for p in marked_processes(m)}
-    serving = [p for p in psutil.process_iter(["pid", "cmdline"]) if port in (p.info["cmdline"] or [])
-               and "byog.images.vllm_entry" in (p.info["cmdline"] or [])]
+    serving = [
+        p
+        for p in psutil.process_iter(["pid", "cmdline"])
+        if port in (p.info["cmdline"] or []) and "byog.images.vllm_entry" in (p.info["cmdline"] or [])
+    ]
     assert serving and all(p.pid in ours for p in serving)

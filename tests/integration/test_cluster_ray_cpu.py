@@ -17,9 +17,9 @@ import psutil
 import pytest
 
 from byog.core.errors import ByogError
-from byog.images.cluster import ClusterServer, cluster_spec, node_runtime_for
 from byog.images.models import prepare_model
-from byog.images.nodes import marked_processes
+from byog.runtimes.cluster import ClusterServer, cluster_spec, node_runtime_for
+from byog.runtimes.nodes import marked_processes
 from byog.schemas.plan import BUILTIN_MODEL, ModelSpec, ServerConfig
 
 pytestmark = pytest.mark.integration
@@ -30,11 +30,19 @@ REPO = Path(__file__).resolve().parents[2]
 def test_ray_cluster_joins_then_the_cpu_build_refusal_is_one_sentence_and_nothing_is_left(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="the Ray launcher needs ray (pip install 'byog[ray]')")
     model = prepare_model(ModelSpec(path=BUILTIN_MODEL, max_model_len=1024))
-    config = ServerConfig(nodes=3, launcher="ray", tensor_parallel_size=3, args=["--enforce-eager"],
-                          ray_args=["--num-cpus", "1", "--object-store-memory", "80000000"],
-                          env={"VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(REPO)}, startup_timeout_s=600)
+    config = ServerConfig(
+        nodes=3,
+        launcher="ray",
+        tensor_parallel_size=3,
+        args=["--enforce-eager"],
+        ray_args=["--num-cpus", "1", "--object-store-memory", "80000000"],
+        env={"VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(REPO)},
+        startup_timeout_s=600,
+    )
     runtime, addresses = node_runtime_for(cluster_spec(config), config, model, "ray3", tmp_path)
-    server = ClusterServer("ray3", config, model, tmp_path / "servers" / "ray3", cluster_spec(config), runtime, addresses)
+    server = ClusterServer(
+        "ray3", config, model, tmp_path / "servers" / "ray3", cluster_spec(config), runtime, addresses
+    )
     daemons_before = {p.pid for p in psutil.process_iter(["name"]) if p.info["name"] in ("raylet", "gcs_server")}
     with pytest.raises(ByogError) as err:
         server.start()

@@ -21,11 +21,11 @@ import pytest
 from rich.console import Console
 
 from byog.core.errors import ByogError, EnvironmentProblem
-from byog.images import cleanup
-from byog.images import container as spec_module
-from byog.images import docker as dk
 from byog.images.build import default_tag
 from byog.images.engine import docker_client
+from byog.runtimes import cleanup
+from byog.runtimes import container as spec_module
+from byog.runtimes import docker as dk
 from byog.schemas.plan import (
     BUILTIN_MODEL,
     BatchWorkload,
@@ -62,7 +62,9 @@ def containers_of_run(client, run_id: str) -> list[str]:
     return [c.name for c in client.containers.list(all=True, filters={"label": f"byog.run={run_id}"})]
 
 
-def test_docker_server_benches_records_and_leaves_nothing(client, cpu_host_image, smollm2, tmp_path, monkeypatch) -> None:
+def test_docker_server_benches_records_and_leaves_nothing(
+    client, cpu_host_image, smollm2, tmp_path, monkeypatch
+) -> None:
     from byog.bench.sweep import run_bench_for_server
     from byog.core.paths import RunDir
 
@@ -71,8 +73,10 @@ def test_docker_server_benches_records_and_leaves_nothing(client, cpu_host_image
     rd = RunDir(tmp_path / "runs" / run_id)
     config = ServerConfig(runtime="docker", image=cpu_host_image, args=["--enforce-eager"])
     plan = Plan(
-        name="docker-one-point", model=ModelSpec(path=BUILTIN_MODEL, max_model_len=4096),
-        servers={"docker": config}, baseline="docker",
+        name="docker-one-point",
+        model=ModelSpec(path=BUILTIN_MODEL, max_model_len=4096),
+        servers={"docker": config},
+        baseline="docker",
         workloads=[BatchWorkload(batch_sizes=[1], isl=[32], osl=[16], warmup_waves=0, waves=1)],
     )
     # Port taken -> pick another: the first port handed out is held by a listener here.
@@ -108,9 +112,19 @@ def test_docker_server_benches_records_and_leaves_nothing(client, cpu_host_image
         assert point  # the raw point record exists and parses
 
         # One streamed completion, counted by the server itself.
-        with httpx.stream("POST", f"{server.endpoint.base_url}/v1/completions", timeout=120, json={
-            "model": server.endpoint.model, "prompt": "1 2 3", "max_tokens": 8, "ignore_eos": True,
-            "stream": True, "stream_options": {"include_usage": True}}) as response:
+        with httpx.stream(
+            "POST",
+            f"{server.endpoint.base_url}/v1/completions",
+            timeout=120,
+            json={
+                "model": server.endpoint.model,
+                "prompt": "1 2 3",
+                "max_tokens": 8,
+                "ignore_eos": True,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        ) as response:
             chunks = [line for line in response.iter_lines() if line.startswith("data: ") and line != "data: [DONE]"]
         assert json.loads(chunks[-1][6:])["usage"]["completion_tokens"] == 8
 
@@ -155,10 +169,22 @@ def test_orphans_of_a_dead_byog_are_swept(client, cpu_host_image) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     labels = {**spec_module.run_labels("orphan-test", "ghost"), "byog.owner-pid": str(dead.pid)}
-    orphan = client.containers.run(cpu_host_image, entrypoint=["sleep", "600"], labels=labels, detach=True,
-                                   network_mode="none", name=f"byog-orphan-test-{os.getpid()}")
-    mine = client.containers.run(cpu_host_image, entrypoint=["sleep", "600"], labels=spec_module.run_labels("orphan-test", "alive"),
-                                 detach=True, network_mode="none", name=f"byog-orphan-live-{os.getpid()}")
+    orphan = client.containers.run(
+        cpu_host_image,
+        entrypoint=["sleep", "600"],
+        labels=labels,
+        detach=True,
+        network_mode="none",
+        name=f"byog-orphan-test-{os.getpid()}",
+    )
+    mine = client.containers.run(
+        cpu_host_image,
+        entrypoint=["sleep", "600"],
+        labels=spec_module.run_labels("orphan-test", "alive"),
+        detach=True,
+        network_mode="none",
+        name=f"byog-orphan-live-{os.getpid()}",
+    )
     try:
         removed = cleanup.sweep_orphans(client)
         assert orphan.name in removed and mine.name not in removed  # only the dead owner's container goes

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from byog.images.local import group_alive
+from byog.runtimes.local import group_alive
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +25,9 @@ def byog(*args: str, cwd: Path, key: Path | None = None) -> subprocess.Completed
     env = {**os.environ, "COLUMNS": "200"}
     if key is not None:
         env["BYOG_SIGNING_KEY"] = str(key)
-    return subprocess.run([sys.executable, "-m", "byog", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+    return subprocess.run(
+        [sys.executable, "-m", "byog", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800
+    )
 
 
 @pytest.fixture(scope="module")

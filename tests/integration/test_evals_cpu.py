@@ -40,7 +40,11 @@ def test_gsm8k_three_items(endpoint, shared_datasets: Path, tmp_path: Path) -> N
 def test_mrcr_on_generated_rows(endpoint, tmp_path: Path) -> None:
     run = run_task(get_task("mrcr_generated"), "shared", endpoint, seeds=[7], limit=2, data_dir=None)
     r = run.results
-    assert r["data"]["source"] == "generated" and r["data"]["label"].startswith("generated") and r["data"]["label"] != "MRCR v2"
+    assert (
+        r["data"]["source"] == "generated"
+        and r["data"]["label"].startswith("generated")
+        and r["data"]["label"] != "MRCR v2"
+    )
     assert r["n_items"] == 2 and r["extra"]["token_counter"].startswith(("tiktoken:o200k_base", "server-tokenize:"))
     assert all(0.0 <= row["score"] <= 1.0 and row["bin"] and row["n_output_tokens"] for row in run.rows)
     print(f"\nmrcr_generated 2 rows: score {r['score']:.1f}, bins {r['extra']['bins']}, wall {r['wall_s']:.1f} s")
@@ -50,10 +54,24 @@ def test_gpqa_fixture_text_never_reaches_the_run_dir(endpoint, tmp_path: Path) -
     rd = RunDir(tmp_path)
     task = get_task("gpqa_diamond")
     for server in ("candidate", "baseline"):
-        run = run_task(task, server, endpoint, seeds=[1, 2], limit=5, data_dir=tmp_path / "no-data", gen_overrides={"max_gen_toks": 64})
+        run = run_task(
+            task,
+            server,
+            endpoint,
+            seeds=[1, 2],
+            limit=5,
+            data_dir=tmp_path / "no-data",
+            gen_overrides={"max_gen_toks": 64},
+        )
         write_task(rd, server, task.name, run)
-    plan = Plan(name="g", model={"path": "m"}, servers={"candidate": {}, "baseline": {}}, baseline="baseline",
-                evals=[{"task": "gpqa_diamond", "passes": 2}], seeds=[1, 2])
+    plan = Plan(
+        name="g",
+        model={"path": "m"},
+        servers={"candidate": {}, "baseline": {}},
+        baseline="baseline",
+        evals=[{"task": "gpqa_diamond", "passes": 2}],
+        seeds=[1, 2],
+    )
     (tmp_path / "summary.json").write_text(summarize_evals(rd, plan).model_dump_json())
     results = json.loads(rd.eval_results("candidate", task.name).read_text())
     assert results["data"]["source"] == "fixture" and "not Idavidrein/gpqa" in results["data"]["label"]
@@ -63,9 +81,26 @@ def test_gpqa_fixture_text_never_reaches_the_run_dir(endpoint, tmp_path: Path) -
 
 def test_byog_eval_command(endpoint, shared_datasets: Path, tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "byog", "eval", "--endpoint", endpoint.base_url, "--tasks", "gsm8k,mrcr", "--limit", "2",
-         "--data-dir", str(shared_datasets), "--run-dir", str(tmp_path / "run"), "--json"],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "byog",
+            "eval",
+            "--endpoint",
+            endpoint.base_url,
+            "--tasks",
+            "gsm8k,mrcr",
+            "--limit",
+            "2",
+            "--data-dir",
+            str(shared_datasets),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
@@ -77,10 +112,18 @@ def test_byog_eval_command(endpoint, shared_datasets: Path, tmp_path: Path) -> N
     assert again.returncode == 0 and "already complete" in again.stderr
 
 
-
-
 def test_gsm8k_cot_chat_goes_through_the_chat_template(endpoint, shared_datasets: Path) -> None:
-    run = run_task(get_task("gsm8k_cot_chat"), "shared", endpoint, seeds=[5], limit=2, data_dir=shared_datasets,
-                   gen_overrides={"max_gen_toks": 128})
-    assert run.results["runner"]["model"] == "local-chat-completions" and run.results["runner"]["apply_chat_template"] is True
+    run = run_task(
+        get_task("gsm8k_cot_chat"),
+        "shared",
+        endpoint,
+        seeds=[5],
+        limit=2,
+        data_dir=shared_datasets,
+        gen_overrides={"max_gen_toks": 128},
+    )
+    assert (
+        run.results["runner"]["model"] == "local-chat-completions"
+        and run.results["runner"]["apply_chat_template"] is True
+    )
     assert [r["target"] for r in run.rows] == ["18", "3"] and all(r["extracted_answer"] for r in run.rows)

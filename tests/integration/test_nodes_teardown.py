@@ -12,13 +12,13 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from byog.images.nodes import LocalNodes, marked_processes
-from byog.images.ssh_nodes import SshNodes
+from byog.runtimes.nodes import LocalNodes, marked_processes
+from byog.runtimes.ssh_nodes import SshNodes
 from tests.support.sshd import LoopbackSshd, sshd_available, start_loopback_sshd
 
 # A command with one child in its group and one that escapes into a session of its own.
@@ -86,8 +86,8 @@ def test_a_dying_command_is_seen_dead(kind: str, sshd, tmp_path: Path) -> None:
 CHILD = """
 import sys, time
 from pathlib import Path
-from byog.images.nodes import LocalNodes
-from byog.images.ssh_nodes import SshNodes
+from byog.runtimes.nodes import LocalNodes
+from byog.runtimes.ssh_nodes import SshNodes
 kind, host, marker, log = sys.argv[1:5]
 runtime = LocalNodes() if kind == "local" else SshNodes(sys.argv[5:])
 runtime.open(0, host if host != "-" else None, [], marker).spawn("sleeper", ["sleep", "303"], {}, Path(log))
@@ -101,9 +101,21 @@ def test_a_killed_byog_takes_its_nodes_with_it(kind: str, sshd, tmp_path: Path) 
     """SIGKILL to byog: PDEATHSIG ends the local group, or ssh, whose closed channel ends the remote one."""
     _, host = runtimes(sshd)[kind]
     marker = f"t-orphan-{kind}-{os.getpid()}"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, kind, host or "-", marker, str(tmp_path / "s.log"),
-                              *(sshd.options if kind == "ssh" else [])], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            kind,
+            host or "-",
+            marker,
+            str(tmp_path / "s.log"),
+            *(sshd.options if kind == "ssh" else []),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
     assert child.stdout.readline().strip() == "spawned"
     assert wait_for(lambda: bool(marked_processes(marker)))
     child.kill()
@@ -117,7 +129,9 @@ def test_environment_and_arguments_arrive_verbatim(kind: str, sshd, tmp_path: Pa
     runtime, host = runtimes(sshd)[kind]
     node = runtime.open(0, host, [1, 3], f"t-quote-{kind}-{os.getpid()}")
     tricky = "a 'b' \"c\" $HOME `x` ; d"
-    code, out = node.run(["sh", "-c", 'printf "%s|%s|%s" "$X" "$1" "$CUDA_VISIBLE_DEVICES"', "sh", tricky], {"X": tricky})
+    code, out = node.run(
+        ["sh", "-c", 'printf "%s|%s|%s" "$X" "$1" "$CUDA_VISIBLE_DEVICES"', "sh", tricky], {"X": tricky}
+    )
     assert code == 0 and out == f"{tricky}|{tricky}|1,3"
     proc = node.spawn("q", ["sh", "-c", 'printf "%s\\n" "$X"'], {"X": tricky}, tmp_path / "q.log")
     assert wait_for(lambda: not proc.alive())

@@ -46,7 +46,9 @@ numerics: {{random_prompts: 2, random_isl: 64, dataset_prompts: 2, dataset_isl: 
 def byog(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200"}
     env.pop("BYOG_SIGNING_KEY", None)
-    return subprocess.run([sys.executable, "-m", "byog", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=2400)
+    return subprocess.run(
+        [sys.executable, "-m", "byog", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=2400
+    )
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ doctored copy (candidate decode twice as fast in its raw rows, re-derived, re-si
 Both reproductions allow 20% between-run noise (`--run-noise 0.2`), as docs/reproduce.md asks of a
 maintainer on a noisy machine: CI measured two runs of the same server on these two shared cores
 ~15% apart beyond their CIs, so a 20% doctoring here could only be caught by luck. The rule at
-the default 5% catches 20% where the server is noiseless (tests/unit/test_reproduce_pipeline.py).
+the default 5% catches 20% where the server is noiseless (tests/unit/pipeline/test_reproduce.py).
 
 Every command is the real CLI in a subprocess. A point the box flags invalid (client saturated on
 2 busy cores: CI saw event-loop lag P99 of 6-7 ms against limits of 4-5 ms at B = 1 and 2) is
@@ -41,8 +41,15 @@ def byog(*args: str, cwd: Path, key: Path | None = None) -> subprocess.Completed
     env.pop("BYOG_SIGNING_KEY", None)
     if key is not None:
         env["BYOG_SIGNING_KEY"] = str(key)
-    return subprocess.run([sys.executable, "-m", "byog", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=1200, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "byog", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
 
 
 def _key(folder: Path, name: str) -> tuple[Path, str]:
@@ -65,8 +72,10 @@ def made(endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]: 
     contributor, contributor_pub = _key(work, "contributor")
     maintainer, maintainer_pub = _key(work, "maintainer")
     signers = work / "allowed_signers"
-    signers.write_text(f'contributor@example.com namespaces="byog-bundle@v1" {contributor_pub}\n'
-                       f'maintainer@example.com namespaces="byog-bundle@v1" {maintainer_pub}\n')
+    signers.write_text(
+        f'contributor@example.com namespaces="byog-bundle@v1" {contributor_pub}\n'
+        f'maintainer@example.com namespaces="byog-bundle@v1" {maintainer_pub}\n'
+    )
     plan = work / "plan.yaml"
     plan.write_text(
         "name: two-endpoints\nmodel: {path: builtin:smollm2-135m-instruct, max_model_len: 4096}\n"
@@ -75,7 +84,8 @@ def made(endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]: 
         "baseline: baseline\nworkloads:\n"
         "  - {kind: batch, name: decode, batch_sizes: [1, 2], isl: [16], osl: [32], warmup_waves: 1, waves: 3}\n"
         "evals:\n  - {task: gsm8k, limit: 2, passes: 1, margin: 3.0, servers: [candidate]}\n"
-        "seeds: [1234]\n")
+        "seeds: [1234]\n"
+    )
     for attempt in range(1, ATTEMPTS + 1):
         run_dir = work / f"run-{attempt}"
         run = byog("run", str(plan), "--run-dir", str(run_dir), cwd=work, key=contributor)
@@ -86,11 +96,19 @@ def made(endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]: 
     shipped = work / "shipped" / "bundle.tar.gz"  # as a maintainer downloads it
     shipped.parent.mkdir()
     shutil.copy(run_dir / "bundle.tar.gz", shipped)
-    doctored = doctored_bundle(run_dir, work / "doctored-bundle" / "bundle.tar.gz", SigningKey(contributor, "test"),
-                               factor=0.5).bundle
+    doctored = doctored_bundle(
+        run_dir, work / "doctored-bundle" / "bundle.tar.gz", SigningKey(contributor, "test"), factor=0.5
+    ).bundle
     assert _valid_everywhere(run_dir) == valid  # the doctor keeps each point as valid as it was
-    return {"work": work, "shipped": shipped, "doctored": doctored, "signers": signers, "maintainer": maintainer,
-            "url": endpoint.base_url, "valid": valid}
+    return {
+        "work": work,
+        "shipped": shipped,
+        "doctored": doctored,
+        "signers": signers,
+        "maintainer": maintainer,
+        "url": endpoint.base_url,
+        "valid": valid,
+    }
 
 
 def _checks(record: dict) -> list[dict]:
@@ -102,14 +120,31 @@ def _candidate_compared(record: dict) -> bool:
     return any(c["server"] == "candidate" and c["outcome"] != "not compared" for c in _checks(record))
 
 
-def _reproduce(made: dict[str, Any], bundle: Path, name: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+def _reproduce(
+    made: dict[str, Any], bundle: Path, name: str, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], dict]:
     """`byog reproduce`, run again (new run directory) while the box flags the candidate's points invalid."""
     url = made["url"]
     for attempt in range(1, ATTEMPTS + 1):
         run_dir = made["work"] / f"{name}-{attempt}"
-        result = byog("reproduce", str(bundle), "--allowed-signers", str(made["signers"]), "--run-dir", str(run_dir),
-                      "--endpoint", f"candidate={url}", "--endpoint", f"baseline={url}", "--json", "--run-noise", "0.2",
-                      *extra, cwd=made["work"], key=made["maintainer"])
+        result = byog(
+            "reproduce",
+            str(bundle),
+            "--allowed-signers",
+            str(made["signers"]),
+            "--run-dir",
+            str(run_dir),
+            "--endpoint",
+            f"candidate={url}",
+            "--endpoint",
+            f"baseline={url}",
+            "--json",
+            "--run-noise",
+            "0.2",
+            *extra,
+            cwd=made["work"],
+            key=made["maintainer"],
+        )
         record_path = run_dir / "reproduction.json"
         record = json.loads(record_path.read_text()) if record_path.is_file() else {}
         if not record or _candidate_compared(record) or attempt == ATTEMPTS:
@@ -122,8 +157,10 @@ def _show(name: str, record: dict) -> None:
     """The checks, printed (pytest -s): what a maintainer reads in reproduction.json."""
     print(f"\n[{name}] outcome: {record.get('outcome')}")
     for c in _checks(record):
-        print(f"  {c['point_id']:24s} {c['kind']:5s} {c['server']:9s} {c['metric']:14s} "
-              f"deviation {c.get('deviation')!s:>22s}  {c['outcome']}")
+        print(
+            f"  {c['point_id']:24s} {c['kind']:5s} {c['server']:9s} {c['metric']:14s} "
+            f"deviation {c.get('deviation')!s:>22s}  {c['outcome']}"
+        )
 
 
 def test_a_bundle_from_another_run_reproduces_on_the_real_server(made) -> None:  # noqa: ANN001
@@ -141,8 +178,15 @@ def test_a_bundle_from_another_run_reproduces_on_the_real_server(made) -> None: 
     beside = made["shipped"].parent / "bundle.reproduction.tar.gz"
     verified = byog("verify", str(beside), "--allowed-signers", str(made["signers"]), cwd=made["work"])
     assert verified.returncode == 0 and "maintainer@example.com" in verified.stdout, verified.stdout
-    report = byog("report", str(made["shipped"]), "-o", str(made["work"] / "report"), "--allowed-signers",
-                  str(made["signers"]), cwd=made["work"])
+    report = byog(
+        "report",
+        str(made["shipped"]),
+        "-o",
+        str(made["work"] / "report"),
+        "--allowed-signers",
+        str(made["signers"]),
+        cwd=made["work"],
+    )
     assert report.returncode == 0, report.stdout + report.stderr
     text = (made["work"] / "report" / "report.md").read_text()
     assert "## Reproductions" in text and "✅ reproduced by maintainer@example.com" in text
@@ -151,10 +195,15 @@ def test_a_bundle_from_another_run_reproduces_on_the_real_server(made) -> None: 
 def test_a_doctored_bundle_verifies_and_is_caught_by_a_reproduction(made) -> None:  # noqa: ANN001
     checked = byog("verify", str(made["doctored"]), "--allowed-signers", str(made["signers"]), cwd=made["work"])
     assert checked.returncode == 0, checked.stdout  # every number recomputes from the doctored rows
-    result, record = _reproduce(made, made["doctored"], "doctored", "--points", ",".join(made["valid"]), "--eval-items", "0")
+    result, record = _reproduce(
+        made, made["doctored"], "doctored", "--points", ",".join(made["valid"]), "--eval-items", "0"
+    )
     _show("doctored", record)
     assert result.returncode == 1 and record["outcome"] == "not reproduced", json.dumps(record.get("points"), indent=1)
-    caught = [c for c in _checks(record)
-              if (c["server"], c["metric"], c["outcome"]) == ("candidate", "tpot_s.p50", "not reproduced")]
+    caught = [
+        c
+        for c in _checks(record)
+        if (c["server"], c["metric"], c["outcome"]) == ("candidate", "tpot_s.p50", "not reproduced")
+    ]
     # the server is twice as slow as the rows claim: ln 2 = 0.69, far outside 20% noise and the CIs
     assert caught and all(c["deviation"] > 0.4 for c in caught)

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from byog.core.errors import ByogError
-from byog.images.local import LocalRuntime, group_alive
+from byog.runtimes.local import LocalRuntime, group_alive
 from byog.schemas.plan import ServerConfig
 from tests.support.processes import byog_process, interrupt_once_started
 

@@ -32,8 +32,14 @@ NUM_SPEC = 4  # the profile's num_speculative_tokens
 @pytest.fixture(scope="module")
 def spec_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     work = tmp_path_factory.mktemp("spec")
-    result = subprocess.run([sys.executable, "-m", "byog", "run", "smoke-spec", "--run-dir", str(work / "run")],
-                            cwd=work, capture_output=True, text=True, timeout=1800, env={**os.environ, "COLUMNS": "200"})
+    result = subprocess.run(
+        [sys.executable, "-m", "byog", "run", "smoke-spec", "--run-dir", str(work / "run")],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return RunDir(work / "run")
 
@@ -45,10 +51,12 @@ def _points(run_dir: RunDir, server: str) -> dict[str, object]:
 def test_ngram_point_measures_acceptance(spec_run: RunDir) -> None:
     for point_id, p in _points(spec_run, "ngram").items():
         m = p.metrics  # type: ignore[attr-defined]
-        print(f"\n{point_id}: AL {m.acceptance_length:.3f} CI {m.acceptance_length_ci}, per position "
-              f"{[round(a, 3) for a in m.acceptance_per_position]}, coverage {m.draft_coverage:.3f}, "
-              f"tokens/request-step {m.tokens_per_request_step:.3f}, decode {m.decode_tok_s:.1f} tok/s, "
-              f"step {m.decode_step_s * 1e3:.1f} ms, cross-check ratio {m.crosscheck_ratio:.3f}")
+        print(
+            f"\n{point_id}: AL {m.acceptance_length:.3f} CI {m.acceptance_length_ci}, per position "
+            f"{[round(a, 3) for a in m.acceptance_per_position]}, coverage {m.draft_coverage:.3f}, "
+            f"tokens/request-step {m.tokens_per_request_step:.3f}, decode {m.decode_tok_s:.1f} tok/s, "
+            f"step {m.decode_step_s * 1e3:.1f} ms, cross-check ratio {m.crosscheck_ratio:.3f}"
+        )
         assert m.acceptance_length > 1.0
         low, high = m.acceptance_length_ci
         assert low <= m.acceptance_length <= high
@@ -66,7 +74,9 @@ def test_crosscheck_agrees_within_the_documented_tolerance(spec_run: RunDir) -> 
     for point_id, p in _points(spec_run, "ngram").items():
         m = p.metrics  # type: ignore[attr-defined]
         expected = m.acceptance_length / m.tokens_per_request_step
-        print(f"\n{point_id}: cross-check ratio {m.crosscheck_ratio:.3f}, expected AL / tokens-per-request-step {expected:.3f}")
+        print(
+            f"\n{point_id}: cross-check ratio {m.crosscheck_ratio:.3f}, expected AL / tokens-per-request-step {expected:.3f}"
+        )
         assert abs(m.crosscheck_ratio / expected - 1) <= CROSSCHECK_TOLERANCE
     for point_id, p in _points(spec_run, "stock").items():
         m = p.metrics  # type: ignore[attr-defined]
@@ -99,8 +109,12 @@ def test_no_gpu_here_power_is_absent_with_its_reason(spec_run: RunDir) -> None:
 
 
 def test_the_bundle_verifies_every_new_number(spec_run: RunDir) -> None:
-    result = subprocess.run([sys.executable, "-m", "byog", "verify", str(spec_run.root / "bundle.tar.gz"), "--allow-unsigned"],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "byog", "verify", str(spec_run.root / "bundle.tar.gz"), "--allow-unsigned"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
@@ -108,11 +122,12 @@ def test_synthetic_acceptance_on_cpu_fails_fast_with_vllms_reason(tmp_path: Path
     """vLLM's CPU build accepts the config but its sampler asserts at the first request: the sweep
     says why (vLLM's own line) and does not restart the server or try its other points."""
     from byog.bench.sweep import run_bench_for_server
-    from byog.images.local import LocalRuntime
     from byog.images.models import prepare_model
     from byog.plans.load import parse_plan
+    from byog.runtimes.local import LocalRuntime
 
-    plan = parse_plan("""
+    plan = parse_plan(
+        """
 name: synthetic-on-cpu
 model: {path: builtin:smollm2-135m-instruct, max_model_len: 2048}
 servers:
@@ -125,9 +140,13 @@ servers:
 baseline: synthetic
 workloads:
   - {kind: batch, name: spec, batch_sizes: [1, 2], isl: [16], osl: [16], warmup_waves: 0, waves: 1}
-""", "synthetic-on-cpu")
+""",
+        "synthetic-on-cpu",
+    )
     run_dir = RunDir(tmp_path / "run")
-    server = LocalRuntime().launch("synthetic", plan.servers["synthetic"], prepare_model(plan.model), run_dir.server_dir("synthetic"))
+    server = LocalRuntime().launch(
+        "synthetic", plan.servers["synthetic"], prepare_model(plan.model), run_dir.server_dir("synthetic")
+    )
     try:
         t0 = time.monotonic()
         result = run_bench_for_server(plan, "synthetic", server, run_dir, Console(file=open(os.devnull, "w")))

@@ -31,14 +31,20 @@ def faster_decode(run_dir: RunDir, server: str, factor: float = 0.8) -> list[str
         write_request_rows(path, rows)
         record = load_point_record(run_dir.bench_point(server, point_id))
         if record.client is not None:
-            lag = {k: v * factor for k in ("loop_lag_p99_s", "loop_lag_max_s") if (v := getattr(record.client, k)) is not None}
+            lag = {
+                k: v * factor
+                for k in ("loop_lag_p99_s", "loop_lag_max_s")
+                if (v := getattr(record.client, k)) is not None
+            }
             record = record.model_copy(update={"client": record.client.model_copy(update=lag)})
             atomic_write_json(run_dir.bench_point(server, point_id), record.model_dump(mode="json"))
         changed.append(point_id)
     return changed
 
 
-def doctored_bundle(run_dir: Path, out: Path, key: SigningKey, server: str = "candidate", factor: float = 0.8) -> Packed:
+def doctored_bundle(
+    run_dir: Path, out: Path, key: SigningKey, server: str = "candidate", factor: float = 0.8
+) -> Packed:
     rd = RunDir(run_dir)
     faster_decode(rd, server, factor)
     derive_and_write(rd.root)

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from byog.evals.data import FIXTURES_DIR
 
-GATED_TEXT_COLUMNS = ("Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3", "Explanation")
+GATED_TEXT_COLUMNS = (
+    "Question",
+    "Correct Answer",
+    "Incorrect Answer 1",
+    "Incorrect Answer 2",
+    "Incorrect Answer 3",
+    "Explanation",
+)
 
 
 def gpqa_fixture_texts(min_chars: int = 5) -> list[str]:

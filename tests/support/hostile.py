@@ -1,7 +1,7 @@
 """Hostile bundles, one per class of the verify-hardening issue, and a way to run `byog verify` on
 each as a separate process under a memory limit, measuring exit code, wall time and peak memory.
 
-Used by ``tests/unit/test_security_bounds.py`` (asserts each refusal, exit code, wall <= 10 s,
+Used by ``tests/unit/bundles/test_bounds.py`` (asserts each refusal, exit code, wall <= 10 s,
 peak <= 1 GB, an empty temp dir afterwards) and ``benchmarks/verify_hostile.py`` (prints the
 table). Every big input is generated at run time from a compressible pattern and streamed into
 the archive, so nothing big is ever held in memory or stored in the repository.
@@ -25,9 +25,10 @@ import sys
 import tempfile
 import time
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO
 
 import psutil
 
@@ -47,6 +48,7 @@ KILL_AFTER_S = 120.0
 
 
 # --- payloads: big members described, never materialised ------------------------------------
+
 
 @dataclass(frozen=True)
 class Payload:
@@ -142,6 +144,7 @@ def write_archive(path: Path, members: dict[str, bytes | Payload]) -> Path:
 
 # --- the kit: a real signed bundle to start from, a trusted and a stranger's key --------------
 
+
 def make_key(folder: Path, name: str) -> tuple[SigningKey, str]:
     path = folder / name
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(path)], check=True)
@@ -158,7 +161,7 @@ class Kit:
     predicate: dict  # type: ignore[type-arg]
 
     @classmethod
-    def create(cls, folder: Path) -> "Kit":
+    def create(cls, folder: Path) -> Kit:
         folder.mkdir(parents=True, exist_ok=True)
         key, public = make_key(folder, "alice")
         stranger, _ = make_key(folder, "mallory")
@@ -167,14 +170,25 @@ class Kit:
         run_dir = make_run_dir(folder / "base-run", TINY)
         run_dir.plots_dir.mkdir(exist_ok=True)
         seal_and_pack(run_dir, folder / "base.tar.gz", key=key)
-        files = {p.relative_to(run_dir.root).as_posix(): p.read_bytes() for p in sorted(run_dir.root.rglob("*")) if p.is_file()}
+        files = {
+            p.relative_to(run_dir.root).as_posix(): p.read_bytes()
+            for p in sorted(run_dir.root.rglob("*"))
+            if p.is_file()
+        }
         manifest = json.loads(files.pop(MANIFEST_NAME))
         files.pop(SIGNATURE_NAME, None)
         files.pop("bundle.tar.gz", None)
         return cls(folder, key, stranger, allowed, files, manifest["predicate"])
 
-    def forge(self, name: str, changes: dict[str, bytes | Payload | None], *, trusted: bool = True,
-              subjects: list[dict] | None = None, predicate: dict | None = None) -> Path:  # type: ignore[type-arg]
+    def forge(
+        self,
+        name: str,
+        changes: dict[str, bytes | Payload | None],
+        *,
+        trusted: bool = True,
+        subjects: list[dict] | None = None,
+        predicate: dict | None = None,
+    ) -> Path:  # type: ignore[type-arg]
         """The base bundle with ``changes`` (None removes a file), a manifest over the result, signed."""
         members: dict[str, bytes | Payload] = dict(self.files)
         for path, data in changes.items():
@@ -182,12 +196,26 @@ class Kit:
                 members.pop(path, None)
             else:
                 members[path] = data
-        listed = subjects if subjects is not None else [
-            {"name": path, "digest": {"sha256": data.sha256() if isinstance(data, Payload) else hashlib.sha256(data).hexdigest()}}
-            for path, data in sorted(members.items()) if path not in (MANIFEST_NAME, SIGNATURE_NAME)
-        ]
-        statement = {"_type": "https://in-toto.io/Statement/v1", "subject": listed,
-                     "predicateType": "https://byog.dev/bundle/v1", "predicate": predicate or self.predicate}
+        listed = (
+            subjects
+            if subjects is not None
+            else [
+                {
+                    "name": path,
+                    "digest": {
+                        "sha256": data.sha256() if isinstance(data, Payload) else hashlib.sha256(data).hexdigest()
+                    },
+                }
+                for path, data in sorted(members.items())
+                if path not in (MANIFEST_NAME, SIGNATURE_NAME)
+            ]
+        )
+        statement = {
+            "_type": "https://in-toto.io/Statement/v1",
+            "subject": listed,
+            "predicateType": "https://byog.dev/bundle/v1",
+            "predicate": predicate or self.predicate,
+        }
         if MANIFEST_NAME not in changes:
             members[MANIFEST_NAME] = canonical_json(statement)
         if SIGNATURE_NAME not in changes:
@@ -198,6 +226,7 @@ class Kit:
 
 
 # --- cases ------------------------------------------------------------------------------------
+
 
 @dataclass
 class Built:
@@ -304,60 +333,207 @@ def _forged_claim_label(kit: Kit) -> Built:
 
 
 CASES: list[Case] = [
-    Case("yaml-alias-bomb", "YAML alias bomb in plan.yaml (signed by a trusted key)",
-         lambda kit: Built(kit.forge("yaml-alias-bomb", {"plan.yaml": _alias_bomb()})), 1, "alias bomb"),
-    Case("yaml-alias-bomb-untrusted", "the same bomb from a stranger: gated before any content is read",
-         lambda kit: Built(kit.forge("yaml-alias-bomb-untrusted", {"plan.yaml": _alias_bomb()}, trusted=False)), 1,
-         "not checked: untrusted signer"),
-    Case("yaml-40mb-list", "a 40 MB list in claims.yaml",
-         lambda kit: Built(kit.forge("yaml-40mb-list", {"claims.yaml": Payload(b"claims: [", b"0, ", 13_400_000, b"0]\n")})), 1,
-         "cap for its kind", slow=True),
-    Case("json-255mb", "env.json that decompresses to 255 MB",
-         lambda kit: Built(kit.forge("json-255mb", {"env.json": Payload(b'{"x": "', b"a" * 64, 255_000_000 // 64, b'"}')})), 1,
-         "cap for its kind", slow=True),
-    Case("parquet-20m-rows", "a bench parquet file of 20 M rows (under 1 MB on disk)",
-         lambda kit: Built(kit.forge("parquet-20m-rows", {_bench_rows_name(kit): _many_rows(20_000_000)})), 1,
-         "rows, over the cap", slow=True),
-    Case("manifest-255mb", "a 255 MB manifest",
-         lambda kit: Built(kit.forge("manifest-255mb", {MANIFEST_NAME: Payload(b'{"_type": "', b"x" * 64, 255_000_000 // 64, b'"}'),
-                                                         SIGNATURE_NAME: b"-----BEGIN SSH SIGNATURE-----\n"})), 1,
-         "cap for its kind", slow=True),
-    Case("plan-200-cubed", "a 3 kB plan whose matrix expands to 200^3 points",
-         lambda kit: Built(kit.forge("plan-200-cubed", {"plan.yaml": _plan_200_cubed(kit)})), 1, "8,000,000 bench points"),
-    Case("parquet-200mb-cell", "one parquet cell of 200 MB",
-         lambda kit: Built(kit.forge("parquet-200mb-cell", {"evals/baseline/gsm8k/items.parquet": _big_cell(200_000_000)})), 1,
-         "decompresses to more than", slow=True),
-    Case("yaml-100mb-comments", "100 MB of YAML comments in plan.yaml",
-         lambda kit: Built(kit.forge("yaml-100mb-comments", {"plan.yaml": Payload(plan_yaml(TINY).encode(), b"# padding padding\n", 100_000_000 // 18)})), 1,
-         "cap for its kind", slow=True),
-    Case("signature-200mb", "a 200 MB armored signature",
-         lambda kit: Built(kit.forge("signature-200mb", {SIGNATURE_NAME: Payload(b"-----BEGIN SSH SIGNATURE-----\n", b"A" * 70 + b"\n", 200_000_000 // 71, b"-----END SSH SIGNATURE-----\n")})), 1,
-         "cap for its kind", slow=True),
+    Case(
+        "yaml-alias-bomb",
+        "YAML alias bomb in plan.yaml (signed by a trusted key)",
+        lambda kit: Built(kit.forge("yaml-alias-bomb", {"plan.yaml": _alias_bomb()})),
+        1,
+        "alias bomb",
+    ),
+    Case(
+        "yaml-alias-bomb-untrusted",
+        "the same bomb from a stranger: gated before any content is read",
+        lambda kit: Built(kit.forge("yaml-alias-bomb-untrusted", {"plan.yaml": _alias_bomb()}, trusted=False)),
+        1,
+        "not checked: untrusted signer",
+    ),
+    Case(
+        "yaml-40mb-list",
+        "a 40 MB list in claims.yaml",
+        lambda kit: Built(
+            kit.forge("yaml-40mb-list", {"claims.yaml": Payload(b"claims: [", b"0, ", 13_400_000, b"0]\n")})
+        ),
+        1,
+        "cap for its kind",
+        slow=True,
+    ),
+    Case(
+        "json-255mb",
+        "env.json that decompresses to 255 MB",
+        lambda kit: Built(
+            kit.forge("json-255mb", {"env.json": Payload(b'{"x": "', b"a" * 64, 255_000_000 // 64, b'"}')})
+        ),
+        1,
+        "cap for its kind",
+        slow=True,
+    ),
+    Case(
+        "parquet-20m-rows",
+        "a bench parquet file of 20 M rows (under 1 MB on disk)",
+        lambda kit: Built(kit.forge("parquet-20m-rows", {_bench_rows_name(kit): _many_rows(20_000_000)})),
+        1,
+        "rows, over the cap",
+        slow=True,
+    ),
+    Case(
+        "manifest-255mb",
+        "a 255 MB manifest",
+        lambda kit: Built(
+            kit.forge(
+                "manifest-255mb",
+                {
+                    MANIFEST_NAME: Payload(b'{"_type": "', b"x" * 64, 255_000_000 // 64, b'"}'),
+                    SIGNATURE_NAME: b"-----BEGIN SSH SIGNATURE-----\n",
+                },
+            )
+        ),
+        1,
+        "cap for its kind",
+        slow=True,
+    ),
+    Case(
+        "plan-200-cubed",
+        "a 3 kB plan whose matrix expands to 200^3 points",
+        lambda kit: Built(kit.forge("plan-200-cubed", {"plan.yaml": _plan_200_cubed(kit)})),
+        1,
+        "8,000,000 bench points",
+    ),
+    Case(
+        "parquet-200mb-cell",
+        "one parquet cell of 200 MB",
+        lambda kit: Built(
+            kit.forge("parquet-200mb-cell", {"evals/baseline/gsm8k/items.parquet": _big_cell(200_000_000)})
+        ),
+        1,
+        "decompresses to more than",
+        slow=True,
+    ),
+    Case(
+        "yaml-100mb-comments",
+        "100 MB of YAML comments in plan.yaml",
+        lambda kit: Built(
+            kit.forge(
+                "yaml-100mb-comments",
+                {"plan.yaml": Payload(plan_yaml(TINY).encode(), b"# padding padding\n", 100_000_000 // 18)},
+            )
+        ),
+        1,
+        "cap for its kind",
+        slow=True,
+    ),
+    Case(
+        "signature-200mb",
+        "a 200 MB armored signature",
+        lambda kit: Built(
+            kit.forge(
+                "signature-200mb",
+                {
+                    SIGNATURE_NAME: Payload(
+                        b"-----BEGIN SSH SIGNATURE-----\n",
+                        b"A" * 70 + b"\n",
+                        200_000_000 // 71,
+                        b"-----END SSH SIGNATURE-----\n",
+                    )
+                },
+            )
+        ),
+        1,
+        "cap for its kind",
+        slow=True,
+    ),
     Case("markup-member-name", "rich markup ([/x]) in an archive member name", _markup_member, 1, "[/x][red]boom.png"),
-    Case("forged-lines-untrusted", "newlines, ANSI escapes and markup printing fake 'ok signature' lines (stranger's manifest)",
-         _forged_lines_untrusted, 1, "\\x1b[32mok"),
-    Case("forged-lines-claim-label", "the same in a trusted bundle's claim label", _forged_claim_label, 1, "\\x1b[32mok"),
-    Case("deep-json", "env.json nested 200,000 deep",
-         lambda kit: Built(kit.forge("deep-json", {"env.json": b"[" * 200_000 + b"]" * 200_000})), 1, "nested deeper than"),
-    Case("non-utf8-report", "report.md that is not UTF-8",
-         lambda kit: Built(kit.forge("non-utf8-report", {"report.md": kit.files["report.md"] + b"\xff\xfe\xfd"})), 1, "not UTF-8"),
-    Case("non-utf8-json", "env.json that is not UTF-8",
-         lambda kit: Built(kit.forge("non-utf8-json", {"env.json": b'{"cpu": "caf\xe9"}'})), 1, "not UTF-8"),
-    Case("nan-claims-cli", "--claims with value: .nan",
-         lambda kit: Built(kit.folder / "base.tar.gz", ["--claims", str(_claims_file(kit, "schema_version: 1\nclaims:\n  - {server: candidate, point: x, metric: decode_tok_s, value: .nan}\n", "nan.yaml"))]),
-         2, "not a finite number"),
-    Case("inf-tolerance-in-bundle", "claims.yaml in the bundle with tolerance: .inf",
-         lambda kit: Built(kit.forge("inf-tolerance", {"claims.yaml": b"schema_version: 1\nclaims:\n  - {server: candidate, point: x, metric: decode_tok_s, value: 1, tolerance: .inf}\n"})),
-         1, "not a finite number"),
-    Case("vacuous-policy-empty", "a policy that requires nothing",
-         lambda kit: Built(kit.folder / "base.tar.gz", ["--policy", str(_claims_file(kit, "schema_version: 1\n", "empty-policy.yaml"))]),
-         2, "requires nothing"),
-    Case("vacuous-policy-no-candidate", "required_tasks met vacuously by a bundle with no candidate", _baseline_only, 1, "no candidate"),
-    Case("replayed-for-another-pr", "a bundle made for octo/repo#1 attached to octo/repo#2", _replayed, 1, "not pull request #2"),
+    Case(
+        "forged-lines-untrusted",
+        "newlines, ANSI escapes and markup printing fake 'ok signature' lines (stranger's manifest)",
+        _forged_lines_untrusted,
+        1,
+        "\\x1b[32mok",
+    ),
+    Case(
+        "forged-lines-claim-label", "the same in a trusted bundle's claim label", _forged_claim_label, 1, "\\x1b[32mok"
+    ),
+    Case(
+        "deep-json",
+        "env.json nested 200,000 deep",
+        lambda kit: Built(kit.forge("deep-json", {"env.json": b"[" * 200_000 + b"]" * 200_000})),
+        1,
+        "nested deeper than",
+    ),
+    Case(
+        "non-utf8-report",
+        "report.md that is not UTF-8",
+        lambda kit: Built(kit.forge("non-utf8-report", {"report.md": kit.files["report.md"] + b"\xff\xfe\xfd"})),
+        1,
+        "not UTF-8",
+    ),
+    Case(
+        "non-utf8-json",
+        "env.json that is not UTF-8",
+        lambda kit: Built(kit.forge("non-utf8-json", {"env.json": b'{"cpu": "caf\xe9"}'})),
+        1,
+        "not UTF-8",
+    ),
+    Case(
+        "nan-claims-cli",
+        "--claims with value: .nan",
+        lambda kit: Built(
+            kit.folder / "base.tar.gz",
+            [
+                "--claims",
+                str(
+                    _claims_file(
+                        kit,
+                        "schema_version: 1\nclaims:\n  - {server: candidate, point: x, metric: decode_tok_s, value: .nan}\n",
+                        "nan.yaml",
+                    )
+                ),
+            ],
+        ),
+        2,
+        "not a finite number",
+    ),
+    Case(
+        "inf-tolerance-in-bundle",
+        "claims.yaml in the bundle with tolerance: .inf",
+        lambda kit: Built(
+            kit.forge(
+                "inf-tolerance",
+                {
+                    "claims.yaml": b"schema_version: 1\nclaims:\n  - {server: candidate, point: x, metric: decode_tok_s, value: 1, tolerance: .inf}\n"
+                },
+            )
+        ),
+        1,
+        "not a finite number",
+    ),
+    Case(
+        "vacuous-policy-empty",
+        "a policy that requires nothing",
+        lambda kit: Built(
+            kit.folder / "base.tar.gz", ["--policy", str(_claims_file(kit, "schema_version: 1\n", "empty-policy.yaml"))]
+        ),
+        2,
+        "requires nothing",
+    ),
+    Case(
+        "vacuous-policy-no-candidate",
+        "required_tasks met vacuously by a bundle with no candidate",
+        _baseline_only,
+        1,
+        "no candidate",
+    ),
+    Case(
+        "replayed-for-another-pr",
+        "a bundle made for octo/repo#1 attached to octo/repo#2",
+        _replayed,
+        1,
+        "not pull request #2",
+    ),
 ]
 
 
 # --- running verify as a process under a memory limit -------------------------------------------
+
 
 @dataclass
 class Outcome:
@@ -392,11 +568,31 @@ def run_verify(kit: Kit, built: Built, name: str) -> Outcome:
     """
     temp = Path(tempfile.mkdtemp(prefix=f"hostile-{name}-", dir=kit.folder))
     maxrss_file = kit.folder / f"{name}.maxrss"
-    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(REPO), "COLUMNS": "200", "HOSTILE_MAXRSS_FILE": str(maxrss_file)}
-    verify = [sys.executable, "-m", "byog", "verify", str(built.bundle), "--allowed-signers", str(kit.allowed), *built.args]
+    env = {
+        **os.environ,
+        "TMPDIR": str(temp),
+        "PYTHONPATH": str(REPO),
+        "COLUMNS": "200",
+        "HOSTILE_MAXRSS_FILE": str(maxrss_file),
+    }
+    verify = [
+        sys.executable,
+        "-m",
+        "byog",
+        "verify",
+        str(built.bundle),
+        "--allowed-signers",
+        str(kit.allowed),
+        *built.args,
+    ]
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", _WRAPPER, *verify], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, preexec_fn=_limit_memory)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRAPPER, *verify],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_limit_memory,
+    )
     watched = psutil.Process(proc.pid)
     peak = 0
     while proc.poll() is None:

@@ -33,8 +33,15 @@ def _logprobs(prompt: str, position: int, noise: float, rng: np.random.Generator
 
 def _row(prompt: str, position: int, output: bool, token: int, lp: np.ndarray) -> dict[str, Any]:
     top_ids, top_lps = sort_top({i: float(v) for i, v in enumerate(lp)}, K)
-    return {"prompt": prompt, "position": position, "output": output, "token": int(token), "logprob": float(lp[token]),
-            "top_ids": top_ids, "top_logprobs": top_lps}
+    return {
+        "prompt": prompt,
+        "position": position,
+        "output": output,
+        "token": int(token),
+        "logprob": float(lp[token]),
+        "top_ids": top_ids,
+        "top_logprobs": top_lps,
+    }
 
 
 def _prompt_token(prompt: str, position: int) -> int:
@@ -47,7 +54,9 @@ def one_pass(noise: float, seed: int) -> list[dict[str, Any]]:
     rows = []
     for prompt, length in PROMPTS.items():
         for position in range(1, length):
-            rows.append(_row(prompt, position, False, _prompt_token(prompt, position), _logprobs(prompt, position, noise, rng)))
+            rows.append(
+                _row(prompt, position, False, _prompt_token(prompt, position), _logprobs(prompt, position, noise, rng))
+            )
         for position in range(length, length + MAX_TOKENS):
             lp = _logprobs(prompt, position, noise, rng)
             rows.append(_row(prompt, position, True, int(np.argmax(lp)), lp))
@@ -60,8 +69,14 @@ def write_server(run_dir: RunDir, server: str, reference: str, noise: float, see
     for name in names:
         write_numerics_rows(run_dir.numerics_rows(server, name), written[name])
     record = NumericsRecord(
-        server=server, reference=reference, top_k=K, max_tokens=MAX_TOKENS,
-        prompts=[{"prompt": p, "kind": "long" if p.startswith("long") else "random", "ids": list(range(n))} for p, n in PROMPTS.items()],
+        server=server,
+        reference=reference,
+        top_k=K,
+        max_tokens=MAX_TOKENS,
+        prompts=[
+            {"prompt": p, "kind": "long" if p.startswith("long") else "random", "ids": list(range(n))}
+            for p, n in PROMPTS.items()
+        ],
         passes=[{"name": n, "requests": len(PROMPTS), "positions": len(written[n]), "wall_s": 1.5} for n in names],
         plain_decode_wall_s=2.0 if reference == server else None,
     )
@@ -71,6 +86,10 @@ def write_server(run_dir: RunDir, server: str, reference: str, noise: float, see
 def write_conformance(run_dir: RunDir, server: str, failing: dict[str, str] | None = None) -> None:
     failing = failing or {}
     names = ("stop_string", "max_tokens_exact", "longest_prompt_accepted")
-    record = ConformanceRecord(server=server, longest_prompt=None, wall_s=3.0, checks=[
-        {"check": n, "passed": n not in failing, "reason": failing.get(n, "ok"), "detail": {}} for n in names])
+    record = ConformanceRecord(
+        server=server,
+        longest_prompt=None,
+        wall_s=3.0,
+        checks=[{"check": n, "passed": n not in failing, "reason": failing.get(n, "ok"), "detail": {}} for n in names],
+    )
     atomic_write_json(run_dir.conformance_record(server), record.model_dump(mode="json"))

@@ -24,8 +24,13 @@ def byog_process(*args: str, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
     The stop is SIGTERM first, so byog takes its servers down as a user's Ctrl-C would: a run left
     behind would load the box for every test after this one.
     """
-    proc = subprocess.Popen([sys.executable, "-m", "byog", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            cwd=cwd, preexec_fn=_sigint_as_a_terminal_gives_it)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "byog", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        preexec_fn=_sigint_as_a_terminal_gives_it,
+    )
     try:
         yield proc
     finally:
@@ -38,8 +43,9 @@ def byog_process(*args: str, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
                 proc.communicate()
 
 
-def interrupt_once_started(proc: subprocess.Popen[bytes], record: Path, sig: signal.Signals,
-                           while_running: Callable[[], None] = lambda: None) -> str:
+def interrupt_once_started(
+    proc: subprocess.Popen[bytes], record: Path, sig: signal.Signals, while_running: Callable[[], None] = lambda: None
+) -> str:
     """Wait (<= 10 min) for the server record a launch writes, let requests go out, send SIG; byog's output.
 
     `while_running` asserts what must hold mid-run, before the signal.

@@ -13,9 +13,9 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 SSHD = "/usr/sbin/sshd"
 
@@ -73,8 +73,16 @@ def start_loopback_sshd(workdir: Path) -> Iterator[LoopbackSshd]:
         yield LoopbackSshd(
             port=port,
             destination=f"ssh://root@127.0.0.1:{port}",
-            options=("-i", str(workdir / "user_key"), "-o", f"UserKnownHostsFile={workdir / 'known_hosts'}",
-                     "-o", "StrictHostKeyChecking=yes", "-o", "LogLevel=ERROR"),
+            options=(
+                "-i",
+                str(workdir / "user_key"),
+                "-o",
+                f"UserKnownHostsFile={workdir / 'known_hosts'}",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                "-o",
+                "LogLevel=ERROR",
+            ),
         )
     finally:
         proc.terminate()

@@ -54,7 +54,7 @@ def plan_yaml(spec: SyntheticSpec) -> str:
         "name: synthetic\n"
         "description: made-up numbers in the real file formats (tests, verify benchmark)\n"
         "model:\n  path: builtin:smollm2-135m-instruct\n  max_model_len: 4096\n"
-        "servers:\n  candidate:\n    runtime: local\n  baseline:\n    runtime: local\n    args: [\"--enforce-eager\"]\n"
+        'servers:\n  candidate:\n    runtime: local\n  baseline:\n    runtime: local\n    args: ["--enforce-eager"]\n'
         "baseline: baseline\n"
         "workloads:\n"
         f"  - kind: batch\n    name: decode\n    batch_sizes: [{sizes}]\n    isl: [{spec.isl}]\n    osl: [{spec.osl}]\n"
@@ -79,12 +79,19 @@ def _rows(rng: random.Random, point: Any, tpot_s: float) -> list[Any]:
                 times.append(times[-1] + int(tpot_s * rng.uniform(0.9, 1.1) * NS))
             rows.append(
                 RequestRow(
-                    request_index=index, wave=wave, warmup=wave < point.warmup_waves, expected_n_in=point.isl,
-                    t_send_ns=t, chunk_t_ns=times, chunk_tokens=[1] * point.osl, n_in=point.isl, n_out=point.osl,
+                    request_index=index,
+                    wave=wave,
+                    warmup=wave < point.warmup_waves,
+                    expected_n_in=point.isl,
+                    t_send_ns=t,
+                    chunk_t_ns=times,
+                    chunk_tokens=[1] * point.osl,
+                    n_in=point.isl,
+                    n_out=point.osl,
                 )
             )
             index += 1
-        t = max(r.chunk_t_ns[-1] for r in rows[-point.batch_size:]) + NS // 100
+        t = max(r.chunk_t_ns[-1] for r in rows[-point.batch_size :]) + NS // 100
     return rows
 
 
@@ -92,37 +99,64 @@ def _eval_files(run_dir: RunDir, server: str, spec: SyntheticSpec, rng: random.R
     rows = []
     for i in range(spec.eval_items):
         correct = rng.random() < spec.eval_accuracy
-        rows.append({
-            "item_id": f"test:{i}", "item_sha256": hashlib.sha256(f"item {i}".encode()).hexdigest(),
-            "pass_index": 0, "seed": spec.seed, "extracted_answer": str(i if correct else i + 1), "target": str(i),
-            "score": 1.0 if correct else 0.0, "n_output_tokens": 100 + i, "bin": None,
-        })
+        rows.append(
+            {
+                "item_id": f"test:{i}",
+                "item_sha256": hashlib.sha256(f"item {i}".encode()).hexdigest(),
+                "pass_index": 0,
+                "seed": spec.seed,
+                "extracted_answer": str(i if correct else i + 1),
+                "target": str(i),
+                "score": 1.0 if correct else 0.0,
+                "n_output_tokens": 100 + i,
+                "bin": None,
+            }
+        )
     table = pa.Table.from_pylist(rows).select(list(ITEM_COLUMNS))
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     atomic_write_bytes(run_dir.eval_items(server, "gsm8k"), sink.getvalue().to_pybytes())
     score = 100.0 * sum(r["score"] for r in rows) / len(rows)
-    atomic_write_json(run_dir.eval_results(server, "gsm8k"), {
-        "schema_version": 1, "server": server,
-        "task": {"name": "gsm8k", "version": "synthetic"},
-        "data": {"source": "generated", "dataset_id": "synthetic", "revision": None, "label": "generated"},
-        "endpoint": {"base_url": "http://127.0.0.1:1", "model": "synthetic"},
-        "sampling": {"passes": 1, "seeds": [spec.seed], "temperature": 0.0, "do_sample": False},
-        "runner": {"name": "synthetic"}, "limit": spec.eval_items, "n_items": len(rows), "n_rows": len(rows),
-        "score": score, "stderr": None, "pass_scores": [score], "wall_s": 1.0,
-    })
+    atomic_write_json(
+        run_dir.eval_results(server, "gsm8k"),
+        {
+            "schema_version": 1,
+            "server": server,
+            "task": {"name": "gsm8k", "version": "synthetic"},
+            "data": {"source": "generated", "dataset_id": "synthetic", "revision": None, "label": "generated"},
+            "endpoint": {"base_url": "http://127.0.0.1:1", "model": "synthetic"},
+            "sampling": {"passes": 1, "seeds": [spec.seed], "temperature": 0.0, "do_sample": False},
+            "runner": {"name": "synthetic"},
+            "limit": spec.eval_items,
+            "n_items": len(rows),
+            "n_rows": len(rows),
+            "score": score,
+            "stderr": None,
+            "pass_scores": [score],
+            "wall_s": 1.0,
+        },
+    )
 
 
 def write_point(run_dir: RunDir, server: str, point: Any, rows: list[Any]) -> None:
     """One complete bench point in the real file formats: raw rows, then the point record."""
     write_request_rows(run_dir.bench_rows(server, point.point_id), rows)
-    atomic_write_json(run_dir.bench_point(server, point.point_id), {
-        "schema_version": 1, "server": server, "point": point.model_dump(mode="json"),
-        "prompts_label": "random-ids", "status": "complete", "started_at": "2026-01-01T00:00:00+00:00",
-        "duration_s": (rows[-1].chunk_t_ns[-1] - rows[0].t_send_ns) / NS,
-        "t_start_ns": rows[0].t_send_ns, "t_end_ns": rows[-1].chunk_t_ns[-1],
-        "counter_deltas": {}, "byog_version": __version__,
-    })
+    atomic_write_json(
+        run_dir.bench_point(server, point.point_id),
+        {
+            "schema_version": 1,
+            "server": server,
+            "point": point.model_dump(mode="json"),
+            "prompts_label": "random-ids",
+            "status": "complete",
+            "started_at": "2026-01-01T00:00:00+00:00",
+            "duration_s": (rows[-1].chunk_t_ns[-1] - rows[0].t_send_ns) / NS,
+            "t_start_ns": rows[0].t_send_ns,
+            "t_end_ns": rows[-1].chunk_t_ns[-1],
+            "counter_deltas": {},
+            "byog_version": __version__,
+        },
+    )
 
 
 def make_run_dir(root: Path, spec: SyntheticSpec = SyntheticSpec(), *, plan_text: str | None = None) -> RunDir:
@@ -134,19 +168,37 @@ def make_run_dir(root: Path, spec: SyntheticSpec = SyntheticSpec(), *, plan_text
     text = plan_text or plan_yaml(spec)
     plan = parse_plan(text, "synthetic plan")
     atomic_write_text(run_dir.plan_yaml, text)
-    atomic_write_json(run_dir.env_json, {
-        "schema_version": 1, "os": "Linux (synthetic)", "python": "3.11", "cpu": "synthetic CPU", "cpu_count": 2,
-        "packages": {"byog": __version__, "vllm": "synthetic"}, "gpus": [],
-    })
+    atomic_write_json(
+        run_dir.env_json,
+        {
+            "schema_version": 1,
+            "os": "Linux (synthetic)",
+            "python": "3.11",
+            "cpu": "synthetic CPU",
+            "cpu_count": 2,
+            "packages": {"byog": __version__, "vllm": "synthetic"},
+            "gpus": [],
+        },
+    )
     rng = random.Random(spec.seed)
     for server in plan.servers:
         tpot = spec.tpot_s / (spec.candidate_speedup if server != plan.baseline else 1.0)
         argv = ["vllm", "serve", "synthetic", *plan.servers[server].args]
-        atomic_write_json(run_dir.server_record(server), {
-            "name": server, "runtime": "local", "argv": argv, "image": None,
-            "version": {"version": "synthetic"}, "models": {"data": [{"id": "synthetic", "max_model_len": 4096}]},
-        })
-        atomic_write_text(run_dir.server_log(server), "".join(f"INFO synthetic log line {i} of {server}\n" for i in range(spec.log_lines)))
+        atomic_write_json(
+            run_dir.server_record(server),
+            {
+                "name": server,
+                "runtime": "local",
+                "argv": argv,
+                "image": None,
+                "version": {"version": "synthetic"},
+                "models": {"data": [{"id": "synthetic", "max_model_len": 4096}]},
+            },
+        )
+        atomic_write_text(
+            run_dir.server_log(server),
+            "".join(f"INFO synthetic log line {i} of {server}\n" for i in range(spec.log_lines)),
+        )
         for point in expand_plan(plan):
             write_point(run_dir, server, point, _rows(rng, point, tpot * (1 + 0.05 * (point.batch_size - 1))))
         _eval_files(run_dir, server, spec, rng)
@@ -156,8 +208,12 @@ def make_run_dir(root: Path, spec: SyntheticSpec = SyntheticSpec(), *, plan_text
             shift = 1 + spec.launch_sd * launch_rng.gauss(0, 1)
             tpot = spec.tpot_s / (spec.candidate_speedup if server != plan.baseline else 1.0) * shift
             for point in expand_plan(plan):
-                write_point(run_dir.for_launch(launch), server, point,
-                            _rows(launch_rng, point, tpot * (1 + 0.05 * (point.batch_size - 1))))
+                write_point(
+                    run_dir.for_launch(launch),
+                    server,
+                    point,
+                    _rows(launch_rng, point, tpot * (1 + 0.05 * (point.batch_size - 1))),
+                )
     summary = derive_summary(run_dir)
     atomic_write_json(run_dir.summary_json, summary.to_json())
     atomic_write_text(run_dir.report_md, render_report(run_dir, summary))

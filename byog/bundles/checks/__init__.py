@@ -9,7 +9,19 @@ checks (bounds, predicate, schemas, summary, report, policy, claims).
 from byog.bundles.checks import bounds, claims, integrity, policy, predicate, recompute, schemas, signature  # noqa: F401  (registration)
 from byog.bundles.checks.base import CHECKS, Check, CheckResult, VerifyContext, run_checks, run_one
 
-ORDER = ("manifest", "hashes", "signature", "subject", "bounds", "predicate", "schemas", "summary", "report", "policy", "claims")
+ORDER = (
+    "manifest",
+    "hashes",
+    "signature",
+    "subject",
+    "bounds",
+    "predicate",
+    "schemas",
+    "summary",
+    "report",
+    "policy",
+    "claims",
+)
 CHECKS.sort(key=lambda item: ORDER.index(item.name))
 
 __all__ = ["CHECKS", "ORDER", "Check", "CheckResult", "VerifyContext", "run_checks", "run_one"]

@@ -14,9 +14,10 @@ Two flags place a check in verify's order (``byog.bundles.verify``):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Literal
 
 from byog.bundles.bounds import CAPS, Caps, check_size
 from byog.core.errors import ByogError, EnvironmentProblem
@@ -94,7 +95,9 @@ class Check:
 CHECKS: list[Check] = []
 
 
-def check(name: str, *, requires: tuple[str, ...] = (), gated: bool = True, isolated: bool = True) -> Callable[[CheckFn], CheckFn]:
+def check(
+    name: str, *, requires: tuple[str, ...] = (), gated: bool = True, isolated: bool = True
+) -> Callable[[CheckFn], CheckFn]:
     if isolated and not gated:
         raise ValueError(f"verify check '{name}': a check that parses content must wait for the signer (gated)")
 
@@ -127,7 +130,9 @@ def run_one(item: Check, ctx: VerifyContext, status: dict[str, Status]) -> Check
         except ByogError as err:
             result = CheckResult(item.name, "fail", str(err))
         except MemoryError:
-            result = CheckResult(item.name, "fail", "could not be checked: it needs more memory than verify allows (a hostile bundle?)")
+            result = CheckResult(
+                item.name, "fail", "could not be checked: it needs more memory than verify allows (a hostile bundle?)"
+            )
         except RecursionError:
             result = CheckResult(item.name, "fail", "could not be checked: the data is nested too deeply")
         except Exception as err:  # hostile bytes can break any parser: a failure, not a crash
@@ -137,6 +142,8 @@ def run_one(item: Check, ctx: VerifyContext, status: dict[str, Status]) -> Check
     return result
 
 
-def run_checks(ctx: VerifyContext, checks: Iterable[Check] | None = None, status: dict[str, Status] | None = None) -> list[CheckResult]:
+def run_checks(
+    ctx: VerifyContext, checks: Iterable[Check] | None = None, status: dict[str, Status] | None = None
+) -> list[CheckResult]:
     status = {} if status is None else status
     return [run_one(item, ctx, status) for item in (CHECKS if checks is None else checks)]

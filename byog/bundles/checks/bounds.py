@@ -36,7 +36,9 @@ def within_bounds(ctx: VerifyContext) -> str:
         if rows > caps.max_total_rows:
             raise CheckFailed(f"the bundle's parquet files hold more than {caps.max_total_rows:,} rows in all")
         if decoded > caps.max_total_decoded_bytes:
-            raise CheckFailed(f"the bundle's parquet files decompress to more than {caps.max_total_decoded_bytes // 2**20} MiB in all")
+            raise CheckFailed(
+                f"the bundle's parquet files decompress to more than {caps.max_total_decoded_bytes // 2**20} MiB in all"
+            )
         check_parquet_cells(ctx.root / name, name, caps)
         tables += 1
     points = check_plan_points(ctx.parsed.get("plan.yaml"), caps)

@@ -54,4 +54,3 @@ def hashes_match(ctx: VerifyContext) -> str:
     if unlisted:
         raise CheckFailed(f"{len(unlisted)} file(s) not in the manifest: {', '.join(unlisted[:5])}")
     return f"{len(listed)} files match their sha256"
-

@@ -27,8 +27,11 @@ def _env(files: dict[str, bytes]) -> dict:
 @check("predicate", requires=("bounds",))
 def predicate_matches_files(ctx: VerifyContext) -> str:
     statement = require_statement(ctx)
-    files = {subject.name: ctx.read(subject.name) for subject in statement.subject
-             if ctx.has(subject.name) and _describes(subject.name)}
+    files = {
+        subject.name: ctx.read(subject.name)
+        for subject in statement.subject
+        if ctx.has(subject.name) and _describes(subject.name)
+    }
     rebuilt = build_statement(files, compressed=statement.predicate.compressed, subject=statement.predicate.subject)
     # A bundle made by another byog version is still checkable: the version is the packer's to
     # state, and so is which env.json keys it copies as hardware (each must still equal env.json).
@@ -48,4 +51,6 @@ def predicate_matches_files(ctx: VerifyContext) -> str:
 def _describes(name: str) -> bool:
     """The files the predicate is built from (the others are only listed by name and hash)."""
     parts = name.split("/")
-    return name in ("plan.yaml", "env.json", "claims.yaml") or (len(parts) == 3 and parts[0] == "servers" and parts[2] == "server.json")
+    return name in ("plan.yaml", "env.json", "claims.yaml") or (
+        len(parts) == 3 and parts[0] == "servers" and parts[2] == "server.json"
+    )

@@ -101,7 +101,9 @@ def _validate_parquet_columns(entry: SchemaEntry, name: str, path: Path) -> None
         allowed = _json_types(properties[column])
         have = _arrow_kind(arrow_type)
         if "any" not in allowed and "any" not in have and not (have & allowed):
-            raise CheckFailed(f"{name} column '{column}' is {arrow_type}, but the {entry.name} schema wants {'/'.join(sorted(allowed))}")
+            raise CheckFailed(
+                f"{name} column '{column}' is {arrow_type}, but the {entry.name} schema wants {'/'.join(sorted(allowed))}"
+            )
 
 
 @check("schemas", requires=("bounds",))
@@ -120,6 +122,8 @@ def files_match_schemas(ctx: VerifyContext) -> str:
         elif name in ctx.parsed:
             _validate_document(entry, name, ctx.parsed[name])
         else:
-            raise CheckFailed(f"{name} is not a .json or .yaml file, so it cannot be the {entry.kind.upper()} its schema describes")
+            raise CheckFailed(
+                f"{name} is not a .json or .yaml file, so it cannot be the {entry.kind.upper()} its schema describes"
+            )
         counted += 1
     return f"{counted} files match their schemas"

@@ -31,7 +31,9 @@ def signed_by_allowed_signer(ctx: VerifyContext) -> str:
         record = load_json(ctx.read(SIGNER_NAME), SIGNER_NAME)
         declared = record.get("fingerprint") if isinstance(record, dict) else None
         if declared != result.fingerprint:
-            raise CheckFailed(f"{SIGNER_NAME} names key {str(declared)[:60]} but the manifest was signed by {result.fingerprint}")
+            raise CheckFailed(
+                f"{SIGNER_NAME} names key {str(declared)[:60]} but the manifest was signed by {result.fingerprint}"
+            )
     return f"signed by {ctx.signer}"
 
 
@@ -40,9 +42,15 @@ def made_for_this_subject(ctx: VerifyContext) -> str:
     subject = require_statement(ctx).predicate.subject
     wanted = ctx.subject_for
     if wanted is None:
-        raise Skipped(f"no --for given; the bundle is for {subject.label()}" if subject else "no --for given; the bundle names no subject")
+        raise Skipped(
+            f"no --for given; the bundle is for {subject.label()}"
+            if subject
+            else "no --for given; the bundle names no subject"
+        )
     if subject is None:
-        raise CheckFailed(f"--for {wanted.label()}: the bundle names no subject, so it could be a bundle made for anything (pack it with --for)")
+        raise CheckFailed(
+            f"--for {wanted.label()}: the bundle names no subject, so it could be a bundle made for anything (pack it with --for)"
+        )
     why = subject.mismatch(wanted)
     if why:
         raise CheckFailed(f"{why}: a bundle made for something else cannot vouch for this one")

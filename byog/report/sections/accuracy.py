@@ -15,18 +15,31 @@ def section(ctx: ReportContext) -> list[str]:
     verdicts, notes = [], []
     for v in evals.verdicts:
         within = "–" if v.within_1se is None else ("yes" if v.within_1se else "no")
-        verdicts.append([
-            esc(v.task), f"{esc(v.candidate)} vs {esc(v.baseline)}", "on" if v.speculative else "off",
-            num(v.n), fixed(v.d), fixed(v.se_d), f"[{fixed(v.ci90_low)}, {fixed(v.ci90_high)}]", f"±{fixed(v.margin)}",
-            VERDICT_MARK[v.verdict] + (" (screening)" if v.screening else ""), within, fixed(v.power), fixed(v.mde),
-        ])
+        verdicts.append(
+            [
+                esc(v.task),
+                f"{esc(v.candidate)} vs {esc(v.baseline)}",
+                "on" if v.speculative else "off",
+                num(v.n),
+                fixed(v.d),
+                fixed(v.se_d),
+                f"[{fixed(v.ci90_low)}, {fixed(v.ci90_high)}]",
+                f"±{fixed(v.margin)}",
+                VERDICT_MARK[v.verdict] + (" (screening)" if v.screening else ""),
+                within,
+                fixed(v.power),
+                fixed(v.mde),
+            ]
+        )
         where = f"{esc(v.task)}, {esc(v.candidate)} vs {esc(v.baseline)}"
         for reason, why in zip(v.degenerate, v.degenerate_why):
             notes.append(f"- {where}: degenerate ({esc(reason)}): {esc(why)}.")
         if v.screening:
-            notes.append(f"- {where}: screening, not a pass: the plan's items and passes at ±{fixed(v.margin)} fail "
-                         f"identical servers {fixed(100 * (v.planned_false_fail or 0), 0)}% of the time (predicted before "
-                         "the run; a sound design keeps that at 5% or less).")
+            notes.append(
+                f"- {where}: screening, not a pass: the plan's items and passes at ±{fixed(v.margin)} fail "
+                f"identical servers {fixed(100 * (v.planned_false_fail or 0), 0)}% of the time (predicted before "
+                "the run; a sound design keeps that at 5% or less)."
+            )
     if verdicts:
         lines += [
             "Paired per item, in score points: d = mean(candidate − baseline); **equivalent** when the 90% CI lies "
@@ -34,10 +47,15 @@ def section(ctx: ReportContext) -> list[str]:
             "Power and MDE (minimum detectable effect) say how much the sample can tell.",
             "",
         ]
-        lines += table(["Task", "Servers", "Spec", "n", "d", "SE", "90% CI", "Margin", "Verdict", "|d| ≤ 1 SE", "Power", "MDE"], verdicts)
+        lines += table(
+            ["Task", "Servers", "Spec", "n", "d", "SE", "90% CI", "Margin", "Verdict", "|d| ≤ 1 SE", "Power", "MDE"],
+            verdicts,
+        )
         if notes:
             lines += [*notes, ""]
-    scores = [[esc(s.server), esc(s.task), num(s.n_items), num(s.passes), fixed(s.score), fixed(s.stderr), esc(s.data or "–")]
-              for s in evals.scores]
+    scores = [
+        [esc(s.server), esc(s.task), num(s.n_items), num(s.passes), fixed(s.score), fixed(s.stderr), esc(s.data or "–")]
+        for s in evals.scores
+    ]
     lines += table(["Server", "Task", "Items", "Passes", "Score", "SE", "Data"], scores)
     return lines

@@ -58,7 +58,9 @@ def matrices(summary: Summary, server_tp: Mapping[str, int]) -> list[str]:
         for label, path, scale in MATRIX_METRICS.values():
             if len(isls) > 1:
                 for server in servers:
-                    rows = [[f"B={b}", *(_cell(by_key.get((server, isl, b)), path, scale) for isl in isls)] for b in batches]
+                    rows = [
+                        [f"B={b}", *(_cell(by_key.get((server, isl, b)), path, scale) for isl in isls)] for b in batches
+                    ]
                     lines += [f"**{esc(workload)}, {esc(server)} (TP{server_tp.get(server, 1)}): {label}**", ""]
                     lines += table(["", *(_isl_label(isl) for isl in isls)], rows)
             else:
@@ -68,8 +70,13 @@ def matrices(summary: Summary, server_tp: Mapping[str, int]) -> list[str]:
                 lines += table(["", *(f"{esc(s)} (TP{server_tp.get(s, 1)})" for s in servers)], rows)
     if not lines:
         return []
-    return ["### Decode matrices", "", "Rows: batch size B. A cell marked * is a point flagged invalid (see Points).", "",
-            *lines]
+    return [
+        "### Decode matrices",
+        "",
+        "Rows: batch size B. A cell marked * is a point flagged invalid (see Points).",
+        "",
+        *lines,
+    ]
 
 
 def _interval(ci: list[float] | None, places: int = 2) -> str:
@@ -83,21 +90,46 @@ def speculation(summary: Summary) -> list[str]:
         m = p.metrics
         if m is None or m.acceptance_length is None:
             continue
-        per_pos = ", ".join(
-            f"{fixed(a)} {_interval(ci)}" for a, ci in zip(m.acceptance_per_position or [], m.acceptance_per_position_ci or [])
-        ) or "–"
-        rows.append([esc(p.server), esc(p.point_id), f"{fixed(m.acceptance_length)} {_interval(m.acceptance_length_ci)}", per_pos,
-                     fixed(m.draft_coverage), fixed(m.tokens_per_request_step), fixed(m.crosscheck_ratio, 3)])
+        per_pos = (
+            ", ".join(
+                f"{fixed(a)} {_interval(ci)}"
+                for a, ci in zip(m.acceptance_per_position or [], m.acceptance_per_position_ci or [])
+            )
+            or "–"
+        )
+        rows.append(
+            [
+                esc(p.server),
+                esc(p.point_id),
+                f"{fixed(m.acceptance_length)} {_interval(m.acceptance_length_ci)}",
+                per_pos,
+                fixed(m.draft_coverage),
+                fixed(m.tokens_per_request_step),
+                fixed(m.crosscheck_ratio, 3),
+            ]
+        )
     if not rows:
         return []
     return [
-        "### Speculative decoding", "",
+        "### Speculative decoding",
+        "",
         "AL = 1 + accepted / drafts (per drafted step); per position: accepted / drafts, Wilson 95% CI; AL's 95% CI "
         "treats drafts as independent. Coverage = drafts / decode steps of all requests: the share of steps that "
         "carried a draft. Cross-check = steps/s x AL x B over the measured decode tok/s: 1 when every step carried "
-        "a draft, AL / (tokens per request-step) otherwise (docs/metrics.md).", "",
-        *table(["Server", "Point", "AL [95% CI]", "Per position [95% CI]", "Coverage", "Tokens/request-step",
-                "Cross-check"], rows),
+        "a draft, AL / (tokens per request-step) otherwise (docs/metrics.md).",
+        "",
+        *table(
+            [
+                "Server",
+                "Point",
+                "AL [95% CI]",
+                "Per position [95% CI]",
+                "Coverage",
+                "Tokens/request-step",
+                "Cross-check",
+            ],
+            rows,
+        ),
     ]
 
 
@@ -113,13 +145,38 @@ def energy(summary: Summary) -> list[str]:
             continue
         throttle = ", ".join(f"{k} {v:.0%}" for k, v in sorted((power.throttle or {}).items())) or "none"
         sm = power.sm_clock_mhz
-        rows.append([esc(p.server), esc(p.point_id), num(metric(p, "decode_tok_s")), num(metric(p, "tok_s_user.p50")),
-                     num(scaled(power.j_per_token, 1e3)), num(power.mean_power_w),
-                     f"{num(sm.mean if sm else None)} / {num(sm.min if sm else None)}", throttle,
-                     f"{esc(str(power.energy_source))}, {esc(str(power.window))}"])
+        rows.append(
+            [
+                esc(p.server),
+                esc(p.point_id),
+                num(metric(p, "decode_tok_s")),
+                num(metric(p, "tok_s_user.p50")),
+                num(scaled(power.j_per_token, 1e3)),
+                num(power.mean_power_w),
+                f"{num(sm.mean if sm else None)} / {num(sm.min if sm else None)}",
+                throttle,
+                f"{esc(str(power.energy_source))}, {esc(str(power.window))}",
+            ]
+        )
     if rows:
-        return ["### Energy", "", *table(["Server", "Point", "decode tok/s", "tok/s/user P50", "mJ/token", "mean W (all GPUs)",
-                                          "SM MHz mean / min", "Throttled", "Energy from, over"], rows)]
+        return [
+            "### Energy",
+            "",
+            *table(
+                [
+                    "Server",
+                    "Point",
+                    "decode tok/s",
+                    "tok/s/user P50",
+                    "mJ/token",
+                    "mean W (all GPUs)",
+                    "SM MHz mean / min",
+                    "Throttled",
+                    "Energy from, over",
+                ],
+                rows,
+            ),
+        ]
     if reasons:
         return ["### Energy", "", f"Not measured: {sorted(set(reasons))[0]}.", ""]
     return []

@@ -48,7 +48,15 @@ def _server_rows(ctx: ReportContext) -> list[list[str]]:
         argv = " ".join(str(a) for a in record.get("argv") or [])
         command = code(argv) if argv else (code(record["base_url"]) if record.get("base_url") else "–")
         tp = record.get("tensor_parallel_size")
-        rows.append([esc(record["name"]), esc(record.get("runtime") or "?"), str(tp) if isinstance(tp, int) else "–", shown, command])
+        rows.append(
+            [
+                esc(record["name"]),
+                esc(record.get("runtime") or "?"),
+                str(tp) if isinstance(tp, int) else "–",
+                shown,
+                command,
+            ]
+        )
     return rows
 
 

@@ -12,15 +12,21 @@ from byog.report.context import ReportContext
 from byog.report.format import METRICS, esc, fixed, load_label, speedup, table, times
 
 CLAIM_MARK = {"holds": "✅ holds", "fails": "❌ fails", "not checked": "➖ not checked"}
-VERDICT_MARK = {"equivalent": "✅ equivalent", "different": "❌ different", "inconclusive": "❔ inconclusive",
-                "degenerate": "⚠️ degenerate"}
+VERDICT_MARK = {
+    "equivalent": "✅ equivalent",
+    "different": "❌ different",
+    "inconclusive": "❔ inconclusive",
+    "degenerate": "⚠️ degenerate",
+}
 
 
 def _claim_rows(ctx: ReportContext) -> list[list[str]]:
     rows = []
     for claim in ctx.claims:
         outcome = evaluate_claim(ctx.summary, claim)
-        rows.append([CLAIM_MARK[outcome.outcome], f"claim: {esc(outcome.label)}", esc(outcome.claimed), esc(outcome.got)])
+        rows.append(
+            [CLAIM_MARK[outcome.outcome], f"claim: {esc(outcome.label)}", esc(outcome.claimed), esc(outcome.got)]
+        )
     return rows
 
 
@@ -29,8 +35,14 @@ def _verdict_rows(ctx: ReportContext) -> list[list[str]]:
     for v in ctx.summary.evals.verdicts:
         spec = ", speculative" if v.speculative else ""
         measured = f"d = {fixed(v.d)} points, 90% CI [{fixed(v.ci90_low)}, {fixed(v.ci90_high)}], n = {v.n}"
-        rows.append([VERDICT_MARK[v.verdict], f"accuracy: {esc(v.task)}, {esc(v.candidate)} vs {esc(v.baseline)}{spec}",
-                     f"equivalent within ±{fixed(v.margin)}", measured])
+        rows.append(
+            [
+                VERDICT_MARK[v.verdict],
+                f"accuracy: {esc(v.task)}, {esc(v.candidate)} vs {esc(v.baseline)}{spec}",
+                f"equivalent within ±{fixed(v.margin)}",
+                measured,
+            ]
+        )
     return rows
 
 
@@ -44,7 +56,9 @@ def _speedup_lines(ctx: ReportContext) -> list[str]:
         if metric is None:
             continue
         chosen = [c for c in mine if c.metric == metric]
-        valid = [c for c in chosen if not ctx.is_invalid(candidate, c.point_id) and not ctx.is_invalid(baseline, c.point_id)]
+        valid = [
+            c for c in chosen if not ctx.is_invalid(candidate, c.point_id) and not ctx.is_invalid(baseline, c.point_id)
+        ]
         label = METRICS[metric][0]
         who = f"{esc(candidate)} / {esc(baseline)}"
         if not valid:
@@ -53,13 +67,18 @@ def _speedup_lines(ctx: ReportContext) -> list[str]:
         ranked = sorted(valid, key=lambda c: speedup(c)[0] or 0.0)
         low, high = ranked[0], ranked[-1]
         where = {c.point_id: load_label(ctx.points[(candidate, c.point_id)]) for c in (low, high)}
-        span = (f"{times(speedup(low)[0])} ({where[low.point_id]}) to {times(speedup(high)[0])} ({where[high.point_id]})"
-                if low is not high else f"{times(speedup(low)[0])} ({where[low.point_id]})")
+        span = (
+            f"{times(speedup(low)[0])} ({where[low.point_id]}) to {times(speedup(high)[0])} ({where[high.point_id]})"
+            if low is not high
+            else f"{times(speedup(low)[0])} ({where[low.point_id]})"
+        )
         clear = sum(1 for c in valid if c.within_noise is False)
         skipped = len(chosen) - len(valid)
         tail = f"; {skipped} invalid point(s) left out" if skipped else ""
-        lines.append(f"- Speed-up, {who}, {label}: {span} over {len(valid)} valid point(s); "
-                     f"the 95% CI excludes 1 at {clear} of them{tail}.")
+        lines.append(
+            f"- Speed-up, {who}, {label}: {span} over {len(valid)} valid point(s); "
+            f"the 95% CI excludes 1 at {clear} of them{tail}."
+        )
     return lines
 
 
@@ -68,8 +87,10 @@ def _invalid_line(ctx: ReportContext) -> list[str]:
     if not invalid:
         return [f"- All {len(ctx.summary.bench.points)} bench points are valid."] if ctx.summary.bench.points else []
     names = ", ".join(f"{esc(p.server)} {load_label(p)}" for p in invalid[:6]) + (", …" if len(invalid) > 6 else "")
-    return [f"- ⚠ {len(invalid)} of {len(ctx.summary.bench.points)} bench points are invalid ({names}): their numbers are "
-            "struck through below and are not results (see Invalid points)."]
+    return [
+        f"- ⚠ {len(invalid)} of {len(ctx.summary.bench.points)} bench points are invalid ({names}): their numbers are "
+        "struck through below and are not results (see Invalid points)."
+    ]
 
 
 def section(ctx: ReportContext) -> list[str]:

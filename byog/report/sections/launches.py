@@ -26,8 +26,10 @@ def section(ctx: ReportContext) -> list[str]:
             "random-effects ANOVA) that lies between launches rather than inside one.",
             "",
         ]
-        rows = [[esc(s.server), esc(s.point_id), s.metric, num(s.launches), num(s.units), fixed(s.share)]
-                for s in bench.launch_shares]
+        rows = [
+            [esc(s.server), esc(s.point_id), s.metric, num(s.launches), num(s.units), fixed(s.share)]
+            for s in bench.launch_shares
+        ]
         lines += table(["Server", "Point", "Metric", "Launches", "Units", "Between-launch share"], rows)
     if bench.aa:
         lines += [
@@ -36,7 +38,15 @@ def section(ctx: ReportContext) -> list[str]:
             "its 95% CI excludes 1 and the ratio is beyond the margin, else **within noise**.",
             "",
         ]
-        rows = [[esc(a.baseline), a.metric, num(len(a.points)), f"±{fixed(100 * (math.exp(a.margin) - 1), 1)}%",
-                 ", ".join(f"{esc(p.point_id)} {fixed(p.ratio, 3)}" for p in a.points)] for a in bench.aa]
+        rows = [
+            [
+                esc(a.baseline),
+                a.metric,
+                num(len(a.points)),
+                f"±{fixed(100 * (math.exp(a.margin) - 1), 1)}%",
+                ", ".join(f"{esc(p.point_id)} {fixed(p.ratio, 3)}" for p in a.points),
+            ]
+            for a in bench.aa
+        ]
         lines += table(["Baseline", "Metric", "Points", "Margin", "A2/A1 per point"], rows)
     return lines

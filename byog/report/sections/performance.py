@@ -80,8 +80,13 @@ def _speedup_cell(ctx: ReportContext, c: PointComparison | None) -> str:
     return text + (" (within noise)" if c.within_noise else "")
 
 
-def _matrix(ctx: ReportContext, name: str, points: list[PointSummary], groups: list[_Group],
-            comparisons: dict[tuple[str, str, str, str], PointComparison]) -> list[str]:
+def _matrix(
+    ctx: ReportContext,
+    name: str,
+    points: list[PointSummary],
+    groups: list[_Group],
+    comparisons: dict[tuple[str, str, str, str], PointComparison],
+) -> list[str]:
     label, scale, _ = METRICS[name]
     by_load: dict[float, dict[tuple[str, int], PointSummary]] = {}
     for p in points:
@@ -110,8 +115,11 @@ def _matrix(ctx: ReportContext, name: str, points: list[PointSummary], groups: l
             if pid is None:
                 row += ["–", "–", "–"]
                 continue
-            row += [_value(ctx, g.candidate, pid, name, scale), _value(ctx, g.baseline, pid, name, scale),
-                    _speedup_cell(ctx, comparisons.get((pid, g.candidate, g.baseline, name)))]
+            row += [
+                _value(ctx, g.candidate, pid, name, scale),
+                _value(ctx, g.baseline, pid, name, scale),
+                _speedup_cell(ctx, comparisons.get((pid, g.candidate, g.baseline, name))),
+            ]
         any_number = any_number or any(cell not in ("–", INVALID) for cell in row[1:])
         rows.append(row)
     if not any_number:
@@ -141,7 +149,9 @@ def _invalid_list(ctx: ReportContext) -> list[str]:
         return []
     lines = [f"### {INVALID} Invalid points", "", "Their numbers are shown struck through and are not results.", ""]
     for p in ctx.invalid:
-        lines.append(f"- {esc(p.server)} {esc(p.point_id)}: {esc('; '.join(p.invalid_reasons) or 'no reason recorded')}")
+        lines.append(
+            f"- {esc(p.server)} {esc(p.point_id)}: {esc('; '.join(p.invalid_reasons) or 'no reason recorded')}"
+        )
     return [*lines, ""]
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from byog.report.context import ReportContext, ReproductionView
-from byog.report.format import code, esc, fixed, num, scaled, table
 from byog.report.format import METRICS as SHOWN
+from byog.report.format import code, esc, fixed, num, scaled, table
 from byog.schemas.reproduction import MetricCheck, ReproductionRecord
 
 MARK = {"reproduced": "✅ reproduced", "not reproduced": "❌ not reproduced", "not compared": "➖ not compared"}
@@ -45,19 +45,35 @@ def _check_row(check: MetricCheck) -> list[str]:
     label = SHOWN.get(check.metric, (check.metric,))[0]
     who = f"{esc(check.server)} / {esc(check.baseline)}" if ratio else esc(check.server)
     return [
-        esc(check.point_id), who, label.split(" (")[0] + " ratio" if ratio else label,
+        esc(check.point_id),
+        who,
+        label.split(" (")[0] + " ratio" if ratio else label,
         _value(check.original, check.original_low, check.original_high, check.metric, ratio),
         _value(check.reproduced, check.reproduced_low, check.reproduced_high, check.metric, ratio),
-        _percent(check.deviation, True), _percent(check.tolerance, False),
+        _percent(check.deviation, True),
+        _percent(check.tolerance, False),
         MARK[check.outcome] + (f": {esc(check.note)}" if check.note else ""),
     ]
 
 
 def _tables(record: ReproductionRecord) -> list[str]:
     rows = [_check_row(check) for point in record.points for check in point.checks]
-    lines = table(["Point", "Server", "Metric", "Original [95% CI]", "Reproduced [95% CI]", "Deviation", "Tolerance", "Outcome"], rows)
-    evals = [[esc(e.task), esc(e.server), num(e.items), num(e.agreed), fixed(e.agreement), f"≥ {fixed(e.min_agreement)}",
-              MARK[e.outcome] + (f": {esc(e.note)}" if e.note else "")] for e in record.evals]
+    lines = table(
+        ["Point", "Server", "Metric", "Original [95% CI]", "Reproduced [95% CI]", "Deviation", "Tolerance", "Outcome"],
+        rows,
+    )
+    evals = [
+        [
+            esc(e.task),
+            esc(e.server),
+            num(e.items),
+            num(e.agreed),
+            fixed(e.agreement),
+            f"≥ {fixed(e.min_agreement)}",
+            MARK[e.outcome] + (f": {esc(e.note)}" if e.note else ""),
+        ]
+        for e in record.evals
+    ]
     lines += table(["Eval", "Server", "Items", "Same answer", "Agreement", "Needed", "Outcome"], evals)
     rule = record.rule
     lines += [
@@ -91,9 +107,15 @@ def _servers(view: ReproductionView) -> str:
 def _summary_line(view: ReproductionView) -> str:
     r = view.record
     points = ", ".join(f"{esc(p.point_id)} ({p.load})" for p in r.points) or "no points"
-    same = "the same kind as the original's" if r.hardware.same else f"not the original's ({esc(r.hardware.original)}): absolute numbers are not compared, ratios are"
-    return (f"{MARK[r.outcome]} by {_who(view)}, {esc(r.finished_at)}, on {esc(r.hardware.reproduced)} "
-            f"({same}); servers {_servers(view)}; points {points}.")
+    same = (
+        "the same kind as the original's"
+        if r.hardware.same
+        else f"not the original's ({esc(r.hardware.original)}): absolute numbers are not compared, ratios are"
+    )
+    return (
+        f"{MARK[r.outcome]} by {_who(view)}, {esc(r.finished_at)}, on {esc(r.hardware.reproduced)} "
+        f"({same}); servers {_servers(view)}; points {points}."
+    )
 
 
 def section(ctx: ReportContext) -> list[str]:
@@ -101,10 +123,21 @@ def section(ctx: ReportContext) -> list[str]:
     own = ctx.own_reproduction
     if own is not None:
         o = own.record.original
-        signer = f"signed by {esc(o.signer_principal or o.signer_fingerprint)}" if (o.signer_principal or o.signer_fingerprint) else "unsigned"
-        lines += ["## Reproduction", "",
-                  f"This bundle re-runs part of bundle {code(o.bundle_sha256[:16])} (plan {esc(o.plan_name)}, byog "
-                  f"{esc(o.byog_version)}, {signer}).", "", _summary_line(own), "", *_tables(own.record)]
+        signer = (
+            f"signed by {esc(o.signer_principal or o.signer_fingerprint)}"
+            if (o.signer_principal or o.signer_fingerprint)
+            else "unsigned"
+        )
+        lines += [
+            "## Reproduction",
+            "",
+            f"This bundle re-runs part of bundle {code(o.bundle_sha256[:16])} (plan {esc(o.plan_name)}, byog "
+            f"{esc(o.byog_version)}, {signer}).",
+            "",
+            _summary_line(own),
+            "",
+            *_tables(own.record),
+        ]
     if ctx.inputs.reproductions:
         lines += ["## Reproductions", ""]
         for view in ctx.inputs.reproductions:

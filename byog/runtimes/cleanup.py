@@ -1,0 +1,61 @@
+"""Containers byog started and no live byog owns any more: found by label and removed.
+
+Every container byog starts carries its owner's pid and host (``byog.images.engine`` labels); a
+runtime sweeps the orphans of dead owners before it starts, and waits for its own to be gone."""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+from byog.core.processes import process_alive
+from byog.images.engine import LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID
+
+STOP_GRACE_S = 20
+
+
+def sweep_orphans(client: Any) -> list[str]:
+    """Remove byog containers on this host whose owning byog process is gone; returns their names."""
+    removed = []
+    me = socket.gethostname()
+    for container in client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"}):
+        labels = container.labels or {}
+        if labels.get(LABEL_OWNER_HOST) != me:
+            continue
+        try:
+            owner = int(labels.get(LABEL_OWNER_PID, "0"))
+        except ValueError:
+            owner = 0
+        if owner and process_alive(owner):
+            continue
+        remove_container(container)
+        removed.append(container.name)
+    return removed
+
+
+def remove_container(container: Any, grace_s: int = STOP_GRACE_S) -> None:
+    from docker.errors import APIError, NotFound
+
+    try:
+        container.reload()
+        if container.status == "running":
+            container.stop(timeout=grace_s)
+    except NotFound:
+        return
+    except APIError:
+        pass
+    try:
+        container.remove(force=True)
+    except NotFound:
+        pass
+
+
+def wait_until_gone(client: Any, label_filter: str, timeout_s: float = 30.0) -> list[str]:
+    """Names of containers still matching ``label_filter`` after waiting up to ``timeout_s`` (tests use it)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = [c.name for c in client.containers.list(all=True, filters={"label": label_filter})]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)

@@ -1,0 +1,87 @@
+"""The `endpoint` runtime: a server someone already runs. Nothing is launched or stopped.
+
+The record still says what was measured: the URL, /version and /v1/models as the server
+answers them. ``restart`` cannot bring a dead endpoint back, so it says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from byog.core.errors import ByogError, EnvironmentProblem
+from byog.runtimes.record import (
+    probe_server,
+    served_max_model_len,
+    served_parallel_config,
+    utc_now,
+    write_server_record,
+)
+from byog.schemas.plan import ServerConfig
+from byog.schemas.server import Endpoint, PreparedModel
+
+
+class EndpointServer:
+    def __init__(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> None:
+        assert config.url is not None
+        self.name = name
+        base_url = config.url.rstrip("/").removesuffix("/v1")
+        try:
+            healthy = httpx.get(f"{base_url}/health", timeout=10.0).status_code == 200
+        except httpx.HTTPError as err:
+            raise EnvironmentProblem(f"endpoint '{name}' at {base_url} does not answer: {err}") from None
+        if not healthy:
+            raise EnvironmentProblem(f"endpoint '{name}' at {base_url} answers /health with an error")
+        probe = probe_server(base_url)
+        served = [card.get("id") for card in (probe.get("models") or {}).get("data", [])]
+        model_name = model.served_name if model.served_name in served or not served else served[0]
+        # The server's own TP size when it says (vLLM dev mode), else the plan's.
+        parallel = served_parallel_config(base_url)
+        tp = (parallel or {}).get("tensor_parallel_size") or config.tensor_parallel_size
+        self.endpoint = Endpoint(
+            base_url=base_url,
+            model=model_name,
+            tokenizer=model.tokenizer,
+            max_model_len=served_max_model_len(probe.get("models")) or model.max_model_len,
+            tensor_parallel_size=tp,
+        )
+        write_server_record(
+            server_dir / "server.json",
+            {
+                "name": name,
+                "runtime": "endpoint",
+                "argv": None,
+                "env": {},
+                "base_url": base_url,
+                "model": model_name,
+                "model_path": model.path,
+                "tensor_parallel_size": tp,
+                "tensor_parallel_size_from": "server" if parallel and parallel.get("tensor_parallel_size") else "plan",
+                "parallel_config": parallel,
+                "max_model_len": self.endpoint.max_model_len,
+                "image": None,
+                "starts": [{"started_at": utc_now(), "ready_after_s": 0.0, "pid": None}],
+                **probe,
+            },
+        )
+
+    def alive(self) -> bool:
+        try:
+            return httpx.get(f"{self.endpoint.base_url}/health", timeout=5.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "(an endpoint runtime has no server log: byog did not launch it)"
+
+    def restart(self) -> None:
+        raise ByogError(f"endpoint '{self.name}' went away and byog cannot restart a server it did not launch")
+
+    def stop(self) -> None:
+        """Not ours to stop."""
+
+
+class EndpointRuntime:
+    def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> EndpointServer:
+        return EndpointServer(name, config, model, server_dir)

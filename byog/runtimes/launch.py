@@ -1,0 +1,54 @@
+"""The one place that turns a ServerConfig into a `vllm serve` command line and environment.
+
+Every runtime (local process, docker, multi-node) builds its launch from here, so a plan's
+server means the same thing wherever it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from byog.schemas.plan import ServerConfig
+from byog.schemas.server import PreparedModel
+
+# Defaults a CPU build of vLLM needs (a bounded KV cache: several servers share one small
+# machine); a server config's own env overrides them. GPU builds get none of these.
+CPU_DEFAULT_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2"}
+
+# Env var names whose values are secrets: passed to the server, never written to a record.
+SECRET_ENV = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
+
+
+def vllm_serve_args(config: ServerConfig, model: PreparedModel, host: str, port: int) -> list[str]:
+    """Arguments after `vllm serve` (the model first), identical for every runtime."""
+    args = [model.path, "--host", host, "--port", str(port), "--served-model-name", model.served_name]
+    if model.max_model_len:
+        args += ["--max-model-len", str(model.max_model_len)]
+    if config.tensor_parallel_size > 1:
+        args += ["--tensor-parallel-size", str(config.tensor_parallel_size)]
+    if config.data_parallel_size > 1:
+        args += ["--data-parallel-size", str(config.data_parallel_size)]
+    if config.decode_context_parallel_size > 1:
+        args += ["--decode-context-parallel-size", str(config.decode_context_parallel_size)]
+    if config.additional_config:
+        args += ["--additional-config", json.dumps(config.additional_config, sort_keys=True)]
+    if config.speculative_config:
+        args += ["--speculative-config", json.dumps(config.speculative_config, sort_keys=True)]
+    return args + list(config.args)
+
+
+def local_vllm_argv(config: ServerConfig, model: PreparedModel, host: str, port: int) -> list[str]:
+    """The local runtime's full argv: vLLM's CLI through byog's entry point (see vllm_entry)."""
+    return [sys.executable, "-m", "byog.images.vllm_entry", "serve", *vllm_serve_args(config, model, host, port)]
+
+
+def server_env(config: ServerConfig, cpu_build: bool = False) -> dict[str, str]:
+    return {**(CPU_DEFAULT_ENV if cpu_build else {}), **config.env}
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    return {
+        key: ("<redacted>" if key in SECRET_ENV or "TOKEN" in key or "SECRET" in key else value)
+        for key, value in env.items()
+    }

@@ -1,0 +1,216 @@
+"""The `local` runtime: `vllm serve` as a child process in its own process group.
+
+The child gets its own session so Ctrl-C in the terminal reaches byog, not vLLM; byog then
+stops the whole group (API server and engine processes) in ``stop``. If byog itself is killed
+the kernel sends the child SIGTERM (PR_SET_PDEATHSIG), so no server outlives its client.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+from importlib.metadata import PackageNotFoundError
+from pathlib import Path
+from typing import IO, Any
+
+from byog.core.errors import ByogError, EnvironmentProblem
+from byog.images.vllm_entry import installed_vllm_version
+from byog.runtimes.launch import local_vllm_argv, redact_env, server_env
+from byog.runtimes.record import (
+    endpoint_after_start,
+    probe_server,
+    tail_file,
+    utc_now,
+    wait_for_health,
+    write_server_record,
+)
+from byog.schemas.plan import ServerConfig
+from byog.schemas.server import SERVER_START_MARKER, Endpoint, PreparedModel
+
+HOST = "127.0.0.1"
+STOP_GRACE_S = 20.0
+_PR_SET_PDEATHSIG = 1
+
+
+def free_port(host: str = HOST) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _installed_vllm() -> str:
+    try:
+        return installed_vllm_version()
+    except PackageNotFoundError:
+        raise EnvironmentProblem(
+            "vLLM is not installed in this Python: the local runtime runs it as a child process "
+            "(bash scripts/install.sh installs the CPU build)"
+        ) from None
+
+
+def cpu_vllm_installed() -> bool:
+    """Whether this Python's vLLM is the CPU build (the local runtime then sets its CPU defaults)."""
+    try:
+        return installed_vllm_version().endswith("+cpu")
+    except PackageNotFoundError:
+        return False
+
+
+def _die_with_parent() -> None:
+    """Runs in the child between fork and exec.
+
+    Caveat: Linux delivers the death signal when the *thread* that forked exits, not the
+    process; launch servers from a thread that lives as long as they should (the main one).
+    """
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _wait_group_gone(leader: subprocess.Popen[bytes], wait_s: float) -> bool:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        leader.poll()  # reap the leader: a zombie still counts as a member of its group
+        if not group_alive(leader.pid):
+            return True
+        time.sleep(0.2)
+    leader.poll()
+    return not group_alive(leader.pid)
+
+
+def kill_process_group(leader: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
+    """Stop a server and everything it spawned.
+
+    SIGTERM goes to the leader first so vLLM's API server shuts its engine down in order
+    (signalling the whole group at once kills the engine under it); then the group gets
+    SIGTERM and finally SIGKILL, so nothing survives.
+    """
+    pgid = leader.pid  # the leader of its own session: pid == pgid
+    steps = (
+        (lambda: leader.send_signal(signal.SIGTERM), grace_s),
+        (lambda: os.killpg(pgid, signal.SIGTERM), 5.0),
+        (lambda: os.killpg(pgid, signal.SIGKILL), 5.0),
+    )
+    for send, wait_s in steps:
+        try:
+            send()
+        except ProcessLookupError:
+            pass
+        if _wait_group_gone(leader, wait_s):
+            return
+
+
+class LocalServer:
+    """A running local vLLM; ``restart`` relaunches it on the same port with the same argv."""
+
+    def __init__(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> None:
+        self.name = name
+        self.config = config
+        self.model = model
+        self.server_dir = server_dir
+        self.log_path = server_dir / "server.log"
+        self.record_path = server_dir / "server.json"
+        self.port = free_port()
+        self.argv = local_vllm_argv(config, model, HOST, self.port)
+        self.env = server_env(config, cpu_build=_installed_vllm().endswith("+cpu"))
+        self.base_url = f"http://{HOST}:{self.port}"
+        self.endpoint = Endpoint(base_url=self.base_url, model=model.served_name, tokenizer=model.tokenizer)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self.starts: list[dict[str, Any]] = []
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self) -> LocalServer:
+        self.server_dir.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("ab")
+        self._log.write(f"\n{SERVER_START_MARKER} '{self.name}' at {utc_now()}: {' '.join(self.argv)}\n".encode())
+        self._log.flush()
+        started_at = utc_now()
+        self._proc = subprocess.Popen(
+            self.argv,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.env},
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        try:
+            ready_s = wait_for_health(
+                self.base_url,
+                name=self.name,
+                alive=self.alive,
+                log_tail=self.log_tail,
+                timeout_s=self.config.startup_timeout_s,
+            )
+        except BaseException:
+            self.stop()
+            raise
+        probe = probe_server(self.base_url)
+        self.endpoint = endpoint_after_start(self.base_url, self.model, self.config, self.argv, probe)
+        self.starts.append({"started_at": started_at, "ready_after_s": round(ready_s, 3), "pid": self._proc.pid})
+        write_server_record(
+            self.record_path,
+            {
+                "name": self.name,
+                "runtime": "local",
+                "argv": self.argv,
+                "env": redact_env(self.env),
+                "base_url": self.base_url,
+                "model": self.model.served_name,
+                "model_path": self.model.path,
+                "tensor_parallel_size": self.config.tensor_parallel_size,
+                "max_model_len": self.endpoint.max_model_len,
+                "image": None,
+                "starts": self.starts,
+                **probe,
+            },
+        )
+        return self
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def log_tail(self, lines: int = 30) -> str:
+        if self._log:
+            self._log.flush()
+        return tail_file(self.log_path, lines)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            kill_process_group(self._proc)
+            self._proc.wait()
+            self._proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> LocalServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class LocalRuntime:
+    def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> LocalServer:
+        if config.runtime != "local":
+            raise ByogError(f"server '{name}' asks for the '{config.runtime}' runtime, not 'local'")
+        return LocalServer(name, config, model, server_dir).start()

@@ -1,0 +1,69 @@
+"""Planned power (byog.analysis.gate_power) held against a simulation of the gate itself.
+
+Each case predicts the false-fail rate (identical servers not declared equivalent) and the power
+(a server one margin worse flagged) from the variance model, then simulates the same model
+through ``paired_comparison`` (seeded, a few hundred trials) and requires the two to agree within
+3 points plus 2.6 binomial standard errors of the simulation. The soundness check
+(simulated false-fail <= 5%) holds at the registry's recommended n x K and fails for the
+control cases (too few passes or items): the simulation can fail.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from byog.analysis.gate_power import SOUND_FALSE_FAIL, ItemModel, planned_power, simulate_rates
+from byog.plans.tasks import TASKS
+
+TRIALS = 300
+
+
+def _agree(predicted: float, simulated: float, trials: int) -> bool:
+    p = min(max(simulated, 0.02), 0.98)
+    return abs(predicted - simulated) <= 0.03 + 2.6 * math.sqrt(p * (1 - p) / trials)
+
+
+def _case(task: str, n: int, passes: int, margin: float | None = None) -> tuple[float, float, float, float]:
+    spec = TASKS[task]
+    model = ItemModel(*spec.sim_profile)
+    m = spec.default_margin if margin is None else margin
+    predicted = planned_power(model, n, passes, spec.sampled, m)
+    simulated = simulate_rates(model, n, passes, spec.sampled, m, TRIALS, seed=11)
+    print(
+        f"\n{task} n={n} K={passes} margin={m}: false-fail predicted {predicted.false_fail:.3f} simulated "
+        f"{simulated.false_fail:.3f}; power predicted {predicted.power:.3f} simulated {simulated.power:.3f} "
+        f"({predicted.method}, {TRIALS} trials)"
+    )
+    return predicted.false_fail, simulated.false_fail, predicted.power, simulated.power
+
+
+@pytest.mark.parametrize("task", ["gsm8k", "aime25", "gpqa_diamond", "mrcr"])
+def test_sound_at_the_recommended_design(task: str) -> None:
+    spec = TASKS[task]
+    ff_pred, ff_sim, pw_pred, pw_sim = _case(task, spec.recommended_items, spec.recommended_passes)
+    assert _agree(ff_pred, ff_sim, TRIALS) and _agree(pw_pred, pw_sim, TRIALS)
+    assert ff_sim <= SOUND_FALSE_FAIL + 2.6 * math.sqrt(0.05 * 0.95 / TRIALS)
+    assert ff_pred <= SOUND_FALSE_FAIL
+
+
+@pytest.mark.parametrize(
+    "task, n, passes",
+    [
+        ("aime25", 30, 4),  # the old standard tier: issue 16 measured 57%
+        ("gsm8k", 100, 1),  # greedy, 100 items at a 3-point margin
+        ("gsm8k", 20, 1),  # the smoke profile's eval
+    ],
+)
+def test_control_cases_fail_the_soundness_check(task: str, n: int, passes: int) -> None:
+    ff_pred, ff_sim, pw_pred, pw_sim = _case(task, n, passes)
+    assert _agree(ff_pred, ff_sim, TRIALS) and _agree(pw_pred, pw_sim, TRIALS)
+    assert ff_sim > SOUND_FALSE_FAIL + 0.1 and ff_pred > SOUND_FALSE_FAIL + 0.1
+
+
+def test_prediction_is_fast_and_deterministic() -> None:
+    model = ItemModel(*TASKS["gsm8k"].sim_profile)
+    a = planned_power(model, 1319, 1, False, 3.0)
+    assert a == planned_power(model, 1319, 1, False, 3.0)
+    assert a.method == "exact" and planned_power(ItemModel(0.4, 1.0), 30, 16, True, 10.0).method == "normal"

@@ -1,0 +1,372 @@
+"""The sweep against byog's loopback SSE server: files, resume, a dying server, summary determinism."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from byog.analysis import metrics as m
+from byog.analysis.bench_summary import summarize_bench
+from byog.bench.ceiling import FakeConfig, FakeServerThread
+from byog.bench.sweep import run_bench_for_server
+from byog.core.paths import RunDir
+from byog.plans.expand import expand_plan
+from byog.plans.load import parse_plan
+from byog.schemas.bench import read_request_rows
+from byog.schemas.server import Endpoint
+
+PLAN = """
+name: t
+model: {path: /m}
+servers:
+  cand: {runtime: endpoint, url: "http://unused"}
+  base: {runtime: endpoint, url: "http://unused"}
+baseline: base
+workloads:
+  - {kind: batch, name: decode, batch_sizes: [1, 3], isl: [5], osl: [12], warmup_waves: 1, waves: 3}
+  - {kind: concurrency, name: cl, concurrencies: [2], isl: [1], osl: [16], num_prompts: 6}
+"""
+
+
+class FakeRunning:
+    """A RunningServer over the loopback fake; ``die_on`` makes it report death during that point."""
+
+    def __init__(self, base_url: str, name: str, die_on: set[str] | None = None) -> None:
+        self.name = name
+        self.endpoint = Endpoint(base_url=base_url, model="fake")
+        self.die_on = die_on or set()
+        self.dead = False
+        self.restarts = 0
+        self.current: str | None = None
+
+    def alive(self) -> bool:
+        return not self.dead
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "fake log: engine core died"
+
+    def restart(self) -> None:
+        self.restarts += 1
+        self.dead = False
+
+    def stop(self) -> None:
+        pass
+
+
+def _console() -> Console:
+    return Console(file=open("/dev/null", "w"), force_terminal=False)
+
+
+def test_sweep_writes_raw_files_and_a_rerun_skips_complete_points(tmp_path: Path) -> None:
+    plan = parse_plan(PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    with FakeServerThread(FakeConfig(tokens_per_chunk=1, step_s=0.002)) as fake:
+        first = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+        assert first["run"] == ["decode-b1-isl5-osl12", "decode-b3-isl5-osl12", "cl-c2-isl1-osl16"]
+        assert 0 < first["measuring_share"] <= 1
+        rows = read_request_rows(run_dir.bench_rows("base", "decode-b3-isl5-osl12"))
+        assert len(rows) == 3 * 4 and sum(r.warmup for r in rows) == 3
+        assert all(r.n_in == 5 and r.n_out == 12 and sum(r.chunk_tokens) == 12 for r in rows)
+        record = json.loads(run_dir.bench_point("base", "decode-b3-isl5-osl12").read_text())
+        assert record["status"] == "complete" and record["prompts_label"] == "random-ids"
+        assert record["counter_deltas"]["vllm:generation_tokens_total"] == 12 * 12
+        # the snapshot after the warm-up wave: counters over the 3 measured waves only
+        assert record["measured_counter_deltas"]["vllm:generation_tokens_total"] == 9 * 12
+        assert run_dir.metrics_snapshot("base", "decode-b3-isl5-osl12", "before").is_file()
+        assert run_dir.metrics_snapshot("base", "decode-b3-isl5-osl12", "measured").is_file()
+        closed = json.loads(run_dir.bench_point("base", "cl-c2-isl1-osl16").read_text())
+        assert closed["measured_counter_deltas"] is None  # warm-up and measured requests overlap in a closed loop
+        assert record["power"]["available"] is False and record["power"]["t_ns"] is None  # no NVIDIA GPU here
+        snapshot = {p: p.read_bytes() for p in (tmp_path / "bench").rglob("*") if p.is_file()}
+
+        again = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+        assert again["run"] == [] and len(again["skipped"]) == 3
+        assert {p: p.read_bytes() for p in (tmp_path / "bench").rglob("*") if p.is_file()} == snapshot
+
+        run_dir.bench_point("base", "cl-c2-isl1-osl16").unlink()  # an interrupted point: rows without record
+        third = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+        assert third["run"] == ["cl-c2-isl1-osl16"]
+
+
+def test_prompts_are_identical_across_servers_and_differ_across_points(tmp_path: Path) -> None:
+    plan = parse_plan(PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    with FakeServerThread(FakeConfig(step_s=0.005)) as fake:
+        for name in ("cand", "base"):
+            run_bench_for_server(plan, name, FakeRunning(fake.base_url, name), run_dir, _console())
+        assert fake.app is not None and fake.app.requests == 2 * (4 + 12 + 6)
+    summary = summarize_bench(run_dir, plan).model_dump(mode="json")
+    assert [(p["server"], p["point_id"]) for p in summary["points"]][:2] == [
+        ("cand", "decode-b1-isl5-osl12"),
+        ("cand", "decode-b3-isl5-osl12"),
+    ]
+    # client saturation depends on what else this machine runs; every other check must pass
+    reasons = [r for p in summary["points"] for r in p["invalid_reasons"] if not r.startswith("client saturated")]
+    assert reasons == []
+    # recomputation from the raw files gives the same bytes (verify relies on it)
+    again = summarize_bench(run_dir, plan).model_dump(mode="json")
+    assert json.dumps(summary, sort_keys=True, allow_nan=False) == json.dumps(again, sort_keys=True, allow_nan=False)
+    metrics = {c["metric"] for c in summary["comparisons"]}
+    assert metrics == {"decode_tok_s", "tpot_s.p50", "ttft_s.p50", "tok_s_user.p50"}
+    b3 = next(p for p in summary["points"] if p["point_id"] == "decode-b3-isl5-osl12" and p["server"] == "base")
+    assert b3["n_requests"] == 9 and b3["metrics"]["decode_tok_s"] > 0
+    # Steps are counted by the client (one chunk per request per engine step, whatever the server's
+    # counters say): the fake streams one token per chunk, so B = 3 tokens per step and the
+    # steps/s x AL x B cross-check (AL = 1 without speculation) equals the measured decode tok/s.
+    assert b3["metrics"]["tokens_per_step"] == pytest.approx(3.0)
+    assert b3["metrics"]["crosscheck_decode_tok_s"] == pytest.approx(b3["metrics"]["decode_tok_s"])
+    assert b3["metrics"]["crosscheck_ratio"] == pytest.approx(1.0)
+    # no NVIDIA GPU here: the power part says why, with no numbers
+    power = b3["metrics"]["power"]
+    assert power["available"] is False and power["reason"] and power["energy_j"] is None
+    for comparison in summary["comparisons"]:
+        assert comparison["ci_low"] <= comparison["ratio"] * 1.5 and comparison["within_noise"] in (True, False)
+
+
+def test_a_server_dying_mid_point_gets_a_failed_record_a_restart_and_a_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import byog.bench.sweep as sweep
+
+    plan = parse_plan(PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    real_run_point = sweep.run_point
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
+        server = FakeRunning(fake.base_url, "base")
+
+        def dying_run_point(base_url, model, point, prompts, progress, **kwargs):  # type: ignore[no-untyped-def]
+            result = real_run_point(base_url, model, point, prompts, progress, **kwargs)
+            if point.point_id == "decode-b3-isl5-osl12" and server.restarts == 0:
+                server.dead = True
+            return result
+
+        monkeypatch.setattr(sweep, "run_point", dying_run_point)
+        result = run_bench_for_server(plan, "base", server, run_dir, _console())
+        assert result["failed"] == ["decode-b3-isl5-osl12"] and result["restarts"] == 1
+        assert result["run"] == ["decode-b1-isl5-osl12", "cl-c2-isl1-osl16"]  # the sweep went on
+        record = json.loads(run_dir.bench_point("base", "decode-b3-isl5-osl12").read_text())
+        assert record["status"] == "failed" and "engine core died" in record["log_tail"]
+        assert not run_dir.bench_point_complete("base", "decode-b3-isl5-osl12")
+        failed = next(
+            p
+            for p in summarize_bench(run_dir, plan).model_dump(mode="json")["points"]
+            if p["point_id"] == "decode-b3-isl5-osl12" and p["server"] == "base"
+        )
+        assert failed["valid"] is False and failed["invalid_reasons"][0].startswith("point failed")
+
+        rerun = run_bench_for_server(plan, "base", server, run_dir, _console())
+        assert rerun["run"] == ["decode-b3-isl5-osl12"] and sorted(rerun["skipped"]) == [
+            "cl-c2-isl1-osl16",
+            "decode-b1-isl5-osl12",
+        ]
+        assert json.loads(run_dir.bench_point("base", "decode-b3-isl5-osl12").read_text())["status"] == "complete"
+
+
+def test_speculative_chunks_are_counted_by_tokens(tmp_path: Path) -> None:
+    plan = parse_plan(PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    with FakeServerThread(FakeConfig(tokens_per_chunk=4, step_s=0.002)) as fake:
+        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+    rows = read_request_rows(run_dir.bench_rows("base", "decode-b1-isl5-osl12"))
+    assert all(r.chunk_tokens == [4, 4, 4] for r in rows)
+    point = next(
+        p
+        for p in summarize_bench(run_dir, plan).model_dump(mode="json")["points"]
+        if p["point_id"] == "decode-b1-isl5-osl12" and p["server"] == "base"
+    )
+    assert [r for r in point["invalid_reasons"] if not r.startswith("client saturated")] == []
+    # at B = 1 the fake emits 4 tokens per step, one chunk each: 4 tokens per client-counted step
+    assert point["metrics"]["tokens_per_step"] == pytest.approx(4.0)
+    # chunks of 4: per-request mean ITL = (t_last - t_first) / (12 - 4), TPOT = (t_last - t_first) / (12 - 1)
+    for row in rows:
+        assert m.itl_mean_s(row) == pytest.approx(m.tpot_s(row) * 11 / 8)
+
+
+def test_plan_estimate_uses_measured_tpot_and_startup_from_an_earlier_run(tmp_path: Path) -> None:
+    from byog.pipeline.planview import (
+        STARTUP_GUESS_S,
+        TPOT_GUESS_S,
+        estimate_plan,
+        point_seconds,
+    )
+
+    plan = parse_plan(PLAN, "t.yaml")
+    guess = estimate_plan(plan)
+    b1 = next(r for r in guess["points"] if r["point_id"] == "decode-b1-isl5-osl12")
+    assert b1["source"] == "guess" and b1["estimate_s"] == pytest.approx(4 * (0.1 + 11 * TPOT_GUESS_S))
+    assert guess["total_estimate_s"] == pytest.approx(
+        2 * STARTUP_GUESS_S + sum(r["estimate_s"] for r in guess["points"])
+    )
+    assert (
+        "--enforce-eager" not in guess["servers"][0]["command"] and "already running" in guess["servers"][0]["command"]
+    )
+
+    run_dir = RunDir(tmp_path)
+    (tmp_path / "plan.yaml").write_text(PLAN)
+    with FakeServerThread(FakeConfig(step_s=0.003)) as fake:
+        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+    measured = estimate_plan(plan, from_run=tmp_path)
+    tpot = next(
+        p
+        for p in summarize_bench(run_dir, plan).model_dump(mode="json")["points"]
+        if p["server"] == "base" and p["point_id"] == "decode-b1-isl5-osl12"
+    )["metrics"]["tpot_s"]["p50"]
+    row = next(r for r in measured["points"] if r["server"] == "base" and r["point_id"] == "decode-b1-isl5-osl12")
+    assert row["source"] == "measured" and row["tpot_s"] == pytest.approx(tpot)
+    cand = next(r for r in measured["points"] if r["server"] == "cand" and r["point_id"] == "decode-b1-isl5-osl12")
+    assert cand["source"] == "guess"  # the earlier run never measured 'cand'
+    first = expand_plan(plan)[0]  # batch B=1, 1 warm-up + 3 waves, OSL 12
+    assert point_seconds(first, tpot_s=0.01, ttft_s=0.1) == pytest.approx(4 * (0.1 + 11 * 0.01))
+
+
+def test_rate_workload_sends_at_seeded_poisson_times() -> None:
+    from byog.bench.prompts import Prompt
+    from byog.bench.workloads import poisson_offsets_s, run_point
+    from byog.plans.expand import BenchPoint
+    from byog.schemas.plan import RandomPrompts
+
+    offsets = poisson_offsets_s(20.0, 8, seed=3)
+    assert offsets == poisson_offsets_s(20.0, 8, seed=3) and offsets != poisson_offsets_s(20.0, 8, seed=4)
+    assert all(b > a for a, b in zip(offsets, offsets[1:]))
+    point = BenchPoint(
+        point_id="r",
+        workload="r",
+        kind="rate",
+        rate=20.0,
+        isl=2,
+        osl=4,
+        prompts=RandomPrompts(),
+        num_prompts=8,
+        arrival_seed=3,
+    )
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
+        run = run_point(fake.base_url, "fake", point, [Prompt([300, 301], 2)] * 8)
+    sends = [r.t_send_ns for r in sorted(run.records, key=lambda r: r.request_index)]
+    assert all(r.error is None and r.n_out == 4 for r in run.records)
+    assert sends == sorted(sends)  # request i leaves at offset i, in order
+    assert (sends[-1] - sends[0]) / 1e9 == pytest.approx(offsets[-1] - offsets[0], abs=0.05)
+
+
+# The log of a real CPU vLLM 0.32 server started with synthetic acceptance (issue 13), trimmed.
+SYNTHETIC_LOG = (Path(__file__).parents[1] / "fixtures" / "vllm-cpu-synthetic-acceptance.log").read_text()
+
+
+def test_vllms_own_reason_is_the_root_cause_of_this_start() -> None:
+    from byog.analysis.server_log import root_cause
+
+    # the worker's AssertionError, not the engine's "Worker failed ... see the stack trace above" nor
+    # EngineDeadError after it, nor the earlier start's ValueError before the last start marker
+    assert root_cause(SYNTHETIC_LOG) == "AssertionError: Synthetic acceptance not supported with CPU sampling"
+    assert root_cause("(APIServer) WARNING x [u.py:1] fd limit errors like OSError: [Errno 24] may follow") is None
+    wrapped_only = "Traceback (most recent call last):\nvllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."
+    assert root_cause(wrapped_only) == "EngineDeadError: EngineCore encountered an issue."
+
+
+def _die_during_points(monkeypatch: pytest.MonkeyPatch, server: FakeRunning, error: str) -> None:
+    """Every point from now on: its requests fail with ``error`` and the server is dead after it."""
+    import byog.bench.sweep as sweep
+
+    real = sweep.run_point
+
+    def failing_run_point(base_url, model, point, prompts, progress, **kwargs):  # type: ignore[no-untyped-def]
+        result = real(base_url, model, point, prompts, progress, **kwargs)
+        for row in result.records:
+            row.error = error
+        server.dead = True
+        return result
+
+    monkeypatch.setattr(sweep, "run_point", failing_run_point)
+
+
+def test_a_server_that_cannot_serve_is_not_restarted_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM accepts the config, then fails the first request (the engine dies): byog records vLLM's
+    reason, does not restart the server and does not try its other points."""
+    plan = parse_plan(PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
+
+        class Failing(FakeRunning):
+            def log_tail(self, lines: int = 30) -> str:
+                return SYNTHETIC_LOG
+
+        server = Failing(fake.base_url, "base")
+
+        _die_during_points(
+            monkeypatch, server, "EngineCore encountered an issue. See stack trace (above) for the root cause."
+        )
+        result = run_bench_for_server(plan, "base", server, run_dir, _console())
+    assert result["restarts"] == 0 and server.restarts == 0
+    assert result["failed"] == ["decode-b1-isl5-osl12"] and result["run"] == []
+    assert "AssertionError: Synthetic acceptance not supported with CPU sampling" in result["aborted"]
+    assert "its other points are not run" in result["aborted"]
+    record = json.loads(run_dir.bench_point("base", "decode-b1-isl5-osl12").read_text())
+    assert (
+        record["error"]
+        == "the server died during the point: AssertionError: Synthetic acceptance not supported with CPU sampling"
+    )
+    assert not run_dir.bench_point("base", "decode-b3-isl5-osl12").is_file()
+
+
+def test_a_server_that_served_before_this_sweep_is_restarted_not_given_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server whose counters show tokens generated since it started (an earlier sweep, a node
+    killed under a serving cluster) died, it did not fail to serve: byog restarts it, even when the
+    point is the first of this sweep and none of its requests succeeded."""
+    plan = parse_plan(PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
+        server = FakeRunning(fake.base_url, "base")
+        assert run_bench_for_server(plan, "base", server, run_dir, _console())["failed"] == []
+        again = "decode-b3-isl5-osl12"
+        run_dir.bench_point(server.name, again).unlink()  # one point to measure again
+
+        _die_during_points(monkeypatch, server, "connection reset")
+        result = run_bench_for_server(plan, "base", server, run_dir, _console())
+    assert result["failed"] == [again] and result["restarts"] == 1 and server.restarts == 1
+    assert result["aborted"] is None, result["aborted"]
+
+
+def test_a_server_whose_metrics_did_not_answer_before_the_point_gets_its_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No /metrics before the point is no evidence that the server never served: it is restarted,
+    where a server whose counters say it never generated a token is given up."""
+    import byog.bench.sweep as sweep
+
+    plan = parse_plan(PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
+        server = FakeRunning(fake.base_url, "base")
+
+        def no_metrics_before(run_dir, server_name, point_id, when, base_url):  # type: ignore[no-untyped-def]
+            return None if when == "before" else real_snapshot(run_dir, server_name, point_id, when, base_url)
+
+        real_snapshot = sweep._snapshot
+        _die_during_points(monkeypatch, server, "connection reset")
+        monkeypatch.setattr(sweep, "_snapshot", no_metrics_before)
+        result = run_bench_for_server(plan, "base", server, run_dir, _console())
+    assert result["restarts"] == 1 and server.restarts == 1
+    assert "served no request" not in (result["aborted"] or "")
+
+
+def test_power_is_sampled_only_where_the_servers_gpus_are() -> None:
+    from byog.bench.sweep import gpu_indices, power_unknown_reason
+    from byog.schemas.plan import ServerConfig
+
+    assert gpu_indices(ServerConfig(runtime="local", env={"CUDA_VISIBLE_DEVICES": "2,3"})) == [2, 3]
+    assert gpu_indices(ServerConfig(runtime="docker", image="i", gpus=[1])) == [1]
+    assert gpu_indices(ServerConfig(runtime="local")) is None  # every GPU NVML sees
+    assert (
+        gpu_indices(ServerConfig(runtime="local", env={"CUDA_VISIBLE_DEVICES": "GPU-5f2e"})) is None
+    )  # UUIDs: not mapped
+    assert power_unknown_reason(ServerConfig(runtime="endpoint", url="http://127.0.0.1:8000")) is None
+    reason = power_unknown_reason(ServerConfig(runtime="endpoint", url="http://gpu-box:8000"))
+    assert reason and "runs elsewhere" in reason
+    remote = ServerConfig(runtime="ssh", nodes=2, hosts=["u@tray0", "u@tray1"])
+    assert "u@tray0, u@tray1" in (power_unknown_reason(remote) or "")

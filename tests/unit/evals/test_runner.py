@@ -1,0 +1,202 @@
+"""summarize_evals from raw files, and the gated-text rule on what the adapter writes."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from byog.analysis import stats
+from byog.analysis.eval_summary import summarize_evals
+from byog.core.paths import RunDir
+from byog.evals.data import FIXTURES_DIR
+from byog.evals.lm_eval_adapter import items_from_samples
+from byog.evals.runner import TaskRun, write_task
+from byog.plans.tasks import get_task
+from byog.schemas.plan import Plan
+from tests.support.gated import find_texts, gpqa_fixture_texts
+
+
+def _plan(spec_candidate: bool = False) -> Plan:
+    return Plan(
+        name="t",
+        model={"path": "m"},
+        servers={
+            "candidate": {"speculative_config": {"method": "ngram"}} if spec_candidate else {},
+            "baseline": {"args": ["--enforce-eager"]},
+        },
+        baseline="baseline",
+        evals=[{"task": "gsm8k", "passes": 2, "margin": 3.0}],
+        seeds=[1, 2],
+    )
+
+
+def _rows(scores_by_pass: list[list[float]], ids: list[str]) -> list[dict]:
+    return [
+        {
+            "item_id": i,
+            "item_sha256": f"sha-{i}",
+            "pass_index": k,
+            "seed": k + 1,
+            "extracted_answer": "1",
+            "target": "1",
+            "score": s,
+            "n_output_tokens": None,
+            "bin": None,
+        }
+        for k, scores in enumerate(scores_by_pass)
+        for i, s in zip(ids, scores)
+    ]
+
+
+def _write(run_dir: RunDir, server: str, rows: list[dict]) -> None:
+    write_task(run_dir, server, "gsm8k", TaskRun(rows=rows, results={"server": server, "task": {"name": "gsm8k"}}))
+
+
+def test_scores_and_verdict_from_raw_items(tmp_path: Path) -> None:
+    run_dir = RunDir(tmp_path)
+    ids = ["a", "b", "c", "d"]
+    _write(run_dir, "baseline", _rows([[1, 0, 1, 1], [1, 0, 0, 1]], ids))  # item means 100, 0, 50, 100
+    _write(run_dir, "candidate", _rows([[1, 1, 1, 1], [1, 0, 1, 1]], ids))  # 100, 50, 100, 100
+    out = summarize_evals(run_dir, _plan()).model_dump(mode="json")
+    scores = {s["server"]: s for s in out["scores"]}
+    assert scores["baseline"]["score"] == pytest.approx(62.5) and scores["baseline"]["passes"] == 2
+    assert scores["baseline"]["stderr"] == pytest.approx(stats.standard_error([100, 0, 50, 100]))
+    assert scores["candidate"]["score"] == pytest.approx(87.5) and scores["candidate"]["n_items"] == 4
+    (verdict,) = out["verdicts"]
+    expected = stats.paired_comparison([100, 50, 100, 100], [100, 0, 50, 100], 3.0)
+    assert verdict["d"] == pytest.approx(25.0) and verdict["se_d"] == pytest.approx(expected.se_d)
+    assert verdict["verdict"] == expected.verdict == "inconclusive"
+    assert (verdict["candidate"], verdict["baseline"], verdict["speculative"], verdict["n"]) == (
+        "candidate",
+        "baseline",
+        False,
+        4,
+    )
+    # deterministic and strict JSON (no NaN)
+    assert json.dumps(out, sort_keys=True, allow_nan=False) == json.dumps(
+        summarize_evals(run_dir, _plan()).model_dump(mode="json"), sort_keys=True, allow_nan=False
+    )
+
+
+def test_items_pair_by_id_and_hash_and_speculative_comes_from_the_candidate(tmp_path: Path) -> None:
+    run_dir = RunDir(tmp_path)
+    _write(run_dir, "baseline", _rows([[1, 1, 1]], ["a", "b", "c"]))
+    cand = _rows([[1, 1, 1]], ["a", "b", "c"])
+    cand[2]["item_sha256"] = "changed"  # a different item under the same id is never paired
+    _write(run_dir, "candidate", cand)
+    (verdict,) = summarize_evals(run_dir, _plan(spec_candidate=True)).model_dump(mode="json")["verdicts"]
+    assert verdict["n"] == 2 and verdict["speculative"] is True
+    # two identical items: d = 0, SE floored at 100 / 2 (one pass), far from proving equivalence
+    assert verdict["d"] == 0.0 and verdict["se_d"] == pytest.approx(50.0)
+    # ... and named: both at 100, and no item differs at n = 2
+    assert verdict["verdict"] == "degenerate" and verdict["degenerate"] == ["ceiling", "no_discordant"]
+
+
+def test_one_item_gives_nulls_not_nan(tmp_path: Path) -> None:
+    run_dir = RunDir(tmp_path)
+    _write(run_dir, "baseline", _rows([[1]], ["a"]))
+    _write(run_dir, "candidate", _rows([[0]], ["a"]))
+    out = summarize_evals(run_dir, _plan()).model_dump(mode="json")
+    assert out["scores"][0]["stderr"] is None
+    assert out["verdicts"][0]["se_d"] is None and out["verdicts"][0]["verdict"] == "inconclusive"
+    json.dumps(out, allow_nan=False)
+
+
+def test_gpqa_items_keep_no_text(tmp_path: Path) -> None:
+    """lm-eval's samples carry the question (doc, arguments) and responses quoting it: none of it is kept."""
+    task = get_task("gpqa_diamond")
+    with (FIXTURES_DIR / "gpqa_diamond.FIXTURE.csv").open(encoding="utf-8", newline="") as handle:
+        file_rows = list(csv.DictReader(handle))
+    samples = []
+    for i, row in enumerate(file_rows):
+        doc = {**row, "choices": [row["Correct Answer"]] * 4, "answer": "(A)"}
+        for filt, resp in (
+            ("strict-match", row["Question"]),
+            ("flexible-extract", "(A)" if i % 2 else row["Correct Answer"]),
+        ):
+            samples.append(
+                {
+                    "doc_id": i,
+                    "doc": doc,
+                    "target": "(A)",
+                    "arguments": [[row["Question"]]],
+                    "resps": [[row["Question"] + " so the answer is " + row["Correct Answer"]]],
+                    "filtered_resps": [resp],
+                    "filter": filt,
+                    "exact_match": float(i % 2),
+                }
+            )
+    items = items_from_samples(task, samples, file_rows)
+    assert [it.item_id for it in items] == [r["Record ID"] for r in file_rows]
+    assert {it.extracted_answer for it in items} == {"(A)", "[unparsed]"}
+    rows = [
+        {
+            "item_id": it.item_id,
+            "item_sha256": it.item_sha256,
+            "pass_index": 0,
+            "seed": 1,
+            "extracted_answer": it.extracted_answer,
+            "target": it.target,
+            "score": it.score,
+            "n_output_tokens": None,
+            "bin": None,
+        }
+        for it in items
+    ]
+    run_dir = RunDir(tmp_path)
+    write_task(run_dir, "candidate", task.name, TaskRun(rows=rows, results={"task": task.record()}))
+    assert len([p for p in tmp_path.rglob("*") if p.is_file()]) == 2
+    assert find_texts(tmp_path, gpqa_fixture_texts()) == []
+
+
+def test_the_scan_finds_leaked_text(tmp_path: Path) -> None:
+    texts = gpqa_fixture_texts()
+    assert len(texts) >= 10 and any("Zorblax" in t for t in texts)
+    (tmp_path / "report.md").write_text("oops: " + texts[0], encoding="utf-8")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([{"x": texts[1]}]), tmp_path / "items.parquet", compression="zstd")
+    assert find_texts(tmp_path, texts) == [("items.parquet", texts[1]), ("report.md", texts[0])]
+
+
+def _plan_for(limit: int | None, **spec: object) -> Plan:
+    return Plan(
+        name="t",
+        model={"path": "m"},
+        servers={"candidate": {}, "baseline": {}},
+        baseline="baseline",
+        evals=[{"task": "gsm8k", "passes": 1, **({"limit": limit} if limit else {}), **spec}],
+    )
+
+
+def test_gsm8k_at_zero_on_both_servers_is_degenerate_and_screening_at_100_items(tmp_path: Path) -> None:
+    """The H200 run with dummy weights: GSM8K 0/100 on both servers, which the gate alone calls equivalent."""
+    run_dir = RunDir(tmp_path)
+    ids = [f"q{i}" for i in range(100)]
+    _write(run_dir, "baseline", _rows([[0] * 100], ids))
+    _write(run_dir, "candidate", _rows([[0] * 100], ids))
+    (verdict,) = summarize_evals(run_dir, _plan_for(100)).verdicts
+    assert stats.paired_comparison([0.0] * 100, [0.0] * 100, 3.0).verdict == "equivalent"
+    assert verdict.verdict == "degenerate" and verdict.degenerate == ["floor"] and verdict.discordant == 0
+    assert "solves nothing" in verdict.degenerate_why[0]
+    # 100 greedy items at a 3-point margin cannot keep the gate sound: the plan said so before the run
+    assert verdict.screening is True and verdict.planned_false_fail > 0.3
+
+
+def test_sound_design_is_not_screening_and_a_reference_floor_names_a_weak_baseline(tmp_path: Path) -> None:
+    run_dir = RunDir(tmp_path)
+    ids = [f"q{i}" for i in range(600)]
+    base = [1 if i % 3 else 0 for i in range(600)]  # 66.7 points
+    cand = list(base)
+    cand[0], cand[1] = 1, 0  # two discordant items
+    _write(run_dir, "baseline", _rows([base], ids))
+    _write(run_dir, "candidate", _rows([cand], ids))
+    (sound,) = summarize_evals(run_dir, _plan_for(None)).verdicts  # all 1,319 items planned
+    assert sound.screening is False and sound.planned_false_fail < 0.01
+    assert sound.verdict == "equivalent" and sound.degenerate == [] and sound.discordant == 2
+    (weak,) = summarize_evals(run_dir, _plan_for(None, min_baseline_score=75.0)).verdicts
+    assert weak.verdict == "degenerate" and weak.degenerate == ["below_reference"]

@@ -1,0 +1,43 @@
+"""``--from-run``: the planned-power model fitted to an earlier run's per-item data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from byog.analysis.gate_power import ItemModel, fit_beta_binomial, model_from_items
+from byog.pipeline.eval_power import eval_power_rows
+from byog.plans.load import load_plan
+from tests.support.synthetic import make_run_dir
+
+
+def test_beta_binomial_fit_recovers_the_prior() -> None:
+    rng = np.random.default_rng(3)
+    p = rng.beta(0.4 * 2.0, 0.6 * 2.0, size=4000)
+    mu, k = fit_beta_binomial(rng.binomial(16, p), 16)
+    assert mu == pytest.approx(0.4, abs=0.02) and k == pytest.approx(2.0, rel=0.15)
+    assert fit_beta_binomial([0, 1, 1, 0], 1)[1] is None  # one pass: the concentration is not identified
+
+
+def test_greedy_redraw_rate_comes_from_the_pairs_disagreements() -> None:
+    prior = ItemModel(0.75, 1.0)
+    base = {f"q{i}": [float(i % 4 != 0)] for i in range(400)}
+    same = dict(base)
+    agree = model_from_items(base, same, sampled=False, prior=prior, source="run x")
+    differ = {k: [1.0 - v[0]] if i < 40 else v for i, (k, v) in enumerate(base.items())}  # 40 of 400 differ
+    disagree = model_from_items(base, differ, sampled=False, prior=prior, source="run x")
+    assert agree.accuracy == pytest.approx(0.75) and agree.redraw < 0.05  # (0 + 1) / 402 of items, at most
+    assert disagree.redraw > 0.5  # 10% of items differ: far more than the prior's 10% re-draw makes
+
+
+def test_plan_view_uses_the_earlier_run(tmp_path: Path) -> None:
+    run = make_run_dir(tmp_path / "run")  # GSM8K, two servers answering independently at 40%
+    plan, _ = load_plan("kimi-k3-gb300")
+    prior = {(r["tier"], r["task"]): r for r in eval_power_rows(plan)}
+    fitted = {(r["tier"], r["task"]): r for r in eval_power_rows(plan, run.root)}
+    gsm8k = fitted[("full", "gsm8k")]
+    assert gsm8k["model"]["source"].startswith("run ") and gsm8k["model"]["accuracy"] < 0.6
+    assert gsm8k["false_fail"] > prior[("full", "gsm8k")]["false_fail"]
+    assert fitted[("full", "aime25")]["model"]["source"] == "prior"  # the run scored no AIME25

@@ -1,0 +1,73 @@
+"""Plan expansion into bench points, and refusing workloads a server cannot hold before launch."""
+
+from __future__ import annotations
+
+import pytest
+
+from byog.core.errors import UsageError
+from byog.plans.expand import check_plan_fits, expand_plan, points_for_server
+from byog.plans.load import load_plan, parse_plan
+
+PLAN = """
+name: t
+model: {path: /m, max_model_len: 128}
+servers:
+  cand: {runtime: endpoint, url: "http://x", args: ["--max-num-seqs", "4"]}
+  base: {runtime: endpoint, url: "http://y"}
+baseline: base
+workloads:
+  - {kind: batch, name: decode, batch_sizes: [1, 4], isl: [32], osl: [64, 16], waves: 2}
+  - {kind: concurrency, concurrencies: [2], isl: [8], osl: [8], num_prompts: 10, servers: [base]}
+  - {kind: rate, rates: [0.5], isl: [1], osl: [4], num_prompts: 5}
+"""
+
+
+def test_expand_ids_are_the_same_on_every_server_and_ordered() -> None:
+    plan = parse_plan(PLAN, "t.yaml")
+    ids = [p.point_id for p in expand_plan(plan)]
+    assert ids == [
+        "decode-b1-isl32-osl64",
+        "decode-b4-isl32-osl64",
+        "decode-b1-isl32-osl16",
+        "decode-b4-isl32-osl16",
+        "concurrency-c2-isl8-osl8",
+        "rate-r0.5-isl1-osl4",
+    ]
+    assert [p.point_id for p in points_for_server(plan, "cand")] == [i for i in ids if not i.startswith("concurrency")]
+    b4 = expand_plan(plan)[1]
+    assert (b4.batch_size, b4.warmup_waves, b4.waves, b4.total_requests, b4.measured_requests) == (4, 1, 2, 12, 8)
+
+
+def test_smoke_profile_expands_to_the_published_decode_sweep() -> None:
+    plan, _ = load_plan("smoke")
+    assert [p.point_id for p in expand_plan(plan)] == [
+        "decode-b1-isl32-osl64",
+        "decode-b2-isl32-osl64",
+        "decode-b4-isl32-osl64",
+    ]
+    check_plan_fits(plan)
+
+
+def test_isl_plus_osl_over_context_is_refused_naming_the_workload() -> None:
+    plan = parse_plan(PLAN.replace("osl: [64, 16]", "osl: [100]"), "t.yaml")
+    with pytest.raises(
+        UsageError, match=r"workload 'decode' asks for ISL 32 \+ OSL 100 = 132 tokens .*max_model_len = 128"
+    ):
+        check_plan_fits(plan)
+
+
+def test_batch_over_max_num_seqs_is_refused() -> None:
+    plan = parse_plan(PLAN.replace("batch_sizes: [1, 4]", "batch_sizes: [1, 8]"), "t.yaml")
+    with pytest.raises(
+        UsageError, match=r"workload 'decode' asks for batch size 8 but server 'cand' runs at most --max-num-seqs 4"
+    ):
+        check_plan_fits(plan)
+    # a known server limit passed in (e.g. read from a running endpoint) counts as well
+    with pytest.raises(UsageError, match="server 'base'"):
+        check_plan_fits(parse_plan(PLAN, "t.yaml"), max_num_seqs={"base": 2})
+
+
+def test_max_model_len_in_server_args_wins_over_the_model_default() -> None:
+    plan = parse_plan(PLAN.replace('"--max-num-seqs", "4"', '"--max-model-len=64"'), "t.yaml")
+    with pytest.raises(UsageError, match="server 'cand' holds at most max_model_len = 64"):
+        check_plan_fits(plan)

@@ -1,0 +1,91 @@
+"""Old bundles keep verifying: verify re-renders report.md with the renderer of the report format
+it is written in, so a changed renderer never fails an honest old bundle, and no format lets a
+report say anything its summary does not."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from byog.bundles.manifest import build_statement, statement_bytes
+from byog.bundles.pack import tar_gz
+from byog.bundles.sign import SigningKey, sign_bytes
+from byog.bundles.verify import verify_bundle
+from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, RunDir
+from byog.report import legacy_v1
+from byog.report.markdown import MARKER, REPORT_VERSION
+from byog.report.versions import version_of
+from byog.schemas.summary import read_summary
+from tests.support.bundles_kit import allowed_signers, build_bundle, make_key
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "report-v1"
+
+
+def _results(report) -> dict[str, tuple[str, str]]:  # noqa: ANN001
+    return {r.name: (r.status, r.message) for r in report.results}
+
+
+def test_a_bundle_packed_before_report_versions_still_verifies() -> None:
+    report = verify_bundle(FIXTURE / "v1-bundle.tar.gz", allowed_signers=FIXTURE / "allowed_signers")
+    results = _results(report)
+    assert report.verified, report.failures
+    assert results["report"] == ("pass", "report.md (report format 1) re-renders byte for byte")
+    assert report.signer is not None and report.signer.startswith("v1-contributor@example.com")
+
+
+@pytest.fixture(scope="module")
+def current(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Path, SigningKey, Path]:
+    folder = tmp_path_factory.mktemp("versions")
+    key, public = make_key(folder, "alice")
+    run_dir, packed = build_bundle(folder, key)
+    return run_dir, packed.bundle, key, allowed_signers(folder / "allowed_signers", [("alice@example.com", public)])
+
+
+def _repacked(bundle: Path, report: str, key: SigningKey, out: Path) -> Path:
+    """The bundle with another report.md, re-hashed and re-signed by its own key: only the report check can object."""
+    with tarfile.open(bundle, "r:gz") as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    files.pop(MANIFEST_NAME)
+    files.pop(SIGNATURE_NAME)
+    files["report.md"] = report.encode()
+    manifest = statement_bytes(build_statement(files))
+    out.write_bytes(tar_gz({**files, MANIFEST_NAME: manifest, SIGNATURE_NAME: sign_bytes(manifest, key)}))
+    return out
+
+
+def test_a_current_bundle_is_checked_against_the_current_renderer(current) -> None:  # noqa: ANN001
+    run_dir, bundle, _, allowed = current
+    assert run_dir.report_md.read_text().splitlines()[0] == MARKER
+    assert version_of(run_dir.report_md.read_text()) == REPORT_VERSION
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert (
+        report.verified
+        and _results(report)["report"][1] == f"report.md (report format {REPORT_VERSION}) re-renders byte for byte"
+    )
+
+
+def test_claiming_an_older_format_gains_a_forger_nothing(current, tmp_path: Path) -> None:  # noqa: ANN001
+    run_dir, bundle, key, allowed = current
+    text = run_dir.report_md.read_text()
+    v1 = legacy_v1.render_report(run_dir, read_summary(run_dir.summary_json))
+    cases = {
+        "marker stripped": ("fail", text.split("\n", 1)[1]),
+        "v1 rendering, one number changed": ("fail", v1.replace("| 4 | 1 |", "| 40 | 1 |", 1)),
+        "v1 rendering as it is": ("pass", v1),  # a true report in the old format is still a true report
+        "a format from the future": ("fail", text.replace(MARKER, "<!-- byog report v99 -->", 1)),
+        "a malformed marker": ("fail", text.replace(MARKER, "<!-- byog report v02 -->", 1)),
+    }
+    assert cases["v1 rendering, one number changed"][1] != v1
+    for name, (expected, report_md) in cases.items():
+        forged = _repacked(bundle, report_md, key, tmp_path / "forged.tar.gz")
+        results = _results(verify_bundle(forged, allowed_signers=allowed))
+        assert results["signature"][0] == results["summary"][0] == "pass", name
+        assert results["report"][0] == expected, (name, results["report"])
+    future = _results(
+        verify_bundle(
+            _repacked(bundle, cases["a format from the future"][1], key, tmp_path / "f.tar.gz"), allowed_signers=allowed
+        )
+    )
+    assert "report format 99, newer than this byog renders" in future["report"][1]
