@@ -42,7 +42,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from byog.analysis import special
 from byog.analysis.stats import ALPHA, paired_comparison, t_quantile
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import eval_items
@@ -78,7 +77,9 @@ class ItemModel:
 def _beta_midpoints(a: float, b: float) -> np.ndarray:
     """The Beta(a, b) quantiles of (i + 1/2) / GRID, once per (a, b): a prediction asks for them
     three times, a search for the cheapest design dozens."""
-    nodes = special.betaincinv(a, b, (np.arange(GRID) + 0.5) / GRID)
+    from scipy.special import betaincinv  # the Beta quantile (scipy.stats.beta.ppf), without scipy.stats' import
+
+    nodes = np.asarray(betaincinv(a, b, (np.arange(GRID) + 0.5) / GRID), dtype=float)
     nodes.flags.writeable = False
     return nodes
 
@@ -121,9 +122,10 @@ def shifted(p: np.ndarray, shift: float) -> np.ndarray:
 
 def _binom_pmf(k: int, p: np.ndarray) -> np.ndarray:
     """Rows: nodes; columns: 0..k successes."""
+    from scipy.special import gammaln, xlog1py, xlogy
+
     x, q = np.arange(k + 1)[None, :], p[:, None]
-    log_choose = special.log_factorial(k) - special.log_factorial(x) - special.log_factorial(k - x)
-    return np.exp(log_choose + special.xlogy(x, q) + special.xlog1py(k - x, -q))
+    return np.exp(gammaln(k + 1) - gammaln(x + 1) - gammaln(k - x + 1) + xlogy(x, q) + xlog1py(k - x, -q))
 
 
 def difference_pmf(
@@ -168,6 +170,8 @@ def _count_range(n: int, p: float) -> np.ndarray:
 
 def prob_equivalent_exact(step: float, p_down: float, p_up: float, n: int, margin: float, resolution: float) -> float:
     """P(TOST equivalent) when d_i is -step, 0 or +step: the sum over the trinomial counts."""
+    from scipy.special import gammaln, xlogy
+
     if n < 2:
         return 0.0
     p_zero = max(0.0, 1.0 - p_down - p_up)
@@ -177,16 +181,16 @@ def prob_equivalent_exact(step: float, p_down: float, p_up: float, n: int, margi
     aa, bb = np.broadcast_arrays(a, b)
     aa, bb = aa[ok].astype(float), bb[ok].astype(float)
     zz = n - aa - bb
-    # xlogy(0, 0) = 0: a count of 0 at probability 0 is certain
-    logs = (
-        special.log_factorial(n)
-        - special.log_factorial(aa)
-        - special.log_factorial(bb)
-        - special.log_factorial(zz)
-        + special.xlogy(aa, p_up)
-        + special.xlogy(bb, p_down)
-        + special.xlogy(zz, p_zero)
-    )
+    with np.errstate(divide="ignore"):  # xlogy(0, 0) = 0: a count of 0 at probability 0 is certain
+        logs = (
+            gammaln(n + 1)
+            - gammaln(aa + 1)
+            - gammaln(bb + 1)
+            - gammaln(zz + 1)
+            + xlogy(aa, p_up)
+            + xlogy(bb, p_down)
+            + xlogy(zz, p_zero)
+        )
     prob = np.exp(logs)
     d = step * (aa - bb) / n
     var = np.clip((step * step * (aa + bb) - n * d * d) / (n - 1), 0, None)
@@ -200,6 +204,8 @@ def prob_equivalent_exact(step: float, p_down: float, p_up: float, n: int, margi
 
 def prob_equivalent_normal(values: np.ndarray, probs: np.ndarray, n: int, margin: float, resolution: float) -> float:
     """P(TOST equivalent) with d normal and s^2 a matched scaled chi-square (module docstring)."""
+    from scipy.special import gammaincinv, ndtr
+
     if n < 2:
         return 0.0
     mu = float(np.dot(values, probs))
@@ -213,10 +219,10 @@ def prob_equivalent_normal(values: np.ndarray, probs: np.ndarray, n: int, margin
     var_s2 = mu4 / n - var * var * (n - 3) / (n * (n - 1))
     nu = 2 * var * var / var_s2 if var_s2 > 0 else 1e6
     u = (np.arange(GRID) + 0.5) / GRID
-    se = np.sqrt(var * (2.0 * special.gammaincinv(nu / 2.0, u)) / nu / n)
+    se = np.sqrt(var * (2.0 * gammaincinv(nu / 2.0, u)) / nu / n)
     tau = math.sqrt(var / n)
     half = margin - t * se
-    inner = np.where(half > 0, special.ndtr((half - mu) / tau) - special.ndtr((-half - mu) / tau), 0.0)
+    inner = np.where(half > 0, ndtr((half - mu) / tau) - ndtr((-half - mu) / tau), 0.0)
     return const + (1 - p_const) * float(inner.mean())
 
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from byog.analysis import student_t
 from byog.schemas.evals import PairedComparison, Verdict
 
 ALPHA = 0.05  # each one-sided test of the TOST; the difference test is two-sided at the same alpha
@@ -46,11 +45,17 @@ POWER_TARGET = 0.80  # for the minimum detectable effect
 
 
 def t_quantile(q: float, df: int) -> float:
-    return student_t.ppf(q, df)  # pure Python: no scipy import (see byog.analysis.student_t)
+    """The Student t quantile (scipy.stats.t.ppf), without scipy.stats' import."""
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, q))
 
 
 def _t_cdf(x: float, df: int) -> float:
-    return student_t.cdf(x, df)
+    """The Student t CDF (scipy.stats.t.cdf), without scipy.stats' import."""
+    from scipy.special import stdtr
+
+    return float(stdtr(df, x))
 
 
 def mean(values: Sequence[float]) -> float:
