@@ -14,17 +14,18 @@ from typing import Any
 from rich.text import Text
 
 from byog.bundles.pack import BUDGET_BYTES, BUNDLE_NAME, pack, seal
-from byog.bundles.sign import KEY_ENV, SigningKey, configured_key, sign_bytes
+from byog.bundles.sign import SigningKey, configured_key, sign_bytes
 from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from byog.core.paths import SIGNATURE_NAME, SIGNER_NAME, RunDir
+from byog.core.settings import SIGNING_KEY_ENV
 from byog.report.markdown import render_report
 from byog.report.plots import write_plots
 from byog.schemas.manifest import BundleSubject, subject_arg
 from byog.schemas.summary import read_summary
 
 NO_KEY_HINT = (
-    f"set {KEY_ENV}=~/.ssh/id_ed25519, or 'key = PATH' under [signing] in ~/.config/byog/config, "
+    f"set {SIGNING_KEY_ENV}=~/.ssh/id_ed25519, or 'key = PATH' under [signing] in ~/.config/byog/config, "
     "or git's user.signingkey with gpg.format=ssh"
 )
 

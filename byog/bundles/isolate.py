@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from byog.core.settings import VERIFY_CPU_S_ENV, VERIFY_MEMORY_MB_ENV, VERIFY_TIMEOUT_S_ENV
+
 MiB = 1024 * 1024
 
 
@@ -51,9 +53,9 @@ class ChildLimits:
 
         base = cls()
         return cls(
-            memory_bytes=int(number("BYOG_VERIFY_MEMORY_MB", base.memory_bytes / MiB) * MiB),
-            cpu_s=int(number("BYOG_VERIFY_CPU_S", base.cpu_s)),
-            wall_s=number("BYOG_VERIFY_TIMEOUT_S", base.wall_s),
+            memory_bytes=int(number(VERIFY_MEMORY_MB_ENV, base.memory_bytes / MiB) * MiB),
+            cpu_s=int(number(VERIFY_CPU_S_ENV, base.cpu_s)),
+            wall_s=number(VERIFY_TIMEOUT_S_ENV, base.wall_s),
         )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from byog.bundles.sign import NAMESPACE, normalize_public_key
 from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
+from byog.core.settings import GITHUB_API_ENV
 
 GITHUB_API = "https://api.github.com"
 _GITHUB_USER = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
@@ -32,7 +33,7 @@ def fetch_signing_keys(user: str, *, api: str | None = None) -> list[str]:
 
     if not _GITHUB_USER.match(user):
         raise UsageError(f"'{user}' is not a GitHub user name (letters, digits and '-', at most 39)")
-    base = (api or os.environ.get("BYOG_GITHUB_API") or GITHUB_API).rstrip("/")
+    base = (api or os.environ.get(GITHUB_API_ENV) or GITHUB_API).rstrip("/")
     url = f"{base}/users/{user}/ssh_signing_keys"
     try:
         response = httpx.get(

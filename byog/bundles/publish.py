@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from byog.bundles.safe_text import md_field, one_line
 from byog.bundles.unpack import Extracted
 from byog.bundles.verify import VerifyReport, verify_bundle
-from byog.core.errors import ByogError, CheckFailed, UsageError
+from byog.core.errors import ByogError, CheckFailed, EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import MANIFEST_NAME, RunDir
 from byog.report.context import PLOTS_BASE, ReportInputs, ReproductionView, reproduction_view
@@ -207,7 +207,8 @@ def attach(
     allow_unsigned: bool = False,
 ) -> str:
     """Verify the bundle (for OWNER/REPO#PR when the repository is known), then post the re-rendered
-    report as a PR comment with gh when it is installed; return what the user must still do.
+    report as a PR comment with gh; return what the user must still do. Without gh the comment is
+    still written beside the bundle, and the EnvironmentProblem (exit 3) says how to post it by hand.
 
     Nothing is posted for a bundle that does not verify. GitHub's API has no upload for PR
     attachments, so the bundle itself is always attached by hand.
@@ -247,13 +248,11 @@ def attach(
     drag = f"drag {bundle} into a comment box of PR #{pr} (GitHub takes .tar.gz attachments up to 25 MB) and post it"
     unchecked = "" if subject else " (its subject was not checked: pass --repo OWNER/NAME)"
     if gh is None:
-        return (
-            f"verified{unchecked}. gh (GitHub CLI) is not installed, so nothing was posted. To attach by hand:\n"
-            f"  1. {drag};\n"
-            f"  2. paste {body_file} (the re-rendered report plus the bundle's sha256) as a comment on PR #{pr}.\n"
-            f"With gh installed: gh pr comment {pr} {' '.join(repo_args)} --body-file {body_file}".replace(
-                "  --", " --"
-            )
+        posting = " ".join(["gh pr comment", str(pr), *repo_args, "--body-file", str(body_file)])
+        raise EnvironmentProblem(
+            f"the bundle verified{unchecked}, but gh (GitHub CLI) is not installed, so nothing was posted: "
+            f"paste {body_file} (the re-rendered report plus the bundle's sha256) as a comment on PR #{pr} "
+            f"and {drag}, or install gh and run `{posting}`"
         )
     result = subprocess.run(
         [gh, "pr", "comment", str(pr), *repo_args, "--body-file", str(body_file)],

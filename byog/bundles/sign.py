@@ -42,10 +42,9 @@ from pathlib import Path
 
 from byog.bundles import sshsig
 from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
+from byog.core.settings import SIGNING_KEY_ENV, SIGNING_KEY_PASSPHRASE_ENV, SSH_BACKEND_ENV
 
 NAMESPACE = "byog-bundle@v1"
-KEY_ENV = "BYOG_SIGNING_KEY"
-BACKEND_ENV = "BYOG_SSH_BACKEND"
 BACKENDS = ("auto", "ssh-keygen", "python")
 MAX_SIGNATURE_BYTES = 8 * 1024  # an RSA-4096 signature is ~1.1 kB armored
 MAX_ALLOWED_SIGNERS_BYTES = 4 * 1024 * 1024
@@ -88,9 +87,11 @@ def _signing_setting(name: str) -> tuple[str, Path]:
 
 
 def _configured_backend() -> str:
-    value = os.environ.get(BACKEND_ENV, "").strip() or _signing_setting("backend")[0] or "auto"
+    value = os.environ.get(SSH_BACKEND_ENV, "").strip() or _signing_setting("backend")[0] or "auto"
     if value not in BACKENDS:
-        raise UsageError(f"{BACKEND_ENV} (or backend in [signing]) must be one of {', '.join(BACKENDS)}, not '{value}'")
+        raise UsageError(
+            f"{SSH_BACKEND_ENV} (or backend in [signing]) must be one of {', '.join(BACKENDS)}, not '{value}'"
+        )
     return value
 
 
@@ -99,7 +100,7 @@ def backend(*, signing: bool = False) -> str:
     choice = _configured_backend()
     if choice != "auto":
         return choice
-    if signing and os.environ.get(sshsig.PASSPHRASE_ENV):
+    if signing and os.environ.get(SIGNING_KEY_PASSPHRASE_ENV):
         return "python"
     return "ssh-keygen" if shutil.which("ssh-keygen") else "python"
 
@@ -197,8 +198,8 @@ def _git_signing_key() -> SigningKey | None:
 
 def configured_key() -> SigningKey | None:
     """The signing key the user configured (see the module doc for the order), or None."""
-    if value := os.environ.get(KEY_ENV, "").strip():
-        return SigningKey(Path(value).expanduser(), f"${KEY_ENV}")
+    if value := os.environ.get(SIGNING_KEY_ENV, "").strip():
+        return SigningKey(Path(value).expanduser(), f"${SIGNING_KEY_ENV}")
     value, config_file = _signing_setting("key")
     if value:
         return SigningKey(Path(value).expanduser(), str(config_file))

@@ -49,13 +49,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
+from byog.core.settings import SIGNING_KEY_PASSPHRASE_ENV
+
 MAGIC = b"SSHSIG"
 VERSION = 1
 DEFAULT_HASH = "sha512"  # what ssh-keygen -Y sign uses
 ARMOR_BEGIN = b"-----BEGIN SSH SIGNATURE-----"
 ARMOR_END = b"-----END SSH SIGNATURE-----"
 ARMOR_LINE = 70  # ssh-keygen wraps the base64 body at 70 columns
-PASSPHRASE_ENV = "BYOG_SIGNING_KEY_PASSPHRASE"
 MIN_RSA_BITS = 1024  # OpenSSH's SSH_RSA_MINIMUM_MODULUS_SIZE
 
 _MESSAGE_HASHES: dict[str, type[hashes.HashAlgorithm]] = {"sha256": hashes.SHA256, "sha512": hashes.SHA512}
@@ -220,15 +221,15 @@ def load_private_key(data: bytes, passphrase: bytes | None = None) -> PrivateKey
     refused with ``PassphraseNeeded`` (never a prompt: byog runs unattended). A passphrase set
     for a key that has none is ignored.
     """
-    if passphrase is None and os.environ.get(PASSPHRASE_ENV):
-        passphrase = os.environ[PASSPHRASE_ENV].encode()
+    if passphrase is None and os.environ.get(SIGNING_KEY_PASSPHRASE_ENV):
+        passphrase = os.environ[SIGNING_KEY_PASSPHRASE_ENV].encode()
     try:
         try:
             key = _load(data, passphrase)
         except TypeError:  # encrypted without a passphrase, or a passphrase for a plain key
             if passphrase is None:
                 raise PassphraseNeeded(
-                    f"the private key is encrypted: set {PASSPHRASE_ENV} to its passphrase"
+                    f"the private key is encrypted: set {SIGNING_KEY_PASSPHRASE_ENV} to its passphrase"
                 ) from None
             key = _load(data, None)
     except TypeError as err:
@@ -236,7 +237,8 @@ def load_private_key(data: bytes, passphrase: bytes | None = None) -> PrivateKey
     except ValueError as err:
         if passphrase is not None:
             raise SshsigError(
-                f"the passphrase in {PASSPHRASE_ENV} does not decrypt the private key (or the key is corrupt)"
+                f"the passphrase in {SIGNING_KEY_PASSPHRASE_ENV} does not decrypt the private key"
+                " (or the key is corrupt)"
             ) from None
         first = str(err).splitlines()[0] if str(err) else "unknown format"
         raise SshsigError(f"the private key could not be read: {first}") from None

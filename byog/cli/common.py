@@ -78,7 +78,9 @@ TierOpt = Annotated[
 ]
 RunDirOpt = Annotated[
     Path | None,
-    typer.Option("--run-dir", help="Run directory; an existing one resumes (default: a new one under runs/)."),
+    typer.Option(
+        "--run-dir", help="Run directory; an existing one resumes (default: a new one under BYOG_RUNS_DIR, else runs/)."
+    ),
 ]
 DataDirOpt = Annotated[
     Path | None,

@@ -74,7 +74,9 @@ def serve_cmd(
     server: str | None = typer.Option(
         None, "--server", help="Which server config to start (default: the baseline)."
     ),
-    run_dir: Path = typer.Option(Path("runs/serve"), "--run-dir", help="Where server.json and the log go."),
+    run_dir: Path | None = typer.Option(
+        None, "--run-dir", help="Where server.json and the log go (default: serve under BYOG_RUNS_DIR, else runs/serve)."
+    ),
 ) -> None:
     """Start one server config of a plan and keep it up until Ctrl-C (for byog bench/eval --endpoint)."""
     serve_until_interrupted(plan, server, run_dir, console)

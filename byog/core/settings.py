@@ -1,12 +1,20 @@
 """Where byog keeps and finds things: one home for every environment variable and default folder.
 
-| variable            | meaning                                                          |
-|---------------------|------------------------------------------------------------------|
-| BYOG_DATA_DIR       | offline datasets (default: the copy shipped inside the package)  |
-| BYOG_RUNS_DIR       | where `byog run` makes run directories (default: ./runs)         |
-| BYOG_CACHE_DIR      | converted models, hub datasets pulled by `byog data pull`        |
-| BYOG_SIGNING_KEY    | the SSH key `byog run` signs with                                |
-| BYOG_DEBUG          | show tracebacks instead of one-sentence errors                   |
+| variable                    | meaning                                                                   |
+|-----------------------------|---------------------------------------------------------------------------|
+| BYOG_DATA_DIR               | offline datasets (default: the copy shipped inside the package)           |
+| BYOG_RUNS_DIR               | where new run directories go (run, serve, --endpoint, reproduce; ./runs)  |
+| BYOG_CACHE_DIR              | converted models, hub datasets pulled by `byog data pull`                 |
+| BYOG_SIGNING_KEY            | the SSH key bundles are signed with                                       |
+| BYOG_SIGNING_KEY_PASSPHRASE | the passphrase of an encrypted signing key (signed in Python)             |
+| BYOG_SSH_BACKEND            | auto, ssh-keygen or python: who signs and verifies                        |
+| BYOG_VERIFY_MEMORY_MB       | memory limit of verify's checking child (default 640)                     |
+| BYOG_VERIFY_CPU_S           | CPU-seconds limit of verify's checking child (default 60)                 |
+| BYOG_VERIFY_TIMEOUT_S       | wall-clock limit of verify's checking child (default 120)                 |
+| BYOG_GITHUB_API             | the GitHub API base URL `byog keys add` asks (default api.github.com)     |
+| BYOG_TORCH_WHEEL            | a local CPU torch wheel for `byog image build`                            |
+| BYOG_NODE                   | set by byog on every process a node starts, to find and stop them again   |
+| BYOG_DEBUG                  | show tracebacks instead of one-sentence errors                            |
 """
 
 from __future__ import annotations
@@ -19,6 +27,15 @@ from byog.core.errors import UsageError
 DATA_DIR_ENV = "BYOG_DATA_DIR"
 RUNS_DIR_ENV = "BYOG_RUNS_DIR"
 CACHE_DIR_ENV = "BYOG_CACHE_DIR"
+SIGNING_KEY_ENV = "BYOG_SIGNING_KEY"
+SIGNING_KEY_PASSPHRASE_ENV = "BYOG_SIGNING_KEY_PASSPHRASE"
+SSH_BACKEND_ENV = "BYOG_SSH_BACKEND"
+VERIFY_MEMORY_MB_ENV = "BYOG_VERIFY_MEMORY_MB"
+VERIFY_CPU_S_ENV = "BYOG_VERIFY_CPU_S"
+VERIFY_TIMEOUT_S_ENV = "BYOG_VERIFY_TIMEOUT_S"
+GITHUB_API_ENV = "BYOG_GITHUB_API"
+TORCH_WHEEL_ENV = "BYOG_TORCH_WHEEL"
+NODE_MARKER_ENV = "BYOG_NODE"
 DEBUG_ENV = "BYOG_DEBUG"
 
 PACKAGED_DATASETS = Path(__file__).resolve().parents[1] / "datasets"
@@ -34,7 +51,8 @@ def cache_dir() -> Path:
 
 
 def runs_dir() -> Path:
-    return Path(os.environ.get(RUNS_DIR_ENV, "runs"))
+    """``$BYOG_RUNS_DIR``, else ``./runs``: the parent of every new run directory."""
+    return Path(os.environ.get(RUNS_DIR_ENV) or "runs")
 
 
 def resolve_data_dir(flag: Path | None = None) -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 import tomllib
 
 from byog.core.errors import ByogError, EnvironmentProblem
-from byog.core.settings import cache_dir
+from byog.core.settings import TORCH_WHEEL_ENV, cache_dir
 from byog.images.models import prepare_builtin_smollm2
 
 Log = Callable[[str], None]
@@ -141,7 +141,7 @@ def _torch_version_for_image() -> str:
 
 def find_torch_wheel(version: str) -> Path | None:
     """A local CPU torch wheel of ``version`` for CPython 3.11 (BYOG_TORCH_WHEEL, then pip's find-links)."""
-    explicit = os.environ.get("BYOG_TORCH_WHEEL")
+    explicit = os.environ.get(TORCH_WHEEL_ENV)
     if explicit:
         return Path(explicit)
     dirs = [d for d in os.environ.get("PIP_FIND_LINKS", "").split() if d]

@@ -19,6 +19,7 @@ from byog.bench.sweep import run_bench_for_server
 from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import RunDir, new_run_id
+from byog.core.settings import runs_dir
 from byog.plans.expand import check_plan_fits
 from byog.plans.load import load_plan, parse_plan
 from byog.runtimes.endpoint import EndpointServer
@@ -151,7 +152,7 @@ def bench_endpoint(flags: BenchFlags, run_dir: Path | None, console: Any) -> Ben
         plan, text = _plan_from_flags(flags, model)
         server_name = ENDPOINT_SERVER
         config = plan.servers[server_name]
-    folder = RunDir(Path(run_dir) if run_dir else Path("runs") / f"bench-{new_run_id()}")
+    folder = RunDir(Path(run_dir) if run_dir else runs_dir() / f"bench-{new_run_id()}")
     if folder.plan_yaml.is_file() and folder.plan_yaml.read_text(encoding="utf-8") != text:
         raise UsageError(f"{folder.root} holds a different plan.yaml: give a new --run-dir or the same flags to resume")
     atomic_write_text(folder.plan_yaml, text)

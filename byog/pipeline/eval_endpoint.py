@@ -15,7 +15,7 @@ from rich.console import Console
 from byog.core.errors import UsageError
 from byog.core.io import read_json
 from byog.core.paths import RunDir, new_run_id, safe_name
-from byog.core.settings import hub_data_dir, resolve_data_dir
+from byog.core.settings import hub_data_dir, resolve_data_dir, runs_dir
 from byog.evals.data import pull
 from byog.evals.runner import describe_endpoint, run_task, write_task
 from byog.plans.tasks import parse_task_list
@@ -59,7 +59,7 @@ def eval_endpoint(flags: EvalFlags, run_dir: Path | None, console: Console) -> d
     server = safe_name(flags.server_name, "server name")
     data_dir = resolve_data_dir(flags.data_dir)
     endpoint = describe_endpoint(flags.endpoint, flags.model, flags.tokenizer)
-    root = RunDir(run_dir or Path("runs") / f"eval-{new_run_id()}")
+    root = RunDir(run_dir or runs_dir() / f"eval-{new_run_id()}")
     overrides = {"max_gen_toks": flags.max_gen_toks} if flags.max_gen_toks else {}
     results = []
     for task in tasks:

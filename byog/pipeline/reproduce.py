@@ -18,7 +18,6 @@ hardware and writes a signed reproduction beside it.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import tempfile
@@ -48,10 +47,11 @@ from byog.bundles.verify import verify_bundle
 from byog.core.errors import CheckFailed, UsageError
 from byog.core.io import atomic_write_json, atomic_write_text, read_json
 from byog.core.paths import MANIFEST_NAME, RunDir, new_run_id
+from byog.core.settings import runs_dir
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
 from byog.pipeline.derive import derive_and_write
-from byog.pipeline.run import RUNS_DIR_ENV, run_server, server_work_done
+from byog.pipeline.run import run_server, server_work_done
 from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.expand import expand_plan
 from byog.plans.subset import Overrides, apply_overrides, restrict_plan
@@ -200,7 +200,7 @@ def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reprodu
         if not servers:
             raise UsageError("nothing to reproduce: no chosen point was measured on any server")
         repro_plan = apply_overrides(restrict_plan(plan, points, servers, opts.eval_items), opts.overrides)
-        root = opts.run_dir or Path(os.environ.get(RUNS_DIR_ENV, "runs")) / f"reproduce-{new_run_id()}"
+        root = opts.run_dir or runs_dir() / f"reproduce-{new_run_id()}"
         rd = _open_run_dir(root, repro_plan)
         console.print(
             Text(

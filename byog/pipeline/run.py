@@ -15,7 +15,6 @@ finished and ``byog run --run-dir runs/<id>`` picks up where it stopped.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from byog.core.console_tables import TextTable, print_table
 from byog.core.errors import UsageError
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir, new_run_id
+from byog.core.settings import runs_dir
 from byog.evals.runner import run_evals_for_server
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import check_model_reference, prepare_model
@@ -45,8 +45,6 @@ from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer
 from byog.schemas.summary import Summary
 
-RUNS_DIR_ENV = "BYOG_RUNS_DIR"
-
 
 def open_run_dir(plan_ref: str | None, run_dir: Path | None, tier: str = "full") -> tuple[Plan, RunDir]:
     """Create a new run directory, or reopen one to resume (its plan.yaml must match).
@@ -61,7 +59,7 @@ def open_run_dir(plan_ref: str | None, run_dir: Path | None, tier: str = "full")
         return parse_plan(recorded, str(run_dir / "plan.yaml")), RunDir(run_dir)
     plan, text = _plan_text(plan_ref, tier)
     _check_before_start(plan, plan_ref)
-    root = run_dir or Path(os.environ.get(RUNS_DIR_ENV, "runs")) / new_run_id()
+    root = run_dir or runs_dir() / new_run_id()
     if root.exists() and any(root.iterdir()):
         raise UsageError(f"{root} exists and is not a byog run directory (no plan.yaml); pick another --run-dir")
     rd = RunDir(root)

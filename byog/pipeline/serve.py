@@ -10,20 +10,24 @@ from rich.text import Text
 
 from byog.core.errors import UsageError
 from byog.core.paths import RunDir
+from byog.core.settings import runs_dir
 from byog.images.models import prepare_model
 from byog.pipeline.runtimes import runtime_for
 from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.load import load_plan
 
 
-def serve_until_interrupted(plan_ref: str | None, server: str | None, run_dir: Path, console: Console) -> None:
+def serve_until_interrupted(
+    plan_ref: str | None, server: str | None, run_dir: Path | None, console: Console
+) -> None:
+    """``run_dir`` None: ``serve`` under the runs folder (``$BYOG_RUNS_DIR``, else ./runs)."""
     plan, _ = load_plan(plan_ref)
     name = server or plan.baseline
     if name not in plan.servers:
         raise UsageError(f"plan '{plan.name}' has no server '{name}' (it has {', '.join(plan.servers)})")
     model = prepare_model(plan.model)
     config = plan.servers[name]
-    rd = RunDir(run_dir)
+    rd = RunDir(run_dir or runs_dir() / "serve")
     with sigterm_as_interrupt():
         with console.status(Text.assemble((name, "bold"), ": starting vLLM…")):
             running = runtime_for(config).launch(name, config, model, rd.server_dir(name))

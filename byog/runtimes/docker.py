@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from byog.core.errors import ByogError, EnvironmentProblem
+from byog.core.errors import ByogError, EnvironmentProblem, UsageError
 from byog.images.engine import (
     docker_client,
 )
@@ -120,7 +120,7 @@ class DockerServer:
 
     def __init__(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path, client: Any) -> None:
         if not config.image:
-            raise ByogError(f"server '{name}' uses the docker runtime but names no 'image'")
+            raise UsageError(f"server '{name}' uses the docker runtime but names no 'image'")
         self.name = name
         self.config = config
         self.model = model
@@ -316,7 +316,7 @@ class DockerRuntime:
 
     def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> DockerServer:
         if config.runtime != "docker":
-            raise ByogError(f"server '{name}' asks for the '{config.runtime}' runtime, not 'docker'")
+            raise UsageError(f"server '{name}' asks for the '{config.runtime}' runtime, not 'docker'")
         if not self._swept:
             sweep_orphans(self.client)
             self._swept = True

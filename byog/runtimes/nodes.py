@@ -25,10 +25,10 @@ from typing import IO, Any, Protocol
 
 import psutil
 
+from byog.core.settings import NODE_MARKER_ENV
 from byog.images.vllm_entry import installed_vllm_version
 from byog.runtimes.local import _die_with_parent, kill_process_group
 
-MARKER_ENV = "BYOG_NODE"
 NODE_PROBE = "byog.runtimes.node_probe"
 RUN_TIMEOUT_S = 120.0
 STOP_GRACE_S = 20.0
@@ -70,7 +70,7 @@ class NodeRuntime(Protocol):
 
 def node_env(step_env: dict[str, str], marker: str, gpus: list[int]) -> dict[str, str]:
     """What every process on a node gets on top of the node's environment."""
-    env = {**step_env, MARKER_ENV: marker}
+    env = {**step_env, NODE_MARKER_ENV: marker}
     if gpus:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
     return env
@@ -90,7 +90,7 @@ def probe_node(node: Node, python: str, env: dict[str, str]) -> dict[str, Any]:
 def marked_processes(marker: str) -> list[psutil.Process]:
     """Processes on this host whose environment carries ``BYOG_NODE=<marker>``."""
     found = []
-    needle = f"{MARKER_ENV}={marker}"
+    needle = f"{NODE_MARKER_ENV}={marker}"
     for proc in psutil.process_iter(["pid"]):
         try:
             with open(f"/proc/{proc.pid}/environ", "rb") as handle:

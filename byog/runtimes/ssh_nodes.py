@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from byog.core.errors import UsageError
+from byog.core.settings import NODE_MARKER_ENV
 from byog.runtimes.local import _die_with_parent, kill_process_group
-from byog.runtimes.nodes import MARKER_ENV, RUN_TIMEOUT_S, node_env
+from byog.runtimes.nodes import RUN_TIMEOUT_S, node_env
 
 STOP_GRACE_S = 20.0
 PGID_LINE = re.compile(rb"^byog-node pgid=(\d+)", re.MULTILINE)
@@ -77,7 +78,7 @@ def remote_command(argv: list[str], env: dict[str, str]) -> str:
     """The one string ssh sends: the wrapper with ``env K=V ... argv`` as its arguments."""
     # Every process of the node carries its marker, setsid's own too (it forks when sshd made the
     # shell a group leader), so whatever runs for the node can be found by it.
-    marker = [f"{MARKER_ENV}={env[MARKER_ENV]}"] if MARKER_ENV in env else []
+    marker = [f"{NODE_MARKER_ENV}={env[NODE_MARKER_ENV]}"] if NODE_MARKER_ENV in env else []
     return shlex.join(
         [
             "env",
@@ -210,7 +211,7 @@ class SshNode:
         self.procs = []
         # No marker in this command's own environment, so the sweep never matches itself.
         subprocess.run(
-            [*self.ssh(), shlex.join(["sh", "-c", SWEEP, "byog-sweep", f"{MARKER_ENV}={self.marker}"])],
+            [*self.ssh(), shlex.join(["sh", "-c", SWEEP, "byog-sweep", f"{NODE_MARKER_ENV}={self.marker}"])],
             capture_output=True,
             timeout=60,
             stdin=subprocess.DEVNULL,

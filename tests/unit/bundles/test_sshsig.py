@@ -21,6 +21,7 @@ import pytest
 from byog.bundles import sshsig
 from byog.bundles.sign import NAMESPACE, SigningKey, sign_bytes, verify_signature
 from byog.core.errors import CheckFailed, UsageError
+from byog.core.settings import SIGNING_KEY_PASSPHRASE_ENV
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen to cross-check")
 
@@ -165,13 +166,13 @@ def test_sign_bytes_in_python_with_an_encrypted_key_needs_the_passphrase(
 ) -> None:
     key = SigningKey(keys["ed25519-encrypted"], "test")
     monkeypatch.setenv("BYOG_SSH_BACKEND", "python")
-    monkeypatch.delenv(sshsig.PASSPHRASE_ENV, raising=False)
-    with pytest.raises(UsageError, match=sshsig.PASSPHRASE_ENV):
+    monkeypatch.delenv(SIGNING_KEY_PASSPHRASE_ENV, raising=False)
+    with pytest.raises(UsageError, match=SIGNING_KEY_PASSPHRASE_ENV):
         sign_bytes(b"m", key)
-    monkeypatch.setenv(sshsig.PASSPHRASE_ENV, "wrong")
+    monkeypatch.setenv(SIGNING_KEY_PASSPHRASE_ENV, "wrong")
     with pytest.raises(UsageError, match="does not decrypt"):
         sign_bytes(b"m", key)
-    monkeypatch.setenv(sshsig.PASSPHRASE_ENV, PASSPHRASE)
+    monkeypatch.setenv(SIGNING_KEY_PASSPHRASE_ENV, PASSPHRASE)
     monkeypatch.setenv("BYOG_SSH_BACKEND", "auto")  # a passphrase in the environment: auto signs in Python
     assert sshsig.verify(b"m", sign_bytes(b"m", key), NAMESPACE).openssh == _public(keys["ed25519-encrypted"])
 

@@ -1,8 +1,15 @@
-"""`byog bench`'s flags become the plan the sweep runs: the closed loop's warm-up prompts."""
+"""`byog bench`'s flags become the plan the sweep runs: the closed loop's warm-up prompts; where its run goes."""
 
 from __future__ import annotations
 
-from byog.pipeline.bench_endpoint import BenchFlags, _plan_from_flags
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from byog.core.errors import ByogError
+from byog.core.settings import RUNS_DIR_ENV
+from byog.pipeline.bench_endpoint import BenchFlags, _plan_from_flags, bench_endpoint
 
 
 def test_warmup_prompts_reach_the_closed_loop_workload() -> None:
@@ -18,3 +25,16 @@ def test_warmup_prompts_reach_the_closed_loop_workload() -> None:
 def test_without_the_flag_nothing_is_warmed_up() -> None:
     plan, _ = _plan_from_flags(BenchFlags(endpoint="http://127.0.0.1:8000", workload="concurrency"), "m")
     assert plan.workloads[0].warmup_prompts == 0
+
+
+def test_a_new_run_directory_goes_under_byog_runs_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The plan.yaml is written before the endpoint is asked anything; nothing listens on port 9."""
+    runs, elsewhere = tmp_path / "runs-here", tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv(RUNS_DIR_ENV, str(runs))
+    with pytest.raises(ByogError):
+        bench_endpoint(BenchFlags(endpoint="http://127.0.0.1:9", model="m", tokenizer="t"), None, Console(quiet=True))
+    (made,) = runs.iterdir()
+    assert made.name.startswith("bench-") and (made / "plan.yaml").is_file()
+    assert list(elsewhere.iterdir()) == []

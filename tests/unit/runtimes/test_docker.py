@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from byog.core.errors import EnvironmentProblem
+from byog.core.errors import EnvironmentProblem, UsageError
 from byog.images import build, context, tags
 from byog.images.engine import docker_client
 from byog.runtimes import container as dk
+from byog.runtimes.docker import DockerRuntime, DockerServer
 from byog.schemas.plan import ServerConfig
 from byog.schemas.server import PreparedModel
 
@@ -203,3 +204,15 @@ def test_unknown_flavour_is_a_usage_error() -> None:
 
     with pytest.raises(UsageError):
         build.build_image("tpu")
+
+
+def test_a_docker_server_without_an_image_is_bad_input(model: PreparedModel, tmp_path: Path) -> None:
+    """A config the plan's validation did not see (a copy with the image taken out) is refused
+    before any engine is asked, as bad input (exit 2), not as a failed check (exit 1)."""
+    no_image = ServerConfig(runtime="docker", image="img:1").model_copy(update={"image": None})
+    with pytest.raises(UsageError, match="names no 'image'") as caught:
+        DockerServer("cand", no_image, model, tmp_path / "cand", client=None)
+    assert caught.value.exit_code == 2
+    with pytest.raises(UsageError, match="asks for the 'local' runtime") as caught:
+        DockerRuntime(client=object()).launch("cand", ServerConfig(runtime="local"), model, tmp_path / "cand")
+    assert caught.value.exit_code == 2
