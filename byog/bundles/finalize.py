@@ -64,7 +64,7 @@ def seal_and_pack(
     ``subject``: 'OWNER/REPO#PR' or 'OWNER/REPO@COMMIT' the bundle is for (signed in its manifest)."""
     subject = subject_arg(subject)
     if not run_dir.summary_json.is_file():
-        raise UsageError(f"{run_dir.root} has no summary.json; run `byog compare {run_dir.root}` first")
+        raise UsageError(f"{run_dir.root} has no summary.json; run `byog derive {run_dir.root}` first")
     key = (key or configured_key()) if sign else None
     if key is not None and not key.path.is_file():
         raise UsageError(f"signing key {key.path} (from {key.source}) does not exist")

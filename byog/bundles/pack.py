@@ -109,7 +109,7 @@ def bundle_contents(run_dir: RunDir, *, exclude: set[Path] = frozenset()) -> Bun
     files = collect_files(run_dir, exclude=exclude)
     for required in ("plan.yaml", "summary.json", "report.md"):
         if required not in files:
-            raise UsageError(f"{run_dir.root} has no {required}; run `byog compare {run_dir.root}` first")
+            raise UsageError(f"{run_dir.root} has no {required}; run `byog derive {run_dir.root}` first")
     for name in [n for n in files if n.endswith(".log")]:
         _gzip_member(files, name)
     return BundleContents(files=files)

@@ -100,7 +100,7 @@ def load_reproduction(path: Path, manifest_sha256: str, allowed_signers: Path | 
 
 def _write(run_dir: RunDir, out_dir: Path, inputs: ReportInputs) -> ReportWritten:
     if not run_dir.summary_json.is_file():
-        raise UsageError(f"{run_dir.root} has no summary.json; run `byog compare {run_dir.root}` first")
+        raise UsageError(f"{run_dir.root} has no summary.json; run `byog derive {run_dir.root}` first")
     summary = read_summary(run_dir.summary_json)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = out_dir / "report.md"

@@ -4,9 +4,10 @@ One module per command group (``run``, ``bench``, ``evals``, ``check``, ``bundle
 declared once in ``byog.cli.common``, and so is the mapping of errors to one sentence and an exit
 code (0 ok, 1 check failed, 2 usage, 3 environment; ``BYOG_DEBUG=1`` shows the traceback).
 
-A command imports only its own group: ``byog verify`` never loads the load generator, the
-runtimes or lm-eval. ``GROUPS`` says which module registers which command; ``byog --help`` (no
-command) loads every group to list them, and so does ``byog.cli.app`` (tests drive it).
+A command imports only its own module: ``byog verify`` never loads the load generator, the
+runtimes or lm-eval. ``COMMANDS`` is the one list of commands: each name and the attribute of
+the module that implements it (a function is a command, a ``typer.Typer`` a group of them);
+``byog --help`` (no command) loads every module to list them, and so does ``byog.cli.app`` (tests drive it).
 """
 
 from __future__ import annotations
@@ -17,35 +18,48 @@ from typing import Any
 
 import typer
 
-# command (first argument) -> the module of byog.cli that registers it; the order lists them in --help
-GROUPS: dict[str, str] = {
-    "version": "run",
-    "run": "run",
-    "serve": "run",
-    "compare": "run",
-    "plan": "run",
-    "bench": "bench",
-    "client-ceiling": "bench",
-    "eval": "evals",
-    "data": "evals",
-    "check": "check",
-    "verify": "bundles",
-    "report": "bundles",
-    "attach": "bundles",
-    "bundle": "bundles",
-    "keys": "bundles",
-    "reproduce": "reproduce",
-    "pr": "pr",
-    "image": "images",
+from byog.cli.common import command as guarded_command
+
+# command (first argument) -> "module:attribute" of byog.cli; the order lists them in --help
+COMMANDS: dict[str, str] = {
+    "version": "run:version_cmd",
+    "run": "run:run_cmd",
+    "serve": "run:serve_cmd",
+    "derive": "run:derive_cmd",
+    "plan": "run:plan_cmd",
+    "bench": "bench:bench_cmd",
+    "client-ceiling": "bench:client_ceiling_cmd",
+    "eval": "evals:eval_cmd",
+    "data": "evals:data_app",
+    "check": "check:check_app",
+    "verify": "bundles:verify_cmd",
+    "report": "bundles:report_cmd",
+    "attach": "bundles:attach_cmd",
+    "bundle": "bundles:bundle_app",
+    "keys": "bundles:keys_app",
+    "reproduce": "reproduce:reproduce_cmd",
+    "pr": "pr:pr_app",
+    "image": "images:image_app",
 }
+# other names a command answers to, left out of --help: alias -> command
+ALIASES: dict[str, str] = {"compare": "derive"}
 
 
 def _root() -> None:
     """Bring your own GPU: measure a vLLM change against stock vLLM and pack a signed bundle."""
 
 
+def _add(app: typer.Typer, name: str, *, hidden: bool = False) -> None:
+    module, attribute = COMMANDS[ALIASES.get(name, name)].split(":")
+    target = getattr(importlib.import_module(f"byog.cli.{module}"), attribute)
+    if isinstance(target, typer.Typer):
+        app.add_typer(target, name=name, hidden=hidden)
+    else:
+        guarded_command(app, name, hidden=hidden)(target)
+
+
 def build_app(command: str | None = None) -> typer.Typer:
-    """The typer app with the group of ``command`` registered (every group when it is unknown or None)."""
+    """The typer app with ``command`` registered (every command when it is unknown or None)."""
     app = typer.Typer(
         name="byog",
         help="Bring your own GPU: measure a vLLM change against stock vLLM and pack a signed bundle.",
@@ -56,9 +70,13 @@ def build_app(command: str | None = None) -> typer.Typer:
     # A callback keeps the app a group of commands: typer runs an app of one command as that
     # command, which would read `byog reproduce BUNDLE` as the bundle "reproduce" plus an extra one.
     app.callback()(_root)
-    groups = [GROUPS[command]] if command in GROUPS else list(dict.fromkeys(GROUPS.values()))
-    for group in groups:
-        importlib.import_module(f"byog.cli.{group}").register(app)
+    if command in COMMANDS or command in ALIASES:
+        _add(app, command, hidden=command in ALIASES)
+    else:
+        for name in COMMANDS:
+            _add(app, name)
+        for alias in ALIASES:
+            _add(app, alias, hidden=True)
     return app
 
 

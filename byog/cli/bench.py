@@ -13,7 +13,6 @@ from byog.cli.common import (
     ModelOpt,
     RunDirOpt,
     TokenizerOpt,
-    command,
     console,
     err_console,
     print_json,
@@ -22,11 +21,6 @@ from byog.core.console_tables import TextTable, print_table
 from byog.core.errors import UsageError
 from byog.pipeline.bench_endpoint import BenchFlags, bench_endpoint
 from byog.schemas.bench import PointSummary
-
-
-def register(app: typer.Typer) -> None:
-    command(app, "bench")(bench_cmd)
-    command(app, "client-ceiling")(client_ceiling_cmd)
 
 
 def parse_int_list(text: str, what: str) -> list[int]:

@@ -42,18 +42,11 @@ ForOpt = Annotated[
 ]
 
 
-def register(app: typer.Typer) -> None:
-    bundle_app = typer.Typer(help="Seal a run directory into a signed bundle.", no_args_is_help=True)
-    keys_app = typer.Typer(help="Manage the allowed signers verify trusts.", no_args_is_help=True)
-    app.add_typer(bundle_app, name="bundle")
-    app.add_typer(keys_app, name="keys")
-    command(bundle_app, "pack")(bundle_pack_cmd)
-    command(app, "verify")(verify_cmd)
-    command(app, "report")(report_cmd)
-    command(keys_app, "add")(keys_add_cmd)
-    command(app, "attach")(attach_cmd)
+bundle_app = typer.Typer(help="Seal a run directory into a signed bundle.", no_args_is_help=True)
+keys_app = typer.Typer(help="Manage the allowed signers verify trusts.", no_args_is_help=True)
 
 
+@command(bundle_app, "pack")
 def bundle_pack_cmd(
     run_dir: Path = typer.Argument(..., help="A run directory with summary.json."),
     out: OutOpt = None,
@@ -148,6 +141,7 @@ def report_cmd(
     )
 
 
+@command(keys_app, "add")
 def keys_add_cmd(
     github_user: str = typer.Argument(..., help="GitHub user whose SSH signing keys to trust."),
     allowed_signers: Path | None = typer.Option(

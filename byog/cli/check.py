@@ -7,16 +7,12 @@ import typer
 from byog.cli.common import DataDirOpt, JsonOpt, PlanArg, RunDirOpt, TierOpt, command, console, err_console, print_json
 from byog.pipeline.check import check_plan
 
-
-def register(app: typer.Typer) -> None:
-    check_app = typer.Typer(
-        help="Token-level correctness of each candidate against its stock baseline.", no_args_is_help=True
-    )
-    app.add_typer(check_app, name="check")
-    command(check_app, "numerics")(numerics_cmd)
-    command(check_app, "conformance")(conformance_cmd)
+check_app = typer.Typer(
+    help="Token-level correctness of each candidate against its stock baseline.", no_args_is_help=True
+)
 
 
+@command(check_app, "numerics")
 def numerics_cmd(
     plan: PlanArg = None,
     plan_opt: str | None = typer.Option(None, "--plan", help="Same as the PLAN argument."),
@@ -33,6 +29,7 @@ def numerics_cmd(
         print_json(summary.to_json().get("numerics"))
 
 
+@command(check_app, "conformance")
 def conformance_cmd(
     plan: PlanArg = None,
     plan_opt: str | None = typer.Option(None, "--plan", help="Same as the PLAN argument."),

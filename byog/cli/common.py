@@ -90,9 +90,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.
 EndpointOpt = Annotated[
     str, typer.Option("--endpoint", help="Base URL of a running OpenAI-compatible server, e.g. http://127.0.0.1:8000.")
 ]
-ModelOpt = Annotated[
-    str | None, typer.Option("--model", help="Served model name (default: the first of /v1/models).")
-]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Served model name (default: the first of /v1/models).")]
 TokenizerOpt = Annotated[
     str | None, typer.Option("--tokenizer", help="Tokenizer path or id (default: ask the server).")
 ]

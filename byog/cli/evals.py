@@ -21,12 +21,7 @@ from byog.cli.common import (
 from byog.core.console_tables import TextTable, print_table
 from byog.pipeline.eval_endpoint import EvalFlags, data_pull, eval_endpoint
 
-
-def register(app: typer.Typer) -> None:
-    command(app, "eval")(eval_cmd)
-    data_app = typer.Typer(help="Datasets for the evals: cache hub copies for offline runs.", no_args_is_help=True)
-    app.add_typer(data_app, name="data")
-    command(data_app, "pull")(data_pull_cmd)
+data_app = typer.Typer(help="Datasets for the evals: cache hub copies for offline runs.", no_args_is_help=True)
 
 
 def eval_cmd(
@@ -40,9 +35,7 @@ def eval_cmd(
     ),
     limit: int | None = typer.Option(None, "--limit", min=1, help="First N items of each task (default: all)."),
     passes: int = typer.Option(1, "--passes", min=1, help="K passes; pass k sends seed s_k with every request."),
-    seeds: str | None = typer.Option(
-        None, "--seeds", help="Comma-separated seeds s_1..s_K (default 1234, 1235, ...)."
-    ),
+    seeds: str | None = typer.Option(None, "--seeds", help="Comma-separated seeds s_1..s_K (default 1234, 1235, ...)."),
     max_gen_toks: int | None = typer.Option(
         None,
         "--max-gen-toks",
@@ -76,6 +69,7 @@ def eval_cmd(
         render_evals(result)
 
 
+@command(data_app, "pull")
 def data_pull_cmd(
     tasks: str = typer.Option(
         "gpqa_diamond,mrcr", "--tasks", help="Tasks whose hub datasets to cache (pinned revisions)."

@@ -9,14 +9,10 @@ from byog.core.console_tables import TextTable, print_table
 from byog.images.build import build_image
 from byog.images.inspect import inspect_image
 
-
-def register(app: typer.Typer) -> None:
-    image_app = typer.Typer(help="Build and inspect byog's eval images (docker SDK).", no_args_is_help=True)
-    app.add_typer(image_app, name="image")
-    command(image_app, "build")(image_build_cmd)
-    command(image_app, "inspect")(image_inspect_cmd)
+image_app = typer.Typer(help="Build and inspect byog's eval images (docker SDK).", no_args_is_help=True)
 
 
+@command(image_app, "build")
 def image_build_cmd(
     flavour: str = typer.Option(
         "gpu",
@@ -43,6 +39,7 @@ def image_build_cmd(
         )
 
 
+@command(image_app, "inspect")
 def image_inspect_cmd(
     image: str = typer.Argument(..., help="Image reference (tag or id)."),
     no_probe: bool = typer.Option(

@@ -13,14 +13,10 @@ from byog.cli.common import JsonOpt, OutOpt, command, print_json
 from byog.core.errors import UsageError
 from byog.core.io import atomic_write_text
 
-
-def register(app: typer.Typer) -> None:
-    pr_app = typer.Typer(help="The PR workflow's steps (docs/pr-workflow.md).", no_args_is_help=True)
-    app.add_typer(pr_app, name="pr")
-    command(pr_app, "bundle-url")(bundle_url_cmd)
-    command(pr_app, "comment")(comment_cmd)
+pr_app = typer.Typer(help="The PR workflow's steps (docs/pr-workflow.md).", no_args_is_help=True)
 
 
+@command(pr_app, "bundle-url")
 def bundle_url_cmd(
     event: Path = typer.Option(..., "--event", help="The GitHub event payload ($GITHUB_EVENT_PATH)."),
     comments: Path | None = typer.Option(
@@ -38,11 +34,10 @@ def bundle_url_cmd(
         raise UsageError(f"PR #{found.pr} links no bundle (.tar.gz) posted by its author {found.author}")
 
 
+@command(pr_app, "comment")
 def comment_cmd(
     verify: Path = typer.Option(..., "--verify", help="The output of byog verify --json."),
-    report: Path | None = typer.Option(
-        None, "--report", help="The re-rendered report.md (shown only when verified)."
-    ),
+    report: Path | None = typer.Option(None, "--report", help="The re-rendered report.md (shown only when verified)."),
     bundle: Path | None = typer.Option(None, "--bundle", help="The bundle file, to print its sha256."),
     bundle_url: str | None = typer.Option(None, "--bundle-url", help="Where the bundle was fetched from."),
     run_url: str | None = typer.Option(None, "--run-url", help="This workflow run's URL."),

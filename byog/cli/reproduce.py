@@ -10,17 +10,13 @@ from rich.text import Text
 
 from byog.analysis.reproduction import DEFAULT_RUN_NOISE
 from byog.bundles.finalize import describe
-from byog.cli.common import AllowedSignersOpt, DataDirOpt, JsonOpt, command, console, err_console, print_json
+from byog.cli.common import AllowedSignersOpt, DataDirOpt, JsonOpt, console, err_console, print_json
 from byog.core.console_tables import TextTable, print_table
 from byog.pipeline.reproduce import DEFAULT_EVAL_ITEMS, DEFAULT_SAMPLE, Reproduced, ReproduceOptions, reproduce
 from byog.plans.subset import Overrides
 from byog.schemas.reproduction import ReproductionRecord
 
 STYLE = {"reproduced": "bold green", "not reproduced": "bold red", "not compared": "yellow"}  # the outcome line
-
-
-def register(app: typer.Typer) -> None:
-    command(app, "reproduce")(reproduce_cmd)
 
 
 def reproduce_cmd(

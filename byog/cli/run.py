@@ -1,4 +1,4 @@
-"""`byog run`, `serve`, `compare`, `plan`, `version`: the plan's life cycle."""
+"""`byog run`, `serve`, `derive`, `plan`, `version`: the plan's life cycle."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from byog.cli.common import (
     PlanArg,
     RunDirOpt,
     TierOpt,
-    command,
     console,
     err_console,
     print_json,
@@ -30,14 +29,6 @@ from byog.pipeline.planview import (
 )
 from byog.pipeline.run import run_plan
 from byog.pipeline.serve import serve_until_interrupted
-
-
-def register(app: typer.Typer) -> None:
-    command(app, "version")(version_cmd)
-    command(app, "run")(run_cmd)
-    command(app, "serve")(serve_cmd)
-    command(app, "compare")(compare_cmd)
-    command(app, "plan")(plan_cmd)
 
 
 def version_cmd() -> None:
@@ -71,18 +62,18 @@ def run_cmd(
 
 def serve_cmd(
     plan: PlanArg = None,
-    server: str | None = typer.Option(
-        None, "--server", help="Which server config to start (default: the baseline)."
-    ),
+    server: str | None = typer.Option(None, "--server", help="Which server config to start (default: the baseline)."),
     run_dir: Path | None = typer.Option(
-        None, "--run-dir", help="Where server.json and the log go (default: serve under BYOG_RUNS_DIR, else runs/serve)."
+        None,
+        "--run-dir",
+        help="Where server.json and the log go (default: serve under BYOG_RUNS_DIR, else runs/serve).",
     ),
 ) -> None:
     """Start one server config of a plan and keep it up until Ctrl-C (for byog bench/eval --endpoint)."""
     serve_until_interrupted(plan, server, run_dir, console)
 
 
-def compare_cmd(run_dir: Path = typer.Argument(..., help="A run directory."), as_json: JsonOpt = False) -> None:
+def derive_cmd(run_dir: Path = typer.Argument(..., help="A run directory."), as_json: JsonOpt = False) -> None:
     """Re-derive summary.json and report.md from a run directory's raw records."""
     summary = derive_and_write(run_dir, console=err_console if as_json else console)
     if as_json:

@@ -1,7 +1,7 @@
 """`byog eval --endpoint URL` and `byog data pull`: the evals on their own, without a plan.
 
 The same ``run_task`` / ``write_task`` as ``byog run`` uses; results land in a run directory
-(``evals/<server>/<task>/``) so ``byog compare`` and the report read them the same way.
+(``evals/<server>/<task>/``) so ``byog derive`` and the report read them the same way.
 """
 
 from __future__ import annotations

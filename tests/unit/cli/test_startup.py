@@ -1,21 +1,65 @@
-"""`byog verify` loads only the bundles command group (start-up time), and the map from command to
-group that makes that possible names every command each group registers."""
+"""`byog verify` loads only its own module (start-up time), and ``COMMANDS``, the one list that
+makes that possible, names every command the cli modules define."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import subprocess
 import sys
 
 import typer
 
-from byog.cli import GROUPS, build_app
+import byog.cli
+from byog.cli import ALIASES, COMMANDS, build_app
 
 
-def test_every_command_maps_to_the_group_that_registers_it() -> None:
-    for command, group in GROUPS.items():
-        app = build_app(command)
-        names = [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
-        assert command in names and all(GROUPS.get(name) == group for name in names), (command, group, names)
+def _names(app: typer.Typer) -> list[str | None]:
+    return [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
+
+
+def test_the_app_main_builds_for_a_command_holds_that_command_only() -> None:
+    for command in [*COMMANDS, *ALIASES]:
+        assert _names(build_app(command)) == [command], command
+
+
+def test_every_command_a_cli_module_defines_is_listed() -> None:
+    """A ``*_cmd`` function or a ``typer.Typer`` group in a cli module that ``COMMANDS`` does not name
+    would never run: a command added in one place only fails here."""
+    listed = set(COMMANDS.values())
+    defined = set()
+    for info in pkgutil.iter_modules(byog.cli.__path__):
+        if info.name == "common":
+            continue
+        module = importlib.import_module(f"byog.cli.{info.name}")
+        groups = {name: value for name, value in vars(module).items() if isinstance(value, typer.Typer)}
+        in_a_group = {c.callback.__wrapped__ for group in groups.values() for c in group.registered_commands}
+        defined |= {f"{info.name}:{name}" for name in groups}
+        defined |= {
+            f"{info.name}:{name}"
+            for name, value in vars(module).items()
+            if name.endswith("_cmd")
+            and getattr(value, "__module__", None) == module.__name__
+            and value not in in_a_group
+        }
+    assert defined == listed
+    assert all(target in COMMANDS for target in ALIASES.values())
+
+
+def test_compare_is_a_hidden_name_of_derive() -> None:
+    from typer.testing import CliRunner
+
+    from byog.cli import app
+
+    hidden = {c.name: c.hidden for c in app.registered_commands}
+    assert hidden["derive"] is False and hidden["compare"] is True
+    listed = [
+        line.split()[1] for line in CliRunner().invoke(app, ["--help"]).output.splitlines() if line.startswith("│ ")
+    ]
+    assert "derive" in listed and "compare" not in listed
+    callbacks = {c.name: c.callback.__wrapped__ for c in app.registered_commands}
+    assert callbacks["compare"] is callbacks["derive"]
+    assert "Usage: byog compare" in CliRunner().invoke(app, ["compare", "--help"]).output
 
 
 def test_verify_does_not_import_the_other_groups() -> None:
@@ -37,8 +81,7 @@ def test_the_full_app_still_has_every_command() -> None:
     from byog.cli import app
 
     assert isinstance(app, typer.Typer)
-    names = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
-    assert names == set(GROUPS)
+    assert set(_names(app)) == set(COMMANDS) | set(ALIASES)
 
 
 def test_every_command_runs_by_its_name_from_the_app_main_builds() -> None:
@@ -46,9 +89,7 @@ def test_every_command_runs_by_its_name_from_the_app_main_builds() -> None:
     take the command's name (typer would otherwise run it as the app itself)."""
     from typer.testing import CliRunner
 
-    from byog.cli import GROUPS, build_app
-
-    for command in GROUPS:
+    for command in [*COMMANDS, *ALIASES]:
         result = CliRunner().invoke(build_app(command), [command, "--help"])
         usage = next((line for line in result.output.splitlines() if "Usage:" in line), "")
         assert result.exit_code == 0 and f" {command} " in usage, (command, result.output[:300])
