@@ -1,27 +1,29 @@
-"""verify's checks: small named units, run in the order of ``ORDER``, reported together.
+"""verify's checks: small named units, run in the order of ``CHECKS``, reported together.
 
-Importing this package registers every check; the order is declared here, not left to the order
-of imports, because a check may require another to have passed first. First what needs no trust
+``CHECKS`` is the one list of what verify runs and in which order (each check declares its
+name and what it needs with ``@check``): the order is declared here, not left to the order of
+imports, because a check may require another to have passed first. First what needs no trust
 (manifest, hashes, signature), then, for a trusted signer only, the subject and the content
 checks (bounds, predicate, schemas, summary, report, policy, claims).
 """
 
-from byog.bundles.checks import bounds, claims, integrity, policy, predicate, recompute, schemas, signature  # noqa: F401  (registration)
-from byog.bundles.checks.base import CHECKS, Check, CheckResult, VerifyContext, run_checks, run_one
+from byog.bundles.checks import bounds, claims, integrity, policy, predicate, recompute, schemas, signature
+from byog.bundles.checks.base import Check, CheckResult, VerifyContext, in_order, run_checks, run_one
 
-ORDER = (
-    "manifest",
-    "hashes",
-    "signature",
-    "subject",
-    "bounds",
-    "predicate",
-    "schemas",
-    "summary",
-    "report",
-    "policy",
-    "claims",
+CHECKS: tuple[Check, ...] = in_order(
+    (
+        integrity.manifest_parses,
+        integrity.hashes_match,
+        signature.signed_by_allowed_signer,
+        signature.made_for_this_subject,
+        bounds.within_bounds,
+        predicate.predicate_matches_files,
+        schemas.files_match_schemas,
+        recompute.summary_recomputes,
+        recompute.report_rerenders,
+        policy.meets_policy,
+        claims.claims_hold,
+    )
 )
-CHECKS.sort(key=lambda item: ORDER.index(item.name))
 
-__all__ = ["CHECKS", "ORDER", "Check", "CheckResult", "VerifyContext", "run_checks", "run_one"]
+__all__ = ["CHECKS", "Check", "CheckResult", "VerifyContext", "run_checks", "run_one"]

@@ -1,6 +1,6 @@
 """The shape every verify check shares (cf. MLPerf's submission checker).
 
-A check is a function ``(ctx) -> str`` registered with ``@check("name")``: it returns one
+A check is a function ``(ctx) -> str`` declared with ``@check("name")``: it returns one
 sentence on success and raises ``CheckFailed`` (one sentence) on failure, or ``Skipped`` when it
 has nothing to check. Any other exception on hostile input is still a failure, never a
 traceback; an ``EnvironmentProblem`` (something this machine lacks) stops verify with exit 3.
@@ -91,23 +91,34 @@ class Check:
     gated: bool  # runs only for a trusted signer (or an allowed unsigned bundle)
     isolated: bool  # parses content: runs in the limited child process
 
-
-CHECKS: list[Check] = []
+    def __call__(self, ctx: VerifyContext) -> str:
+        return self.fn(ctx)
 
 
 def check(
     name: str, *, requires: tuple[str, ...] = (), gated: bool = True, isolated: bool = True
-) -> Callable[[CheckFn], CheckFn]:
+) -> Callable[[CheckFn], Check]:
+    """Declare a check; ``byog.bundles.checks.CHECKS`` lists the checks verify runs, in order."""
     if isolated and not gated:
         raise ValueError(f"verify check '{name}': a check that parses content must wait for the signer (gated)")
 
-    def register(fn: CheckFn) -> CheckFn:
-        if any(existing.name == name for existing in CHECKS):
-            raise ValueError(f"verify check '{name}' is registered twice")
-        CHECKS.append(Check(name, fn, requires, gated, isolated))
-        return fn
+    def declare(fn: CheckFn) -> Check:
+        return Check(name, fn, requires, gated, isolated)
 
-    return register
+    return declare
+
+
+def in_order(checks: tuple[Check, ...]) -> tuple[Check, ...]:
+    """``checks`` as given, refused when a name repeats or a check requires one that does not run before it."""
+    seen: set[str] = set()
+    for item in checks:
+        if item.name in seen:
+            raise ValueError(f"verify check '{item.name}' is listed twice")
+        missing = [dep for dep in item.requires if dep not in seen]
+        if missing:
+            raise ValueError(f"verify check '{item.name}' requires {', '.join(missing)}, which must run before it")
+        seen.add(item.name)
+    return checks
 
 
 def _message(err: BaseException) -> str:
@@ -143,7 +154,7 @@ def run_one(item: Check, ctx: VerifyContext, status: dict[str, Status]) -> Check
 
 
 def run_checks(
-    ctx: VerifyContext, checks: Iterable[Check] | None = None, status: dict[str, Status] | None = None
+    ctx: VerifyContext, checks: Iterable[Check], status: dict[str, Status] | None = None
 ) -> list[CheckResult]:
     status = {} if status is None else status
-    return [run_one(item, ctx, status) for item in (CHECKS if checks is None else checks)]
+    return [run_one(item, ctx, status) for item in checks]
