@@ -475,19 +475,6 @@ def _interval(ratios: Sequence[float], level: float) -> tuple[float | None, floa
     return m.percentile(ratios, alpha), m.percentile(ratios, 100 - alpha)
 
 
-def bootstrap_ratio_ci(
-    cand: Sequence[_Unit],
-    base: Sequence[_Unit],
-    stat: Callable[[Sequence[_Unit]], float | None],
-    seed: list[int],
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    metric: str | None = None,
-) -> tuple[float | None, float | None]:
-    """Percentile bootstrap CI (CI_LEVEL) of stat(cand)/stat(base) (``bootstrap_ratios``)."""
-    ratios = bootstrap_ratios(cand, base, stat, seed, resamples, metric)
-    return (None, None) if ratios is None else _interval(ratios, CI_LEVEL)
-
-
 def _stat_for(metric: str, kind: str) -> Callable[[Sequence[_Unit]], float | None]:
     def stat(units: Sequence[_Unit]) -> float | None:
         return _STATISTICS[metric](units, kind)
@@ -687,9 +674,7 @@ def bootstrap_value_ci(
     resamples: int = BOOTSTRAP_RESAMPLES,
     metric: str | None = None,
 ) -> tuple[float | None, float | None]:
-    """Percentile bootstrap CI of stat(units), resampling the units with replacement.
-
-    The one-sided twin of ``bootstrap_ratio_ci`` (same units, same resample count and level):
+    """Percentile bootstrap CI of stat(units), resampling the units with replacement:
     ``(None, None)`` with fewer than two units, or when fewer than half the resamples give a value.
     """
     import numpy as np

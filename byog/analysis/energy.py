@@ -36,15 +36,6 @@ CLOCK_EVENT_REASONS: dict[int, str] = {
 THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 
 
-def decode_reasons(mask: int) -> list[str]:
-    """Names of the set bits of an NVML clocks-event-reasons bitmask; unknown bits as ``0x...``."""
-    names = [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
-    unknown = mask & ~sum(CLOCK_EVENT_REASONS)
-    if unknown:
-        names.append(f"0x{unknown:x}")
-    return names
-
-
 def _interp(ts: Sequence[int], ys: Sequence[float], t: int) -> float | None:
     """``y(t)`` by linear interpolation between the samples around ``t``; ``None`` outside them."""
     if not ts or t < ts[0] or t > ts[-1]:

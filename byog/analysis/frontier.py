@@ -62,19 +62,3 @@ def pareto_frontier(points: Sequence[FrontierPoint]) -> list[FrontierPoint]:
     usable = [p for p in points if p.valid and p.tok_s_user is not None and p.tok_s_gpu is not None]
     front = [p for p in usable if not any(_dominates(q, p) for q in usable if q is not p)]
     return sorted(front, key=lambda p: (p.tok_s_user, -(p.tok_s_gpu or 0.0)))
-
-
-def frontier_gain(candidate: Sequence[FrontierPoint], baseline: Sequence[FrontierPoint], x: float) -> float | None:
-    """Candidate over baseline throughput per GPU at the same interactivity ``x``, on each frontier line.
-
-    Each frontier is read as a step function: the best y among its points with ``tok_s_user >=
-    x`` (what the server can deliver to users who each need at least ``x`` tok/s). ``None`` when
-    either frontier has no point that fast.
-    """
-
-    def best(front: Sequence[FrontierPoint]) -> float | None:
-        ys = [p.tok_s_gpu for p in pareto_frontier(front) if p.tok_s_user is not None and p.tok_s_user >= x]
-        return max(y for y in ys if y is not None) if ys else None
-
-    c, b = best(candidate), best(baseline)
-    return c / b if c is not None and b else None

@@ -48,12 +48,6 @@ def tpot_s(req: RequestRow) -> float | None:
     return (req.t_last_ns - req.t_first_ns) / NS_PER_S / (req.n_out - 1)
 
 
-def tok_s_user(req: RequestRow) -> float | None:
-    """Interactivity of one user: ``tok_s_user = 1 / tpot``."""
-    tpot = tpot_s(req)
-    return None if tpot is None or tpot <= 0 else 1.0 / tpot
-
-
 def e2e_latency_s(req: RequestRow) -> float | None:
     """End-to-end latency: ``t_last - t_send``."""
     if not req.ok:
@@ -80,15 +74,6 @@ def itl_s(req: RequestRow) -> list[float]:
     return out
 
 
-def itl_mean_s(req: RequestRow) -> float | None:
-    """Per-request mean ITL: ``(t_last - t_first) / (n_out - k_first)``, k_first = tokens of the first chunk.
-
-    Equals TPOT when the first chunk carries one token (the usual case).
-    """
-    values = itl_s(req)
-    return math.fsum(values) / len(values) if values else None
-
-
 def pooled_itl_s(reqs: Iterable[RequestRow]) -> list[float]:
     """ITL pooled over requests: the concatenation of every request's ``itl_s`` (token-weighted)."""
     out: list[float] = []
@@ -100,36 +85,6 @@ def pooled_itl_s(reqs: Iterable[RequestRow]) -> list[float]:
 # --- a wave of a batch workload -------------------------------------------------------------
 
 
-def decode_window_ns(wave: Sequence[RequestRow]) -> tuple[int, int] | None:
-    """Decode window of a wave: ``[max_r t_first_r, min_r t_last_r]``.
-
-    Inside it every request of the wave has had its first token and none has finished, so the
-    server decodes the whole batch and does no prefill of this wave. ``None`` when a request
-    failed or the window is empty (some request finished before another one started).
-    """
-    if not wave or not all(r.ok for r in wave):
-        return None
-    start = max(r.t_first_ns for r in wave)
-    end = min(r.t_last_ns for r in wave)
-    return (start, end) if end > start else None
-
-
-def tokens_in_window(wave: Sequence[RequestRow], window: tuple[int, int]) -> int:
-    """Output tokens generated inside the window: tokens of chunks arriving in ``(start, end]``.
-
-    A chunk's tokens were generated since the previous chunk, so the chunk arriving exactly at
-    ``start`` (the last request's first token, i.e. its prefill) is excluded and the chunk at
-    ``end`` included.
-    """
-    start, end = window
-    total = 0
-    for req in wave:
-        for t, k in zip(req.chunk_t_ns, req.chunk_tokens):
-            if start < t <= end:
-                total += k
-    return total
-
-
 def decode_tok_s(tokens: int, window_s: float) -> float | None:
     """Aggregate decode throughput: ``decode_tok_s = tokens generated inside the window / window length``.
 
@@ -137,23 +92,6 @@ def decode_tok_s(tokens: int, window_s: float) -> float | None:
     a wave weighs by its window length.
     """
     return tokens / window_s if window_s > 0 else None
-
-
-def steps_in_window(wave: Sequence[RequestRow], window: tuple[int, int]) -> float:
-    """Engine steps inside a wave's decode window, counted by the client: the mean over the wave's
-    requests of the chunks arriving in ``(start, end]``.
-
-    vLLM streams what one engine step produced for a request (one token, or 1 + accepted draft
-    tokens) as one SSE event, and inside the window every request takes part in every step, so
-    each request's chunk count is the step count. Independent of the acceptance length. vLLM
-    merges two steps into one event only when its API server falls behind (on the H200 at B = 64:
-    1 merged chunk in 65,536 tokens), which would make this count low.
-    """
-    if not wave:
-        return 0.0
-    start, end = window
-    chunks = sum(1 for req in wave for t in req.chunk_t_ns if start < t <= end)
-    return chunks / len(wave)
 
 
 def decode_step_s(window_s: float, steps: float) -> float | None:
@@ -193,22 +131,6 @@ def output_tok_s(reqs: Sequence[RequestRow]) -> float | None:
         return None
     span = (max(r.t_last_ns for r in done) - min(r.t_send_ns for r in reqs)) / NS_PER_S
     return sum(r.n_out for r in done) / span if span > 0 else None
-
-
-def achieved_concurrency(reqs: Sequence[RequestRow], start_ns: int, end_ns: int) -> float | None:
-    """Time-weighted mean number of requests in flight over ``[start, end]``.
-
-    A request is in flight from ``t_send`` to ``t_last`` (its last token). Equals the target
-    C of a closed loop that keeps C requests busy.
-    """
-    if end_ns <= start_ns:
-        return None
-    busy = 0
-    for r in reqs:
-        t_end = r.t_last_ns if r.ok else r.t_send_ns
-        lo, hi = max(r.t_send_ns, start_ns), min(t_end, end_ns)
-        busy += max(0, hi - lo)
-    return busy / (end_ns - start_ns)
 
 
 # --- speculative decoding (from /metrics counter deltas) ------------------------------------
@@ -294,10 +216,12 @@ def tokens_per_request_step(generated: float, accepted: float) -> float | None:
 
 
 # --- the same formulas over many requests at once (RequestColumns) ---------------------------
-# Each is its per-request formula above, applied to every request of a column set with the same
-# floating-point operations (int64 differences, then float64 divisions that IEEE rounds exactly
-# as Python's int/int and float/int do for values below 2**53), so the numbers are bit for bit
-# the same; verify's recompute of a 25 MB bundle needs them to be fast.
+# Where a per-request formula above exists, its column form applies it to every request of a
+# column set with the same floating-point operations (int64 differences, then float64 divisions
+# that IEEE rounds exactly as Python's int/int and float/int do for values below 2**53), so the
+# numbers are bit for bit the same; the wave formulas exist only as columns (their per-request
+# twins are the tests' oracle, tests/support/metrics_oracle.py). verify's recompute of a 25 MB
+# bundle needs them to be fast.
 
 
 def ttft_s_columns(c: RequestColumns) -> np.ndarray:
@@ -340,7 +264,9 @@ def itl_s_columns(c: RequestColumns) -> np.ndarray:
 
 
 def itl_mean_s_columns(c: RequestColumns) -> list[float]:
-    """``itl_mean_s`` of every request that has ITL values (math.fsum per request: exact, as before)."""
+    """Per-request mean ITL of every request that has ITL values: ``(t_last - t_first) / (n_out - k_first)``,
+    k_first = tokens of the first chunk (math.fsum per request: exact). Equals TPOT when the first chunk
+    carries one token (the usual case)."""
     import numpy as np
 
     values, k, owner = _itl_parts(c)
@@ -356,7 +282,15 @@ def itl_mean_s_columns(c: RequestColumns) -> list[float]:
 
 
 def steps_in_window_columns(wave: RequestColumns, window: tuple[int, int]) -> float:
-    """``steps_in_window`` of a wave's columns."""
+    """Engine steps inside a wave's decode window, counted by the client: the mean over the wave's
+    requests of the chunks arriving in ``(start, end]``.
+
+    vLLM streams what one engine step produced for a request (one token, or 1 + accepted draft
+    tokens) as one SSE event, and inside the window every request takes part in every step, so
+    each request's chunk count is the step count. Independent of the acceptance length. vLLM
+    merges two steps into one event only when its API server falls behind (on the H200 at B = 64:
+    1 merged chunk in 65,536 tokens), which would make this count low.
+    """
     if len(wave) == 0:
         return 0.0
     start, end = window
@@ -365,7 +299,12 @@ def steps_in_window_columns(wave: RequestColumns, window: tuple[int, int]) -> fl
 
 
 def decode_window_ns_columns(wave: RequestColumns) -> tuple[int, int] | None:
-    """``decode_window_ns`` of a wave's columns."""
+    """Decode window of a wave: ``[max_r t_first_r, min_r t_last_r]``.
+
+    Inside it every request of the wave has had its first token and none has finished, so the
+    server decodes the whole batch and does no prefill of this wave. ``None`` when a request
+    failed or the window is empty (some request finished before another one started).
+    """
     if len(wave) == 0 or not bool(wave.ok.all()):
         return None
     start = int(wave.first_ns.max())
@@ -374,6 +313,12 @@ def decode_window_ns_columns(wave: RequestColumns) -> tuple[int, int] | None:
 
 
 def tokens_in_window_columns(wave: RequestColumns, window: tuple[int, int]) -> int:
+    """Output tokens generated inside the window: tokens of chunks arriving in ``(start, end]``.
+
+    A chunk's tokens were generated since the previous chunk, so the chunk arriving exactly at
+    ``start`` (the last request's first token, i.e. its prefill) is excluded and the chunk at
+    ``end`` included.
+    """
     start, end = window
     inside = (wave.chunk_t_ns > start) & (wave.chunk_t_ns <= end)
     return int(wave.chunk_tokens[inside].sum())
@@ -388,6 +333,11 @@ def output_tok_s_columns(c: RequestColumns) -> float | None:
 
 
 def achieved_concurrency_columns(c: RequestColumns, start_ns: int, end_ns: int) -> float | None:
+    """Time-weighted mean number of requests in flight over ``[start, end]``.
+
+    A request is in flight from ``t_send`` to ``t_last`` (its last token). Equals the target
+    C of a closed loop that keeps C requests busy.
+    """
     import numpy as np
 
     if end_ns <= start_ns:

@@ -29,7 +29,6 @@ the per-turn metrics (TTFT by turn, hit rate) apply to a trace too.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import time
 import zlib
@@ -338,26 +337,3 @@ def run_trace_point(
         return uvloop.run(coro)
     except ImportError:  # pragma: no cover
         return asyncio.run(coro)
-
-
-def trace_stats(rows: Sequence[MooncakeRequest]) -> dict[str, Any]:
-    """What a trace holds: requests, sessions, turns, lengths, span (for docs and the sample's README)."""
-    turns = link_sessions(rows)
-    sessions: dict[int, int] = {}
-    for t in turns:
-        sessions[t.session] = sessions.get(t.session, 0) + 1
-    return {
-        "requests": len(rows),
-        "sessions": len(sessions),
-        "multi_turn_sessions": sum(1 for n in sessions.values() if n > 1),
-        "max_turns": max(sessions.values()),
-        "span_s": (max(r.timestamp for r in rows) - min(r.timestamp for r in rows)) / 1000,
-        "input_mean": sum(r.input_length for r in rows) / len(rows),
-        "output_mean": sum(r.output_length for r in rows) / len(rows),
-        "reusable_block_share": sum(t.reusable_blocks for t in turns) / sum(len(r.hash_ids) for r in rows),
-    }
-
-
-def dump_lines(rows: Sequence[MooncakeRequest]) -> str:
-    """Lines in the trace's own spelling (key order as published)."""
-    return "".join(json.dumps(r.model_dump(), separators=(", ", ": ")) + "\n" for r in rows)

@@ -99,12 +99,6 @@ def _human(n: int) -> str:
     return f"{n // MiB} MiB" if n >= MiB else f"{n // KiB} KiB"
 
 
-def read_capped(path: Path, name: str) -> bytes:
-    """The bytes of a bundle file whose size is within its cap (checked before reading)."""
-    check_size(name, path.stat().st_size)
-    return path.read_bytes()
-
-
 # --- JSON -------------------------------------------------------------------------------------
 
 

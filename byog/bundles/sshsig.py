@@ -190,21 +190,6 @@ def parse_public_blob(blob: bytes) -> PublicKey:
     return parsed
 
 
-def parse_public_line(line: str) -> PublicKey:
-    """A public key from 'type base64 [comment]'."""
-    parts = line.strip().split()
-    if len(parts) < 2:
-        raise SshsigError(f"not an SSH public key: {line.strip()[:60]!r}")
-    try:
-        blob = base64.b64decode(parts[1], validate=True)
-    except (binascii.Error, ValueError):
-        raise SshsigError(f"not an SSH public key (bad base64): {line.strip()[:60]!r}") from None
-    key = parse_public_blob(blob)
-    if key.key_type != parts[0]:
-        raise SshsigError(f"the key says it is {parts[0][:40]!r} but its blob is {key.key_type}")
-    return key
-
-
 # --- private keys -----------------------------------------------------------------------------
 
 

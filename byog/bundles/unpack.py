@@ -257,16 +257,6 @@ def _scan(path: Path, limits: Limits, dest: Path | None) -> list[str]:
     return names
 
 
-def extract_bundle(path: Path, dest: Path, limits: Limits = Limits()) -> list[str]:
-    """Vet the whole archive without writing a byte, then extract it into ``dest`` (empty, private).
-
-    Returns member names in archive order. Two passes cost a second decompression, and buy that
-    a corrupt or hostile archive never touches the disk.
-    """
-    _scan(path, limits, None)
-    return _scan(path, limits, dest)
-
-
 _TEMP_PREFIX = "byog-verify-"
 _TEMP_NAME = re.compile(r"^byog-verify-(\d+)-")
 

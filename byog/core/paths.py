@@ -150,10 +150,6 @@ class RunDir:
         return self.root / "conformance" / f"{safe_name(server, 'server name')}.json"
 
     # --- discovery (used by summary derivation and verify) ---------------------------------
-    def bench_servers(self) -> list[str]:
-        base = self.root / "bench"
-        return sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
-
     def bench_point_ids(self, server: str) -> list[str]:
         folder = self.bench_dir(server)
         if not folder.is_dir():

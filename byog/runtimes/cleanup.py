@@ -1,12 +1,11 @@
 """Containers byog started and no live byog owns any more: found by label and removed.
 
 Every container byog starts carries its owner's pid and host (``byog.images.engine`` labels); a
-runtime sweeps the orphans of dead owners before it starts, and waits for its own to be gone."""
+runtime sweeps the orphans of dead owners before it starts."""
 
 from __future__ import annotations
 
 import socket
-import time
 from typing import Any
 
 from byog.core.processes import process_alive
@@ -49,13 +48,3 @@ def remove_container(container: Any, grace_s: int = STOP_GRACE_S) -> None:
         container.remove(force=True)
     except NotFound:
         pass
-
-
-def wait_until_gone(client: Any, label_filter: str, timeout_s: float = 30.0) -> list[str]:
-    """Names of containers still matching ``label_filter`` after waiting up to ``timeout_s`` (tests use it)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        left = [c.name for c in client.containers.list(all=True, filters={"label": label_filter})]
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.5)

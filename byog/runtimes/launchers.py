@@ -33,7 +33,6 @@ from byog.schemas.plan import ServerConfig
 from byog.schemas.server import PreparedModel
 
 Launcher = Literal["native", "ray"]
-LAUNCHERS: tuple[str, ...] = ("native", "ray")
 
 # Flags byog sets for a multi-node launch; a server config's `args` may not set them too.
 OWNED_FLAGS = (

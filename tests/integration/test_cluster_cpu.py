@@ -133,7 +133,7 @@ def cluster(request, tmp_path_factory) -> Iterator[ClusterServer]:
         assert left == [], f"processes left after stop: {left}"
         if kind == "docker":
             from byog.images.engine import docker_client
-            from byog.runtimes.cleanup import wait_until_gone
+            from tests.support.containers import wait_until_gone
 
             assert wait_until_gone(docker_client(), f"byog.run={run_root.name}", timeout_s=30) == []
         if sshd_gen is not None:

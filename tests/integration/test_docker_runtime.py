@@ -33,6 +33,7 @@ from byog.schemas.plan import (
     Plan,
     ServerConfig,
 )
+from tests.support.containers import wait_until_gone
 from tests.support.images import cpu_host_image as ensure_cpu_host_image
 from tests.support.processes import byog_process, interrupt_once_started
 
@@ -143,7 +144,7 @@ def test_docker_server_benches_records_and_leaves_nothing(
         assert "Application startup complete" in log  # the container's log is streamed in
     finally:
         server.stop()
-    assert cleanup.wait_until_gone(client, f"byog.run={run_id}", timeout_s=30) == []
+    assert wait_until_gone(client, f"byog.run={run_id}", timeout_s=30) == []
 
 
 def test_exit_before_healthy_fails_fast_with_log_tail(client, cpu_host_image, smollm2, tmp_path) -> None:
@@ -224,4 +225,4 @@ def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_
     # reports both as 130, the status of an interrupted command.
     assert proc.returncode in (130, -signal.SIGINT), output[-3000:]
     assert "Traceback" not in output
-    assert cleanup.wait_until_gone(client, f"byog.run={run_dir.name}", timeout_s=30) == []
+    assert wait_until_gone(client, f"byog.run={run_dir.name}", timeout_s=30) == []

@@ -63,13 +63,6 @@ def test_joules_per_token_and_mean_power() -> None:
     assert e.mean_power_w(120.0, 0.5) == pytest.approx(240.0)
 
 
-def test_decode_reasons_names_bits() -> None:
-    assert e.decode_reasons(0) == []
-    assert e.decode_reasons(0x1) == ["GpuIdle"]
-    assert e.decode_reasons(0x4 | 0x40) == ["SwPowerCap", "HwThermalSlowdown"]
-    assert e.decode_reasons(0x4 | 0x10000) == ["SwPowerCap", "0x10000"]
-
-
 def test_throttle_shares_count_only_throttling_inside_the_window() -> None:
     t = [0, S, 2 * S, 3 * S, 4 * S]
     # GPU 0: idle at first, power cap in one sample inside; GPU 1: sync boost only (not throttling)

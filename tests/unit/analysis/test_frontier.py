@@ -6,7 +6,6 @@ import pytest
 
 from byog.analysis.frontier import (
     FrontierPoint,
-    frontier_gain,
     gpus_of,
     pareto_frontier,
     per_gpu,
@@ -51,14 +50,6 @@ def test_per_gpu_and_gpus() -> None:
     assert per_gpu(None, 8) is None
     with pytest.raises(ValueError):
         per_gpu(1.0, 0)
-
-
-def test_frontier_gain_reads_each_line_as_a_step_function() -> None:
-    cand = [P("c1", 200.0, 20.0), P("c8", 80.0, 90.0)]
-    base = [P("b1", 120.0, 12.0), P("b8", 50.0, 60.0)]
-    assert frontier_gain(cand, base, 100.0) == pytest.approx(20.0 / 12.0)  # users needing >= 100 tok/s
-    assert frontier_gain(cand, base, 60.0) == pytest.approx(90.0 / 12.0)
-    assert frontier_gain(cand, base, 150.0) is None  # the baseline never serves 150 tok/s per user
 
 
 def T(

