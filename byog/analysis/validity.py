@@ -6,7 +6,7 @@ the same reasons the sweep printed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from byog.analysis import energy
 from byog.analysis import metrics as m
 from byog.analysis.request_columns import RequestColumns
 from byog.core.io import read_json
-from byog.schemas.bench import BenchPoint, PointRecord, PowerTrace, RequestRow
+from byog.schemas.bench import BenchPoint, PointComparison, PointRecord, PointSummary, PowerTrace, RequestRow
 from byog.schemas.migrate import migrate
 
 # A closed loop that keeps fewer than this share of its target in flight measured a lighter load.
@@ -173,3 +173,19 @@ def _throttle_reasons(power: PowerTrace | None, done: RequestColumns) -> list[st
     reasons = [[int(x) for x in gpu] for gpu in power.per_gpu("clock_event_reasons")]
     reason = energy.throttle_reason(energy.throttle_shares(power.t_ns, reasons, *span))
     return [reason] if reason else []
+
+
+def comparison_invalid_reasons(
+    points: Mapping[tuple[str, str], PointSummary], comparison: PointComparison
+) -> list[str]:
+    """Why a candidate/baseline ratio is not a result: ``"<server>: <reasons>"`` for each side whose
+    point is invalid (or missing); empty when both are valid. The report and the console say the
+    same about every ratio from this."""
+    reasons = []
+    for server in (comparison.candidate, comparison.baseline):
+        point = points.get((server, comparison.point_id))
+        if point is None:
+            reasons.append(f"{server}: no such point")
+        elif not point.valid:
+            reasons.append(f"{server}: {'; '.join(point.invalid_reasons) or 'no reason recorded'}")
+    return reasons

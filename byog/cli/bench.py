@@ -20,6 +20,7 @@ from byog.cli.common import (
 from byog.core.console_tables import TextTable, print_table
 from byog.core.errors import UsageError
 from byog.pipeline.bench_endpoint import BenchFlags, bench_endpoint
+from byog.report.format import struck
 from byog.schemas.bench import PointSummary
 
 
@@ -179,12 +180,7 @@ def render_points(points: list[PointSummary], title: str = "bench") -> None:
     table = TextTable(title, columns, right={c for c in columns if "ms" in c or "tok" in c})
     for p in points:
         m = p.metrics
-        table.add_row(
-            p.server,
-            p.point_id,
-            p.load_label,
-            p.prompts or "-",
-            "yes" if p.valid else "no",
+        numbers = [
             _ms(m.ttft_s.p50 if m else None),
             _ms(m.tpot_s.p50 if m else None),
             _ms(m.tpot_s.p90 if m else None),
@@ -192,7 +188,10 @@ def render_points(points: list[PointSummary], title: str = "bench") -> None:
             _num(m.tok_s_user.p90 if m else None),
             _num(m.decode_tok_s if m else None),
             _num(m.output_tok_s if m else None),
-        )
+        ]
+        if not p.valid:  # as report.md shows them: struck through, not results
+            numbers = [cell if cell == "-" else struck(cell) for cell in numbers]
+        table.add_row(p.server, p.point_id, p.load_label, p.prompts or "-", "yes" if p.valid else "no", *numbers)
     print_table(console, table)
     for p in points:
         for reason in p.invalid_reasons:

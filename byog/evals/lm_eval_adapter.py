@@ -25,7 +25,9 @@ import io
 import logging
 import os
 import re
+import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -92,6 +94,32 @@ def override_yaml(task: TaskSpec, source: DataSource, gen: dict[str, Any]) -> di
             "data_files": {split: [str(p) for p in paths] for split, paths in source.files.items()}
         }
     return cfg
+
+
+@contextlib.contextmanager
+def quiet_git_probe() -> Iterator[None]:
+    """lm-eval records the git commit of the working directory with ``git describe``, and git writes
+    to byog's stderr: outside a checkout, ``fatal: not a git repository``. Within this, lm-eval runs
+    the same probe with git's stderr kept from the console (Python's redirect_stderr cannot reach a
+    child's file descriptor 2)."""
+    import lm_eval.evaluator as evaluator
+    from lm_eval.loggers.utils import get_commit_from_path
+
+    def probe() -> str | None:
+        try:
+            done = subprocess.run(["git", "describe", "--always"], capture_output=True, text=True, check=False)
+        except FileNotFoundError:
+            done = None
+        if done is not None and done.returncode == 0:
+            return done.stdout.strip()
+        return get_commit_from_path(os.getcwd())
+
+    original = evaluator.get_git_commit_hash
+    evaluator.get_git_commit_hash = probe
+    try:
+        yield
+    finally:
+        evaluator.get_git_commit_hash = original
 
 
 def model_spec(
@@ -231,7 +259,7 @@ def run_pass(
         # lm-eval's tqdm bars go to stderr and would tear the rich status line; TQDM_DISABLE only
         # works if set before tqdm is first imported, so the bars are sent to a buffer instead.
         try:
-            with contextlib.redirect_stderr(io.StringIO()):
+            with contextlib.redirect_stderr(io.StringIO()), quiet_git_probe():
                 results = lm_eval.simple_evaluate(
                     model=model_name,
                     model_args=model_args,

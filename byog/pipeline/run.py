@@ -22,6 +22,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from byog.analysis.validity import comparison_invalid_reasons
 from byog.bench.sweep import run_bench_for_server
 from byog.bundles.finalize import finalize_run
 from byog.core.console_tables import TextTable, print_table
@@ -40,6 +41,7 @@ from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.expand import check_plan_fits, expand_plan
 from byog.plans.load import load_plan, parse_plan
 from byog.plans.tiers import apply_tier, require_no_placeholders, tiered_plan_yaml
+from byog.report.format import struck
 from byog.schemas.manifest import subject_arg
 from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer
@@ -135,16 +137,16 @@ def _print_outcome(summary: Summary, console: Console) -> None:
             ["point", "candidate", "baseline", "ratio", "95% CI", "note"],
             right={"candidate", "baseline", "ratio"},
         )
+        points = {(p.server, p.point_id): p for p in summary.bench.points}
         for c in comparisons:
             ci = f"{c.ci_low:.3f}–{c.ci_high:.3f}" if c.ci_low is not None and c.ci_high is not None else "—"
-            table.add_row(
-                c.point_id,
-                f"{c.candidate_value:.1f}",
-                f"{c.baseline_value:.1f}",
-                f"{c.ratio:.3f}",
-                ci,
-                c.label or ("within noise" if c.within_noise else ""),
-            )
+            invalid = comparison_invalid_reasons(points, c)
+            cells = [f"{c.candidate_value:.1f}", f"{c.baseline_value:.1f}", f"{c.ratio:.3f}", ci]
+            note = c.label or ("within noise" if c.within_noise else "")
+            if invalid:
+                cells = [struck(cell) for cell in cells]
+                note = "invalid: " + " / ".join(invalid)
+            table.add_row(c.point_id, *cells, note)
         print_table(console, table)
     if summary.evals.verdicts:
         table = TextTable(

@@ -142,6 +142,15 @@ def speedup(c: PointComparison) -> tuple[float | None, float | None, float | Non
     return inverse(c.ratio), inverse(c.ci_high), inverse(c.ci_low)
 
 
+INVALID = "⚠"
+
+
+def struck(text: str) -> str:
+    """A number that is not a result (its point is invalid): struck through and marked, in report.md
+    and in byog's console tables (printed as markdown off a terminal) alike."""
+    return f"~~{text}~~ {INVALID}"
+
+
 def times(value: float | None) -> str:
     return f"{fixed(value)}×" if value is not None else "–"
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from byog.analysis.validity import comparison_invalid_reasons
 from byog.report.context import ReportContext
-from byog.report.format import METRICS, ci, esc, metric, num, scaled, speedup, table, times
+from byog.report.format import INVALID, METRICS, ci, esc, metric, num, scaled, speedup, struck, table, times
 from byog.schemas.bench import PointComparison, PointSummary
-
-INVALID = "⚠"
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ def _value(ctx: ReportContext, server: str, point_id: str, name: str, scale: flo
     if point is None:
         return "–"
     text = num(scaled(metric(point, name), scale))
-    return f"~~{text}~~ {INVALID}" if not point.valid and text != "–" else (INVALID if not point.valid else text)
+    return struck(text) if not point.valid and text != "–" else (INVALID if not point.valid else text)
 
 
 def _speedup_cell(ctx: ReportContext, c: PointComparison | None) -> str:
@@ -73,8 +72,8 @@ def _speedup_cell(ctx: ReportContext, c: PointComparison | None) -> str:
         return "–"
     value, low, high = speedup(c)
     text = f"{times(value)} {ci(low, high)}"
-    if ctx.is_invalid(c.candidate, c.point_id) or ctx.is_invalid(c.baseline, c.point_id):
-        return f"~~{text}~~ {INVALID}"
+    if comparison_invalid_reasons(ctx.points, c):
+        return struck(text)
     if c.label:  # the A/A margin's label: faster, slower, equivalent or within noise
         return f"{text} ({c.label})"
     return text + (" (within noise)" if c.within_noise else "")

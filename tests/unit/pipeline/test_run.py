@@ -1,0 +1,39 @@
+"""`byog run`'s closing table says what report.md says about every point: an invalid one's ratio
+is struck through and marked, with its reasons, in both."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from byog.pipeline.run import _print_outcome
+from byog.report.markdown import render_report
+from byog.schemas.summary import read_summary
+from tests.support.synthetic import make_run_dir
+
+REASON = "client saturated, event loop lag P99 6 ms over 4 ms"
+
+
+def test_the_closing_table_marks_an_invalid_point_as_the_report_does(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path / "run")
+    summary = read_summary(run_dir.summary_json)
+    comparisons = [c for c in summary.bench.comparisons if c.metric == "decode_tok_s"]
+    flagged = comparisons[0]
+    points = [
+        p.model_copy(update={"valid": False, "invalid_reasons": [REASON]})
+        if (p.server, p.point_id) == (flagged.baseline, flagged.point_id)
+        else p
+        for p in summary.bench.points
+    ]
+    summary = summary.model_copy(update={"bench": summary.bench.model_copy(update={"points": points})})
+    out = io.StringIO()
+    _print_outcome(summary, Console(file=out, force_terminal=False, width=300))
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in out.getvalue().splitlines() if line.startswith("| ")}
+    assert f"~~{flagged.ratio:.3f}~~ ⚠" in rows[flagged.point_id]
+    assert f"invalid: {flagged.baseline}: {REASON}" in rows[flagged.point_id]
+    for other in comparisons[1:]:
+        assert "~~" not in rows[other.point_id] and "invalid" not in rows[other.point_id]
+    report = render_report(run_dir, summary)
+    assert REASON in report and "~~" in report
