@@ -50,8 +50,8 @@ from byog.schemas.plan import EvalSpec
 SOUND_FALSE_FAIL = 0.05  # the gate is "sound" when identical servers fail it at most this often
 GRID = 256  # quantile nodes for p ~ Beta and for the chi-square of s^2
 # Greedy: the fraction of items on which a numerically different server re-draws its answer.
-# Twice the 5% of the first simulation (issue 4): two builds of one model disagree on more items
-# than run-to-run noise does. An assumption until --from-run measures it (docs/statistics.md).
+# Pessimistic on purpose (twice 5%): two builds of one model disagree on more items than
+# run-to-run noise does. An assumption until --from-run measures it (docs/statistics.md).
 GREEDY_REDRAW = 0.10
 
 Method = Literal["exact", "normal"]

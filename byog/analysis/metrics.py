@@ -1,4 +1,4 @@
-"""Every bench formula of byog, one function each, in one place (DESIGN.md "Bench").
+"""Every bench formula of byog, one function each, in one place (docs/metrics.md).
 
 Inputs are raw facts recorded by the client (``RequestRow``): integer ``time.perf_counter_ns``
 timestamps taken when a streamed chunk arrived, and the number of output tokens each chunk carried (the delta of

@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-# below[j, u] is an (all values x units) matrix; past this many cells, pools are built as before.
+# below[j, u] is an (all values x units) matrix; past this many cells there is no shortcut (None):
+# the caller builds the pools.
 MAX_BELOW_CELLS = 4_000_000
 
 

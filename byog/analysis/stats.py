@@ -1,4 +1,4 @@
-"""Paired statistics for the accuracy verdict: the one home of every eval formula (DESIGN.md "Evals").
+"""Paired statistics for the accuracy verdict: the one home of every eval formula (docs/statistics.md §1).
 
 Inputs are per-item scores in points (0-100), each the mean over the K passes of that item, for
 the candidate and the baseline on the same items in the same order.

@@ -1,1 +1,1 @@
-"""Token-level correctness: the numerics differential and the conformance suite (issue 12)."""
+"""Token-level correctness: the numerics differential and the conformance suite."""
