@@ -15,7 +15,9 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
 
 from byog.analysis import counters as sm
 from byog.analysis import energy
@@ -46,9 +48,6 @@ from byog.schemas.bench import (
     read_request_rows,
 )
 from byog.schemas.plan import Plan
-
-if TYPE_CHECKING:
-    import numpy as np
 
 BOOTSTRAP_RESAMPLES = 1000
 CI_LEVEL = 0.95
@@ -100,8 +99,6 @@ class _Unit:
 
 def _units(point: BenchPoint, rows: RequestColumns) -> list[_Unit]:
     """Batch: one unit per measured wave (waves in order); else one per measured request (by request index)."""
-    import numpy as np
-
     measured = rows.take(~rows.warmup)
     if point.kind == "batch":
         waves = [measured.take(measured.wave == w) for w in sorted(set(measured.wave.tolist()))]
@@ -112,8 +109,6 @@ def _units(point: BenchPoint, rows: RequestColumns) -> list[_Unit]:
 
 def _request_units(reqs: RequestColumns) -> list[_Unit]:
     """One unit per request, from the per-request formulas computed once over all of them."""
-    import numpy as np
-
     ok = reqs.ok
     with_tpot = ok & (reqs.n_out >= 2)
     tpot_at = np.cumsum(with_tpot) - 1
@@ -144,8 +139,6 @@ def _inverse(x: float | None) -> float | None:
 
 
 def _pool(units: Sequence[_Unit], attr: str) -> np.ndarray:
-    import numpy as np
-
     return np.concatenate([getattr(u, attr) for u in units]) if units else np.empty(0)
 
 
@@ -390,8 +383,6 @@ def _pooled_p50_rows(units: Sequence[_Unit], attr: str) -> Callable[[np.ndarray]
     Only when every unit holds the same number of values (a batch wave of B requests), so the
     resampled pools form a matrix; the order inside a pool does not change its percentile.
     """
-    import numpy as np
-
     arrays = [getattr(u, attr) for u in units]
     if len({a.size for a in arrays}) != 1 or arrays[0].size == 0 or not all(np.isfinite(a).all() for a in arrays):
         return None
@@ -422,8 +413,6 @@ def _resample_rows(seed: list[int], n_cand: int, n_base: int, resamples: int) ->
     (tests/unit/analysis/test_bench_summary_resample.py holds the two ways equal), and 24,000 small calls
     cost a third of a second per summary.
     """
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     if n_cand == n_base:
         both = rng.integers(0, n_cand, (resamples, 2 * n_cand))
@@ -451,8 +440,6 @@ def bootstrap_ratios(
     (candidate, then baseline, per resample); a ``metric`` with a vectorised form is then
     evaluated on all resamples at once.
     """
-    import numpy as np
-
     if len(cand) < 2 or len(base) < 2:
         return None  # one wave (or request) says nothing about noise
     cand_rows, base_rows = _resample_rows(seed, len(cand), len(base), resamples)
@@ -677,8 +664,6 @@ def bootstrap_value_ci(
     """Percentile bootstrap CI of stat(units), resampling the units with replacement:
     ``(None, None)`` with fewer than two units, or when fewer than half the resamples give a value.
     """
-    import numpy as np
-
     if len(units) < 2:
         return None, None
     rng = np.random.default_rng(seed)

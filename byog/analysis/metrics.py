@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from byog.analysis.request_columns import RequestColumns
 from byog.schemas.bench import RequestRow
-
-if TYPE_CHECKING:
-    import numpy as np
 
 NS_PER_S = 1_000_000_000
 
@@ -243,8 +241,6 @@ def e2e_latency_s_columns(c: RequestColumns) -> np.ndarray:
 
 def _itl_parts(c: RequestColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(gap / k per contributing chunk, k per contributing chunk, owning request per contributing chunk)."""
-    import numpy as np
-
     counts = c.counts
     owner = np.repeat(np.arange(len(c)), counts)
     position = np.arange(c.chunk_t_ns.size) - np.repeat(c.offsets[:-1], counts)
@@ -257,8 +253,6 @@ def _itl_parts(c: RequestColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def itl_s_columns(c: RequestColumns) -> np.ndarray:
     """``pooled_itl_s`` of the requests: every chunk's gap / k, k times, in request and chunk order."""
-    import numpy as np
-
     values, k, _ = _itl_parts(c)
     return np.repeat(values, k)
 
@@ -267,8 +261,6 @@ def itl_mean_s_columns(c: RequestColumns) -> list[float]:
     """Per-request mean ITL of every request that has ITL values: ``(t_last - t_first) / (n_out - k_first)``,
     k_first = tokens of the first chunk (math.fsum per request: exact). Equals TPOT when the first chunk
     carries one token (the usual case)."""
-    import numpy as np
-
     values, k, owner = _itl_parts(c)
     if values.size == 0:
         return []
@@ -338,8 +330,6 @@ def achieved_concurrency_columns(c: RequestColumns, start_ns: int, end_ns: int) 
     A request is in flight from ``t_send`` to ``t_last`` (its last token). Equals the target
     C of a closed loop that keeps C requests busy.
     """
-    import numpy as np
-
     if end_ns <= start_ns:
         return None
     t_end = np.where(c.ok, c.last_ns, c.t_send_ns)
@@ -353,8 +343,6 @@ def achieved_concurrency_columns(c: RequestColumns, start_ns: int, end_ns: int) 
 
 
 def _finite_array(values: Sequence[float]) -> np.ndarray:
-    import numpy as np
-
     data = np.asarray(values if isinstance(values, np.ndarray) else [v for v in values if v is not None], dtype=float)
     return data[np.isfinite(data)]
 
@@ -365,8 +353,6 @@ def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[float | No
     Computed by ``numpy.percentile`` (default method), the estimator vLLM bench serve uses;
     one partial sort serves every q.
     """
-    import numpy as np
-
     data = _finite_array(values)
     if data.size == 0:
         return [None for _ in qs]

@@ -19,12 +19,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
 
 from byog.schemas.bench import RequestRow
-
-if TYPE_CHECKING:
-    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -49,15 +48,11 @@ class RequestColumns:
     @property
     def counts(self) -> np.ndarray:
         """Chunks per request."""
-        import numpy as np
-
         return np.diff(self.offsets)
 
     @property
     def chunk_token_sums(self) -> np.ndarray:
         """sum(chunk_tokens) per request (int64, exact)."""
-        import numpy as np
-
         running = np.zeros(self.chunk_tokens.size + 1, dtype=np.int64)
         np.cumsum(self.chunk_tokens, out=running[1:])
         return running[self.offsets[1:]] - running[self.offsets[:-1]]
@@ -70,8 +65,6 @@ class RequestColumns:
     @property
     def first_ns(self) -> np.ndarray:
         """t_first per request (0 where a request has no chunk)."""
-        import numpy as np
-
         has = self.counts > 0
         out = np.zeros(len(self), dtype=np.int64)
         out[has] = self.chunk_t_ns[self.offsets[:-1][has]]
@@ -79,8 +72,6 @@ class RequestColumns:
 
     @property
     def last_ns(self) -> np.ndarray:
-        import numpy as np
-
         has = self.counts > 0
         out = np.zeros(len(self), dtype=np.int64)
         out[has] = self.chunk_t_ns[self.offsets[1:][has] - 1]
@@ -88,8 +79,6 @@ class RequestColumns:
 
     def take(self, index: np.ndarray) -> RequestColumns:
         """The requests at ``index`` (a boolean mask or positions), in that order."""
-        import numpy as np
-
         positions = np.flatnonzero(index) if index.dtype == bool else np.asarray(index, dtype=np.int64)
         counts = self.counts[positions]
         offsets = np.zeros(positions.size + 1, dtype=np.int64)
@@ -117,8 +106,6 @@ class RequestColumns:
     @classmethod
     def from_rows(cls, rows: Sequence[RequestRow]) -> RequestColumns:
         """Columns of rows already in memory (the sweep's live records)."""
-        import numpy as np
-
         counts = [len(r.chunk_t_ns) for r in rows]
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
@@ -140,8 +127,6 @@ class RequestColumns:
 
 
 def _bits(buffer: Any, offset: int, length: int) -> np.ndarray:
-    import numpy as np
-
     return np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")[offset : offset + length].astype(
         bool
     )
@@ -150,7 +135,6 @@ def _bits(buffer: Any, offset: int, length: int) -> np.ndarray:
 def _numpy(array: Any, default: int = 0) -> np.ndarray:
     """An int64/bool arrow array as numpy, read from its buffers (arrow's own to_numpy imports pandas,
     0.4 s); nulls become ``default``. Another type (a foreign writer's) goes through Python values."""
-    import numpy as np
     import pyarrow as pa
 
     if pa.types.is_int64(array.type):
@@ -180,7 +164,6 @@ def _column(table: Any, name: str) -> Any:
 
 def _list_column(table: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, flat int64 values) of a list<int64> column; a null list counts as empty."""
-    import numpy as np
     import pyarrow as pa
 
     column = _column(table, name)
@@ -198,7 +181,6 @@ def _list_column(table: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
 def read_request_columns(path: Path) -> RequestColumns:
     """A point's rows file (``bench/<server>/<point>.parquet``) as columns, in file order (the
     order ``read_request_rows`` gives: the writer sorts by request index)."""
-    import numpy as np
     import pyarrow.parquet as pq
 
     table = pq.ParquetFile(path).read(

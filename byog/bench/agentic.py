@@ -39,6 +39,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from byog.analysis.metrics import percentile
 from byog.bench.client import StreamingClient
 from byog.bench.prompts import random_token_ids
@@ -159,8 +161,6 @@ def session_script(
     identical session. Turns that would not fit ``max_context`` (prompt + answer, in tokens) end
     their agent early; a fork whose first sub-agent turn would not fit is dropped.
     """
-    import numpy as np
-
     base = [*name_seed(seed, point_id), session]
     rng = np.random.default_rng(base)
     counter = iter(range(1, 1 << 30))

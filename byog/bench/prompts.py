@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 from byog.core.errors import EnvironmentProblem
 from byog.core.settings import resolve_data_dir
@@ -69,8 +70,6 @@ def random_token_ids(
     count: int, isl: int, vocab_size: int, seed: list[int], exclude: frozenset[int] = frozenset()
 ) -> list[list[int]]:
     """``count`` prompts of exactly ``isl`` ids drawn uniformly from [LOWEST_RANDOM_ID, vocab_size) minus ``exclude``."""
-    import numpy as np
-
     low = min(LOWEST_RANDOM_ID, max(vocab_size // 2, 1))
     rng = np.random.default_rng(seed)
     ids = rng.integers(low, vocab_size, size=(count, isl))
@@ -231,8 +230,6 @@ def _dataset_ids(
     name: str, isl: int, count: int, seeds: list[int], server: ServerTokenizer, data_dir: Path
 ) -> list[list[int]]:
     """Each prompt starts at a seeded dataset row and concatenates following rows until ISL tokens."""
-    import numpy as np
-
     texts = dataset_texts(name, data_dir)
     starts = np.random.default_rng(seeds).integers(0, len(texts), size=count).tolist()
     cache: dict[int, list[int]] = {}
@@ -257,8 +254,6 @@ def _repeated_ids(
     name: str, isl: int, count: int, seeds: list[int], server: ServerTokenizer, data_dir: Path
 ) -> list[list[int]]:
     """Each prompt is one seeded dataset passage, repeated (blank line between copies) until ISL tokens."""
-    import numpy as np
-
     passages = dataset_passages(name, data_dir)
     rows = np.random.default_rng(seeds).integers(0, len(passages), size=count).tolist()
     cache: dict[int, list[int]] = {}

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import psutil
 
 from byog.analysis.metrics import percentile
@@ -136,8 +137,6 @@ async def _concurrency(
 
 def poisson_offsets_s(rate: float, count: int, seed: int) -> list[float]:
     """Send times (s after start) of a Poisson process: cumulative sums of Exp(rate) gaps, seeded."""
-    import numpy as np
-
     gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=count)
     return np.cumsum(gaps).tolist()
 

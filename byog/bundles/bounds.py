@@ -37,6 +37,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from byog.core.errors import CheckFailed
@@ -282,7 +283,6 @@ def check_parquet_cells(path: Path, name: str, caps: Caps = CAPS) -> None:
 
     A cell's length is the difference of consecutive offsets of the column's buffer (numpy; no
     pyarrow.compute, which costs a tenth of a second to import)."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
