@@ -17,9 +17,7 @@ from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.load import load_plan
 
 
-def serve_until_interrupted(
-    plan_ref: str | None, server: str | None, run_dir: Path | None, console: Console
-) -> None:
+def serve_until_interrupted(plan_ref: str | None, server: str | None, run_dir: Path | None, console: Console) -> None:
     """``run_dir`` None: ``serve`` under the runs folder (``$BYOG_RUNS_DIR``, else ./runs)."""
     plan, _ = load_plan(plan_ref)
     name = server or plan.baseline
