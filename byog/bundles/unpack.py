@@ -1,7 +1,9 @@
-"""Safe extraction of an untrusted bundle: every member is vetted before a byte is written.
+"""Safe extraction of an untrusted bundle, in one pass: every member is vetted from its tar header
+before a byte of it is written, into a private temp dir that is removed when anything is refused.
 
-Refused, each with one sentence: a file that is not byog's gzip, a gzip stream that expands past
-the cap (read through a counting reader, so a bomb stops at the cap, not at the end), path
+Refused, each with one sentence: a file that is not byog's gzip container (one member, the header
+byog writes, nothing after its trailer: ``_Container``), a gzip stream that expands past the cap
+(read through a counting reader, so a bomb stops at the cap, not at the end), path
 traversal, absolute paths, names that are not plain '/'-separated components, non-UTF-8 names,
 duplicate names, a name that is both a file and a folder, symlinks, hardlinks, devices, fifos,
 members over the size cap (and over their kind's cap, ``byog.bundles.bounds.SIZE_CAPS``: a
@@ -16,11 +18,11 @@ process of that id is alive.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import os
 import re
 import shutil
+import struct
 import tarfile
 import tempfile
 import zlib
@@ -52,23 +54,108 @@ class Limits:
     max_stream_bytes: int = 520 * 1024 * 1024  # decompressed tar stream, headers and padding included
 
 
-class _CappedReader:
-    """A read-only stream over gzip that fails once more than ``cap`` bytes were decompressed."""
+class _Container:
+    """byog's gzip container, read in one pass: exactly the header the packer writes, one deflate
+    stream, its CRC-32 and length, and nothing after them.
 
-    def __init__(self, inner: BinaryIO, cap: int) -> None:
-        self.inner = inner
-        self.cap = cap
+    ``gzip.GzipFile`` would read on through further gzip members and NUL padding without a word,
+    so a "verified" file could carry bytes no signature covers (a second member's comment, a ZIP
+    appended in an extra field, megabytes of padding). Here the header is parsed by hand and
+    compared with ``GZIP_HEADER`` (FLG = FCOMMENT only: no FEXTRA, FNAME or FHCRC, which byog never
+    writes), the comment must be exactly ``byog-sha256=<64 hex>\\0``, and after the deflate stream
+    ends exactly the 8 trailer bytes may remain. ``read`` hands the tar stream to tarfile, capped at
+    ``cap`` bytes (a bomb stops at the cap, not at its end).
+    """
+
+    _COMMENT_BYTES = len(GZIP_COMMENT_PREFIX) + 64 + 1
+
+    def __init__(self, path: Path, limits: Limits) -> None:
+        self.name = path.name
+        self.cap = limits.max_stream_bytes
+        try:
+            self.size = path.stat().st_size
+            self.handle = path.open("rb")
+        except OSError as err:
+            raise UsageError(f"cannot read {path}: {err.strerror}") from None
+        try:
+            if self.size > limits.max_bundle_bytes:
+                cap = limits.max_bundle_bytes / 1e6
+                raise UnsafeBundle(f"unsafe bundle: {path.name} is {self.size / 1e6:.1f} MB, over the {cap:.0f} MB cap")
+            head = self.handle.read(len(GZIP_HEADER) + self._COMMENT_BYTES)
+            comment = head[len(GZIP_HEADER) :]
+            expected = comment[len(GZIP_COMMENT_PREFIX) : -1]
+            if (
+                head[: len(GZIP_HEADER)] != GZIP_HEADER
+                or not comment.startswith(GZIP_COMMENT_PREFIX)
+                or comment[-1:] != b"\0"
+                or not re.fullmatch(rb"[0-9a-f]{64}", expected)
+            ):
+                raise UnsafeBundle(f"{path.name} is not a byog bundle: its gzip header is not the one byog writes")
+        except BaseException:
+            self.handle.close()
+            raise
+        self.expected_sha256 = expected.decode()
+        self.body_sha256 = hashlib.sha256()  # of every byte after the header: deflate data and trailer
+        self.inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+        self.crc = 0
         self.count = 0
         self.sha256 = hashlib.sha256()  # of the whole tar stream, to prove it canonical afterwards
 
+    def _more(self, want: int) -> bytes:
+        """Up to ``want`` more bytes of the tar stream; b"" once the deflate stream has ended."""
+        while not self.inflate.eof:
+            if self.inflate.unconsumed_tail:
+                data = self.inflate.decompress(self.inflate.unconsumed_tail, want)
+            else:
+                chunk = self.handle.read(_CHUNK)
+                if not chunk:
+                    raise UnsafeBundle(f"{self.name} is not a valid bundle archive: its deflate stream is cut short")
+                self.body_sha256.update(chunk)
+                data = self.inflate.decompress(chunk, want)
+            if data:
+                return data
+        return b""
+
     def read(self, size: int = -1) -> bytes:
-        want = self.cap + 1 - self.count if size is None or size < 0 else min(size, self.cap + 1 - self.count)
-        data = self.inner.read(max(want, 0))
-        self.count += len(data)
-        self.sha256.update(data)
+        room = self.cap + 1 - self.count
+        want = room if size is None or size < 0 else min(size, room)
+        parts: list[bytes] = []
+        got = 0
+        while got < want and (data := self._more(min(want - got, _CHUNK))):
+            parts.append(data)
+            got += len(data)
+        out = b"".join(parts)
+        self.count += len(out)
         if self.count > self.cap:
             raise UnsafeBundle(f"unsafe bundle: it expands past {self.cap / 2**20:.0f} MiB (a decompression bomb?)")
-        return data
+        self.crc = zlib.crc32(out, self.crc)
+        self.sha256.update(out)
+        return out
+
+    def finish(self) -> None:
+        """After the tar stream: the deflate stream ended, then exactly its CRC-32 and length, then nothing."""
+        if not self.inflate.eof:
+            raise UnsafeBundle(f"{self.name} is not a valid bundle archive: its deflate stream is cut short")
+        left = self.size - self.handle.tell()
+        after = len(self.inflate.unused_data) + left
+        if after < 8:
+            raise UnsafeBundle(f"{self.name} is not a valid bundle archive: its gzip trailer is cut short")
+        if after > 8:
+            raise UnsafeBundle(
+                f"unsafe bundle: data follows the end of the gzip stream ({after - 8:,} bytes; "
+                "byog writes one gzip member and nothing after it)"
+            )
+        rest = self.handle.read(left)
+        self.body_sha256.update(rest)
+        trailer = self.inflate.unused_data + rest
+        crc, length = struct.unpack("<II", trailer)
+        if crc != self.crc or length != self.count & 0xFFFFFFFF:
+            raise UnsafeBundle(f"{self.name} is corrupt: its CRC-32 or length does not match its content")
+        if self.body_sha256.hexdigest() != self.expected_sha256:
+            raise UnsafeBundle(f"{self.name} is corrupt: its bytes do not match the sha256 in its gzip header")
+
+    def close(self) -> None:
+        self.handle.close()
 
 
 _KIND = {
@@ -110,16 +197,14 @@ def _check_member(info: tarfile.TarInfo, limits: Limits) -> None:
 class _Member:
     """A member's data as tar hands it over: counted, capped, and copied to disk when extracting."""
 
-    def __init__(self, source: BinaryIO, name: str, size: int, target: Path | None) -> None:
+    def __init__(self, source: BinaryIO, name: str, size: int, target: Path) -> None:
         self.source = source
         self.name = name
         self.size = size
         self.read_bytes = 0
-        self.out: BinaryIO | None = None
-        if target is not None:
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            self.out = os.fdopen(fd, "wb")
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        self.out: BinaryIO | None = os.fdopen(fd, "wb")
 
     def read(self, size: int = -1) -> bytes:
         left = self.size - self.read_bytes
@@ -154,41 +239,9 @@ class _HashSink:
         return self.count
 
 
-def _open_gzip(path: Path, limits: Limits) -> BinaryIO:
-    """Open the bundle after checking byog's gzip header and the sha256 it carries of the rest."""
-    try:
-        size = path.stat().st_size
-        handle = path.open("rb")
-    except OSError as err:
-        raise UsageError(f"cannot read {path}: {err.strerror}") from None
-    try:
-        if size > limits.max_bundle_bytes:
-            raise UnsafeBundle(
-                f"unsafe bundle: {path.name} is {size / 1e6:.1f} MB, over the {limits.max_bundle_bytes / 1e6:.0f} MB cap"
-            )
-        comment = handle.read(len(GZIP_HEADER) + len(GZIP_COMMENT_PREFIX) + 65)
-        expected = comment[len(GZIP_HEADER) + len(GZIP_COMMENT_PREFIX) : -1]
-        if (
-            comment[: len(GZIP_HEADER)] != GZIP_HEADER
-            or comment[len(GZIP_HEADER) : len(GZIP_HEADER) + len(GZIP_COMMENT_PREFIX)] != GZIP_COMMENT_PREFIX
-            or comment[-1:] != b"\0"
-            or not re.fullmatch(rb"[0-9a-f]{64}", expected)
-        ):
-            raise UnsafeBundle(f"{path.name} is not a byog bundle: its gzip header is not the one byog writes")
-        digest = hashlib.sha256()
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-        if digest.hexdigest().encode() != expected:
-            raise UnsafeBundle(f"{path.name} is corrupt: its bytes do not match the sha256 in its gzip header")
-        handle.seek(0)
-    except BaseException:
-        handle.close()
-        raise
-    return handle
-
-
-def _scan(path: Path, limits: Limits, dest: Path | None) -> list[str]:
-    """One pass over the archive: vet every member, and write it under ``dest`` when given.
+def _scan(path: Path, limits: Limits, dest: Path) -> list[str]:
+    """One pass over the archive: vet every member, and write it under ``dest`` (private, removed
+    by the caller when this raises).
 
     While reading, the tar stream byog's packer would write for the same members is rebuilt into
     a hash: every byte of the bundle is then either file content (covered by the manifest's
@@ -199,10 +252,9 @@ def _scan(path: Path, limits: Limits, dest: Path | None) -> list[str]:
     seen: set[str] = set()
     folders: set[str] = set()
     total = 0
-    raw = _open_gzip(path, limits)
+    stream = _Container(path, limits)
     canonical = _HashSink()
     try:
-        stream = _CappedReader(gzip.GzipFile(fileobj=raw, mode="rb"), limits.max_stream_bytes)
         with tarfile.open(fileobj=stream, mode="r|", encoding="utf-8", errors="surrogateescape") as tar:  # type: ignore[call-overload]
 
             def members():  # noqa: ANN202  (a generator: write_tar pulls one vetted member at a time)
@@ -226,7 +278,7 @@ def _scan(path: Path, limits: Limits, dest: Path | None) -> list[str]:
                         raise UnsafeBundle(f"unsafe bundle: members add up to more than {limits.max_total_bytes} bytes")
                     source = tar.extractfile(info)
                     assert source is not None  # regular files always have data
-                    member = _Member(source, info.name, info.size, dest / info.name if dest is not None else None)
+                    member = _Member(source, info.name, info.size, dest / info.name)
                     names.append(info.name)
                     seen.add(info.name)
                     try:
@@ -236,18 +288,17 @@ def _scan(path: Path, limits: Limits, dest: Path | None) -> list[str]:
                     member.require_complete()
 
             write_tar(canonical, members())  # type: ignore[arg-type]
-            # Read the rest of the stream: tar's end blocks, then gzip's CRC-32 and length check.
+            # The rest of the tar stream is its end blocks (pinned below), then the gzip trailer.
             while rest := stream.read(_CHUNK):
                 if rest.strip(b"\0"):
                     raise UnsafeBundle("unsafe bundle: data follows the end of the tar archive")
-            if raw.read(1):
-                raise UnsafeBundle("unsafe bundle: data follows the end of the gzip stream")
+            stream.finish()
     except UnsafeBundle:
         raise
-    except (tarfile.TarError, OSError, EOFError, zlib.error, gzip.BadGzipFile) as err:
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as err:
         raise UnsafeBundle(f"{path.name} is not a valid bundle archive: {err}") from None
     finally:
-        raw.close()
+        stream.close()
     if not names:
         raise UnsafeBundle(f"{path.name} is an empty archive")
     if canonical.count != stream.count or canonical.sha256.digest() != stream.sha256.digest():
@@ -291,7 +342,6 @@ class Extracted:
         self.names: list[str] = []
 
     def __enter__(self) -> Extracted:
-        _scan(self.bundle, self.limits, None)  # vet first: a bad archive costs no temp dir at all
         sweep_stale_temp_dirs()
         self.root = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-"))
         try:

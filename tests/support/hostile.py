@@ -332,7 +332,86 @@ def _forged_claim_label(kit: Kit) -> Built:
     return Built(packed.bundle)
 
 
+def _container(kit: Kit, name: str, after: bytes = b"", *, flags: int | None = None, extra: bytes = b"") -> Built:
+    """The trusted base bundle with bytes no signature covers: ``after`` its gzip trailer, or a gzip
+    header with other ``flags`` and ``extra`` (a field) before its comment; the header's checksum updated."""
+    data = (kit.folder / "base.tar.gz").read_bytes()
+    header, comment, body = data[:10], data[10 : len(GZIP_HEADER) + 77], data[len(GZIP_HEADER) + 77 :]
+    if flags is not None:
+        header = header[:3] + bytes([flags]) + header[4:]
+    body += after
+    comment = GZIP_COMMENT_PREFIX + hashlib.sha256(body).hexdigest().encode() + b"\0"
+    path = kit.folder / f"{name}.tar.gz"
+    path.write_bytes(header + extra + comment + body)
+    return Built(path)
+
+
+def gzip_member(flags: int, field: bytes) -> bytes:
+    """An empty gzip member: a header with ``flags`` and its ``field``, an empty deflate block, CRC 0, length 0."""
+    return bytes([0x1F, 0x8B, 0x08, flags, 0, 0, 0, 0, 0, 0xFF]) + field + b"\x03\x00" + b"\0" * 8
+
+
+def _zip_polyglot() -> bytes:
+    """A ZIP archive inside a second gzip member's extra field: `unzip` finds it from the file's end."""
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("payload.sh", "echo unsigned bytes\n")
+    data = out.getvalue()
+    return gzip_member(0x04, len(data).to_bytes(2, "little") + data)
+
+
+CONTAINER_CASES: list[Case] = [
+    Case(
+        "gzip-trailing-nuls",
+        "NUL padding after the gzip trailer (signed by a trusted key)",
+        lambda kit: _container(kit, "gzip-trailing-nuls", b"\0" * 4096),
+        1,
+        "follows the end of the gzip stream",
+    ),
+    Case(
+        "gzip-second-member-comment",
+        "a second, empty gzip member carrying a comment",
+        lambda kit: _container(kit, "gzip-second-member-comment", gzip_member(0x10, b"unsigned words\0")),
+        1,
+        "follows the end of the gzip stream",
+    ),
+    Case(
+        "zip-polyglot",
+        "a ZIP archive in a second gzip member's extra field",
+        lambda kit: _container(kit, "zip-polyglot", _zip_polyglot()),
+        1,
+        "follows the end of the gzip stream",
+    ),
+    Case(
+        "gzip-60mb-padding",
+        "60 MB of NULs after the gzip trailer",
+        lambda kit: _container(kit, "gzip-60mb-padding", b"\0" * 60_000_000),
+        1,
+        "follows the end of the gzip stream",
+        slow=True,
+    ),
+    Case(
+        "gzip-60mb-fname-member",
+        "a second gzip member whose FNAME is 60 MB",
+        lambda kit: _container(kit, "gzip-60mb-fname-member", gzip_member(0x08, b"x" * 60_000_000 + b"\0")),
+        1,
+        "follows the end of the gzip stream",
+        slow=True,
+    ),
+    Case(
+        "gzip-fname-header",
+        "FNAME in the gzip header (byog never writes one)",
+        lambda kit: _container(kit, "gzip-fname-header", flags=0x18, extra=b"bundle.tar\0"),
+        1,
+        "gzip header",
+    ),
+]
+
+
 CASES: list[Case] = [
+    *CONTAINER_CASES,
     Case(
         "yaml-alias-bomb",
         "YAML alias bomb in plan.yaml (signed by a trusted key)",

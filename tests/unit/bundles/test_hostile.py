@@ -74,14 +74,40 @@ def _hostile() -> dict[str, tuple[bytes, str]]:
         "not gzip": (_tar(lambda t: _file(t, "plain")), "gzip header"),
         "plain gzip": (gzip_bytes(_tar(lambda t: _file(t, "x"))), "gzip header"),
         "foreign gzip header": (b"\x1f\x8b\x08\x08" + gz(_tar(lambda t: _file(t, "x")))[4:], "gzip header"),
-        "trailing data": (gz(_tar(lambda t: _file(t, "x"))) + b"garbage", "do not match the sha256"),
+        "trailing data": (gz(_tar(lambda t: _file(t, "x"))) + b"garbage", "follows the end of the gzip stream"),
         "trailing gzip member, checksum updated": (
             _rehashed(gz(_tar(lambda t: _file(t, "x"))) + gzip_bytes(b"\1" * 512)),
-            "follows the end",
+            "follows the end of the gzip stream",
         ),
+        "trailing NULs, checksum updated": (
+            _rehashed(gz(_tar(lambda t: _file(t, "x"))) + b"\0" * 4096),
+            "follows the end of the gzip stream",
+        ),
+        "empty second gzip member carrying a comment, checksum updated": (
+            _rehashed(gz(_tar(lambda t: _file(t, "x"))) + _empty_member(0x10, b"unsigned words\0")),
+            "follows the end of the gzip stream",
+        ),
+        "ZIP polyglot in a second member's extra field, checksum updated": (
+            _rehashed(gz(_tar(lambda t: _file(t, "x"))) + _empty_member(0x04, _extra_field(_zip()))),
+            "follows the end of the gzip stream",
+        ),
+        "FNAME in the gzip header": (
+            _with_flags(gz(_tar(lambda t: _file(t, "x"))), 0x18, b"x" * 4096 + b"\0"),
+            "gzip header",
+        ),
+        "FEXTRA in the gzip header": (
+            _with_flags(gz(_tar(lambda t: _file(t, "x"))), 0x14, _extra_field(b"x" * 64)),
+            "gzip header",
+        ),
+        "FHCRC in the gzip header": (_with_flags(gz(_tar(lambda t: _file(t, "x"))), 0x12, b""), "gzip header"),
         "data after the tar end": (gz(_tar(lambda t: _file(t, "x")) + b"\1" * 512), "follows the end"),
         "empty archive": (gz(_tar(lambda t: None)), "empty"),
-        "truncated": (gz(_tar(lambda t: _file(t, "x", b"y" * 3000)))[:-40], "do not match the sha256"),
+        "truncated": (gz(_tar(lambda t: _file(t, "x", b"y" * 3000)))[:-40], "cut short"),
+        "trailer cut short, checksum updated": (_rehashed(gz(_tar(lambda t: _file(t, "x")))[:-3]), "cut short"),
+        "body changed, checksum kept": (
+            _flip_last_deflate_byte(gz(_tar(lambda t: _file(t, "x")))),
+            "not a valid bundle archive",
+        ),
         "truncated, checksum updated": (
             _rehashed(gz(_tar(lambda t: _file(t, "x", b"y" * 3000)))[:-40]),
             "not a valid bundle archive",
@@ -94,6 +120,33 @@ def _rehashed(data: bytes) -> bytes:
     import hashlib
 
     return data[:22] + hashlib.sha256(data[87:]).hexdigest().encode() + data[86:]
+
+
+def _empty_member(flags: int, field: bytes) -> bytes:
+    """A gzip member with no data: header with ``flags`` and its ``field``, an empty deflate block, CRC 0, length 0."""
+    return bytes([0x1F, 0x8B, 0x08, flags, 0, 0, 0, 0, 0, 0xFF]) + field + b"\x03\x00" + b"\0" * 8
+
+
+def _extra_field(data: bytes) -> bytes:
+    return len(data).to_bytes(2, "little") + data
+
+
+def _zip() -> bytes:
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("payload.sh", "echo unsigned\n")
+    return out.getvalue()
+
+
+def _with_flags(data: bytes, flags: int, field: bytes) -> bytes:
+    """byog's archive with FLG changed and ``field`` (FNAME, FEXTRA) before its comment."""
+    return data[:3] + bytes([flags]) + data[4:10] + field + data[10:]
+
+
+def _flip_last_deflate_byte(data: bytes) -> bytes:
+    return data[:-9] + bytes([data[-9] ^ 0x55]) + data[-8:]
 
 
 def _pax_info(name: str, headers: dict[str, str]) -> tarfile.TarInfo:
