@@ -3,7 +3,9 @@ the report's headline.
 
 A value claim holds when ``|measured - value| <= tolerance * |value|``; a ratio claim measures
 candidate / baseline at the same point; a verdict claim holds when every recomputed verdict of
-its (task, candidate) is the claimed one. A claim with ``not_checked`` is listed, never held.
+its (task, candidate) is the claimed one. A claim with ``not_checked`` is listed, never held, and
+so is a value or ratio claim at a point flagged invalid (its number is not one to trust): "not
+checked: invalid point", which fails verify like any claim that does not hold.
 """
 
 from __future__ import annotations
@@ -13,10 +15,16 @@ from typing import Literal
 
 from byog.analysis.points import metric_value, one_point
 from byog.core.errors import CheckFailed
+from byog.schemas.bench import PointSummary
 from byog.schemas.claims import Claim, RatioClaim, ValueClaim, VerdictClaim
 from byog.schemas.summary import Summary
 
 Outcome = Literal["holds", "fails", "not checked"]
+INVALID_POINT = "not checked: invalid point"
+
+
+class ClaimNotChecked(CheckFailed):
+    """The claim's point is flagged invalid: it neither holds nor fails, and it is never passed."""
 
 
 def claim_label(claim: Claim) -> str:
@@ -33,12 +41,22 @@ def claim_label(claim: Claim) -> str:
 def measured(summary: Summary, claim: ValueClaim | RatioClaim) -> float:
     """The number the summary gives for a value or ratio claim (CheckFailed when it has none)."""
     if isinstance(claim, ValueClaim):
-        return metric_value(one_point(summary, claim.server, point=claim.point, select=claim.select), claim.metric)
-    candidate = metric_value(one_point(summary, claim.candidate, point=claim.point, select=claim.select), claim.metric)
-    baseline = metric_value(one_point(summary, claim.baseline, point=claim.point, select=claim.select), claim.metric)
+        return metric_value(_valid_point(summary, claim, claim.server), claim.metric)
+    candidate = metric_value(_valid_point(summary, claim, claim.candidate), claim.metric)
+    baseline = metric_value(_valid_point(summary, claim, claim.baseline), claim.metric)
     if baseline == 0:
         raise CheckFailed(f"claim '{claim_label(claim)}': the baseline's {claim.metric} is 0, so there is no ratio")
     return candidate / baseline
+
+
+def _valid_point(summary: Summary, claim: ValueClaim | RatioClaim, server: str) -> PointSummary:
+    point = one_point(summary, server, point=claim.point, select=claim.select)
+    if not point.valid:
+        reasons = "; ".join(point.invalid_reasons) or "flagged invalid"
+        raise ClaimNotChecked(
+            f"claim '{claim_label(claim)}': {INVALID_POINT} ({server} '{point.point_id}': {reasons[:120]})"
+        )
+    return point
 
 
 def check_claim(summary: Summary, claim: Claim) -> str:
@@ -85,6 +103,8 @@ def evaluate_claim(summary: Summary, claim: Claim) -> ClaimOutcome:
         return ClaimOutcome(label, "not checked", claimed, claim.not_checked)
     try:
         check_claim(summary, claim)
+    except ClaimNotChecked:
+        return ClaimOutcome(label, "not checked", claimed, "invalid point")
     except CheckFailed as err:
         got = _got(summary, claim)
         return ClaimOutcome(label, "fails", claimed, got if got is not None else str(err))

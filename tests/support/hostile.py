@@ -362,6 +362,69 @@ def _zip_polyglot() -> bytes:
     return gzip_member(0x04, len(data).to_bytes(2, "little") + data)
 
 
+def _claim_at_invalid_point(kit: Kit) -> Built:
+    """A trusted bundle whose candidate point is flagged invalid (one short answer), with a ratio
+    claim at that point stating exactly the measured ratio."""
+    import pyarrow.parquet as pq
+
+    from byog.analysis.summary import derive_summary
+    from byog.core.io import atomic_write_json, atomic_write_text
+    from byog.report.markdown import render_report
+
+    run_dir = make_run_dir(kit.folder / "invalid-point-run", TINY)
+    run_dir.plots_dir.mkdir(exist_ok=True)
+    (rows_file,) = sorted((run_dir.root / "bench" / "candidate").glob("*.parquet"))
+    table = pq.read_table(rows_file)
+    n_out = table.column("n_out").to_pylist()
+    n_out[0] -= 1  # the server returned one token short: the point's numbers are not the OSL's
+    pq.write_table(table.set_column(table.schema.get_field_index("n_out"), "n_out", [n_out]), rows_file)
+    summary = derive_summary(run_dir)
+    point = next(p for p in summary.bench.points if p.server == "candidate")
+    base = next(p for p in summary.bench.points if p.server == "baseline" and p.point_id == point.point_id)
+    assert not point.valid and point.metrics is not None and base.metrics is not None
+    ratio = point.metrics.decode_tok_s / base.metrics.decode_tok_s
+    (run_dir.root / "claims.yaml").write_text(
+        "schema_version: 1\nclaims:\n  - kind: ratio\n    name: b1 speed-up\n    candidate: candidate\n"
+        f"    baseline: baseline\n    point: {point.point_id}\n    metric: decode_tok_s\n    value: {ratio!r}\n"
+    )
+    atomic_write_json(run_dir.summary_json, summary.to_json())
+    atomic_write_text(run_dir.report_md, render_report(run_dir, summary))
+    return Built(seal_and_pack(run_dir, kit.folder / "claim-at-invalid-point.tar.gz", key=kit.key).bundle)
+
+
+def _not_checked_claims(kit: Kit) -> Built:
+    text = (
+        "schema_version: 1\nclaims:\n  - {server: candidate, select: {batch_size: 1}, metric: decode_tok_s, "
+        "value: 1.0e9, not_checked: not measured yet}\n"
+    )
+    return Built(kit.folder / "base.tar.gz", ["--claims", str(_claims_file(kit, text, "not-checked.yaml"))])
+
+
+CLAIM_CASES: list[Case] = [
+    Case(
+        "claim-at-invalid-point",
+        "a ratio claim at a point flagged invalid (trusted bundle, the claim is the measured ratio)",
+        _claim_at_invalid_point,
+        1,
+        "not checked: invalid point",
+    ),
+    Case(
+        "claims-all-not-checked",
+        "--claims whose every claim is not_checked",
+        _not_checked_claims,
+        1,
+        "none of the 1 claim(s) can be checked",
+    ),
+    Case(
+        "unsigned-names-a-signer",
+        "an unsigned bundle (--allow-unsigned) whose signer.json names the trusted key",
+        lambda kit: Built(kit.forge("unsigned-names-a-signer", {SIGNATURE_NAME: None}), ["--allow-unsigned"]),
+        1,
+        "only a valid signature names a signer",
+    ),
+]
+
+
 CONTAINER_CASES: list[Case] = [
     Case(
         "gzip-trailing-nuls",
@@ -412,6 +475,7 @@ CONTAINER_CASES: list[Case] = [
 
 CASES: list[Case] = [
     *CONTAINER_CASES,
+    *CLAIM_CASES,
     Case(
         "yaml-alias-bomb",
         "YAML alias bomb in plan.yaml (signed by a trusted key)",

@@ -1,7 +1,8 @@
 """Claims: the numbers a PR states, held against the recomputed summary within their tolerance.
 
 Claims come from the bundle itself (claims.yaml, copied into the signed predicate) and from
-``--claims FILE``; every one must hold. ``byog.schemas.claims`` documents the file; what a claim
+``--claims FILE``; every one must hold (one at a point flagged invalid does not), and claims that
+are all ``not_checked`` fail: they check nothing. ``byog.schemas.claims`` documents the file; what a claim
 means (``check_claim``) lives in ``byog.analysis.claims``, shared with the report's headline.
 """
 
@@ -33,8 +34,8 @@ def claims_hold(ctx: VerifyContext) -> str:
     unchecked = [claim_label(claim) for claim in claims if claim.not_checked]
     claims = [claim for claim in claims if not claim.not_checked]
     not_checked = f"; {len(unchecked)} not checked ({', '.join(unchecked)})" if unchecked else ""
-    if not claims:
-        raise Skipped(f"no claim can be checked{not_checked}")
+    if not claims:  # a claims file that checks nothing vouches for nothing
+        raise CheckFailed(f"none of the {len(unchecked)} claim(s) can be checked{not_checked}")
     summary = derived_summary(ctx)
     failures, held = [], []
     for claim in claims:

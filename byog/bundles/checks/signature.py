@@ -19,6 +19,10 @@ def signed_by_allowed_signer(ctx: VerifyContext) -> str:
     if ctx.manifest_bytes is None:
         raise CheckFailed("not checked: the manifest could not be read")
     if not ctx.has(SIGNATURE_NAME):
+        if ctx.has(SIGNER_NAME):  # byog writes it only when it signs: without a signature its key is nobody
+            raise CheckFailed(
+                f"the bundle is unsigned, yet its {SIGNER_NAME} names a key: only a valid signature names a signer"
+            )
         if ctx.allow_unsigned:
             ctx.unsigned_allowed = True
             raise Skipped(f"the bundle is unsigned (--allow-unsigned): {UNSIGNED_NOTE}")
