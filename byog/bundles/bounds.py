@@ -56,6 +56,7 @@ SIZE_CAPS: tuple[tuple[str, int], ...] = (
     ("servers/*/server.json", 1 * MiB),
     ("bench/*/*.json", 1 * MiB),
     ("evals/*/*/results.json", 4 * MiB),
+    ("reproduction.json", 4 * MiB),
     ("summary.json", 32 * MiB),
     ("report.md", 8 * MiB),
     ("*.parquet", 64 * MiB),

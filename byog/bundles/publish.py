@@ -9,9 +9,10 @@ field cannot add links, images, HTML or pings to the comment.
 ``byog report BUNDLE`` re-renders the bundle's report with what a reviewer may add: the PR's
 claims file (``--claims``), reproductions of the bundle (``--reproduction``, and any
 ``<bundle>.reproduction*.tar.gz`` found beside it), and where the plots are hosted
-(``--image-base``). A reproduction is shown only when it verifies and was made of this very
-bundle (its record names the bundle's manifest hash); its signer is named as verified only when
-it is in the allowed signers. A bundle is verified before its report is written, and the report
+(``--image-base``). A reproduction is shown only when it verifies as any bundle does (a trusted
+signer, then every content check in verify's limited child, which also reads its
+reproduction.json) and was made of this very bundle (its record names the bundle's manifest
+hash); any other is named and skipped in one line. A bundle is verified before its report is written, and the report
 is rendered by verify's limited child from the recomputed numbers.
 """
 
@@ -21,7 +22,7 @@ import hashlib
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -33,7 +34,7 @@ from byog.bundles.verify import VerifyReport, verify_bundle
 from byog.core.errors import ByogError, CheckFailed, EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import MANIFEST_NAME, RunDir
-from byog.report.context import PLOTS_BASE, ReportInputs, ReproductionView, reproduction_view
+from byog.report.context import PLOTS_BASE, ReportInputs, ReproductionView
 from byog.report.markdown import render_report
 from byog.report.plots import write_plots
 from byog.schemas.claims import Claim, ClaimsFile
@@ -48,6 +49,7 @@ class ReportWritten:
     report_md: Path
     plots: list[Path]
     reproductions: int = 0
+    not_shown: tuple[str, ...] = ()  # one line per reproduction that did not verify, or is of another bundle
 
 
 def load_claims(path: Path | None) -> tuple[Claim, ...]:
@@ -75,27 +77,49 @@ def reproductions_beside(bundle: Path) -> list[Path]:
     return sorted(bundle.parent.glob(REPRODUCTION_GLOB.format(stem=_stem(bundle))))
 
 
-def load_reproduction(path: Path, manifest_sha256: str, allowed_signers: Path | None) -> ReproductionView:
+class ReproductionNotShown(CheckFailed):
+    """A reproduction beside or given to ``byog report`` that is not shown, and why (one sentence)."""
+
+
+def load_reproduction(
+    path: Path, manifest_sha256: str, allowed_signers: Path | None, *, allow_unsigned: bool = False
+) -> ReproductionView:
     """A reproduction bundle of the bundle whose manifest hashes to ``manifest_sha256``, verified.
 
-    Every check but the signer's must pass; a signer missing from the allowed signers is shown
-    as an unchecked key, never as a name.
+    The same gated, bounded verify as any bundle: a signer missing from the allowed signers gets
+    no content check, so its reproduction.json is never parsed; a trusted one's is read by
+    verify's limited child, after the bounds check. ReproductionNotShown says why one is not shown.
     """
     if not path.is_file():
         raise UsageError(f"reproduction {path} does not exist")
-    report = verify_bundle(path, allowed_signers=allowed_signers, allow_unsigned=True)
-    other = [f for f in report.failures if not f.startswith("signature:")]
-    if other:
-        raise CheckFailed(f"reproduction {path} does not verify: {'; '.join(other)}")
-    principal = report.signer.split(" (SHA256:")[0] if report.verified and report.signer else None
-    with Extracted(path) as extracted:
-        assert extracted.root is not None
-        view = reproduction_view(RunDir(extracted.root), principal)
+    report = verify_bundle(path, allowed_signers=allowed_signers, allow_unsigned=allow_unsigned, want_reproduction=True)
+    if not report.verified:
+        why = report.failures[0] if report.failures else "it does not verify"
+        raise ReproductionNotShown(f"reproduction {path.name} not shown: {one_line(why, 200)}")
+    view = report.reproduction
     if view is None:
-        raise UsageError(f"{path} is a bundle but not a reproduction (no reproduction.json)")
+        raise ReproductionNotShown(f"reproduction {path.name} not shown: it is a bundle but not a reproduction")
     if view.record.original.manifest_sha256 != manifest_sha256:
-        raise UsageError(f"{path} reproduces another bundle (manifest {view.record.original.manifest_sha256[:12]}…)")
-    return view
+        raise ReproductionNotShown(
+            f"reproduction {path.name} not shown: it reproduces another bundle "
+            f"(manifest {view.record.original.manifest_sha256[:12]}…)"
+        )
+    principal = report.signer.split(" (SHA256:")[0] if report.trust == "signed" and report.signer else None
+    return replace(view, principal=principal)
+
+
+def _shown(
+    paths: Sequence[Path], manifest_sha256: str, allowed_signers: Path | None, allow_unsigned: bool
+) -> tuple[tuple[ReproductionView, ...], tuple[str, ...]]:
+    """(the reproductions shown, one line for each that is not)."""
+    views: list[ReproductionView] = []
+    skipped: list[str] = []
+    for path in paths:
+        try:
+            views.append(load_reproduction(path, manifest_sha256, allowed_signers, allow_unsigned=allow_unsigned))
+        except ReproductionNotShown as why:
+            skipped.append(str(why))
+    return tuple(views), tuple(skipped)
 
 
 def _write(run_dir: RunDir, out_dir: Path, inputs: ReportInputs) -> ReportWritten:
@@ -129,7 +153,8 @@ def write_report(
     extra = load_claims(claims)
     if target.is_dir():
         run_dir = RunDir(target)
-        attached: list[ReproductionView] = []
+        attached: tuple[ReproductionView, ...] = ()
+        not_shown: tuple[str, ...] = ()
         if reproductions:
             manifest = run_dir.root / MANIFEST_NAME
             if not manifest.is_file():
@@ -137,20 +162,22 @@ def write_report(
                     f"{target} is not sealed (no {MANIFEST_NAME}): a reproduction names the manifest it reproduced"
                 )
             digest = hashlib.sha256(manifest.read_bytes()).hexdigest()
-            attached = [load_reproduction(path, digest, allowed_signers) for path in reproductions]
-        return _write(
-            run_dir, out_dir or target, ReportInputs(claims=extra, reproductions=tuple(attached), image_base=image_base)
+            attached, not_shown = _shown(reproductions, digest, allowed_signers, allow_unsigned)
+        written = _write(
+            run_dir, out_dir or target, ReportInputs(claims=extra, reproductions=attached, image_base=image_base)
         )
+        return replace(written, not_shown=not_shown)
     if not target.is_file():
         raise UsageError(f"{target} is neither a run directory nor a bundle file")
     out = out_dir or target.parent / f"{_stem(target)}-report"
     found = list(dict.fromkeys([*reproductions, *reproductions_beside(target)]))
     views: tuple[ReproductionView, ...] = ()
+    not_shown: tuple[str, ...] = ()
     if found:
         with Extracted(target) as extracted:  # the vetted archive; only the manifest's bytes are hashed
             assert extracted.root is not None
             digest = hashlib.sha256((extracted.root / MANIFEST_NAME).read_bytes()).hexdigest()
-        views = tuple(load_reproduction(path, digest, allowed_signers) for path in found)
+        views, not_shown = _shown(found, digest, allowed_signers, allow_unsigned)
     inputs = ReportInputs(claims=extra, reproductions=views, image_base=image_base)
     report = verify_bundle(
         target, allowed_signers=allowed_signers, allow_unsigned=allow_unsigned, report_to=out, report_inputs=inputs
@@ -163,7 +190,10 @@ def write_report(
         )
         raise CheckFailed(f"{target} does not verify, so no report was written: {one_line(first, 300)}")
     return ReportWritten(
-        report_md=Path(report.written[0]), plots=[Path(p) for p in report.written[1:]], reproductions=len(views)
+        report_md=Path(report.written[0]),
+        plots=[Path(p) for p in report.written[1:]],
+        reproductions=len(views),
+        not_shown=not_shown,
     )
 
 

@@ -42,12 +42,13 @@ from byog.bundles.safe_text import json_safe, one_line
 from byog.bundles.unpack import Extracted, Limits
 from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
-from byog.report.context import ReportInputs
+from byog.report.context import ReportInputs, ReproductionView, reproduction_view
 from byog.report.markdown import render_report
 from byog.report.plots import write_plots
 from byog.schemas.claims import ClaimsFile
 from byog.schemas.manifest import BundleSubject, subject_arg
 from byog.schemas.policy import Policy
+from byog.schemas.reproduction import ReproductionRecord
 
 Trust = Literal["signed", "unsigned", "untrusted"]
 UNTRUSTED = "not checked: untrusted signer"
@@ -64,6 +65,7 @@ class VerifyReport:
     isolated: bool = True  # the content checks ran in a limited child
     comment: str | None = None  # the PR comment, when asked for and every check passed
     written: list[str] = field(default_factory=list)  # report files written (report_to), when every check passed
+    reproduction: ReproductionView | None = None  # its reproduction.json, read by the child (want_reproduction)
 
     @property
     def verified(self) -> bool:
@@ -124,6 +126,32 @@ def _write_report(ctx: VerifyContext, out_dir: Path, inputs: ReportInputs | None
     return [str(report), *(str(p) for p in write_plots(ctx.run_dir, summary, out_dir / "plots"))]
 
 
+def _reproduction_event(ctx: VerifyContext) -> dict[str, Any]:
+    """The bundle's reproduction.json as the report shows it, from the child (validated, within bounds)."""
+    view = reproduction_view(ctx.run_dir)
+    if view is None:
+        return {"event": "reproduction", "record": None}
+    return {
+        "event": "reproduction",
+        "record": view.record.model_dump(mode="json"),
+        "signer_fingerprint": view.signer_fingerprint,
+        "servers": json_safe(list(view.servers)),
+    }
+
+
+def _view_of(event: dict[str, Any]) -> ReproductionView | None:
+    if not isinstance(event.get("record"), dict):
+        return None
+    fingerprint = event.get("signer_fingerprint")
+    servers = event.get("servers")
+    return ReproductionView(
+        record=ReproductionRecord.model_validate(event["record"]),
+        signer_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+        principal=None,
+        servers=tuple(s for s in servers if isinstance(s, dict)) if isinstance(servers, list) else (),
+    )
+
+
 def _content_phase(
     ctx: VerifyContext,
     checks: list[Check],
@@ -132,8 +160,10 @@ def _content_phase(
     limits: ChildLimits | None,
     report_to: Path | None = None,
     report_inputs: ReportInputs | None = None,
-) -> tuple[list[CheckResult], bool, str | None, list[str]]:
-    """Run the content checks in the limited child; (results, isolated, comment, report files written)."""
+    want_reproduction: bool = False,
+) -> tuple[list[CheckResult], bool, str | None, list[str], ReproductionView | None]:
+    """Run the content checks in the limited child; (results, isolated, comment, report files written,
+    the bundle's reproduction when asked for)."""
 
     def work(emit: Callable[[dict[str, Any]], None]) -> None:
         try:
@@ -155,6 +185,8 @@ def _content_phase(
                     emit({"event": "comment", "text": render_comment_report(ctx)})
                 if report_to is not None and passed:
                     emit({"event": "written", "files": _write_report(ctx, report_to, report_inputs)})
+                if want_reproduction and passed:
+                    emit(_reproduction_event(ctx))
             except Exception as err:  # noqa: BLE001  (said in one line by the caller, never a traceback)
                 emit({"event": "render_error", "message": one_line(f"{type(err).__name__}: {err}", 300)})
         except EnvironmentProblem as err:
@@ -165,6 +197,7 @@ def _content_phase(
     started: str | None = None
     comment = None
     written: list[str] = []
+    reproduction: ReproductionView | None = None
     for event in outcome.events:
         kind = event.get("event")
         if kind == "start":
@@ -178,6 +211,11 @@ def _content_phase(
             comment = str(event.get("text"))
         elif kind == "written" and isinstance(event.get("files"), list):
             written = [str(name) for name in event["files"]]
+        elif kind == "reproduction":
+            try:
+                reproduction = _view_of(event)
+            except ValidationError as err:
+                ctx.notes["render_error"] = one_line(f"reproduction.json: {err.errors()[0]['msg']}", 300)
         elif kind == "render_error":
             ctx.notes["render_error"] = str(event.get("message"))
         elif kind == "environment":
@@ -194,7 +232,7 @@ def _content_phase(
                 started = item.name
             else:
                 results.append(CheckResult(item.name, "skip", f"not checked: {started} did not finish"))
-    return results, outcome.isolated, comment, written
+    return results, outcome.isolated, comment, written, reproduction
 
 
 def verify_bundle(
@@ -211,6 +249,7 @@ def verify_bundle(
     want_comment: bool = False,
     report_to: Path | None = None,
     report_inputs: ReportInputs | None = None,
+    want_reproduction: bool = False,
 ) -> VerifyReport:
     """Run every check; never raises for a bad bundle (the report says why), only for bad usage or environment."""
     if not bundle.is_file():
@@ -250,7 +289,7 @@ def verify_bundle(
                 results += [CheckResult(item.name, "skip", UNTRUSTED) for item in gated]
             else:
                 results += [run_one(item, ctx, status) for item in gated if not item.isolated]
-                content, report.isolated, report.comment, report.written = _content_phase(
+                content, report.isolated, report.comment, report.written, report.reproduction = _content_phase(
                     ctx,
                     [item for item in gated if item.isolated],
                     status,
@@ -258,6 +297,7 @@ def verify_bundle(
                     child_limits,
                     report_to,
                     report_inputs,
+                    want_reproduction,
                 )
                 results += content
             report.results = results

@@ -132,6 +132,8 @@ def report_cmd(
         allowed_signers=allowed_signers,
         allow_unsigned=allow_unsigned,
     )
+    for line in written.not_shown:
+        console.print(Text(one_line(line, 300), style="yellow"), highlight=False, soft_wrap=True)
     shown = f", {written.reproductions} reproduction(s) shown" if written.reproductions else ""
     console.print(
         Text(

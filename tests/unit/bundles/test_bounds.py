@@ -134,3 +134,32 @@ def test_json_output_is_valid_json_whatever_the_bundle_holds(kit: Kit) -> None:
         assert [c["status"] for c in doc["checks"]][-1] == "skip"
         print(name, [c["message"][:90] for c in doc["checks"] if c["status"] == "fail"])
         json.dumps(doc, allow_nan=False).encode("utf-8")  # no lone surrogate survives
+
+
+def test_a_reproduction_beside_a_bundle_is_shown_only_once_it_verifies(kit: Kit, tmp_path: Path) -> None:
+    """`byog report` finds <bundle>.reproduction*.tar.gz beside the bundle: a stranger's (its
+    reproduction.json nested 200,000 deep, never parsed) and a trusted one's over the bounds are
+    each named and skipped in one line; the report of the bundle itself is still written."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from byog.cli import app
+
+    deep = b"[" * 200_000 + b"]" * 200_000
+    folder = tmp_path / "beside"
+    folder.mkdir()
+    shutil.copy(kit.folder / "base.tar.gz", folder / "bundle.tar.gz")
+    for name, trusted in (("stranger", False), ("trusted-deep", True)):
+        made = kit.forge(f"bundle.reproduction-{name}", {"reproduction.json": deep}, trusted=trusted)
+        shutil.move(made, folder / made.name)
+    result = CliRunner().invoke(
+        app,
+        ["report", str(folder / "bundle.tar.gz"), "-o", str(tmp_path / "out"), "--allowed-signers", str(kit.allowed)],
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert lines[0].startswith("reproduction bundle.reproduction-stranger.tar.gz not shown: signature:"), lines
+    assert lines[1].startswith("reproduction bundle.reproduction-trusted-deep.tar.gz not shown: bounds:"), lines
+    assert "nested deeper than" in lines[1] and lines[2].startswith("wrote ") and len(lines) == 3, lines
+    assert "## Reproductions" not in (tmp_path / "out" / "report.md").read_text()
