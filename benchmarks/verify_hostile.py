@@ -4,8 +4,11 @@ under a 3 GiB address-space limit; prints case, exit, wall s, peak MB and the re
     python benchmarks/verify_hostile.py [--cases NAME,...] [--show]
 
 Peak MB is the largest resident memory of verify's whole process tree (sampled every 5 ms, and
-each process's exact ru_maxrss). Goals (the verify-hardening issue): every case refused, wall
-<= 10 s, peak <= 1 GB, an empty temp dir afterwards.
+each process's exact ru_maxrss); CPU s is the user + system time of that tree (what wall time
+would be on an idle core: read it when the machine is loaded). Goals (the verify-hardening
+issue): every case refused (or, where it says so, verified), wall <= 10 s, peak <= 1 GB, an
+empty temp dir afterwards; a case refused before the signature is known (untrusted, or the
+archive itself) within 2 s.
 """
 
 from __future__ import annotations
@@ -30,6 +33,15 @@ def _refusal(output: str, says: str) -> str:
     return output.strip().splitlines()[-1][:150] if output.strip() else ""
 
 
+BEFORE_SIGNATURE_S = 2.0
+_EARLY = ("FAIL archive", "FAIL manifest", "FAIL hashes", "FAIL signature")
+
+
+def _before_signature(output: str) -> bool:
+    """Refused before the signer is known: the archive or an ungated check failed, or the signer is untrusted."""
+    return "not checked: untrusted signer" in output or any(line.startswith(_EARLY) for line in output.splitlines())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
@@ -37,6 +49,8 @@ def main() -> None:
     args = parser.parse_args()
     wanted = {name for name in args.cases.split(",") if name}
     started = time.perf_counter()
+    # On a machine busier than its cores, wall time measures the neighbours: judge CPU time then.
+    loaded = os.getloadavg()[0] > (os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="byog-hostile-") as tmp:
         kit = Kit.create(Path(tmp) / "kit")
         outcomes, problems, refusals = [], [], []
@@ -55,15 +69,18 @@ def main() -> None:
                 problems.append(
                     f"{case.name}: exit {outcome.exit} (want {case.exit}), says {case.says!r}: {case.says in outcome.output}"
                 )
-            if outcome.wall_s > WALL_LIMIT_S or outcome.peak_mb > PEAK_LIMIT_MB or outcome.temp_left:
+            seconds = outcome.cpu_s if loaded else outcome.wall_s
+            limit = BEFORE_SIGNATURE_S if _before_signature(outcome.output) else WALL_LIMIT_S
+            if seconds > limit or outcome.peak_mb > PEAK_LIMIT_MB or outcome.temp_left:
                 problems.append(
-                    f"{case.name}: {outcome.wall_s:.1f} s, {outcome.peak_mb:.0f} MB, temp left {outcome.temp_left}"
+                    f"{case.name}: {seconds:.1f} s ({'CPU' if loaded else 'wall'}, limit {limit:g} s), "
+                    f"{outcome.peak_mb:.0f} MB, temp left {outcome.temp_left}"
                 )
             if built.bundle.name != "base.tar.gz":
                 built.bundle.unlink(missing_ok=True)
     print(
         f"byog verify on hostile bundles; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
-        f"total {time.perf_counter() - started:.0f} s"
+        f"total {time.perf_counter() - started:.0f} s; goals judged on {'CPU' if loaded else 'wall'} time"
     )
     print(table(outcomes))
     print()
@@ -72,7 +89,8 @@ def main() -> None:
     print(
         "PROBLEMS:\n" + "\n".join(problems)
         if problems
-        else f"all refused, each within {WALL_LIMIT_S:g} s and {PEAK_LIMIT_MB:.0f} MB, temp dirs empty"
+        else f"all as expected, each within {WALL_LIMIT_S:g} s ({BEFORE_SIGNATURE_S:g} s before the signature) "
+        f"and {PEAK_LIMIT_MB:.0f} MB, temp dirs empty"
     )
 
 

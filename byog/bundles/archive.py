@@ -48,6 +48,31 @@ def member_info(name: str, size: int) -> tarfile.TarInfo:
     return info
 
 
+def _slow_header(name: str, size: int) -> bytes:
+    return member_info(name, size).tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+
+
+_TEMPLATE = bytearray(_slow_header("", 0))  # name and size empty: the bytes every member header shares
+_SIMPLE_NAME = re.compile(r"[\x20-\x7e]{1,100}")  # what tar's ustar header holds without a pax record
+
+
+def member_header(name: str, size: int) -> bytes:
+    """The tar header bytes ``write_tar`` writes for a member (pax record included, when one is needed).
+
+    An ASCII name of at most 100 characters and a size under 8 GiB fill byog's one ustar template
+    (name, size and checksum spliced in), which costs microseconds instead of tarfile's tens of
+    them: verify rebuilds one header per member, of up to 10,000. Anything else goes through tarfile.
+    """
+    if not _SIMPLE_NAME.fullmatch(name) or size >= 8**11:
+        return _slow_header(name, size)
+    header = bytearray(_TEMPLATE)
+    header[0:100] = name.encode("ascii").ljust(100, b"\0")
+    header[124:136] = b"%011o\0" % size
+    header[148:156] = b"        "
+    header[148:155] = b"%06o\0" % sum(header)
+    return bytes(header)
+
+
 def write_tar(sink: BinaryIO, members: Iterable[tuple[str, int, BinaryIO]]) -> None:
     """Write (name, size, data) members, in the order given, as byog's uncompressed tar stream."""
     with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8") as tar:

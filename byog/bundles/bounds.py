@@ -21,7 +21,9 @@ and metadata before anything big is built:
   decompressed (which caps a single cell), the file at most ``max_parquet_decoded_bytes``
   decompressed, all parquet files together at most ``max_total_decoded_bytes``; string and
   binary cells at most ``max_cell_bytes`` each (read one string column at a time);
-- a plan expands to at most ``max_plan_points`` bench points, counted without expanding.
+- a plan expands to at most ``max_plan_points`` bench points, counted without expanding; the
+  bundle holds at most ``max_bench_points`` bench point files and ``max_document_bytes`` of JSON
+  and YAML in all, both counted from the archive before anything is parsed.
 
 The content checks also run in a child process under memory and CPU limits
 (``byog.bundles.isolate``): these caps make hostile input fail fast with a clear sentence, the
@@ -30,10 +32,11 @@ limits catch whatever a cap missed.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
+import re
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -78,17 +81,28 @@ class Caps:
     max_total_decoded_bytes: int = 512 * MiB  # every parquet file of the bundle, decompressed
     max_cell_bytes: int = 1 * MiB  # one string or binary cell
     max_plan_points: int = 4096
+    # bench points a bundle holds (bench/**/*.parquet), counted from member names before anything
+    # is read: ~9x the largest built-in profile (kimi-k3-gb300, full tier: 117 server-points).
+    max_bench_points: int = 1024
+    # JSON and YAML the bundle holds, summed, before any is parsed (a parsed document costs several
+    # times its size, and every one is kept for the later checks); an honest full-tier kimi-k3-gb300
+    # bundle holds a few MB, most of it summary.json.
+    max_document_bytes: int = 64 * MiB
     max_yaml_doc_bytes: int = 1 * MiB  # YAML given on the command line (--claims, --policy)
 
 
 CAPS = Caps()
 
 
+# One regex for every glob (first match wins, as in SIZE_CAPS): the archive asks once per member.
+_SIZE_CAP_RE = re.compile(
+    "|".join(f"(?P<g{i}>{fnmatch.translate(pattern)})" for i, (pattern, _) in enumerate(SIZE_CAPS))
+)
+
+
 def size_cap(name: str) -> int | None:
-    for pattern, cap in SIZE_CAPS:
-        if fnmatchcase(name, pattern):
-            return cap
-    return None
+    found = _SIZE_CAP_RE.match(name)
+    return SIZE_CAPS[int(found.lastgroup[1:])][1] if found and found.lastgroup else None
 
 
 def check_size(name: str, size: int) -> None:

@@ -36,7 +36,7 @@ from byog.bundles.archive import (
     GZIP_HEADER,
     UnsafeBundle,
     check_name,
-    write_tar,
+    member_header,
 )
 from byog.bundles.bounds import size_cap
 from byog.core.errors import UsageError
@@ -197,12 +197,14 @@ def _check_member(info: tarfile.TarInfo, limits: Limits) -> None:
 class _Member:
     """A member's data as tar hands it over: counted, capped, and copied to disk when extracting."""
 
-    def __init__(self, source: BinaryIO, name: str, size: int, target: Path) -> None:
+    def __init__(self, source: BinaryIO, name: str, size: int, target: Path, made: set[Path]) -> None:
         self.source = source
         self.name = name
         self.size = size
         self.read_bytes = 0
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if target.parent not in made:  # one mkdir per folder, not per member
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            made.add(target.parent)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         self.out: BinaryIO | None = os.fdopen(fd, "wb")
 
@@ -243,21 +245,23 @@ def _scan(path: Path, limits: Limits, dest: Path) -> list[str]:
     """One pass over the archive: vet every member, and write it under ``dest`` (private, removed
     by the caller when this raises).
 
-    While reading, the tar stream byog's packer would write for the same members is rebuilt into
-    a hash: every byte of the bundle is then either file content (covered by the manifest's
-    hashes and the signature) or a header, padding or end block pinned by that comparison. No
-    byte can change without verify noticing, even where tar itself would not care.
+    While reading, the tar stream byog's packer would write for the same members (``write_tar``:
+    ``member_header``, the data, zero padding, tarfile's end blocks) is rebuilt into a hash: every
+    byte of the bundle is then either file content (covered by the manifest's hashes and the
+    signature) or a header, padding or end block pinned by that comparison. No byte can change
+    without verify noticing, even where tar itself would not care.
     """
     names: list[str] = []
     seen: set[str] = set()
     folders: set[str] = set()
+    made: set[Path] = set()
     total = 0
     stream = _Container(path, limits)
     canonical = _HashSink()
     try:
         with tarfile.open(fileobj=stream, mode="r|", encoding="utf-8", errors="surrogateescape") as tar:  # type: ignore[call-overload]
 
-            def members():  # noqa: ANN202  (a generator: write_tar pulls one vetted member at a time)
+            def members():  # noqa: ANN202  (a generator: one vetted member at a time)
                 nonlocal total
                 for info in tar:
                     if len(names) >= limits.max_members:
@@ -278,7 +282,7 @@ def _scan(path: Path, limits: Limits, dest: Path) -> list[str]:
                         raise UnsafeBundle(f"unsafe bundle: members add up to more than {limits.max_total_bytes} bytes")
                     source = tar.extractfile(info)
                     assert source is not None  # regular files always have data
-                    member = _Member(source, info.name, info.size, dest / info.name)
+                    member = _Member(source, info.name, info.size, dest / info.name, made)
                     names.append(info.name)
                     seen.add(info.name)
                     try:
@@ -287,7 +291,14 @@ def _scan(path: Path, limits: Limits, dest: Path) -> list[str]:
                         member.close_file()
                     member.require_complete()
 
-            write_tar(canonical, members())  # type: ignore[arg-type]
+            for name, size, member in members():
+                canonical.write(member_header(name, size))
+                while chunk := member.read(_CHUNK):
+                    canonical.write(chunk)
+                canonical.write(b"\0" * (-size % tarfile.BLOCKSIZE))
+            # tarfile's end of archive: two zero blocks, then zeros to a whole record
+            canonical.write(b"\0" * (2 * tarfile.BLOCKSIZE))
+            canonical.write(b"\0" * (-canonical.count % tarfile.RECORDSIZE))
             # The rest of the tar stream is its end blocks (pinned below), then the gzip trailer.
             while rest := stream.read(_CHUNK):
                 if rest.strip(b"\0"):

@@ -8,10 +8,13 @@ verify's schema check, which validates every bundle file whose path matches an e
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -28,8 +31,12 @@ class SchemaEntry:
     files: tuple[str, ...] = ()  # globs of bundle paths this model validates (fnmatch, '/'-separated)
     kind: FileKind = "json"  # json/yaml: the whole file is one object; parquet: each row is one object
 
+    @cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        return re.compile("|".join(fnmatch.translate(glob) for glob in self.files) or r"(?!)")
+
     def matches(self, path: str) -> bool:
-        return any(fnmatchcase(path, pattern) for pattern in self.files)
+        return self._pattern.match(path) is not None  # the globs as one regex: asked once per bundle file
 
 
 _REGISTRY: dict[str, SchemaEntry] = {}
@@ -49,11 +56,17 @@ def register(
     return model
 
 
-def load_all() -> dict[str, SchemaEntry]:
-    """Import every module of ``byog.schemas`` (each registers its models) and return the registry."""
+@functools.cache
+def _import_schema_modules() -> None:
+    """Once per process: listing the package costs milliseconds, and migrate asks per file read."""
     for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if info.name not in _NOT_SCHEMA_MODULES and not info.name.startswith("_"):
             importlib.import_module(f"byog.schemas.{info.name}")
+
+
+def load_all() -> dict[str, SchemaEntry]:
+    """Import every module of ``byog.schemas`` (each registers its models) and return the registry."""
+    _import_schema_modules()
     return dict(sorted(_REGISTRY.items()))
 
 

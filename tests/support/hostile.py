@@ -425,6 +425,76 @@ CLAIM_CASES: list[Case] = [
 ]
 
 
+def _many_members(kit: Kit, name: str, count: int, *, trusted: bool) -> Built:
+    """The base bundle plus ``count`` one-byte plots, listed in the manifest and signed."""
+    extra: dict[str, bytes | Payload | None] = {f"plots/extra-{i:05d}.png": b"x" for i in range(count)}
+    return Built(kit.forge(name, extra, trusted=trusted))
+
+
+def _bench_points(kit: Kit, count: int) -> Built:
+    """``count`` copies of one bench point's rows and record: more points than any honest plan runs."""
+    rows = _bench_rows_name(kit)
+    record = rows.removesuffix(".parquet") + ".json"
+    extra: dict[str, bytes | Payload | None] = {}
+    for i in range(count):
+        extra[f"bench/candidate/copy-{i:05d}.parquet"] = kit.files[rows]
+        extra[f"bench/candidate/copy-{i:05d}.json"] = kit.files[record]
+    return Built(kit.forge(f"bench-points-{count}", extra))
+
+
+def _json_files(kit: Kit, count: int) -> Built:
+    """``count`` bench records of 1 MiB each (every one within its own cap)."""
+    one = Payload(b'{"x": [', b"0,", (2**20 - 12) // 2, b"0]}")
+    extra: dict[str, bytes | Payload | None] = {f"bench/candidate/big-{i:03d}.json": one for i in range(count)}
+    return Built(kit.forge(f"json-{count}x1mib", extra))
+
+
+# Cost per member, per point and per parsed byte: verify must meet its time and memory goals at
+# scale (benchmarks/verify_hostile.py prints the figures).
+SCALE_CASES: list[Case] = [
+    Case(
+        "members-10000-untrusted",
+        "10,000 tiny members from a stranger: refused before the signature",
+        lambda kit: _many_members(kit, "members-10000-untrusted", 9_975, trusted=False),
+        1,
+        "not checked: untrusted signer",
+        slow=True,
+    ),
+    Case(
+        "members-10001",
+        "one member over the 10,000 cap",
+        lambda kit: _many_members(kit, "members-10001", 10_001 - len(kit.files) - 2, trusted=True),
+        1,
+        "more than 10000 members",
+        slow=True,
+    ),
+    Case(
+        "members-10000-trusted",
+        "10,000 tiny members, trusted: verified (plots are never parsed)",
+        lambda kit: _many_members(kit, "members-10000-trusted", 9_975, trusted=True),
+        0,
+        ": verified",
+        slow=True,
+    ),
+    Case(
+        "bench-points-2400",
+        "2,400 bench points, trusted",
+        lambda kit: _bench_points(kit, 2_400),
+        1,
+        "bench points, over the cap",
+        slow=True,
+    ),
+    Case(
+        "json-300x1mib",
+        "300 JSON files of 1 MiB each, trusted",
+        lambda kit: _json_files(kit, 300),
+        1,
+        "JSON and YAML files add up to",
+        slow=True,
+    ),
+]
+
+
 CONTAINER_CASES: list[Case] = [
     Case(
         "gzip-trailing-nuls",
@@ -476,6 +546,7 @@ CONTAINER_CASES: list[Case] = [
 CASES: list[Case] = [
     *CONTAINER_CASES,
     *CLAIM_CASES,
+    *SCALE_CASES,
     Case(
         "yaml-alias-bomb",
         "YAML alias bomb in plan.yaml (signed by a trusted key)",
@@ -686,6 +757,7 @@ class Outcome:
     peak_mb: float
     output: str
     temp_left: list[str]
+    cpu_s: float = float("nan")  # user + system CPU of verify and every process it waited for
 
 
 def _limit_memory() -> None:
@@ -697,7 +769,8 @@ def _limit_memory() -> None:
 _WRAPPER = (
     "import os, resource, subprocess, sys\n"
     "code = subprocess.call(sys.argv[1:])\n"
-    "open(os.environ['HOSTILE_MAXRSS_FILE'], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "open(os.environ['HOSTILE_MAXRSS_FILE'], 'w').write(f'{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}')\n"
     "sys.exit(code)\n"
 )
 
@@ -749,12 +822,14 @@ def run_verify(kit: Kit, built: Built, name: str) -> Outcome:
         time.sleep(0.005)
     wall = time.perf_counter() - start
     output = proc.stdout.read().decode("utf-8", "replace") if proc.stdout else ""
-    maxrss = int(maxrss_file.read_text()) * 1024 if maxrss_file.is_file() else 0
+    maxrss, cpu = (maxrss_file.read_text().split() if maxrss_file.is_file() else ["0", "nan"])[:2]
     left = sorted(p.name for p in temp.iterdir())
-    return Outcome(name, proc.returncode, wall, max(peak, maxrss) / 2**20, output, left)
+    return Outcome(name, proc.returncode, wall, max(peak, int(maxrss) * 1024) / 2**20, output, left, float(cpu))
 
 
 def table(outcomes: list[Outcome]) -> str:
-    rows = [f"| {'case':<28} | exit | wall s | peak MB |", f"|{'-' * 30}|------|--------|---------|"]
-    rows += [f"| {o.case:<28} | {o.exit:>4} | {o.wall_s:>6.2f} | {o.peak_mb:>7.0f} |" for o in outcomes]
+    rows = [f"| {'case':<28} | exit | wall s | CPU s | peak MB |", f"|{'-' * 30}|------|--------|-------|---------|"]
+    rows += [
+        f"| {o.case:<28} | {o.exit:>4} | {o.wall_s:>6.2f} | {o.cpu_s:>5.2f} | {o.peak_mb:>7.0f} |" for o in outcomes
+    ]
     return "\n".join(rows)

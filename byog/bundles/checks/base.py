@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -76,8 +77,12 @@ class VerifyContext:
         check_size(name, path.stat().st_size)
         return path.read_bytes()
 
+    @cached_property
+    def _members(self) -> frozenset[str]:
+        return frozenset(self.names)
+
     def has(self, name: str) -> bool:
-        return name in self.names
+        return name in self._members  # a set: checks ask once per member, of up to 10,000
 
 
 CheckFn = Callable[[VerifyContext], str]

@@ -8,7 +8,15 @@ The parsed documents are kept on the context, so later checks never parse a file
 
 from __future__ import annotations
 
-from byog.bundles.bounds import check_parquet, check_parquet_cells, check_plan_points, check_size, load_json, load_yaml
+from byog.bundles.bounds import (
+    MiB,
+    check_parquet,
+    check_parquet_cells,
+    check_plan_points,
+    check_size,
+    load_json,
+    load_yaml,
+)
 from byog.bundles.checks.base import VerifyContext, check
 from byog.core.errors import CheckFailed
 
@@ -16,8 +24,19 @@ from byog.core.errors import CheckFailed
 @check("bounds", requires=("hashes",))
 def within_bounds(ctx: VerifyContext) -> str:
     caps = ctx.caps
+    points = sum(1 for name in ctx.names if name.startswith("bench/") and name.endswith(".parquet"))
+    if points > caps.max_bench_points:
+        raise CheckFailed(f"the bundle holds {points:,} bench points, over the cap of {caps.max_bench_points:,}")
+    documents_bytes = 0
     for name in ctx.names:
-        check_size(name, (ctx.root / name).stat().st_size)
+        size = (ctx.root / name).stat().st_size
+        check_size(name, size)
+        documents_bytes += size if name.endswith((".json", ".yaml", ".yml")) else 0
+    if documents_bytes > caps.max_document_bytes:
+        raise CheckFailed(
+            f"the bundle's JSON and YAML files add up to {documents_bytes / MiB:.0f} MiB, "
+            f"over the cap of {caps.max_document_bytes // MiB} MiB"
+        )
     documents = 0
     for name in ctx.names:
         if name.endswith(".json"):
@@ -41,8 +60,8 @@ def within_bounds(ctx: VerifyContext) -> str:
             )
         check_parquet_cells(ctx.root / name, name, caps)
         tables += 1
-    points = check_plan_points(ctx.parsed.get("plan.yaml"), caps)
+    plan_points = check_plan_points(ctx.parsed.get("plan.yaml"), caps)
     return (
         f"{len(ctx.names)} files within their size caps; {documents} JSON/YAML documents and {tables} parquet files "
-        f"({rows:,} rows) within their limits; the plan expands to {points} points"
+        f"({rows:,} rows) within their limits; the plan expands to {plan_points} points"
     )
