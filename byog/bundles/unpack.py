@@ -207,11 +207,13 @@ class _Member:
             made.add(target.parent)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         self.out: BinaryIO | None = os.fdopen(fd, "wb")
+        self.sha256 = hashlib.sha256()  # while it is written: the hashes check need not read it back
 
     def read(self, size: int = -1) -> bytes:
         left = self.size - self.read_bytes
         data = self.source.read(left if size is None or size < 0 else min(size, left))
         self.read_bytes += len(data)
+        self.sha256.update(data)
         if self.out is not None:
             self.out.write(data)
         return data
@@ -241,9 +243,9 @@ class _HashSink:
         return self.count
 
 
-def _scan(path: Path, limits: Limits, dest: Path) -> list[str]:
-    """One pass over the archive: vet every member, and write it under ``dest`` (private, removed
-    by the caller when this raises).
+def _scan(path: Path, limits: Limits, dest: Path, digests: dict[str, str]) -> list[str]:
+    """One pass over the archive: vet every member, write it under ``dest`` (private, removed by
+    the caller when this raises) and its sha256 into ``digests``.
 
     While reading, the tar stream byog's packer would write for the same members (``write_tar``:
     ``member_header``, the data, zero padding, tarfile's end blocks) is rebuilt into a hash: every
@@ -290,6 +292,7 @@ def _scan(path: Path, limits: Limits, dest: Path) -> list[str]:
                     finally:
                         member.close_file()
                     member.require_complete()
+                    digests[info.name] = member.sha256.hexdigest()
 
             for name, size, member in members():
                 canonical.write(member_header(name, size))
@@ -351,12 +354,13 @@ class Extracted:
         self.limits = limits
         self.root: Path | None = None
         self.names: list[str] = []
+        self.digests: dict[str, str] = {}  # member name -> sha256 of its bytes, computed while extracting
 
     def __enter__(self) -> Extracted:
         sweep_stale_temp_dirs()
         self.root = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-"))
         try:
-            self.names = _scan(self.bundle, self.limits, self.root)
+            self.names = _scan(self.bundle, self.limits, self.root, self.digests)
         except BaseException:
             shutil.rmtree(self.root, ignore_errors=True)
             raise

@@ -267,6 +267,7 @@ def verify_bundle(
                 bundle=bundle,
                 root=extracted.root,
                 names=extracted.names,
+                digests=extracted.digests,
                 allowed_signers=allowed_signers,
                 policy=policy_model,
                 claims=claims_model,

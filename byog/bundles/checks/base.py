@@ -53,6 +53,7 @@ class VerifyContext:
     root: Path  # the private folder the bundle was extracted into
     names: list[str]  # member names, archive order
     sizes: dict[str, int] = field(default_factory=dict)  # member name -> bytes, from the vetted archive
+    digests: dict[str, str] = field(default_factory=dict)  # member name -> sha256, computed while extracting
     allowed_signers: Path | None = None
     policy: Policy | None = None
     claims: ClaimsFile | None = None
