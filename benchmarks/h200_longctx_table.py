@@ -11,6 +11,7 @@ in s. A starred cell is a point byog flagged invalid; its reasons are listed und
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -18,8 +19,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from byog.analysis.summary import derive_summary
-from byog.core.paths import RunDir
+from byog.analysis import energy  # noqa: E402
+from byog.analysis.summary import derive_summary  # noqa: E402
+from byog.core.paths import RunDir  # noqa: E402
+from byog.schemas.bench import PointSummary  # noqa: E402
 
 DEFAULT = REPO / "benchmarks" / "results" / "h200-longctx-tp1"
 
@@ -60,7 +63,45 @@ def main(argv: list[str]) -> int:
         print()
         for p in invalid:
             print(f"- {p.point_id}: {'; '.join(p.invalid_reasons)}")
+    print(f"\n{len(invalid)} of {len(points)} points invalid.\n")
+    _conditions(points)
     return 0
+
+
+def _conditions(points: list[PointSummary]) -> None:
+    """Each point's GPU conditions, then how much they move between neighbouring points (same ISL,
+    twice the batch): the spread the A/B thresholds of ``byog.analysis.energy`` are set against."""
+    print("| point | SwPowerCap share | SM clock mean MHz | mean power W | mJ/token | other throttling |")
+    print("|---|---:|---:|---:|---:|---|")
+    for p in points:
+        power = p.metrics.power if p.metrics else None
+        if power is None or not power.available:
+            continue
+        share = energy.cap_share(power)
+        clock = power.sm_clock_mhz.mean if power.sm_clock_mhz else None
+        others = {k: v for k, v in (power.throttle or {}).items() if k != energy.POWER_CAP}
+        print(
+            f"| {p.point_id} | {share:.0%} | {clock:.0f} | {power.mean_power_w:.0f} | "
+            f"{(power.j_per_token or 0) * 1e3:.1f} | {', '.join(f'{k} {v:.0%}' for k, v in others.items()) or 'none'} |"
+        )
+    by_isl: dict[int, list[PointSummary]] = {}
+    for p in points:
+        if p.metrics and p.metrics.power and p.metrics.power.available:
+            by_isl.setdefault(p.isl, []).append(p)
+    clock_gaps, cap_gaps = [], []
+    for group in by_isl.values():
+        group.sort(key=lambda p: p.batch_size)
+        for a, b in itertools.pairwise(group):
+            pa, pb = a.metrics.power, b.metrics.power  # type: ignore[union-attr]
+            clock_gaps.append(abs(pb.sm_clock_mhz.mean / pa.sm_clock_mhz.mean - 1))  # type: ignore[union-attr,operator]
+            cap_gaps.append(abs((energy.cap_share(pb) or 0) - (energy.cap_share(pa) or 0)))
+    if clock_gaps:
+        print(
+            f"\nneighbouring points (same ISL, batch doubled), {len(clock_gaps)} pairs: "
+            f"mean SM clock differs by at most {max(clock_gaps):.1%}, "
+            f"SwPowerCap share by at most {max(cap_gaps) * 100:.0f} points; an A/B is flagged over"
+            f" {energy.MAX_SM_CLOCK_GAP:.1%} or {energy.MAX_CAP_SHARE_GAP * 100:.0f} points"
+        )
 
 
 if __name__ == "__main__":

@@ -626,14 +626,26 @@ def summarize_bench(run_dir: RunDir, plan: Plan) -> BenchSummary:
     _invalid_if_a_launch_is(entries, launch_entries)
     aa = _aa_margins(plan, points, units_of)
     margins = {(a.baseline, a.metric): a.margin for a in aa}
+    comparisons = _comparisons(plan, points, units_of, margins)
+    _flag_conditions(comparisons, entries)
     return BenchSummary(
         points=entries,
-        comparisons=_comparisons(plan, points, units_of, margins),
+        comparisons=comparisons,
         launch_points=launch_entries,
         launch_shares=_launch_shares(plan, points, units_of),
         aa=aa,
         rate_searches=_rate_searches(run_dir, plan),
     )
+
+
+def _flag_conditions(comparisons: list[PointComparison], entries: list[PointSummary]) -> None:
+    """An A/B whose two servers ran at different SM clocks or power-cap shares at that point says so
+    (``energy.conditions_differ``): the ratio measured the power state as well as the software."""
+    power = {(e.server, e.point_id): e.metrics.power if e.metrics else None for e in entries}
+    for c in comparisons:
+        c.conditions = energy.conditions_differ(
+            power.get((c.candidate, c.point_id)), power.get((c.baseline, c.point_id))
+        )
 
 
 def _invalid_if_a_launch_is(pooled: list[PointSummary], launches: list[PointSummary]) -> None:

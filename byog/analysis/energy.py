@@ -30,10 +30,21 @@ CLOCK_EVENT_REASONS: dict[int, str] = {
     0x80: "HwPowerBrakeSlowdown",
     0x100: "DisplayClockSetting",
 }
-# The reasons that mean "the clocks were held below what the workload asked for by power or heat":
-# a point measured under them measured the cooling or the power limit, not only the software.
-# GpuIdle, ApplicationsClocksSetting, SyncBoost and DisplayClockSetting are states, not throttling.
+# The reasons that hold the clocks below what the workload asked for, by power or heat; each point
+# records the share of samples it was set. GpuIdle, ApplicationsClocksSetting, SyncBoost and
+# DisplayClockSetting are states, not throttling.
 THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+# The software power cap is the normal state of a decode-heavy GPU at its power limit: a condition
+# of the point, recorded and compared between servers, never a reason to distrust it alone.
+# Hardware slowdown, thermal slowdown and the hardware power brake mean the cooling or the power
+# delivery failed the workload: those invalidate the point.
+POWER_CAP = "SwPowerCap"
+INVALIDATING_MASK = 0x8 | 0x20 | 0x40 | 0x80
+# An A/B at a point measured the two servers under different conditions when their mean SM clocks
+# differ by more than this share, or their power-cap shares by more than this many samples in a
+# hundred (docs/metrics.md "Power cap" says where both numbers come from).
+MAX_SM_CLOCK_GAP = 0.025
+MAX_CAP_SHARE_GAP = 0.15
 
 
 def _interp(ts: Sequence[int], ys: Sequence[float], t: int) -> float | None:
@@ -145,11 +156,47 @@ def throttle_shares(
 
 
 def throttle_reason(shares: dict[str, float]) -> str | None:
-    """The validity sentence for a throttled point, or ``None`` when the clocks were not throttled."""
-    if not shares:
+    """The validity sentence for a point slowed by heat or hardware (``INVALIDATING_MASK``), or
+    ``None``; the power cap alone is never a reason."""
+    bad = {name: share for name, share in shares.items() if name != POWER_CAP}
+    if not bad:
         return None
-    listed = ", ".join(f"{name} in {share:.0%} of samples" for name, share in sorted(shares.items()))
-    return f"GPU clocks throttled during the point ({listed}): it measured the power or thermal limit too"
+    listed = ", ".join(f"{name} in {share:.0%} of samples" for name, share in sorted(bad.items()))
+    return (
+        f"GPU clocks slowed by heat or hardware during the point ({listed}): "
+        "it measured the cooling or power delivery too"
+    )
+
+
+def cap_share(power: PowerMetrics | None) -> float | None:
+    """Share of the point's samples with the software power cap set (0 when none was); None unmeasured."""
+    if power is None or not power.available or power.throttle is None:
+        return None
+    return power.throttle.get(POWER_CAP, 0.0)
+
+
+def conditions_differ(candidate: PowerMetrics | None, baseline: PowerMetrics | None) -> str | None:
+    """Why an A/B at one point compared two servers under different GPU conditions, or ``None``.
+
+    Flagged when the mean SM clocks differ by more than ``MAX_SM_CLOCK_GAP`` of the baseline's,
+    or the power-cap shares by more than ``MAX_CAP_SHARE_GAP``; unmeasured on either side: ``None``.
+    """
+    parts = []
+    clocks = [p.sm_clock_mhz.mean if p and p.available and p.sm_clock_mhz else None for p in (candidate, baseline)]
+    if clocks[0] is not None and clocks[1]:
+        gap = clocks[0] / clocks[1] - 1
+        if abs(gap) > MAX_SM_CLOCK_GAP:
+            parts.append(
+                f"mean SM clock {clocks[0]:.0f} vs {clocks[1]:.0f} MHz ({gap:+.1%}, limit ±{MAX_SM_CLOCK_GAP:.1%})"
+            )
+    caps = [cap_share(candidate), cap_share(baseline)]
+    if caps[0] is not None and caps[1] is not None and abs(caps[0] - caps[1]) > MAX_CAP_SHARE_GAP:
+        parts.append(
+            f"{POWER_CAP} in {caps[0]:.0%} vs {caps[1]:.0%} of samples (limit {MAX_CAP_SHARE_GAP * 100:.0f} points)"
+        )
+    if not parts:
+        return None
+    return "the two servers ran under different GPU conditions (" + "; ".join(parts) + ")"
 
 
 def point_power(

@@ -15,6 +15,10 @@ the same numbers. Floats are finite or None (JSON null), never NaN.
   Each verdict also carries the planned false-fail rate of the plan's design for the eval
   (``byog.analysis.gate_power``, the registry's prior) and ``screening`` when it is over 5%, and the
   degenerate cases of ``byog.analysis.degenerate`` (then the verdict reads "degenerate").
+- observed: a greedy single-pass verdict that is not degenerate also carries the pair's observed
+  discordance (items whose scores differ / n), the re-draw rate it implies, the false-fail rate and
+  power of the same design at that rate, and the least n sound there; a design that rate makes
+  unsound is ``screening`` with ``screening_label`` "screening (observed re-draw X% > planned Y%)".
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import math
 
 from byog.analysis import stats
 from byog.analysis.degenerate import degenerate_cases
-from byog.analysis.gate_power import planned_for_spec
+from byog.analysis.gate_power import ItemModel, ObservedDesign, PlannedPower, observed_design, planned_for_spec
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.plans.tasks import TASKS
@@ -85,11 +89,12 @@ def _verdict(
     spec = spec_for(plan, task, candidate, baseline)
     planned = planned_for_spec(spec, margin) if spec is not None else None
     n = len(cand)
+    discordant = sum(1 for c, b in zip(cand, base, strict=True) if c != b)
     found = degenerate_cases(
         candidate_score=stats.mean(cand) if cand else None,
         baseline_score=stats.mean(base) if base else None,
         n=n,
-        discordant=sum(1 for c, b in zip(cand, base) if c != b),
+        discordant=discordant,
         margin=margin,
         resolution=resolution,
         t95=stats.t_quantile(1 - stats.ALPHA, n - 1) if n >= 2 else None,
@@ -98,18 +103,38 @@ def _verdict(
     row = comparison.model_dump()
     if found:
         row["verdict"] = "degenerate"
+    observed = _observed(planned, n, margin, discordant, base) if planned and not found else None
     return EvalVerdict(
         task=task,
         candidate=candidate,
         baseline=baseline,
         speculative=plan.servers[candidate].speculative,
-        discordant=sum(1 for c, b in zip(cand, base) if c != b),
+        discordant=discordant,
         planned_false_fail=planned.false_fail if planned else None,
-        screening=planned is not None and not planned.sound,
+        screening=(planned is not None and not planned.sound) or (observed is not None and not observed.sound),
         degenerate=[d.reason for d in found],
         degenerate_why=[d.why for d in found],
+        planned_redraw=observed.planned_redraw if observed else None,
+        observed_discordance=observed.discordance if observed else None,
+        observed_redraw=observed.redraw if observed else None,
+        observed_false_fail=observed.false_fail if observed else None,
+        observed_power=observed.power if observed else None,
+        observed_sound=observed.sound if observed else None,
+        sound_n=observed.sound_n if observed else None,
+        screening_label=observed.label() if observed else None,
         **row,
     )
+
+
+def _observed(
+    planned: PlannedPower, n: int, margin: float, discordant: int, base: list[float]
+) -> ObservedDesign | None:
+    """A greedy single-pass design judged at the discordance this pair showed (``observed_design``);
+    None for sampled decoding (there the passes measure the spread) or fewer than 2 items."""
+    if planned.sampled or planned.passes != 1 or n < 2:
+        return None
+    model = ItemModel(**planned.model)
+    return observed_design(model, n, margin, discordant, stats.mean(base) / 100.0)
 
 
 def summarize_evals(run_dir: RunDir, plan: Plan) -> EvalSummary:

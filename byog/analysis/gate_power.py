@@ -325,11 +325,65 @@ def model_from_items(
         return fitted
     shared = [i for i in ids if i in candidate]
     disagree = sum(1 for i in shared if round(np.mean(baseline[i])) != round(np.mean(candidate[i])))
-    rate = (disagree + 1) / (len(shared) + 2)
-    p = fitted.nodes()
-    per_redraw = 2 * float(np.mean(p * (1 - p)))
-    redraw = min(1.0, rate / per_redraw) if per_redraw > 0 else 1.0
+    redraw = implied_redraw(disagree, len(shared), fitted)
     return ItemModel(accuracy=mu, concentration=fitted.concentration, redraw=redraw, source=source)
+
+
+def implied_redraw(discordant: int, n: int, model: ItemModel) -> float:
+    """The greedy re-draw rate that ``discordant`` of ``n`` paired items imply under ``model``'s Beta:
+    (x + 1) / (n + 2) (so zero observed never predicts a perfectly deterministic server) divided by
+    the 2 E[p (1 - p)] a re-draw turns into a disagreement, capped at 1."""
+    rate = (discordant + 1) / (n + 2)
+    p = model.nodes()
+    per_redraw = 2 * float(np.mean(p * (1 - p)))
+    return min(1.0, rate / per_redraw) if per_redraw > 0 else 1.0
+
+
+# --- the design judged at the rate a run observed -------------------------------------------------
+
+SOUND_N_MAX = 20_000  # the largest n searched for the design that the observed rate would need
+
+
+@dataclass(frozen=True)
+class ObservedDesign:
+    """A greedy eval's design re-judged at the discordance its own run observed."""
+
+    discordance: float  # discordant items / paired items
+    redraw: float  # the re-draw rate that implies (``implied_redraw``)
+    planned_redraw: float  # the rate the plan was judged at
+    false_fail: float  # P(not equivalent | identical servers) at the observed rate, this n and margin
+    power: float  # P(not equivalent | one margin worse) at the observed rate
+    sound_n: int | None  # least n (multiple of 10) sound at the observed rate; None: over SOUND_N_MAX
+
+    @property
+    def sound(self) -> bool:
+        return self.false_fail <= SOUND_FALSE_FAIL
+
+    def label(self) -> str | None:
+        """The verdict's label when the observed rate makes the design unsound, else ``None``."""
+        if self.sound:
+            return None
+        return f"screening (observed re-draw {self.redraw:.0%} > planned {self.planned_redraw:.0%})"
+
+
+def observed_design(
+    planned: ItemModel, n: int, margin: float, discordant: int, baseline_accuracy: float
+) -> ObservedDesign:
+    """The greedy design of ``n`` items x 1 pass at ``margin``, judged at the run's own rate: the
+    planned model with the baseline's observed accuracy and the re-draw rate ``discordant`` implies."""
+    accuracy = min(max(baseline_accuracy, 1e-3), 1 - 1e-3)
+    at_accuracy = ItemModel(accuracy, planned.concentration, planned.redraw, planned.source)
+    model = ItemModel(accuracy, planned.concentration, implied_redraw(discordant, n, at_accuracy), "observed")
+    here = planned_power(model, n, 1, False, margin)
+    best = cheapest_sound(model, SOUND_N_MAX, 1, False, margin, SOUND_FALSE_FAIL, step=10)
+    return ObservedDesign(
+        discordance=discordant / n,
+        redraw=model.redraw,
+        planned_redraw=planned.redraw,
+        false_fail=here.false_fail,
+        power=here.power,
+        sound_n=best[0] if best else None,
+    )
 
 
 # --- the simulation that the predictions are held against ------------------------------------------

@@ -164,14 +164,15 @@ def _counter_reasons(deltas: dict[str, Any], rows: RequestColumns, cache_expecte
 
 
 def _throttle_reasons(power: PowerTrace | None, done: RequestColumns) -> list[str]:
-    """A point whose GPU clocks were held down by power or heat while it measured is flagged, like a
-    saturated client: it measured the cooling or the power limit as well as the software.
+    """A point whose GPU clocks were held down by heat or a hardware slowdown while it measured is
+    flagged, like a saturated client: it measured the cooling as well as the software. The software
+    power cap is a condition, not a flaw (``byog.analysis.energy.POWER_CAP``).
     ``done``: the measured requests that succeeded."""
     if power is None or not power.available or not power.t_ns or not len(done):
         return []
     span = (int(done.t_send_ns.min()), int(done.last_ns.max()))
     reasons = [[int(x) for x in gpu] for gpu in power.per_gpu("clock_event_reasons")]
-    reason = energy.throttle_reason(energy.throttle_shares(power.t_ns, reasons, *span))
+    reason = energy.throttle_reason(energy.throttle_shares(power.t_ns, reasons, *span, mask=energy.INVALIDATING_MASK))
     return [reason] if reason else []
 
 

@@ -205,7 +205,7 @@ def render_plan_overview(overview: dict[str, Any]) -> None:
             str(r["eval_requests"]),
         )
     print_table(console, tiers)
-    render_eval_power(overview["evals"], overview["tier"])
+    render_eval_power(overview["evals"], overview["tier"], overview.get("eval_prior"))
     places: dict[str, list[str]] = {}
     for item in overview["placeholders"]:
         where, value = item.split(": ", 1)
@@ -218,7 +218,7 @@ def render_plan_overview(overview: dict[str, Any]) -> None:
         )
 
 
-def render_eval_power(rows: list[dict[str, Any]], current: str) -> None:
+def render_eval_power(rows: list[dict[str, Any]], current: str, prior: str | None = None) -> None:
     """Per tier and eval: the design, the predicted false-fail rate and power, sound or screening."""
     if not rows:
         return
@@ -231,7 +231,7 @@ def render_eval_power(rows: list[dict[str, Any]], current: str) -> None:
     for r in rows:
         mark = " <" if r["tier"] == current else ""
         model = r["model"]
-        source = "prior" if model["source"] == "prior" else "from run"
+        source = "prior" if model["source"] == "prior" else "fitted"
         described = f"{source} mu={model['accuracy']:.2f} k={model['concentration']:.2g}"
         if r["decoding"] == "greedy":
             described += f" redraw={model['redraw']:.2f}"
@@ -247,3 +247,5 @@ def render_eval_power(rows: list[dict[str, Any]], current: str) -> None:
             described,
         )
     print_table(console, table)
+    if prior:
+        console.print(f"eval model: {prior}", highlight=False, soft_wrap=True)

@@ -1,9 +1,10 @@
 """``byog plan``'s accuracy view: per eval and tier, the predicted false-fail rate and power of the
 gate (``byog.analysis.gate_power``), and which evals would be "screening" before anything launches.
 
-The model is the task registry's prior, or with ``--from-run`` one fitted to the per-item data
-of an earlier run directory (the plan's baseline and first candidate for that task, where the
-run scored both).
+The model is the task registry's prior, or one fitted to the per-item data of an earlier run
+directory (the plan's baseline and first candidate for that task, where the run scored both;
+for greedy decoding the re-draw rate is the one their discordance implies): the ``--from-run``
+directory, else the newest run under ``runs/`` of the same plan's smoke tier (``smoke_run_of``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from byog.analysis.gate_power import ItemModel, model_from_items, planned_for_sp
 from byog.core.paths import RunDir
 from byog.plans.load import parse_plan
 from byog.plans.tasks import TASKS
-from byog.plans.tiers import TIERS, apply_tier, eval_items
+from byog.plans.tiers import TIERS, apply_tier, eval_items, tiered_plan_yaml
 from byog.schemas.plan import Plan
 
 
@@ -47,6 +48,35 @@ def model_from_run(run_dir: Path, task: str, sampled: bool) -> ItemModel | None:
         (s for c, b in old.comparisons if b == old.baseline for s in [_pass_scores(folder, c, task)] if s), None
     )
     return model_from_items(baseline, candidate, sampled, prior, source=f"run {run_dir}")
+
+
+RUNS_ROOT = Path("runs")
+
+
+def smoke_run_of(plan: Plan, runs_root: Path = RUNS_ROOT) -> Path | None:
+    """The newest run directory under ``runs_root`` that ran ``plan``'s smoke tier and completed an
+    eval (its recorded plan.yaml is the smoke tier's, byte for byte); None when there is none."""
+    if not plan.evals or not runs_root.is_dir():
+        return None
+    smoke = tiered_plan_yaml(apply_tier(plan, "smoke"))
+    found = []
+    for plan_yaml in runs_root.glob("*/plan.yaml"):
+        folder = RunDir(plan_yaml.parent)
+        if plan_yaml.read_text(encoding="utf-8") != smoke:
+            continue
+        if any(folder.eval_complete(s, e.task) for e in plan.evals for s in plan.servers_for(e)):
+            found.append((plan_yaml.stat().st_mtime, plan_yaml.parent))
+    return max(found)[1] if found else None
+
+
+def eval_prior(plan: Plan, from_run: Path | None) -> tuple[Path | None, str]:
+    """Which earlier run the eval model comes from, and a sentence saying so."""
+    if from_run is not None:
+        return from_run, f"fitted to {from_run} (--from-run)"
+    smoke = smoke_run_of(plan)
+    if smoke is not None:
+        return smoke, f"fitted to {smoke}, this plan's smoke-tier run (--from-run to choose another)"
+    return None, "the task registry's prior (no --from-run, and no smoke-tier run of this plan under runs/)"
 
 
 def eval_power_rows(plan: Plan, from_run: Path | None = None) -> list[dict[str, Any]]:

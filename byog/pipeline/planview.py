@@ -23,7 +23,7 @@ from byog.core.errors import UsageError
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.images.models import model_config_dir
-from byog.pipeline.eval_power import eval_power_rows
+from byog.pipeline.eval_power import eval_power_rows, eval_prior
 from byog.plans.expand import check_plan_fits, expand_plan, probe_point, search_workloads
 from byog.plans.kv_memory import check_kv_fits, kv_shape, plan_kv, server_kv_settings
 from byog.plans.load import load_plan, parse_plan
@@ -284,6 +284,7 @@ def plan_overview(
         }
         for r in kv["rows"]
     ]
+    prior_run, prior_text = eval_prior(plan, from_run)
     return {
         **estimate,
         "tier": tier,
@@ -293,5 +294,6 @@ def plan_overview(
         "pairs": [list(pair) for pair in cut.comparisons],
         "gpus_per_node": gpus_per_node,
         "per_node_launch": per_node_launches(cut, gpus_per_node),
-        "evals": eval_power_rows(plan, from_run),
+        "evals": eval_power_rows(plan, prior_run),
+        "eval_prior": prior_text,
     }

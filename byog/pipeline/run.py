@@ -151,17 +151,25 @@ def _print_outcome(summary: Summary, console: Console) -> None:
     if summary.evals.verdicts:
         table = TextTable(
             "accuracy, candidate − baseline (points)",
-            ["task", "pair", "n", "d", "SE", "margin", "verdict"],
-            right={"n", "d", "SE", "margin"},
+            ["task", "pair", "n", "d", "SE", "margin", "verdict", "|d| ≤ 1 SE", "observed re-draw"],
+            right={"n", "d", "SE", "margin", "observed re-draw"},
         )
         for v in summary.evals.verdicts:
             verdict = (
                 v.verdict
                 + (f" ({', '.join(v.degenerate)})" if v.degenerate else "")
-                + (" [screening]" if v.screening else "")
+                + (f" [{v.screening_label or 'screening'}]" if v.screening else "")
             )
             table.add_row(
-                v.task, f"{v.candidate} vs {v.baseline}", str(v.n), _fmt(v.d), _fmt(v.se_d), _fmt(v.margin), verdict
+                v.task,
+                f"{v.candidate} vs {v.baseline}",
+                str(v.n),
+                _fmt(v.d),
+                _fmt(v.se_d),
+                _fmt(v.margin),
+                verdict,
+                "—" if v.within_1se is None else ("yes" if v.within_1se else "no"),
+                "—" if v.observed_redraw is None else f"{v.observed_redraw:.0%}",
             )
         print_table(console, table)
     print_numerics(summary, console)

@@ -358,7 +358,9 @@ class PointComparison(Derived):
     labelled (byog.analysis.perf_equivalence). Those fields are left out when they do not apply.
     """
 
-    omit_when_empty: ClassVar[frozenset[str]] = frozenset({"launches", "ci90_low", "ci90_high", "margin", "label"})
+    omit_when_empty: ClassVar[frozenset[str]] = frozenset(
+        {"launches", "ci90_low", "ci90_high", "margin", "label", "conditions"}
+    )
 
     point_id: str
     candidate: str
@@ -377,6 +379,8 @@ class PointComparison(Derived):
     ci90_high: float | None = None
     margin: float | None = None  # the A/A margin of this metric, as a ln-ratio
     label: PerfLabel | None = None
+    # why the two servers' GPU conditions (mean SM clock, power-cap share) differ at this point
+    conditions: str | None = None
 
 
 class LaunchShare(Derived):

@@ -138,6 +138,16 @@ class EvalVerdict(PairedComparison):
     screening: bool = False
     degenerate: list[DegenerateReason] = Field(default_factory=list)
     degenerate_why: list[str] = Field(default_factory=list)  # one sentence per reason, same order
+    # Summary schema 4 added the fields below: greedy single-pass verdicts, not degenerate, judged at
+    # the discordance the pair showed (byog.analysis.gate_power.observed_design); None otherwise.
+    planned_redraw: float | None = None  # the re-draw rate the plan's design was judged at
+    observed_discordance: float | None = None  # discordant / n
+    observed_redraw: float | None = None  # the re-draw rate that discordance implies
+    observed_false_fail: float | None = None  # the design's false-fail rate at the observed rate
+    observed_power: float | None = None  # its power at the observed rate
+    observed_sound: bool | None = None  # observed_false_fail <= 5%
+    sound_n: int | None = None  # least n sound at the observed rate (None: more than 20,000 or n/a)
+    screening_label: str | None = None  # "screening (observed re-draw X% > planned Y%)" when unsound
 
 
 class EvalSummary(Derived):

@@ -83,3 +83,12 @@ def _bench_point_power(data: dict[str, Any]) -> dict[str, Any]:
     """bench_point 2 -> 3: adds the optional ``power`` samples, ``measured_counter_deltas`` and the
     agentic workload's fields; a v2 record has none, which v3 reads as "not measured" (None)."""
     return data
+
+
+@register_migration("summary", 3)
+def _summary_power_cap_and_observed_discordance(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 3 -> 4: the software power cap alone no longer makes a point invalid, comparisons
+    gained ``conditions`` and greedy verdicts their observed discordance; a schema-3 summary's
+    ``valid`` and ``screening`` are what it still says (verify compares such summaries as of
+    version 3: ``byog.schemas.summary.CHANGED_IN``)."""
+    return data

@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 3
+SUMMARY_SCHEMA_VERSION = 4
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -49,6 +49,29 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
     ],
     # 3: a point pooled over launches is invalid when any of its launches is (bench_summary).
     3: [(("bench", "points", "*"), frozenset({"valid", "invalid_reasons"}))],
+    # 4: the software power cap no longer invalidates a point; an A/B at a point says when the two
+    # servers' GPU conditions differ; greedy verdicts are judged at their observed discordance.
+    4: [
+        (("bench", "points", "*"), frozenset({"valid", "invalid_reasons"})),
+        (("bench", "launch_points", "*"), frozenset({"valid", "invalid_reasons"})),
+        (("bench", "comparisons", "*"), frozenset({"conditions"})),
+        (
+            ("evals", "verdicts", "*"),
+            frozenset(
+                {
+                    "screening",
+                    "planned_redraw",
+                    "observed_discordance",
+                    "observed_redraw",
+                    "observed_false_fail",
+                    "observed_power",
+                    "observed_sound",
+                    "sound_n",
+                    "screening_label",
+                }
+            ),
+        ),
+    ],
 }
 
 

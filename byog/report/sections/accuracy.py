@@ -25,7 +25,7 @@ def section(ctx: ReportContext) -> list[str]:
                 fixed(v.se_d),
                 f"[{fixed(v.ci90_low)}, {fixed(v.ci90_high)}]",
                 f"±{fixed(v.margin)}",
-                VERDICT_MARK[v.verdict] + (" (screening)" if v.screening else ""),
+                VERDICT_MARK[v.verdict] + (f" ({esc(v.screening_label or 'screening')})" if v.screening else ""),
                 within,
                 fixed(v.power),
                 fixed(v.mde),
@@ -34,7 +34,18 @@ def section(ctx: ReportContext) -> list[str]:
         where = f"{esc(v.task)}, {esc(v.candidate)} vs {esc(v.baseline)}"
         for reason, why in zip(v.degenerate, v.degenerate_why):
             notes.append(f"- {where}: degenerate ({esc(reason)}): {esc(why)}.")
-        if v.screening:
+        if v.observed_redraw is not None:
+            sound = "sound" if v.observed_sound else "unsound"
+            needed = f"{v.sound_n:,}" if v.sound_n else "more than 20,000"
+            notes.append(
+                f"- {where}: observed discordance {num(v.discordant)} of {num(v.n)} items "
+                f"({fixed(100 * (v.observed_discordance or 0), 1)}%), implying a re-draw rate of "
+                f"{fixed(100 * v.observed_redraw, 0)}% (planned {fixed(100 * (v.planned_redraw or 0), 0)}%); "
+                "at that rate "
+                f"this design fails identical servers {fixed(100 * (v.observed_false_fail or 0), 1)}% of the time and "
+                f"flags one margin worse {fixed(100 * (v.observed_power or 0), 0)}%: {sound}; sound from n = {needed}."
+            )
+        if v.screening and v.planned_false_fail is not None and v.planned_false_fail > 0.05:
             notes.append(
                 f"- {where}: screening, not a pass: the plan's items and passes at ±{fixed(v.margin)} fail "
                 f"identical servers {fixed(100 * (v.planned_false_fail or 0), 0)}% of the time (predicted before "
@@ -44,7 +55,8 @@ def section(ctx: ReportContext) -> list[str]:
         lines += [
             "Paired per item, in score points: d = mean(candidate − baseline); **equivalent** when the 90% CI lies "
             "inside ±margin (TOST, α = 0.05), **different** when the 95% CI excludes 0 and |d| > margin. "
-            "Power and MDE (minimum detectable effect) say how much the sample can tell.",
+            "Power and MDE (minimum detectable effect) say how much the sample can tell. |d| ≤ 1 SE is the "
+            'looser rule "within a standard error of stock" (docs/statistics.md says what a disagreement means).',
             "",
         ]
         lines += table(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from byog.analysis.energy import POWER_CAP, cap_share
 from byog.report.context import ReportContext
 from byog.report.format import esc, fixed, metric, num, scaled, table
 from byog.schemas.bench import PointSummary
@@ -143,7 +144,9 @@ def energy(summary: Summary) -> list[str]:
         if not power.available:
             reasons.append(esc(power.reason or "not measured"))
             continue
-        throttle = ", ".join(f"{k} {v:.0%}" for k, v in sorted((power.throttle or {}).items())) or "none"
+        cap = cap_share(power)
+        others = {k: v for k, v in (power.throttle or {}).items() if k != POWER_CAP}
+        throttle = ", ".join(f"{k} {v:.0%}" for k, v in sorted(others.items())) or "none"
         sm = power.sm_clock_mhz
         rows.append(
             [
@@ -154,6 +157,7 @@ def energy(summary: Summary) -> list[str]:
                 num(scaled(power.j_per_token, 1e3)),
                 num(power.mean_power_w),
                 f"{num(sm.mean if sm else None)} / {num(sm.min if sm else None)}",
+                "–" if cap is None else f"{cap:.0%}",
                 throttle,
                 f"{esc(str(power.energy_source))}, {esc(str(power.window))}",
             ]
@@ -171,7 +175,8 @@ def energy(summary: Summary) -> list[str]:
                     "mJ/token",
                     "mean W (all GPUs)",
                     "SM MHz mean / min",
-                    "Throttled",
+                    "Power cap",
+                    "Heat/HW slowdown",
                     "Energy from, over",
                 ],
                 rows,

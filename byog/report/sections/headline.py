@@ -34,7 +34,11 @@ def _verdict_rows(ctx: ReportContext) -> list[list[str]]:
     rows = []
     for v in ctx.summary.evals.verdicts:
         spec = ", speculative" if v.speculative else ""
-        measured = f"d = {fixed(v.d)} points, 90% CI [{fixed(v.ci90_low)}, {fixed(v.ci90_high)}], n = {v.n}"
+        within = "–" if v.within_1se is None else ("yes" if v.within_1se else "no")
+        measured = (
+            f"d = {fixed(v.d)} points, 90% CI [{fixed(v.ci90_low)}, {fixed(v.ci90_high)}], n = {v.n}; "
+            f"|d| ≤ 1 SE: {within}" + (f"; {esc(v.screening_label)}" if v.screening_label else "")
+        )
         rows.append(
             [
                 VERDICT_MARK[v.verdict],

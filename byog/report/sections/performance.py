@@ -16,6 +16,8 @@ from byog.report.context import ReportContext
 from byog.report.format import INVALID, METRICS, ci, esc, metric, num, scaled, speedup, struck, table, times
 from byog.schemas.bench import PointComparison, PointSummary
 
+CONDITIONS = "≠"  # the two servers measured under different GPU conditions
+
 
 @dataclass(frozen=True)
 class _Group:
@@ -74,9 +76,10 @@ def _speedup_cell(ctx: ReportContext, c: PointComparison | None) -> str:
     text = f"{times(value)} {ci(low, high)}"
     if comparison_invalid_reasons(ctx.points, c):
         return struck(text)
+    flag = f" {CONDITIONS}" if c.conditions else ""
     if c.label:  # the A/A margin's label: faster, slower, equivalent or within noise
-        return f"{text} ({c.label})"
-    return text + (" (within noise)" if c.within_noise else "")
+        return f"{text} ({c.label}){flag}"
+    return text + (" (within noise)" if c.within_noise else "") + flag
 
 
 def _matrix(
@@ -154,6 +157,25 @@ def _invalid_list(ctx: ReportContext) -> list[str]:
     return [*lines, ""]
 
 
+def _conditions_list(ctx: ReportContext) -> list[str]:
+    flagged = list(
+        dict.fromkeys(
+            (c.point_id, c.candidate, c.baseline, c.conditions) for c in ctx.summary.bench.comparisons if c.conditions
+        )
+    )
+    if not flagged:
+        return []
+    lines = [
+        f"### {CONDITIONS} Different GPU conditions",
+        "",
+        "The speed-up at these points compares servers that ran at different SM clocks or power-cap shares "
+        "(docs/metrics.md, Power cap): it measures the power state as well as the software.",
+        "",
+    ]
+    lines += [f"- {esc(pid)}, {esc(cand)} vs {esc(base)}: {esc(str(why))}" for pid, cand, base, why in flagged]
+    return [*lines, ""]
+
+
 def section(ctx: ReportContext) -> list[str]:
     points = ctx.summary.bench.points
     lines = ["## Performance", ""]
@@ -178,4 +200,4 @@ def section(ctx: ReportContext) -> list[str]:
     prompts = sorted({p.prompts for p in points if p.prompts})
     if prompts:
         lines += [f"Prompts: {esc(', '.join(prompts))}.", ""]
-    return lines + _invalid_list(ctx)
+    return lines + _invalid_list(ctx) + _conditions_list(ctx)

@@ -238,10 +238,11 @@ def test_speculative_point_al_coverage_and_crosscheck(tmp_path: Path) -> None:
     assert metrics["crosscheck_ratio"] == pytest.approx(3.0 / (19 / 9))
 
 
-def power_trace(throttle_at_s: float | None = None) -> PowerTrace:
-    """One GPU at a constant 300 W for 40 s, sampled at 10 Hz, with its energy counter; SwPowerCap at one time."""
+def power_trace(throttle_at_s: float | None = None, reason: int = 0x4, sm_clock_mhz: int = 1980) -> PowerTrace:
+    """One GPU at a constant 300 W for 40 s, sampled at 10 Hz, with its energy counter; ``reason``
+    (default SwPowerCap) set at one time."""
     t = [i * 100 * MS for i in range(401)]
-    reasons = [[0x4 if throttle_at_s is not None and abs(ti / 1e9 - throttle_at_s) < 0.05 else 0x0] for ti in t]
+    reasons = [[reason if throttle_at_s is not None and abs(ti / 1e9 - throttle_at_s) < 0.05 else 0x0] for ti in t]
     return PowerTrace(
         available=True,
         gpu_indices=[0],
@@ -252,7 +253,7 @@ def power_trace(throttle_at_s: float | None = None) -> PowerTrace:
         t_ns=t,
         power_w=[[300.0]] * len(t),
         energy_mj=[[300.0 * ti / 1e6] for ti in t],
-        sm_clock_mhz=[[1980]] * len(t),
+        sm_clock_mhz=[[sm_clock_mhz]] * len(t),
         mem_clock_mhz=[[3201]] * len(t),
         clock_event_reasons=reasons,
         temperature_c=[[50]] * len(t),
@@ -275,7 +276,33 @@ def test_energy_per_token_over_the_decode_windows_and_the_throttle_flag(tmp_path
     assert power["mean_power_w"] == pytest.approx(300.0)
     assert power["sm_clock_mhz"] == {"mean": pytest.approx(1980.0), "min": 1980.0}
     assert power["throttle"] == {} and calm_point["valid"]
-    hot_point = next(p for p in summarize_bench(hot, plan).model_dump(mode="json")["points"] if p["server"] == "base")
+    capped_point = next(
+        p for p in summarize_bench(hot, plan).model_dump(mode="json")["points"] if p["server"] == "base"
+    )
+    assert capped_point["metrics"]["power"]["throttle"]["SwPowerCap"] > 0
+    assert capped_point["valid"], capped_point["invalid_reasons"]  # the power cap is a condition, recorded
+    thermal = RunDir(tmp_path / "thermal")
+    write_point(thermal, plan, "base", rows, power=power_trace(throttle_at_s=20.1, reason=0x40))
+    hot_point = next(
+        p for p in summarize_bench(thermal, plan).model_dump(mode="json")["points"] if p["server"] == "base"
+    )
     assert hot_point["valid"] is False
-    assert hot_point["metrics"]["power"]["throttle"]["SwPowerCap"] > 0
-    assert hot_point["invalid_reasons"][0].startswith("GPU clocks throttled during the point (SwPowerCap in")
+    assert hot_point["invalid_reasons"][0].startswith(
+        "GPU clocks slowed by heat or hardware during the point (HwThermal"
+    )
+
+
+def test_an_ab_at_different_sm_clocks_is_flagged_not_invalidated(tmp_path: Path) -> None:
+    plan = parse_plan(PLAN, "t.yaml")
+    rows = [row for w in range(4) for row in wave_rows(w, 10.0, jitter_ms=1.0)]
+    slow, same = RunDir(tmp_path / "slow"), RunDir(tmp_path / "same")
+    write_point(slow, plan, "cand", rows, power=power_trace(sm_clock_mhz=1860))
+    write_point(slow, plan, "base", rows, power=power_trace(sm_clock_mhz=1980))
+    write_point(same, plan, "cand", rows, power=power_trace(sm_clock_mhz=1950))  # -1.5%: inside the gap
+    write_point(same, plan, "base", rows, power=power_trace(sm_clock_mhz=1980))
+    flagged = summarize_bench(slow, plan).model_dump(mode="json")
+    assert all(p["valid"] for p in flagged["points"])
+    assert flagged["comparisons"] and all(
+        "mean SM clock 1860 vs 1980 MHz (-6.1%" in c["conditions"] for c in flagged["comparisons"]
+    )
+    assert all("conditions" not in c for c in summarize_bench(same, plan).model_dump(mode="json")["comparisons"])

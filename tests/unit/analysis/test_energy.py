@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from byog.analysis import energy as e
+from byog.schemas.bench import ClockStats, PowerMetrics
 
 S = 1_000_000_000  # ns
 
@@ -71,11 +72,47 @@ def test_throttle_shares_count_only_throttling_inside_the_window() -> None:
     shares = e.throttle_shares(t, [gpu0, gpu1], S, 3 * S)
     assert shares == {"SwPowerCap": pytest.approx(1 / 6)}  # 1 of 3 samples x 2 GPUs
     assert e.throttle_shares(t, [gpu0, gpu1], S, S + 1) == {}
-    reason = e.throttle_reason(shares)
-    assert reason is not None and "SwPowerCap in 17% of samples" in reason
+    assert e.throttle_reason(shares) is None  # the power cap alone is a condition, not a reason
     assert e.throttle_reason({}) is None
     # the thermal slowdown at 4 s is outside [1 s, 3 s] but inside [0, 4 s]
-    assert "HwThermalSlowdown" in e.throttle_shares(t, [gpu0, gpu1], 0, 4 * S)
+    whole = e.throttle_shares(t, [gpu0, gpu1], 0, 4 * S)
+    assert "HwThermalSlowdown" in whole
+    reason = e.throttle_reason(whole)
+    assert reason is not None and "HwThermalSlowdown in 10% of samples" in reason and "SwPowerCap" not in reason
+
+
+def test_heat_hardware_and_the_power_brake_invalidate_the_power_cap_does_not() -> None:
+    for bit, name in [
+        (0x8, "HwSlowdown"),
+        (0x20, "SwThermalSlowdown"),
+        (0x40, "HwThermalSlowdown"),
+        (0x80, "HwPowerBrakeSlowdown"),
+    ]:
+        assert bit & e.INVALIDATING_MASK
+        reason = e.throttle_reason({name: 0.02, "SwPowerCap": 0.9})
+        assert reason is not None and name in reason and "SwPowerCap" not in reason
+    assert not 0x4 & e.INVALIDATING_MASK
+    assert e.throttle_reason({"SwPowerCap": 0.92}) is None
+
+
+def _power(clock: float, cap: float | None) -> PowerMetrics:
+    throttle = {} if not cap else {"SwPowerCap": cap}
+    return PowerMetrics(available=True, sm_clock_mhz=ClockStats(mean=clock, min=clock), throttle=throttle)
+
+
+def test_conditions_differ_past_either_stated_gap() -> None:
+    assert e.conditions_differ(_power(1948, 0.40), _power(1926, 0.41)) is None  # 1.1%, 1 point
+    clocks = e.conditions_differ(_power(1860, 0.41), _power(1948, 0.40))  # -4.5%
+    assert clocks is not None and "1860 vs 1948 MHz" in clocks and "SwPowerCap" not in clocks
+    caps = e.conditions_differ(_power(1975, 0.14), _power(1980, None))  # 14 points: under the gap
+    assert caps is None
+    caps = e.conditions_differ(_power(1975, 0.40), _power(1980, None))
+    assert caps is not None and "SwPowerCap in 40% vs 0%" in caps and "MHz" not in caps
+    # just past the limits, and unmeasured sides never flag
+    assert e.conditions_differ(_power(1000 * (1 + e.MAX_SM_CLOCK_GAP) + 1, 0), _power(1000, 0)) is not None
+    assert e.conditions_differ(_power(1000 * (1 + e.MAX_SM_CLOCK_GAP) - 1, 0), _power(1000, 0)) is None
+    assert e.conditions_differ(_power(1000, 0.9), PowerMetrics(available=False, reason="no NVML")) is None
+    assert e.conditions_differ(None, _power(1000, 0.9)) is None
 
 
 def test_clock_stats_pool_gpus_inside_window() -> None:

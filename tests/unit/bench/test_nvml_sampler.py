@@ -74,7 +74,7 @@ def test_samples_bracket_the_point_with_the_counter() -> None:
     assert len(trace.power_w or []) == len(trace.energy_mj or []) == len(trace.clock_event_reasons or []) == n
     assert (trace.power_w or [])[0] == [250.0, 251.0]
     assert trace.per_gpu("sm_clock_mhz") == [[1980] * n, [1980] * n]
-    # GPU 1 reports SwPowerCap in every sample: the point is flagged
+    # GPU 1 reports SwPowerCap in every sample: half the readings record the cap
     t = trace.t_ns or []
     shares = e.throttle_shares(t, trace.per_gpu("clock_event_reasons"), t[0], t[-1])
     assert shares == {"SwPowerCap": pytest.approx(0.5)}
