@@ -69,11 +69,11 @@ def smoke_run_of(plan: Plan, runs_root: Path = RUNS_ROOT) -> Path | None:
     return max(found)[1] if found else None
 
 
-def eval_prior(plan: Plan, from_run: Path | None) -> tuple[Path | None, str]:
+def eval_prior(plan: Plan, from_run: Path | None, runs_root: Path = RUNS_ROOT) -> tuple[Path | None, str]:
     """Which earlier run the eval model comes from, and a sentence saying so."""
     if from_run is not None:
         return from_run, f"fitted to {from_run} (--from-run)"
-    smoke = smoke_run_of(plan)
+    smoke = smoke_run_of(plan, runs_root)
     if smoke is not None:
         return smoke, f"fitted to {smoke}, this plan's smoke-tier run (--from-run to choose another)"
     return None, "the task registry's prior (no --from-run, and no smoke-tier run of this plan under runs/)"

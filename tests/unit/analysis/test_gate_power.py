@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-from byog.analysis.gate_power import SOUND_FALSE_FAIL, ItemModel, planned_power, simulate_rates
+from byog.analysis.gate_power import SOUND_FALSE_FAIL, ItemModel, observed_design, planned_power, simulate_rates
 from byog.plans.tasks import TASKS
 
 TRIALS = 300
@@ -67,3 +67,18 @@ def test_prediction_is_fast_and_deterministic() -> None:
     a = planned_power(model, 1319, 1, False, 3.0)
     assert a == planned_power(model, 1319, 1, False, 3.0)
     assert a.method == "exact" and planned_power(ItemModel(0.4, 1.0), 30, 16, True, 10.0).method == "normal"
+
+
+def test_the_observed_design_is_the_planned_one_at_the_rate_its_discordance_implies() -> None:
+    planned = ItemModel(0.75, 1.0)  # GSM8K's prior, re-draw 10%
+    # 2 E[p (1 - p)] = 0.1875 at mu 0.75, k 1: 25 of 440 discordant imply (26 / 442) / 0.1875 = 31% re-draw
+    observed = observed_design(planned, 440, 3.0, 25, 0.75)
+    assert observed.redraw == pytest.approx(26 / 442 / 0.1875, rel=1e-4)  # E[p (1 - p)] on the Beta grid
+    again = planned_power(ItemModel(0.75, 1.0, observed.redraw), 440, 1, False, 3.0)
+    assert observed.false_fail == pytest.approx(again.false_fail) and observed.power == pytest.approx(again.power)
+    assert not observed.sound and observed.label() == "screening (observed re-draw 31% > planned 10%)"
+    assert observed.sound_n is not None
+    assert planned_power(ItemModel(0.75, 1.0, observed.redraw), observed.sound_n, 1, False, 3.0).sound
+    assert not planned_power(ItemModel(0.75, 1.0, observed.redraw), observed.sound_n - 10, 1, False, 3.0).sound
+    calm = observed_design(planned, 440, 3.0, 0, 0.75)
+    assert calm.sound and calm.label() is None and calm.redraw < planned.redraw

@@ -185,6 +185,7 @@ def test_gsm8k_at_zero_on_both_servers_is_degenerate_and_screening_at_100_items(
     assert "solves nothing" in verdict.degenerate_why[0]
     # 100 greedy items at a 3-point margin cannot keep the gate sound: the plan said so before the run
     assert verdict.screening is True and verdict.planned_false_fail > 0.3
+    assert verdict.observed_redraw is None  # no item can disagree at the floor: the rate is not measured
 
 
 def test_sound_design_is_not_screening_and_a_reference_floor_names_a_weak_baseline(tmp_path: Path) -> None:
@@ -200,3 +201,37 @@ def test_sound_design_is_not_screening_and_a_reference_floor_names_a_weak_baseli
     assert sound.verdict == "equivalent" and sound.degenerate == [] and sound.discordant == 2
     (weak,) = summarize_evals(run_dir, _plan_for(None, min_baseline_score=75.0)).verdicts
     assert weak.verdict == "degenerate" and weak.degenerate == ["below_reference"]
+
+
+def test_a_greedy_verdict_is_judged_at_the_discordance_it_observed(tmp_path: Path) -> None:
+    """440 greedy GSM8K items at 75%, 40 of them answered differently (20 each way): the gate says
+    equivalent, but that discordance implies a re-draw rate far above the planned 10%, at which this
+    design fails identical servers most of the time: screening, with the n that would be sound."""
+    run_dir = RunDir(tmp_path)
+    ids = [f"q{i}" for i in range(440)]
+    base = [1 if i % 4 else 0 for i in range(440)]
+    cand = list(base)
+    flipped = [i for i in range(440) if base[i] == 0][:20] + [i for i in range(440) if base[i] == 1][:20]
+    for i in flipped:
+        cand[i] = 1 - cand[i]
+    _write(run_dir, "baseline", _rows([base], ids))
+    _write(run_dir, "candidate", _rows([cand], ids))
+    (verdict,) = summarize_evals(run_dir, _plan_for(440)).verdicts
+    assert verdict.verdict == "equivalent" and verdict.planned_false_fail < 0.05  # sound as planned
+    assert verdict.discordant == 40 and verdict.observed_discordance == pytest.approx(40 / 440)
+    assert verdict.planned_redraw == pytest.approx(0.10)
+    assert 0.4 < verdict.observed_redraw < 0.6  # (40 + 1) / 442 over 2 E[p (1 - p)] = 0.1875
+    assert verdict.observed_sound is False and verdict.observed_false_fail > 0.5
+    assert verdict.screening is True
+    assert verdict.screening_label == f"screening (observed re-draw {verdict.observed_redraw:.0%} > planned 10%)"
+    assert verdict.sound_n is not None and verdict.sound_n > 440 and verdict.sound_n % 10 == 0
+    assert verdict.within_1se is True  # d = 0: the looser rule agrees
+
+    quiet = RunDir(tmp_path / "quiet")  # the same design, 2 items differ: sound at its observed rate too
+    cand = list(base)
+    cand[flipped[0]], cand[flipped[-1]] = 1 - cand[flipped[0]], 1 - cand[flipped[-1]]
+    _write(quiet, "baseline", _rows([base], ids))
+    _write(quiet, "candidate", _rows([cand], ids))
+    (calm,) = summarize_evals(quiet, _plan_for(440)).verdicts
+    assert calm.observed_sound is True and calm.screening is False and calm.screening_label is None
+    assert calm.observed_redraw < 0.10 and calm.sound_n is not None and calm.sound_n <= 440

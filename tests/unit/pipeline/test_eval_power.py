@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from byog.analysis.gate_power import ItemModel, fit_beta_binomial, model_from_items
-from byog.pipeline.eval_power import eval_power_rows
-from byog.plans.load import load_plan
-from tests.support.synthetic import make_run_dir
+from byog.pipeline.eval_power import eval_power_rows, eval_prior, smoke_run_of
+from byog.plans.load import load_plan, parse_plan
+from byog.plans.tiers import apply_tier, tiered_plan_yaml
+from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
 
 
 def test_beta_binomial_fit_recovers_the_prior() -> None:
@@ -41,3 +42,21 @@ def test_plan_view_uses_the_earlier_run(tmp_path: Path) -> None:
     assert gsm8k["model"]["source"].startswith("run ") and gsm8k["model"]["accuracy"] < 0.6
     assert gsm8k["false_fail"] > prior[("full", "gsm8k")]["false_fail"]
     assert fitted[("full", "aime25")]["model"]["source"] == "prior"  # the run scored no AIME25
+
+
+def test_plan_view_defaults_to_the_smoke_tier_run_of_the_same_plan(tmp_path: Path) -> None:
+    plan = parse_plan(plan_yaml(SyntheticSpec()), "synthetic plan")
+    runs = tmp_path / "runs"
+    assert smoke_run_of(plan, runs) is None
+    assert eval_prior(plan, None, runs) == (None, eval_prior(plan, None, tmp_path / "none")[1])
+    assert "registry's prior" in eval_prior(plan, None, runs)[1]
+    make_run_dir(runs / "full-run")  # the full tier of the same plan: not the smoke run
+    assert smoke_run_of(plan, runs) is None
+    smoke = make_run_dir(runs / "smoke-run", plan_text=tiered_plan_yaml(apply_tier(plan, "smoke")))
+    assert smoke_run_of(plan, runs) == smoke.root
+    chosen, why = eval_prior(plan, None, runs)
+    assert chosen == smoke.root and "smoke-tier run" in why
+    explicit, why = eval_prior(plan, runs / "full-run", runs)
+    assert explicit == runs / "full-run" and "--from-run" in why
+    other, _ = load_plan("kimi-k3-gb300")  # another plan's smoke run is never used
+    assert smoke_run_of(other, runs) is None

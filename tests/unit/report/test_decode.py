@@ -109,6 +109,9 @@ def test_acceptance_with_cis_and_energy_beside_tok_s() -> None:
     )
     assert "stock" not in text  # no acceptance length without speculation
     text = "\n".join(dm.energy(s))
-    assert "| spec | spec-decode-b1-isl1-osl256 | 200 | 200 | 50 | 450 | 1980 / 1965 | 0% | none | counter, decode |" in text
+    assert (
+        "| spec | spec-decode-b1-isl1-osl256 | 200 | 200 | 50 | 450 | 1980 / 1965 | 0% | none | counter, decode |"
+        in text
+    )
     only_cpu = "\n".join(dm.energy(summary([stock])))
     assert only_cpu == "### Energy\n\nNot measured: nvidia-ml-py is not installed.\n"
