@@ -14,6 +14,7 @@ from byog.analysis.summary import derive_summary
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.report.context import ReportInputs
+from byog.report.format import esc
 from byog.report.markdown import MARKER, render_report
 from byog.report.plots import PLOTS, plots_for, write_plots
 from byog.schemas.claims import ClaimsFile
@@ -218,3 +219,19 @@ def test_claims_are_judged_in_the_headline(valid_run, tmp_path: Path) -> None:  
     assert "| ❌ fails | claim: B=4 speed-up, overstated | 2 (±5%) |" in headline
     assert "| ➖ not checked | claim: agentic | 400 (±5%) | no agentic workload |" in headline
     assert render_report(run_dir, summary) != text  # the bundle's own report has only its own claims.yaml
+
+
+def test_conditions_observed_discordance_and_one_se_are_shown_beside_the_verdicts(valid_run) -> None:  # noqa: ANN001
+    run_dir, summary = valid_run
+    flagged = summary.model_copy(deep=True)
+    first = flagged.bench.comparisons[0]
+    first.conditions = "the two servers ran under different GPU conditions (mean SM clock 1860 vs 1980 MHz)"
+    text = render_report(run_dir, flagged)
+    assert "### ≠ Different GPU conditions" in text and f"- {first.point_id}, " in text
+    assert "mean SM clock 1860 vs 1980 MHz" in text and "≠" not in render_report(run_dir, summary)
+    (verdict,) = summary.evals.verdicts  # the synthetic pair: 8 of 20 greedy items differ
+    assert verdict.observed_redraw is not None and verdict.screening_label is not None
+    assert f"({esc(verdict.screening_label)})" in text  # in the Accuracy table's verdict cell
+    assert f"observed discordance {verdict.discordant} of {verdict.n} items" in text
+    assert f"sound from n = {verdict.sound_n:,}" in text
+    assert f"\\|d\\| ≤ 1 SE: {'yes' if verdict.within_1se else 'no'}" in text  # the headline row (cell-escaped)
