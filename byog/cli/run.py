@@ -85,7 +85,8 @@ def plan_cmd(
     from_run: Path | None = typer.Option(
         None,
         "--from-run",
-        help="An earlier run directory: use its measured start-up and TPOT, and its per-item eval data for the planned power.",
+        help="An earlier run directory: use its measured start-up and TPOT, and its per-item eval data for the "
+        "planned power (default for evals: the newest smoke-tier run of this plan under runs/).",
     ),
     tier: TierOpt = "full",
     gpus_per_node: int = typer.Option(
