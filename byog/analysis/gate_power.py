@@ -311,13 +311,15 @@ def model_from_items(
     Sampled: (mu, k) by ``fit_beta_binomial`` on the baseline's counts (k from the prior when
     unidentified). Greedy: mu from the baseline; the re-draw rate from the pair's discordant
     items, (x + 1) / (n + 2) of them (so zero observed never predicts a perfectly deterministic
-    server), divided by the 2 E[p (1 - p)] a re-draw turns into a disagreement.
+    server), divided by the 2 E[p (1 - p)] a re-draw turns into a disagreement. A pair that agrees
+    on every item at a floor or ceiling (no item solved, or every item solved) says nothing about
+    the rate, so the prior's is kept.
     """
     ids = sorted(baseline)
     counts = [sum(baseline[i]) for i in ids]
     trials = min(len(baseline[i]) for i in ids)
-    mu, k = fit_beta_binomial([c * trials / len(baseline[i]) for c, i in zip(counts, ids)], trials)
-    mu = min(max(mu, 1e-3), 1 - 1e-3)
+    observed_mu, k = fit_beta_binomial([c * trials / len(baseline[i]) for c, i in zip(counts, ids)], trials)
+    mu = min(max(observed_mu, 1e-3), 1 - 1e-3)
     fitted = ItemModel(
         accuracy=mu, concentration=k if (sampled and k) else prior.concentration, redraw=prior.redraw, source=source
     )
@@ -325,6 +327,8 @@ def model_from_items(
         return fitted
     shared = [i for i in ids if i in candidate]
     disagree = sum(1 for i in shared if round(np.mean(baseline[i])) != round(np.mean(candidate[i])))
+    if disagree == 0 and observed_mu in (0.0, 1.0):
+        return fitted
     redraw = implied_redraw(disagree, len(shared), fitted)
     return ItemModel(accuracy=mu, concentration=fitted.concentration, redraw=redraw, source=source)
 

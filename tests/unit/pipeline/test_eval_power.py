@@ -31,6 +31,10 @@ def test_greedy_redraw_rate_comes_from_the_pairs_disagreements() -> None:
     disagree = model_from_items(base, differ, sampled=False, prior=prior, source="run x")
     assert agree.accuracy == pytest.approx(0.75) and agree.redraw < 0.05  # (0 + 1) / 402 of items, at most
     assert disagree.redraw > 0.5  # 10% of items differ: far more than the prior's 10% re-draw makes
+    floor = {k: [0.0] for k in base}  # both servers solve nothing: the rate is not measured
+    assert model_from_items(floor, dict(floor), sampled=False, prior=prior, source="run x").redraw == prior.redraw
+    one_off = {k: [1.0] if i == 0 else [0.0] for i, k in enumerate(base)}  # one disagreement at the floor
+    assert model_from_items(floor, one_off, sampled=False, prior=prior, source="run x").redraw > prior.redraw
 
 
 def test_plan_view_uses_the_earlier_run(tmp_path: Path) -> None:
