@@ -4,7 +4,7 @@ gate (``byog.analysis.gate_power``), and which evals would be "screening" before
 The model is the task registry's prior, or one fitted to the per-item data of an earlier run
 directory (the plan's baseline and first candidate for that task, where the run scored both;
 for greedy decoding the re-draw rate is the one their discordance implies): the ``--from-run``
-directory, else the newest run under ``runs/`` of the same plan's smoke tier (``smoke_run_of``).
+directory, else the newest run under ``runs_dir()`` of the same plan's smoke tier (``smoke_run_of``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from byog.analysis.eval_summary import margin_for
 from byog.analysis.gate_power import ItemModel, model_from_items, planned_for_spec, prior_model
 from byog.core.paths import RunDir
+from byog.core.settings import runs_dir
 from byog.plans.load import parse_plan
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import TIERS, apply_tier, eval_items, tiered_plan_yaml
@@ -50,12 +51,11 @@ def model_from_run(run_dir: Path, task: str, sampled: bool) -> ItemModel | None:
     return model_from_items(baseline, candidate, sampled, prior, source=f"run {run_dir}")
 
 
-RUNS_ROOT = Path("runs")
-
-
-def smoke_run_of(plan: Plan, runs_root: Path = RUNS_ROOT) -> Path | None:
+def smoke_run_of(plan: Plan, runs_root: Path | None = None) -> Path | None:
     """The newest run directory under ``runs_root`` that ran ``plan``'s smoke tier and completed an
-    eval (its recorded plan.yaml is the smoke tier's, byte for byte); None when there is none."""
+    eval (its recorded plan.yaml is the smoke tier's, byte for byte); None when there is none.
+    ``runs_root``: default ``runs_dir()`` (``$BYOG_RUNS_DIR``, else ./runs)."""
+    runs_root = runs_root or runs_dir()
     if not plan.evals or not runs_root.is_dir():
         return None
     smoke = tiered_plan_yaml(apply_tier(plan, "smoke"))
@@ -69,14 +69,15 @@ def smoke_run_of(plan: Plan, runs_root: Path = RUNS_ROOT) -> Path | None:
     return max(found)[1] if found else None
 
 
-def eval_prior(plan: Plan, from_run: Path | None, runs_root: Path = RUNS_ROOT) -> tuple[Path | None, str]:
+def eval_prior(plan: Plan, from_run: Path | None, runs_root: Path | None = None) -> tuple[Path | None, str]:
     """Which earlier run the eval model comes from, and a sentence saying so."""
     if from_run is not None:
         return from_run, f"fitted to {from_run} (--from-run)"
     smoke = smoke_run_of(plan, runs_root)
     if smoke is not None:
         return smoke, f"fitted to {smoke}, this plan's smoke-tier run (--from-run to choose another)"
-    return None, "the task registry's prior (no --from-run, and no smoke-tier run of this plan under runs/)"
+    where = runs_root or runs_dir()
+    return None, f"the task registry's prior (no --from-run, and no smoke-tier run of this plan under {where})"
 
 
 def eval_power_rows(plan: Plan, from_run: Path | None = None) -> list[dict[str, Any]]:

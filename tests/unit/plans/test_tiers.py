@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 
 from byog.analysis.eval_summary import margin_for
-from byog.analysis.gate_power import ItemModel, planned_for_spec
+from byog.analysis.gate_power import ItemModel, cheapest_sound, planned_for_spec
 from byog.pipeline.eval_power import eval_power_rows
 from byog.plans.load import load_plan
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import apply_tier, tiered_plan_yaml
-from tests.support.gate_design import cheapest_sound
 
 STANDARD_TARGET = 0.01  # the standard tier's cut: predicted false-fail <= 1% (headroom for the model)
 
