@@ -122,8 +122,9 @@ class EvalVerdict(PairedComparison):
 
     ``verdict`` is "degenerate" when ``degenerate`` names any case (the TOST's intervals stay in
     the row). ``screening``: the plan's design for this eval cannot keep the gate sound (its
-    planned false-fail rate, predicted before the run, is over 5%), so whatever the verdict the
-    row is a screening result, never a pass (docs/statistics.md).
+    planned false-fail rate, predicted before the run, is over 5%, or, for a greedy verdict, the
+    rate at the re-draw its own discordance implies is), so whatever the verdict the row is a
+    screening result, never a pass (docs/statistics.md).
     """
 
     task: str
