@@ -346,7 +346,9 @@ def model_from_items(
     ids = sorted(baseline)
     counts = [sum(baseline[i]) for i in ids]
     trials = min(len(baseline[i]) for i in ids)
-    observed_mu, k = fit_beta_binomial([c * trials / len(baseline[i]) for c, i in zip(counts, ids)], trials)
+    observed_mu, k = fit_beta_binomial(
+        [c * trials / len(baseline[i]) for c, i in zip(counts, ids, strict=True)], trials
+    )
     mu = min(max(observed_mu, 1e-3), 1 - 1e-3)
     fitted = ItemModel(
         accuracy=mu, concentration=k if (sampled and k) else prior.concentration, redraw=prior.redraw, source=source
