@@ -20,6 +20,7 @@ from typing import Any
 from byog.analysis.frontier import FrontierPoint, gpus_of, pareto_frontier, per_gpu
 from byog.analysis.summary import plan_of
 from byog.core.paths import RunDir
+from byog.core.safe_text import md_text
 from byog.report.format import (
     fixed,
     load_label,
@@ -55,8 +56,8 @@ def agentic_section(summary: Summary) -> list[str]:
         assert s is not None
         rows.append(
             [
-                p.server,
-                p.point_id,
+                md_text(p.server),
+                md_text(p.point_id),
                 load_label(p),
                 f"{s.sessions} / {s.turns} ({s.subagent_turns})",
                 num(metric(p, "tok_s_user.p50")),
@@ -71,7 +72,7 @@ def agentic_section(summary: Summary) -> list[str]:
             ]
         )
         by_turn = ", ".join(f"{t.turn}: {_ms(t.p50)}" for t in s.ttft_s_by_turn)
-        turns.append([p.server, p.point_id, by_turn or "–", _ms(s.ttft_s_subagent.p50)])
+        turns.append([md_text(p.server), md_text(p.point_id), by_turn or "–", _ms(s.ttft_s_subagent.p50)])
     lines = [
         "### Agentic sessions",
         "",
@@ -130,8 +131,8 @@ def goodput_section(summary: Summary) -> list[str]:
         assert g is not None
         rows.append(
             [
-                p.server,
-                p.point_id,
+                md_text(p.server),
+                md_text(p.point_id),
                 load_label(p),
                 _slo_label(p),
                 f"{g.good} / {g.measured}",
@@ -164,13 +165,13 @@ def goodput_section(summary: Summary) -> list[str]:
         probes = ", ".join(f"{pr.rate:g}: {_pct(pr.slo_share)}" for pr in s.probes) or "none"
         searches.append(
             [
-                s.server,
-                s.workload,
+                md_text(s.server),
+                md_text(s.workload),
                 num(s.best_rate),
                 num(s.failing_rate),
                 "yes" if s.converged else "no",
                 probes,
-                s.reason,
+                md_text(s.reason),
             ]
         )
     if searches:
@@ -265,9 +266,9 @@ def frontier_section(summary: Summary, run_dir: RunDir) -> list[str]:
         for p in g.points:
             rows.append(
                 [
-                    g.server,
-                    g.workload,
-                    p.label,
+                    md_text(g.server),
+                    md_text(g.workload),
+                    md_text(p.label),
                     num(p.tok_s_user),
                     num(p.tok_s_gpu),
                     str(g.gpus),

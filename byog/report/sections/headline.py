@@ -8,8 +8,9 @@ judged by ``byog.analysis.claims`` exactly as ``byog verify`` judges them.
 from __future__ import annotations
 
 from byog.analysis.claims import evaluate_claim
+from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
-from byog.report.format import METRICS, esc, fixed, load_label, speedup, table, times
+from byog.report.format import METRICS, fixed, load_label, speedup, table, times
 
 CLAIM_MARK = {"holds": "✅ holds", "fails": "❌ fails", "not checked": "➖ not checked"}
 VERDICT_MARK = {
@@ -25,7 +26,7 @@ def _claim_rows(ctx: ReportContext) -> list[list[str]]:
     for claim in ctx.claims:
         outcome = evaluate_claim(ctx.summary, claim)
         rows.append(
-            [CLAIM_MARK[outcome.outcome], f"claim: {esc(outcome.label)}", esc(outcome.claimed), esc(outcome.got)]
+            [CLAIM_MARK[outcome.outcome], f"claim: {md_text(outcome.label)}", md_text(outcome.claimed), md_text(outcome.got)]
         )
     return rows
 
@@ -38,7 +39,7 @@ def _verdict_rows(ctx: ReportContext) -> list[list[str]]:
         rows.append(
             [
                 VERDICT_MARK[v.verdict],
-                f"accuracy: {esc(v.task)}, {esc(v.candidate)} vs {esc(v.baseline)}{spec}",
+                f"accuracy: {md_text(v.task)}, {md_text(v.candidate)} vs {md_text(v.baseline)}{spec}",
                 f"equivalent within ±{fixed(v.margin)}",
                 measured,
             ]
@@ -60,7 +61,7 @@ def _speedup_lines(ctx: ReportContext) -> list[str]:
             c for c in chosen if not ctx.is_invalid(candidate, c.point_id) and not ctx.is_invalid(baseline, c.point_id)
         ]
         label = METRICS[metric][0]
-        who = f"{esc(candidate)} / {esc(baseline)}"
+        who = f"{md_text(candidate)} / {md_text(baseline)}"
         if not valid:
             lines.append(f"- Speed-up, {who}, {label}: no point is valid on both sides.")
             continue
@@ -86,7 +87,7 @@ def _invalid_line(ctx: ReportContext) -> list[str]:
     invalid = ctx.invalid
     if not invalid:
         return [f"- All {len(ctx.summary.bench.points)} bench points are valid."] if ctx.summary.bench.points else []
-    names = ", ".join(f"{esc(p.server)} {load_label(p)}" for p in invalid[:6]) + (", …" if len(invalid) > 6 else "")
+    names = ", ".join(f"{md_text(p.server)} {load_label(p)}" for p in invalid[:6]) + (", …" if len(invalid) > 6 else "")
     return [
         f"- ⚠ {len(invalid)} of {len(ctx.summary.bench.points)} bench points are invalid ({names}): their numbers are "
         "struck through below and are not results (see Invalid points)."

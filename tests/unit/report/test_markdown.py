@@ -87,9 +87,9 @@ def test_one_matrix_per_metric_rows_b_cells_candidate_baseline_speedup(valid_run
     run_dir, summary = valid_run
     text = render_report(run_dir, summary)
     assert re.findall(r"^### (.+)$", text, flags=re.M) == [
-        "decode tok/s: decode, ISL 4, OSL 8",
-        "TPOT P50 (ms): decode, ISL 4, OSL 8",
-        "TTFT P50 (ms): decode, ISL 4, OSL 8",
+        "decode tok/s: candidate vs baseline, decode, ISL 4, OSL 8",
+        "TPOT P50 (ms): candidate vs baseline, decode, ISL 4, OSL 8",
+        "TTFT P50 (ms): candidate vs baseline, decode, ISL 4, OSL 8",
         "Decode matrices",
         "Energy",
     ]
@@ -112,9 +112,9 @@ def test_an_invalid_point_is_struck_through_and_marked_everywhere(invalid_run) -
     text = render_report(run_dir, summary)
     for title in ("decode tok/s", "TPOT P50 (ms)", "TTFT P50 (ms)"):
         rows = {r[0]: r for r in _matrix(text, title)}
-        assert rows["2"][1].startswith("~~") and rows["2"][1].endswith("~~ ⚠")  # the invalid candidate value
+        assert rows["2"][1].startswith("~~") and rows["2"][1].endswith("~~ ⚠ invalid")  # the invalid candidate value
         assert "~~" not in rows["2"][2]  # the baseline of that point is valid
-        assert rows["2"][3].startswith("~~") and rows["2"][3].endswith("~~ ⚠")  # no speed-up reads as a result
+        assert rows["2"][3].startswith("~~") and rows["2"][3].endswith("~~ ⚠ invalid")  # no speed-up reads as a result
         assert all("⚠" not in cell for cell in rows["1"] + rows["4"])
     headline = text.split("## Performance", 1)[0]
     assert "over 2 valid point(s)" in headline and "1 invalid point(s) left out" in headline
@@ -165,7 +165,7 @@ def test_bundle_text_never_becomes_markdown(tmp_path: Path) -> None:
     atomic_write_json(run_dir.server_record("candidate"), record)
     text = render_report(run_dir, _derive(run_dir))
     assert text.splitlines()[1].startswith(
-        "# byog report: \\# ✅ verified \\[click\\](https://evil.example) \\<img src=x\\>"
+        "# byog report: \\# ✅ verified \\[click\\](https\u2060://evil.example) \\<img src=x\\>"
     )
     assert (
         "``vllm serve `x` \\| ![img](https://evil.example/i.png)``" in text

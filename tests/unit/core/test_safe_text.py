@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from byog.bundles.safe_text import json_safe, md_deep, md_field, one_line
+from byog.core.safe_text import json_safe, md_text, one_line
 
 
 def test_one_line_escapes_every_way_to_start_a_new_or_fake_line() -> None:
