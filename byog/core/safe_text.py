@@ -158,10 +158,11 @@ def _longest_run(text: str, char: str) -> int:
     return longest
 
 
-_MERMAID_UNSAFE = re.compile(r"[^A-Za-z0-9 _.+=/:,()\[\]%×-]")
+_MERMAID_UNSAFE = re.compile(r"[^A-Za-z0-9 _.+=/:,()\[\]×-]")
 
 
 def mermaid_text(value: Any, limit: int = 60) -> str:
     """Bundle text inside a Mermaid chart's quoted string: only letters, digits and plain punctuation
-    (no quote, no markup, no HTML, no directive), others become "?"; cut to ``limit``."""
-    return _MERMAID_UNSAFE.sub("?", one_line(value, limit))
+    (no quote, no markup, no HTML, no ``%%`` directive), others become "?"; cut to ``limit``."""
+    text = _MERMAID_UNSAFE.sub("?", one_line(value))
+    return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."

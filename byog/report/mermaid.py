@@ -20,6 +20,7 @@ from byog.schemas.bench import PointSummary
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.summary import Summary
 
+PALETTE = "#4c78a8, #f58518, #f58518"  # bars blue, lines orange (the second line is the CI's other end)
 MAX_CATEGORIES = 24  # wider than this and GitHub's column squeezes the labels into each other
 
 
@@ -28,14 +29,26 @@ def _series(values: Iterable[float | None]) -> str:
 
 
 def _chart(
-    title: str, x_title: str, categories: list[str], y_title: str, series: list[tuple[str, list[float | None]]]
+    title: str,
+    x_title: str,
+    categories: list[str],
+    y_title: str,
+    series: list[tuple[str, list[float | None]]],
 ) -> list[str]:
+    """One xychart-beta block; the y axis starts at 0 so bar heights compare honestly."""
+    top = max((v for _, values in series for v in values if v is not None), default=1.0)
     lines = [
         "```mermaid",
+        "---",
+        "config:",
+        "  themeVariables:",
+        "    xyChart:",
+        f'      plotColorPalette: "{PALETTE}"',
+        "---",
         "xychart-beta",
-        f'    title "{mermaid_text(title, 120)}"',
+        f'    title "{title}"',  # composed by the callers, bundle names through mermaid_text
         f'    x-axis "{x_title}" [' + ", ".join(f'"{mermaid_text(c, 24)}"' for c in categories) + "]",
-        f'    y-axis "{y_title}"',
+        f'    y-axis "{y_title}" 0 --> {num(top * 1.1, 3)}',
     ]
     lines += [f"    {kind} {_series(values)}" for kind, values in series]
     return [*lines, "```", ""]
@@ -69,8 +82,8 @@ def speedup_charts(summary: Summary) -> list[str]:
         if valid:
             labels = [_label(points[(candidate, c.point_id)], several) for c in valid]
             lines += _chart(
-                f"decode tok/s speed-up, {candidate} vs {baseline} (bars; lines: 95% CI)",
-                "point",
+                f"speed-up, {mermaid_text(candidate, 40)} vs {mermaid_text(baseline, 40)}",
+                "decode tok/s speed-up per point (bars), its 95% CI (lines)",
                 labels,
                 "speed-up (x)",
                 [
@@ -111,8 +124,8 @@ def tok_s_charts(summary: Summary) -> list[str]:
             shown = [(c, b) for c, b in both if c and b and c.valid and b.valid][:MAX_CATEGORIES]
             if shown:
                 lines += _chart(
-                    f"decode tok/s vs batch, {candidate} (bars) vs {baseline} (line), {workload} ISL {isl} OSL {osl}",
-                    "batch size",
+                    f"decode tok/s, {mermaid_text(candidate, 40)} (bars) vs {mermaid_text(baseline, 40)} (line)",
+                    f"batch size ({mermaid_text(workload, 40)}, ISL {isl}, OSL {osl})",
                     [str(c.batch_size) for c, _ in shown],
                     "decode tok/s",
                     [
@@ -141,8 +154,8 @@ def numerics_charts(numerics: NumericsSummary | None) -> list[str]:
             continue
         envelope = [nm.envelope(aa[b.start].model_dump(), numerics.tolerance).get("mean_abs_dlogprob") for b in buckets]
         lines += _chart(
-            f"numerics, decode: mean |dlogprob| by position, {c.candidate} (bars) vs A/A envelope (line)",
-            "context position",
+            f"numerics, decode: {mermaid_text(c.candidate, 40)} (bars) vs the A/A envelope (line)",
+            "context position: mean abs logprob difference per bucket",
             [b.bucket for b in buckets],
             "nats",
             [("bar", [b.mean_abs_dlogprob for b in buckets]), ("line", envelope)],

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 
-from byog.core.safe_text import json_safe, md_text, one_line
+from byog.core.safe_text import json_safe, md_code, md_fence, md_text, mermaid_text, one_line
 
 
 def test_one_line_escapes_every_way_to_start_a_new_or_fake_line() -> None:
@@ -25,13 +27,25 @@ def test_json_safe_is_always_strict_json() -> None:
     text.encode("utf-8")  # no lone surrogate left
 
 
-def test_md_field_leaves_no_markup_html_link_or_mention() -> None:
-    hostile = "[click](https://evil.example) ![x](http://t/p.png) <img src=x> @octocat @org/team www.evil.com `code` | cell\nnew"
-    safe = md_field(hostile, limit=None)
-    for raw in ("](", "<img", "@octocat", "@org", "https://", "http://", "www.evil", "`code`", " | ", "\n"):
+def test_md_text_leaves_no_markup_html_link_or_mention() -> None:
+    hostile = "[click](https://evil.example) ![x](http://t/p.png) <img src=x> @octocat @org/team www.evil.com #12 `code` *b*\nnew"
+    safe = md_text(hostile)
+    for raw in ("@octocat", "@org", "https://", "http://", "www.evil", "#12", "`code`", "\n"):
         assert raw not in safe, raw
-    assert "&lt;img" in safe and "@\u2060octocat" in safe and "\\[click\\]" in safe and "\\| cell" in safe
-    # Plain names and fingerprints read as they are (and still match files and each other).
-    for plain in ("candidate_tp16", "decode-b1-isl4-osl8", "SHA256:abc+/def=", "ssh-ed25519", "1.25"):
-        assert md_field(plain) == plain
-    assert md_deep({"server": "baseline", "note": "@here"}) == {"server": "baseline", "note": "@\u2060here"}
+    assert not re.search(r"(?<!\\)[<>*\[\]!`]", safe)  # every character that could start markup is escaped
+    assert "@\u2060octocat" in safe and "\\[click\\]" in safe and "\\<img" in safe
+    # Plain names, numbers and labels read as they are: escaping once leaves them alone.
+    for plain in ("decode-b1-isl4-osl8", "SHA256:abc+/def=", "ssh-ed25519", "1.25", "decode 1.7x faster (B=8)"):
+        assert md_text(plain) == plain
+    assert md_text("- not a list item").startswith("\\-") and md_text("cand_tp16") == "cand\\_tp16"
+
+
+def test_md_code_and_md_fence_cannot_be_closed_by_their_content() -> None:
+    assert md_code("a `b` c") == "``a `b` c``" and md_code("`x`") == "`` `x` ``"
+    lines = md_fence("x\n```\n## Approved ````")
+    assert lines == ["`````", "x ``` ## Approved ````", "`````", ""]
+
+
+def test_mermaid_text_keeps_only_plain_characters() -> None:
+    assert mermaid_text('a"] %%{init}%% <b>@x</b>') == "a?] ???init??? ?b??x?/b?"
+    assert mermaid_text("cand-fp8kv (TP8)") == "cand-fp8kv (TP8)" and mermaid_text("x" * 50, 10) == "xxxxxxx..."
