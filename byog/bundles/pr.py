@@ -96,7 +96,7 @@ def read_event(path: Path, comments: Path | None = None) -> PrBundles:
 
 
 STATUS = {"pass": "✅ ok", "skip": "➖ skipped", "fail": "❌ FAIL"}  # a word beside every mark
-HEADLINE_ROWS = 12  # claims and verdicts shown above the fold; the full report lists them all
+HEADLINE_ROWS = 10  # claims and verdicts shown above the fold; the full report lists them all
 _SECTION = re.compile(r"^## ", re.M)
 
 
@@ -116,14 +116,15 @@ def report_sections(report: str) -> dict[str, str]:
 
 def _headline(section: str) -> list[str]:
     """The Headline section without its heading, its claims table cut to HEADLINE_ROWS rows."""
-    lines = section.rstrip().split("\n")[1:]
+    lines = section.strip().split("\n")[1:]
+    while lines and not lines[0].strip():
+        lines.pop(0)
     rows = [i for i, line in enumerate(lines) if line.startswith("| ")][2:]  # after the header and the rule
     if len(rows) > HEADLINE_ROWS:
         cut = rows[HEADLINE_ROWS:]
-        more = f"… and {len(cut)} more claims and verdicts in the report below."
-        lines = [line for i, line in enumerate(lines) if i not in cut]
-        lines.insert(rows[HEADLINE_ROWS - 1] + 2, more)
-    return [line for line in lines if line.strip() or line == ""]
+        more = f"… and {len(cut)} more claims and verdicts in the full report below."
+        lines = [*lines[: rows[HEADLINE_ROWS]], "", more, *lines[cut[-1] + 1 :]]
+    return lines
 
 
 def _details(summary: str, body: list[str]) -> list[str]:
@@ -181,7 +182,7 @@ def comment_body(
     ]
     lines += _details(f"Checks: {summary}", table(["", "Check", "Result"], rows))
     if sections:
-        rest = [text for title, text in sections.items() if title not in ("Headline", "Charts")]
+        rest = [text for title, text in sections.items() if title != "Charts"]  # the charts are shown above
         lines += _details("Full report, re-rendered by byog from the verified bundle", ["".join(rest).rstrip()])
     if run_url:
         lines += [f"Workflow run (plots and the full output are its artifacts): {md_code(run_url)}", ""]

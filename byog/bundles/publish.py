@@ -29,12 +29,12 @@ import yaml
 from pydantic import ValidationError
 
 from byog.bundles.pr import comment_body as pr_comment_body
-from byog.core.safe_text import md_code, one_line
 from byog.bundles.unpack import Extracted
 from byog.bundles.verify import VerifyReport, verify_bundle
 from byog.core.errors import ByogError, CheckFailed, EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import MANIFEST_NAME, RunDir
+from byog.core.safe_text import md_code, one_line
 from byog.report.context import PLOTS_BASE, ReportInputs, ReproductionView
 from byog.report.markdown import render_report
 from byog.report.plots import write_plots

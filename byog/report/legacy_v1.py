@@ -275,7 +275,8 @@ def _signer(run_dir: RunDir) -> list[str]:
     return [
         "## Signer",
         "",
-        f"Signed with {md_text(key_type)} key {md_code(signer.get('fingerprint'))}. `byog verify` checks the signature against the "
+        f"Signed with {md_text(key_type)} key {md_code(signer.get('fingerprint'))}. "
+        "`byog verify` checks the signature against the "
         "allowed signers (`byog keys add GITHUB_USER`) and recomputes every number above from the raw rows.",
         "",
     ]

@@ -95,7 +95,7 @@ def _rows(rng: random.Random, point: Any, tpot_s: float) -> list[Any]:
     return rows
 
 
-def _eval_files(run_dir: RunDir, server: str, spec: SyntheticSpec, rng: random.Random) -> None:
+def _eval_files(run_dir: RunDir, server: str, spec: SyntheticSpec, rng: random.Random, task: str = "gsm8k") -> None:
     rows = []
     for i in range(spec.eval_items):
         correct = rng.random() < spec.eval_accuracy
@@ -115,14 +115,14 @@ def _eval_files(run_dir: RunDir, server: str, spec: SyntheticSpec, rng: random.R
     table = pa.Table.from_pylist(rows).select(list(ITEM_COLUMNS))
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
-    atomic_write_bytes(run_dir.eval_items(server, "gsm8k"), sink.getvalue().to_pybytes())
+    atomic_write_bytes(run_dir.eval_items(server, task), sink.getvalue().to_pybytes())
     score = 100.0 * sum(r["score"] for r in rows) / len(rows)
     atomic_write_json(
-        run_dir.eval_results(server, "gsm8k"),
+        run_dir.eval_results(server, task),
         {
             "schema_version": 1,
             "server": server,
-            "task": {"name": "gsm8k", "version": "synthetic"},
+            "task": {"name": task, "version": "synthetic"},
             "data": {"source": "generated", "dataset_id": "synthetic", "revision": None, "label": "generated"},
             "endpoint": {"base_url": "http://127.0.0.1:1", "model": "synthetic"},
             "sampling": {"passes": 1, "seeds": [spec.seed], "temperature": 0.0, "do_sample": False},

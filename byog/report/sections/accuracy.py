@@ -55,7 +55,15 @@ def section(ctx: ReportContext) -> list[str]:
         if notes:
             lines += [*notes, ""]
     scores = [
-        [md_text(s.server), md_text(s.task), num(s.n_items), num(s.passes), fixed(s.score), fixed(s.stderr), md_text(s.data or "–")]
+        [
+            md_text(s.server),
+            md_text(s.task),
+            num(s.n_items),
+            num(s.passes),
+            fixed(s.score),
+            fixed(s.stderr),
+            md_text(s.data or "–"),
+        ]
         for s in evals.scores
     ]
     lines += table(["Server", "Task", "Items", "Passes", "Score", "SE", "Data"], scores)

@@ -26,7 +26,12 @@ def _claim_rows(ctx: ReportContext) -> list[list[str]]:
     for claim in ctx.claims:
         outcome = evaluate_claim(ctx.summary, claim)
         rows.append(
-            [CLAIM_MARK[outcome.outcome], f"claim: {md_text(outcome.label)}", md_text(outcome.claimed), md_text(outcome.got)]
+            [
+                CLAIM_MARK[outcome.outcome],
+                f"claim: {md_text(outcome.label)}",
+                md_text(outcome.claimed),
+                md_text(outcome.got),
+            ]
         )
     return rows
 
@@ -83,6 +88,20 @@ def _speedup_lines(ctx: ReportContext) -> list[str]:
     return lines
 
 
+NUMERICS_MARK = {"numerically equivalent": "✅", "drifts": "⚠️", "diverges": "❌"}
+
+
+def _numerics_lines(ctx: ReportContext) -> list[str]:
+    """Per pair: the token-level differential's verdict (format 3 on; docs/numerics.md)."""
+    numerics = ctx.summary.numerics
+    if numerics is None:
+        return []
+    return [
+        f"- Numerics, {md_text(c.candidate)} / {md_text(c.baseline)}: {NUMERICS_MARK[c.verdict]} {c.verdict}."
+        for c in numerics.comparisons
+    ]
+
+
 def _invalid_line(ctx: ReportContext) -> list[str]:
     invalid = ctx.invalid
     if not invalid:
@@ -101,7 +120,7 @@ def section(ctx: ReportContext) -> list[str]:
         lines += table(["", "Claim or verdict", "Stated", "Measured"], rows)
     else:
         lines += ["No claims and no accuracy verdicts in this bundle.", ""]
-    bullets = _speedup_lines(ctx) + _invalid_line(ctx)
+    bullets = _speedup_lines(ctx) + (_numerics_lines(ctx) if ctx.report_format >= 3 else []) + _invalid_line(ctx)
     if bullets:
         lines += [*bullets, ""]
     return lines

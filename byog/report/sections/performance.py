@@ -173,9 +173,8 @@ def _invalid_list(ctx: ReportContext) -> list[str]:
         "",
     ]
     for p in ctx.invalid:
-        lines.append(
-            f"- {md_text(p.server)} {md_text(p.point_id)}: {md_text('; '.join(p.invalid_reasons) or 'no reason recorded')}"
-        )
+        reasons = "; ".join(p.invalid_reasons) or "no reason recorded"
+        lines.append(f"- {md_text(p.server)} {md_text(p.point_id)}: {md_text(reasons)}")
     return [*lines, ""]
 
 

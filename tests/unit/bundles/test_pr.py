@@ -124,7 +124,7 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
     assert result.returncode == 1, result.stdout + result.stderr
     assert comment.startswith(COMMENT_MARKER) and "## byog verify: ❌ not verified (1 check(s) failed)" in comment
     assert (
-        "| ✅ ok | signature | signed by alice@github.com" in comment
+        "| ✅ ok | signature | signed by alice@\u2060github.com" in comment
         and "| ✅ ok | policy | meets the policy |" in comment
     )
     assert "| ❌ FAIL | claims | claim 'gsm8k no worse': the recomputed verdict is inconclusive |" in comment

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 
 from byog.core.safe_text import json_safe, md_code, md_fence, md_text, mermaid_text, one_line
 

@@ -15,10 +15,10 @@ from byog.bundles.manifest import build_statement, statement_bytes
 from byog.bundles.pack import tar_gz
 from byog.bundles.sign import SigningKey, sign_bytes
 from byog.bundles.verify import verify_bundle
+from byog.core.errors import CheckFailed
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, RunDir
 from byog.report import legacy_v1
 from byog.report.markdown import MARKER, REPORT_VERSION
-from byog.core.errors import CheckFailed
 from byog.report.versions import version_of
 from byog.schemas.summary import read_summary
 from tests.support.bundles_kit import allowed_signers, build_bundle, make_key
