@@ -174,7 +174,7 @@ def comment_body(
     elif report is None or not verified:
         lines += ["The report is not shown: its numbers are only worth reading once the bundle verifies.", ""]
     if "Charts" in sections:
-        lines += sections["Charts"].rstrip().split("\n")[1:] + [""]
+        lines += ["### Charts", *sections["Charts"].rstrip().split("\n")[1:], ""]
     summary = ", ".join(f"{counts[s]} {STATUS[s].split(' ', 1)[1]}" for s in STATUS)
     rows = [
         [STATUS.get(str(c.get("status")), "? unknown"), md_text(c.get("name", "?")), md_text(c.get("message", ""), 500)]

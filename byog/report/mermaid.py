@@ -21,6 +21,7 @@ from byog.schemas.numerics import NumericsSummary
 from byog.schemas.summary import Summary
 
 PALETTE = "#4c78a8, #f58518, #f58518"  # bars blue, lines orange (the second line is the CI's other end)
+HEIGHT = 300  # px; GitHub's default (500) makes three charts fill two screens
 MAX_CATEGORIES = 24  # wider than this and GitHub's column squeezes the labels into each other
 
 
@@ -41,6 +42,8 @@ def _chart(
         "```mermaid",
         "---",
         "config:",
+        "  xyChart:",
+        f"    height: {HEIGHT}",
         "  themeVariables:",
         "    xyChart:",
         f'      plotColorPalette: "{PALETTE}"',
