@@ -97,6 +97,7 @@ def read_event(path: Path, comments: Path | None = None) -> PrBundles:
 
 STATUS = {"pass": "✅ ok", "skip": "➖ skipped", "fail": "❌ FAIL"}  # a word beside every mark
 HEADLINE_ROWS = 10  # claims and verdicts shown above the fold; the full report lists them all
+COMMENT_LIMIT = 65_536  # characters GitHub accepts in a comment
 _SECTION = re.compile(r"^## ", re.M)
 
 
@@ -182,8 +183,11 @@ def comment_body(
     ]
     lines += _details(f"Checks: {summary}", table(["", "Check", "Result"], rows))
     if sections:
-        rest = [text for title, text in sections.items() if title != "Charts"]  # the charts are shown above
-        lines += _details("Full report, re-rendered by byog from the verified bundle", ["".join(rest).rstrip()])
+        rest = "".join(text for title, text in sections.items() if title != "Charts").rstrip()  # charts: above
+        room = COMMENT_LIMIT - len("\n".join(lines)) - 1_000  # what follows the report is under 1,000 characters
+        if len(rest) > room:
+            rest = f"The full report ({len(rest):,} characters) does not fit in a comment: see `byog report`'s output."
+        lines += _details("Full report, re-rendered by byog from the verified bundle", [rest])
     if run_url:
         lines += [f"Workflow run (plots and the full output are its artifacts): {md_code(run_url)}", ""]
     return "\n".join(lines)

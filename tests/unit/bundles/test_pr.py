@@ -283,3 +283,14 @@ def test_the_comment_opens_with_one_screen_then_folds_checks_and_report(tmp_path
     assert "<details open" not in body and body.count("<details>") == 2
     for mark, word in (("✅", "ok"), ("➖", "skipped")):
         assert f"| {mark} {word} |" in body
+
+
+def test_a_report_too_long_for_a_comment_is_named_not_cut_mid_table() -> None:
+    verify = {"verified": True, "signer": "alice@example.com (SHA256:abc)", "checks": []}
+    report = (
+        "<!-- byog report v3 -->\n# byog report: big\n\n## Headline\n\n- ok\n\n## Performance\n\n"
+        + "| 1 | 2 |\n" * 8_000
+    )
+    body = comment_body(verify, report)
+    assert len(body) < 65_536 and "| 1 | 2 |" not in body
+    assert "The full report (80,0" in body and "does not fit in a comment" in body
