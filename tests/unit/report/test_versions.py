@@ -111,12 +111,23 @@ def test_the_format_is_what_the_manifest_declares_never_guessed_from_a_missing_m
 
 
 def test_format_1_re_renders_with_todays_escaping_and_invalid_marks(tmp_path: Path) -> None:
+    from tests.support.cmark import render_gfm
     from tests.support.synthetic import make_run_dir
+    from tests.unit.report.test_markdown import INVALID_POINT, SPEC, _derive, _saturate
 
-    run_dir = make_run_dir(tmp_path / "run")
+    run_dir = make_run_dir(tmp_path / "run", SPEC)
     record = json.loads(run_dir.server_record("candidate").read_text())
-    record["argv"] = ["vllm", "serve", "x\n```\n## ✅ Approved by @byog-org/maintainers"]
+    record["argv"] = ["vllm", "serve", "x\n```\n## ✅ Approved by @byog-org/maintainers <img src=x>"]
     run_dir.server_record("candidate").write_text(json.dumps(record))
-    text = legacy_v1.render_report(run_dir, read_summary(run_dir.summary_json))
+    _saturate(run_dir, "candidate", INVALID_POINT)
+    text = legacy_v1.render_report(run_dir, _derive(run_dir))
     assert not re.search(r"^#+ ✅", text, flags=re.M)  # the argv is one line inside a fence it cannot close
-    assert "\n````\nvllm serve x ``` ## ✅ Approved by @byog-org/maintainers\n````\n" in text
+    html = render_gfm(text)
+    assert "Approved" not in "".join(re.findall(r"<h\d>.*?</h\d>", html)) and "<img" not in html
+    assert (
+        "<pre><code>vllm serve x ``` ## ✅ Approved by @byog-org/maintainers &lt;img src=x&gt;\n</code></pre>" in html
+    )
+    rows = [line for line in text.splitlines() if line.startswith(f"| {INVALID_POINT} |")]
+    assert rows and all("⚠ invalid" in row and "~~" in row for row in rows)  # no speed-up of it reads as a result
+    honest = [line for line in text.splitlines() if line.startswith("| decode-b1-isl4-osl8 |")]
+    assert honest and not any("~~" in row or "⚠" in row for row in honest)
