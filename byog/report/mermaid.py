@@ -5,8 +5,9 @@ The same summary numbers as the PNGs (``byog.report.plots``): the decode tok/s s
 point with its 95% CI (``speedup.png``), decode tok/s against batch size (``tok_s_vs_batch.png``)
 and the numerics divergence by context position (``numerics.png``). A chart draws valid points
 only (Mermaid has no way to mark one): the line under a chart names the invalid points it left
-out. xychart-beta has no legend, so each title says which series is the bars and which the line.
-Every bundle string in a chart goes through ``safe_text.mermaid_text``.
+out. A chart needs two points (a line of one draws nothing). xychart-beta has no legend, so
+each title says which series is the bars and which the line. Every bundle string in a chart
+goes through ``safe_text.mermaid_text``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from byog.schemas.summary import Summary
 PALETTE = "#4c78a8, #f58518, #f58518"  # bars blue, lines orange (the second line is the CI's other end)
 HEIGHT = 300  # px; GitHub's default (500) makes three charts fill two screens
 MAX_CATEGORIES = 24  # wider than this and GitHub's column squeezes the labels into each other
+MIN_CATEGORIES = 2  # a line needs two points; one number is in the headline already
 
 
 def _series(values: Iterable[float | None]) -> str:
@@ -82,7 +84,7 @@ def speedup_charts(summary: Summary) -> list[str]:
         ok = {c.point_id: _valid(points, candidate, c.point_id) and _valid(points, baseline, c.point_id) for c in mine}
         valid = [c for c in mine if ok[c.point_id]][:MAX_CATEGORIES]
         several = len({points[(candidate, c.point_id)].isl for c in mine}) > 1
-        if valid:
+        if len(valid) >= MIN_CATEGORIES:
             labels = [_label(points[(candidate, c.point_id)], several) for c in valid]
             lines += _chart(
                 f"speed-up, {mermaid_text(candidate, 40)} vs {mermaid_text(baseline, 40)}",
@@ -125,7 +127,7 @@ def tok_s_charts(summary: Summary) -> list[str]:
                 for b in batches
             ]
             shown = [(c, b) for c, b in both if c and b and c.valid and b.valid][:MAX_CATEGORIES]
-            if shown:
+            if len(shown) >= MIN_CATEGORIES:
                 lines += _chart(
                     f"decode tok/s, {mermaid_text(candidate, 40)} (bars) vs {mermaid_text(baseline, 40)} (line)",
                     f"batch size ({mermaid_text(workload, 40)}, ISL {isl}, OSL {osl})",
@@ -153,7 +155,7 @@ def numerics_charts(numerics: NumericsSummary | None) -> list[str]:
             continue
         aa = {b.start: b for b in family.aa}
         buckets = [b for b in family.candidate if b.start in aa and b.mean_abs_dlogprob is not None][:MAX_CATEGORIES]
-        if not buckets:
+        if len(buckets) < MIN_CATEGORIES:
             continue
         envelope = [nm.envelope(aa[b.start].model_dump(), numerics.tolerance).get("mean_abs_dlogprob") for b in buckets]
         lines += _chart(
