@@ -4,8 +4,8 @@ in report.md without any image hosting.
 The same summary numbers as the PNGs (``byog.report.plots``): the decode tok/s speed-up per
 point with its 95% CI (``speedup.png``), decode tok/s against batch size (``tok_s_vs_batch.png``)
 and the numerics divergence by context position (``numerics.png``). A chart draws valid points
-only (Mermaid has no way to mark one): the line under a chart names the invalid points it left
-out. A chart needs two points (a line of one draws nothing). xychart-beta has no legend, so
+only (Mermaid has no way to mark one): the line under a chart names the invalid points it
+left out. A chart needs two points (a line of one draws nothing). xychart-beta has no legend, so
 each title says which series is the bars and which the line. Every bundle string in a chart
 goes through ``safe_text.mermaid_text``.
 """
@@ -97,7 +97,7 @@ def speedup_charts(summary: Summary) -> list[str]:
                     ("line", [c.ci_high for c in valid]),
                 ],
             )
-        lines += _left_out([c.point_id for c in mine if not ok[c.point_id]])
+            lines += _left_out([c.point_id for c in mine if not ok[c.point_id]])
     return lines
 
 
@@ -138,8 +138,8 @@ def tok_s_charts(summary: Summary) -> list[str]:
                         ("line", [metric(b, "decode_tok_s") for _, b in shown]),
                     ],
                 )
-            bad = [p.point_id for pair in both for p in pair if p is not None and not p.valid]
-            lines += _left_out(list(dict.fromkeys(bad)))
+                bad = [p.point_id for pair in both for p in pair if p is not None and not p.valid]
+                lines += _left_out(list(dict.fromkeys(bad)))
     return lines
 
 
