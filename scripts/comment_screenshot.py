@@ -3,7 +3,8 @@ Mermaid blocks drawn by mermaid-cli, GitHub's markdown CSS (npm ``github-markdow
 PNG screenshot by headless Chromium. For docs/pr-workflow.md's pictures; the tests use the same
 tools (tests/support/cmark.py, tests/support/mermaid.py).
 
-    python scripts/comment_screenshot.py comment.md out.png --css node_modules/github-markdown-css/github-markdown-light.css
+    python scripts/comment_screenshot.py comment.md out.png \
+        --css node_modules/github-markdown-css/github-markdown-light.css
 
 Needs cmark-gfm, mmdc and /usr/bin/chromium (scripts/test.sh installs them).
 """
@@ -35,7 +36,20 @@ def to_html(markdown: str, css: str, work: Path) -> str:
         config.write_text(json.dumps({"executablePath": CHROMIUM, "args": ["--no-sandbox"]}))
         (work / "in.md").write_text(markdown, encoding="utf-8")
         subprocess.run(
-            ["mmdc", "-q", "-p", str(config), "-i", str(work / "in.md"), "-o", str(work / "out.md"), "-e", "svg", "-w", "760"],
+            [
+                "mmdc",
+                "-q",
+                "-p",
+                str(config),
+                "-i",
+                str(work / "in.md"),
+                "-o",
+                str(work / "out.md"),
+                "-e",
+                "svg",
+                "-w",
+                "760",
+            ],
             check=True,
         )
         svgs = iter(sorted(work.glob("out-*.svg"), key=lambda p: int(p.stem.rsplit("-", 1)[1])))
@@ -61,8 +75,14 @@ def main() -> None:
         page.write_text(to_html(args.comment.read_text(encoding="utf-8"), args.css.read_text(), work), encoding="utf-8")
         subprocess.run(
             [
-                CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                f"--screenshot={args.png.resolve()}", f"--window-size=906,{args.height}", page.as_uri(),
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                f"--screenshot={args.png.resolve()}",
+                f"--window-size=906,{args.height}",
+                page.as_uri(),
             ],
             check=True,
             capture_output=True,

@@ -107,10 +107,8 @@ def numerics_section(numerics: NumericsSummary | None) -> list[str]:
         ]
         for c in numerics.comparisons:
             for family in c.families:
-                lines += [
-                    f"### {md_text(c.candidate)} vs {md_text(c.baseline)}: {FAMILY_LABEL[family.family]}: {family.verdict}",
-                    "",
-                ]
+                pair = f"{md_text(c.candidate)} vs {md_text(c.baseline)}"
+                lines += [f"### {pair}: {FAMILY_LABEL[family.family]}: {family.verdict}", ""]
                 lines += [f"- {md_text(reason)}" for reason in family.reasons] + ([""] if family.reasons else [])
                 lines += table(
                     [

@@ -15,7 +15,8 @@ def section(ctx: ReportContext) -> list[str]:
     return [
         "## Signer",
         "",
-        f"Signed with {md_code(key_type)} key {md_code(signer.get('fingerprint'))}. `byog verify` checks the signature against "
-        "the allowed signers (`byog keys add GITHUB_USER`) and recomputes every number above from the raw rows.",
+        f"Signed with {md_code(key_type)} key {md_code(signer.get('fingerprint'))}. "
+        "`byog verify` checks the signature against the allowed signers (`byog keys add GITHUB_USER`) "
+        "and recomputes every number above from the raw rows.",
         "",
     ]

@@ -27,7 +27,8 @@ def test_json_safe_is_always_strict_json() -> None:
 
 
 def test_md_text_leaves_no_markup_html_link_or_mention() -> None:
-    hostile = "[click](https://evil.example) ![x](http://t/p.png) <img src=x> @octocat @org/team www.evil.com #12 `code` *b*\nnew"
+    hostile = "[click](https://evil.example) ![x](http://t/p.png) <img src=x> @octocat @org/team www.evil.com #12 "
+    hostile += "`code` *b*\nnew"
     safe = md_text(hostile)
     for raw in ("@octocat", "@org", "https://", "http://", "www.evil", "#12", "`code`", "\n"):
         assert raw not in safe, raw
