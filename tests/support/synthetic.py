@@ -9,6 +9,7 @@ a vLLM server. Deterministic for a given seed.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,3 +219,19 @@ def make_run_dir(root: Path, spec: SyntheticSpec = SyntheticSpec(), *, plan_text
     atomic_write_json(run_dir.summary_json, summary.to_json())
     atomic_write_text(run_dir.report_md, render_report(run_dir, summary))
     return run_dir
+
+
+def saturate_client(run_dir: RunDir, server: str, point_id: str) -> None:
+    """Make one point invalid the way a real run does: its client used more CPU than allowed."""
+    path = run_dir.bench_point(server, point_id)
+    record = json.loads(path.read_text())
+    record["schema_version"] = 2
+    record["client"] = {
+        "cpu_share": 0.97,
+        "loop_lag_p99_s": 0.0,
+        "loop_lag_max_s": 0.0,
+        "cpu_share_limit": 0.8,
+        "loop_lag_share_of_itl": 0.5,
+        "loop_lag_floor_s": 0.002,
+    }
+    atomic_write_json(path, record)

@@ -24,7 +24,7 @@ from byog.report.context import ReportInputs
 from byog.report.markdown import render_report
 from tests.support.bundles_kit import build_bundle, make_key
 from tests.support.cmark import render_gfm
-from tests.support.synthetic import make_run_dir
+from tests.support.synthetic import make_run_dir, saturate_client
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "pr-verify.sh"
 
@@ -222,7 +222,7 @@ def test_the_comment_escapes_what_the_bundle_says() -> None:
 
 def _hostile_comment(tmp_path: Path) -> str:
     """A verified comment of a bundle whose every string is hostile, one point invalid, rendered by byog."""
-    from tests.unit.report.test_markdown import INVALID_POINT, SPEC, _derive, _saturate
+    from tests.unit.report.test_markdown import INVALID_POINT, SPEC, _derive
 
     run_dir = make_run_dir(tmp_path / "run", SPEC)
     hostile = "@octocat @byog-org/maintainers https://evil.example/phish www.evil.example #12 <img src=x> [x](y)"
@@ -241,7 +241,7 @@ def _hostile_comment(tmp_path: Path) -> str:
     claim |= {"baseline": "baseline", "select": {"batch_size": 1}, "metric": "decode_tok_s", "value": 1.25}
     claims = {"schema_version": 1, "claims": [claim]}
     atomic_write_text(run_dir.root / "claims.yaml", yaml.safe_dump(claims))
-    _saturate(run_dir, "candidate", INVALID_POINT)
+    saturate_client(run_dir, "candidate", INVALID_POINT)
     report = render_report(run_dir, _derive(run_dir), ReportInputs(image_base=None))
     verify = {
         "verified": True,

@@ -18,7 +18,7 @@ from byog.report.markdown import MARKER, render_report
 from byog.report.plots import PLOTS, plots_for, write_plots
 from byog.schemas.claims import ClaimsFile
 from byog.schemas.summary import Summary
-from tests.support.synthetic import SyntheticSpec, make_run_dir
+from tests.support.synthetic import SyntheticSpec, make_run_dir, saturate_client
 
 SPEC = SyntheticSpec(batch_sizes=(1, 2, 4), isl=4, osl=8, warmup_waves=0, waves=3, eval_items=6, log_lines=2)
 INVALID_POINT = "decode-b2-isl4-osl8"
@@ -30,22 +30,6 @@ def _derive(run_dir: RunDir) -> Summary:
     return summary
 
 
-def _saturate(run_dir: RunDir, server: str, point_id: str) -> None:
-    """Make one point invalid the way a real run does: its client used more CPU than allowed."""
-    path = run_dir.bench_point(server, point_id)
-    record = json.loads(path.read_text())
-    record["schema_version"] = 2
-    record["client"] = {
-        "cpu_share": 0.97,
-        "loop_lag_p99_s": 0.0,
-        "loop_lag_max_s": 0.0,
-        "cpu_share_limit": 0.8,
-        "loop_lag_share_of_itl": 0.5,
-        "loop_lag_floor_s": 0.002,
-    }
-    atomic_write_json(path, record)
-
-
 @pytest.fixture(scope="module")
 def valid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Summary]:
     run_dir = make_run_dir(tmp_path_factory.mktemp("valid") / "run", SPEC)
@@ -55,7 +39,7 @@ def valid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Summary
 @pytest.fixture(scope="module")
 def invalid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Summary]:
     run_dir = make_run_dir(tmp_path_factory.mktemp("invalid") / "run", SPEC)
-    _saturate(run_dir, "candidate", INVALID_POINT)
+    saturate_client(run_dir, "candidate", INVALID_POINT)
     return run_dir, _derive(run_dir)
 
 

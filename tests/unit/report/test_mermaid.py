@@ -16,8 +16,8 @@ from byog.report.mermaid import charts, numerics_charts
 from byog.schemas.summary import Summary
 from tests.support.mermaid import render_markdown_charts
 from tests.support.numerics import write_server
-from tests.support.synthetic import make_run_dir
-from tests.unit.report.test_markdown import INVALID_POINT, SPEC, _saturate
+from tests.support.synthetic import make_run_dir, saturate_client
+from tests.unit.report.test_markdown import INVALID_POINT, SPEC
 from tests.unit.report.test_numerics import PLAN as NUMERICS_PLAN
 
 HOSTILE = 'cand"] %%{init: {"theme": "dark"}}%% <b>@octocat</b>'
@@ -26,7 +26,7 @@ HOSTILE = 'cand"] %%{init: {"theme": "dark"}}%% <b>@octocat</b>'
 @pytest.fixture(scope="module")
 def invalid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Summary]:
     run_dir = make_run_dir(tmp_path_factory.mktemp("mermaid") / "run", SPEC)
-    _saturate(run_dir, "candidate", INVALID_POINT)
+    saturate_client(run_dir, "candidate", INVALID_POINT)
     summary = derive_summary(run_dir)
     atomic_write_json(run_dir.summary_json, summary.to_json())
     return run_dir, summary
