@@ -112,7 +112,10 @@ _MENTION = re.compile(r"@(?=[A-Za-z0-9_-])")
 _ISSUE_REF = re.compile(r"#(?=[0-9])")
 
 
-def md_text(value: Any, limit: int | None = None) -> str:
+_INNER_UNDERSCORE = re.compile(r"(?<=[A-Za-z0-9])_(?=[A-Za-z0-9])")
+
+
+def md_text(value: Any, limit: int | None = None, *, inner_underscores: bool = False) -> str:
     """Bundle text as inert GitHub markdown text: the one escaper of everything byog writes as markdown.
 
     One line (``one_line``); every character that could start markup backslash-escaped (GitHub
@@ -120,13 +123,16 @@ def md_text(value: Any, limit: int | None = None) -> str:
     (U+2060, invisible) after the ``@`` of a mention, the ``#`` of an issue reference, a URL
     scheme's name and ``www``, so nobody is pinged and nothing links. Plain names and numbers
     (``cand-fp8kv``, ``decode-b8-isl128``, ``1.7x (B=8)``) come out as they went in.
+    ``inner_underscores``: leave a ``_`` between two letters or digits as it is (GitHub never reads
+    one as emphasis), for report format 2's fields that it wrote unescaped (``max_tokens_exact``).
     """
     text = one_line(" ".join(str(value).split()), limit)
     text = _URL_SCHEME.sub(lambda m: m.group(1) + _WORD_JOINER + m.group(2), text)
     text = _WWW.sub(lambda m: m.group(1) + _WORD_JOINER + m.group(2), text)
     text = _MENTION.sub("@" + _WORD_JOINER, text)
     text = _ISSUE_REF.sub("#" + _WORD_JOINER, text)
-    out = "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIAL else ch for ch in text)
+    inner = {m.start() for m in _INNER_UNDERSCORE.finditer(text)} if inner_underscores else set()
+    out = "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIAL and i not in inner else ch for i, ch in enumerate(text))
     return f"\\{out}" if out[:1] in ("+", "-") else out
 
 

@@ -7,6 +7,8 @@ bucket means.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from byog.analysis import numerics as nm
@@ -56,8 +58,14 @@ def _divergence(family: FamilyComparison) -> str:
     return f"{cand.diverged}/{cand.prompts} (A/A {aa.diverged}/{aa.prompts})"
 
 
-def numerics_section(numerics: NumericsSummary | None) -> list[str]:
+def _escaper(report_format: int) -> Callable[[Any], str]:
+    """Format 2 wrote these fields unescaped: its re-render keeps their inner underscores as written."""
+    return md_text if report_format >= 3 else partial(md_text, inner_underscores=True)
+
+
+def numerics_section(numerics: NumericsSummary | None, report_format: int = 3) -> list[str]:
     """## Numerics: the verdicts, each family's buckets against the envelope, and conformance."""
+    md_text = _escaper(report_format)
     if numerics is None:
         return []
     tolerance = numerics.tolerance

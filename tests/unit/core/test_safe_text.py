@@ -38,6 +38,7 @@ def test_md_text_leaves_no_markup_html_link_or_mention() -> None:
     for plain in ("decode-b1-isl4-osl8", "SHA256:abc+/def=", "ssh-ed25519", "1.25", "decode 1.7x faster (B=8)"):
         assert md_text(plain) == plain
     assert md_text("- not a list item").startswith("\\-") and md_text("cand_tp16") == "cand\\_tp16"
+    assert md_text("max_tokens_exact _x_", inner_underscores=True) == "max_tokens_exact \\_x\\_"
 
 
 def test_md_code_and_md_fence_cannot_be_closed_by_their_content() -> None:
