@@ -23,6 +23,24 @@ if [ -x /usr/sbin/sshd ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteracti
 else
   echo "openssh-server could not be installed: the ssh node runtime's tests will be skipped"
 fi
+# cmark-gfm: markdown as GitHub renders it (tests/support/cmark.py); where it installs, a missing one fails those tests.
+if command -v cmark-gfm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmark-gfm >/dev/null; }; then
+  export BYOG_REQUIRE_CMARK=1
+else
+  echo "cmark-gfm could not be installed: the rendered-markdown tests will be skipped"
+fi
+# mermaid-cli (npm) in Debian's Chromium: the report's Mermaid charts drawn for real (tests/support/mermaid.py).
+# About 80 s from scratch (chromium 32 s, npm 44 s); puppeteer downloads no browser of its own.
+if { command -v mmdc >/dev/null && [ -x /usr/bin/chromium ]; } || {
+  apt-get update -qq &&
+    { command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; } &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null &&
+    PUPPETEER_SKIP_DOWNLOAD=1 npm install -g --no-audit --no-fund --loglevel=error "@mermaid-js/mermaid-cli@11.17.0" >/dev/null
+}; then
+  export BYOG_REQUIRE_MERMAID=1
+else
+  echo "mermaid-cli or chromium could not be installed: the Mermaid render tests will be skipped"
+fi
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 # The layers of docs/architecture.md (pyproject.toml's [tool.importlinter]): an import against them fails the build.
 echo "checking the import layers (lint-imports)"

@@ -20,6 +20,7 @@ from byog.bundles.bounds import load_json
 from byog.core.canonical import canonical_json
 from byog.core.errors import CheckFailed, UsageError
 from byog.core.paths import CLAIMS_NAME, MANIFEST_NAME
+from byog.report.versions import marker_format
 from byog.schemas.claims import ClaimsFile
 from byog.schemas.manifest import BundlePredicate, BundleSubject, ServerSummary, Statement, Subject, Tool
 
@@ -69,12 +70,23 @@ def _claims(files: Mapping[str, bytes]) -> list[dict[str, Any]]:
 
 
 def build_statement(
-    files: Mapping[str, bytes], *, compressed: list[str] | None = None, subject: BundleSubject | None = None
+    files: Mapping[str, bytes],
+    *,
+    compressed: list[str] | None = None,
+    subject: BundleSubject | None = None,
+    report_format: int | None = None,
 ) -> Statement:
     """The statement for a bundle whose files (path -> bytes, manifest and signature excluded) are given.
 
     ``subject``: what the bundle is for (``pack --for``); it is the packer's to state, not derived from the files.
+    ``report_format``: the format report.md is written in; by default read from report.md's marker
+    (a report.md without one is format 1). Verify's report check holds report.md to it.
     """
+    if report_format is None and "report.md" in files:
+        try:
+            report_format = marker_format(files["report.md"].decode("utf-8", "replace")) or 1
+        except CheckFailed:
+            report_format = None  # a malformed marker: verify's report check says so
     if "plan.yaml" not in files:
         raise UsageError("the run directory has no plan.yaml, so it cannot be sealed into a bundle")
     plan = yaml.safe_load(files["plan.yaml"]) or {}
@@ -87,6 +99,7 @@ def build_statement(
         claims=_claims(files),
         compressed=sorted(compressed or []),
         subject=subject,
+        report_format=report_format,
     )
     subjects = [Subject(name=path, digest={"sha256": sha256_hex(data)}) for path, data in sorted(files.items())]
     return Statement(subject=subjects, predicate=predicate)
@@ -96,6 +109,8 @@ def statement_bytes(statement: Statement) -> bytes:
     doc = statement.model_dump(mode="json", by_alias=True)
     if doc["predicate"].get("subject") is None:
         doc["predicate"].pop("subject", None)  # manifests without a subject keep the bytes they always had
+    if doc["predicate"].get("report_format") is None:
+        doc["predicate"].pop("report_format", None)  # and so do those that predate the declared report format
     return canonical_json(doc, label="manifest")
 
 

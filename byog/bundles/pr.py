@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from byog.core.errors import UsageError
-from byog.report.format import code, esc
+from byog.core.safe_text import md_code, md_text
+from byog.report.format import table
 
 COMMENT_MARKER = "<!-- byog-verify -->"  # the workflow edits its previous comment instead of adding one
 _LINK = re.compile(r"(?:https://|file:///)[^\s()<>\[\]\"'`]+?\.(?:tar\.gz|tgz)(?=[\s()<>\[\]\"'`]|$)")
@@ -94,7 +95,41 @@ def read_event(path: Path, comments: Path | None = None) -> PrBundles:
     return find_bundles(event, listed)
 
 
-STATUS = {"pass": "✅", "skip": "➖", "fail": "❌"}
+STATUS = {"pass": "✅ ok", "skip": "➖ skipped", "fail": "❌ FAIL"}  # a word beside every mark
+HEADLINE_ROWS = 10  # claims and verdicts shown above the fold; the full report lists them all
+COMMENT_LIMIT = 65_536  # characters GitHub accepts in a comment
+_SECTION = re.compile(r"^## ", re.M)
+
+
+def report_sections(report: str) -> dict[str, str]:
+    """report.md by its ``## `` sections (title -> text with its heading), "" for what precedes the first.
+
+    The report is byog's own re-render, in which every bundle string is one escaped line, so a
+    line that starts with ``## `` is always a heading the renderer wrote.
+    """
+    starts = [m.start() for m in _SECTION.finditer(report)]
+    out = {"": report[: starts[0]] if starts else report}
+    for begin, end in zip(starts, [*starts[1:], len(report)], strict=True):
+        text = report[begin:end]
+        out[text.split("\n", 1)[0][3:].strip()] = text
+    return out
+
+
+def _headline(section: str) -> list[str]:
+    """The Headline section without its heading, its claims table cut to HEADLINE_ROWS rows."""
+    lines = section.strip().split("\n")[1:]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    rows = [i for i, line in enumerate(lines) if line.startswith("| ")][2:]  # after the header and the rule
+    if len(rows) > HEADLINE_ROWS:
+        cut = rows[HEADLINE_ROWS:]
+        more = f"… and {len(cut)} more claims and verdicts in the full report below."
+        lines = [*lines[: rows[HEADLINE_ROWS]], "", more, *lines[cut[-1] + 1 :]]
+    return lines
+
+
+def _details(summary: str, body: list[str]) -> list[str]:
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
 
 
 def comment_body(
@@ -105,37 +140,54 @@ def comment_body(
     bundle_sha256: str | None = None,
     run_url: str | None = None,
     note: str | None = None,
+    marker: bool = True,
 ) -> str:
-    """The PR comment: verify's verdict and checks, then (only when verified) the re-rendered report."""
+    """The PR comment: one screen first (verdict, signer and subject, the report's headline), then
+    the report's charts, then the checks and the full report folded (only when verified)."""
     verified = bool(verify.get("verified"))
     checks = [c for c in verify.get("checks", []) if isinstance(c, dict)]
-    failed = sum(1 for c in checks if c.get("status") == "fail")
-    title = "✅ verified" if verified else f"❌ not verified ({failed} check(s) failed)"
-    lines = [COMMENT_MARKER, f"## byog verify: {title}", ""]
-    if bundle_url:
-        digest = f" (sha256 {code(bundle_sha256)})" if bundle_sha256 else ""
-        lines.append(f"Bundle: {code(bundle_url)}{digest}")
+    counts = {status: sum(1 for c in checks if c.get("status") == status) for status in STATUS}
+    title = "✅ verified" if verified else f"❌ not verified ({counts['fail']} check(s) failed)"
+    if verified and verify.get("trust") == "unsigned":
+        title = "⚠️ verified UNSIGNED (content checked, no trusted signer)"
+    lines = [COMMENT_MARKER] if marker else []
+    lines += [f"## byog verify: {title}", ""]
     signer = verify.get("signer")
-    lines.append(f"Signed by: {code(signer)}" if signer else "Signed by: nobody verified")
-    lines.append("")
-    lines += ["| | Check | Result |", "|---|---|---|"]
-    for c in checks:
-        message = esc(str(c.get("message", ""))).replace("|", "\\|")
-        lines.append(f"| {STATUS.get(str(c.get('status')), '?')} | {esc(c.get('name', '?'))} | {message} |")
-    lines.append("")
+    who = f"Signed by {md_code(signer)}" if signer else "Signed by: nobody verified"
+    subject = next((c for c in checks if c.get("name") == "subject"), None)
+    if subject and subject.get("status") == "pass":
+        who += f"; {md_text(subject.get('message', ''))}"
+    elif subject and subject.get("status") == "fail":
+        who += f"; ❌ FAIL subject: {md_text(subject.get('message', ''))}"
+    lines += [who + ".", ""]
+    if bundle_url:
+        digest = f" (sha256 {md_code(bundle_sha256)})" if bundle_sha256 else ""
+        lines += [f"Bundle: {md_code(bundle_url)}{digest}", ""]
+    failed = [c for c in checks if c.get("status") == "fail"]
+    if failed:
+        lines += [f"- ❌ FAIL {md_text(c.get('name', '?'))}: {md_text(c.get('message', ''), 300)}" for c in failed]
+        lines.append("")
     if note:
-        lines += [esc(note), ""]
-    if report is None or not verified:
+        lines += [md_text(note, 500), ""]
+    sections = report_sections(report) if report is not None and verified else {}
+    if "Headline" in sections:
+        lines += ["### Headline", "", *_headline(sections["Headline"]), ""]
+    elif report is None or not verified:
         lines += ["The report is not shown: its numbers are only worth reading once the bundle verifies.", ""]
-    else:
-        lines += [
-            "<details open><summary>Report, re-rendered by byog from the verified bundle</summary>",
-            "",
-            report.rstrip(),
-            "",
-            "</details>",
-            "",
-        ]
+    if "Charts" in sections:
+        lines += ["### Charts", *sections["Charts"].rstrip().split("\n")[1:], ""]
+    summary = ", ".join(f"{counts[s]} {STATUS[s].split(' ', 1)[1]}" for s in STATUS)
+    rows = [
+        [STATUS.get(str(c.get("status")), "? unknown"), md_text(c.get("name", "?")), md_text(c.get("message", ""), 500)]
+        for c in checks
+    ]
+    lines += _details(f"Checks: {summary}", table(["", "Check", "Result"], rows))
+    if sections:
+        rest = "".join(text for title, text in sections.items() if title != "Charts").rstrip()  # charts: above
+        room = COMMENT_LIMIT - len("\n".join(lines)) - 1_000  # what follows the report is under 1,000 characters
+        if len(rest) > room:
+            rest = f"The full report ({len(rest):,} characters) does not fit in a comment: see `byog report`'s output."
+        lines += _details("Full report, re-rendered by byog from the verified bundle", [rest])
     if run_url:
-        lines += [f"Workflow run (plots and the full output are its artifacts): {run_url}", ""]
+        lines += [f"Workflow run (plots and the full output are its artifacts): {md_code(run_url)}", ""]
     return "\n".join(lines)

@@ -2,9 +2,9 @@
 
 ``byog attach`` verifies the bundle first (for OWNER/REPO#PR when the repository is known, so a
 bundle made for another PR is refused) and posts nothing unless it verifies. What it posts is
-the report re-rendered by verify from the recomputed numbers, with every string that came from
-the bundle escaped for markdown and HTML and its @mentions broken (``safe_text.md_field``): a
-field cannot add links, images, HTML or pings to the comment.
+the report re-rendered by verify from the recomputed numbers, laid out as the PR workflow's
+comment, with every string that came from the bundle escaped once where it enters the markdown
+(``byog.core.safe_text``): a field cannot add links, images, HTML or pings to the comment.
 
 ``byog report BUNDLE`` re-renders the bundle's report with what a reviewer may add: the PR's
 claims file (``--claims``), reproductions of the bundle (``--reproduction``, and any
@@ -28,12 +28,13 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from byog.bundles.safe_text import md_field, one_line
+from byog.bundles.pr import comment_body as pr_comment_body
 from byog.bundles.unpack import Extracted
 from byog.bundles.verify import VerifyReport, verify_bundle
 from byog.core.errors import ByogError, CheckFailed, EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import MANIFEST_NAME, RunDir
+from byog.core.safe_text import md_code, one_line
 from byog.report.context import PLOTS_BASE, ReportInputs, ReproductionView
 from byog.report.markdown import render_report
 from byog.report.plots import write_plots
@@ -198,17 +199,11 @@ def write_report(
 
 
 def comment_body(bundle: Path, report: VerifyReport) -> str:
-    """The PR comment: the re-rendered report, then what verify established (every bundle field escaped)."""
+    """The PR comment: the same layout as the PR workflow's (``byog.bundles.pr.comment_body``), then how to check it."""
     digest = hashlib.sha256(bundle.read_bytes()).hexdigest()
-    signer = md_field(report.signer or "nobody (unsigned)")
-    subject = next((r.message for r in report.results if r.name == "subject" and r.status == "pass"), None)
-    made_for = f" {md_field(subject)}." if subject else ""
-    return (
-        f"{(report.comment or '').rstrip()}\n\n---\n"
-        f"byog verify: **{md_field(report.verdict())}**; signed by {signer}.{made_for} "
-        f"Bundle `{md_field(bundle.name)}` (sha256 `{digest}`), attached to this PR. "
-        f"Check it with `byog verify {md_field(bundle.name)} --allowed-signers allowed_signers`.\n"
-    )
+    body = pr_comment_body(report.as_json(), report.comment, bundle_url=bundle.name, bundle_sha256=digest, marker=False)
+    check = md_code(f"byog verify {bundle.name} --allowed-signers allowed_signers")
+    return f"{body.rstrip()}\n\nThe bundle is attached to this PR. Check it with {check}.\n"
 
 
 def _gh_repository(gh: str | None) -> str | None:

@@ -38,10 +38,10 @@ from byog.bundles.checks import CHECKS, Check, CheckResult, VerifyContext, run_o
 from byog.bundles.checks.recompute import derived_summary
 from byog.bundles.comment import render_comment_report
 from byog.bundles.isolate import ChildLimits, run_isolated
-from byog.bundles.safe_text import json_safe, one_line
 from byog.bundles.unpack import Extracted, Limits
 from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
+from byog.core.safe_text import json_safe, one_line
 from byog.report.context import ReportInputs, ReproductionView, reproduction_view
 from byog.report.markdown import render_report
 from byog.report.plots import write_plots

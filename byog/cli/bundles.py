@@ -12,7 +12,6 @@ from rich.text import Text
 from byog.bundles.finalize import describe, seal_and_pack
 from byog.bundles.keys import add_github_user
 from byog.bundles.publish import attach, write_report
-from byog.bundles.safe_text import one_line
 from byog.bundles.sign import default_allowed_signers
 from byog.bundles.verify import VerifyReport, verify_bundle
 from byog.cli.common import (
@@ -23,6 +22,7 @@ from byog.cli.common import (
     console,
 )
 from byog.core.paths import RunDir
+from byog.core.safe_text import one_line
 from byog.report.context import PLOTS_BASE
 
 PolicyOpt = Annotated[

@@ -18,8 +18,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from byog.bundles.safe_text import one_line
 from byog.core.errors import ByogError
+from byog.core.safe_text import one_line
 from byog.core.settings import debug
 
 # markup=False: no string byog prints (paths, plan names, error messages, bundle contents) is ever

@@ -13,13 +13,16 @@ the server's GPUs (TP x DP).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from byog.analysis.frontier import FrontierPoint, gpus_of, pareto_frontier, per_gpu
 from byog.analysis.summary import plan_of
 from byog.core.paths import RunDir
+from byog.core.safe_text import md_text as safe_md_text
 from byog.report.format import (
     fixed,
     load_label,
@@ -36,6 +39,11 @@ from byog.schemas.summary import Summary
 # --- agentic sessions ---------------------------------------------------------------------------
 
 
+def _escaper(report_format: int) -> Callable[[Any], str]:
+    """Format 2 wrote these fields unescaped: its re-render keeps their inner underscores as written."""
+    return safe_md_text if report_format >= 3 else partial(safe_md_text, inner_underscores=True)
+
+
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.1f}%"
 
@@ -44,8 +52,9 @@ def _ms(value: float | None) -> str:
     return num(scaled(value, 1e3))
 
 
-def agentic_section(summary: Summary) -> list[str]:
+def agentic_section(summary: Summary, report_format: int = 3) -> list[str]:
     """Per agentic point: interactivity percentiles, prefix-cache hit rates, TTFT by turn, session time."""
+    md_text = _escaper(report_format)
     points = [p for p in summary.bench.points if p.kind == "agentic" and p.sessions is not None]
     if not points:
         return []
@@ -55,8 +64,8 @@ def agentic_section(summary: Summary) -> list[str]:
         assert s is not None
         rows.append(
             [
-                p.server,
-                p.point_id,
+                md_text(p.server),
+                md_text(p.point_id),
                 load_label(p),
                 f"{s.sessions} / {s.turns} ({s.subagent_turns})",
                 num(metric(p, "tok_s_user.p50")),
@@ -71,7 +80,7 @@ def agentic_section(summary: Summary) -> list[str]:
             ]
         )
         by_turn = ", ".join(f"{t.turn}: {_ms(t.p50)}" for t in s.ttft_s_by_turn)
-        turns.append([p.server, p.point_id, by_turn or "–", _ms(s.ttft_s_subagent.p50)])
+        turns.append([md_text(p.server), md_text(p.point_id), by_turn or "–", _ms(s.ttft_s_subagent.p50)])
     lines = [
         "### Agentic sessions",
         "",
@@ -118,8 +127,9 @@ def _slo_label(p: PointSummary) -> str:
     return ", ".join(x for x in parts if x)
 
 
-def goodput_section(summary: Summary) -> list[str]:
+def goodput_section(summary: Summary, report_format: int = 3) -> list[str]:
     """Per point with an SLO: the share inside it and the goodput; per rate search: the answer and its probes."""
+    md_text = _escaper(report_format)
     points = [p for p in summary.bench.points if p.goodput is not None]
     if not points and not summary.bench.rate_searches:
         return []
@@ -130,8 +140,8 @@ def goodput_section(summary: Summary) -> list[str]:
         assert g is not None
         rows.append(
             [
-                p.server,
-                p.point_id,
+                md_text(p.server),
+                md_text(p.point_id),
                 load_label(p),
                 _slo_label(p),
                 f"{g.good} / {g.measured}",
@@ -164,13 +174,13 @@ def goodput_section(summary: Summary) -> list[str]:
         probes = ", ".join(f"{pr.rate:g}: {_pct(pr.slo_share)}" for pr in s.probes) or "none"
         searches.append(
             [
-                s.server,
-                s.workload,
+                md_text(s.server),
+                md_text(s.workload),
                 num(s.best_rate),
                 num(s.failing_rate),
                 "yes" if s.converged else "no",
                 probes,
-                s.reason,
+                md_text(s.reason),
             ]
         )
     if searches:
@@ -252,8 +262,9 @@ def frontier_groups(summary: Summary, gpus: dict[str, int]) -> list[FrontierGrou
     return out
 
 
-def frontier_section(summary: Summary, run_dir: RunDir) -> list[str]:
+def frontier_section(summary: Summary, run_dir: RunDir, report_format: int = 3) -> list[str]:
     """The frontier points of each agentic sweep (other sweeps: the PNGs only, so older reports keep their text)."""
+    md_text = _escaper(report_format)
     if not any(p.kind == "agentic" for p in summary.bench.points):
         return []
     groups = [g for g in frontier_groups(summary, server_gpus(run_dir, plan_of(run_dir))) if g.shape == "sessions"]
@@ -265,9 +276,9 @@ def frontier_section(summary: Summary, run_dir: RunDir) -> list[str]:
         for p in g.points:
             rows.append(
                 [
-                    g.server,
-                    g.workload,
-                    p.label,
+                    md_text(g.server),
+                    md_text(g.workload),
+                    md_text(p.label),
                     num(p.tok_s_user),
                     num(p.tok_s_gpu),
                     str(g.gpus),

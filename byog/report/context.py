@@ -65,6 +65,7 @@ class ReportContext:
     run_dir: RunDir
     summary: Summary
     inputs: ReportInputs = field(default_factory=ReportInputs)
+    report_format: int = 3  # byog.report.markdown.REPORT_VERSION; a section that differs between formats reads it
 
     @cached_property
     def env(self) -> dict[str, Any]:

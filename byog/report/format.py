@@ -2,15 +2,17 @@
 
 Fixed formats only (no clock, no locale, no byog version), so ``byog verify`` re-renders a
 report byte for byte on another machine. Every string that comes from a bundle (plan and server
-names, argv, env.json, claim names, reasons) goes through ``esc`` or ``code``: a bundle is
-someone else's input, and its text must never become markdown (a heading, a link, an image, a
-fake "verified" badge) in the report or in the PR comment made from it.
+names, argv, env.json, claim names, reasons) goes through ``byog.core.safe_text``'s ``md_text``
+or ``md_code``, once, where it enters the markdown: a bundle is someone else's input, and its text
+must never become markdown (a heading, a link, an image, a mention, a fake "verified" badge) in
+the report or in the PR comment made from it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -57,29 +59,6 @@ def load_label(point: PointSummary) -> str:
     return "–"
 
 
-# Characters that can start markdown or HTML anywhere in a line; "|" is table()'s to escape.
-_MARKDOWN_SPECIAL = frozenset("\\`*_[]<>!~&#")
-
-
-def esc(value: Any) -> str:
-    """Bundle text as plain markdown text: one line, every character that could start markup escaped."""
-    text = " ".join(str(value).split())
-    out = "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIAL else ch for ch in text)
-    return f"\\{out}" if out[:1] in ("+", "-") else out  # not a list item where it starts a line
-
-
-def code(value: Any) -> str:
-    """Bundle text as an inline code span: one line, fenced by more backticks than its longest run."""
-    text = " ".join(str(value).split())
-    longest = current = 0
-    for ch in text:
-        current = current + 1 if ch == "`" else 0
-        longest = max(longest, current)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
     """A markdown table (no lines when there are no rows); cells may not break the table."""
     if not rows:
@@ -92,6 +71,36 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
         *("| " + " | ".join(r) + " |" for r in clean),
         "",
     ]
+
+
+_NUMBER_CELL = re.compile(r"^(?:~~)?[-+−±x×\[]?[0-9]")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in _CELL_SPLIT.split(line.strip())[1:-1]]
+
+
+def align_numbers(lines: list[str]) -> list[str]:
+    """Every table of ``table()`` with its number columns right-aligned (``---:``): a column whose
+    cells are all numbers, intervals or "–" (at least one a number)."""
+    out = list(lines)
+    for i in range(1, len(out)):
+        if not (out[i].startswith("|---") and out[i - 1].startswith("| ")):
+            continue
+        body = []
+        for line in out[i + 1 :]:
+            if not line.startswith("| "):
+                break
+            body.append(_cells(line))
+        width = len(_cells(out[i - 1]))
+        marks = []
+        for column in range(width):
+            values = [row[column] for row in body if column < len(row) and row[column] not in ("–", "")]
+            numeric = bool(values) and all(_NUMBER_CELL.match(v) for v in values)
+            marks.append("---:" if numeric else "---")
+        out[i] = "|" + "|".join(marks) + "|"
+    return out
 
 
 def read_json_or_empty(path: Path) -> dict[str, Any]:
@@ -142,13 +151,14 @@ def speedup(c: PointComparison) -> tuple[float | None, float | None, float | Non
     return inverse(c.ratio), inverse(c.ci_high), inverse(c.ci_low)
 
 
-INVALID = "⚠"
+INVALID = "⚠ invalid"  # the mark has its word: fonts without the glyph and screen readers still say it
+INVALID_V2 = "⚠"  # report format 2's mark
 
 
-def struck(text: str) -> str:
+def struck(text: str, mark: str = INVALID) -> str:
     """A number that is not a result (its point is invalid): struck through and marked, in report.md
     and in byog's console tables (printed as markdown off a terminal) alike."""
-    return f"~~{text}~~ {INVALID}"
+    return f"~~{text}~~ {mark}"
 
 
 def times(value: float | None) -> str:

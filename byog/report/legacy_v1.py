@@ -3,10 +3,12 @@
 Bundles packed before ``byog.report.versions`` carry a report.md with no version marker: verify
 re-renders those with this module and compares byte for byte, exactly as the byog that packed
 them did, so a changed renderer never makes an honest old bundle fail, and an old-style
-report.md still cannot say anything its summary does not. This is a verbatim copy of
-byog/report/markdown.py and the helpers it used from byog/report/format.py at commit 85b2f8f;
-it imports nothing from the current renderer on purpose. Never edit it (beyond keeping it
-importable): its output is pinned by tests/fixtures/report-v1/bundle.tar.gz.
+report.md still cannot say anything its summary does not. This is the layout of
+byog/report/markdown.py at commit 85b2f8f, with two changes that make declaring format 1 gain a
+forger nothing: every bundle string goes through today's escaper (``byog.core.safe_text``: the
+argv in a fence it cannot close), and a comparison at an invalid point is struck through and
+marked "⚠ invalid". An honest report (plain names, every point valid) reads byte for byte as
+that byog wrote it: tests/fixtures/report-v1/v1-bundle.tar.gz pins it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from byog.core.paths import RunDir
+from byog.core.safe_text import md_code, md_fence, md_text
 from byog.schemas.bench import PointSummary
 from byog.schemas.summary import Summary
 
@@ -119,18 +122,21 @@ def _performance(summary: Summary) -> list[str]:
             ratio = 1 / ratio if ratio else None
             low, high = (1 / high if high else None), (1 / low if low else None)
         point = points.get((c.candidate, c.point_id))
+        base = points.get((c.baseline, c.point_id))
         ci = f"[{fixed(low)}, {fixed(high)}]" if low is not None and high is not None else "–"
+        shown = f"{fixed(ratio)}×" if ratio is not None else "–"
+        invalid = point is None or base is None or not point.valid or not base.valid
         rows.append(
             [
-                c.point_id,
+                md_text(c.point_id),
                 load_label(point) if point else "–",
-                f"{c.candidate} / {c.baseline}",
-                label,
+                f"{md_text(c.candidate)} / {md_text(c.baseline)}",
+                md_text(label),
                 num(scaled(c.candidate_value, scale)),
                 num(scaled(c.baseline_value, scale)),
-                f"{fixed(ratio)}×" if ratio is not None else "–",
-                ci,
-                "within noise" if c.within_noise else "",
+                f"~~{shown}~~" if invalid else shown,
+                f"~~{ci}~~" if invalid else ci,
+                "⚠ invalid" if invalid else ("within noise" if c.within_noise else ""),
             ]
         )
     if rows:
@@ -145,8 +151,8 @@ def _performance(summary: Summary) -> list[str]:
     for p in summary.bench.points:
         point_rows.append(
             [
-                p.server,
-                p.point_id,
+                md_text(p.server),
+                md_text(p.point_id),
                 load_label(p),
                 f"{p.isl}/{p.osl}",
                 num(p.n_requests),
@@ -154,7 +160,7 @@ def _performance(summary: Summary) -> list[str]:
                 num(scaled(metric(p, "tpot_s.p50"), 1e3)),
                 num(scaled(metric(p, "ttft_s.p50"), 1e3)),
                 num(metric(p, "tok_s_user.p90")),
-                "yes" if p.valid else "NO: " + "; ".join(p.invalid_reasons),
+                "yes" if p.valid else "⚠ NO: " + md_text("; ".join(p.invalid_reasons)),
             ]
         )
     if point_rows:
@@ -176,14 +182,15 @@ def _performance(summary: Summary) -> list[str]:
         )
         labels = sorted({p.prompts for p in summary.bench.points if p.prompts})
         if labels:
-            lines += [f"Prompts: {', '.join(labels)}.", ""]
+            lines += [f"Prompts: {md_text(', '.join(labels))}.", ""]
     return lines
 
 
 def _accuracy(summary: Summary) -> list[str]:
     lines = ["## Accuracy", ""]
     scores = [
-        [s.server, s.task, num(s.n_items), num(s.passes), fixed(s.score), fixed(s.stderr)] for s in summary.evals.scores
+        [md_text(s.server), md_text(s.task), num(s.n_items), num(s.passes), fixed(s.score), fixed(s.stderr)]
+        for s in summary.evals.scores
     ]
     verdicts = []
     for v in summary.evals.verdicts:
@@ -191,8 +198,8 @@ def _accuracy(summary: Summary) -> list[str]:
         within = "–" if v.within_1se is None else ("yes" if v.within_1se else "no")
         verdicts.append(
             [
-                v.task,
-                f"{v.candidate} vs {v.baseline}",
+                md_text(v.task),
+                f"{md_text(v.candidate)} vs {md_text(v.baseline)}",
                 "on" if v.speculative else "off",
                 num(v.n),
                 fixed(v.d),
@@ -228,14 +235,16 @@ def _environment(run_dir: RunDir) -> list[str]:
     facts = []
     for key in ("os", "python", "cpu", "cpu_count", "memory_total_bytes"):
         if env.get(key) is not None:
-            facts.append(f"- {key}: {plain(env[key])}")
+            facts.append(f"- {key}: {md_text(plain(env[key]))}")
     gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
     for card in [*(gpu.get("gpus") or []), *(env.get("gpus") or [])]:
-        facts.append(f"- gpu: {plain(card)}")
+        facts.append(f"- gpu: {md_text(plain(card))}")
     if gpu and not gpu.get("available", True):
-        facts.append(f"- gpu: none ({gpu.get('reason', 'not available')})")
+        facts.append(f"- gpu: none ({md_text(gpu.get('reason', 'not available'))})")
     elif gpu.get("driver_version"):
-        facts.append(f"- gpu driver: {gpu['driver_version']} (CUDA {gpu.get('cuda_driver_version', '?')})")
+        facts.append(
+            f"- gpu driver: {md_text(gpu['driver_version'])} (CUDA {md_text(gpu.get('cuda_driver_version', '?'))})"
+        )
     packages = env.get("packages") or {}
     if isinstance(packages, dict):
         wanted = [
@@ -244,17 +253,17 @@ def _environment(run_dir: RunDir) -> list[str]:
             if name in packages
         ]
         if wanted:
-            facts.append("- packages: " + ", ".join(f"{name} {packages[name]}" for name in wanted))
+            facts.append("- packages: " + ", ".join(f"{name} {md_text(packages[name])}" for name in wanted))
     lines += facts or ["- env.json is missing"]
     lines.append("")
     for record in server_records(run_dir):
-        image = record.get("image") or "none (local process)"
+        image = md_text(record.get("image") or "none (local process)")
         digests = record.get("repo_digests") or record.get("image_digests") or []
         lines.append(
-            f"**{record['name']}** ({record.get('runtime', '?')}), image: {image}"
-            + (f", digests: {', '.join(map(str, digests))}" if digests else "")
+            f"**{md_text(record['name'])}** ({md_text(record.get('runtime', '?'))}), image: {image}"
+            + (f", digests: {md_text(', '.join(map(str, digests)))}" if digests else "")
         )
-        lines += ["", "```", " ".join(str(a) for a in record.get("argv") or []), "```", ""]
+        lines += ["", *md_fence(" ".join(str(a) for a in record.get("argv") or []))]
     return lines
 
 
@@ -266,7 +275,8 @@ def _signer(run_dir: RunDir) -> list[str]:
     return [
         "## Signer",
         "",
-        f"Signed with {key_type} key `{signer.get('fingerprint')}`. `byog verify` checks the signature against the "
+        f"Signed with {md_text(key_type)} key {md_code(signer.get('fingerprint'))}. "
+        "`byog verify` checks the signature against the "
         "allowed signers (`byog keys add GITHUB_USER`) and recomputes every number above from the raw rows.",
         "",
     ]
@@ -274,11 +284,11 @@ def _signer(run_dir: RunDir) -> list[str]:
 
 def render_report(run_dir: RunDir, summary: Summary) -> str:
     plan = summary.plan
-    candidates = ", ".join(plan.candidates) or "none"
+    candidates = ", ".join(md_text(c) for c in plan.candidates) or "none"
     lines = [
-        f"# byog report: {plan.name}",
+        f"# byog report: {md_text(plan.name)}",
         "",
-        f"Candidates: {candidates}; baseline: {plan.baseline}. Every number below is derived from the raw "
+        f"Candidates: {candidates}; baseline: {md_text(plan.baseline)}. Every number below is derived from the raw "
         "per-request and per-item records in this bundle.",
         "",
     ]

@@ -13,15 +13,17 @@ The report is a list of sections, each a small function in its own module under
 1. write ``byog/report/sections/<name>.py`` with ``section(ctx: ReportContext) -> list[str]``
    (markdown lines, the last one ""); read only ``ctx`` (``byog.report.context``): the summary,
    the run directory's raw files through its tolerant readers, ``ctx.inputs``;
-2. pass every string that comes from the bundle through ``format.esc`` or ``format.code``: it
-   must never become markdown (a heading, a link, an image, a fake "verified");
+2. pass every string that comes from the bundle through ``byog.core.safe_text``'s ``md_text``
+   or ``md_code``, once, where it enters the markdown: it must never become markdown (a heading,
+   a link, an image, a mention, a fake "verified");
 3. return ``[]`` when the bundle has none of the section's data, so adding the section does not
    change the report of any bundle packed before it (and needs no new ``REPORT_VERSION``);
 4. put it into ``SECTIONS`` where a reviewer should meet it.
 
 Changing what an existing section writes for data that older bundles have changes their
 report: bump ``REPORT_VERSION`` and keep the previous renderer re-renderable in
-``byog.report.versions`` (docs/bundles.md, "Report versions").
+``byog.report.versions`` (docs/bundles.md, "Report versions"); a section that writes a format
+differently reads ``ctx.report_format``.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from byog.core.paths import RunDir
+from byog.core.safe_text import md_text
 from byog.report.context import ReportContext, ReportInputs
-from byog.report.format import esc
+from byog.report.format import align_numbers
 from byog.report.sections import (
     accuracy,
     agentic,
@@ -46,7 +49,7 @@ from byog.report.sections import (
 )
 from byog.schemas.summary import Summary
 
-REPORT_VERSION = 2
+REPORT_VERSION = 3
 MARKER_PREFIX = "<!-- byog report v"
 MARKER = f"{MARKER_PREFIX}{REPORT_VERSION} -->"  # report.md's first line: which renderer wrote it
 
@@ -69,20 +72,25 @@ SECTIONS: tuple[Section, ...] = (
 
 def _title(ctx: ReportContext) -> list[str]:
     plan = ctx.summary.plan
-    candidates = ", ".join(esc(c) for c in plan.candidates) or "none"
+    candidates = ", ".join(md_text(c) for c in plan.candidates) or "none"
     return [
-        MARKER,
-        f"# byog report: {esc(plan.name)}",
+        f"{MARKER_PREFIX}{ctx.report_format} -->",
+        f"# byog report: {md_text(plan.name)}",
         "",
-        f"Candidates: {candidates}; baseline: {esc(plan.baseline)}. Every number below is derived from the raw "
+        f"Candidates: {candidates}; baseline: {md_text(plan.baseline)}. Every number below is derived from the raw "
         "per-request and per-item records in this bundle.",
         "",
     ]
 
 
-def render_report(run_dir: RunDir, summary: Summary, inputs: ReportInputs | None = None) -> str:
-    ctx = ReportContext(run_dir, summary, inputs or ReportInputs())
+def render_report(
+    run_dir: RunDir, summary: Summary, inputs: ReportInputs | None = None, *, report_format: int = REPORT_VERSION
+) -> str:
+    """report.md in ``report_format`` (2 or the current one; format 1 is ``byog.report.legacy_v1``)."""
+    ctx = ReportContext(run_dir, summary, inputs or ReportInputs(), report_format=report_format)
     lines = _title(ctx)
     for section in SECTIONS:
         lines += section(ctx)
+    if report_format >= 3:
+        lines = align_numbers(lines)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -7,11 +7,14 @@ bucket means.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from byog.analysis import numerics as nm
 from byog.analysis.numerics_summary import OTHER_PASS, REFERENCE_PASS, load_pass
 from byog.core.paths import RunDir
+from byog.core.safe_text import md_text
 from byog.report.format import fixed, num, table
 from byog.schemas.numerics import FamilyComparison, NumericsBucket, NumericsSummary
 from byog.schemas.plan import NumericsTolerance
@@ -55,8 +58,14 @@ def _divergence(family: FamilyComparison) -> str:
     return f"{cand.diverged}/{cand.prompts} (A/A {aa.diverged}/{aa.prompts})"
 
 
-def numerics_section(numerics: NumericsSummary | None) -> list[str]:
+def _escaper(report_format: int) -> Callable[[Any], str]:
+    """Format 2 wrote these fields unescaped: its re-render keeps their inner underscores as written."""
+    return md_text if report_format >= 3 else partial(md_text, inner_underscores=True)
+
+
+def numerics_section(numerics: NumericsSummary | None, report_format: int = 3) -> list[str]:
     """## Numerics: the verdicts, each family's buckets against the envelope, and conformance."""
+    md_text = _escaper(report_format)
     if numerics is None:
         return []
     tolerance = numerics.tolerance
@@ -76,7 +85,7 @@ def numerics_section(numerics: NumericsSummary | None) -> list[str]:
             fams = {f.family: f for f in c.families}
             rows.append(
                 [
-                    f"{c.candidate} vs {c.baseline}",
+                    f"{md_text(c.candidate)} vs {md_text(c.baseline)}",
                     f"**{c.verdict}**",
                     fams["prefill"].verdict,
                     fams["decode"].verdict,
@@ -106,8 +115,9 @@ def numerics_section(numerics: NumericsSummary | None) -> list[str]:
         ]
         for c in numerics.comparisons:
             for family in c.families:
-                lines += [f"### {c.candidate} vs {c.baseline}: {FAMILY_LABEL[family.family]}: {family.verdict}", ""]
-                lines += [f"- {reason}" for reason in family.reasons] + ([""] if family.reasons else [])
+                pair = f"{md_text(c.candidate)} vs {md_text(c.baseline)}"
+                lines += [f"### {pair}: {FAMILY_LABEL[family.family]}: {family.verdict}", ""]
+                lines += [f"- {md_text(reason)}" for reason in family.reasons] + ([""] if family.reasons else [])
                 lines += table(
                     [
                         "Positions",
@@ -133,7 +143,12 @@ def numerics_section(numerics: NumericsSummary | None) -> list[str]:
             for check in server.checks:
                 outcome = held.get((server.server, check.check), "pass" if check.passed else "fail")
                 rows.append(
-                    [server.server, check.check, f"**{outcome}**" if outcome == "fail" else outcome, check.reason]
+                    [
+                        md_text(server.server),
+                        md_text(check.check),
+                        f"**{outcome}**" if outcome == "fail" else outcome,
+                        md_text(check.reason),
+                    ]
                 )
         lines += [
             'A candidate fails a check only where its baseline passes it (**fail**); where both fail it is "not held".',

@@ -1,12 +1,16 @@
 """Which renderer wrote a report.md, and re-rendering it with that one (verify's report check).
 
-report.md's first line names its format (``<!-- byog report v2 -->``); a report with no such
-line was written before versions existed: format 1. Every format this byog knows is kept
-re-renderable, so verify holds an old bundle's report.md against exactly the renderer that
-wrote it, byte for byte, and a changed renderer never fails an honest old bundle. The version
-is read from the (signed) report itself: claiming an older format gains a forger nothing,
-because that format's renderer must then reproduce the file exactly. A format newer than this
-byog knows cannot be checked: verify says so and asks for an upgrade.
+The format is what the signed manifest declares (``predicate.report_format``, written by pack
+from the renderer's marker, ``<!-- byog report v3 -->`` on report.md's first line), and
+report.md's marker must say the same. A manifest packed before formats were declared names
+none: there the marker decides, and a report.md with no marker is format 1, the only format
+that had none (such a manifest cannot declare 3 or later, because every byog that writes those
+declares them). Every format this byog knows is kept re-renderable, so verify holds an old
+bundle's report.md against exactly the renderer that wrote it, byte for byte. Every format
+re-renders with today's escaping (``byog.core.safe_text``) and marks invalid points, so
+declaring an older format gains a forger nothing: that format's renderer must reproduce the
+file exactly. A format newer than this byog knows cannot be checked: verify says so and asks
+for an upgrade.
 """
 
 from __future__ import annotations
@@ -21,26 +25,51 @@ from byog.schemas.summary import Summary
 
 Renderer = Callable[[RunDir, Summary], str]
 
+FIRST_DECLARED = 3  # the first format a manifest declares; older manifests name none
+
+
+def _render_v2(run_dir: RunDir, summary: Summary) -> str:
+    return render_report(run_dir, summary, report_format=2)
+
+
 RENDERERS: dict[int, Renderer] = {
-    1: legacy_v1.render_report,  # frozen copy of the renderer before versions (commit 85b2f8f)
+    1: legacy_v1.render_report,  # the renderer before versions (commit 85b2f8f), with today's escaping
+    2: _render_v2,  # matrices with one column group per pair, left-aligned
     REPORT_VERSION: render_report,
 }
 
 
-def version_of(report: str) -> int:
-    """The format of a report.md: its first line's marker, or 1 when it has none."""
+def marker_format(report: str) -> int | None:
+    """The format report.md's first line names, or None when it has no byog marker."""
     first = report.split("\n", 1)[0]
-    if first.startswith(MARKER_PREFIX) and first.endswith(" -->"):
-        number = first[len(MARKER_PREFIX) : -len(" -->")]
-        if number.isdigit() and not number.startswith("0"):
-            return int(number)
-        raise CheckFailed(f"report.md's first line {first[:60]!r} is not a byog report marker")
-    return 1
+    if not first.startswith(MARKER_PREFIX):
+        return None
+    number = first[len(MARKER_PREFIX) : -len(" -->")] if first.endswith(" -->") else ""
+    if number.isdigit() and not number.startswith("0"):
+        return int(number)
+    raise CheckFailed(f"report.md's first line {first[:60]!r} is not a byog report marker")
 
 
-def rerender(report: str, run_dir: RunDir, summary: Summary) -> tuple[int, str]:
+def version_of(report: str, declared: int | None) -> int:
+    """The format of a report.md: what the manifest declares (the marker must agree), else the marker."""
+    marked = marker_format(report)
+    if declared is not None:
+        if (marked or 1) != declared:
+            said = f"says format {marked}" if marked else "has no format marker"
+            raise CheckFailed(f"the manifest declares report format {declared}, but report.md {said}")
+        return declared
+    if marked is None:
+        return 1
+    if marked >= FIRST_DECLARED:
+        raise CheckFailed(
+            f"report.md says report format {marked}, which the manifest must declare, and it declares none"
+        )
+    return marked
+
+
+def rerender(report: str, declared: int | None, run_dir: RunDir, summary: Summary) -> tuple[int, str]:
     """(format, the report that format's renderer writes for this run directory and summary)."""
-    version = version_of(report)
+    version = version_of(report, declared)
     renderer = RENDERERS.get(version)
     if renderer is None:
         raise CheckFailed(

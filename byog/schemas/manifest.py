@@ -109,6 +109,8 @@ class BundlePredicate(_Strict):
     claims: list[dict[str, Any]] = []  # the run's claims.yaml, if it had one (see byog.bundles.claims)
     compressed: list[str] = []  # bundle paths that pack compressed to fit the size budget
     subject: BundleSubject | None = None  # what the bundle is for (pack --for); absent from manifests without one
+    # The format report.md is written in (byog.report.versions); absent from manifests packed before it was declared.
+    report_format: int | None = Field(default=None, ge=1)
 
 
 class Statement(_Strict):

@@ -65,7 +65,7 @@ def test_smoke_run_writes_the_run_directory(smoke_run) -> None:
     assert {c["point_id"] for c in summary["bench"]["comparisons"]} == {f"decode-b{b}-isl32-osl64" for b in (1, 2, 4)}
     assert [v["task"] for v in summary["evals"]["verdicts"]] == ["gsm8k"]
     report = (run_dir / "report.md").read_text()
-    # report v2: one matrix per metric, B in the rows (candidate, baseline, speed-up per row)
+    # report v3: one matrix per metric and pair, B in the rows (candidate, baseline, speed-up per row)
     assert re.search(r"^\| B \| candidate \| baseline \| speed-up", report, re.M), report[:3000]
     assert re.search(r"^\| 4 \| [0-9]", report, re.M) and "gsm8k" in report
 

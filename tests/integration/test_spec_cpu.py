@@ -20,7 +20,7 @@ from rich.console import Console
 
 from byog.analysis.metrics import CROSSCHECK_TOLERANCE
 from byog.core.paths import RunDir
-from byog.report.format import esc
+from byog.core.safe_text import md_text
 from byog.schemas.bench import read_request_rows
 from byog.schemas.summary import read_summary
 
@@ -105,7 +105,7 @@ def test_no_gpu_here_power_is_absent_with_its_reason(spec_run: RunDir) -> None:
     assert power.available is False and power.reason and power.energy_j is None and power.j_per_token is None
     report = spec_run.report_md.read_text()
     assert "### Speculative decoding" in report and "### Decode matrices" in report
-    assert f"Not measured: {esc(power.reason)}" in report  # bundle text, markdown-escaped as every reason is
+    assert f"Not measured: {md_text(power.reason)}" in report  # bundle text, markdown-escaped as every reason is
 
 
 def test_the_bundle_verifies_every_new_number(spec_run: RunDir) -> None:

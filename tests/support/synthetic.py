@@ -9,6 +9,7 @@ a vLLM server. Deterministic for a given seed.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +96,7 @@ def _rows(rng: random.Random, point: Any, tpot_s: float) -> list[Any]:
     return rows
 
 
-def _eval_files(run_dir: RunDir, server: str, spec: SyntheticSpec, rng: random.Random) -> None:
+def _eval_files(run_dir: RunDir, server: str, spec: SyntheticSpec, rng: random.Random, task: str = "gsm8k") -> None:
     rows = []
     for i in range(spec.eval_items):
         correct = rng.random() < spec.eval_accuracy
@@ -115,14 +116,14 @@ def _eval_files(run_dir: RunDir, server: str, spec: SyntheticSpec, rng: random.R
     table = pa.Table.from_pylist(rows).select(list(ITEM_COLUMNS))
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
-    atomic_write_bytes(run_dir.eval_items(server, "gsm8k"), sink.getvalue().to_pybytes())
+    atomic_write_bytes(run_dir.eval_items(server, task), sink.getvalue().to_pybytes())
     score = 100.0 * sum(r["score"] for r in rows) / len(rows)
     atomic_write_json(
-        run_dir.eval_results(server, "gsm8k"),
+        run_dir.eval_results(server, task),
         {
             "schema_version": 1,
             "server": server,
-            "task": {"name": "gsm8k", "version": "synthetic"},
+            "task": {"name": task, "version": "synthetic"},
             "data": {"source": "generated", "dataset_id": "synthetic", "revision": None, "label": "generated"},
             "endpoint": {"base_url": "http://127.0.0.1:1", "model": "synthetic"},
             "sampling": {"passes": 1, "seeds": [spec.seed], "temperature": 0.0, "do_sample": False},
@@ -218,3 +219,19 @@ def make_run_dir(root: Path, spec: SyntheticSpec = SyntheticSpec(), *, plan_text
     atomic_write_json(run_dir.summary_json, summary.to_json())
     atomic_write_text(run_dir.report_md, render_report(run_dir, summary))
     return run_dir
+
+
+def saturate_client(run_dir: RunDir, server: str, point_id: str) -> None:
+    """Make one point invalid the way a real run does: its client used more CPU than allowed."""
+    path = run_dir.bench_point(server, point_id)
+    record = json.loads(path.read_text())
+    record["schema_version"] = 2
+    record["client"] = {
+        "cpu_share": 0.97,
+        "loop_lag_p99_s": 0.0,
+        "loop_lag_max_s": 0.0,
+        "cpu_share_limit": 0.8,
+        "loop_lag_share_of_itl": 0.5,
+        "loop_lag_floor_s": 0.002,
+    }
+    atomic_write_json(path, record)

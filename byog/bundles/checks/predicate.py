@@ -32,7 +32,12 @@ def predicate_matches_files(ctx: VerifyContext) -> str:
         for subject in statement.subject
         if ctx.has(subject.name) and _describes(subject.name)
     }
-    rebuilt = build_statement(files, compressed=statement.predicate.compressed, subject=statement.predicate.subject)
+    rebuilt = build_statement(
+        files,
+        compressed=statement.predicate.compressed,
+        subject=statement.predicate.subject,
+        report_format=statement.predicate.report_format,  # the report check holds report.md to it
+    )
     # A bundle made by another byog version is still checkable: the version is the packer's to
     # state, and so is which env.json keys it copies as hardware (each must still equal env.json).
     rebuilt.predicate.tool = statement.predicate.tool

@@ -94,7 +94,8 @@ def report_rerenders(ctx: VerifyContext) -> str:
     except UnicodeDecodeError as err:
         raise CheckFailed(f"report.md is not UTF-8 (byte {err.start})") from None
     # Re-rendered by the renderer of the report format it is written in (byog.report.versions).
-    version, rendered = rerender(shipped, ctx.run_dir, derived_summary(ctx))
+    declared = ctx.statement.predicate.report_format if ctx.statement is not None else None
+    version, rendered = rerender(shipped, declared, ctx.run_dir, derived_summary(ctx))
     if shipped != rendered:
         for number, (a, b) in enumerate(zip(shipped.splitlines(), rendered.splitlines()), start=1):
             if a != b:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
-from byog.report.format import esc, fixed, num, table
+from byog.report.format import fixed, num, table
 from byog.report.sections.headline import VERDICT_MARK
 
 
@@ -17,23 +18,23 @@ def section(ctx: ReportContext) -> list[str]:
         within = "–" if v.within_1se is None else ("yes" if v.within_1se else "no")
         verdicts.append(
             [
-                esc(v.task),
-                f"{esc(v.candidate)} vs {esc(v.baseline)}",
+                md_text(v.task),
+                f"{md_text(v.candidate)} vs {md_text(v.baseline)}",
                 "on" if v.speculative else "off",
                 num(v.n),
                 fixed(v.d),
                 fixed(v.se_d),
                 f"[{fixed(v.ci90_low)}, {fixed(v.ci90_high)}]",
                 f"±{fixed(v.margin)}",
-                VERDICT_MARK[v.verdict] + (f" ({esc(v.screening_label or 'screening')})" if v.screening else ""),
+                VERDICT_MARK[v.verdict] + (f" ({md_text(v.screening_label or 'screening')})" if v.screening else ""),
                 within,
                 fixed(v.power),
                 fixed(v.mde),
             ]
         )
-        where = f"{esc(v.task)}, {esc(v.candidate)} vs {esc(v.baseline)}"
+        where = f"{md_text(v.task)}, {md_text(v.candidate)} vs {md_text(v.baseline)}"
         for reason, why in zip(v.degenerate, v.degenerate_why):
-            notes.append(f"- {where}: degenerate ({esc(reason)}): {esc(why)}.")
+            notes.append(f"- {where}: degenerate ({md_text(reason)}): {md_text(why)}.")
         if v.observed_redraw is not None:
             sound = "sound" if v.observed_sound else "unsound"
             needed = f"{v.sound_n:,}" if v.sound_n else "more than 20,000"
@@ -66,7 +67,15 @@ def section(ctx: ReportContext) -> list[str]:
         if notes:
             lines += [*notes, ""]
     scores = [
-        [esc(s.server), esc(s.task), num(s.n_items), num(s.passes), fixed(s.score), fixed(s.stderr), esc(s.data or "–")]
+        [
+            md_text(s.server),
+            md_text(s.task),
+            num(s.n_items),
+            num(s.passes),
+            fixed(s.score),
+            fixed(s.stderr),
+            md_text(s.data or "–"),
+        ]
         for s in evals.scores
     ]
     lines += table(["Server", "Task", "Items", "Passes", "Score", "SE", "Data"], scores)

@@ -12,4 +12,9 @@ from byog.report.context import ReportContext
 
 
 def section(ctx: ReportContext) -> list[str]:
-    return [*agentic_section(ctx.summary), *goodput_section(ctx.summary), *frontier_section(ctx.summary, ctx.run_dir)]
+    version = ctx.report_format
+    return [
+        *agentic_section(ctx.summary, version),
+        *goodput_section(ctx.summary, version),
+        *frontier_section(ctx.summary, ctx.run_dir, version),
+    ]

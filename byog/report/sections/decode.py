@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from byog.analysis.energy import POWER_CAP, cap_share
+from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
-from byog.report.format import esc, fixed, metric, num, scaled, table
+from byog.report.format import fixed, metric, num, scaled, table
 from byog.schemas.bench import PointSummary
 from byog.schemas.summary import Summary
 
@@ -62,13 +63,13 @@ def matrices(summary: Summary, server_tp: Mapping[str, int]) -> list[str]:
                     rows = [
                         [f"B={b}", *(_cell(by_key.get((server, isl, b)), path, scale) for isl in isls)] for b in batches
                     ]
-                    lines += [f"**{esc(workload)}, {esc(server)} (TP{server_tp.get(server, 1)}): {label}**", ""]
+                    lines += [f"**{md_text(workload)}, {md_text(server)} (TP{server_tp.get(server, 1)}): {label}**", ""]
                     lines += table(["", *(_isl_label(isl) for isl in isls)], rows)
             else:
                 (isl,) = isls
                 rows = [[f"B={b}", *(_cell(by_key.get((s, isl, b)), path, scale) for s in servers)] for b in batches]
-                lines += [f"**{esc(workload)}, {_isl_label(isl)}, OSL {mine[0].osl}: {label}**", ""]
-                lines += table(["", *(f"{esc(s)} (TP{server_tp.get(s, 1)})" for s in servers)], rows)
+                lines += [f"**{md_text(workload)}, {_isl_label(isl)}, OSL {mine[0].osl}: {label}**", ""]
+                lines += table(["", *(f"{md_text(s)} (TP{server_tp.get(s, 1)})" for s in servers)], rows)
     if not lines:
         return []
     return [
@@ -100,8 +101,8 @@ def speculation(summary: Summary) -> list[str]:
         )
         rows.append(
             [
-                esc(p.server),
-                esc(p.point_id),
+                md_text(p.server),
+                md_text(p.point_id),
                 f"{fixed(m.acceptance_length)} {_interval(m.acceptance_length_ci)}",
                 per_pos,
                 fixed(m.draft_coverage),
@@ -142,16 +143,16 @@ def energy(summary: Summary) -> list[str]:
         if power is None:
             continue
         if not power.available:
-            reasons.append(esc(power.reason or "not measured"))
+            reasons.append(md_text(power.reason or "not measured"))
             continue
         cap = cap_share(power)
         others = {k: v for k, v in (power.throttle or {}).items() if k != POWER_CAP}
-        throttle = ", ".join(f"{k} {v:.0%}" for k, v in sorted(others.items())) or "none"
+        throttle = ", ".join(f"{md_text(k)} {v:.0%}" for k, v in sorted(others.items())) or "none"
         sm = power.sm_clock_mhz
         rows.append(
             [
-                esc(p.server),
-                esc(p.point_id),
+                md_text(p.server),
+                md_text(p.point_id),
                 num(metric(p, "decode_tok_s")),
                 num(metric(p, "tok_s_user.p50")),
                 num(scaled(power.j_per_token, 1e3)),
@@ -159,7 +160,7 @@ def energy(summary: Summary) -> list[str]:
                 f"{num(sm.mean if sm else None)} / {num(sm.min if sm else None)}",
                 "–" if cap is None else f"{cap:.0%}",
                 throttle,
-                f"{esc(str(power.energy_source))}, {esc(str(power.window))}",
+                f"{md_text(str(power.energy_source))}, {md_text(str(power.window))}",
             ]
         )
     if rows:

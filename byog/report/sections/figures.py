@@ -1,4 +1,5 @@
-"""Plots: the PNGs under plots/, embedded with links relative to report.md.
+"""Charts and plots: the Mermaid charts (``byog.report.mermaid``), then the PNGs under plots/,
+embedded with links relative to report.md (report format 2: the PNGs only).
 
 ``plots/<name>.png`` resolves inside the unpacked bundle and the run directory. A PR comment has
 no folder to resolve against and GitHub's API cannot upload images into one, so a re-render for
@@ -10,10 +11,13 @@ a comment either gets an ``image_base`` where the PNGs were published (docs/pr-w
 from __future__ import annotations
 
 from byog.report.context import ReportContext
+from byog.report.mermaid import charts
 from byog.report.plots import plots_for
 
 
 def section(ctx: ReportContext) -> list[str]:
+    if ctx.report_format >= 3:
+        return _charts(ctx)
     plots = plots_for(ctx.summary)
     if not plots:
         return []
@@ -22,6 +26,26 @@ def section(ctx: ReportContext) -> list[str]:
     if base is None:
         names = ", ".join(f"`plots/{p.name}`" for p in plots)
         return [*lines, f"In the bundle (not embedded here): {names}.", ""]
+    for p in plots:
+        lines += [f"![{p.alt}]({base}{p.name})", ""]
+    if ctx.invalid:
+        lines += ["Invalid points are drawn as red crosses (and hatched boxes) in the plots.", ""]
+    return lines
+
+
+def _charts(ctx: ReportContext) -> list[str]:
+    """Mermaid charts (drawn by GitHub), then the PNGs: linked where they are, named otherwise."""
+    drawn = charts(ctx.summary)
+    plots = plots_for(ctx.summary)
+    if not drawn and not plots:
+        return []
+    lines = ["## Charts", "", *drawn]
+    base = ctx.inputs.image_base
+    if not plots:
+        return lines
+    if base is None:
+        names = ", ".join(f"`plots/{p.name}`" for p in plots)
+        return [*lines, f"Plots in the bundle: {names}.", ""]
     for p in plots:
         lines += [f"![{p.alt}]({base}{p.name})", ""]
     if ctx.invalid:

@@ -8,8 +8,9 @@ judged by ``byog.analysis.claims`` exactly as ``byog verify`` judges them.
 from __future__ import annotations
 
 from byog.analysis.claims import evaluate_claim
+from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
-from byog.report.format import METRICS, esc, fixed, load_label, speedup, table, times
+from byog.report.format import METRICS, fixed, load_label, speedup, table, times
 
 CLAIM_MARK = {"holds": "✅ holds", "fails": "❌ fails", "not checked": "➖ not checked"}
 VERDICT_MARK = {
@@ -25,7 +26,12 @@ def _claim_rows(ctx: ReportContext) -> list[list[str]]:
     for claim in ctx.claims:
         outcome = evaluate_claim(ctx.summary, claim)
         rows.append(
-            [CLAIM_MARK[outcome.outcome], f"claim: {esc(outcome.label)}", esc(outcome.claimed), esc(outcome.got)]
+            [
+                CLAIM_MARK[outcome.outcome],
+                f"claim: {md_text(outcome.label)}",
+                md_text(outcome.claimed),
+                md_text(outcome.got),
+            ]
         )
     return rows
 
@@ -37,12 +43,12 @@ def _verdict_rows(ctx: ReportContext) -> list[list[str]]:
         within = "–" if v.within_1se is None else ("yes" if v.within_1se else "no")
         measured = (
             f"d = {fixed(v.d)} points, 90% CI [{fixed(v.ci90_low)}, {fixed(v.ci90_high)}], n = {v.n}; "
-            f"|d| ≤ 1 SE: {within}" + (f"; {esc(v.screening_label)}" if v.screening_label else "")
+            f"|d| ≤ 1 SE: {within}" + (f"; {md_text(v.screening_label)}" if v.screening_label else "")
         )
         rows.append(
             [
                 VERDICT_MARK[v.verdict],
-                f"accuracy: {esc(v.task)}, {esc(v.candidate)} vs {esc(v.baseline)}{spec}",
+                f"accuracy: {md_text(v.task)}, {md_text(v.candidate)} vs {md_text(v.baseline)}{spec}",
                 f"equivalent within ±{fixed(v.margin)}",
                 measured,
             ]
@@ -64,7 +70,7 @@ def _speedup_lines(ctx: ReportContext) -> list[str]:
             c for c in chosen if not ctx.is_invalid(candidate, c.point_id) and not ctx.is_invalid(baseline, c.point_id)
         ]
         label = METRICS[metric][0]
-        who = f"{esc(candidate)} / {esc(baseline)}"
+        who = f"{md_text(candidate)} / {md_text(baseline)}"
         if not valid:
             lines.append(f"- Speed-up, {who}, {label}: no point is valid on both sides.")
             continue
@@ -86,11 +92,25 @@ def _speedup_lines(ctx: ReportContext) -> list[str]:
     return lines
 
 
+NUMERICS_MARK = {"numerically equivalent": "✅", "drifts": "⚠️", "diverges": "❌"}
+
+
+def _numerics_lines(ctx: ReportContext) -> list[str]:
+    """Per pair: the token-level differential's verdict (format 3 on; docs/numerics.md)."""
+    numerics = ctx.summary.numerics
+    if numerics is None:
+        return []
+    return [
+        f"- Numerics, {md_text(c.candidate)} / {md_text(c.baseline)}: {NUMERICS_MARK[c.verdict]} {c.verdict}."
+        for c in numerics.comparisons
+    ]
+
+
 def _invalid_line(ctx: ReportContext) -> list[str]:
     invalid = ctx.invalid
     if not invalid:
         return [f"- All {len(ctx.summary.bench.points)} bench points are valid."] if ctx.summary.bench.points else []
-    names = ", ".join(f"{esc(p.server)} {load_label(p)}" for p in invalid[:6]) + (", …" if len(invalid) > 6 else "")
+    names = ", ".join(f"{md_text(p.server)} {load_label(p)}" for p in invalid[:6]) + (", …" if len(invalid) > 6 else "")
     return [
         f"- ⚠ {len(invalid)} of {len(ctx.summary.bench.points)} bench points are invalid ({names}): their numbers are "
         "struck through below and are not results (see Invalid points)."
@@ -104,7 +124,7 @@ def section(ctx: ReportContext) -> list[str]:
         lines += table(["", "Claim or verdict", "Stated", "Measured"], rows)
     else:
         lines += ["No claims and no accuracy verdicts in this bundle.", ""]
-    bullets = _speedup_lines(ctx) + _invalid_line(ctx)
+    bullets = _speedup_lines(ctx) + (_numerics_lines(ctx) if ctx.report_format >= 3 else []) + _invalid_line(ctx)
     if bullets:
         lines += [*bullets, ""]
     return lines

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 
+from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
-from byog.report.format import esc, fixed, num, table
+from byog.report.format import fixed, num, table
 
 
 def section(ctx: ReportContext) -> list[str]:
@@ -27,7 +28,7 @@ def section(ctx: ReportContext) -> list[str]:
             "",
         ]
         rows = [
-            [esc(s.server), esc(s.point_id), s.metric, num(s.launches), num(s.units), fixed(s.share)]
+            [md_text(s.server), md_text(s.point_id), s.metric, num(s.launches), num(s.units), fixed(s.share)]
             for s in bench.launch_shares
         ]
         lines += table(["Server", "Point", "Metric", "Launches", "Units", "Between-launch share"], rows)
@@ -40,11 +41,11 @@ def section(ctx: ReportContext) -> list[str]:
         ]
         rows = [
             [
-                esc(a.baseline),
+                md_text(a.baseline),
                 a.metric,
                 num(len(a.points)),
                 f"±{fixed(100 * (math.exp(a.margin) - 1), 1)}%",
-                ", ".join(f"{esc(p.point_id)} {fixed(p.ratio, 3)}" for p in a.points),
+                ", ".join(f"{md_text(p.point_id)} {fixed(p.ratio, 3)}" for p in a.points),
             ]
             for a in bench.aa
         ]

@@ -9,4 +9,4 @@ from byog.report.numerics import numerics_section
 
 
 def section(ctx: ReportContext) -> list[str]:
-    return numerics_section(ctx.summary.numerics)
+    return numerics_section(ctx.summary.numerics, ctx.report_format)

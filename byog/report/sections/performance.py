@@ -1,10 +1,12 @@
-"""Performance: one matrix per metric in the write-up's shape.
+"""Performance: the matrices of the write-up's shape.
 
-Rows are the load (B, C or the request rate); columns are grouped per candidate/baseline pair
-(labelled by TP where the pairs differ in it) and ISL, each group with the candidate's value,
-the baseline's, and the speed-up with its 95% bootstrap CI. One table per (metric, workload,
-OSL). A point flagged invalid on either side has its numbers struck through and marked ⚠ in
-every cell it reaches, and is listed with its reasons under "Invalid points".
+Rows are the load (B, C or the request rate); columns are the candidate's value, the
+baseline's, and the speed-up with its 95% bootstrap CI. One table per metric, workload, OSL,
+candidate/baseline pair and ISL, the pair named once in its heading, so a table stays four
+columns wide however many candidates there are (report format 2: one table per metric,
+workload and OSL, a column group per pair and ISL). A point flagged invalid on either side
+has its numbers struck through and marked "⚠ invalid" in every cell it reaches, and is listed
+with its reasons under "Invalid points".
 """
 
 from __future__ import annotations
@@ -12,11 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from byog.analysis.validity import comparison_invalid_reasons
+from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
-from byog.report.format import INVALID, METRICS, ci, esc, metric, num, scaled, speedup, struck, table, times
+from byog.report.format import INVALID, INVALID_V2, METRICS, ci, metric, num, scaled, speedup, struck, table, times
 from byog.schemas.bench import PointComparison, PointSummary
 
 CONDITIONS = "≠"  # the two servers measured under different GPU conditions
+
+
+def _mark(ctx: ReportContext) -> str:
+    return INVALID if ctx.report_format >= 3 else INVALID_V2
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ def _pair_labels(ctx: ReportContext, pairs: list[tuple[str, str]]) -> dict[tuple
     tps = [ctx.tensor_parallel.get(candidate) for candidate, _ in pairs]
     if len(pairs) > 1 and all(tps) and len(set(tps)) == len(tps):
         return {pair: f"TP{tp}" for pair, tp in zip(pairs, tps)}
-    return {pair: f"{esc(pair[0])} vs {esc(pair[1])}" for pair in pairs}
+    return {pair: f"{md_text(pair[0])} vs {md_text(pair[1])}" for pair in pairs}
 
 
 def _value(ctx: ReportContext, server: str, point_id: str, name: str, scale: float) -> str:
@@ -66,7 +73,8 @@ def _value(ctx: ReportContext, server: str, point_id: str, name: str, scale: flo
     if point is None:
         return "–"
     text = num(scaled(metric(point, name), scale))
-    return struck(text) if not point.valid and text != "–" else (INVALID if not point.valid else text)
+    mark = _mark(ctx)
+    return struck(text, mark) if not point.valid and text != "–" else (mark if not point.valid else text)
 
 
 def _speedup_cell(ctx: ReportContext, c: PointComparison | None) -> str:
@@ -75,7 +83,7 @@ def _speedup_cell(ctx: ReportContext, c: PointComparison | None) -> str:
     value, low, high = speedup(c)
     text = f"{times(value)} {ci(low, high)}"
     if comparison_invalid_reasons(ctx.points, c):
-        return struck(text)
+        return struck(text, _mark(ctx))
     flag = f" {CONDITIONS}" if c.conditions else ""
     if c.label:  # the A/A margin's label: faster, slower, equivalent or within noise
         return f"{text} ({c.label}){flag}"
@@ -97,10 +105,16 @@ def _matrix(
     header = [_load_header(points[0])]
     for g in groups:
         prefix = f"{g.label}: " if many else ""
-        if g.baseline is None:
-            header.append(f"{prefix}{esc(g.candidate)}")
+        if ctx.report_format >= 3:  # the pair is named in the heading
+            header += ["value"] if g.baseline is None else ["candidate", "baseline", "speed-up [95% CI]"]
+        elif g.baseline is None:
+            header.append(f"{prefix}{md_text(g.candidate)}")
         else:
-            header += [f"{prefix}{esc(g.candidate)}", f"{prefix}{esc(g.baseline)}", f"{prefix}speed-up [95% CI]"]
+            header += [
+                f"{prefix}{md_text(g.candidate)}",
+                f"{prefix}{md_text(g.baseline)}",
+                f"{prefix}speed-up [95% CI]",
+            ]
     rows, any_number = [], False
     for load in sorted(by_load):
         here = by_load[load]
@@ -122,7 +136,7 @@ def _matrix(
                 _value(ctx, g.baseline, pid, name, scale),
                 _speedup_cell(ctx, comparisons.get((pid, g.candidate, g.baseline, name))),
             ]
-        any_number = any_number or any(cell not in ("–", INVALID) for cell in row[1:])
+        any_number = any_number or any(cell not in ("–", _mark(ctx)) for cell in row[1:])
         rows.append(row)
     if not any_number:
         return []
@@ -142,18 +156,28 @@ def _groups(ctx: ReportContext, points: list[PointSummary]) -> list[_Group]:
             if pair[0] in servers or pair[1] in servers:
                 groups.append(_Group(pair[0], pair[1], isl, labels[pair] + suffix))
         for server in sorted(servers - paired):
-            groups.append(_Group(server, None, isl, esc(server) + suffix))
+            groups.append(_Group(server, None, isl, md_text(server) + suffix))
     return groups
+
+
+def _pair_heading(group: _Group) -> str:
+    if group.baseline is None:
+        return md_text(group.candidate)
+    return f"{md_text(group.candidate)} vs {md_text(group.baseline)}"
 
 
 def _invalid_list(ctx: ReportContext) -> list[str]:
     if not ctx.invalid:
         return []
-    lines = [f"### {INVALID} Invalid points", "", "Their numbers are shown struck through and are not results.", ""]
+    lines = [
+        f"### {_mark(ctx)} Invalid points" if ctx.report_format < 3 else "### ⚠ Invalid points",
+        "",
+        "Their numbers are shown struck through and are not results.",
+        "",
+    ]
     for p in ctx.invalid:
-        lines.append(
-            f"- {esc(p.server)} {esc(p.point_id)}: {esc('; '.join(p.invalid_reasons) or 'no reason recorded')}"
-        )
+        reasons = "; ".join(p.invalid_reasons) or "no reason recorded"
+        lines.append(f"- {md_text(p.server)} {md_text(p.point_id)}: {md_text(reasons)}")
     return [*lines, ""]
 
 
@@ -172,7 +196,9 @@ def _conditions_list(ctx: ReportContext) -> list[str]:
         "(docs/metrics.md, Power cap): it measures the power state as well as the software.",
         "",
     ]
-    lines += [f"- {esc(pid)}, {esc(cand)} vs {esc(base)}: {esc(str(why))}" for pid, cand, base, why in flagged]
+    lines += [
+        f"- {md_text(pid)}, {md_text(cand)} vs {md_text(base)}: {md_text(str(why))}" for pid, cand, base, why in flagged
+    ]
     return [*lines, ""]
 
 
@@ -185,19 +211,23 @@ def section(ctx: ReportContext) -> list[str]:
     workloads = list(dict.fromkeys((p.workload, p.osl) for p in points))
     lines += [
         "Speed-up > 1 means the candidate is better (for times: baseline / candidate); CI: 95% bootstrap over "
-        f"waves (batch) or requests. {INVALID}: the point is flagged invalid.",
+        f"waves (batch) or requests. {_mark(ctx)}: the point is flagged invalid.",
         "",
     ]
     for name, (label, _, _) in METRICS.items():
         for workload, osl in workloads:
             mine = [p for p in points if (p.workload, p.osl) == (workload, osl)]
-            matrix = _matrix(ctx, name, mine, _groups(ctx, mine), comparisons)
-            if not matrix:
-                continue
             isls = sorted({p.isl for p in mine})
-            where = f"{esc(workload)}, " + (f"ISL {isls[0]}, " if len(isls) == 1 else "") + f"OSL {osl}"
-            lines += [f"### {label}: {where}", "", *matrix]
+            if ctx.report_format < 3:
+                matrix = _matrix(ctx, name, mine, _groups(ctx, mine), comparisons)
+                where = f"{md_text(workload)}, " + (f"ISL {isls[0]}, " if len(isls) == 1 else "") + f"OSL {osl}"
+                lines += [f"### {label}: {where}", "", *matrix] if matrix else []
+                continue
+            for group in _groups(ctx, mine):
+                matrix = _matrix(ctx, name, [p for p in mine if p.isl == group.isl], [group], comparisons)
+                where = f"{md_text(workload)}, ISL {group.isl}, OSL {osl}"
+                lines += [f"### {label}: {_pair_heading(group)}, {where}", "", *matrix] if matrix else []
     prompts = sorted({p.prompts for p in points if p.prompts})
     if prompts:
-        lines += [f"Prompts: {esc(', '.join(prompts))}.", ""]
+        lines += [f"Prompts: {md_text(', '.join(prompts))}.", ""]
     return lines + _invalid_list(ctx) + _conditions_list(ctx)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 
+from byog.core.safe_text import md_code, md_text
 from byog.report.context import ReportContext, ReproductionView
 from byog.report.format import METRICS as SHOWN
-from byog.report.format import code, esc, fixed, num, scaled, table
+from byog.report.format import fixed, num, scaled, table
 from byog.schemas.reproduction import MetricCheck, ReproductionRecord
 
 MARK = {"reproduced": "✅ reproduced", "not reproduced": "❌ not reproduced", "not compared": "➖ not compared"}
@@ -43,16 +44,16 @@ def _percent(log_value: float | None, signed: bool) -> str:
 def _check_row(check: MetricCheck) -> list[str]:
     ratio = check.kind == "ratio"
     label = SHOWN.get(check.metric, (check.metric,))[0]
-    who = f"{esc(check.server)} / {esc(check.baseline)}" if ratio else esc(check.server)
+    who = f"{md_text(check.server)} / {md_text(check.baseline)}" if ratio else md_text(check.server)
     return [
-        esc(check.point_id),
+        md_text(check.point_id),
         who,
         label.split(" (")[0] + " ratio" if ratio else label,
         _value(check.original, check.original_low, check.original_high, check.metric, ratio),
         _value(check.reproduced, check.reproduced_low, check.reproduced_high, check.metric, ratio),
         _percent(check.deviation, True),
         _percent(check.tolerance, False),
-        MARK[check.outcome] + (f": {esc(check.note)}" if check.note else ""),
+        MARK[check.outcome] + (f": {md_text(check.note)}" if check.note else ""),
     ]
 
 
@@ -64,13 +65,13 @@ def _tables(record: ReproductionRecord) -> list[str]:
     )
     evals = [
         [
-            esc(e.task),
-            esc(e.server),
+            md_text(e.task),
+            md_text(e.server),
             num(e.items),
             num(e.agreed),
             fixed(e.agreement),
             f"≥ {fixed(e.min_agreement)}",
-            MARK[e.outcome] + (f": {esc(e.note)}" if e.note else ""),
+            MARK[e.outcome] + (f": {md_text(e.note)}" if e.note else ""),
         ]
         for e in record.evals
     ]
@@ -88,9 +89,9 @@ def _tables(record: ReproductionRecord) -> list[str]:
 
 def _who(view: ReproductionView) -> str:
     if view.principal:
-        return f"{esc(view.principal)} (key {code(view.signer_fingerprint)}, signature verified)"
+        return f"{md_text(view.principal)} (key {md_code(view.signer_fingerprint)}, signature verified)"
     if view.signer_fingerprint:
-        return f"key {code(view.signer_fingerprint)} (signature not checked against allowed signers)"
+        return f"key {md_code(view.signer_fingerprint)} (signature not checked against allowed signers)"
     return "an unsigned reproduction"
 
 
@@ -99,21 +100,21 @@ def _servers(view: ReproductionView) -> str:
     for record in view.servers:
         digests = [str(d) for d in record.get("repo_digests") or record.get("image_digests") or []]
         image = digests[0] if digests else record.get("image")
-        where = code(image) if image else esc(record.get("runtime") or "?")
-        parts.append(f"{esc(record.get('name'))} ({where})")
+        where = md_code(image) if image else md_text(record.get("runtime") or "?")
+        parts.append(f"{md_text(record.get('name'))} ({where})")
     return ", ".join(parts) or "–"
 
 
 def _summary_line(view: ReproductionView) -> str:
     r = view.record
-    points = ", ".join(f"{esc(p.point_id)} ({p.load})" for p in r.points) or "no points"
+    points = ", ".join(f"{md_text(p.point_id)} ({p.load})" for p in r.points) or "no points"
     same = (
         "the same kind as the original's"
         if r.hardware.same
-        else f"not the original's ({esc(r.hardware.original)}): absolute numbers are not compared, ratios are"
+        else f"not the original's ({md_text(r.hardware.original)}): absolute numbers are not compared, ratios are"
     )
     return (
-        f"{MARK[r.outcome]} by {_who(view)}, {esc(r.finished_at)}, on {esc(r.hardware.reproduced)} "
+        f"{MARK[r.outcome]} by {_who(view)}, {md_text(r.finished_at)}, on {md_text(r.hardware.reproduced)} "
         f"({same}); servers {_servers(view)}; points {points}."
     )
 
@@ -124,15 +125,15 @@ def section(ctx: ReportContext) -> list[str]:
     if own is not None:
         o = own.record.original
         signer = (
-            f"signed by {esc(o.signer_principal or o.signer_fingerprint)}"
+            f"signed by {md_text(o.signer_principal or o.signer_fingerprint)}"
             if (o.signer_principal or o.signer_fingerprint)
             else "unsigned"
         )
         lines += [
             "## Reproduction",
             "",
-            f"This bundle re-runs part of bundle {code(o.bundle_sha256[:16])} (plan {esc(o.plan_name)}, byog "
-            f"{esc(o.byog_version)}, {signer}).",
+            f"This bundle re-runs part of bundle {md_code(o.bundle_sha256[:16])} (plan {md_text(o.plan_name)}, byog "
+            f"{md_text(o.byog_version)}, {signer}).",
             "",
             _summary_line(own),
             "",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from byog.core.safe_text import md_code
 from byog.report.context import ReportContext
-from byog.report.format import code, read_json_or_empty
+from byog.report.format import read_json_or_empty
 
 
 def section(ctx: ReportContext) -> list[str]:
@@ -14,7 +15,8 @@ def section(ctx: ReportContext) -> list[str]:
     return [
         "## Signer",
         "",
-        f"Signed with {code(key_type)} key {code(signer.get('fingerprint'))}. `byog verify` checks the signature against "
-        "the allowed signers (`byog keys add GITHUB_USER`) and recomputes every number above from the raw rows.",
+        f"Signed with {md_code(key_type)} key {md_code(signer.get('fingerprint'))}. "
+        "`byog verify` checks the signature against the allowed signers (`byog keys add GITHUB_USER`) "
+        "and recomputes every number above from the raw rows.",
         "",
     ]

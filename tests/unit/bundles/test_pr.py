@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -14,10 +15,16 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 
 from byog.bundles.finalize import seal_and_pack
 from byog.bundles.pr import COMMENT_MARKER, comment_body, find_bundles
+from byog.core.io import atomic_write_json, atomic_write_text
+from byog.report.context import ReportInputs
+from byog.report.markdown import render_report
 from tests.support.bundles_kit import build_bundle, make_key
+from tests.support.cmark import render_gfm
+from tests.support.synthetic import make_run_dir, saturate_client
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "pr-verify.sh"
 
@@ -117,9 +124,10 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
     assert result.returncode == 1, result.stdout + result.stderr
     assert comment.startswith(COMMENT_MARKER) and "## byog verify: ❌ not verified (1 check(s) failed)" in comment
     assert (
-        "| ✅ | signature | signed by alice@github.com" in comment and "| ✅ | policy | meets the policy |" in comment
+        "| ✅ ok | signature | signed by alice@\u2060github.com" in comment
+        and "| ✅ ok | policy | meets the policy |" in comment
     )
-    assert "| ❌ | claims | claim 'gsm8k no worse': the recomputed verdict is inconclusive |" in comment
+    assert "| ❌ FAIL | claims | claim 'gsm8k no worse': the recomputed verdict is inconclusive |" in comment
     assert (
         (work / "allowed_signers").read_text().startswith('alice@github.com namespaces="byog-bundle@v1" ssh-ed25519 ')
     )
@@ -134,10 +142,11 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
     comment = (work / "comment.md").read_text()
     assert result.returncode == 0, result.stdout + result.stderr + comment
     assert "## byog verify: ✅ verified" in comment and f"Bundle: `{bundles['honest'].as_uri()}`" in comment
-    report = comment.split("<details open>", 1)[1]
-    assert "# byog report: synthetic" in report and "## Headline" in report
-    assert "| ✅ holds | claim: gsm8k unsure | inconclusive | inconclusive |" in report  # the PR's claims file, judged
-    assert "In the bundle (not embedded here): `plots/" in report  # a comment cannot resolve relative image links
+    opening, report = comment.split("<details><summary>Full report", 1)
+    assert "# byog report: synthetic" in report and "## Performance" in report
+    assert "### Headline" in opening  # the headline is on the first screen, not folded
+    assert "| ✅ holds | claim: gsm8k unsure | inconclusive | inconclusive |" in opening  # the PR's claims file, judged
+    assert "Plots in the bundle: `plots/" in opening and "![" not in comment  # no relative image link to break
     assert "https://github.com/example/project/actions/runs/7" in comment
 
 
@@ -148,7 +157,7 @@ def test_a_bundle_signed_by_someone_else_fails_the_check(bundles, github: str, t
     assert result.returncode == 1
     assert (
         "❌ not verified" in comment
-        and "| ❌ | signature | signed by key SHA256:" in comment
+        and "| ❌ FAIL | signature | signed by key SHA256:" in comment
         and "wrong signer" in comment
     )
     assert "# byog report" not in comment
@@ -209,3 +218,79 @@ def test_the_comment_escapes_what_the_bundle_says() -> None:
     body = comment_body(verify, "# report", bundle_url="https://example/b.tar.gz")
     assert "![pwn](" not in body and "\\!\\[pwn\\]" in body and "x \\| " in body
     assert "# report" not in body  # an unverified bundle's report is never shown
+
+
+def _hostile_comment(tmp_path: Path) -> str:
+    """A verified comment of a bundle whose every string is hostile, one point invalid, rendered by byog."""
+    from tests.unit.report.test_markdown import INVALID_POINT, SPEC, _derive
+
+    run_dir = make_run_dir(tmp_path / "run", SPEC)
+    hostile = "@octocat @byog-org/maintainers https://evil.example/phish www.evil.example #12 <img src=x> [x](y)"
+    plan = run_dir.plan_yaml.read_text().replace(
+        "name: synthetic", f"name: {json.dumps('decode 1.7x faster (B=8) ' + hostile)}"
+    )
+    atomic_write_text(run_dir.plan_yaml, plan)
+    record = json.loads(run_dir.server_record("candidate").read_text())
+    record["argv"] = ["vllm", "serve", "x\n```\n## ✅ Approved by @byog-org/maintainers\n```", "--model", hostile]
+    record["models"] = {"data": [{"id": hostile}]}
+    atomic_write_json(run_dir.server_record("candidate"), record)
+    env = json.loads(run_dir.env_json.read_text())
+    env["cpu"] = hostile
+    atomic_write_json(run_dir.env_json, env)
+    claim = {"kind": "ratio", "name": "decode 1.7x faster (B=8) " + hostile, "candidate": "candidate"}
+    claim |= {"baseline": "baseline", "select": {"batch_size": 1}, "metric": "decode_tok_s", "value": 1.25}
+    claims = {"schema_version": 1, "claims": [claim]}
+    atomic_write_text(run_dir.root / "claims.yaml", yaml.safe_dump(claims))
+    saturate_client(run_dir, "candidate", INVALID_POINT)
+    report = render_report(run_dir, _derive(run_dir), ReportInputs(image_base=None))
+    verify = {
+        "verified": True,
+        "signer": "alice@example.com (SHA256:abc)",
+        "trust": "trusted",
+        "checks": [
+            {"name": "signature", "status": "pass", "message": "signed by " + hostile},
+            {"name": "subject", "status": "pass", "message": "made for org/repo#1 " + hostile},
+            {"name": "policy", "status": "skip", "message": "no policy " + hostile},
+        ],
+    }
+    return comment_body(verify, report, bundle_url="https://example/b.tar.gz", note=hostile)
+
+
+def test_github_renders_no_mention_link_heading_or_doubled_backslash_from_bundle_text(tmp_path: Path) -> None:
+    body = _hostile_comment(tmp_path)
+    html = render_gfm(body)
+    text = re.sub(r"<[^>]+>", "", html)
+    prose = re.sub(r"<(code|pre)>.*?</\1>", "", html, flags=re.S)  # GitHub links nothing inside code
+    assert "<a " not in html and "<img" not in html  # no link, no image, from anything the bundle said
+    assert not re.search(r"@(octocat|byog-org)", prose)  # every @ is followed by a word joiner: nobody is pinged
+    assert not re.search(r"#\d", prose)  # no issue reference
+    assert "\\\\" not in text and "\\." not in text and "\\(" not in text  # escaped once: no backslash shows
+    assert "decode 1.7x faster (B=8)" in text  # the label reads as it was written
+    headings = re.findall(r"<h[1-6]>(.*?)</h[1-6]>", html)
+    assert not any("Approved" in h for h in headings)  # the argv cannot close its code and print a heading
+    struck = re.findall(r"<del>(.*?)</del>", html)
+    assert struck and all("invalid" not in s for s in struck)  # invalid cells struck through ...
+    assert html.count("⚠ invalid") >= len(struck) // 2  # ... with their word beside the mark
+
+
+def test_the_comment_opens_with_one_screen_then_folds_checks_and_report(tmp_path: Path) -> None:
+    body = _hostile_comment(tmp_path)
+    opening = body.split("<details>", 1)[0]
+    before_charts = opening.split("```mermaid", 1)[0]
+    assert len([line for line in before_charts.splitlines() if line.strip()]) <= 25
+    assert "✅ verified" in opening and "Signed by `alice@example.com (SHA256:abc)`" in opening
+    assert "### Headline" in opening and "Speed-up" in opening and "bench points are invalid" in opening
+    assert "<details open" not in body and body.count("<details>") == 2
+    for mark, word in (("✅", "ok"), ("➖", "skipped")):
+        assert f"| {mark} {word} |" in body
+
+
+def test_a_report_too_long_for_a_comment_is_named_not_cut_mid_table() -> None:
+    verify = {"verified": True, "signer": "alice@example.com (SHA256:abc)", "checks": []}
+    report = (
+        "<!-- byog report v3 -->\n# byog report: big\n\n## Headline\n\n- ok\n\n## Performance\n\n"
+        + "| 1 | 2 |\n" * 8_000
+    )
+    body = comment_body(verify, report)
+    assert len(body) < 65_536 and "| 1 | 2 |" not in body
+    assert "The full report (80,0" in body and "does not fit in a comment" in body

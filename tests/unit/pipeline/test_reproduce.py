@@ -112,7 +112,7 @@ def test_an_honest_bundle_reproduces_and_the_reproduction_is_a_signed_bundle(mad
     assert result.exit_code == 0, result.output
     text = (out / "report.md").read_text()
     section = text.split("## Reproductions", 1)[1].split("## Environment", 1)[0]
-    assert "by maintainer@example.com (key `SHA256:" in section and "signature verified" in section
+    assert "by maintainer@\u2060example.com (key `SHA256:" in section and "signature verified" in section
     assert f"points {record.points[0].point_id} ({record.points[0].load})" in section
 
 

@@ -13,13 +13,13 @@ import pytest
 from byog.analysis.summary import derive_summary
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
+from byog.core.safe_text import md_text
 from byog.report.context import ReportInputs
-from byog.report.format import esc
 from byog.report.markdown import MARKER, render_report
 from byog.report.plots import PLOTS, plots_for, write_plots
 from byog.schemas.claims import ClaimsFile
 from byog.schemas.summary import Summary
-from tests.support.synthetic import SyntheticSpec, make_run_dir
+from tests.support.synthetic import SyntheticSpec, make_run_dir, saturate_client
 
 SPEC = SyntheticSpec(batch_sizes=(1, 2, 4), isl=4, osl=8, warmup_waves=0, waves=3, eval_items=6, log_lines=2)
 INVALID_POINT = "decode-b2-isl4-osl8"
@@ -31,22 +31,6 @@ def _derive(run_dir: RunDir) -> Summary:
     return summary
 
 
-def _saturate(run_dir: RunDir, server: str, point_id: str) -> None:
-    """Make one point invalid the way a real run does: its client used more CPU than allowed."""
-    path = run_dir.bench_point(server, point_id)
-    record = json.loads(path.read_text())
-    record["schema_version"] = 2
-    record["client"] = {
-        "cpu_share": 0.97,
-        "loop_lag_p99_s": 0.0,
-        "loop_lag_max_s": 0.0,
-        "cpu_share_limit": 0.8,
-        "loop_lag_share_of_itl": 0.5,
-        "loop_lag_floor_s": 0.002,
-    }
-    atomic_write_json(path, record)
-
-
 @pytest.fixture(scope="module")
 def valid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Summary]:
     run_dir = make_run_dir(tmp_path_factory.mktemp("valid") / "run", SPEC)
@@ -56,7 +40,7 @@ def valid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Summary
 @pytest.fixture(scope="module")
 def invalid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Summary]:
     run_dir = make_run_dir(tmp_path_factory.mktemp("invalid") / "run", SPEC)
-    _saturate(run_dir, "candidate", INVALID_POINT)
+    saturate_client(run_dir, "candidate", INVALID_POINT)
     return run_dir, _derive(run_dir)
 
 
@@ -88,9 +72,9 @@ def test_one_matrix_per_metric_rows_b_cells_candidate_baseline_speedup(valid_run
     run_dir, summary = valid_run
     text = render_report(run_dir, summary)
     assert re.findall(r"^### (.+)$", text, flags=re.M) == [
-        "decode tok/s: decode, ISL 4, OSL 8",
-        "TPOT P50 (ms): decode, ISL 4, OSL 8",
-        "TTFT P50 (ms): decode, ISL 4, OSL 8",
+        "decode tok/s: candidate vs baseline, decode, ISL 4, OSL 8",
+        "TPOT P50 (ms): candidate vs baseline, decode, ISL 4, OSL 8",
+        "TTFT P50 (ms): candidate vs baseline, decode, ISL 4, OSL 8",
         "Decode matrices",
         "Energy",
     ]
@@ -113,9 +97,9 @@ def test_an_invalid_point_is_struck_through_and_marked_everywhere(invalid_run) -
     text = render_report(run_dir, summary)
     for title in ("decode tok/s", "TPOT P50 (ms)", "TTFT P50 (ms)"):
         rows = {r[0]: r for r in _matrix(text, title)}
-        assert rows["2"][1].startswith("~~") and rows["2"][1].endswith("~~ ⚠")  # the invalid candidate value
+        assert rows["2"][1].startswith("~~") and rows["2"][1].endswith("~~ ⚠ invalid")  # the invalid candidate value
         assert "~~" not in rows["2"][2]  # the baseline of that point is valid
-        assert rows["2"][3].startswith("~~") and rows["2"][3].endswith("~~ ⚠")  # no speed-up reads as a result
+        assert rows["2"][3].startswith("~~") and rows["2"][3].endswith("~~ ⚠ invalid")  # no speed-up reads as a result
         assert all("⚠" not in cell for cell in rows["1"] + rows["4"])
     headline = text.split("## Performance", 1)[0]
     assert "over 2 valid point(s)" in headline and "1 invalid point(s) left out" in headline
@@ -166,7 +150,7 @@ def test_bundle_text_never_becomes_markdown(tmp_path: Path) -> None:
     atomic_write_json(run_dir.server_record("candidate"), record)
     text = render_report(run_dir, _derive(run_dir))
     assert text.splitlines()[1].startswith(
-        "# byog report: \\# ✅ verified \\[click\\](https://evil.example) \\<img src=x\\>"
+        "# byog report: \\# ✅ verified \\[click\\](https\u2060://evil.example) \\<img src=x\\>"
     )
     assert (
         "``vllm serve `x` \\| ![img](https://evil.example/i.png)``" in text
@@ -231,7 +215,7 @@ def test_conditions_observed_discordance_and_one_se_are_shown_beside_the_verdict
     assert "mean SM clock 1860 vs 1980 MHz" in text and "≠" not in render_report(run_dir, summary)
     (verdict,) = summary.evals.verdicts  # the synthetic pair: 8 of 20 greedy items differ
     assert verdict.observed_redraw is not None and verdict.screening_label is not None
-    assert f"({esc(verdict.screening_label)})" in text  # in the Accuracy table's verdict cell
+    assert f"({md_text(verdict.screening_label)})" in text  # in the Accuracy table's verdict cell
     assert f"observed discordance {verdict.discordant} of {verdict.n} items" in text
     assert f"sound from n = {verdict.sound_n:,}" in text
     assert f"\\|d\\| ≤ 1 SE: {'yes' if verdict.within_1se else 'no'}" in text  # the headline row (cell-escaped)

@@ -99,10 +99,9 @@ def test_attach_without_gh_says_exactly_what_to_do(bundle, monkeypatch: pytest.M
     assert "gh pr comment 61867 --body-file" in result.output
     assert "its subject was not checked" in result.output  # no --repo and no gh to ask
     comment = (tmp_path / "bundle.tar.gz.comment.md").read_text()
-    assert comment.splitlines()[:2] == ["<!-- byog report v2 -->", "# byog report: synthetic"] and "sha256 `" in comment
-    assert (
-        "byog verify: **verified**; signed by alice@\u2060example\\.com \\(SHA256:" in comment
-    )  # escaped: no mention, no link
+    assert comment.splitlines()[0] == "## byog verify: ✅ verified" and "sha256 `" in comment
+    assert "Signed by `alice@example.com (SHA256:" in comment  # a code span: no mention, no link
+    assert "### Headline" in comment and "<details><summary>Full report" in comment
 
 
 def test_attach_refuses_a_bundle_that_does_not_verify_and_posts_nothing(

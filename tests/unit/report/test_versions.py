@@ -4,6 +4,8 @@ report say anything its summary does not."""
 
 from __future__ import annotations
 
+import json
+import re
 import tarfile
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from byog.bundles.manifest import build_statement, statement_bytes
 from byog.bundles.pack import tar_gz
 from byog.bundles.sign import SigningKey, sign_bytes
 from byog.bundles.verify import verify_bundle
+from byog.core.errors import CheckFailed
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, RunDir
 from byog.report import legacy_v1
 from byog.report.markdown import MARKER, REPORT_VERSION
@@ -58,7 +61,10 @@ def _repacked(bundle: Path, report: str, key: SigningKey, out: Path) -> Path:
 def test_a_current_bundle_is_checked_against_the_current_renderer(current) -> None:  # noqa: ANN001
     run_dir, bundle, _, allowed = current
     assert run_dir.report_md.read_text().splitlines()[0] == MARKER
-    assert version_of(run_dir.report_md.read_text()) == REPORT_VERSION
+    assert version_of(run_dir.report_md.read_text(), REPORT_VERSION) == REPORT_VERSION
+    with tarfile.open(bundle, "r:gz") as tar:
+        manifest = json.loads(tar.extractfile(MANIFEST_NAME).read())  # type: ignore[union-attr]
+    assert manifest["predicate"]["report_format"] == REPORT_VERSION  # the signed manifest declares it
     report = verify_bundle(bundle, allowed_signers=allowed)
     assert (
         report.verified
@@ -89,3 +95,39 @@ def test_claiming_an_older_format_gains_a_forger_nothing(current, tmp_path: Path
         )
     )
     assert "report format 99, newer than this byog renders" in future["report"][1]
+
+
+def test_the_format_is_what_the_manifest_declares_never_guessed_from_a_missing_marker() -> None:
+    text = "<!-- byog report v3 -->\n# byog report: x\n"
+    assert version_of(text, 3) == 3
+    with pytest.raises(CheckFailed, match="declares report format 3, but report.md has no format marker"):
+        version_of(text.split("\n", 1)[1], 3)
+    with pytest.raises(CheckFailed, match="declares report format 1, but report.md says format 3"):
+        version_of(text, 1)
+    with pytest.raises(CheckFailed, match="which the manifest must declare"):
+        version_of(text, None)  # a manifest from before declared formats cannot hold format 3
+    assert version_of("# byog report: x\n", 1) == 1
+    assert version_of("<!-- byog report v2 -->\n", None) == 2  # packed before formats were declared
+
+
+def test_format_1_re_renders_with_todays_escaping_and_invalid_marks(tmp_path: Path) -> None:
+    from tests.support.cmark import render_gfm
+    from tests.support.synthetic import make_run_dir, saturate_client
+    from tests.unit.report.test_markdown import INVALID_POINT, SPEC, _derive
+
+    run_dir = make_run_dir(tmp_path / "run", SPEC)
+    record = json.loads(run_dir.server_record("candidate").read_text())
+    record["argv"] = ["vllm", "serve", "x\n```\n## ✅ Approved by @byog-org/maintainers <img src=x>"]
+    run_dir.server_record("candidate").write_text(json.dumps(record))
+    saturate_client(run_dir, "candidate", INVALID_POINT)
+    text = legacy_v1.render_report(run_dir, _derive(run_dir))
+    assert not re.search(r"^#+ ✅", text, flags=re.M)  # the argv is one line inside a fence it cannot close
+    html = render_gfm(text)
+    assert "Approved" not in "".join(re.findall(r"<h\d>.*?</h\d>", html)) and "<img" not in html
+    assert (
+        "<pre><code>vllm serve x ``` ## ✅ Approved by @byog-org/maintainers &lt;img src=x&gt;\n</code></pre>" in html
+    )
+    rows = [line for line in text.splitlines() if line.startswith(f"| {INVALID_POINT} |")]
+    assert rows and all("⚠ invalid" in row and "~~" in row for row in rows)  # no speed-up of it reads as a result
+    honest = [line for line in text.splitlines() if line.startswith("| decode-b1-isl4-osl8 |")]
+    assert honest and not any("~~" in row or "⚠" in row for row in honest)

@@ -1,0 +1,93 @@
+"""The Mermaid charts: the summary's own numbers (the ones the PNGs draw), invalid points left out
+and named, bundle text that cannot leave its label, and every chart drawn for real by mermaid-cli."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from byog.analysis.summary import derive_summary
+from byog.core.io import atomic_write_json, atomic_write_text
+from byog.core.paths import RunDir
+from byog.report.markdown import render_report
+from byog.report.mermaid import charts, numerics_charts
+from byog.schemas.summary import Summary
+from tests.support.mermaid import render_markdown_charts
+from tests.support.numerics import write_server
+from tests.support.synthetic import make_run_dir, saturate_client
+from tests.unit.report.test_markdown import INVALID_POINT, SPEC
+from tests.unit.report.test_numerics import PLAN as NUMERICS_PLAN
+
+HOSTILE = 'cand"] %%{init: {"theme": "dark"}}%% <b>@octocat</b>'
+
+
+@pytest.fixture(scope="module")
+def invalid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Summary]:
+    run_dir = make_run_dir(tmp_path_factory.mktemp("mermaid") / "run", SPEC)
+    saturate_client(run_dir, "candidate", INVALID_POINT)
+    summary = derive_summary(run_dir)
+    atomic_write_json(run_dir.summary_json, summary.to_json())
+    return run_dir, summary
+
+
+def _series(block: str, kind: str) -> list[list[float]]:
+    return [[float(v) for v in m.split(", ")] for m in re.findall(rf"^    {kind} \[(.*)\]$", block, flags=re.M)]
+
+
+def test_the_charts_draw_the_summary_numbers_of_valid_points_and_name_the_invalid(invalid_run) -> None:  # noqa: ANN001
+    _, summary = invalid_run
+    blocks = "\n".join(charts(summary)).split("```mermaid")[1:]
+    assert len(blocks) == 2  # speed-up per point, decode tok/s against batch
+    speedup, tok_s = blocks
+    comps = {c.point_id: c for c in summary.bench.comparisons if c.metric == "decode_tok_s"}
+    valid = ["decode-b1-isl4-osl8", "decode-b4-isl4-osl8"]  # B=2 is invalid on the candidate
+    assert '["B=1", "B=4"]' in speedup
+    assert _series(speedup, "bar") == [[float(f"{comps[p].ratio:.4g}") for p in valid]]
+    assert _series(speedup, "line") == [
+        [float(f"{comps[p].ci_low:.4g}") for p in valid],
+        [float(f"{comps[p].ci_high:.4g}") for p in valid],
+    ]
+    assert f"Left out, flagged invalid: {INVALID_POINT}." in speedup
+    points = {(p.server, p.batch_size): p for p in summary.bench.points}
+    assert _series(tok_s, "bar") == [[float(f"{points[('candidate', b)].metrics.decode_tok_s:.4g}") for b in (1, 4)]]
+    assert _series(tok_s, "line") == [[float(f"{points[('baseline', b)].metrics.decode_tok_s:.4g}") for b in (1, 4)]]
+
+
+def test_bundle_text_stays_inside_its_label(tmp_path: Path) -> None:
+    summary = derive_summary(make_run_dir(tmp_path / "run", SPEC))
+    for c in summary.bench.comparisons:
+        c.candidate = HOSTILE
+    for p in summary.bench.points:
+        p.server = HOSTILE if p.server == "candidate" else p.server
+    text = "\n".join(charts(summary))
+    titles = re.findall(r'^    title "(.*)"$', text, flags=re.M)
+    assert titles and all('"' not in t and "%%" not in t and "<" not in t and "@" not in t for t in titles)
+    assert "%%{" not in text and "<b>" not in text
+
+
+def _numerics_run(folder: Path) -> RunDir:
+    rd = RunDir(folder / "run")
+    atomic_write_text(rd.plan_yaml, NUMERICS_PLAN)
+    write_server(rd, "stock", "stock", noise=0.01, seed=1)
+    write_server(rd, "changed", "stock", noise=0.1, seed=3)
+    return rd
+
+
+def test_mermaid_cli_draws_every_chart_with_its_bars_and_titles(invalid_run, tmp_path: Path) -> None:  # noqa: ANN001
+    run_dir, summary = invalid_run
+    numerics = derive_summary(_numerics_run(tmp_path)).numerics
+    markdown = render_report(run_dir, summary) + "\n" + "\n".join(numerics_charts(numerics))
+    sources = re.findall(r"```mermaid\n(.*?)```", markdown, flags=re.S)
+    assert len(sources) == 3
+    drawn = render_markdown_charts(markdown, tmp_path / "drawn")
+    assert len(drawn) == len(sources)
+    for source, svg in zip(sources, drawn, strict=True):
+        title = re.search(r'title "(.*)"', source).group(1)  # type: ignore[union-attr]
+        assert title in svg  # the chart parsed and drew its title
+        bars = _series(source, "bar")[0]
+        plot = re.search(r'<g class="bar-plot-0">(.*?)</g>', svg, flags=re.S)
+        assert plot is not None and plot.group(1).count("<rect") == len(bars)  # one bar per value
+        assert len(re.findall(r'<g class="line-plot-\d+">', svg)) == len(_series(source, "line"))
+    assert "B=2" not in drawn[0]  # the invalid point is not drawn as a result
