@@ -208,10 +208,12 @@ def _launch(planned: Planned, name: str) -> dict[str, Any]:
     if config.runtime == "endpoint":
         return {"server": name, "runtime": "endpoint", "url": config.url, "argv": None, "env": {}}
     model = model_as_named(planned.plan.model)
-    if config.runtime == "local" and not config.multi_node:
-        argv = local_vllm_argv(config, model, "127.0.0.1", 0)
-    else:
+    if config.multi_node:
         argv = ["vllm", "serve", *vllm_serve_args(config, model, "<node address>", 0), "<launcher rank flags>"]
+    elif config.runtime == "docker":  # the image's entry point, bridged (or host networking)
+        argv = ["vllm", "serve", *vllm_serve_args(config, model, "0.0.0.0", 0)]
+    else:
+        argv = local_vllm_argv(config, model, "127.0.0.1", 0)
     argv[argv.index("--port") + 1] = "<free port>"
     return {
         "server": name,
