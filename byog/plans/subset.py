@@ -195,7 +195,9 @@ def _digest(image: str | None) -> str | None:
     return image.rsplit("@", 1)[1] if image and "@sha256:" in image else None
 
 
-def _runtime_fields(name: str, bundle: ServerConfig, overrides: Overrides, chosen: dict[str, Any]) -> dict[str, Any]:
+def _runtime_fields(
+    name: str, bundle: ServerConfig, overrides: Overrides, chosen: dict[str, list[str]]
+) -> dict[str, Any]:
     """Runtime, image, url and hosts for one server: the maintainer's, or the safe default."""
     if chosen["url"]:
         return {"runtime": "endpoint", "url": chosen["url"][-1]}
@@ -227,7 +229,7 @@ def _runtime_fields(name: str, bundle: ServerConfig, overrides: Overrides, chose
 def apply_overrides(plan: Plan, overrides: Overrides) -> Plan:
     """The plan as this machine runs it: the bundle's measured settings (flags vetted), the maintainer's runtime."""
     names = list(plan.servers)
-    chosen = {
+    chosen: dict[str, dict[str, list[str]]] = {
         "image": _per_server(overrides.images, names, "--image"),
         "hosts": _per_server(overrides.hosts, names, "--host"),
         "args": _per_server(overrides.server_args, names, "--server-arg"),
