@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # The steps of .github/workflows/byog-verify.yml, as one script that runs anywhere (docs/pr-workflow.md):
-# find the bundle the PR links, fetch it, trust the PR author's SSH signing keys, byog verify it with
-# the project's policy and the PR's claims, re-render its report, write (and on GitHub post) the comment.
+# find the bundle the PR links, fetch it, trust the PR author's SSH signing keys (only theirs: a
+# maintainer's key signs reproductions, never the bundle), byog verify it for this PR (--for REPO#PR)
+# with the project's policy and the PR's claims, re-render its report, write (and on GitHub post) the comment.
 # Exit status = byog verify's (0 verified, 1 failed, 2 usage, 3 environment): the check's result.
 #
 # Inputs (environment):
 #   GITHUB_EVENT_PATH   the event payload (pull_request_target or issue_comment)            required
-#   GITHUB_REPOSITORY, GITHUB_SERVER_URL, GITHUB_RUN_ID, GITHUB_STEP_SUMMARY                 from Actions
+#   GITHUB_REPOSITORY   OWNER/NAME: the bundle must be signed for OWNER/NAME#PR             required
+#   GITHUB_SERVER_URL, GITHUB_RUN_ID, GITHUB_STEP_SUMMARY                                    from Actions
 #   GH_TOKEN            lets the script list the PR's comments, read its claims file, post   optional
 #   BYOG_PR_COMMENTS    a JSON file of the PR's comments instead of asking the API           optional
 #   BYOG_POLICY         the project's policy YAML (from the base branch, never the PR)       optional
 #   BYOG_CLAIMS         a claims YAML file, or BYOG_CLAIMS_PATH: its path in the PR's head   optional
-#   BYOG_MAINTAINERS    GitHub users whose keys also sign reproductions (space-separated)    optional
+#   BYOG_MAINTAINERS    GitHub users whose keys sign reproductions (space-separated)         optional
 #   BYOG_IMAGE_BASE     where the plots were published; default: named, not embedded        optional
 #   BYOG_POST=1         post the comment with gh (edits byog's previous comment)             optional
 #   BYOG_REQUIRE_BUNDLE=1  fail when the PR links no bundle (default: nothing to check, exit 0)
@@ -22,7 +24,8 @@ byog() { ${BYOG:-byog} "$@"; }
 : "${GITHUB_EVENT_PATH:?GITHUB_EVENT_PATH must name the event payload}"
 work=${BYOG_WORK:-$(mktemp -d)}
 mkdir -p "$work"
-repo=${GITHUB_REPOSITORY:-}
+: "${GITHUB_REPOSITORY:?GITHUB_REPOSITORY must name OWNER/NAME: a bundle is verified for one PR of one repository}"
+repo=$GITHUB_REPOSITORY
 pr=$(jq -r '(.pull_request // .issue).number' "$GITHUB_EVENT_PATH")
 
 # 1. The PR's comments: from the API on GitHub, from a file elsewhere.
@@ -50,10 +53,13 @@ for link in $(jq -r '.reproductions[]' "$work/pr.json"); do
   fetch "$link" "$work/bundle.reproduction-$i.tar.gz" || echo "reproduction $link could not be fetched; not shown"
 done
 
-# 4. Allowed signers: the PR author's SSH signing keys from GitHub (and maintainers', for reproductions).
+# 4. Allowed signers, one file per role: the bundle is the PR author's (their SSH signing keys from
+#    GitHub, nobody else's); reproductions are the maintainers' (and the author's own, named as theirs).
 signers="$work/allowed_signers"
 byog keys add "$author" --allowed-signers "$signers"
-for user in ${BYOG_MAINTAINERS:-}; do byog keys add "$user" --allowed-signers "$signers"; done
+reproducers="$work/reproduction_signers"
+cp "$signers" "$reproducers"
+for user in ${BYOG_MAINTAINERS:-}; do byog keys add "$user" --allowed-signers "$reproducers"; done
 
 # 5. The PR's claims file: a local file, or the PR head's file read as data (never executed).
 claims=${BYOG_CLAIMS:-}
@@ -65,9 +71,10 @@ if [ -z "$claims" ] && [ -n "${BYOG_CLAIMS_PATH:-}" ] && [ -n "${GH_TOKEN:-}" ] 
   fi
 fi
 
-# 6. Verify: the check's verdict.
+# 6. Verify: the check's verdict. --for: the bundle's signed subject must be this PR, so a bundle
+#    signed for another PR (or another repository) is not verified here.
 set +e
-byog verify "$work/bundle.tar.gz" --allowed-signers "$signers" ${BYOG_POLICY:+--policy "$BYOG_POLICY"} \
+byog verify "$work/bundle.tar.gz" --for "$repo#$pr" --allowed-signers "$signers" ${BYOG_POLICY:+--policy "$BYOG_POLICY"} \
   ${claims:+--claims "$claims"} --json > "$work/verify.json"
 status=$?
 set -e
@@ -77,7 +84,7 @@ report=()
 note=""
 if [ "$status" = 0 ]; then
   if byog report "$work/bundle.tar.gz" -o "$work/report" --image-base "${BYOG_IMAGE_BASE:-none}" \
-       --allowed-signers "$signers" ${claims:+--claims "$claims"} > "$work/report.log" 2>&1; then
+       --allowed-signers "$reproducers" ${claims:+--claims "$claims"} > "$work/report.log" 2>&1; then
     report=(--report "$work/report/report.md")
   else
     note="byog report failed: $(tail -n 1 "$work/report.log")"

@@ -31,7 +31,6 @@ blank lines as "missing key", so byog never writes blank lines.
 from __future__ import annotations
 
 import base64
-import configparser
 import os
 import re
 import shutil
@@ -42,7 +41,14 @@ from pathlib import Path
 
 from byog.bundles import sshsig
 from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
-from byog.core.settings import SIGNING_KEY_ENV, SIGNING_KEY_PASSPHRASE_ENV, SSH_BACKEND_ENV
+from byog.core.settings import (
+    SIGNING_KEY_ENV,
+    SIGNING_KEY_PASSPHRASE_ENV,
+    SSH_BACKEND_ENV,
+    config_dir,
+    config_file,
+    config_setting,
+)
 
 NAMESPACE = "byog-bundle@v1"
 BACKENDS = ("auto", "ssh-keygen", "python")
@@ -64,26 +70,13 @@ KEY_TYPES = (
 _PUBLIC_KEY = re.compile(r"^(?P<type>[a-z0-9@.-]+) (?P<blob>[A-Za-z0-9+/]+={0,2})(?: [^\r\n]*)?$")
 
 
-def config_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "byog"
-
-
 def default_allowed_signers() -> Path:
     return config_dir() / "allowed_signers"
 
 
 def _signing_setting(name: str) -> tuple[str, Path]:
     """``name`` under [signing] in byog's config file ('' when the file or the setting is absent), and the file."""
-    config_file = config_dir() / "config"
-    if not config_file.is_file():
-        return "", config_file
-    parser = configparser.ConfigParser()
-    try:
-        parser.read(config_file, encoding="utf-8")
-    except configparser.Error as err:
-        raise UsageError(f"{config_file} is not a valid INI file: {err}") from None
-    return parser.get("signing", name, fallback="").strip(), config_file
+    return config_setting("signing", name), config_file()
 
 
 def _configured_backend() -> str:

@@ -117,6 +117,12 @@ def _load_yaml_model(path: Path | None, model: type[BaseModel], what: str) -> An
         raise UsageError(f"{path}: '{where}': {first['msg'].removeprefix('Value error, ')}") from None
 
 
+def load_policy(path: Path | None) -> Policy | None:
+    """A maintainer's --policy file, read as ``byog verify`` reads it."""
+    policy: Policy | None = _load_yaml_model(path, Policy, "policy")
+    return policy
+
+
 def _write_report(ctx: VerifyContext, out_dir: Path, inputs: ReportInputs | None) -> list[str]:
     """report.md and the plots of a verified bundle, from the recomputed summary, into ``out_dir``."""
     summary = derived_summary(ctx)

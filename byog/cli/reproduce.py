@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+import json
 import math
+import shlex
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.text import Text
 
 from byog.analysis.reproduction import DEFAULT_RUN_NOISE
 from byog.bundles.finalize import describe
+from byog.bundles.safe_text import one_line
 from byog.cli.common import AllowedSignersOpt, DataDirOpt, JsonOpt, console, err_console, print_json
 from byog.core.console_tables import TextTable, print_table
-from byog.pipeline.reproduce import DEFAULT_EVAL_ITEMS, DEFAULT_SAMPLE, Reproduced, ReproduceOptions, reproduce
+from byog.images.models import model_as_named
+from byog.pipeline.numerics import references
+from byog.pipeline.reproduce import (
+    DEFAULT_EVAL_ITEMS,
+    DEFAULT_SAMPLE,
+    Planned,
+    Reproduced,
+    ReproduceOptions,
+    plan_reproduction,
+    reproduce,
+)
+from byog.plans.expand import expand_plan
 from byog.plans.subset import Overrides
+from byog.runtimes.launch import local_vllm_argv, redact_env, server_env, vllm_serve_args
+from byog.runtimes.local import cpu_vllm_installed
 from byog.schemas.reproduction import ReproductionRecord
 
 STYLE = {"reproduced": "bold green", "not reproduced": "bold red", "not compared": "yellow"}  # the outcome line
@@ -36,10 +53,32 @@ def reproduce_cmd(
         DEFAULT_EVAL_ITEMS, "--eval-items", min=0, help="Items of each eval task to re-run greedily (0: none)."
     ),
     image: list[str] = typer.Option(
-        [], "--image", help="[SERVER=]IMAGE to run instead of the bundle's (repeatable; a local server becomes docker)."
+        [], "--image", help="[SERVER=]IMAGE: run in docker with this image (repeatable; default: the local runtime)."
     ),
     model_path: str | None = typer.Option(
-        None, "--model-path", help="Serve the model from this path or hub id instead of the plan's."
+        None,
+        "--model-path",
+        help="The model to serve: a path or hub id (needed unless the bundle serves byog's built-in model).",
+    ),
+    host: list[str] = typer.Option(
+        [], "--host", help="[SERVER=]HOST per node, rank 0 first: run that multi-node server over ssh (repeatable)."
+    ),
+    ssh_option: list[str] = typer.Option([], "--ssh-option", help="An extra `ssh` option for --host (repeatable)."),
+    node_python: str | None = typer.Option(None, "--node-python", help="The Python on every node (default: byog's)."),
+    env: list[str] = typer.Option([], "--env", help="[SERVER=]KEY=VALUE in a server's environment (repeatable)."),
+    allow_flag: list[str] = typer.Option(
+        [],
+        "--allow-flag",
+        help="A vllm serve flag (or additional_config.KEY, speculative_config.KEY) the bundle may pass though it is "
+        "not on byog's list, e.g. --allow-flag=--trust-remote-code (repeatable).",
+    ),
+    policy: Path | None = typer.Option(
+        None, "--policy", help="Your policy YAML: the bundle must meet it, and its allowed_image_digests may run."
+    ),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Verify the bundle and print exactly what would run (servers, argv, env, points); run nothing.",
     ),
     server_arg: list[str] = typer.Option(
         [],
@@ -78,11 +117,29 @@ def reproduce_cmd(
         run_dir=run_dir,
         out=out,
         allowed_signers=allowed_signers,
+        policy=policy,
         allow_unsigned=allow_unsigned,
         data_dir=data_dir,
         sign=not no_sign,
-        overrides=Overrides(images=image, model_path=model_path, server_args=server_arg, endpoints=endpoint),
+        overrides=Overrides.from_config(
+            images=image,
+            model_path=model_path,
+            server_args=server_arg,
+            endpoints=endpoint,
+            hosts=host,
+            ssh_options=ssh_option,
+            node_python=node_python,
+            env=env,
+            allow_flags=allow_flag,
+        ),
     )
+    if dry_run:
+        planned = plan_reproduction(bundle, opts)
+        if as_json:
+            print_json(dry_run_json(planned))
+        else:
+            render_dry_run(planned)
+        return
     done = reproduce(bundle, opts, err_console if as_json else console)
     if as_json:
         print_json(
@@ -144,3 +201,82 @@ def render(done: Reproduced) -> None:
     )
     console.print(Text.assemble("outcome: ", (record.outcome, STYLE[record.outcome])))
     console.print(Text(describe(done.packed)), soft_wrap=True)
+
+
+def _launch(planned: Planned, name: str) -> dict[str, Any]:
+    config = planned.plan.servers[name]
+    if config.runtime == "endpoint":
+        return {"server": name, "runtime": "endpoint", "url": config.url, "argv": None, "env": {}}
+    model = model_as_named(planned.plan.model)
+    if config.multi_node:
+        argv = ["vllm", "serve", *vllm_serve_args(config, model, "<node address>", 0), "<launcher rank flags>"]
+    elif config.runtime == "docker":  # the image's entry point, bridged (or host networking)
+        argv = ["vllm", "serve", *vllm_serve_args(config, model, "0.0.0.0", 0)]
+    else:
+        argv = local_vllm_argv(config, model, "127.0.0.1", 0)
+    argv[argv.index("--port") + 1] = "<free port>"
+    return {
+        "server": name,
+        "runtime": config.runtime,
+        "image": config.image,
+        "nodes": config.nodes,
+        "launcher": config.launcher if config.multi_node else None,
+        "hosts": config.hosts,
+        "ssh_options": config.ssh_options,
+        "node_python": config.node_python,
+        "argv": argv,
+        "env": redact_env(server_env(config, cpu_build=config.runtime != "docker" and cpu_vllm_installed())),
+    }
+
+
+def dry_run_json(planned: Planned) -> dict[str, Any]:
+    """Everything a reproduction would start and send, in launch order."""
+    plan = planned.plan
+    points = [p for p in expand_plan(plan) if p.point_id in planned.points]
+    numerics = None
+    if plan.numerics is not None:
+        numerics = {"servers": [s for s in planned.servers if s in references(plan)], **plan.numerics.model_dump()}
+    return {
+        "model": plan.model.path,
+        "servers": [_launch(planned, name) for name in planned.servers],
+        "points": [
+            {"point_id": p.point_id, "servers": list(p.servers), **p.model_dump(include={"isl", "osl", "waves"})}
+            for p in points
+        ],
+        "evals": [{"task": e.task, "items": e.limit, "servers": plan.servers_for(e)} for e in plan.evals],
+        "numerics": numerics,
+        "seed": plan.seeds[0],
+    }
+
+
+def _line(text: str, indent: int = 0) -> None:
+    console.print(Text(" " * indent + one_line(text)), highlight=False, soft_wrap=True)
+
+
+def render_dry_run(planned: Planned) -> None:
+    shown = dry_run_json(planned)
+    _line(f"byog reproduce --dry-run: model {shown['model']}; the servers, in launch order:")
+    for launch in shown["servers"]:
+        if launch["runtime"] == "endpoint":
+            _line(f"{launch['server']}: runtime endpoint, {launch['url']} (nothing launched)", 2)
+            continue
+        where = [f"runtime {launch['runtime']}"]
+        where += [f"image {launch['image']}"] if launch["image"] else []
+        where += [f"{launch['nodes']} nodes ({launch['launcher']})"] if launch["launcher"] else []
+        where += [f"hosts {' '.join(launch['hosts'])}"] if launch["hosts"] else []
+        where += [f"ssh options {shlex.join(launch['ssh_options'])}"] if launch["ssh_options"] else []
+        where += [f"node python {launch['node_python']}"] if launch["node_python"] else []
+        _line(f"{launch['server']}: {', '.join(where)}", 2)
+        _line(f"argv: {shlex.join(launch['argv'])}", 4)
+        _line(f"env: {json.dumps(launch['env'], sort_keys=True)}", 4)
+    for point in shown["points"]:
+        _line(f"point {point['point_id']} (ISL {point['isl']}, OSL {point['osl']}) on {', '.join(point['servers'])}")
+    for spec in shown["evals"]:
+        _line(f"eval {spec['task']}: {spec['items']} item(s) on {', '.join(spec['servers'])}")
+    if numerics := shown["numerics"]:
+        _line(
+            f"numerics on {', '.join(numerics['servers'])}: {numerics['random_prompts']} random prompt(s) of "
+            f"{numerics['random_isl']} tokens, {numerics['dataset_prompts']} {numerics['dataset']} prompt(s) of "
+            f"{numerics['dataset_isl']}, contexts {numerics['contexts']}, {numerics['max_tokens']} tokens each"
+        )
+    _line(f"seed {shown['seed']}; nothing was started (--dry-run)")

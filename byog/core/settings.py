@@ -15,10 +15,16 @@
 | BYOG_TORCH_WHEEL            | a local CPU torch wheel for `byog image build`                            |
 | BYOG_NODE                   | set by byog on every process a node starts, to find and stop them again   |
 | BYOG_DEBUG                  | show tracebacks instead of one-sentence errors                            |
+| XDG_CONFIG_HOME             | where byog's config file is: $XDG_CONFIG_HOME/byog/config                 |
+
+byog's config file (``~/.config/byog/config``, INI) holds the user's own settings: ``[signing]``
+(``byog.bundles.sign``) and ``[reproduce]`` (``byog.plans.subset``: what a reproduction runs on
+this machine).
 """
 
 from __future__ import annotations
 
+import configparser
 import os
 from pathlib import Path
 
@@ -43,6 +49,28 @@ PACKAGED_DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 
 def debug() -> bool:
     return bool(os.environ.get(DEBUG_ENV))
+
+
+def config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "byog"
+
+
+def config_file() -> Path:
+    return config_dir() / "config"
+
+
+def config_setting(section: str, name: str) -> str:
+    """``name`` under ``[section]`` in byog's config file; '' when the file or the setting is absent."""
+    path = config_file()
+    if not path.is_file():
+        return ""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except configparser.Error as err:
+        raise UsageError(f"{path} is not a valid INI file: {err}") from None
+    return parser.get(section, name, fallback="").strip()
 
 
 def cache_dir() -> Path:

