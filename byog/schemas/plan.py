@@ -351,9 +351,28 @@ class NumericsTolerance(Strict):
     floor_kl: float = Field(default=1e-5, ge=0)  # nats: mean KL never counts as drift below this
     diverge_kl: float = Field(default=0.1, gt=0)  # nats: a bucket's mean KL above this diverges
     min_bucket_positions: PositiveInt = 16  # thinner buckets are reported, not judged
+    # the baseline is insensitive when, at the median position, its top-1 token is at most this much
+    # more likely than its k-th (a uniform next-token distribution, as random weights give, has 1.0)
+    flat_head_ratio: float = Field(default=1.05, ge=1.0)
 
     def floor(self, metric: str) -> float:
         return {"mean_abs_dlogprob": self.floor_abs_dlogprob, "mean_kl": self.floor_kl}[metric]
+
+
+class StockVariant(Strict):
+    """A change to the baseline's launch: ``args`` appended to its vLLM arguments (the last value of a
+    flag wins, as in vLLM's parser), ``env`` merged over its environment."""
+
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+def _default_control() -> StockVariant:
+    return StockVariant(args=["--dtype", "float16"])
+
+
+def _default_envelope_variant() -> StockVariant:
+    return StockVariant(args=["--enforce-eager"])
 
 
 class NumericsSpec(Strict):
@@ -375,6 +394,10 @@ class NumericsSpec(Strict):
     seed: int = 0
     conformance: bool = True
     tolerance: NumericsTolerance = Field(default_factory=NumericsTolerance)
+    # the sensitivity control: a change of known size to the baseline that must land beyond the envelope
+    control: StockVariant = Field(default_factory=_default_control)
+    # the stock variant whose distance from the baseline sets the implementation-noise envelope
+    envelope_variant: StockVariant = Field(default_factory=_default_envelope_variant)
 
 
 class ComparisonPair(Strict):
