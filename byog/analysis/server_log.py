@@ -24,7 +24,7 @@ WRAPPER_TYPES = ("EngineDeadError", "EngineGenerateError")
 # Log levels whose lines merely mention an error (a warning quoting "OSError: [Errno 24]").
 NOT_ERRORS = (" WARNING ", " INFO ", " DEBUG ")
 # argparse's refusal of a command line: ``vllm serve: error: argument --dtype: invalid choice: ...``
-ARGPARSE_LINE = re.compile(r"^\S+: error: (\S.*)$")
+ARGPARSE_LINE = re.compile(r"^[^:]+: error: (\S.*)$")
 
 
 def _sentence(line: str) -> str | None:
