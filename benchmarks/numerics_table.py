@@ -9,6 +9,7 @@ tables cannot drift from the data.
     python benchmarks/numerics_table.py                     # every committed run
     python benchmarks/numerics_table.py RUN_DIR [RUN_DIR]   # these run directories
     python benchmarks/numerics_table.py --json              # the derived numerics summary as JSON
+    python benchmarks/numerics_table.py RUN_DIR --variant SERVER   # also: SERVER's pass as the A/A' side
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from byog.analysis.numerics_summary import summarize_numerics  # noqa: E402
+from byog.analysis import numerics as nm  # noqa: E402
+from byog.analysis.numerics_summary import BaselinePasses, summarize_numerics  # noqa: E402
 from byog.core.paths import RunDir  # noqa: E402
 from byog.plans.load import parse_plan  # noqa: E402
 from byog.schemas.numerics import NumericsSummary  # noqa: E402
@@ -101,10 +103,34 @@ def print_run(name: str, numerics: NumericsSummary) -> None:
         )
 
 
+def print_with_variant(run_dir: Path, variant: str) -> None:
+    """The same raw rows with another recorded server of the run as the envelope variant: what the
+    verdicts would read had the plan named that stock variant (its own comparison is left out)."""
+    rd = RunDir(run_dir)
+    plan = parse_plan(rd.plan_yaml.read_text(encoding="utf-8"), str(rd.plan_yaml))
+    tol = plan.numerics.tolerance if plan.numerics else None
+    assert tol is not None, "a plan with a numerics section"
+    others = sorted(p.name for p in (rd.root / "numerics").iterdir() if (p / "record.json").is_file())
+    print(f"\n== {run_dir.name}, re-derived with '{variant}' as the envelope variant")
+    for baseline in dict.fromkeys(b for _, b in plan.comparisons):
+        passes = BaselinePasses(rd, baseline, variant)
+        for other in others:
+            if other in (baseline, variant):
+                continue
+            families = passes.families(rd, other, tol)
+            worst = max(families, key=lambda f: nm.SEVERITY[f.verdict]).verdict
+            per = "; ".join(
+                f.family + " " + " ".join(f"{d.bucket}:{d.distance:.3g}" for d in f.distances if d.judged)
+                for f in families
+            )
+            print(f"   {other:<16} {worst:<24} {per}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", type=Path)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--variant", help="also re-derive with this recorded server as the envelope variant")
     args = parser.parse_args()
     runs = args.runs or sorted(p for p in RESULTS.iterdir() if (p / "plan.yaml").is_file())
     derived = {str(run): derive(run) for run in runs}
@@ -120,6 +146,8 @@ def main() -> int:
             print(f"{run}: no numerics")
         else:
             print_run(Path(run).name, numerics)
+        if args.variant:
+            print_with_variant(Path(run), args.variant)
     return 0
 
 

@@ -122,7 +122,7 @@ def read_conformance_record(run_dir: RunDir, server: str) -> ConformanceRecord:
     return ConformanceRecord.model_validate(migrate("conformance_record", read_json(path), label=str(path)))
 
 
-class _Baseline:
+class BaselinePasses:
     """One baseline's passes, loaded once for all its comparisons: the reference, A/A and A/A' sides."""
 
     def __init__(self, run_dir: RunDir, baseline: str, variant: str | None) -> None:
@@ -143,7 +143,7 @@ class _Baseline:
 def baseline_sensitivity(
     run_dir: RunDir,
     baseline: str,
-    loaded: _Baseline,
+    loaded: BaselinePasses,
     roles: StockRoles | None,
     complete: set[str],
     tolerance: NumericsTolerance,
@@ -191,7 +191,7 @@ def baseline_sensitivity(
 def compare_servers(
     run_dir: RunDir,
     candidate: str,
-    loaded: _Baseline,
+    loaded: BaselinePasses,
     sensitivity: BaselineSensitivity,
     tolerance: NumericsTolerance,
 ) -> NumericsComparison:
@@ -242,14 +242,16 @@ def summarize_numerics(run_dir: RunDir, plan: Plan) -> NumericsSummary | None:
     roles = stock_roles(plan)
     complete = {s for s in [*servers, *derived_servers(plan)] if run_dir.numerics_complete(s)}
     sensitivity: dict[str, BaselineSensitivity] = {}
-    loaded: dict[str, _Baseline] = {}
+    loaded: dict[str, BaselinePasses] = {}
     comparisons = []
     for c, b in pairs:
         if b not in have_numerics:
             continue
         if b not in sensitivity:
             role = roles.get(b)
-            loaded[b] = _Baseline(run_dir, b, role.variant if role is not None and role.variant in complete else None)
+            loaded[b] = BaselinePasses(
+                run_dir, b, role.variant if role is not None and role.variant in complete else None
+            )
             sensitivity[b] = baseline_sensitivity(run_dir, b, loaded[b], role, complete, tolerance)
         if c in have_numerics or not sensitivity[b].sensitive:
             comparisons.append(compare_servers(run_dir, c, loaded[b], sensitivity[b], tolerance))
