@@ -25,6 +25,7 @@ from byog.pipeline.numerics import (
     references,
     run_conformance_checks,
     run_numerics,
+    runs_conformance,
     server_order,
     skipped_as_insensitive,
 )
@@ -53,7 +54,7 @@ def check_plan(
         model = prepare_model(plan.model)
     with sigterm_as_interrupt():
         for name in server_order(plan, numerics=True):
-            if name not in refs or (what == "conformance" and name not in plan.servers):
+            if name not in refs or (what == "conformance" and not runs_conformance(plan, name)):
                 continue
             if what == "numerics" and skipped_as_insensitive(plan, name, rd):
                 why = f": not launched: its baseline '{refs[name]}' is insensitive"

@@ -105,15 +105,20 @@ def skipped_as_insensitive(plan: Plan, server: str, rd: RunDir) -> bool:
     return reference != server and baseline_is_flat(plan, reference, rd)
 
 
+def runs_conformance(plan: Plan, server: str) -> bool:
+    """The plan asks for the conformance suite on this server: a plan server of a comparison, listed if a list is given."""
+    wanted = plan.numerics.conformance if plan.numerics is not None else True
+    listed = server in wanted if isinstance(wanted, list) else wanted
+    return bool(listed) and server in plan.servers and server in references(plan)
+
+
 def numerics_done(plan: Plan, server: str, rd: RunDir) -> bool:
     """Nothing of the numerics section left to run on this server."""
     if plan.numerics is None or server not in references(plan):
         return True
     if skipped_as_insensitive(plan, server, rd):
         return True
-    conformance_done = (
-        not plan.numerics.conformance or server not in plan.servers or rd.conformance_record(server).is_file()
-    )
+    conformance_done = not runs_conformance(plan, server) or rd.conformance_record(server).is_file()
     return rd.numerics_complete(server) and conformance_done
 
 
@@ -251,5 +256,5 @@ def run_numerics_for_server(
         return
     if numerics:
         run_numerics(plan, server, endpoint, rd, data_dir, console)
-    if conformance and server in plan.servers and (plan.numerics is None or plan.numerics.conformance):
+    if conformance and runs_conformance(plan, server):
         run_conformance_checks(plan, server, endpoint, rd, console)

@@ -392,7 +392,7 @@ class NumericsSpec(Strict):
     max_tokens: PositiveInt = 32  # greedy tokens generated per prompt
     top_k: int = Field(default=5, ge=5, le=20)  # vLLM's default --max-logprobs is 20
     seed: int = 0
-    conformance: bool = True
+    conformance: bool | list[str] = True  # or only these servers (a candidate is held to its baseline's)
     tolerance: NumericsTolerance = Field(default_factory=NumericsTolerance)
     # the sensitivity control: a change of known size to the baseline that must land beyond the envelope
     control: StockVariant = Field(default_factory=_default_control)
@@ -458,6 +458,15 @@ class Plan(Strict):
                     raise ValueError(
                         f"numerics: server '{candidate}' is a candidate of two baselines; pair it with one"
                     )
+            if isinstance(self.numerics.conformance, list):
+                for server in self.numerics.conformance:
+                    if server not in self.servers:
+                        raise ValueError(f"numerics.conformance names '{server}', which is not defined under 'servers'")
+                    if baselines.get(server, server) not in self.numerics.conformance:
+                        raise ValueError(
+                            f"numerics.conformance lists the candidate '{server}' without its baseline "
+                            f"'{baselines[server]}', to which it is held"
+                        )
             for candidate in baselines:
                 if candidate in baselines.values():
                     raise ValueError(
