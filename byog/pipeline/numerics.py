@@ -106,7 +106,7 @@ def skipped_as_insensitive(plan: Plan, server: str, rd: RunDir) -> bool:
 
 
 def runs_conformance(plan: Plan, server: str) -> bool:
-    """The plan asks for the conformance suite on this server: a plan server of a comparison, listed if a list is given."""
+    """The plan asks for the conformance suite on this server: a plan server of a comparison (listed, given a list)."""
     wanted = plan.numerics.conformance if plan.numerics is not None else True
     listed = server in wanted if isinstance(wanted, list) else wanted
     return bool(listed) and server in plan.servers and server in references(plan)

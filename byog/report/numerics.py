@@ -104,7 +104,8 @@ def numerics_section(numerics: NumericsSummary | None) -> list[str]:
         lines += [
             "Each server answers the same prompts: every prompt position teacher-forced (prefill) and a greedy output "
             "(decode, compared until the outputs first differ), position by position against the baseline's answers "
-            "sent one request at a time. Envelope per bucket = max(A/A, A/A′, floor): A/A is the baseline against itself "
+            "sent one request at a time. Envelope per bucket = max(A/A, A/A′, floor): A/A is the baseline against "
+            "itself "
             "with all requests at once, A/A′ the plan's stock envelope variant. A candidate's distance is its mean "
             "|Δlogprob| or mean KL in envelopes, whichever is larger; **numerically equivalent** up to "
             f"{tolerance.envelope_factor:g} envelopes, **drifts** beyond, **diverges** when a bucket's mean KL > "
