@@ -183,20 +183,25 @@ def print_numerics(summary: Summary, console: Console) -> None:
         return
     if numerics.comparisons:
         table = TextTable(
-            "numerics, candidate vs baseline (A/A envelope from the baseline under another batch)",
-            ["pair", "verdict", "prefill", "decode", "greedy outputs diverged"],
+            "numerics, candidate vs baseline (envelope: stock against itself under another batch and its variant)",
+            ["pair", "verdict", "prefill", "decode", "max distance (envelopes)", "greedy outputs diverged"],
         )
         for c in numerics.comparisons:
             fams = {f.family: f for f in c.families}
-            div = fams["decode"].candidate_divergence
-            aa_div = fams["decode"].aa_divergence
+            decode = fams.get("decode")
+            div = decode.candidate_divergence if decode else None
+            aa_div = decode.aa_divergence if decode else None
             table.add_row(
                 f"{c.candidate} vs {c.baseline}",
                 c.verdict,
-                fams["prefill"].verdict,
-                fams["decode"].verdict,
+                fams["prefill"].verdict if "prefill" in fams else "—",
+                decode.verdict if decode else "—",
+                f"{c.max_distance:.3g}" if c.max_distance is not None else "—",
                 f"{div.diverged}/{div.prompts} prompts (A/A {aa_div.diverged})" if div and aa_div else "—",
             )
+        for sens in numerics.sensitivity:
+            if not sens.sensitive:
+                table.add_row(f"(baseline {sens.baseline})", "insensitive", "", "", "", sens.reason)
         print_table(console, table)
     for pair in numerics.conformance:
         failed = [r for r in pair.checks if r.outcome == "fail"]
