@@ -169,3 +169,22 @@ def test_verify_recomputes_every_verdict(numerics_run, numerics) -> None:  # noq
     run_dir, _ = numerics_run
     checked = byog("verify", str(run_dir / "bundle.tar.gz"), "--allow-unsigned", cwd=run_dir.parent)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_variant_flag_vllm_refuses_is_one_sentence_and_no_verdict(numerics_run, tmp_path: Path) -> None:  # noqa: ANN001
+    """The finished run, copied with a broken envelope variant: only that server starts (and is refused)."""
+    import shutil
+
+    run_dir, _ = numerics_run
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("bundle.tar.gz", "summary.json", "report.md"))
+    shutil.rmtree(copy / "numerics" / "stock.variant")
+    shutil.rmtree(copy / "servers" / "stock.variant")
+    plan = (copy / "plan.yaml").read_text()
+    (copy / "plan.yaml").write_text(plan.replace('--max-num-batched-tokens, "256"', "--max-num-batched-tokens, lots"))
+    result = byog("check", "numerics", "--run-dir", str(copy), cwd=tmp_path)
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    message = result.stderr.strip().splitlines()[-1]
+    assert "numerics.envelope_variant: the server 'stock.variant' did not start" in message, message
+    assert "vLLM refused its arguments" in message and "lots" in message and "Traceback" not in result.stderr
+    assert not (copy / "summary.json").exists()  # no verdict
