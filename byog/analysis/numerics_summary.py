@@ -9,7 +9,10 @@ baseline's ``alone`` pass (one request at a time) being the reference and the ot
   token path on both servers by construction, over the whole context;
 - ``decode``: the greedy output positions of each prompt before the two outputs first differ.
 
-The A/A run is the same comparison with the baseline's own ``together`` pass as the other side.
+The A/A run is the same comparison with the baseline's own ``together`` pass as the other side,
+the A/A′ run with its envelope variant's (``byog.plans.numerics_roles``); per baseline,
+``baseline_sensitivity`` says whether its comparisons are evidence at all (flat distributions, or
+a control the differential does not see, make them "insensitive").
 Conformance: each server's checks as recorded (the chi-square's pass/fail recomputed from the
 recorded counts and probabilities), and each candidate held to what its baseline passes.
 """

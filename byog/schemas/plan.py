@@ -380,7 +380,9 @@ class NumericsSpec(Strict):
 
     Prompts: ``random_prompts`` random-id prompts of ``random_isl`` tokens, ``dataset_prompts``
     real-text prompts of ``dataset_isl`` tokens, and one real-text prompt per entry of
-    ``contexts`` whose generated tokens end at that context length.
+    ``contexts`` whose generated tokens end at that context length. ``control`` and
+    ``envelope_variant`` are changes to each baseline's launch that byog runs beside it
+    (``byog.plans.numerics_roles``, docs/numerics.md).
     """
 
     random_prompts: NonNegativeInt = 4
