@@ -9,6 +9,7 @@ tables cannot drift from the data.
     python benchmarks/numerics_table.py                     # every committed run
     python benchmarks/numerics_table.py RUN_DIR [RUN_DIR]   # these run directories
     python benchmarks/numerics_table.py --json              # the derived numerics summary as JSON
+    python benchmarks/numerics_table.py RUN_DIR --variant SERVER   # also: SERVER's pass as the A/A' side
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from byog.analysis.numerics import envelope  # noqa: E402
-from byog.analysis.numerics_summary import summarize_numerics  # noqa: E402
+from byog.analysis import numerics as nm  # noqa: E402
+from byog.analysis.numerics_summary import BaselinePasses, summarize_numerics  # noqa: E402
 from byog.core.paths import RunDir  # noqa: E402
 from byog.plans.load import parse_plan  # noqa: E402
 from byog.schemas.numerics import NumericsSummary  # noqa: E402
@@ -42,33 +43,58 @@ def _g(value: float | None) -> str:
 
 def print_run(name: str, numerics: NumericsSummary) -> None:
     tol = numerics.tolerance
-    for c in numerics.comparisons:
+    print(f"\n== {name}")
+    for sens in numerics.sensitivity:
         print(
-            f"\n== {name}: {c.candidate} vs {c.baseline}: {c.verdict}   (passes: baseline {c.baseline_wall_s:.1f} s, "
-            f"candidate {c.candidate_wall_s:.1f} s; plain generation of the same tokens {_g(c.plain_decode_wall_s)} s)"
+            f"   sensitivity of {sens.baseline}: {'sensitive' if sens.sensitive else 'INSENSITIVE'}; {sens.reason}; "
+            f"envelope variant {sens.variant or '(none: A/A only)'}; median p(top-1)/p(top-k) {_g(sens.head_ratio)}, "
+            f"mean p(top-1) {_g(sens.mean_top1_prob)}"
+        )
+        for fam in sens.control_families:
+            dist = " ".join(f"{d.bucket}:{d.distance:.3g}" for d in fam.distances if d.judged)
+            print(f"     control {sens.control} {fam.family}: {fam.verdict}; distance in envelopes {dist}")
+    print(
+        f"\n   {'candidate':<16} {'verdict':<24} {'rule alone':<24} {'max dist':>8}  distance in envelopes per bucket"
+    )
+    for c in numerics.comparisons:
+        per = "; ".join(
+            f.family + " " + " ".join(f"{d.bucket}:{d.distance:.3g}" for d in f.distances if d.judged)
+            for f in c.families
+        )
+        print(f"   {c.candidate:<16} {c.verdict:<24} {c.rule_verdict or '–':<24} {_g(c.max_distance):>8}  {per}")
+    for c in numerics.comparisons:
+        if not c.families:
+            continue
+        print(
+            f"\n-- {c.candidate} vs {c.baseline}: {c.verdict}   (passes: baseline {_g(c.baseline_wall_s)} s, "
+            f"candidate {_g(c.candidate_wall_s)} s; plain generation of the same tokens {_g(c.plain_decode_wall_s)} s)"
         )
         for fam in c.families:
             print(f"  -- {fam.family}: {fam.verdict}" + "".join(f"\n     {r}" for r in fam.reasons))
             if fam.candidate_divergence and fam.aa_divergence:
                 d, a = fam.candidate_divergence, fam.aa_divergence
+                v = fam.variant_divergence
                 print(
                     f"     greedy outputs diverged: {d.diverged}/{d.prompts} prompts (earliest {d.earliest}); "
-                    f"A/A {a.diverged}/{a.prompts} (earliest {a.earliest})"
+                    f"A/A {a.diverged}/{a.prompts}" + (f"; A/A' {v.diverged}/{v.prompts}" if v else "")
                 )
             print(
-                f"     {'positions':>13} {'n':>6} {'|dlp| cand':>10} {'A/A':>9} {'env':>9} {'KL cand':>9} {'A/A':>9} "
-                f"{'env':>9} {'argmax':>7} {'A/A':>6} {'top-k':>6}"
+                f"     {'positions':>13} {'n':>6} {'|dlp| cand':>10} {'A/A':>9} {'A/Av':>9} {'KL cand':>9} {'A/A':>9} "
+                f"{'A/Av':>9} {'dist':>7} {'argmax':>7} {'top-k':>6}"
             )
             aa = {b.start: b for b in fam.aa}
+            var = {b.start: b for b in fam.variant}
+            dist = {d.start: d for d in fam.distances}
             for b in fam.candidate:
-                ref = aa.get(b.start)
-                env = envelope(ref.model_dump(), tol) if ref else {}
+                ref, v, d = aa.get(b.start), var.get(b.start), dist.get(b.start)
                 print(
                     f"     {b.bucket:>13} {b.positions:>6} {_g(b.mean_abs_dlogprob):>10} "
-                    f"{_g(ref.mean_abs_dlogprob) if ref else '–':>9} {_g(env.get('mean_abs_dlogprob')):>9} "
-                    f"{_g(b.mean_kl):>9} {_g(ref.mean_kl) if ref else '–':>9} {_g(env.get('mean_kl')):>9} "
-                    f"{b.argmax_agreement:>7.3f} {ref.argmax_agreement if ref else float('nan'):>6.3f} {b.topk_overlap:>6.3f}"
+                    f"{_g(ref.mean_abs_dlogprob if ref else None):>9} {_g(v.mean_abs_dlogprob if v else None):>9} "
+                    f"{_g(b.mean_kl):>9} {_g(ref.mean_kl if ref else None):>9} {_g(v.mean_kl if v else None):>9} "
+                    f"{_g(d.distance if d else None):>7}{'' if d and d.judged else '*'} "
+                    f"{b.argmax_agreement:>6.3f} {b.topk_overlap:>6.3f}"
                 )
+    print(f"\n   (envelope factor {tol.envelope_factor:g}; * = bucket not judged)")
     for pair in numerics.conformance:
         failed = [f"{r.check} ({r.reason})" for r in pair.checks if r.outcome == "fail"]
         print(
@@ -77,10 +103,34 @@ def print_run(name: str, numerics: NumericsSummary) -> None:
         )
 
 
+def print_with_variant(run_dir: Path, variant: str) -> None:
+    """The same raw rows with another recorded server of the run as the envelope variant: what the
+    verdicts would read had the plan named that stock variant (its own comparison is left out)."""
+    rd = RunDir(run_dir)
+    plan = parse_plan(rd.plan_yaml.read_text(encoding="utf-8"), str(rd.plan_yaml))
+    tol = plan.numerics.tolerance if plan.numerics else None
+    assert tol is not None, "a plan with a numerics section"
+    others = sorted(p.name for p in (rd.root / "numerics").iterdir() if (p / "record.json").is_file())
+    print(f"\n== {run_dir.name}, re-derived with '{variant}' as the envelope variant")
+    for baseline in dict.fromkeys(b for _, b in plan.comparisons):
+        passes = BaselinePasses(rd, baseline, variant)
+        for other in others:
+            if other in (baseline, variant):
+                continue
+            families = passes.families(rd, other, tol)
+            worst = max(families, key=lambda f: nm.SEVERITY[f.verdict]).verdict
+            per = "; ".join(
+                f.family + " " + " ".join(f"{d.bucket}:{d.distance:.3g}" for d in f.distances if d.judged)
+                for f in families
+            )
+            print(f"   {other:<16} {worst:<24} {per}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", type=Path)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--variant", help="also re-derive with this recorded server as the envelope variant")
     args = parser.parse_args()
     runs = args.runs or sorted(p for p in RESULTS.iterdir() if (p / "plan.yaml").is_file())
     derived = {str(run): derive(run) for run in runs}
@@ -96,6 +146,8 @@ def main() -> int:
             print(f"{run}: no numerics")
         else:
             print_run(Path(run).name, numerics)
+        if args.variant:
+            print_with_variant(Path(run), args.variant)
     return 0
 
 

@@ -37,25 +37,36 @@ before that index: after it the two contexts differ.
 **Buckets**: positions are grouped by context position on a log2 scale — ``[0, 64)``,
 ``[64, 128)``, ``[128, 256)``, … — so a long-context defect shows as the last buckets moving.
 
-**The A/A envelope and the verdict** (``verdict``; docs/numerics.md states the same rule). The
-A/A comparison is the baseline against itself under a different batch composition (the
-reference requests sent one at a time, the other requests all at once): it measures the noise
-already in the stock server. With the plan's ``NumericsTolerance`` t, for each bucket b and
-each drift metric m in {mean abs_dlogprob, mean kl}:
+**The envelope, the distance and the verdict** (``verdict``; docs/numerics.md states the same
+rule). Two comparisons of stock against stock measure the noise already in the stock server: the
+A/A run (the baseline under a different batch composition: reference requests sent one at a time,
+the other requests all at once) and the A/A′ run (the plan's envelope variant of the baseline,
+default ``--enforce-eager``, all at once). With the plan's ``NumericsTolerance`` t, for each
+bucket b and each drift metric m in {mean abs_dlogprob, mean kl}:
 
-    envelope[b][m] = max(t.envelope_factor x AA[b][m], t.floor(m))
+    envelope[b][m] = max(AA[b][m], AA′[b][m], t.floor(m) / t.envelope_factor)
+    distance[b]    = max over m of candidate[b][m] / envelope[b][m]      (in envelopes)
 
 - **diverges** when, in any bucket, the candidate's mean kl > ``t.diverge_kl`` (default 0.1
   nats, more than a 4-bit quantisation of a model typically costs): a different distribution,
   not slightly different numbers. Argmax agreement and top-k overlap are reported but do not
   decide: they flip at near-ties under any numerical change (bf16 logits tie often), and a
   flip at a confident position already costs KL (swapping p = 0.7 and 0.2 is 0.25 nats);
-- else **drifts** when any drift metric of any bucket exceeds its envelope;
-- else **numerically equivalent**.
+- else **drifts** when any bucket's distance exceeds ``t.envelope_factor`` (default 2): so a
+  metric below its floor never drifts, whatever stock's own noise (exactly 0 in many buckets);
+- else **numerically equivalent**: within stock's own variant noise.
 
-Only buckets with at least ``t.min_bucket_positions`` positions on both sides take part (a
+Only buckets with at least ``t.min_bucket_positions`` positions on every side take part (a
 bucket of three positions says nothing); the rest are reported and not judged. A comparison's
 verdict is the worse of its two families' (prefill: prompt positions; decode: output positions).
+
+**Sensitivity** (``byog.analysis.numerics_summary``): a verdict is evidence only when this model
+on this server can show a change. The baseline is **insensitive** when its next-token
+distributions are flat (``head_ratio``: the median of p(top-1)/p(top-k) at most
+``t.flat_head_ratio``, default 1.05; a uniform distribution gives exactly 1, random weights at
+vLLM's dummy scale ~1.0000) or when its control (the plan's ``numerics.control``, default
+``--dtype float16``) is judged "numerically equivalent" by the rule above: the differential did
+not see a change of known size. Then every comparison of that baseline reads **insensitive**.
 """
 
 from __future__ import annotations
@@ -72,6 +83,7 @@ from byog.schemas.plan import NumericsTolerance as Tolerance
 RESIDUAL_FLOOR = 1e-12
 FIRST_BUCKET_END = 64  # the first bucket is [0, 64); then powers of two
 DRIFT_METRICS = ("mean_abs_dlogprob", "mean_kl")
+DEFAULT_TOLERANCE = Tolerance()
 SEVERITY: dict[str, int] = {"numerically equivalent": 0, "drifts": 1, "diverges": 2}
 
 
@@ -106,6 +118,18 @@ class PassArrays:
             logprob=np.array([float(r["logprob"]) for r in rows], dtype=np.float64),
             top_ids=np.array([list(r["top_ids"])[:k] for r in rows], dtype=np.int64).reshape(len(rows), k),
             top_logprobs=np.array([list(r["top_logprobs"])[:k] for r in rows], dtype=np.float64).reshape(len(rows), k),
+        )
+
+    @staticmethod
+    def concat(parts: Sequence[PassArrays]) -> PassArrays:
+        k = min((p.k for p in parts), default=0)
+        return PassArrays(
+            np.concatenate([p.prompt for p in parts]),
+            np.concatenate([p.position for p in parts]),
+            np.concatenate([p.token for p in parts]),
+            np.concatenate([p.logprob for p in parts]),
+            np.concatenate([p.top_ids[:, :k] for p in parts]),
+            np.concatenate([p.top_logprobs[:, :k] for p in parts]),
         )
 
     def take(self, index: np.ndarray) -> PassArrays:
@@ -327,38 +351,94 @@ def aggregate(metrics: PositionMetrics) -> list[dict[str, Any]]:
     return rows
 
 
-# --- envelope and verdict --------------------------------------------------------------------
+# --- envelope, distance and verdict ---------------------------------------------------------
 
 
-def envelope(aa_bucket: Mapping[str, Any], tolerance: Tolerance = Tolerance()) -> dict[str, float]:
-    """envelope[m] = max(factor x AA[m], floor[m]) for each drift metric m."""
-    return {m: max(tolerance.envelope_factor * float(aa_bucket[m]), tolerance.floor(m)) for m in DRIFT_METRICS}
+def envelope(
+    aa_bucket: Mapping[str, Any] | None,
+    variant_bucket: Mapping[str, Any] | None,
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
+) -> dict[str, float]:
+    """envelope[m] = max(AA[m], AA'[m], floor[m] / factor) for each drift metric m (a missing side counts 0)."""
+    sides = [b for b in (aa_bucket, variant_bucket) if b is not None]
+    floor = {m: tolerance.floor(m) / tolerance.envelope_factor for m in DRIFT_METRICS}
+    return {m: max([float(b[m]) for b in sides] + [floor[m]]) for m in DRIFT_METRICS}
+
+
+def distances(
+    candidate: Sequence[Mapping[str, Any]],
+    aa: Sequence[Mapping[str, Any]],
+    variant: Sequence[Mapping[str, Any]],
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
+) -> list[dict[str, Any]]:
+    """Per candidate bucket: the envelope, the distance (max over metrics of candidate / envelope) and
+    whether the bucket is judged (the A/A run covers it and neither side is thin)."""
+    aa_by, var_by = {int(r["start"]): r for r in aa}, {int(r["start"]): r for r in variant}
+    out = []
+    for row in candidate:
+        start = int(row["start"])
+        ref, var = aa_by.get(start), var_by.get(start)
+        limits = envelope(ref, var, tolerance)
+        sides = [int(row["positions"])] + [int(b["positions"]) for b in (ref, var) if b is not None]
+        judged = ref is not None and min(sides) >= tolerance.min_bucket_positions
+        out.append(
+            {
+                "bucket": row["bucket"],
+                "start": start,
+                "positions": int(row["positions"]),
+                "judged": judged,
+                "envelope_abs_dlogprob": limits["mean_abs_dlogprob"],
+                "envelope_kl": limits["mean_kl"],
+                "distance": max(float(row[m]) / limits[m] for m in DRIFT_METRICS),
+            }
+        )
+    return out
 
 
 def verdict(
-    candidate: Sequence[Mapping[str, Any]], aa: Sequence[Mapping[str, Any]], tolerance: Tolerance = Tolerance()
+    candidate: Sequence[Mapping[str, Any]],
+    aa: Sequence[Mapping[str, Any]],
+    variant: Sequence[Mapping[str, Any]] = (),
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
 ) -> tuple[Verdict, list[str]]:
     """The rule of the module docstring over bucket rows of one comparison; returns (verdict, reasons).
 
-    Reasons name each bucket and metric that decided the verdict, with the numbers; a bucket
-    the A/A run does not cover, or that is thin on either side, is skipped.
+    Reasons name each bucket that decided the verdict, with the numbers; a bucket the A/A run does
+    not cover, or that is thin on any side, is skipped.
     """
-    by_start = {int(row["start"]): row for row in aa}
+    by_start = {int(row["start"]): row for row in candidate}
     diverging: list[str] = []
     drifting: list[str] = []
-    for row in candidate:
-        ref = by_start.get(int(row["start"]))
-        if ref is None or min(int(row["positions"]), int(ref["positions"])) < tolerance.min_bucket_positions:
+    for d in distances(candidate, aa, variant, tolerance):
+        if not d["judged"]:
             continue
+        row = by_start[d["start"]]
         where = f"positions {row['bucket']}"
         if float(row["mean_kl"]) > tolerance.diverge_kl:
             diverging.append(f"{where}: mean KL {row['mean_kl']:.3g} nats > {tolerance.diverge_kl:g}")
-        limits = envelope(ref, tolerance)
-        for metric in DRIFT_METRICS:
-            if float(row[metric]) > limits[metric]:
-                drifting.append(f"{where}: {metric} {row[metric]:.3g} > envelope {limits[metric]:.3g}")
+        if d["distance"] > tolerance.envelope_factor:
+            drifting.append(
+                f"{where}: {d['distance']:.3g} envelopes (mean |Δlogprob| {row['mean_abs_dlogprob']:.3g}, "
+                f"mean KL {row['mean_kl']:.3g}) > {tolerance.envelope_factor:g}"
+            )
     if diverging:
         return "diverges", diverging
     if drifting:
         return "drifts", drifting
     return "numerically equivalent", []
+
+
+# --- sensitivity -----------------------------------------------------------------------------
+
+
+def head_ratio(arrays: PassArrays) -> float | None:
+    """The median over positions of p(top-1) / p(top-k): 1.0 for a uniform next-token distribution."""
+    if len(arrays.position) == 0 or arrays.k < 2:
+        return None
+    return float(np.median(np.exp(arrays.top_logprobs[:, 0] - arrays.top_logprobs[:, -1])))
+
+
+def mean_top1_prob(arrays: PassArrays) -> float | None:
+    if len(arrays.position) == 0 or arrays.k < 1:
+        return None
+    return float(np.exp(arrays.top_logprobs[:, 0]).mean())

@@ -9,7 +9,10 @@ baseline's ``alone`` pass (one request at a time) being the reference and the ot
   token path on both servers by construction, over the whole context;
 - ``decode``: the greedy output positions of each prompt before the two outputs first differ.
 
-The A/A run is the same comparison with the baseline's own ``together`` pass as the other side.
+The A/A run is the same comparison with the baseline's own ``together`` pass as the other side,
+the A/A′ run with its envelope variant's (``byog.plans.numerics_roles``); per baseline,
+``baseline_sensitivity`` says whether its comparisons are evidence at all (flat distributions, or
+a control the differential does not see, make them "insensitive").
 Conformance: each server's checks as recorded (the chi-square's pass/fail recomputed from the
 recorded counts and probabilities), and each candidate held to what its baseline passes.
 """
@@ -20,9 +23,12 @@ from byog.analysis import numerics as nm
 from byog.analysis.conformance_stats import chi_square, hold_to_baseline
 from byog.core.io import read_json
 from byog.core.paths import RunDir
+from byog.plans.numerics_roles import StockRoles, derived_servers, stock_roles
 from byog.schemas.migrate import migrate
 from byog.schemas.numerics import (
     NUMERICS_COLUMNS,
+    BaselineSensitivity,
+    BucketDistance,
     ConformanceCheck,
     ConformanceComparison,
     ConformanceRecord,
@@ -36,6 +42,7 @@ from byog.schemas.numerics import (
     NumericsComparison,
     NumericsRecord,
     NumericsSummary,
+    RuleVerdict,
 )
 from byog.schemas.plan import NumericsTolerance, Plan
 from byog.schemas.tables import read_columns
@@ -76,21 +83,36 @@ def compare_family(
     family: Family,
     reference: nm.PassArrays,
     aa_other: nm.PassArrays,
+    variant: nm.PassArrays | None,
     candidate: nm.PassArrays,
     tolerance: NumericsTolerance,
 ) -> FamilyComparison:
     aa, aa_div = family_side(family, reference, aa_other)
+    var, var_div = family_side(family, reference, variant) if variant is not None else ([], None)
     cand, cand_div = family_side(family, reference, candidate)
-    verdict, reasons = nm.verdict([b.model_dump() for b in cand], [b.model_dump() for b in aa], tolerance)
+    rows = [b.model_dump() for b in cand], [b.model_dump() for b in aa], [b.model_dump() for b in var]
+    verdict, reasons = nm.verdict(*rows, tolerance=tolerance)
     return FamilyComparison(
         family=family,
         verdict=verdict,
         reasons=reasons,
         candidate=cand,
         aa=aa,
+        variant=var,
+        distances=[BucketDistance(**d) for d in nm.distances(*rows, tolerance=tolerance)],
         candidate_divergence=cand_div,
         aa_divergence=aa_div,
+        variant_divergence=var_div,
     )
+
+
+def _worst(families: list[FamilyComparison]) -> RuleVerdict:
+    return max(families, key=lambda f: nm.SEVERITY[f.verdict]).verdict
+
+
+def _max_distance(families: list[FamilyComparison]) -> float | None:
+    judged = [d.distance for f in families for d in f.distances if d.judged]
+    return max(judged) if judged else None
 
 
 def read_numerics_record(run_dir: RunDir, server: str) -> NumericsRecord:
@@ -103,17 +125,95 @@ def read_conformance_record(run_dir: RunDir, server: str) -> ConformanceRecord:
     return ConformanceRecord.model_validate(migrate("conformance_record", read_json(path), label=str(path)))
 
 
-def compare_servers(run_dir: RunDir, candidate: str, baseline: str, tolerance: NumericsTolerance) -> NumericsComparison:
-    ref, aa = load_pass(run_dir, baseline, REFERENCE_PASS), load_pass(run_dir, baseline, OTHER_PASS)
-    cand = load_pass(run_dir, candidate, OTHER_PASS)
-    families = [compare_family(f, ref[f], aa[f], cand[f], tolerance) for f in FAMILIES]
-    worst = max(families, key=lambda f: nm.SEVERITY[f.verdict]).verdict
-    base_rec, cand_rec = read_numerics_record(run_dir, baseline), read_numerics_record(run_dir, candidate)
+class BaselinePasses:
+    """One baseline's passes, loaded once for all its comparisons: the reference, A/A and A/A' sides."""
+
+    def __init__(self, run_dir: RunDir, baseline: str, variant: str | None) -> None:
+        self.reference = load_pass(run_dir, baseline, REFERENCE_PASS)
+        self.aa = load_pass(run_dir, baseline, OTHER_PASS)
+        self.variant = load_pass(run_dir, variant, OTHER_PASS) if variant is not None else None
+
+    def families(self, run_dir: RunDir, other: str, tolerance: NumericsTolerance) -> list[FamilyComparison]:
+        cand = load_pass(run_dir, other, OTHER_PASS)
+        return [
+            compare_family(
+                f, self.reference[f], self.aa[f], self.variant[f] if self.variant else None, cand[f], tolerance
+            )
+            for f in FAMILIES
+        ]
+
+
+def baseline_sensitivity(
+    run_dir: RunDir,
+    baseline: str,
+    loaded: BaselinePasses,
+    roles: StockRoles | None,
+    complete: set[str],
+    tolerance: NumericsTolerance,
+) -> BaselineSensitivity:
+    """Flat next-token distributions, or a control the differential does not see: insensitive."""
+    reference = nm.PassArrays.concat([loaded.reference[f] for f in FAMILIES])
+    ratio, top1 = nm.head_ratio(reference), nm.mean_top1_prob(reference)
+    variant = roles.variant if roles is not None and roles.variant in complete else None
+    control = roles.control if roles is not None and roles.control in complete else None
+    base = {"baseline": baseline, "head_ratio": ratio, "mean_top1_prob": top1, "variant": variant}
+    if ratio is not None and ratio <= tolerance.flat_head_ratio:
+        return BaselineSensitivity(
+            **base,
+            sensitive=False,
+            control=control,
+            reason=(
+                f"the baseline's next-token distributions are flat (median p(top-1)/p(top-k) {ratio:.4f} "
+                f"<= {tolerance.flat_head_ratio:g}): this model cannot show kernel differences"
+            ),
+        )
+    if control is None:
+        return BaselineSensitivity(
+            **base, sensitive=False, control=None, reason="no sensitivity control ran on this baseline"
+        )
+    families = loaded.families(run_dir, control, tolerance)
+    verdict, distance = _worst(families), _max_distance(families)
+    seen = verdict != "numerically equivalent"
+    shown = f"{distance:.3g} envelopes" if distance is not None else "no judged bucket"
+    return BaselineSensitivity(
+        **base,
+        sensitive=seen,
+        control=control,
+        control_verdict=verdict,
+        control_distance=distance,
+        control_families=families,
+        reason=(
+            f"the control '{control}' lands at {shown} ({verdict})"
+            if seen
+            else f"the control '{control}' lands within the envelope ({shown}): this model on this server "
+            "cannot show a change of that size"
+        ),
+    )
+
+
+def compare_servers(
+    run_dir: RunDir,
+    candidate: str,
+    loaded: BaselinePasses,
+    sensitivity: BaselineSensitivity,
+    tolerance: NumericsTolerance,
+) -> NumericsComparison:
+    baseline = sensitivity.baseline
+    base_rec = read_numerics_record(run_dir, baseline)
+    if not run_dir.numerics_complete(candidate):  # not run: its baseline showed it had nothing to learn
+        return NumericsComparison(
+            candidate=candidate, baseline=baseline, verdict="insensitive", families=[], baseline_wall_s=0.0
+        )
+    families = loaded.families(run_dir, candidate, tolerance)
+    worst = _worst(families)
+    cand_rec = read_numerics_record(run_dir, candidate)
     return NumericsComparison(
         candidate=candidate,
         baseline=baseline,
-        verdict=worst,
+        verdict=worst if sensitivity.sensitive else "insensitive",
+        rule_verdict=worst,
         families=families,
+        max_distance=_max_distance(families),
         candidate_wall_s=sum(p.wall_s for p in cand_rec.passes),
         baseline_wall_s=sum(p.wall_s for p in base_rec.passes),
         plain_decode_wall_s=base_rec.plain_decode_wall_s,
@@ -142,7 +242,22 @@ def summarize_numerics(run_dir: RunDir, plan: Plan) -> NumericsSummary | None:
     if plan.numerics is None and not have_numerics and not have_conformance:
         return None
     tolerance = plan.numerics.tolerance if plan.numerics is not None else NumericsTolerance()
-    comparisons = [compare_servers(run_dir, c, b, tolerance) for c, b in pairs if {c, b} <= have_numerics]
+    roles = stock_roles(plan)
+    complete = {s for s in [*servers, *derived_servers(plan)] if run_dir.numerics_complete(s)}
+    sensitivity: dict[str, BaselineSensitivity] = {}
+    loaded: dict[str, BaselinePasses] = {}
+    comparisons = []
+    for c, b in pairs:
+        if b not in have_numerics:
+            continue
+        if b not in sensitivity:
+            role = roles.get(b)
+            loaded[b] = BaselinePasses(
+                run_dir, b, role.variant if role is not None and role.variant in complete else None
+            )
+            sensitivity[b] = baseline_sensitivity(run_dir, b, loaded[b], role, complete, tolerance)
+        if c in have_numerics or not sensitivity[b].sensitive:
+            comparisons.append(compare_servers(run_dir, c, loaded[b], sensitivity[b], tolerance))
     checks = {s: _conformance_checks(read_conformance_record(run_dir, s)) for s in servers if s in have_conformance}
     conf_servers = [
         ConformanceServer(
@@ -166,5 +281,9 @@ def summarize_numerics(run_dir: RunDir, plan: Plan) -> NumericsSummary | None:
                 )
             )
     return NumericsSummary(
-        tolerance=tolerance, comparisons=comparisons, conformance_servers=conf_servers, conformance=conf_pairs
+        tolerance=tolerance,
+        comparisons=comparisons,
+        sensitivity=list(sensitivity.values()),
+        conformance_servers=conf_servers,
+        conformance=conf_pairs,
     )

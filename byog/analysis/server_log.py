@@ -23,6 +23,8 @@ WRAPPER_PHRASES = ("see root cause above", "for the root cause", "see stack trac
 WRAPPER_TYPES = ("EngineDeadError", "EngineGenerateError")
 # Log levels whose lines merely mention an error (a warning quoting "OSError: [Errno 24]").
 NOT_ERRORS = (" WARNING ", " INFO ", " DEBUG ")
+# argparse's refusal of a command line: ``vllm serve: error: argument --dtype: invalid choice: ...``
+ARGPARSE_LINE = re.compile(r"^[^:]+: error: (\S.*)$")
 
 
 def _sentence(line: str) -> str | None:
@@ -41,15 +43,19 @@ def _is_wrapper(sentence: str) -> bool:
 
 def root_cause(text: str) -> str | None:
     """The last error line since the server last started that is not a wrapper; else the last
-    wrapper; None when the log shows no error line."""
+    wrapper; else the command-line parser's refusal; None when the log shows no error line."""
     lines = text.splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith(SERVER_START_MARKER)]
     found = None
-    for line in reversed(lines[starts[-1] + 1 :] if starts else lines):
+    recent = lines[starts[-1] + 1 :] if starts else lines
+    for line in reversed(recent):
         sentence = _sentence(line)
         if sentence is None:
             continue
         if not _is_wrapper(sentence):
             return sentence
         found = found or sentence
+    if found is None:
+        refused = [m.group(1).strip() for m in map(ARGPARSE_LINE.match, recent) if m]
+        found = f"vLLM refused its arguments: {refused[-1]}" if refused else None
     return found

@@ -136,6 +136,22 @@ def _render_kv(kv: dict[str, Any]) -> None:
         console.print(Text.assemble(("KV caveat:", "yellow"), f" {caveat}"), highlight=False)
 
 
+def _render_numerics_cost(rows: list[dict[str, Any]]) -> None:
+    """The sensitivity control and envelope variant each baseline adds to the numerics section."""
+    for r in rows:
+        if r["extra_launch"]:
+            passes = f" + one numerics pass ({r['pass_s']:.0f} s in --from-run)" if r["pass_s"] is not None else ""
+            cost = f"one more server start (~{r['startup_s']:.0f} s){passes}"
+        else:
+            cost = f"no extra start: it is the plan's server '{r['server']}'"
+        console.print(
+            Text.assemble("numerics ", (r["role"], "bold"), f" of {r['baseline']}: {r['server']}, {cost}"),
+            highlight=False,
+        )
+        if r["command"]:
+            console.print(f"  {r['command']}", highlight=False, soft_wrap=True, markup=False)
+
+
 def render_plan_overview(overview: dict[str, Any]) -> None:
 
     table = TextTable(
@@ -189,6 +205,7 @@ def render_plan_overview(overview: dict[str, Any]) -> None:
                 console.print(line, highlight=False, soft_wrap=True, markup=False)
     _render_kv(overview["kv_cache"])
     console.print("pairs: " + ", ".join(f"{c} vs {b}" for c, b in overview["pairs"]), highlight=False)
+    _render_numerics_cost(overview.get("numerics") or [])
     tiers = TextTable(
         "tiers: bench wall time and GPU-hours (evals not timed; without --from-run, guesses of "
         f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and {STARTUP_GUESS_S:.0f} s start-up per server)",

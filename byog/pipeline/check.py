@@ -20,10 +20,18 @@ from byog.core.io import atomic_write_json
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
 from byog.pipeline.derive import derive_and_write
-from byog.pipeline.numerics import references, run_conformance_checks, run_numerics, server_order
+from byog.pipeline.numerics import (
+    launch_for_numerics,
+    references,
+    run_conformance_checks,
+    run_numerics,
+    runs_conformance,
+    server_order,
+    skipped_as_insensitive,
+)
 from byog.pipeline.run import open_run_dir, print_numerics
-from byog.pipeline.runtimes import runtime_for
 from byog.pipeline.signals import sigterm_as_interrupt
+from byog.plans.numerics_roles import launch_config
 from byog.schemas.summary import Summary
 
 What = Literal["numerics", "conformance"]
@@ -46,15 +54,19 @@ def check_plan(
         model = prepare_model(plan.model)
     with sigterm_as_interrupt():
         for name in server_order(plan, numerics=True):
-            if name not in refs:
+            if name not in refs or (what == "conformance" and not runs_conformance(plan, name)):
+                continue
+            if what == "numerics" and skipped_as_insensitive(plan, name, rd):
+                why = f": not launched: its baseline '{refs[name]}' is insensitive"
+                console.print(Text.assemble((name, "bold"), why))
                 continue
             done = rd.numerics_complete(name) if what == "numerics" else rd.conformance_record(name).is_file()
             if done:
                 console.print(Text.assemble((name, "bold"), f": {what} already complete; not launched"))
                 continue
-            config = plan.servers[name]
+            config = launch_config(plan, name)
             with console.status(f"[bold]{name}[/]: starting vLLM ({config.runtime} runtime)…"):
-                server = runtime_for(config).launch(name, config, model, rd.server_dir(name))
+                server = launch_for_numerics(plan, name, model, rd)
             try:
                 if what == "numerics":
                     run_numerics(plan, name, server.endpoint, rd, data_dir, console)

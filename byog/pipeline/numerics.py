@@ -18,14 +18,18 @@ from typing import Literal
 from rich.console import Console
 from rich.text import Text
 
-from byog.analysis.numerics_summary import read_conformance_record, read_numerics_record
+from byog.analysis import numerics as nm
+from byog.analysis.numerics_summary import REFERENCE_PASS, load_pass, read_conformance_record, read_numerics_record
+from byog.analysis.server_log import root_cause
 from byog.bench.prompts import ServerTokenizer, build_prompts
-from byog.core.errors import UsageError
+from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_json
 from byog.core.paths import RunDir
 from byog.correctness.conformance import run_conformance
 from byog.correctness.differential import TokenPath, plain_decode_wall_s, run_pass
 from byog.correctness.prompts import NamedPrompt, build_prompt_set
+from byog.pipeline.runtimes import runtime_for
+from byog.plans.numerics_roles import derived_servers, launch_config, stock_roles
 from byog.schemas.numerics import (
     ConformanceCheck,
     ConformanceRecord,
@@ -36,32 +40,85 @@ from byog.schemas.numerics import (
     write_numerics_rows,
 )
 from byog.schemas.plan import NumericsSpec, Plan
-from byog.schemas.server import Endpoint
+from byog.schemas.server import Endpoint, PreparedModel, RunningServer
 
 BASELINE_PASSES: tuple[PassName, ...] = ("alone", "together")
 CANDIDATE_PASSES: tuple[PassName, ...] = ("together",)
 
 
 def references(plan: Plan) -> dict[str, str]:
-    """server -> the server whose token path it is scored on: a baseline itself, a candidate its baseline."""
+    """server -> the server whose token path it is scored on: a baseline itself, a candidate, control or
+    envelope variant its baseline."""
     refs = {baseline: baseline for _, baseline in plan.comparisons}
     refs.update({candidate: baseline for candidate, baseline in plan.comparisons})
+    for role in stock_roles(plan).values():
+        for name in (role.control, role.variant):
+            if name is not None:
+                refs.setdefault(name, role.baseline)
     return refs
 
 
 def server_order(plan: Plan, numerics: bool | None = None) -> list[str]:
-    """The plan's servers; with numerics (default: when the plan has a numerics section) each
-    baseline of a comparison comes before its candidates, otherwise plan order."""
-    refs = references(plan) if (plan.numerics is not None if numerics is None else numerics) else {}
+    """The servers to launch; with numerics (default: when the plan has a numerics section) each
+    baseline of a comparison first, then the controls and envelope variants byog derives, then the
+    rest in plan order; otherwise the plan's servers in plan order."""
+    with_numerics = plan.numerics is not None if numerics is None else numerics
+    refs = references(plan) if with_numerics else {}
     first = [s for s in plan.servers if refs.get(s, s) == s]
-    return first + [s for s in plan.servers if s not in first]
+    derived = list(derived_servers(plan)) if with_numerics else []
+    return first + derived + [s for s in plan.servers if s not in first]
+
+
+def launch_for_numerics(plan: Plan, name: str, model: PreparedModel, rd: RunDir) -> RunningServer:
+    """Start a server of the numerics section; a control or envelope variant vLLM refuses is bad input,
+    said in vLLM's own words (the run directory keeps what finished, and a rerun resumes)."""
+    config = launch_config(plan, name)
+    try:
+        return runtime_for(config).launch(name, config, model, rd.server_dir(name))
+    except ByogError as err:
+        if name in plan.servers or plan.numerics is None:
+            raise
+        log = rd.server_dir(name) / "server.log"
+        reason = root_cause(log.read_text(encoding="utf-8", errors="replace")) if log.is_file() else None
+        roles = [
+            (w, n)
+            for r in stock_roles(plan).values()
+            for w, n in (("control", r.control), ("envelope_variant", r.variant))
+        ]
+        what = next((f"numerics.{w}" for w, n in roles if n == name), "numerics")
+        first = str(err).splitlines()[0]
+        raise UsageError(f"{what}: the server '{name}' did not start: {reason or first}; no verdict") from None
+
+
+def baseline_is_flat(plan: Plan, baseline: str, rd: RunDir) -> bool:
+    """The baseline's reference pass shows flat next-token distributions: no other server has anything to show."""
+    if not rd.numerics_complete(baseline):
+        return False
+    tolerance = (plan.numerics or NumericsSpec()).tolerance
+    ratio = nm.head_ratio(nm.PassArrays.concat(list(load_pass(rd, baseline, REFERENCE_PASS).values())))
+    return ratio is not None and ratio <= tolerance.flat_head_ratio
+
+
+def skipped_as_insensitive(plan: Plan, server: str, rd: RunDir) -> bool:
+    """A control, variant or candidate whose baseline is flat: its numerics would be no evidence."""
+    reference = references(plan).get(server, server)
+    return reference != server and baseline_is_flat(plan, reference, rd)
+
+
+def runs_conformance(plan: Plan, server: str) -> bool:
+    """The plan asks for the conformance suite on this server: a plan server of a comparison (listed, given a list)."""
+    wanted = plan.numerics.conformance if plan.numerics is not None else True
+    listed = server in wanted if isinstance(wanted, list) else wanted
+    return bool(listed) and server in plan.servers and server in references(plan)
 
 
 def numerics_done(plan: Plan, server: str, rd: RunDir) -> bool:
     """Nothing of the numerics section left to run on this server."""
     if plan.numerics is None or server not in references(plan):
         return True
-    conformance_done = not plan.numerics.conformance or rd.conformance_record(server).is_file()
+    if skipped_as_insensitive(plan, server, rd):
+        return True
+    conformance_done = not runs_conformance(plan, server) or rd.conformance_record(server).is_file()
     return rd.numerics_complete(server) and conformance_done
 
 
@@ -195,9 +252,9 @@ def run_numerics_for_server(
     conformance: bool = True,
 ) -> None:
     """What ``byog run`` calls for each launched server when the plan has a numerics section."""
-    if server not in references(plan):
+    if server not in references(plan) or skipped_as_insensitive(plan, server, rd):
         return
     if numerics:
         run_numerics(plan, server, endpoint, rd, data_dir, console)
-    if conformance and (plan.numerics is None or plan.numerics.conformance):
+    if conformance and runs_conformance(plan, server):
         run_conformance_checks(plan, server, endpoint, rd, console)

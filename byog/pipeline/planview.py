@@ -27,6 +27,7 @@ from byog.pipeline.eval_power import eval_power_rows, eval_prior
 from byog.plans.expand import check_plan_fits, expand_plan, probe_point, search_workloads
 from byog.plans.kv_memory import check_kv_fits, kv_shape, plan_kv, server_kv_settings
 from byog.plans.load import load_plan, parse_plan
+from byog.plans.numerics_roles import derived_servers, launch_config, stock_roles
 from byog.plans.tiers import TIERS, apply_tier, eval_items, find_placeholders
 from byog.runtimes.cluster import describe_cluster
 from byog.runtimes.launch import local_vllm_argv, server_env, vllm_serve_args
@@ -43,7 +44,7 @@ TTFT_GUESS_S = 0.100
 
 def launch_command(plan: Plan, server: str) -> str:
     """The command that starts this server (from the runtimes' own argv builder)."""
-    config = plan.servers[server]
+    config = launch_config(plan, server)
     model = PreparedModel(
         path=plan.model.path,
         served_name=plan.model.served_name or plan.model.path,
@@ -182,6 +183,46 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> dict[str, Any]:
     }
 
 
+def numerics_cost(plan: Plan, from_run: Path | None = None) -> list[dict[str, Any]]:
+    """Per baseline: the control and envelope variant byog adds, and what they cost beyond the plan's servers.
+
+    Each derived server is one start-up plus one ``together`` pass over the baseline's prompts; with
+    ``--from-run`` both come from that run (the derivative's own start-up and pass, else the baseline's
+    ``together`` pass), else the start-up guess and no pass estimate.
+    """
+    roles = stock_roles(plan)
+    derived = derived_servers(plan)
+    folder = RunDir(from_run) if from_run else None
+    startup = _measured(from_run)["startup"] if from_run else {}
+    rows = []
+    for role in roles.values():
+        for what, name in (("control", role.control), ("envelope variant", role.variant)):
+            if name is None:
+                continue
+            pass_s = None
+            if folder is not None:
+                for source in (name, role.baseline):
+                    record = folder.numerics_record(source)
+                    if record.is_file():
+                        passes = read_json(record).get("passes") or []
+                        pass_s = next((float(p["wall_s"]) for p in passes if p.get("name") == "together"), None)
+                        break
+            rows.append(
+                {
+                    "baseline": role.baseline,
+                    "role": what,
+                    "server": name,
+                    "extra_launch": name in derived,
+                    "command": launch_command(plan, name) if name in derived else None,
+                    "startup_s": startup.get(name, startup.get(role.baseline, STARTUP_GUESS_S))
+                    if name in derived
+                    else 0.0,
+                    "pass_s": pass_s,
+                }
+            )
+    return rows
+
+
 def tier_estimates(plan: Plan, from_run: Any = None) -> list[dict[str, Any]]:
     """For each tier: bench points, servers, GPUs, estimated wall time and GPU-hours (bench only)."""
     rows = []
@@ -296,4 +337,5 @@ def plan_overview(
         "per_node_launch": per_node_launches(cut, gpus_per_node),
         "evals": eval_power_rows(plan, prior_run),
         "eval_prior": prior_text,
+        "numerics": numerics_cost(cut, from_run),
     }

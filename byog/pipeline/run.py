@@ -34,12 +34,12 @@ from byog.evals.runner import run_evals_for_server
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import check_model_reference, prepare_model
 from byog.pipeline.derive import derive_and_write
-from byog.pipeline.numerics import numerics_done, run_numerics_for_server, server_order
+from byog.pipeline.numerics import launch_for_numerics, numerics_done, run_numerics_for_server, server_order
 from byog.pipeline.planview import check_plan_kv
-from byog.pipeline.runtimes import runtime_for
 from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.expand import check_plan_fits, expand_plan
 from byog.plans.load import load_plan, parse_plan
+from byog.plans.numerics_roles import check_stock_roles, launch_config
 from byog.plans.tiers import apply_tier, require_no_placeholders, tiered_plan_yaml
 from byog.report.format import struck
 from byog.schemas.manifest import subject_arg
@@ -85,6 +85,7 @@ def _check_before_start(plan: Plan, plan_ref: str | None) -> None:
     try:
         check_plan_fits(plan)
         check_plan_kv(plan)
+        check_stock_roles(plan)
     except UsageError as err:
         raise UsageError(f"{where}: {err}") from None
 
@@ -103,7 +104,8 @@ def launch_rounds(plan: Plan) -> list[tuple[int, str]]:
     each baseline of a comparison before its candidates: ``server_order``)."""
     rounds = max(plan.launches_of(name) for name in plan.servers)
     order = server_order(plan)
-    return [(launch, name) for launch in range(1, rounds + 1) for name in order if launch <= plan.launches_of(name)]
+    launches = {name: plan.launches_of(name) if name in plan.servers else 1 for name in order}
+    return [(launch, name) for launch in range(1, rounds + 1) for name in order if launch <= launches[name]]
 
 
 def _label(name: str, rd: RunDir) -> str:
@@ -113,10 +115,10 @@ def _label(name: str, rd: RunDir) -> str:
 def run_server(
     plan: Plan, name: str, model: PreparedModel, rd: RunDir, data_dir: Path | None, console: Console
 ) -> None:
-    config = plan.servers[name]
+    config = launch_config(plan, name)
     label = _label(name, rd)
     with console.status(Text.assemble((label, "bold"), f": starting vLLM ({config.runtime} runtime)…")):
-        server: RunningServer = runtime_for(config).launch(name, config, model, rd.server_dir(name))
+        server: RunningServer = launch_for_numerics(plan, name, model, rd)
     try:
         console.print(Text.assemble((label, "bold"), f": up at {server.endpoint.base_url}"))
         run_bench_for_server(plan, name, server, rd, console, data_dir=data_dir)
@@ -181,20 +183,25 @@ def print_numerics(summary: Summary, console: Console) -> None:
         return
     if numerics.comparisons:
         table = TextTable(
-            "numerics, candidate vs baseline (A/A envelope from the baseline under another batch)",
-            ["pair", "verdict", "prefill", "decode", "greedy outputs diverged"],
+            "numerics, candidate vs baseline (envelope: stock against itself under another batch and its variant)",
+            ["pair", "verdict", "prefill", "decode", "max distance (envelopes)", "greedy outputs diverged"],
         )
         for c in numerics.comparisons:
             fams = {f.family: f for f in c.families}
-            div = fams["decode"].candidate_divergence
-            aa_div = fams["decode"].aa_divergence
+            decode = fams.get("decode")
+            div = decode.candidate_divergence if decode else None
+            aa_div = decode.aa_divergence if decode else None
             table.add_row(
                 f"{c.candidate} vs {c.baseline}",
                 c.verdict,
-                fams["prefill"].verdict,
-                fams["decode"].verdict,
+                fams["prefill"].verdict if "prefill" in fams else "—",
+                decode.verdict if decode else "—",
+                f"{c.max_distance:.3g}" if c.max_distance is not None else "—",
                 f"{div.diverged}/{div.prompts} prompts (A/A {aa_div.diverged})" if div and aa_div else "—",
             )
+        for sens in numerics.sensitivity:
+            if not sens.sensitive:
+                table.add_row(f"(baseline {sens.baseline})", "insensitive", "", "", "", sens.reason)
         print_table(console, table)
     for pair in numerics.conformance:
         failed = [r for r in pair.checks if r.outcome == "fail"]

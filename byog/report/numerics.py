@@ -17,7 +17,6 @@ from byog.core.paths import RunDir
 from byog.core.safe_text import md_text
 from byog.report.format import fixed, num, table
 from byog.schemas.numerics import FamilyComparison, NumericsBucket, NumericsSummary
-from byog.schemas.plan import NumericsTolerance
 
 NUMERICS_PLOT = "numerics_divergence.png"
 FAMILY_LABEL = {
@@ -26,29 +25,69 @@ FAMILY_LABEL = {
 }
 
 
-def _bucket_rows(family: FamilyComparison, tolerance: NumericsTolerance) -> list[list[str]]:
+def _bucket_rows(family: FamilyComparison) -> list[list[str]]:
     aa = {b.start: b for b in family.aa}
+    variant = {b.start: b for b in family.variant}
+    dist = {d.start: d for d in family.distances}
     rows = []
     for b in family.candidate:
-        ref = aa.get(b.start)
-        env = nm.envelope(ref.model_dump(), tolerance) if ref is not None else {}
-        thin = ref is None or min(b.positions, ref.positions) < tolerance.min_bucket_positions
+        ref, var, d = aa.get(b.start), variant.get(b.start), dist.get(b.start)
         rows.append(
             [
                 b.bucket,
-                num(b.positions) + (" (not judged)" if thin else ""),
+                num(b.positions) + ("" if d is not None and d.judged else " (not judged)"),
                 num(b.mean_abs_dlogprob, 3),
                 num(ref.mean_abs_dlogprob, 3) if ref else "–",
-                num(env.get("mean_abs_dlogprob"), 3),
+                num(var.mean_abs_dlogprob, 3) if var else "–",
                 num(b.mean_kl, 3),
                 num(ref.mean_kl, 3) if ref else "–",
-                num(env.get("mean_kl"), 3),
+                num(var.mean_kl, 3) if var else "–",
+                f"**{num(d.distance, 3)}**" if d is not None else "–",
                 fixed(b.argmax_agreement, 3),
-                fixed(ref.argmax_agreement, 3) if ref else "–",
                 fixed(b.topk_overlap, 3),
             ]
         )
     return rows
+
+
+def _sensitivity_lines(numerics: NumericsSummary) -> list[str]:
+    rows = [
+        [
+            s.baseline,
+            "yes" if s.sensitive else "**no: insensitive**",
+            s.control or "–",
+            s.control_verdict or "–",
+            num(s.control_distance, 3),
+            s.variant or "A/A only",
+            fixed(s.head_ratio, 4),
+            s.reason,
+        ]
+        for s in numerics.sensitivity
+    ]
+    if not rows:
+        return []
+    return [
+        "### Sensitivity",
+        "",
+        "A verdict is evidence only when the differential sees a change of known size on this model and server: the "
+        "control (the baseline with the plan's `numerics.control`) must land beyond the envelope, and the baseline's "
+        "next-token distributions must not be flat (p(top-1)/p(top-k) is 1 for a uniform distribution). Otherwise "
+        "every comparison of that baseline reads **insensitive**: no evidence either way.",
+        "",
+        *table(
+            [
+                "Baseline",
+                "Sensitive",
+                "Control",
+                "Control verdict",
+                "Control distance (envelopes)",
+                "Envelope variant",
+                "p(top-1)/p(top-k)",
+                "Why",
+            ],
+            rows,
+        ),
+    ]
 
 
 def _divergence(family: FamilyComparison) -> str:
@@ -74,10 +113,13 @@ def numerics_section(numerics: NumericsSummary | None, report_format: int = 3) -
         lines += [
             "Each server answers the same prompts: every prompt position teacher-forced (prefill) and a greedy output "
             "(decode, compared until the outputs first differ), position by position against the baseline's answers "
-            "sent one request at a time; the A/A run is the baseline against itself with all requests at once. "
-            f"Envelope = max({tolerance.envelope_factor:g} × A/A, floor) per bucket; **drifts** past it, **diverges** "
-            f"when a bucket's mean KL > {tolerance.diverge_kl:g} nats (docs/numerics.md). KL: on the shared top-k "
-            "support with the rest lumped, a lower bound of the true KL.",
+            "sent one request at a time. Envelope per bucket = max(A/A, A/A′, floor): A/A is the baseline against "
+            "itself "
+            "with all requests at once, A/A′ the plan's stock envelope variant. A candidate's distance is its mean "
+            "|Δlogprob| or mean KL in envelopes, whichever is larger; **numerically equivalent** up to "
+            f"{tolerance.envelope_factor:g} envelopes, **drifts** beyond, **diverges** when a bucket's mean KL > "
+            f"{tolerance.diverge_kl:g} nats (docs/numerics.md). KL: on the shared top-k support with the rest lumped, "
+            "a lower bound of the true KL.",
             "",
         ]
         rows = []
@@ -87,9 +129,10 @@ def numerics_section(numerics: NumericsSummary | None, report_format: int = 3) -
                 [
                     f"{md_text(c.candidate)} vs {md_text(c.baseline)}",
                     f"**{c.verdict}**",
-                    fams["prefill"].verdict,
-                    fams["decode"].verdict,
-                    _divergence(fams["decode"]),
+                    fams["prefill"].verdict if "prefill" in fams else "–",
+                    fams["decode"].verdict if "decode" in fams else "–",
+                    num(c.max_distance, 3),
+                    _divergence(fams["decode"]) if "decode" in fams else "–",
                     fixed(c.baseline_wall_s, 1),
                     fixed(c.candidate_wall_s, 1),
                     fixed(c.plain_decode_wall_s, 1),
@@ -101,6 +144,7 @@ def numerics_section(numerics: NumericsSummary | None, report_format: int = 3) -
                 "Verdict",
                 "Prefill",
                 "Decode",
+                "Max distance (envelopes)",
                 "Greedy outputs diverged",
                 "Baseline passes (s)",
                 "Candidate pass (s)",
@@ -113,6 +157,7 @@ def numerics_section(numerics: NumericsSummary | None, report_format: int = 3) -
             "logprobs, the yardstick for what the numerics passes cost.",
             "",
         ]
+        lines += _sensitivity_lines(numerics)
         for c in numerics.comparisons:
             for family in c.families:
                 pair = f"{md_text(c.candidate)} vs {md_text(c.baseline)}"
@@ -124,15 +169,15 @@ def numerics_section(numerics: NumericsSummary | None, report_format: int = 3) -
                         "n",
                         "mean |Δlogprob|",
                         "A/A",
-                        "envelope",
+                        "A/A′",
                         "mean KL",
                         "A/A",
-                        "envelope",
+                        "A/A′",
+                        "distance (envelopes)",
                         "argmax agree",
-                        "A/A",
                         "top-k overlap",
                     ],
-                    _bucket_rows(family, tolerance),
+                    _bucket_rows(family),
                 )
         lines += [f"Per-position divergence against the A/A envelope: plots/{NUMERICS_PLOT}.", ""]
     if numerics.conformance_servers:
@@ -185,7 +230,9 @@ def plot_numerics(run_dir: RunDir, numerics: NumericsSummary, save: Any) -> None
     floor = 1e-7
     for ax, family in zip(axes, ("prefill", "decode")):
         for i, c in enumerate(numerics.comparisons):
-            fam = next(f for f in c.families if f.family == family)
+            fam = next((f for f in c.families if f.family == family), None)
+            if fam is None:
+                continue
             ref = load_pass(run_dir, c.baseline, REFERENCE_PASS)[family]
             for label, server, color in (
                 (f"A/A ({c.baseline})", c.baseline, "black"),
@@ -208,8 +255,13 @@ def plot_numerics(run_dir: RunDir, numerics: NumericsSummary, save: Any) -> None
                 ax.plot(xs, ys, color=color, label=f"{label}: bucket mean", **style)
             if i == 0:
                 xs, aa_ys = _step(fam.aa, [max(b.mean_abs_dlogprob or 0.0, floor) for b in fam.aa])
+                variant = {v.start: v.model_dump() for v in fam.variant}
                 _, env_ys = _step(
-                    fam.aa, [max(nm.envelope(b.model_dump(), tolerance)["mean_abs_dlogprob"], floor) for b in fam.aa]
+                    fam.aa,
+                    [
+                        max(nm.envelope(b.model_dump(), variant.get(b.start), tolerance)["mean_abs_dlogprob"], floor)
+                        for b in fam.aa
+                    ],
                 )
                 ax.fill_between(xs, aa_ys, env_ys, color="tab:green", alpha=0.15)
                 ax.plot(xs, env_ys, color="tab:green", linestyle=":", linewidth=1.5, label="A/A envelope")

@@ -31,7 +31,9 @@ NUMERICS_SCHEMA_VERSION = 1
 
 PassName = Literal["alone", "together"]
 Family = Literal["prefill", "decode"]
-NumericsVerdict = Literal["numerically equivalent", "drifts", "diverges"]
+RuleVerdict = Literal["numerically equivalent", "drifts", "diverges"]
+# insensitive: this model on this server cannot show kernel differences (no evidence either way)
+NumericsVerdict = Literal["numerically equivalent", "drifts", "diverges", "insensitive"]
 ConformanceOutcome = Literal["pass", "fail", "not held"]
 
 
@@ -112,24 +114,56 @@ class DivergenceStats(Derived):
     first_divergence: dict[str, int | None] = Field(default_factory=dict)  # prompt -> output index
 
 
+class BucketDistance(Derived):
+    """A candidate bucket against the envelope (``byog.analysis.numerics.distances``)."""
+
+    bucket: str
+    start: int
+    positions: int
+    judged: bool  # covered by the A/A run and no side thinner than min_bucket_positions
+    envelope_abs_dlogprob: float
+    envelope_kl: float
+    distance: float  # max over the drift metrics of candidate / envelope, in envelopes
+
+
 class FamilyComparison(Derived):
     """One family of positions: ``prefill`` (teacher-forced prompt positions) or ``decode`` (greedy output
     positions before the first divergence)."""
 
     family: Family
-    verdict: NumericsVerdict
+    verdict: RuleVerdict
     reasons: list[str]
     candidate: list[NumericsBucket]
     aa: list[NumericsBucket]
+    variant: list[NumericsBucket] = Field(default_factory=list)  # A/A': the envelope variant against the baseline
+    distances: list[BucketDistance] = Field(default_factory=list)
     candidate_divergence: DivergenceStats | None = None  # decode only
     aa_divergence: DivergenceStats | None = None
+    variant_divergence: DivergenceStats | None = None
+
+
+class BaselineSensitivity(Derived):
+    """Whether a baseline's numerics can show a change (``byog.analysis.numerics`` docstring, Sensitivity)."""
+
+    baseline: str
+    sensitive: bool
+    reason: str  # one line
+    head_ratio: float | None  # median p(top-1)/p(top-k) of the baseline's reference pass
+    mean_top1_prob: float | None
+    variant: str | None  # the server whose distance set the envelope (None: A/A only)
+    control: str | None  # the server the control ran on (None: it did not run)
+    control_verdict: RuleVerdict | None = None
+    control_distance: float | None = None  # the largest judged bucket distance, in envelopes
+    control_families: list[FamilyComparison] = Field(default_factory=list)
 
 
 class NumericsComparison(Derived):
     candidate: str
     baseline: str
-    verdict: NumericsVerdict  # the worst family's
+    verdict: NumericsVerdict  # the worst family's, or insensitive when the baseline is
+    rule_verdict: RuleVerdict | None = None  # the worst family's, sensitive or not
     families: list[FamilyComparison]
+    max_distance: float | None = None  # the largest judged bucket distance of any family, in envelopes
     # cost: seconds of the numerics passes on each server, and the baseline's plain decode of the same tokens
     candidate_wall_s: float | None = None
     baseline_wall_s: float | None = None
@@ -166,6 +200,7 @@ class ConformanceComparison(Derived):
 class NumericsSummary(Derived):
     tolerance: NumericsTolerance = Field(default_factory=NumericsTolerance)  # what judged the verdicts (the plan's)
     comparisons: list[NumericsComparison] = Field(default_factory=list)
+    sensitivity: list[BaselineSensitivity] = Field(default_factory=list)
     conformance_servers: list[ConformanceServer] = Field(default_factory=list)
     conformance: list[ConformanceComparison] = Field(default_factory=list)
 

@@ -351,9 +351,28 @@ class NumericsTolerance(Strict):
     floor_kl: float = Field(default=1e-5, ge=0)  # nats: mean KL never counts as drift below this
     diverge_kl: float = Field(default=0.1, gt=0)  # nats: a bucket's mean KL above this diverges
     min_bucket_positions: PositiveInt = 16  # thinner buckets are reported, not judged
+    # the baseline is insensitive when, at the median position, its top-1 token is at most this much
+    # more likely than its k-th (a uniform next-token distribution, as random weights give, has 1.0)
+    flat_head_ratio: float = Field(default=1.05, ge=1.0)
 
     def floor(self, metric: str) -> float:
         return {"mean_abs_dlogprob": self.floor_abs_dlogprob, "mean_kl": self.floor_kl}[metric]
+
+
+class StockVariant(Strict):
+    """A change to the baseline's launch: ``args`` appended to its vLLM arguments (the last value of a
+    flag wins, as in vLLM's parser), ``env`` merged over its environment."""
+
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+def _default_control() -> StockVariant:
+    return StockVariant(args=["--dtype", "float16"])
+
+
+def _default_envelope_variant() -> StockVariant:
+    return StockVariant(args=["--enforce-eager"])
 
 
 class NumericsSpec(Strict):
@@ -361,7 +380,9 @@ class NumericsSpec(Strict):
 
     Prompts: ``random_prompts`` random-id prompts of ``random_isl`` tokens, ``dataset_prompts``
     real-text prompts of ``dataset_isl`` tokens, and one real-text prompt per entry of
-    ``contexts`` whose generated tokens end at that context length.
+    ``contexts`` whose generated tokens end at that context length. ``control`` and
+    ``envelope_variant`` are changes to each baseline's launch that byog runs beside it
+    (``byog.plans.numerics_roles``, docs/numerics.md).
     """
 
     random_prompts: NonNegativeInt = 4
@@ -373,8 +394,12 @@ class NumericsSpec(Strict):
     max_tokens: PositiveInt = 32  # greedy tokens generated per prompt
     top_k: int = Field(default=5, ge=5, le=20)  # vLLM's default --max-logprobs is 20
     seed: int = 0
-    conformance: bool = True
+    conformance: bool | list[str] = True  # or only these servers (a candidate is held to its baseline's)
     tolerance: NumericsTolerance = Field(default_factory=NumericsTolerance)
+    # the sensitivity control: a change of known size to the baseline that must land beyond the envelope
+    control: StockVariant = Field(default_factory=_default_control)
+    # the stock variant whose distance from the baseline sets the implementation-noise envelope
+    envelope_variant: StockVariant = Field(default_factory=_default_envelope_variant)
 
 
 class ComparisonPair(Strict):
@@ -435,6 +460,15 @@ class Plan(Strict):
                     raise ValueError(
                         f"numerics: server '{candidate}' is a candidate of two baselines; pair it with one"
                     )
+            if isinstance(self.numerics.conformance, list):
+                for server in self.numerics.conformance:
+                    if server not in self.servers:
+                        raise ValueError(f"numerics.conformance names '{server}', which is not defined under 'servers'")
+                    if baselines.get(server, server) not in self.numerics.conformance:
+                        raise ValueError(
+                            f"numerics.conformance lists the candidate '{server}' without its baseline "
+                            f"'{baselines[server]}', to which it is held"
+                        )
             for candidate in baselines:
                 if candidate in baselines.values():
                     raise ValueError(

@@ -1,19 +1,29 @@
 """The numerics differential and conformance suite on the real CPU vLLM, through `byog run`.
 
-One `byog run` of a plan with only a ``numerics:`` section starts three servers once each and
-the tests read its run directory:
+One `byog run` of a plan with only a ``numerics:`` section starts each server once and the tests
+read its run directory:
 
 - ``stock``: eager, float32 (the baseline);
-- ``compiled``: torch.compile, float32 (the plain candidate);
+- ``stock.variant``: stock with ``--max-num-batched-tokens 256`` (prefill chunked, batches cut
+  differently), the envelope variant byog derives: never a candidate;
+- ``compiled``: torch.compile, float32 (a legitimate reorder);
+- ``relaunched``: stock again (another process, another batch order);
 - ``bf16``: eager, bfloat16 (the CPU build's default dtype: a known numerical change) with
   ``--max-logprobs 5`` (a server option that breaks one feature: the sampling check's top-20).
+  It is the sensitivity control too (``numerics.control`` names the same launch), so it starts once;
+- ``rope``: stock with rope theta 5% off (``--hf-overrides``): an error that grows with position;
+- ``dummy``: eager float32 with ``--load-format dummy`` (random weights at vLLM's dummy scale), a
+  second baseline, whose candidate ``dummy-compiled`` is never launched: the baseline's flat
+  next-token distributions make it insensitive, and its control and variant are skipped too.
 
 float32, because on this CPU (no AVX-512) bfloat16 runs through a slow fallback and, worse for
 this test, rounds logits to 1/16 near 10: in bfloat16 *any* kernel change (compiled vs eager
 included) moves logprobs by about one bf16 ulp, as much as the dtype change itself
-(docs/numerics.md, measured). Pinned: the compiled candidate is "numerically equivalent"; the
-bfloat16 one drifts; conformance passes on the baseline and the compiled candidate; the bf16
-server's sampling check fails with a one-line reason; verify recomputes it all.
+(docs/numerics.md, measured). Pinned: the control lands beyond the envelope; relaunched stock is
+"numerically equivalent" and compiled within a few envelopes of it; bf16 drifts or worse; rope
+is further out in its last prefill bucket than in its first; the dummy baseline is insensitive;
+conformance (on stock, compiled and bf16 only) passes on the baseline and the compiled
+candidate; the bf16 server's sampling check fails with a one-line reason; verify recomputes it all.
 """
 
 from __future__ import annotations
@@ -31,15 +41,29 @@ import pytest
 pytestmark = pytest.mark.integration
 
 CPU_ENV = "{VLLM_CPU_KVCACHE_SPACE: '1'}"
+ROPE = """{"rope_parameters": {"rope_theta": 105000.0, "rope_type": "default"}}"""
 PLAN = f"""\
 name: numerics-cpu
 model: {{path: "builtin:smollm2-135m-instruct", max_model_len: 1024}}
 servers:
   stock: {{args: [--enforce-eager, --dtype, float32], env: {CPU_ENV}}}
   compiled: {{args: [--dtype, float32], env: {CPU_ENV}}}
+  relaunched: {{args: [--dtype, float32, --enforce-eager], env: {CPU_ENV}}}
   bf16: {{args: [--enforce-eager, --dtype, bfloat16, --max-logprobs, "5"], env: {CPU_ENV}}}
+  rope: {{args: [--enforce-eager, --dtype, float32, --hf-overrides, '{ROPE}'], env: {CPU_ENV}}}
+  dummy: {{args: [--enforce-eager, --dtype, float32, --load-format, dummy], env: {CPU_ENV}}}
+  dummy-compiled: {{args: [--dtype, float32, --load-format, dummy], env: {CPU_ENV}}}
 baseline: stock
-numerics: {{random_prompts: 2, random_isl: 64, dataset_prompts: 2, dataset_isl: 128, contexts: [1024], max_tokens: 32}}
+pairs:
+  - {{candidate: compiled, baseline: stock}}
+  - {{candidate: relaunched, baseline: stock}}
+  - {{candidate: bf16, baseline: stock}}
+  - {{candidate: rope, baseline: stock}}
+  - {{candidate: dummy-compiled, baseline: dummy}}
+numerics:
+  {{random_prompts: 2, random_isl: 64, dataset_prompts: 2, dataset_isl: 128, contexts: [1024], max_tokens: 32,
+   control: {{args: [--dtype, bfloat16, --max-logprobs, "5"]}},
+   envelope_variant: {{args: [--max-num-batched-tokens, "256"]}}, conformance: [stock, compiled, bf16]}}
 """
 
 
@@ -69,15 +93,47 @@ def _comparison(numerics: dict[str, Any], candidate: str) -> dict[str, Any]:
     return next(c for c in numerics["comparisons"] if c["candidate"] == candidate)
 
 
-def test_compiled_candidate_is_within_the_aa_envelope(numerics) -> None:  # noqa: ANN001
+def _distances(comparison: dict[str, Any], family: str) -> list[float]:
+    fam = next(f for f in comparison["families"] if f["family"] == family)
+    return [d["distance"] for d in fam["distances"] if d["judged"]]
+
+
+def test_the_control_lands_beyond_the_envelope(numerics) -> None:  # noqa: ANN001
+    stock = next(s for s in numerics["sensitivity"] if s["baseline"] == "stock")
+    assert stock["sensitive"], stock["reason"]
+    assert stock["control"] == "bf16" and stock["variant"] == "stock.variant"
+    assert stock["control_distance"] > numerics["tolerance"]["envelope_factor"]
+
+
+def test_stock_relaunched_is_equivalent_and_compiled_is_near_one_envelope(numerics) -> None:  # noqa: ANN001
+    relaunched = _comparison(numerics, "relaunched")
+    assert relaunched["verdict"] == "numerically equivalent", relaunched
     compiled = _comparison(numerics, "compiled")
-    assert compiled["verdict"] == "numerically equivalent", compiled
+    assert compiled["verdict"] in ("numerically equivalent", "drifts"), compiled
+    assert compiled["max_distance"] < 10 * numerics["tolerance"]["envelope_factor"], compiled["max_distance"]
 
 
 def test_bfloat16_candidate_drifts(numerics) -> None:  # noqa: ANN001
     changed = _comparison(numerics, "bf16")
     assert changed["verdict"] in ("drifts", "diverges"), changed
     assert any(f["reasons"] for f in changed["families"])
+
+
+def test_a_rope_theta_error_grows_with_position(numerics) -> None:  # noqa: ANN001
+    rope = _comparison(numerics, "rope")
+    assert rope["verdict"] in ("drifts", "diverges"), rope
+    prefill = _distances(rope, "prefill")
+    assert prefill[-1] > 2 * prefill[0], prefill
+
+
+def test_random_weights_are_insensitive_and_launch_nothing_else(numerics_run, numerics) -> None:  # noqa: ANN001
+    run_dir, _ = numerics_run
+    dummy = next(s for s in numerics["sensitivity"] if s["baseline"] == "dummy")
+    assert not dummy["sensitive"] and "flat" in dummy["reason"], dummy
+    assert _comparison(numerics, "dummy-compiled")["verdict"] == "insensitive"
+    assert (
+        not (run_dir / "servers" / "dummy-compiled").exists() and not (run_dir / "servers" / "dummy.control").exists()
+    )
 
 
 def test_conformance_passes_on_the_baseline_and_the_compiled_candidate(numerics) -> None:  # noqa: ANN001
@@ -113,3 +169,22 @@ def test_verify_recomputes_every_verdict(numerics_run, numerics) -> None:  # noq
     run_dir, _ = numerics_run
     checked = byog("verify", str(run_dir / "bundle.tar.gz"), "--allow-unsigned", cwd=run_dir.parent)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_variant_flag_vllm_refuses_is_one_sentence_and_no_verdict(numerics_run, tmp_path: Path) -> None:  # noqa: ANN001
+    """The finished run, copied with a broken envelope variant: only that server starts (and is refused)."""
+    import shutil
+
+    run_dir, _ = numerics_run
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("bundle.tar.gz", "summary.json", "report.md"))
+    shutil.rmtree(copy / "numerics" / "stock.variant")
+    shutil.rmtree(copy / "servers" / "stock.variant")
+    plan = (copy / "plan.yaml").read_text()
+    (copy / "plan.yaml").write_text(plan.replace('--max-num-batched-tokens, "256"', "--max-num-batched-tokens, lots"))
+    result = byog("check", "numerics", "--run-dir", str(copy), cwd=tmp_path)
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    message = result.stderr.strip().splitlines()[-1]
+    assert "numerics.envelope_variant: the server 'stock.variant' did not start" in message, message
+    assert "vLLM refused its arguments" in message and "lots" in message and "Traceback" not in result.stderr
+    assert not (copy / "summary.json").exists()  # no verdict

@@ -25,8 +25,8 @@ PROMPTS = {"random-0": 40, "random-1": 40, "long-300": 260}  # prompt -> prompt 
 MAX_TOKENS = 24
 
 
-def _logprobs(prompt: str, position: int, noise: float, rng: np.random.Generator) -> np.ndarray:
-    base = np.random.default_rng([zlib.crc32(prompt.encode()), position]).normal(0.0, 2.0, VOCAB)
+def _logprobs(prompt: str, position: int, noise: float, rng: np.random.Generator, scale: float = 2.0) -> np.ndarray:
+    base = np.random.default_rng([zlib.crc32(prompt.encode()), position]).normal(0.0, scale, VOCAB)
     logits = base + noise * rng.normal(0.0, 1.0, VOCAB)
     return logits - np.log(np.exp(logits - logits.max()).sum()) - logits.max()
 
@@ -48,24 +48,32 @@ def _prompt_token(prompt: str, position: int) -> int:
     return int(np.random.default_rng([zlib.crc32(prompt.encode()), position, 7]).integers(VOCAB))
 
 
-def one_pass(noise: float, seed: int) -> list[dict[str, Any]]:
-    """The rows of one pass of a server with this much logit noise: prompt positions, then its greedy output."""
+def one_pass(noise: float, seed: int, scale: float = 2.0) -> list[dict[str, Any]]:
+    """The rows of one pass of a server with this much logit noise: prompt positions, then its greedy output.
+
+    ``scale``: the spread of the true logits (tiny: a flat next-token distribution, as random weights give)."""
     rng = np.random.default_rng(seed)
     rows = []
     for prompt, length in PROMPTS.items():
         for position in range(1, length):
             rows.append(
-                _row(prompt, position, False, _prompt_token(prompt, position), _logprobs(prompt, position, noise, rng))
+                _row(
+                    prompt,
+                    position,
+                    False,
+                    _prompt_token(prompt, position),
+                    _logprobs(prompt, position, noise, rng, scale),
+                )
             )
         for position in range(length, length + MAX_TOKENS):
-            lp = _logprobs(prompt, position, noise, rng)
+            lp = _logprobs(prompt, position, noise, rng, scale)
             rows.append(_row(prompt, position, True, int(np.argmax(lp)), lp))
     return rows
 
 
-def write_server(run_dir: RunDir, server: str, reference: str, noise: float, seed: int) -> None:
+def write_server(run_dir: RunDir, server: str, reference: str, noise: float, seed: int, scale: float = 2.0) -> None:
     names = ["alone", "together"] if reference == server else ["together"]
-    written = {"alone": one_pass(0.0, seed + 1), "together": one_pass(noise, seed)}
+    written = {"alone": one_pass(0.0, seed + 1, scale), "together": one_pass(noise, seed, scale)}
     for name in names:
         write_numerics_rows(run_dir.numerics_rows(server, name), written[name])
     record = NumericsRecord(

@@ -200,7 +200,7 @@ def test_verdict_drifts_past_the_envelope_in_one_bucket() -> None:
     aa = [_bucket(0), _bucket(64)]
     verdict, reasons = nm.verdict([_bucket(0), _bucket(64, kl=3e-4)], aa)
     assert verdict == "drifts"
-    assert reasons == ["positions 64-127: mean_kl 0.0003 > envelope 0.0002"]
+    assert reasons == ["positions 64-127: 3 envelopes (mean |Δlogprob| 0.01, mean KL 0.0003) > 2"]
 
 
 def test_verdict_floor_applies_when_the_aa_run_is_exact() -> None:
@@ -220,3 +220,38 @@ def test_verdict_diverges_on_kl_only() -> None:
 def test_verdict_skips_thin_buckets() -> None:
     aa = [_bucket(0), _bucket(2048, n=3)]
     assert nm.verdict([_bucket(0), _bucket(2048, n=3, kl=5.0)], aa)[0] == "numerically equivalent"
+
+
+def test_the_envelope_is_the_larger_of_the_aa_and_the_variant_noise() -> None:
+    aa = [_bucket(0, dlp=0.001, kl=1e-5), _bucket(64, dlp=0.001, kl=1e-5)]
+    variant = [_bucket(0, dlp=0.01, kl=1e-4), _bucket(64, dlp=0.0, kl=0.0)]
+    cand = [_bucket(0, dlp=0.015, kl=1.5e-4), _bucket(64, dlp=0.0015, kl=1.5e-5)]
+    # within 2 envelopes of the variant's noise in 0-63, of the A/A's in 64-127
+    assert nm.verdict(cand, aa, variant) == ("numerically equivalent", [])
+    assert nm.verdict(cand, aa)[0] == "drifts"
+    d = nm.distances(cand, aa, variant)
+    assert [round(x["distance"], 6) for x in d] == [1.5, 1.5] and all(x["judged"] for x in d)
+    assert d[0]["envelope_abs_dlogprob"] == 0.01 and d[1]["envelope_kl"] == 1e-5
+
+
+def test_a_thin_variant_bucket_is_not_judged() -> None:
+    aa, variant = [_bucket(0)], [_bucket(0, n=3)]
+    assert not nm.distances([_bucket(0, kl=1.0)], aa, variant)[0]["judged"]
+    assert nm.verdict([_bucket(0, kl=1.0)], aa, variant)[0] == "numerically equivalent"
+
+
+def test_head_ratio_is_one_for_a_uniform_distribution() -> None:
+    lp = np.log(np.full((4, 5), 1 / 49152))
+    flat = nm.PassArrays(
+        np.array(["a"] * 4, dtype=object),
+        np.arange(4),
+        np.zeros(4, dtype=np.int64),
+        lp[:, 0],
+        np.tile(np.arange(5), (4, 1)),
+        lp,
+    )
+    assert nm.head_ratio(flat) == pytest.approx(1.0)
+    assert nm.mean_top1_prob(flat) == pytest.approx(1 / 49152)
+    peaked = flat.take(np.arange(4))
+    peaked.top_logprobs[:, 0] = np.log(0.5)
+    assert nm.head_ratio(peaked) == pytest.approx(0.5 * 49152)

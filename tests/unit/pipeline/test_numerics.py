@@ -27,13 +27,21 @@ servers:
   stock: {args: [--enforce-eager]}
   changed: {}
 baseline: stock
-numerics: {random_prompts: 2, random_isl: 32, dataset_prompts: 1, dataset_isl: 64, contexts: [200], max_tokens: 8}
+numerics:
+  {random_prompts: 2, random_isl: 32, dataset_prompts: 1, dataset_isl: 64, contexts: [200], max_tokens: 8,
+   envelope_variant: {args: [--max-num-batched-tokens, "64"]}}
 """
 
 
 @pytest.fixture()
 def servers() -> Iterator[dict[str, FakeVllm]]:
-    fakes = {"stock": FakeVllm(noise=0.01), "cand": FakeVllm(noise=0.01), "changed": FakeVllm(noise=0.4)}
+    fakes = {
+        "stock": FakeVllm(noise=0.01),
+        "stock.control": FakeVllm(noise=0.4),
+        "stock.variant": FakeVllm(noise=0.01),
+        "cand": FakeVllm(noise=0.01),
+        "changed": FakeVllm(noise=0.4),
+    }
     yield fakes
     for fake in fakes.values():
         fake.close()
@@ -41,8 +49,9 @@ def servers() -> Iterator[dict[str, FakeVllm]]:
 
 def test_baseline_first_then_candidates_on_its_paths(servers: dict[str, FakeVllm], tmp_path: Path) -> None:
     plan = parse_plan(PLAN, "plan")
-    assert server_order(plan) == ["stock", "cand", "changed"]
-    assert references(plan) == {"stock": "stock", "cand": "stock", "changed": "stock"}
+    # the control (default --dtype float16) and the envelope variant are derived from the baseline, right after it
+    assert server_order(plan) == ["stock", "stock.control", "stock.variant", "cand", "changed"]
+    assert references(plan) == {s: "stock" for s in ("stock", "stock.control", "stock.variant", "cand", "changed")}
     rd = RunDir(tmp_path / "run")
     atomic_write_text(rd.plan_yaml, PLAN)
     console = Console(quiet=True)

@@ -37,3 +37,25 @@ def test_the_closing_table_marks_an_invalid_point_as_the_report_does(tmp_path: P
         assert "~~" not in rows[other.point_id] and "invalid" not in rows[other.point_id]
     report = render_report(run_dir, summary)
     assert REASON in report and "~~" in report
+
+
+def test_the_numerics_table_shows_an_insensitive_baseline(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from byog.analysis.summary import derive_summary
+    from byog.core.io import atomic_write_text
+    from byog.core.paths import RunDir
+    from byog.pipeline.run import print_numerics
+    from tests.support.numerics import write_server
+
+    flat = RunDir(tmp_path / "flat")
+    atomic_write_text(
+        flat.plan_yaml,
+        'name: flat\nmodel: {path: "builtin:smollm2-135m-instruct"}\n'
+        "servers: {stock: {args: [--enforce-eager]}, same: {}}\nbaseline: stock\nnumerics: {max_tokens: 24}\n",
+    )
+    write_server(flat, "stock", "stock", noise=1e-6, seed=1, scale=1e-6)
+    console = Console(record=True, width=300)
+    print_numerics(derive_summary(flat), console)
+    text = console.export_text()
+    assert "| same vs stock | insensitive | — | — | — | — |" in text and "(baseline stock) | insensitive" in text

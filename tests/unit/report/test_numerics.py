@@ -21,9 +21,12 @@ model: {path: "builtin:smollm2-135m-instruct"}
 servers:
   stock: {args: [--enforce-eager]}
   same: {}
-  changed: {args: [--dtype, float32]}
+  changed: {args: [--enforce-eager, --dtype, float32]}
 baseline: stock
-numerics: {max_tokens: 24}
+numerics:
+  max_tokens: 24
+  control: {args: [--dtype, float32]}                    # the candidate 'changed' is the control too
+  envelope_variant: {args: [--max-num-batched-tokens, "64"]}  # derived: stock.variant
 """
 
 
@@ -34,6 +37,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     write_server(rd, "stock", "stock", noise=0.01, seed=1)
     write_server(rd, "same", "stock", noise=0.01, seed=2)
     write_server(rd, "changed", "stock", noise=0.1, seed=3)
+    write_server(rd, "stock.variant", "stock", noise=0.01, seed=4)
     write_conformance(rd, "stock", failing={"max_tokens_exact": "max_tokens=17 gave 16 tokens (usage says 16)"})
     write_conformance(rd, "same")
     write_conformance(
@@ -52,7 +56,16 @@ def test_verdicts_against_the_aa_envelope(run_dir: RunDir) -> None:
     assert numerics is not None
     verdicts = {c.candidate: c.verdict for c in numerics.comparisons}
     assert verdicts == {"same": "numerically equivalent", "changed": "drifts"}
+    [sensitivity] = numerics.sensitivity
+    assert sensitivity.sensitive and sensitivity.control == "changed" and sensitivity.variant == "stock.variant"
+    assert sensitivity.control_verdict == "drifts" and sensitivity.control_distance is not None
+    assert sensitivity.control_distance > numerics.tolerance.envelope_factor
+    same = next(c for c in numerics.comparisons if c.candidate == "same")
+    assert same.max_distance is not None and same.max_distance <= numerics.tolerance.envelope_factor
     changed = next(c for c in numerics.comparisons if c.candidate == "changed")
+    assert changed.max_distance == sensitivity.control_distance
+    prefill_same = next(f for f in same.families if f.family == "prefill")
+    assert prefill_same.variant and [d.judged for d in prefill_same.distances] == [True, True, True, False]
     assert all(f.reasons for f in changed.families if f.verdict == "drifts")
     prefill = next(f for f in changed.families if f.family == "prefill")
     assert [b.bucket for b in prefill.candidate] == ["0-63", "64-127", "128-255", "256-511"]
@@ -93,7 +106,36 @@ def test_the_plot_is_drawn(run_dir: RunDir, tmp_path: Path) -> None:
 
 def test_a_run_without_numerics_has_no_numerics_key(tmp_path: Path) -> None:
     rd = RunDir(tmp_path / "run")
-    atomic_write_text(rd.plan_yaml, PLAN.replace("numerics: {max_tokens: 24}\n", ""))
+    atomic_write_text(rd.plan_yaml, PLAN.split("numerics:")[0])
     summary = derive_summary(rd)
     assert summary.numerics is None and "numerics" not in summary.to_json()
     assert "## Numerics" not in render_report(rd, summary)
+
+
+def test_without_its_control_or_with_flat_distributions_a_baseline_is_no_evidence(tmp_path: Path) -> None:
+    unchecked = RunDir(tmp_path / "unchecked")
+    atomic_write_text(unchecked.plan_yaml, PLAN.replace("control: {args: [--dtype, float32]}", "control: {args: []}"))
+    for server, noise, seed in (("stock", 0.01, 1), ("same", 0.01, 2), ("changed", 0.1, 3), ("stock.variant", 0.01, 4)):
+        write_server(unchecked, server, "stock", noise=noise, seed=seed)
+    numerics = derive_summary(unchecked).numerics
+    assert numerics is not None
+    assert {c.candidate: (c.verdict, c.rule_verdict) for c in numerics.comparisons} == {
+        "same": ("insensitive", "numerically equivalent"),
+        "changed": ("insensitive", "drifts"),
+    }
+    assert numerics.sensitivity[0].reason == "no sensitivity control ran on this baseline"
+
+    flat = RunDir(tmp_path / "flat")
+    atomic_write_text(flat.plan_yaml, PLAN)
+    write_server(flat, "stock", "stock", noise=1e-6, seed=1, scale=1e-6)
+    numerics = derive_summary(flat).numerics
+    assert numerics is not None
+    # nothing but the baseline ran: its flat distributions make every other server moot
+    assert [(c.candidate, c.verdict, c.families) for c in numerics.comparisons] == [
+        ("same", "insensitive", []),
+        ("changed", "insensitive", []),
+    ]
+    [sensitivity] = numerics.sensitivity
+    assert not sensitivity.sensitive and sensitivity.head_ratio is not None and sensitivity.head_ratio < 1.0001
+    assert "flat" in sensitivity.reason
+    assert "**no: insensitive**" in render_report(flat, derive_summary(flat))
