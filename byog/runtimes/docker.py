@@ -28,6 +28,7 @@ from byog.core.errors import ByogError, EnvironmentProblem, UsageError
 from byog.images.engine import (
     docker_client,
 )
+from byog.images.fingerprint import oci_arch
 from byog.images.tags import IMAGE_REPO, build_hint
 from byog.runtimes.cleanup import remove_container, sweep_orphans
 from byog.runtimes.container import (
@@ -84,6 +85,7 @@ def image_record(ref: str, image: Any) -> dict[str, Any]:
         "image_id": image.id,
         "repo_digests": list(attrs.get("RepoDigests") or []),
         "image_labels": dict((attrs.get("Config") or {}).get("Labels") or {}),
+        "image_architecture": oci_arch(attrs["Architecture"]) if attrs.get("Architecture") else None,
     }
 
 
