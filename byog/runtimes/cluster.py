@@ -372,9 +372,21 @@ class ClusterServer:
     def alive(self) -> bool:
         return not self._note_death() and self._all_alive()
 
+    def _await_death(self) -> bool:
+        """Give a node's end ``death_lag_s`` to reach byog (Slurm ends a cancelled step only after its
+        KillWait, and only then does its srun exit): a point that failed because a node is going
+        must name that node, not the API server's errors about it."""
+        deadline = time.monotonic() + float(getattr(self.runtime, "death_lag_s", 0.0))
+        while True:
+            if self._note_death():
+                return True
+            if time.monotonic() >= deadline or self._watcher is None:
+                return False
+            time.sleep(WATCH_S)
+
     def log_tail(self, lines: int = TAIL_LINES) -> str:
         """The dead node's tail when one died (what failed the point), else the API server's log."""
-        if self._note_death():
+        if self._await_death():
             return f"{self.failure}\n---- {self.log_path.name} (the API server):\n{tail_file(self.log_path, lines)}"
         dead = self._first_dead()
         if dead is not None and not dead.step.serves:

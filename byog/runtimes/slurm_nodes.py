@@ -415,6 +415,8 @@ class SlurmNodes:
     """Opens the allocation's nodes (``nodes``, rank 0 first) as ``SlurmNode``s."""
 
     kind = "slurm"
+    # A cancelled step ends after Slurm's KillWait (30 s by default), and only then does its srun exit.
+    death_lag_s = 35.0
 
     def __init__(
         self,

@@ -223,11 +223,12 @@ def _step_of(server: ClusterServer, rank: int) -> SlurmProc:
 
 
 def _vllm_task_of(server: ClusterServer, rank: int) -> psutil.Process:
-    """Node ``rank``'s vLLM process: the step's task (its parent is slurmstepd), found by the marker."""
+    """Node ``rank``'s vLLM process: the step's task, found by the marker (srun carries it too)."""
     marker = server.nodes[rank].marker
     for proc in marked_processes(marker):
         try:
-            if "byog.images.vllm_entry" in proc.cmdline() and proc.parent().name().startswith("slurmstepd"):
+            cmd = proc.cmdline()
+            if cmd[:1] != ["srun"] and "byog.images.vllm_entry" in cmd:
                 return proc
         except psutil.Error:
             continue

@@ -125,7 +125,7 @@ def _write_config(root: Path, ctld_port: int, munge_socket: Path) -> Path:
                 "MessageTimeout=30",
                 "SlurmdTimeout=300",
                 "InactiveLimit=0",
-                "MinJobAge=2",
+                "MinJobAge=600",  # a finished job stays listed (scontrol show job) for its test to read
                 f"NodeName={nodes} NodeHostname={host} NodeAddr=127.0.0.1 Port={ports} CPUs={cpus} State=UNKNOWN",
                 f"PartitionName={PARTITION} Nodes={nodes} Default=YES MaxTime=INFINITE State=UP",
                 "",
