@@ -5,8 +5,8 @@ one allocated Slurm node; each process byog starts there is one step: ``srun --j
 --nodes=1 --ntasks=1 --nodelist=NODE --overlap --kill-on-bad-exit=1 --job-name=MARKER-ROLE``,
 GPUs through ``--gpus-per-node`` (Slurm binds them; byog sets no CUDA_VISIBLE_DEVICES), the
 environment through ``--export``. With ``image:`` the step runs in that container through Pyxis
-(``--container-image``, ``--container-mounts`` for the model, the run directory and byog's
-source, ``--container-env`` so the plan's variables win over the image's). Short commands
+(``--container-image``, ``--container-mounts`` for the model, the run directory and the
+driver's byog package, ``--container-env`` so the plan's variables win over the image's). Short commands
 (fingerprint, ``ray status``, ``uname -m``) are steps of their own.
 
 A step is found by its name (``squeue --steps --jobs J``), which carries the node's marker: that
@@ -37,7 +37,7 @@ from byog.runtimes.nodes import MARKER_ENV, RUN_TIMEOUT_S
 
 STOP_GRACE_S = 20.0
 STEP_GONE_S = 30.0  # after `scancel J.S`: Slurm's KillWait, then the step is gone
-CONTAINER_BYOG_SRC = "/opt/byog-src"  # byog's source, mounted read-only: the nodes run the driver's byog
+CONTAINER_BYOG_SRC = "/opt/byog-src"  # on PYTHONPATH in the container: the driver's byog package, read-only
 
 
 def slurm_env() -> dict[str, str]:
@@ -176,9 +176,9 @@ class Container:
 
 
 def container_for(image: str, model_path: str, run_dir: Path) -> Container:
-    """The model (a local directory), the run directory and byog's source, each at its own path."""
-    src = Path(byog.__file__).resolve().parent.parent
-    mounts = [f"{run_dir}:{run_dir}", f"{src}:{CONTAINER_BYOG_SRC}:ro"]
+    """The model (a local directory) and the run directory at their own paths, and the driver's byog package."""
+    package = Path(byog.__file__).resolve().parent  # the package alone: never the host's site-packages
+    mounts = [f"{run_dir}:{run_dir}", f"{package}:{CONTAINER_BYOG_SRC}/byog:ro"]
     if Path(model_path).is_absolute():
         mounts.insert(0, f"{model_path}:{model_path}:ro")
     return Container(image, tuple(mounts), str(run_dir))

@@ -88,7 +88,7 @@ def test_the_pyxis_argv_uses_only_pyxis_documented_flags(tmp_path: Path) -> None
             assert set(parts[2].split("+")) <= MOUNT_FLAGS, mount
     sources = [m.split(":")[0] for m in mounts]
     assert str(model) in sources and str(run_dir) in sources  # the model, the run directory
-    assert any(m.endswith(":/opt/byog-src:ro") for m in mounts)  # and byog
+    assert any(m.endswith("/byog:/opt/byog-src/byog:ro") for m in mounts)  # and byog's package
     assert flags["--container-workdir"] == str(run_dir)
     # The plan's variables win over the image's: every exported name is named to Pyxis too.
     assert set(flags["--container-env"].split(",")) == set(env)
