@@ -321,7 +321,10 @@ class ClusterServer:
 
     # --- watching -------------------------------------------------------------------------------
     def _first_dead(self) -> _Running | None:
-        return next((r for r in self.running if not r.proc.alive()), None)
+        """A dead step; of several, one that does not serve: the API server exits because a rank it
+        waits on is gone (seen together where a node's end reaches byog late, as Slurm's does)."""
+        dead = [r for r in self.running if not r.proc.alive()]
+        return next((r for r in dead if not r.step.serves), dead[0] if dead else None)
 
     def _all_alive(self) -> bool:
         return bool(self.running) and self._first_dead() is None
