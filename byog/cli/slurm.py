@@ -9,7 +9,6 @@ import typer
 from byog.cli.common import PlanArg, TierOpt, command, console
 from byog.pipeline.slurm_submit import SubmitOptions, default_run_dir, prepare_submission, submit
 
-
 slurm_app = typer.Typer(help="Run plans under Slurm (sbatch; multi-node servers as srun steps).", no_args_is_help=True)
 
 

@@ -31,9 +31,10 @@ from typing import IO, Any
 
 import byog
 from byog.core.errors import EnvironmentProblem, UsageError
+from byog.core.settings import NODE_MARKER_ENV
 from byog.images.fingerprint import oci_arch
 from byog.runtimes.local import _die_with_parent
-from byog.runtimes.nodes import MARKER_ENV, RUN_TIMEOUT_S
+from byog.runtimes.nodes import RUN_TIMEOUT_S
 
 STOP_GRACE_S = 20.0
 STEP_GONE_S = 30.0  # after `scancel J.S`: Slurm's KillWait, then the step is gone
@@ -322,7 +323,7 @@ class SlurmNode:
         self._runs = 0
 
     def _env(self, env: dict[str, str]) -> dict[str, str]:
-        out = {**env, MARKER_ENV: self.marker}
+        out = {**env, NODE_MARKER_ENV: self.marker}
         if self.container is not None and "PYTHONPATH" not in out:
             out["PYTHONPATH"] = CONTAINER_BYOG_SRC
         return out
