@@ -41,6 +41,13 @@ if { command -v mmdc >/dev/null && [ -x /usr/bin/chromium ]; } || {
 else
   echo "mermaid-cli or chromium could not be installed: the Mermaid render tests will be skipped"
 fi
+# Slurm (Debian's slurm-wlm) and munge for the slurm runtime's tests: they start their own cluster
+# (munged, slurmctld, three slurmd on this host) in a temporary directory (tests/support/slurm.py).
+if { [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/munged ]; } || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; }; then
+  export BYOG_REQUIRE_SLURM=1
+else
+  echo "slurm-wlm and munge could not be installed: the slurm runtime's tests will be skipped"
+fi
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 # The layers of docs/architecture.md (pyproject.toml's [tool.importlinter]): an import against them fails the build.
 echo "checking the import layers (lint-imports)"

@@ -58,3 +58,28 @@ def cpu_server(smollm2, eager_config, tmp_path_factory) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def endpoint(cpu_server):  # -> Endpoint
     return cpu_server.endpoint
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The real Slurm test cluster (tests/support/slurm.py): munged, slurmctld, three slurmd.
+
+    One per session, shared by every Slurm test; skipped where Slurm cannot start, a failure
+    where it must (BYOG_REQUIRE_SLURM=1, which scripts/test.sh sets after installing it).
+    """
+    from tests.support.slurm import slurm_available, start_cluster
+
+    why = slurm_available()
+    if why:
+        if os.environ.get("BYOG_REQUIRE_SLURM") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    # A short root: slurmd's spool paths and munge's socket live under it.
+    root = Path(tmp_path_factory.mktemp("slurm", numbered=True))
+    cluster = start_cluster(root)
+    started = next(cluster)
+    print(f"\n[slurm] 3 nodes idle {started.started_s:.1f} s after start-up ({root})")
+    try:
+        yield started
+    finally:
+        cluster.close()

@@ -125,6 +125,8 @@ def power_unknown_reason(config: ServerConfig) -> str | None:
         return f"the server runs elsewhere ({config.url}): this machine's GPUs are not its GPUs"
     if config.runtime == "ssh" or (config.runtime == "docker" and config.hosts):
         return f"the server runs on other hosts ({', '.join(config.hosts)}): NVML here does not see their GPUs"
+    if config.runtime == "slurm":
+        return "the server runs as srun steps on the Slurm job's nodes: NVML here does not see their GPUs"
     return None
 
 

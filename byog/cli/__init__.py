@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "reproduce": "reproduce:reproduce_cmd",
     "pr": "pr:pr_app",
     "image": "images:image_app",
+    "slurm": "slurm:slurm_app",
 }
 # other names a command answers to, left out of --help: alias -> command
 ALIASES: dict[str, str] = {"compare": "derive"}

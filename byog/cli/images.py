@@ -21,6 +21,9 @@ def image_build_cmd(
     ),
     tag: str | None = typer.Option(None, "--tag", help="Image tag (default: byog-eval:<version>-<flavour>)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Rebuild every step."),
+    platform: str | None = typer.Option(
+        None, "--platform", help="linux/arm64 (GB200/GB300 Grace trays) or linux/amd64 (default: the engine's own)."
+    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Build an eval image on the local Docker engine and print its tag, id, build time and size."""
@@ -29,12 +32,14 @@ def image_build_cmd(
         tag,
         log=lambda line: err_console.print(line, style="dim", highlight=False, markup=False),
         nocache=no_cache,
+        platform=platform,
     )
     if as_json:
         print_json(result.to_dict())
     else:
         console.print(
-            f"built {result.tag} ({result.image_id[:19]}) in {result.build_s:.1f} s, {result.size_bytes / 1e6:.0f} MB",
+            f"built {result.tag} ({result.image_id[:19]}, {result.platform or 'platform unknown'}) "
+            f"in {result.build_s:.1f} s, {result.size_bytes / 1e6:.0f} MB",
             highlight=False,
         )
 
@@ -60,6 +65,7 @@ def image_inspect_cmd(
     table.add_row(
         "vLLM", f"{info['vllm_version']} (from {info['vllm_version_from']})" if info["vllm_version"] else "unknown"
     )
+    table.add_row("platform", info.get("platform") or "unknown")
     table.add_row("size", f"{info['size_bytes'] / 1e6:.0f} MB")
     table.add_row("created", str(info["created"]))
     for key, value in sorted(info["labels"].items()):

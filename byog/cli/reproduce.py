@@ -13,9 +13,9 @@ from rich.text import Text
 
 from byog.analysis.reproduction import DEFAULT_RUN_NOISE
 from byog.bundles.finalize import describe
-from byog.bundles.safe_text import one_line
 from byog.cli.common import AllowedSignersOpt, DataDirOpt, JsonOpt, console, err_console, print_json
 from byog.core.console_tables import TextTable, print_table
+from byog.core.safe_text import one_line
 from byog.images.models import model_as_named
 from byog.pipeline.numerics import references
 from byog.pipeline.reproduce import (

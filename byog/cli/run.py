@@ -22,7 +22,6 @@ from byog.cli.common import (
 from byog.core.console_tables import TextTable, print_table
 from byog.pipeline.derive import derive_and_write
 from byog.pipeline.planview import (
-    DEFAULT_GPUS_PER_NODE,
     STARTUP_GUESS_S,
     TPOT_GUESS_S,
     plan_overview,
@@ -89,15 +88,10 @@ def plan_cmd(
         "planned power (default for evals: the newest smoke-tier run of this plan under runs/).",
     ),
     tier: TierOpt = "full",
-    gpus_per_node: int = typer.Option(
-        DEFAULT_GPUS_PER_NODE,
-        "--gpus-per-node",
-        help="GPUs per host: a server with more gets a per-node Ray launch (GB300 tray: 4).",
-    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Show a plan's expanded bench matrix, each server's launch command, and the estimate of every tier."""
-    overview = plan_overview(plan, tier, from_run, gpus_per_node)
+    overview = plan_overview(plan, tier, from_run)
     if as_json:
         print_json(overview)
     else:
@@ -195,14 +189,19 @@ def render_plan_overview(overview: dict[str, Any]) -> None:
         console.print(
             Text.assemble(
                 ("per-node launch", "bold"),
-                " (servers with 'nodes' as planned; larger single-node docker servers "
-                f"at {overview['gpus_per_node']} GPUs per node, --gpus-per-node to change, on placeholder hosts):",
+                " (servers with 'nodes', as planned):",
             ),
             highlight=False,
         )
         for lines in overview["per_node_launch"].values():
             for line in lines:
                 console.print(line, highlight=False, soft_wrap=True, markup=False)
+    if overview["slurm_batch"]:
+        console.print(
+            Text.assemble(("slurm batch script", "bold"), " (`byog slurm submit` writes it; options change it):"),
+            highlight=False,
+        )
+        console.print(overview["slurm_batch"], highlight=False, soft_wrap=True, markup=False, end="")
     _render_kv(overview["kv_cache"])
     console.print("pairs: " + ", ".join(f"{c} vs {b}" for c, b in overview["pairs"]), highlight=False)
     _render_numerics_cost(overview.get("numerics") or [])

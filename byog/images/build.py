@@ -18,6 +18,7 @@ cannot drift apart.
 from __future__ import annotations
 
 import json
+import platform
 import re
 import shutil
 import tempfile
@@ -47,8 +48,10 @@ from byog.images.engine import (
     IMAGE_LABEL_VERSION,
     docker_client,
 )
+from byog.images.fingerprint import oci_arch
 from byog.images.tags import FLAVOURS, default_tag
 
+PLATFORMS = ("linux/amd64", "linux/arm64")  # GB200/GB300 trays are Grace (aarch64) machines
 DOCKERFILES = {"gpu": "Dockerfile", "cpu": "docker/cpu.Dockerfile"}  # cpu-host is a `docker import`, no Dockerfile
 BUILD_TIMEOUT_S = 3600
 
@@ -119,15 +122,45 @@ class BuildResult:
     build_s: float
     size_bytes: int
     steps_s: dict[str, float] = field(default_factory=dict)
+    platform: str | None = None  # the image's own, as the engine records it: linux/arm64, linux/amd64
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def build_image(flavour: str, tag: str | None = None, *, log: Log = print, nocache: bool = False) -> BuildResult:
-    """Build one flavour; every step's wall time is kept in ``steps_s``."""
+def host_platform() -> str:
+    return f"linux/{oci_arch(platform.machine())}"
+
+
+def check_platform(flavour: str, wanted: str | None) -> str | None:
+    """The platform to build for, or None for the engine's own. The CPU flavours are a root filesystem
+    made by debootstrap on this machine, so they are this machine's architecture only."""
+    if wanted is None:
+        return None
+    if wanted not in PLATFORMS:
+        raise UsageError(f"unknown platform '{wanted}': pick one of {', '.join(PLATFORMS)}")
+    if flavour != "gpu" and wanted != host_platform():
+        raise UsageError(
+            f"the {flavour} image is built from this machine's root filesystem ({host_platform()}); "
+            f"--platform {wanted} is for the gpu flavour"
+        )
+    return wanted
+
+
+def image_platform(image: Any) -> str | None:
+    """``os/architecture`` of an image as the engine records it (``linux/arm64``)."""
+    attrs = image.attrs
+    arch = attrs.get("Architecture")
+    return f"{attrs.get('Os') or 'linux'}/{oci_arch(arch)}" if arch else None
+
+
+def build_image(
+    flavour: str, tag: str | None = None, *, log: Log = print, nocache: bool = False, platform: str | None = None
+) -> BuildResult:
+    """Build one flavour (for ``platform``, default the engine's); every step's wall time is kept in ``steps_s``."""
     if flavour not in FLAVOURS:
         raise UsageError(f"unknown flavour '{flavour}': pick one of {', '.join(FLAVOURS)}")
+    wanted = check_platform(flavour, platform)
     root = source_root()
     client = docker_client()
     tag = tag or default_tag(flavour)
@@ -135,7 +168,15 @@ def build_image(flavour: str, tag: str | None = None, *, log: Log = print, nocac
     t0 = time.monotonic()
     if flavour == "gpu":
         image_id = _docker_build(
-            client, root, DOCKERFILES["gpu"], tag, gpu_buildargs(root), log, nocache=nocache, flavour=flavour
+            client,
+            root,
+            DOCKERFILES["gpu"],
+            tag,
+            gpu_buildargs(root),
+            log,
+            nocache=nocache,
+            flavour=flavour,
+            platform=wanted,
         )
         steps["docker_build_s"] = round(time.monotonic() - t0, 1)
     elif flavour == "cpu-host":
@@ -162,14 +203,15 @@ def build_image(flavour: str, tag: str | None = None, *, log: Log = print, nocac
                 client, context, "Dockerfile", tag, buildargs, log, nocache=nocache, flavour=flavour
             )
             steps["docker_build_s"] = round(time.monotonic() - t, 1)
-    size = int(client.images.get(image_id).attrs.get("Size") or 0)
+    built = client.images.get(image_id)
     return BuildResult(
         flavour=flavour,
         tag=tag,
         image_id=image_id,
         build_s=round(time.monotonic() - t0, 1),
-        size_bytes=size,
+        size_bytes=int(built.attrs.get("Size") or 0),
         steps_s=steps,
+        platform=image_platform(built),
     )
 
 
@@ -198,6 +240,7 @@ def _docker_build(
     *,
     nocache: bool,
     flavour: str,
+    platform: str | None = None,
 ) -> str:
     from docker.errors import APIError
 
@@ -214,6 +257,7 @@ def _docker_build(
             network_mode="host",
             nocache=nocache,
             timeout=BUILD_TIMEOUT_S,
+            **({"platform": platform} if platform else {}),
         )
         for chunk in stream:
             if "error" in chunk:

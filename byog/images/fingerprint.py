@@ -137,10 +137,20 @@ def _link(pynvml: Any, a: Any, b: Any) -> str:
     return "pcie-" + _TOPOLOGY_NAMES.get(int(level), str(level))
 
 
+OCI_ARCHES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def oci_arch(machine: str) -> str:
+    """``uname -m`` (``x86_64``, ``aarch64``) as an image platform's architecture (``amd64``, ``arm64``)."""
+    name = machine.strip().lower()
+    return OCI_ARCHES.get(name, name)
+
+
 def environment_fingerprint() -> dict[str, Any]:
     uname = platform.uname()
     return {
         "byog_version": __version__,
+        "arch": oci_arch(uname.machine),
         "os": {"system": uname.system, "release": uname.release, "machine": uname.machine},
         "python": platform.python_version(),
         "cpu": {"model": _cpu_model(), "logical_cores": os.cpu_count()},

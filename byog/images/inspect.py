@@ -16,6 +16,7 @@ from byog.images.engine import (
     LABEL_OWNER_PID,
     docker_client,
 )
+from byog.images.fingerprint import oci_arch
 from byog.images.host_python import host_python_volumes
 from byog.images.tags import IMAGE_REPO, build_hint
 
@@ -45,6 +46,9 @@ def inspect_image(ref: str, *, probe_vllm: bool = True) -> dict[str, Any]:
         "labels": labels,
         "created": attrs.get("Created"),
         "size_bytes": int(attrs.get("Size") or 0),
+        "platform": f"{attrs.get('Os') or 'linux'}/{oci_arch(attrs['Architecture'])}"
+        if attrs.get("Architecture")
+        else None,
         "entrypoint": config.get("Entrypoint"),
         "cmd": config.get("Cmd"),
         "vllm_version": None,

@@ -24,6 +24,7 @@ from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.images.models import model_config_dir
 from byog.pipeline.eval_power import eval_power_rows, eval_prior
+from byog.pipeline.slurm_submit import SubmitOptions, batch_script, default_run_dir
 from byog.plans.expand import check_plan_fits, expand_plan, probe_point, search_workloads
 from byog.plans.kv_memory import check_kv_fits, kv_shape, plan_kv, server_kv_settings
 from byog.plans.load import load_plan, parse_plan
@@ -32,7 +33,6 @@ from byog.plans.tiers import TIERS, apply_tier, eval_items, find_placeholders
 from byog.runtimes.cluster import describe_cluster
 from byog.runtimes.launch import local_vllm_argv, server_env, vllm_serve_args
 from byog.runtimes.local import cpu_vllm_installed
-from byog.runtimes.multinode import describe_launch
 from byog.schemas.bench import BenchPoint
 from byog.schemas.plan import Plan, SyntheticSessions, TraceSource
 from byog.schemas.server import PreparedModel
@@ -243,26 +243,24 @@ def tier_estimates(plan: Plan, from_run: Any = None) -> list[dict[str, Any]]:
     return rows
 
 
-DEFAULT_GPUS_PER_NODE = 4  # a GB300 compute tray; the built-in GPU profiles' hardware
-
-
-def per_node_launches(plan: Plan, gpus_per_node: int) -> dict[str, list[str]]:
-    """Per node, what runs where: for each server with ``nodes > 1`` (both launchers, the plan's
-    first), and for each single-node docker server with more GPUs than ``gpus_per_node`` (the Ray
-    launch it would need, on placeholder hosts)."""
+def per_node_launches(plan: Plan) -> dict[str, list[str]]:
+    """Per node, what runs where, for each server with ``nodes > 1`` (both launchers, the plan's first;
+    ``runtime: slurm`` adds each step's srun command)."""
     model = PreparedModel(
         path=plan.model.path,
         served_name=plan.model.served_name or plan.model.path,
         tokenizer=plan.model.tokenizer or plan.model.path,
         max_model_len=plan.model.max_model_len,
     )
-    out = {}
-    for name, config in plan.servers.items():
-        if config.multi_node:
-            out[name] = describe_cluster(name, config, model)
-        elif config.runtime == "docker" and config.tensor_parallel_size * config.data_parallel_size > gpus_per_node:
-            out[name] = describe_launch(config, model, name=name, gpus_per_node=gpus_per_node)
-    return out
+    return {name: describe_cluster(name, config, model) for name, config in plan.servers.items() if config.multi_node}
+
+
+def slurm_batch(plan_ref: str | None, plan: Plan, tier: str) -> str | None:
+    """The batch script ``byog slurm submit`` would write (default options), for a plan with slurm servers."""
+    if not any(c.runtime == "slurm" for c in plan.servers.values()):
+        return None
+    opts = SubmitOptions(run_dir=default_run_dir().parent / "RUN_ID", tier=tier)
+    return batch_script(plan_ref, plan, opts)
 
 
 def kv_overview(plan: Plan) -> dict[str, Any]:
@@ -296,13 +294,9 @@ def check_plan_kv(plan: Plan) -> dict[str, Any]:
     return overview
 
 
-def plan_overview(
-    ref: str | None, tier: str, from_run: Any = None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE
-) -> dict[str, Any]:
+def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> dict[str, Any]:
     """What ``byog plan`` shows: the tier's matrix, launch commands (per node where a server spans
     several) and estimate, every tier's cost, and the placeholders left to set."""
-    if gpus_per_node < 1:
-        raise UsageError("--gpus-per-node must be at least 1")
     plan, _ = load_plan(ref)
     cut = apply_tier(plan, tier)
     check_plan_fits(cut)
@@ -333,8 +327,8 @@ def plan_overview(
         "tiers": tier_estimates(plan, from_run),
         "placeholders": find_placeholders(cut),
         "pairs": [list(pair) for pair in cut.comparisons],
-        "gpus_per_node": gpus_per_node,
-        "per_node_launch": per_node_launches(cut, gpus_per_node),
+        "per_node_launch": per_node_launches(cut),
+        "slurm_batch": slurm_batch(ref, cut, tier),
         "evals": eval_power_rows(plan, prior_run),
         "eval_prior": prior_text,
         "numerics": numerics_cost(cut, from_run),

@@ -18,6 +18,7 @@ container or Ray node outlives it.
 from __future__ import annotations
 
 import ipaddress
+import shlex
 import sys
 import threading
 import time
@@ -43,7 +44,6 @@ from byog.runtimes.launchers import (
     world_size,
 )
 from byog.runtimes.local import free_port
-from byog.runtimes.multinode import parse_host
 from byog.runtimes.nodes import LocalNodes, Node, NodeProc, NodeRuntime, probe_node
 from byog.runtimes.record import (
     endpoint_after_start,
@@ -54,11 +54,12 @@ from byog.runtimes.record import (
     wait_for_health,
     write_server_record,
 )
-from byog.runtimes.ssh_nodes import SshNodes, ssh_address
+from byog.runtimes.slurm_nodes import SlurmNodes, container_for, current_allocation, pick_nodes, srun_argv
+from byog.runtimes.ssh_nodes import SshNodes, parse_host, ssh_address
 from byog.schemas.plan import ServerConfig
 from byog.schemas.server import Endpoint, PreparedModel
 
-NodeRuntimeKind = Literal["local", "docker", "ssh"]
+NodeRuntimeKind = Literal["local", "docker", "ssh", "slurm"]
 WATCH_S = 0.5
 RAY_POLL_S = 2.0
 DEFAULT_API_PORT = 8000
@@ -221,6 +222,9 @@ class ClusterServer:
         for rank in range(self.spec.nodes):
             marker = f"{self.name}-node{rank}-{start_id}"
             self.nodes.append(self.runtime.open(rank, hosts[rank], gpus[rank], marker))
+        check_architecture = getattr(self.runtime, "check_architecture", None)
+        if check_architecture is not None:  # before any fingerprint or server step runs
+            check_architecture(self.nodes, self.name)
         with ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:
             self.fingerprints = list(pool.map(lambda n: probe_node(n, self.python, self.config.env), self.nodes))
 
@@ -317,7 +321,10 @@ class ClusterServer:
 
     # --- watching -------------------------------------------------------------------------------
     def _first_dead(self) -> _Running | None:
-        return next((r for r in self.running if not r.proc.alive()), None)
+        """A dead step; of several, one that does not serve: the API server exits because a rank it
+        waits on is gone (seen together where a node's end reaches byog late, as Slurm's does)."""
+        dead = [r for r in self.running if not r.proc.alive()]
+        return next((r for r in dead if not r.step.serves), dead[0] if dead else None)
 
     def _all_alive(self) -> bool:
         return bool(self.running) and self._first_dead() is None
@@ -368,9 +375,21 @@ class ClusterServer:
     def alive(self) -> bool:
         return not self._note_death() and self._all_alive()
 
+    def _await_death(self) -> bool:
+        """Give a node's end ``death_lag_s`` to reach byog (Slurm ends a cancelled step only after its
+        KillWait, and only then does its srun exit): a point that failed because a node is going
+        must name that node, not the API server's errors about it."""
+        deadline = time.monotonic() + float(getattr(self.runtime, "death_lag_s", 0.0))
+        while True:
+            if self._note_death():
+                return True
+            if time.monotonic() >= deadline or self._watcher is None:
+                return False
+            time.sleep(WATCH_S)
+
     def log_tail(self, lines: int = TAIL_LINES) -> str:
         """The dead node's tail when one died (what failed the point), else the API server's log."""
-        if self._note_death():
+        if self._await_death():
             return f"{self.failure}\n---- {self.log_path.name} (the API server):\n{tail_file(self.log_path, lines)}"
         dead = self._first_dead()
         if dead is not None and not dead.step.serves:
@@ -426,6 +445,8 @@ def node_runtime_for(
                 f"server '{name}': local nodes all run on this machine; 'hosts' is for ssh and docker nodes"
             )
         return LocalNodes(), ["127.0.0.1"] * spec.nodes
+    if spec.node_runtime == "slurm":
+        return slurm_runtime(spec, config, model, name, server_dir)
     if spec.node_runtime == "ssh":
         if not hosts:
             raise UsageError(f"server '{name}': ssh nodes need 'hosts', one ssh destination per node")
@@ -436,6 +457,25 @@ def node_runtime_for(
         raise UsageError(f"server '{name}': docker nodes need 'image' (the same image on every node)")
     runtime = DockerNodes(config.image, model, name=name, run_id=run_id_of(server_dir))
     return runtime, [parse_host(h)[1] for h in hosts] if hosts else ["127.0.0.1"] * spec.nodes
+
+
+def slurm_gpus_per_node(spec: ClusterSpec, config: ServerConfig, cpu_build: bool) -> int:
+    if spec.gpus_per_node is not None:
+        return spec.gpus_per_node
+    return 0 if cpu_build else world_size(config) // max(1, spec.nodes)
+
+
+def slurm_runtime(
+    spec: ClusterSpec, config: ServerConfig, model: PreparedModel, name: str, server_dir: Path
+) -> tuple[NodeRuntime, list[str]]:
+    """The allocation's nodes (checked against the plan: count, GPUs) as the slurm node runtime."""
+    alloc = current_allocation()
+    cpu_build = not config.image and LocalNodes().cpu_build
+    gpus = slurm_gpus_per_node(spec, config, cpu_build)
+    chosen = pick_nodes(alloc, name, spec.nodes, list(spec.hosts), gpus)
+    container = container_for(config.image, model.path, server_dir.resolve().parent.parent) if config.image else None
+    runtime = SlurmNodes(alloc, chosen, gpus, container, cpu_build=cpu_build, platform=config.platform)
+    return runtime, runtime.addresses()
 
 
 def cluster_spec(config: ServerConfig) -> ClusterSpec:
@@ -465,6 +505,8 @@ def node_addresses(config: ServerConfig) -> list[str]:
         return [ssh_address(h) for h in config.hosts]
     if config.runtime == "docker" and config.hosts:
         return [parse_host(h)[1] for h in config.hosts]
+    if config.runtime == "slurm":
+        return list(config.hosts) or [f"$NODE{rank}" for rank in range(config.nodes)]
     return ["127.0.0.1"] * config.nodes
 
 
@@ -476,11 +518,14 @@ def describe_cluster(name: str, config: ServerConfig, model: PreparedModel) -> l
     """
     addresses = node_addresses(config)
     per_node = config.gpus_per_node if config.gpus_per_node is not None else world_size(config) // config.nodes
-    python = config.node_python or ("python3" if config.runtime == "docker" else sys.executable)
+    in_image = config.runtime == "docker" or (config.runtime == "slurm" and config.image)
+    python = config.node_python or ("python3" if in_image else sys.executable)
     where = {
         "local": "process groups on this machine",
         "ssh": "processes over ssh",
         "docker": f"one container per node of {config.image} (host network)",
+        "slurm": "one srun step per node of the Slurm job"
+        + (f", in {config.image} through Pyxis" if config.image else ""),
     }[config.runtime]
     lines = [
         f"{name}: {config.nodes} nodes x {per_node} GPU(s), TP={config.tensor_parallel_size}, "
@@ -518,7 +563,7 @@ def describe_cluster(name: str, config: ServerConfig, model: PreparedModel) -> l
                         **s.env,
                         **(
                             {"CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus[s.rank]))}
-                            if gpus[s.rank] and config.runtime != "docker"
+                            if gpus[s.rank] and config.runtime not in ("docker", "slurm")
                             else {}
                         ),
                     },
@@ -532,7 +577,29 @@ def describe_cluster(name: str, config: ServerConfig, model: PreparedModel) -> l
             f"endpoint {plan.base_url}:"
         )
         lines.extend(f"    {line}" for line in shown.describe())
+        if config.runtime == "slurm" and launcher == config.launcher:
+            lines.extend(f"    {line}" for line in describe_srun(name, config, model, shown, per_node))
     return lines
+
+
+def describe_srun(name: str, config: ServerConfig, model: PreparedModel, plan: ClusterPlan, per_node: int) -> list[str]:
+    """Each step as the srun command the slurm runtime runs ($SLURM_JOB_ID and $NODEr: the job's own)."""
+    container = container_for(config.image, model.path, Path("$RUN_DIR")) if config.image else None
+    out = []
+    for step in plan.steps:
+        node = plan.addresses[step.rank]
+        env = {k: v for k, v in step.env.items() if k != "CUDA_VISIBLE_DEVICES"}
+        argv = srun_argv(
+            "$SLURM_JOB_ID",
+            node,
+            f"{name}-node{step.rank}-{step.role}",
+            step.argv,
+            env,
+            gpus_per_node=per_node,
+            container=container,
+        )
+        out.append(f"srun (node {step.rank}): {shlex.join(argv)}")
+    return out
 
 
 def launch_cluster(

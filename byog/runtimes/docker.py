@@ -28,6 +28,7 @@ from byog.core.errors import ByogError, EnvironmentProblem, UsageError
 from byog.images.engine import (
     docker_client,
 )
+from byog.images.fingerprint import oci_arch
 from byog.images.tags import IMAGE_REPO, build_hint
 from byog.runtimes.cleanup import remove_container, sweep_orphans
 from byog.runtimes.container import (
@@ -63,18 +64,34 @@ def resolve_image(client: Any, ref: str) -> Any:
     from docker.errors import APIError, ImageNotFound
 
     try:
-        return client.images.get(ref)
+        image = client.images.get(ref)
     except ImageNotFound:
         pass
+    else:
+        check_image_platform(ref, image.attrs, client.info())
+        return image
     if ref.split(":")[0].split("@")[0] == IMAGE_REPO:
         raise EnvironmentProblem(f"image {ref} is not on this Docker engine: {build_hint(ref)}")
     try:
-        return client.images.pull(ref)
+        pulled = client.images.pull(ref)
     except (APIError, ImageNotFound) as err:
         raise EnvironmentProblem(
             f"image {ref} is not on this Docker engine and pulling it failed ({_first_line(err)}): "
             "`docker pull` it where a registry is reachable, or build byog's image with `byog image build`"
         ) from None
+    check_image_platform(ref, pulled.attrs, client.info())
+    return pulled
+
+
+def check_image_platform(ref: str, image_attrs: dict[str, Any], engine_info: dict[str, Any]) -> None:
+    """Refuse an image of another architecture than the engine's host, before any container starts."""
+    image_arch, host_arch = image_attrs.get("Architecture"), engine_info.get("Architecture")
+    if not image_arch or not host_arch or oci_arch(image_arch) == oci_arch(host_arch):
+        return
+    raise EnvironmentProblem(
+        f"image {ref} is linux/{oci_arch(image_arch)} but this Docker engine's host is linux/{oci_arch(host_arch)}: "
+        f"build it for this host (`byog image build --platform linux/{oci_arch(host_arch)}`)"
+    )
 
 
 def image_record(ref: str, image: Any) -> dict[str, Any]:
@@ -84,6 +101,7 @@ def image_record(ref: str, image: Any) -> dict[str, Any]:
         "image_id": image.id,
         "repo_digests": list(attrs.get("RepoDigests") or []),
         "image_labels": dict((attrs.get("Config") or {}).get("Labels") or {}),
+        "image_architecture": oci_arch(attrs["Architecture"]) if attrs.get("Architecture") else None,
     }
 
 

@@ -37,8 +37,8 @@ from byog.images.host_python import host_python_volumes
 from byog.runtimes.cleanup import remove_container, sweep_orphans
 from byog.runtimes.container import CONTAINER_HF_HOME, PASSTHROUGH_ENV, container_name, hf_cache_dir, run_labels
 from byog.runtimes.docker import image_record, resolve_image
-from byog.runtimes.multinode import parse_host
 from byog.runtimes.nodes import RUN_TIMEOUT_S, node_env
+from byog.runtimes.ssh_nodes import parse_host
 from byog.schemas.server import PreparedModel
 
 LOG_JOIN_S = 10.0

@@ -74,6 +74,17 @@ def ssh_address(destination: str) -> str:
     return host
 
 
+def parse_host(host: str) -> tuple[str, str]:
+    """``ssh://user@host[:port]`` or ``user@host`` -> (docker base_url, node address)."""
+    url = host if "://" in host else f"ssh://{host}"
+    if not url.startswith("ssh://"):
+        raise UsageError(f"docker host '{host}' must be an ssh:// address (docker over SSH), e.g. ssh://ubuntu@tray0")
+    address = url[len("ssh://") :].rsplit("@", 1)[-1].split(":")[0].strip("/")
+    if not address:
+        raise UsageError(f"docker host '{host}' names no machine")
+    return url, address
+
+
 def remote_command(argv: list[str], env: dict[str, str]) -> str:
     """The one string ssh sends: the wrapper with ``env K=V ... argv`` as its arguments."""
     # Every process of the node carries its marker, setsid's own too (it forks when sshd made the

@@ -37,12 +37,16 @@ class ServerConfig(Strict):
 
     A server may span several nodes (``nodes: N``): N copies of vLLM cooperating on one model,
     each a share of TP x PP x DP, started through a node runtime (``runtime``: local process
-    groups on this machine, docker containers, or hosts reached over ``ssh``) by one of vLLM's
+    groups on this machine, docker containers, hosts reached over ``ssh``, or ``slurm`` steps of the
+    allocation byog runs in) by one of vLLM's
     launchers (``launcher``: ``native`` = ``--nnodes/--node-rank/--master-addr``, or ``ray``).
     """
 
-    runtime: Literal["local", "docker", "endpoint", "ssh"] = "local"
-    image: str | None = None  # docker runtime: image reference (pinned by digest in real runs)
+    runtime: Literal["local", "docker", "endpoint", "ssh", "slurm"] = "local"
+    # docker runtime: image reference (pinned by digest in real runs); slurm: the steps' container (Pyxis)
+    image: str | None = None
+    # The image's platform; a node of another architecture is refused before anything starts.
+    platform: Literal["linux/amd64", "linux/arm64"] | None = None
     # docker runtime: GPUs to request: "all", "none", or device ids; unset = all for a GPU image, none for a CPU one
     gpus: Literal["all", "none"] | list[NonNegativeInt] | None = None
     url: str | None = None  # endpoint runtime: an already-running server
@@ -61,7 +65,8 @@ class ServerConfig(Strict):
     # host get disjoint ranges. Unset: TP x PP x DP / nodes, and none for a CPU build.
     gpus_per_node: NonNegativeInt | None = None
     # One per node, rank 0 (the API server, the Ray head) first: ssh destinations (user@host,
-    # ssh://user@host:port) for `ssh`, Docker engines (ssh://user@host) for `docker`; none for `local`.
+    # ssh://user@host:port) for `ssh`, Docker engines (ssh://user@host) for `docker`, Slurm node
+    # names for `slurm` (default: the allocation's first N); none for `local`.
     hosts: list[str] = Field(default_factory=list)
     ssh_options: list[str] = Field(default_factory=list)  # extra `ssh` options, e.g. ["-i", "~/.ssh/tray"]
     node_python: str | None = None  # the interpreter on every node (local, ssh); default: byog's own
@@ -77,7 +82,12 @@ class ServerConfig(Strict):
             raise ValueError("an 'endpoint' server is already running: 'nodes' is for servers byog launches")
         if self.runtime == "ssh" and self.nodes < 2:
             raise ValueError("the 'ssh' runtime runs multi-node servers: set 'nodes' (and one 'hosts' entry per node)")
-        if self.hosts and self.runtime not in ("ssh", "docker"):
+        if self.runtime == "slurm" and self.nodes < 2:
+            raise ValueError(
+                "the 'slurm' runtime runs multi-node servers as srun steps: set 'nodes' "
+                "(a one-node server runs as 'local' or 'docker' inside the job)"
+            )
+        if self.hosts and self.runtime not in ("ssh", "docker", "slurm"):
             raise ValueError(f"'hosts' names ssh destinations or Docker engines; '{self.runtime}' nodes all run here")
         if self.runtime == "ssh" and len(self.hosts) != self.nodes:
             raise ValueError(f"'ssh' needs one 'hosts' entry per node: {self.nodes} nodes, {len(self.hosts)} hosts")

@@ -23,6 +23,8 @@ from byog.schemas.plan import AgenticWorkload
 
 GPU_PROFILES = ("kimi-k3-gb300", "deepseek-v4.1-flash")
 SWITCH = {"decode_backend": "latency_specialized"}
+# What vLLM's GB200/GB300 multi-node recipes export (docs/profiles.md).
+NVL72_ENV = {"NCCL_MNNVL_ENABLE": "1", "NCCL_CUMEM_ENABLE": "1", "NCCL_NVLS_ENABLE": "1"}
 
 
 @pytest.mark.parametrize("name", GPU_PROFILES)
@@ -31,7 +33,10 @@ def test_profile_validates_and_fits(name: str) -> None:
     plan, _ = load_plan(name)
     check_plan_fits(plan)
     for server, config in plan.servers.items():
-        assert config.runtime == "docker" and config.image and "@sha256:" in config.image
+        assert config.runtime == "slurm" and config.image and "@sha256:" in config.image
+        assert config.platform == "linux/arm64" and config.gpus_per_node == 4  # Grace trays of 4 GPUs
+        assert config.nodes * 4 == config.tensor_parallel_size  # TP8 = 2 x 4, TP16 = 4 x 4, TP8+DCP8 = 2 x 4
+        assert {k: config.env[k] for k in NVL72_ENV} == NVL72_ENV
         # the switch is the plan field, on candidates only
         assert (config.additional_config == SWITCH) == server.startswith("candidate"), server
     for candidate, baseline in plan.comparisons:
@@ -168,7 +173,8 @@ def test_byog_plan_cli_every_tier(name: str, tier: str) -> None:
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["tier"] == tier and [r["tier"] for r in out["tiers"]] == list(TIERS)
-    assert out["points"] and all(s["command"].startswith("docker run") for s in out["servers"])
+    assert out["points"] and all("nodes, launcher native" in s["command"] for s in out["servers"])
+    assert "#SBATCH --exclusive" in out["slurm_batch"]
     assert out["placeholders"]
     human = runner.invoke(app, ["plan", name, "--tier", tier], env={"COLUMNS": "200"})
     assert human.exit_code == 0 and "GPU-hours" in human.output and "to set before a run" in human.output
@@ -199,32 +205,20 @@ def test_speculative_configs_are_vllms(name: str) -> None:
 
 
 def test_per_node_launch_lines() -> None:
-    """TP16 over 4-GPU trays = 4 nodes (head + 3 workers); with 8-GPU hosts TP8 needs no Ray cluster."""
-    runner = CliRunner()
-    out = json.loads(runner.invoke(app, ["plan", "kimi-k3-gb300", "--json"]).output)
-    assert out["gpus_per_node"] == 4 and sorted(out["per_node_launch"]) == sorted(
-        out_servers := [s["server"] for s in out["servers"]]
-    )
+    """TP16 over 4-GPU trays = 4 srun steps (rank 0 serves, 1-3 headless), each on its own node of the job."""
+    out = json.loads(CliRunner().invoke(app, ["plan", "kimi-k3-gb300", "--json"]).output)
+    assert sorted(out["per_node_launch"]) == sorted(s["server"] for s in out["servers"])
     tp16 = out["per_node_launch"]["candidate-tp16-spec-synth"]
-    assert tp16[0].startswith("candidate-tp16-spec-synth: TP=16 DP=1 over 4 nodes x 4 GPUs = 16 GPUs")
-    assert [line.split(" DOCKER_HOST=")[0].strip() for line in tp16[1:5]] == [
-        "node 0 (head)",
-        "node 1 (worker)",
-        "node 2 (worker)",
-        "node 3 (worker)",
-    ]
-    serve = next(line for line in tp16 if "docker exec" in line)
-    assert "--tensor-parallel-size 16" in serve and "--distributed-executor-backend ray" in serve
-    assert '"synthetic_acceptance_length": 6' in serve and "latency_specialized" in serve
-    assert "latency_specialized" not in next(
-        line for line in out["per_node_launch"]["baseline-tp16"] if "docker exec" in line
-    )
-    wide = json.loads(runner.invoke(app, ["plan", "kimi-k3-gb300", "--gpus-per-node", "8", "--json"]).output)
-    assert sorted(wide["per_node_launch"]) == sorted(s for s in out_servers if "tp16" in s)
-    assert "over 2 nodes x 8 GPUs" in wide["per_node_launch"]["candidate-tp16"][0]
-    assert (
-        json.loads(runner.invoke(app, ["plan", "deepseek-v4.1-flash", "--gpus-per-node", "8", "--json"]).output)[
-            "per_node_launch"
-        ]
-        == {}
-    )
+    assert tp16[0].startswith("candidate-tp16-spec-synth: 4 nodes x 4 GPU(s), TP=16, one srun step per node")
+    sruns = [line.strip() for line in tp16 if line.strip().startswith("srun (node")]
+    assert [line.split(":")[0] for line in sruns] == [f"srun (node {r})" for r in range(4)]  # the plan's launcher only
+    for rank, line in enumerate(sruns):
+        assert f"--nodelist=$NODE{rank}" in line and "--gpus-per-node=4" in line and "--overlap" in line
+        assert "--container-image=byog-eval@sha256:" in line and "NCCL_MNNVL_ENABLE=1" in line
+        assert f"--node-rank {rank}" in line and ("--headless" in line) == (rank > 0)
+    assert "--tensor-parallel-size 16" in sruns[0] and "synthetic_acceptance_length" in sruns[0]
+    assert "latency_specialized" in sruns[0]
+    baseline = [line for line in out["per_node_launch"]["baseline-tp16"] if "srun (node 0)" in line]
+    assert baseline and "latency_specialized" not in baseline[0]
+    dcp = out["per_node_launch"]["candidate-tp8-dcp8"]
+    assert dcp[0].startswith("candidate-tp8-dcp8: 2 nodes x 4 GPU(s), TP=8")

@@ -216,3 +216,14 @@ def test_a_docker_server_without_an_image_is_bad_input(model: PreparedModel, tmp
     with pytest.raises(UsageError, match="asks for the 'local' runtime") as caught:
         DockerRuntime(client=object()).launch("cand", ServerConfig(runtime="local"), model, tmp_path / "cand")
     assert caught.value.exit_code == 2
+
+
+def test_an_image_of_another_architecture_is_refused_before_any_container() -> None:
+    from byog.core.errors import EnvironmentProblem
+    from byog.runtimes.docker import check_image_platform
+
+    check_image_platform("img", {"Architecture": "amd64"}, {"Architecture": "x86_64"})  # the engine says x86_64
+    with pytest.raises(
+        EnvironmentProblem, match=r"image img is linux/arm64 but this Docker engine's host is linux/amd64"
+    ):
+        check_image_platform("img", {"Architecture": "arm64"}, {"Architecture": "x86_64"})
