@@ -21,11 +21,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from byog.analysis.numerics import envelope  # noqa: E402
-from byog.analysis.numerics_summary import summarize_numerics  # noqa: E402
-from byog.core.paths import RunDir  # noqa: E402
-from byog.plans.load import parse_plan  # noqa: E402
-from byog.schemas.numerics import NumericsSummary  # noqa: E402
+from byog.analysis.numerics import envelope
+from byog.analysis.numerics_summary import summarize_numerics
+from byog.core.paths import RunDir
+from byog.plans.load import parse_plan
+from byog.schemas.numerics import NumericsSummary
 
 RESULTS = REPO / "benchmarks" / "results" / "numerics"
 
@@ -67,7 +67,8 @@ def print_run(name: str, numerics: NumericsSummary) -> None:
                     f"     {b.bucket:>13} {b.positions:>6} {_g(b.mean_abs_dlogprob):>10} "
                     f"{_g(ref.mean_abs_dlogprob) if ref else '–':>9} {_g(env.get('mean_abs_dlogprob')):>9} "
                     f"{_g(b.mean_kl):>9} {_g(ref.mean_kl) if ref else '–':>9} {_g(env.get('mean_kl')):>9} "
-                    f"{b.argmax_agreement:>7.3f} {ref.argmax_agreement if ref else float('nan'):>6.3f} {b.topk_overlap:>6.3f}"
+                    f"{b.argmax_agreement:>7.3f} {ref.argmax_agreement if ref else float('nan'):>6.3f} "
+                    f"{b.topk_overlap:>6.3f}"
                 )
     for pair in numerics.conformance:
         failed = [f"{r.check} ({r.reason})" for r in pair.checks if r.outcome == "fail"]

@@ -450,7 +450,7 @@ def bootstrap_ratios(
         ratios = (sc[keep] / sb[keep]).tolist()
     else:
         ratios = []
-        for c_idx, b_idx in zip(cand_rows, base_rows):
+        for c_idx, b_idx in zip(cand_rows, base_rows, strict=True):
             sc_one, sb_one = stat([cand[i] for i in c_idx]), stat([base[i] for i in b_idx])
             if sc_one is not None and sb_one:
                 ratios.append(sc_one / sb_one)

@@ -79,7 +79,8 @@ def check_claim(summary: Summary, claim: Claim) -> str:
     if abs(got - claim.value) > claim.tolerance * abs(claim.value):
         off = (got / claim.value - 1) * 100 if claim.value else float("inf")
         raise CheckFailed(
-            f"claim '{claim_label(claim)}' = {claim.value:g} but the bundle says {got:.4g} ({off:+.1f}%, tolerance {claim.tolerance:.0%})"
+            f"claim '{claim_label(claim)}' = {claim.value:g} but the bundle says {got:.4g} ({off:+.1f}%, tolerance "
+            f"{claim.tolerance:.0%})"
         )
     return f"{claim_label(claim)}: {got:.4g} vs claimed {claim.value:g}"
 

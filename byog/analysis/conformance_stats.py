@@ -64,7 +64,7 @@ def chi_square(probs: Mapping[int, float], counts: Mapping[int, int]) -> dict[st
 
     expected, observed = chi_square_categories(probs, counts)
     n = sum(observed)
-    stat = sum((o - n * p) ** 2 / (n * p) for p, o in zip(expected, observed) if p > 0)
+    stat = sum((o - n * p) ** 2 / (n * p) for p, o in zip(expected, observed, strict=True) if p > 0)
     dof = len(expected) - 1
     p_value = float(chdtrc(dof, stat)) if dof > 0 else 1.0
     return {

@@ -198,9 +198,9 @@ class PositionMetrics:
 
 def align(ref: PassArrays, other: PassArrays) -> tuple[np.ndarray, np.ndarray]:
     """Indices into ref and other of the (prompt, position) pairs both hold with the same token."""
-    index = {(p, int(pos)): i for i, (p, pos) in enumerate(zip(other.prompt, other.position))}
+    index = {(p, int(pos)): i for i, (p, pos) in enumerate(zip(other.prompt, other.position, strict=True))}
     ri, oi = [], []
-    for i, (p, pos, tok) in enumerate(zip(ref.prompt, ref.position, ref.token)):
+    for i, (p, pos, tok) in enumerate(zip(ref.prompt, ref.position, ref.token, strict=True)):
         j = index.get((p, int(pos)))
         if j is not None and int(other.token[j]) == int(tok):
             ri.append(i)
@@ -238,7 +238,7 @@ def first_divergence(ref_tokens: Sequence[int], other_tokens: Sequence[int]) -> 
 
     A length difference alone is not a divergence (one server may have stopped at EOS or a limit).
     """
-    for i, (a, b) in enumerate(zip(ref_tokens, other_tokens)):
+    for i, (a, b) in enumerate(zip(ref_tokens, other_tokens, strict=False)):
         if int(a) != int(b):
             return i
     return None
@@ -330,19 +330,21 @@ def aggregate(metrics: PositionMetrics) -> list[dict[str, Any]]:
 # --- envelope and verdict --------------------------------------------------------------------
 
 
-def envelope(aa_bucket: Mapping[str, Any], tolerance: Tolerance = Tolerance()) -> dict[str, float]:
-    """envelope[m] = max(factor x AA[m], floor[m]) for each drift metric m."""
+def envelope(aa_bucket: Mapping[str, Any], tolerance: Tolerance | None = None) -> dict[str, float]:
+    """envelope[m] = max(factor x AA[m], floor[m]) for each drift metric m (the default tolerance without one)."""
+    tolerance = tolerance or Tolerance()
     return {m: max(tolerance.envelope_factor * float(aa_bucket[m]), tolerance.floor(m)) for m in DRIFT_METRICS}
 
 
 def verdict(
-    candidate: Sequence[Mapping[str, Any]], aa: Sequence[Mapping[str, Any]], tolerance: Tolerance = Tolerance()
+    candidate: Sequence[Mapping[str, Any]], aa: Sequence[Mapping[str, Any]], tolerance: Tolerance | None = None
 ) -> tuple[Verdict, list[str]]:
     """The rule of the module docstring over bucket rows of one comparison; returns (verdict, reasons).
 
     Reasons name each bucket and metric that decided the verdict, with the numbers; a bucket
     the A/A run does not cover, or that is thin on either side, is skipped.
     """
+    tolerance = tolerance or Tolerance()
     by_start = {int(row["start"]): row for row in aa}
     diverging: list[str] = []
     drifting: list[str] = []

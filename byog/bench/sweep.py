@@ -96,7 +96,8 @@ def _reset_prefix_cache(base_url: str) -> bool:
 
 
 def _healthy(server: RunningServer, requests_failed: bool) -> bool:
-    """Alive, and (when requests failed) still answering /health: an engine that died under a live API server is dead too."""
+    """Alive, and (when requests failed) still answering /health: an engine that died under a live API server is dead
+    too."""
     if not server.alive():
         return False
     if not requests_failed:

@@ -265,7 +265,8 @@ def check_parquet(path: Path, name: str, caps: Caps = CAPS) -> ParquetShape:
         meta = pq.ParquetFile(path).metadata
     except Exception as err:  # noqa: BLE001  (any pyarrow error means unreadable)
         raise CheckFailed(
-            f"{name} is not a readable parquet file: {str(err).splitlines()[0][:120] if str(err) else type(err).__name__}"
+            f"{name} is not a readable parquet file: "
+            f"{str(err).splitlines()[0][:120] if str(err) else type(err).__name__}"
         ) from None
     if meta.num_rows > caps.max_parquet_rows:
         raise CheckFailed(f"{name} has {meta.num_rows:,} rows, over the cap of {caps.max_parquet_rows:,}")
@@ -284,7 +285,8 @@ def check_parquet(path: Path, name: str, caps: Caps = CAPS) -> ParquetShape:
             if per_column[column] > caps.max_column_bytes:
                 path_in_schema = row_group.column(column).path_in_schema
                 raise CheckFailed(
-                    f"{name} column '{path_in_schema}' decompresses to more than {_human(caps.max_column_bytes)} (a bomb?)"
+                    f"{name} column '{path_in_schema}' decompresses to more than {_human(caps.max_column_bytes)} (a "
+                    "bomb?)"
                 )
     if total > caps.max_parquet_decoded_bytes:
         raise CheckFailed(
@@ -320,7 +322,8 @@ def check_parquet_cells(path: Path, name: str, caps: Caps = CAPS) -> None:
             longest = int(np.diff(offsets).max())
             if longest > caps.max_cell_bytes:
                 raise CheckFailed(
-                    f"{name} column '{column}' holds a cell of {longest:,} bytes, over the {_human(caps.max_cell_bytes)} cap"
+                    f"{name} column '{column}' holds a cell of {longest:,} bytes, over the "
+                    f"{_human(caps.max_cell_bytes)} cap"
                 )
 
 

@@ -295,4 +295,7 @@ def attach(
         raise ByogError(
             f"gh pr comment {pr} failed: {detail[-1] if detail else 'no output'}; the comment is in {body_file}"
         )
-    return f"verified{unchecked}; posted the report to PR #{pr}: {result.stdout.strip()}\nNow {drag} (GitHub's API cannot upload PR attachments)."
+    return (
+        f"verified{unchecked}; posted the report to PR #{pr}: {result.stdout.strip()}\nNow {drag} (GitHub's API "
+        "cannot upload PR attachments)."
+    )

@@ -62,7 +62,8 @@ def cache_o200k_base(data_dir: Path) -> Path:
         tiktoken.get_encoding("o200k_base")
     except Exception as err:
         raise EnvironmentProblem(
-            f"could not fetch tiktoken's o200k_base ({type(err).__name__}); run `byog data pull` where the network is reachable"
+            f"could not fetch tiktoken's o200k_base ({type(err).__name__}); run `byog data pull` where the network is "
+            "reachable"
         ) from None
     return cache
 

@@ -193,7 +193,7 @@ def _mrcr_task(
                 max_model_len=max_len,
                 num_concurrent=num_concurrent,
             )
-            for item, result in zip(items, graded):
+            for item, result in zip(items, graded, strict=True):
                 out.append(
                     {
                         "item_id": item.item_id,
@@ -348,5 +348,6 @@ def run_evals_for_server(
         write_task(run_dir, server_name, task.name, run)
         r = run.results
         console.print(
-            f"eval {task.name} on {server_name}: {r['score']:.1f} points over {r['n_items']} items x {len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s, data: {r['data']['label']})"
+            f"eval {task.name} on {server_name}: {r['score']:.1f} points over {r['n_items']} items x "
+            f"{len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s, data: {r['data']['label']})"
         )

@@ -33,7 +33,8 @@ def source_root() -> Path:
     root = Path(__file__).resolve().parents[2]
     if not (root / "Dockerfile").is_file() or not (root / ROOTFS_SCRIPT).is_file():
         raise EnvironmentProblem(
-            "`byog image build` needs byog's source checkout (the Dockerfiles are not in the wheel): run it from a git clone"
+            "`byog image build` needs byog's source checkout (the Dockerfiles are not in the wheel): run it from a "
+            "git clone"
         )
     return root
 

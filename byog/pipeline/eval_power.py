@@ -30,7 +30,7 @@ def _pass_scores(run_dir: RunDir, server: str, task: str) -> dict[str, list[floa
         return None
     table = pq.read_table(run_dir.eval_items(server, task), columns=["item_id", "score"])
     out: dict[str, list[float]] = {}
-    for item_id, score in zip(table.column("item_id").to_pylist(), table.column("score").to_pylist()):
+    for item_id, score in zip(table.column("item_id").to_pylist(), table.column("score").to_pylist(), strict=True):
         out.setdefault(str(item_id), []).append(float(score))
     return out
 

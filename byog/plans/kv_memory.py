@@ -355,8 +355,10 @@ def check_kv_fits(rows: list[PointKv]) -> None:
         if row.need.fits is False:
             need = row.need
             raise UsageError(
-                f"point '{row.point_id}' on server '{row.server}' needs {need.needed_bytes / 2**30:.2f} GiB of KV cache per GPU "
-                f"(B = {need.batch} x {need.tokens_per_sequence} tokens at TP {row.tp}, DCP {row.dcp}, block {row.block_size}) "
+                f"point '{row.point_id}' on server '{row.server}' needs {need.needed_bytes / 2**30:.2f} GiB of KV "
+                "cache per GPU "
+                f"(B = {need.batch} x {need.tokens_per_sequence} tokens at TP {row.tp}, DCP {row.dcp}, block "
+                f"{row.block_size}) "
                 f"but the server states {need.budget_bytes / 2**30:.2f} GiB ({need.budget_source}); "
                 f"at most B = {need.max_batch} fits: lower the batch or ISL, raise TP/DCP or the budget"
             )

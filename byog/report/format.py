@@ -138,8 +138,11 @@ def speedup(c: PointComparison) -> tuple[float | None, float | None, float | Non
     higher_better = METRICS.get(c.metric, (c.metric, 1.0, True))[2]
     if higher_better:
         return c.ratio, c.ci_low, c.ci_high
-    inverse = lambda x: 1 / x if x else None
-    return inverse(c.ratio), inverse(c.ci_high), inverse(c.ci_low)
+    return _inverse(c.ratio), _inverse(c.ci_high), _inverse(c.ci_low)
+
+
+def _inverse(x: float | None) -> float | None:
+    return 1 / x if x else None
 
 
 INVALID = "⚠"

@@ -210,8 +210,10 @@ def _accuracy(summary: Summary) -> list[str]:
     lines += table(["Server", "Task", "Items", "Passes", "Score", "SE"], scores)
     if verdicts:
         lines += [
-            "Paired per item: d = mean(candidate − baseline) in points; **equivalent** when the 90% CI lies inside ±margin "
-            "(TOST, α = 0.05), **different** when the 95% CI excludes 0 and |d| > margin. |d| ≤ 1 SE is the write-up's rule; "
+            "Paired per item: d = mean(candidate − baseline) in points; **equivalent** when the 90% CI lies inside "
+            "±margin "
+            "(TOST, α = 0.05), **different** when the 95% CI excludes 0 and |d| > margin. |d| ≤ 1 SE is the "
+            "write-up's rule; "
             "power and MDE (minimum detectable effect) show how much a small sample can tell.",
             "",
         ]

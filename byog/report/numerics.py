@@ -150,7 +150,7 @@ def _step(buckets: list[NumericsBucket], values: list[float]) -> tuple[list[floa
     """A step line over the buckets; a gap (NaN) where buckets are not adjacent."""
     xs: list[float] = []
     ys: list[float] = []
-    for b, v in zip(buckets, values):
+    for b, v in zip(buckets, values, strict=True):
         if xs and xs[-1] != b.start:
             xs.append(float("nan"))
             ys.append(float("nan"))
@@ -168,7 +168,7 @@ def plot_numerics(run_dir: RunDir, numerics: NumericsSummary, save: Any) -> None
     tolerance = numerics.tolerance
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     floor = 1e-7
-    for ax, family in zip(axes, ("prefill", "decode")):
+    for ax, family in zip(axes, ("prefill", "decode"), strict=True):
         for i, c in enumerate(numerics.comparisons):
             fam = next(f for f in c.families if f.family == family)
             ref = load_pass(run_dir, c.baseline, REFERENCE_PASS)[family]

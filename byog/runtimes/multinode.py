@@ -194,7 +194,8 @@ def describe_launch(
         f"  DOCKER_HOST={head.docker_host} docker exec -d {head.run_kwargs['name']} {shlex.join(head.serve_argv or [])}"
     )
     lines.append(
-        f"  endpoint: http://127.0.0.1:{SERVE_PORT} on {head.node_ip} (run byog there, or tunnel: ssh -L {SERVE_PORT}:127.0.0.1:{SERVE_PORT} {head.node_ip})"
+        f"  endpoint: http://127.0.0.1:{SERVE_PORT} on {head.node_ip} (run byog there, or tunnel: ssh -L "
+        f"{SERVE_PORT}:127.0.0.1:{SERVE_PORT} {head.node_ip})"
     )
     return lines
 

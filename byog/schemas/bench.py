@@ -181,7 +181,7 @@ class PowerTrace(Strict):
     def per_gpu(self, field: str) -> list[list[float]]:
         """A [sample][gpu] field as [gpu][sample] (what ``byog.analysis.energy`` takes)."""
         rows = getattr(self, field) or []
-        return [list(col) for col in zip(*rows)]
+        return [list(col) for col in zip(*rows, strict=True)]
 
 
 class PointRecord(Strict):

@@ -7,7 +7,8 @@ server that died mid-point once) and ``stop``. bench and evals see only these ty
 runtime.
 
 ``servers/<name>/server.json`` (``ServerRecord``) is written by the runtimes (argv, image id and
-RepoDigests, ``/version``, ``/v1/models``; for a multi-node server every node too). Unknown keys are kept so a runtime can record more
+RepoDigests, ``/version``, ``/v1/models``; for a multi-node server every node too). Unknown keys are kept so a runtime
+can record more
 without a schema bump.
 """
 

@@ -32,7 +32,7 @@ def section(ctx: ReportContext) -> list[str]:
             ]
         )
         where = f"{esc(v.task)}, {esc(v.candidate)} vs {esc(v.baseline)}"
-        for reason, why in zip(v.degenerate, v.degenerate_why):
+        for reason, why in zip(v.degenerate, v.degenerate_why, strict=True):
             notes.append(f"- {where}: degenerate ({esc(reason)}): {esc(why)}.")
         if v.observed_redraw is not None:
             sound = "sound" if v.observed_sound else "unsound"

@@ -77,9 +77,11 @@ def _tables(record: ReproductionRecord) -> list[str]:
     lines += table(["Eval", "Server", "Items", "Same answer", "Agreement", "Needed", "Outcome"], evals)
     rule = record.rule
     lines += [
-        f"Rule: a value is reproduced when |ln(reproduced / original)| ≤ √(w_o² + w_r²) + ln(1 + {fixed(rule.run_noise)}), "
+        "Rule: a value is reproduced when |ln(reproduced / original)| ≤ √(w_o² + w_r²) + ln(1 + "
+        f"{fixed(rule.run_noise)}), "
         f"w = half the width of each side's {rule.ci_level:.0%} bootstrap CI in log units and {rule.run_noise:.0%} the "
-        "between-run noise allowed (a ratio: that allowance × √2); eval items agree when the extracted answers are equal "
+        "between-run noise allowed (a ratio: that allowance × √2); eval items agree when the extracted answers are "
+        "equal "
         "under greedy decoding.",
         "",
     ]

@@ -14,7 +14,8 @@ def section(ctx: ReportContext) -> list[str]:
     return [
         "## Signer",
         "",
-        f"Signed with {code(key_type)} key {code(signer.get('fingerprint'))}. `byog verify` checks the signature against "
+        f"Signed with {code(key_type)} key {code(signer.get('fingerprint'))}. `byog verify` checks the signature "
+        "against "
         "the allowed signers (`byog keys add GITHUB_USER`) and recomputes every number above from the raw rows.",
         "",
     ]

@@ -266,7 +266,7 @@ def _honest_reproductions(rng: np.random.Generator, n: int, checks: int) -> list
     """n reproductions of `checks` values: both sides draw ln x ~ N(0, sigma), each with its own 95% CI."""
     sigma, z = 0.02, 1.959964
     out = []
-    for o, r in zip(rng.normal(0, sigma, (n, checks)), rng.normal(0, sigma, (n, checks))):
+    for o, r in zip(rng.normal(0, sigma, (n, checks)), rng.normal(0, sigma, (n, checks)), strict=True):
         found = [
             judge(
                 "value",
@@ -277,7 +277,7 @@ def _honest_reproductions(rng: np.random.Generator, n: int, checks: int) -> list
                 Estimate(math.exp(b), math.exp(b - z * sigma), math.exp(b + z * sigma)),
                 0.0,
             )
-            for i, (a, b) in enumerate(zip(o, r))
+            for i, (a, b) in enumerate(zip(o, r, strict=True))
         ]
         out.append(
             [

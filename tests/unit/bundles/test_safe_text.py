@@ -26,7 +26,10 @@ def test_json_safe_is_always_strict_json() -> None:
 
 
 def test_md_field_leaves_no_markup_html_link_or_mention() -> None:
-    hostile = "[click](https://evil.example) ![x](http://t/p.png) <img src=x> @octocat @org/team www.evil.com `code` | cell\nnew"
+    hostile = (
+        "[click](https://evil.example) ![x](http://t/p.png) <img src=x> @octocat @org/team www.evil.com `code` "
+        "| cell\nnew"
+    )
     safe = md_field(hostile, limit=None)
     for raw in ("](", "<img", "@octocat", "@org", "https://", "http://", "www.evil", "`code`", " | ", "\n"):
         assert raw not in safe, raw

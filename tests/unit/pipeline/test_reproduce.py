@@ -42,7 +42,8 @@ def made(fake: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, objec
     plan = folder / "plan.yaml"
     plan.write_text(
         "name: fake\nmodel: {path: fake-org/fake-model, max_model_len: 2048}\n"
-        f"servers:\n  candidate: {{runtime: endpoint, url: '{fake}'}}\n  baseline: {{runtime: endpoint, url: '{fake}'}}\n"
+        f"servers:\n  candidate: {{runtime: endpoint, url: '{fake}'}}\n  baseline: {{runtime: endpoint, url: "
+        f"'{fake}'}}\n"
         "baseline: baseline\nworkloads:\n"
         "  - {kind: batch, name: decode, batch_sizes: [1, 2], isl: [16], osl: [16], warmup_waves: 1, waves: 4}\n"
         "seeds: [1234]\n"

@@ -98,7 +98,7 @@ def test_one_matrix_per_metric_rows_b_cells_candidate_baseline_speedup(valid_run
     assert rows[0] == ["B", "candidate", "baseline", "speed-up [95% CI]"]
     assert [r[0] for r in rows[1:]] == ["1", "2", "4"]
     points = {(p.server, p.point_id): p for p in summary.bench.points}
-    for row, b in zip(rows[1:], (1, 2, 4)):
+    for row, b in zip(rows[1:], (1, 2, 4), strict=True):
         pid = f"decode-b{b}-isl4-osl8"
         c = next(c for c in summary.bench.comparisons if c.point_id == pid and c.metric == "decode_tok_s")
         assert row[1] == f"{points[('candidate', pid)].metrics.decode_tok_s:.4g}"
