@@ -12,8 +12,7 @@ Bundles are synthetic but realistic in shape: a batch decode sweep (B = 1..64) o
 OSL 256, raw per-request rows in the real parquet format (most of the bytes), GSM8K-style eval
 items, logs; signed with a fresh Ed25519 key. Verify runs with the real ``derive_summary``
 (every number recomputed, report re-rendered). The whole-process runs use compiled bytecode, as an installed byog does
-(``pip install``
-compiles it; ``PYTHONDONTWRITEBYTECODE`` is dropped for them): compiling byog's modules from
+(``pip install`` compiles it; ``PYTHONDONTWRITEBYTECODE`` is dropped for them): compiling byog's modules from
 source on every start would add ~0.1 s that no installed copy pays. Printed: the median of ``--runs`` runs of wall
 seconds and of CPU seconds (this process and its children: ssh-keygen and verify's checking
 child), and the min/max wall.

@@ -496,8 +496,8 @@ def _ratio_cis(
         stat,
         seed,
         BOOTSTRAP_RESAMPLES,
-        stat_rows=rows if rows[0] is not None and rows[1] is not None else None,
-    )  # type: ignore[arg-type]
+        stat_rows=(rows[0], rows[1]) if rows[0] is not None and rows[1] is not None else None,
+    )
     return (ci.ci95 if ci.ci95 else (None, None)), ci.ci90
 
 
@@ -683,9 +683,10 @@ def bootstrap_value_ci(
     for r in range(resamples):
         rows[r] = rng.integers(0, len(units), len(units))
     fast = _vectorised(metric, units) if metric else None
+    values: list[float]
     if fast is not None:
-        values = fast(rows)
-        values = values[np.isfinite(values)].tolist()
+        drawn = fast(rows)
+        values = drawn[np.isfinite(drawn)].tolist()
     else:
         values = [v for v in (stat([units[i] for i in idx]) for idx in rows) if v is not None]
     if len(values) < resamples // 2:

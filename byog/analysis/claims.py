@@ -63,9 +63,11 @@ def check_claim(summary: Summary, claim: Claim) -> str:
     """One sentence when the claim holds; CheckFailed naming the claim and the measured value otherwise."""
     if isinstance(claim, VerdictClaim):
         verdicts = [v for v in summary.evals.verdicts if v.task == claim.task and v.candidate == claim.candidate]
-        got = sorted({v.verdict for v in verdicts})
-        if got != [claim.verdict]:
-            raise CheckFailed(f"claim '{claim_label(claim)}': the recomputed verdict is {', '.join(got) or 'missing'}")
+        recomputed = sorted({v.verdict for v in verdicts})
+        if recomputed != [claim.verdict]:
+            raise CheckFailed(
+                f"claim '{claim_label(claim)}': the recomputed verdict is {', '.join(recomputed) or 'missing'}"
+            )
         # An unsound design cannot support a pass; "different" or "inconclusive" it can still state.
         screening = [v for v in verdicts if v.screening] if claim.verdict == "equivalent" else []
         if screening:
@@ -96,6 +98,7 @@ class ClaimOutcome:
 def evaluate_claim(summary: Summary, claim: Claim) -> ClaimOutcome:
     """The claim's outcome as data (the report's headline); the same rule as ``check_claim``."""
     label = claim_label(claim)
+    claimed: str
     if isinstance(claim, VerdictClaim):
         claimed = claim.verdict
     else:

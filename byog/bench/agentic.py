@@ -26,8 +26,8 @@ Prompts are token ids (completions API), drawn like the random prompts of the ot
 and seeded by (plan seed, point id, session, agent, turn): every server gets the same sessions
 at the same point, and no point's sessions repeat another's (a prefix cache would otherwise
 serve a later point from an earlier one). The shared prefix is the workload's, at every point. Each turn is one
-``RequestRow`` with its place in the session
-(``session``, ``agent``, ``turn``, ...). The distributions are the plan's ``SyntheticSessions``.
+``RequestRow`` with its place in the session (``session``, ``agent``, ``turn``, ...). The distributions are the plan's
+``SyntheticSessions``.
 """
 
 from __future__ import annotations

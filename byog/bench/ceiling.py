@@ -179,9 +179,7 @@ class FakeOpenAIServer:
         return self._cache[key]
 
 
-async def serve(
-    host: str, port: int, config: FakeConfig | None = None
-) -> tuple[asyncio.AbstractServer, FakeOpenAIServer]:
+async def serve(host: str, port: int, config: FakeConfig | None = None) -> tuple[asyncio.Server, FakeOpenAIServer]:
     app = FakeOpenAIServer(config)
     server = await asyncio.start_server(app.handle, host, port, backlog=4096)
     return server, app
@@ -194,7 +192,7 @@ class FakeServerThread:
         self.config = config
         self.loop = asyncio.new_event_loop()
         self.app: FakeOpenAIServer | None = None
-        self._server: asyncio.AbstractServer | None = None
+        self._server: asyncio.Server | None = None
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.base_url = ""
 

@@ -38,7 +38,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import yaml
@@ -317,7 +317,11 @@ def check_parquet_cells(path: Path, name: str, caps: Caps = CAPS) -> None:
         for chunk in chunks:
             if len(chunk) == 0:
                 continue
-            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64 if "large" in str(chunk.type) else np.int32)
+            # a string or binary array always carries its offsets buffer (buffers()[1])
+            value_offsets = cast("pa.Buffer", chunk.buffers()[1])
+            offsets = np.frombuffer(
+                memoryview(value_offsets), dtype=np.int64 if "large" in str(chunk.type) else np.int32
+            )
             offsets = offsets[chunk.offset : chunk.offset + len(chunk) + 1]
             longest = int(np.diff(offsets).max())
             if longest > caps.max_cell_bytes:

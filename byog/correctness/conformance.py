@@ -277,7 +277,7 @@ class Conformance:
         detail = {"schema": JSON_SCHEMA, "text": text}
         try:
             value = json.loads(text)
-        except ValueError as err:
+        except json.JSONDecodeError as err:
             return Check(
                 "structured_output", False, f"not valid JSON ({err.msg} at char {err.pos}): {text[:60]!r}", detail
             )

@@ -40,7 +40,7 @@ def load_o200k_base(data_dir: Path | None, offline: bool) -> Any | None:
         os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
     cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
     key = hashlib.sha1(O200K_URL.encode()).hexdigest()
-    cached = bool(cache_dir) and Path(cache_dir, key).is_file()
+    cached = Path(cache_dir, key).is_file() if cache_dir else False
     if offline and not cached:
         return None
     try:

@@ -129,7 +129,8 @@ def _mrcr_rows(
         targets = [t for t in GENERATED_TARGETS if t <= max_model_len * 0.75] or [min(GENERATED_TARGETS)]
         n = limit or 2 * len(targets)
         per_target = max(1, math.ceil(n / len(targets)))
-        rows, ids = [], []
+        rows: list[dict[str, Any]] = []
+        ids: list[str] = []
         for target in targets:
             made = generate_rows(per_target, target, seed=0)
             rows.extend(made)

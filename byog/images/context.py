@@ -13,7 +13,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 from byog.core.errors import ByogError, EnvironmentProblem
 from byog.core.settings import TORCH_WHEEL_ENV, cache_dir

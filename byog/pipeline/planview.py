@@ -239,7 +239,7 @@ def kv_overview(plan: Plan) -> dict[str, Any]:
     cpu = {name: c.runtime == "local" and cpu_vllm_installed() for name, c in plan.servers.items()}
     envs = {name: server_env(c, cpu_build=cpu[name]) for name, c in plan.servers.items()}
     rows = plan_kv(plan, config_json, envs, cpu)
-    caveats = sorted({c for name, c in plan.servers.items() for c in kv_shape(config_json, **_dtypes(c)).caveats})
+    caveats = sorted({caveat for c in plan.servers.values() for caveat in kv_shape(config_json, **_dtypes(c)).caveats})
     return {"checked": True, "note": f"KV cache from {folder / 'config.json'}", "caveats": caveats, "rows": rows}
 
 

@@ -214,7 +214,7 @@ class FrontierGroup:
 
 def server_gpus(run_dir: RunDir, plan: Plan) -> dict[str, int]:
     """GPUs per server: TP as the server reported it (server.json), else as planned, x DP."""
-    reported = {r["name"]: r.get("tensor_parallel_size") for r in server_records(run_dir)}
+    reported = {r.name: r.tensor_parallel_size for r in server_records(run_dir)}
     return {
         name: gpus_of(int(reported.get(name) or config.tensor_parallel_size), config.data_parallel_size)
         for name, config in plan.servers.items()

@@ -114,7 +114,8 @@ def _performance(summary: Summary) -> list[str]:
     rows = []
     for c in summary.bench.comparisons:
         label, scale, higher_better = METRICS.get(c.metric, (c.metric, 1.0, True))
-        ratio, low, high = c.ratio, c.ci_low, c.ci_high
+        ratio: float | None = c.ratio
+        low, high = c.ci_low, c.ci_high
         if not higher_better:  # speedup of a time is baseline / candidate
             ratio = 1 / ratio if ratio else None
             low, high = (1 / high if high else None), (1 / low if low else None)
@@ -231,7 +232,8 @@ def _environment(run_dir: RunDir) -> list[str]:
     for key in ("os", "python", "cpu", "cpu_count", "memory_total_bytes"):
         if env.get(key) is not None:
             facts.append(f"- {key}: {plain(env[key])}")
-    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
+    gpu = env.get("gpu")
+    gpu = gpu if isinstance(gpu, dict) else {}
     for card in [*(gpu.get("gpus") or []), *(env.get("gpus") or [])]:
         facts.append(f"- gpu: {plain(card)}")
     if gpu and not gpu.get("available", True):

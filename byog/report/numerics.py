@@ -13,7 +13,7 @@ from byog.analysis import numerics as nm
 from byog.analysis.numerics_summary import OTHER_PASS, REFERENCE_PASS, load_pass
 from byog.core.paths import RunDir
 from byog.report.format import fixed, num, table
-from byog.schemas.numerics import FamilyComparison, NumericsBucket, NumericsSummary
+from byog.schemas.numerics import Family, FamilyComparison, NumericsBucket, NumericsSummary
 from byog.schemas.plan import NumericsTolerance
 
 NUMERICS_PLOT = "numerics_divergence.png"
@@ -168,7 +168,8 @@ def plot_numerics(run_dir: RunDir, numerics: NumericsSummary, save: Any) -> None
     tolerance = numerics.tolerance
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     floor = 1e-7
-    for ax, family in zip(axes, ("prefill", "decode"), strict=True):
+    families: tuple[Family, Family] = ("prefill", "decode")
+    for ax, family in zip(axes, families, strict=True):
         for i, c in enumerate(numerics.comparisons):
             fam = next(f for f in c.families if f.family == family)
             ref = load_pass(run_dir, c.baseline, REFERENCE_PASS)[family]

@@ -75,7 +75,7 @@ def write_plots(run_dir: RunDir, summary: Summary, out_dir: Path | None = None) 
         (out_dir / name).unlink(missing_ok=True)
     points = summary.bench.points
     valid = {(p.server, p.point_id): p.valid for p in points}
-    tp = {r["name"]: r.get("tensor_parallel_size", 1) for r in server_records(run_dir)}
+    tp = {r.name: r.tensor_parallel_size or 1 for r in server_records(run_dir)}
     written = []
 
     def save(fig: Any, plot: Plot) -> None:

@@ -232,7 +232,9 @@ def launch_multinode(
             client = docker_client(base_url=spec.docker_host)
             kwargs = dict(spec.run_kwargs)
             kwargs["device_requests"] = [
-                DeviceRequest(count=r["Count"], device_ids=r["DeviceIDs"] or None, capabilities=r["Capabilities"])
+                DeviceRequest(count=r["Count"], device_ids=r["DeviceIDs"], capabilities=r["Capabilities"])
+                if r["DeviceIDs"]
+                else DeviceRequest(count=r["Count"], capabilities=r["Capabilities"])
                 for r in kwargs["device_requests"]
             ]
             containers.append(client.containers.run(**kwargs))

@@ -2,8 +2,7 @@
 
 JSON and YAML files (parsed within bounds by the bounds check) are migrated to the current
 ``schema_version`` and validated; a parquet file's columns are held against the row model (required fields present, no
-unknown
-columns when the model forbids extras, column types compatible with the field types). The rows'
+unknown columns when the model forbids extras, column types compatible with the field types). The rows'
 values are read by the recompute checks, which fail on anything unreadable.
 """
 

@@ -99,10 +99,10 @@ def _who(view: ReproductionView) -> str:
 def _servers(view: ReproductionView) -> str:
     parts = []
     for record in view.servers:
-        digests = [str(d) for d in record.get("repo_digests") or record.get("image_digests") or []]
-        image = digests[0] if digests else record.get("image")
-        where = code(image) if image else esc(record.get("runtime") or "?")
-        parts.append(f"{esc(record.get('name'))} ({where})")
+        digests = record.repo_digests or record.image_digests
+        image = digests[0] if digests else record.image
+        where = code(image) if image else esc(record.runtime or "?")
+        parts.append(f"{esc(record.name)} ({where})")
     return ", ".join(parts) or "–"
 
 

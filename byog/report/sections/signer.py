@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from byog.report.context import ReportContext
-from byog.report.format import code, read_json_or_empty
+from byog.report.format import code
 
 
 def section(ctx: ReportContext) -> list[str]:
-    signer = read_json_or_empty(ctx.run_dir.signer_json)
-    if not signer:
+    signer = ctx.signer
+    if signer is None:
         return ["## Signer", "", "Unsigned: no signing key was configured when this run was sealed.", ""]
-    key_type = str(signer.get("public_key", "")).split(" ")[0] or "ssh"
+    key_type = signer.public_key.split(" ")[0] or "ssh"
     return [
         "## Signer",
         "",
-        f"Signed with {code(key_type)} key {code(signer.get('fingerprint'))}. `byog verify` checks the signature "
-        "against "
+        f"Signed with {code(key_type)} key {code(signer.fingerprint)}. `byog verify` checks the signature against "
         "the allowed signers (`byog keys add GITHUB_USER`) and recomputes every number above from the raw rows.",
         "",
     ]
