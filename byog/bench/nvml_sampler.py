@@ -163,9 +163,9 @@ class PowerSampler:
         if self._header is None:
             return unavailable(self._reason or "NVML is not available")
         with self._lock:
-            samples = {name: list(values) for name, values in self._samples.items()}
+            samples: dict[str, list[Any] | None] = {name: list(values) for name, values in self._samples.items()}
             if not self._counter:
-                samples["energy_mj"] = None  # type: ignore[assignment]
+                samples["energy_mj"] = None
             return PowerTrace(**self._header, **samples, errors=list(self._errors))
 
     def __enter__(self) -> PowerSampler:

@@ -236,7 +236,7 @@ def load_yaml(data: bytes | str, name: str, caps: Caps = CAPS) -> Any:
         return None
     _expanded_shape(root, name, caps)
     try:
-        value = yaml.load(text, Loader=_BaseLoader)  # noqa: S506  (a safe loader: CSafeLoader or SafeLoader)
+        value = yaml.load(text, Loader=_BaseLoader)  # a safe loader: CSafeLoader or SafeLoader
     except yaml.YAMLError as err:
         raise _yaml_error(name, err) from None
     _walk(value, name, caps, caps.max_yaml_depth + 1)
@@ -263,7 +263,7 @@ def check_parquet(path: Path, name: str, caps: Caps = CAPS) -> ParquetShape:
 
     try:
         meta = pq.ParquetFile(path).metadata
-    except Exception as err:  # noqa: BLE001  (any pyarrow error means unreadable)
+    except Exception as err:  # any pyarrow error means unreadable
         raise CheckFailed(
             f"{name} is not a readable parquet file: "
             f"{str(err).splitlines()[0][:120] if str(err) else type(err).__name__}"

@@ -550,5 +550,5 @@ def _quietly(stop: Any, grace_s: float) -> None:
     """Stop one process; one already gone must not keep the others (or the node close) from running."""
     try:
         stop(grace_s)
-    except Exception:  # noqa: BLE001 - the node's close() still removes whatever is left
+    except Exception:  # the node's close() still removes whatever is left
         pass

@@ -59,7 +59,7 @@ def numerics_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subpro
 
 
 @pytest.fixture(scope="module")
-def numerics(numerics_run) -> dict[str, Any]:  # noqa: ANN001
+def numerics(numerics_run: tuple[Path, subprocess.CompletedProcess[str]]) -> dict[str, Any]:
     run_dir, result = numerics_run
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return dict(json.loads((run_dir / "summary.json").read_text())["numerics"])
@@ -69,18 +69,18 @@ def _comparison(numerics: dict[str, Any], candidate: str) -> dict[str, Any]:
     return next(c for c in numerics["comparisons"] if c["candidate"] == candidate)
 
 
-def test_compiled_candidate_is_within_the_aa_envelope(numerics) -> None:  # noqa: ANN001
+def test_compiled_candidate_is_within_the_aa_envelope(numerics: dict[str, Any]) -> None:
     compiled = _comparison(numerics, "compiled")
     assert compiled["verdict"] == "numerically equivalent", compiled
 
 
-def test_bfloat16_candidate_drifts(numerics) -> None:  # noqa: ANN001
+def test_bfloat16_candidate_drifts(numerics: dict[str, Any]) -> None:
     changed = _comparison(numerics, "bf16")
     assert changed["verdict"] in ("drifts", "diverges"), changed
     assert any(f["reasons"] for f in changed["families"])
 
 
-def test_conformance_passes_on_the_baseline_and_the_compiled_candidate(numerics) -> None:  # noqa: ANN001
+def test_conformance_passes_on_the_baseline_and_the_compiled_candidate(numerics: dict[str, Any]) -> None:
     servers = {s["server"]: s for s in numerics["conformance_servers"]}
     for name in ("stock", "compiled"):
         failed = [f"{c['check']}: {c['reason']}" for c in servers[name]["checks"] if not c["passed"]]
@@ -89,7 +89,7 @@ def test_conformance_passes_on_the_baseline_and_the_compiled_candidate(numerics)
     assert next(p for p in numerics["conformance"] if p["candidate"] == "compiled")["conforms"]
 
 
-def test_the_broken_feature_is_reported_with_a_one_line_reason(numerics) -> None:  # noqa: ANN001
+def test_the_broken_feature_is_reported_with_a_one_line_reason(numerics: dict[str, Any]) -> None:
     pair = next(p for p in numerics["conformance"] if p["candidate"] == "bf16")
     assert not pair["conforms"]
     failed = [r for r in pair["checks"] if r["outcome"] == "fail"]
@@ -98,7 +98,9 @@ def test_the_broken_feature_is_reported_with_a_one_line_reason(numerics) -> None
     assert "\n" not in reason and "HTTP 400" in reason and "max allowed: 5" in reason
 
 
-def test_raw_rows_and_report(numerics_run, numerics) -> None:  # noqa: ANN001
+def test_raw_rows_and_report(
+    numerics_run: tuple[Path, subprocess.CompletedProcess[str]], numerics: dict[str, Any]
+) -> None:
     run_dir, _ = numerics_run
     rows = pq.read_table(run_dir / "numerics" / "stock" / "alone.parquet").to_pylist()
     assert sum(r["output"] for r in rows) == 5 * 32 and all(len(r["top_ids"]) == 5 for r in rows)
@@ -109,7 +111,9 @@ def test_raw_rows_and_report(numerics_run, numerics) -> None:  # noqa: ANN001
     assert (run_dir / "plots" / "numerics_divergence.png").is_file()
 
 
-def test_verify_recomputes_every_verdict(numerics_run, numerics) -> None:  # noqa: ANN001
+def test_verify_recomputes_every_verdict(
+    numerics_run: tuple[Path, subprocess.CompletedProcess[str]], numerics: dict[str, Any]
+) -> None:
     run_dir, _ = numerics_run
     checked = byog("verify", str(run_dir / "bundle.tar.gz"), "--allow-unsigned", cwd=run_dir.parent)
     assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -82,7 +82,7 @@ def _validate_parquet_columns(entry: SchemaEntry, name: str, path: Path) -> None
 
     try:
         schema = pq.read_schema(path)
-    except Exception as err:  # noqa: BLE001  (any pyarrow error means unreadable)
+    except Exception as err:  # any pyarrow error means unreadable
         raise CheckFailed(f"{name} is not a readable parquet file: {str(err).splitlines()[0]}") from None
     model: type[BaseModel] = entry.model
     properties = _json_properties(model)

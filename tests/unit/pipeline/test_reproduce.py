@@ -71,7 +71,7 @@ def _reproduce(
     name: str,
     servers: tuple[str, ...] = ("candidate", "baseline"),
     **options: object,
-):  # noqa: ANN202
+):
     endpoints = [f"{server}={fake}" for server in servers]
     opts = ReproduceOptions(
         run_dir=made["folder"] / f"{name}-run",
@@ -87,7 +87,9 @@ def _reproduce(
         return reproduce(bundle, opts, Console(file=io.StringIO()))
 
 
-def test_an_honest_bundle_reproduces_and_the_reproduction_is_a_signed_bundle(made, fake: str) -> None:  # noqa: ANN001
+def test_an_honest_bundle_reproduces_and_the_reproduction_is_a_signed_bundle(
+    made: dict[str, object], fake: str
+) -> None:
     done = _reproduce(made, made["shipped"], fake, "honest")
     record = done.record
     assert record.selection == "sampled" and len(record.points) == 1
@@ -117,7 +119,7 @@ def test_an_honest_bundle_reproduces_and_the_reproduction_is_a_signed_bundle(mad
     assert f"points {record.points[0].point_id} ({record.points[0].load})" in section
 
 
-def test_the_sample_is_the_bundles_and_named_points_override_it(made, fake: str) -> None:  # noqa: ANN001
+def test_the_sample_is_the_bundles_and_named_points_override_it(made: dict[str, object], fake: str) -> None:
     import hashlib
     import tarfile
 
@@ -143,7 +145,7 @@ def test_the_sample_is_the_bundles_and_named_points_override_it(made, fake: str)
     assert honest["points_requested"] == expected
 
 
-def test_a_doctored_bundle_verifies_but_does_not_reproduce(made, fake: str) -> None:  # noqa: ANN001
+def test_a_doctored_bundle_verifies_but_does_not_reproduce(made: dict[str, object], fake: str) -> None:
     assert verify_bundle(made["doctored"], allowed_signers=made["signers"]).verified  # every number recomputes
     done = _reproduce(made, made["doctored"], fake, "doctored", points=["decode-b1-isl16-osl16"])
     checks = {(c.kind, c.server, c.metric): c for c in done.record.points[0].checks}
@@ -154,7 +156,7 @@ def test_a_doctored_bundle_verifies_but_does_not_reproduce(made, fake: str) -> N
     assert checks[("value", "baseline", "tpot_s.p50")].outcome == "reproduced"
 
 
-def test_a_bundle_that_does_not_verify_is_not_reproduced(made, fake: str, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_bundle_that_does_not_verify_is_not_reproduced(made: dict[str, object], fake: str, tmp_path: Path) -> None:
     stranger = tmp_path / "allowed_signers"
     stranger.write_text(made["signers"].read_text().splitlines()[1] + "\n")  # the maintainer only
     result = runner.invoke(

@@ -70,7 +70,7 @@ def _matrix(text: str, title: str) -> list[list[str]]:
     ]
 
 
-def test_the_headline_comes_first_and_the_marker_names_the_format(valid_run) -> None:  # noqa: ANN001
+def test_the_headline_comes_first_and_the_marker_names_the_format(valid_run: tuple[RunDir, Summary]) -> None:
     run_dir, summary = valid_run
     text = render_report(run_dir, summary)
     assert text.splitlines()[0] == MARKER
@@ -84,7 +84,7 @@ def test_the_headline_comes_first_and_the_marker_names_the_format(valid_run) -> 
     )
 
 
-def test_one_matrix_per_metric_rows_b_cells_candidate_baseline_speedup(valid_run) -> None:  # noqa: ANN001
+def test_one_matrix_per_metric_rows_b_cells_candidate_baseline_speedup(valid_run: tuple[RunDir, Summary]) -> None:
     run_dir, summary = valid_run
     text = render_report(run_dir, summary)
     assert re.findall(r"^### (.+)$", text, flags=re.M) == [
@@ -106,7 +106,7 @@ def test_one_matrix_per_metric_rows_b_cells_candidate_baseline_speedup(valid_run
         assert row[3] == f"{c.ratio:.2f}× [{c.ci_low:.2f}, {c.ci_high:.2f}]"
 
 
-def test_an_invalid_point_is_struck_through_and_marked_everywhere(invalid_run) -> None:  # noqa: ANN001
+def test_an_invalid_point_is_struck_through_and_marked_everywhere(invalid_run: tuple[RunDir, Summary]) -> None:
     run_dir, summary = invalid_run
     point = next(p for p in summary.bench.points if (p.server, p.point_id) == ("candidate", INVALID_POINT))
     assert not point.valid and "client saturated" in point.invalid_reasons[0]
@@ -132,7 +132,9 @@ def _red_pixels(png: Path) -> int:
     return int(((abs(r - 214) < 20) & (abs(g - 39) < 25) & (abs(b - 40) < 25)).sum())
 
 
-def test_plots_draw_invalid_points_in_red_and_valid_ones_not(valid_run, invalid_run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_plots_draw_invalid_points_in_red_and_valid_ones_not(
+    valid_run: tuple[RunDir, Summary], invalid_run: tuple[RunDir, Summary], tmp_path: Path
+) -> None:
     for (run_dir, summary), name in ((valid_run, "valid"), (invalid_run, "invalid")):
         written = write_plots(run_dir, summary, tmp_path / name)
         assert sorted(p.name for p in written if not p.name.startswith("frontier-")) == sorted(PLOTS)
@@ -141,7 +143,7 @@ def test_plots_draw_invalid_points_in_red_and_valid_ones_not(valid_run, invalid_
         assert _red_pixels(tmp_path / "invalid" / plot) > 50, plot
 
 
-def test_plot_links_are_relative_and_name_the_drawn_files(valid_run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_plot_links_are_relative_and_name_the_drawn_files(valid_run: tuple[RunDir, Summary], tmp_path: Path) -> None:
     run_dir, summary = valid_run
     text = render_report(run_dir, summary)
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
@@ -176,7 +178,7 @@ def test_bundle_text_never_becomes_markdown(tmp_path: Path) -> None:
     assert not re.search(r"(?<!\\)<img", outside_code)
 
 
-def test_claims_are_judged_in_the_headline(valid_run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_claims_are_judged_in_the_headline(valid_run: tuple[RunDir, Summary], tmp_path: Path) -> None:
     run_dir, summary = valid_run
     ratio = next(
         c for c in summary.bench.comparisons if c.point_id == "decode-b1-isl4-osl8" and c.metric == "decode_tok_s"
