@@ -186,7 +186,7 @@ def write_report(
         first = (
             report.failures[0]
             if report.failures
-            else f"the report could not be written ({report.details.get('render_error', 'no reason given')})"
+            else f"the report could not be written ({report.render_error or 'no reason given'})"
         )
         raise CheckFailed(f"{target} does not verify, so no report was written: {one_line(first, 300)}")
     return ReportWritten(
@@ -268,7 +268,7 @@ def attach(
         first = (
             report.failures[0]
             if report.failures
-            else f"the report could not be rendered ({report.details.get('render_error', 'no reason given')})"
+            else f"the report could not be rendered ({report.render_error or 'no reason given'})"
         )
         raise CheckFailed(f"{bundle} does not verify, so nothing was posted: {one_line(first, 300)}")
     body = comment_body(bundle, report)

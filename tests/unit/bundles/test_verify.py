@@ -144,6 +144,9 @@ def test_claims_within_and_outside_tolerance(signed: Signed, tmp_path: Path) -> 
     report = verify_bundle(bundle, allowed_signers=allowed, claims=good)
     assert report.verified, report.failures
     assert "3 claim(s) hold" in report.results[-1].message and "1 not checked (agentic)" in report.results[-1].message
+    # every claim's outcome comes back from the checking child, into verify --json's details
+    held = report.as_json()["details"]["claims"]
+    assert len(held["held"]) == 3 and held["failed"] == [] and held["not_checked"] == ["agentic"]
     off = _write(
         tmp_path / "off.yaml",
         {
@@ -164,6 +167,11 @@ def test_claims_within_and_outside_tolerance(signed: Signed, tmp_path: Path) -> 
     assert report.failures == [
         f"claims: claim 'b1 tok/s' = {round(tok_s * 1.05, 1):g} but the bundle says {tok_s:.4g} (-4.8%, tolerance 3%)"
     ]
+    assert report.details["claims"] == {
+        "held": [],
+        "failed": [report.failures[0].removeprefix("claims: ")],
+        "not_checked": [],
+    }
     missing = _write(
         tmp_path / "missing.yaml",
         {
