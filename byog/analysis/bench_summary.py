@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -162,12 +162,26 @@ _STATISTICS: dict[str, Callable[[Sequence[_Unit], str], float | None]] = {
 # --- one point ------------------------------------------------------------------------------
 
 
-def _speculation(deltas: dict[str, Any]) -> dict[str, Any]:
+class _AcceptanceLength(TypedDict):
+    acceptance_length: float | None  # None: no speculative decoding in the point
+
+
+class Speculation(_AcceptanceLength, total=False):
+    """The speculative-decoding fields of ``PointMetrics``, as far as the counters tell them."""
+
+    acceptance_per_position: list[float] | None
+    acceptance_per_position_ci: list[list[float]]
+    acceptance_length_ci: list[float] | None
+    draft_coverage: float | None
+    tokens_per_request_step: float | None
+
+
+def _speculation(deltas: dict[str, Any]) -> Speculation:
     """AL, per-position acceptance (with CIs), draft coverage and tokens per request-step from counter deltas."""
     drafts, accepted = deltas.get(sm.SPEC_DRAFTS, 0.0), deltas.get(sm.SPEC_ACCEPTED, 0.0)
     per_pos = deltas.get(sm.SPEC_ACCEPTED_PER_POS)
     per_pos = per_pos if isinstance(per_pos, list) else None
-    out: dict[str, Any] = {"acceptance_length": m.acceptance_length(accepted, drafts)}
+    out: Speculation = {"acceptance_length": m.acceptance_length(accepted, drafts)}
     if out["acceptance_length"] is None:
         return out
     generated = deltas.get(sm.GENERATION_TOKENS)

@@ -62,7 +62,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -275,7 +275,14 @@ def before_divergence(arrays: PassArrays, diverged_at: Mapping[str, int | None])
     return arrays.take(np.flatnonzero(keep))
 
 
-def divergence_stats(diverged_at: Mapping[str, int | None]) -> dict[str, Any]:
+class DivergenceStats(TypedDict):
+    prompts: int
+    diverged: int
+    earliest: int | None  # first-divergence index, among the prompts that diverged
+    median: float | None
+
+
+def divergence_stats(diverged_at: Mapping[str, int | None]) -> DivergenceStats:
     """n prompts, how many diverged, and the earliest and median first-divergence index among those."""
     found = sorted(v for v in diverged_at.values() if v is not None)
     return {

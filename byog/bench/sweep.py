@@ -14,7 +14,7 @@ import datetime as _dt
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 import httpx
@@ -60,6 +60,30 @@ DEFAULT_MAX_CONTEXT = 8192
 
 # How far back in the server log byog looks for vLLM's own reason when the server dies.
 REASON_TAIL_LINES = 400
+
+
+class PointDone(TypedDict):
+    """One point measured and written: how long requests were in flight, and why it is invalid (if it is)."""
+
+    point_id: str
+    measuring_s: float
+    invalid_reasons: list[str]
+
+
+class SweepOutcome(TypedDict):
+    """One server's sweep: which points ran, were skipped (complete already) or failed, and the time spent."""
+
+    server: str
+    points: int
+    run: list[str]
+    skipped: list[str]
+    failed: list[str]
+    invalid: dict[str, list[str]]  # point id -> why it is invalid
+    restarts: int
+    aborted: str | None  # why the sweep stopped early
+    measuring_s: float  # with requests in flight
+    server_up_s: float
+    measuring_share: float | None  # measuring_s / server_up_s
 
 
 class ServerDied(Exception):
@@ -214,7 +238,7 @@ def run_one_point(
     total: Callable[[int], None] = lambda n: None,
     gpus: list[int] | None = None,
     power_reason: str | None = None,
-) -> dict[str, Any]:
+) -> PointDone:
     """Measure one point and write its files. Raises ``ServerDied`` (after writing a failed record).
 
     Around the requests: /metrics before, after the warm-up waves (batch) and after; NVML samples
@@ -320,7 +344,7 @@ def run_bench_for_server(
     *,
     tokenizer: str | None = None,
     data_dir: Path | None = None,
-) -> dict[str, Any]:
+) -> SweepOutcome:
     """Run every point of ``server_name`` not yet complete in ``run_dir``; returns timing and outcome.
 
     ``measuring_s / server_up_s`` is the share of the server's up time (since this call) spent
@@ -329,7 +353,7 @@ def run_bench_for_server(
 
     points = points_for_server(plan, server_name)
     t0 = time.perf_counter()
-    result: dict[str, Any] = {
+    result: SweepOutcome = {
         "server": server_name,
         "points": len(points),
         "run": [],
@@ -339,6 +363,8 @@ def run_bench_for_server(
         "restarts": 0,
         "aborted": None,
         "measuring_s": 0.0,
+        "server_up_s": 0.0,  # both set once the sweep ends
+        "measuring_share": None,
     }
     with Progress(
         TextColumn("[bold]{task.description}"),

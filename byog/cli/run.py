@@ -25,6 +25,7 @@ from byog.pipeline.planview import (
     DEFAULT_GPUS_PER_NODE,
     STARTUP_GUESS_S,
     TPOT_GUESS_S,
+    PlanOverview,
     plan_overview,
 )
 from byog.pipeline.run import run_plan
@@ -136,7 +137,7 @@ def _render_kv(kv: dict[str, Any]) -> None:
         console.print(Text.assemble(("KV caveat:", "yellow"), f" {caveat}"), highlight=False)
 
 
-def render_plan_overview(overview: dict[str, Any]) -> None:
+def render_plan_overview(overview: PlanOverview) -> None:
 
     table = TextTable(
         f"plan '{overview['plan']}': {len(overview['points'])} bench points",
@@ -194,16 +195,16 @@ def render_plan_overview(overview: dict[str, Any]) -> None:
         f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and {STARTUP_GUESS_S:.0f} s start-up per server)",
         ["tier", "servers", "bench points", "max GPUs", "est. wall", "GPU-hours", "eval requests"],
     )
-    for r in overview["tiers"]:
-        mark = " <" if r["tier"] == overview["tier"] else ""
+    for t in overview["tiers"]:
+        mark = " <" if t["tier"] == overview["tier"] else ""
         tiers.add_row(
-            r["tier"] + mark,
-            str(r["servers"]),
-            str(r["bench_points"]),
-            str(r["max_gpus"]),
-            f"{r['estimate_s'] / 3600:.2f} h",
-            f"{r['gpu_hours']:.2f}",
-            str(r["eval_requests"]),
+            t["tier"] + mark,
+            str(t["servers"]),
+            str(t["bench_points"]),
+            str(t["max_gpus"]),
+            f"{t['estimate_s'] / 3600:.2f} h",
+            f"{t['gpu_hours']:.2f}",
+            str(t["eval_requests"]),
         )
     print_table(console, tiers)
     render_eval_power(overview["evals"], overview["tier"], overview.get("eval_prior"))

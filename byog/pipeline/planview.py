@@ -14,7 +14,7 @@ import math
 import shlex
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from byog.analysis.bench_summary import summarize_bench
 from byog.bench.agentic import session_shape
@@ -25,7 +25,7 @@ from byog.core.paths import RunDir
 from byog.images.models import model_config_dir
 from byog.pipeline.eval_power import eval_power_rows, eval_prior
 from byog.plans.expand import check_plan_fits, expand_plan, probe_point, search_workloads
-from byog.plans.kv_memory import check_kv_fits, kv_shape, plan_kv, server_kv_settings
+from byog.plans.kv_memory import PointKv, check_kv_fits, kv_shape, plan_kv, server_kv_settings
 from byog.plans.load import load_plan, parse_plan
 from byog.plans.tiers import TIERS, apply_tier, eval_items, find_placeholders
 from byog.runtimes.cluster import describe_cluster
@@ -39,6 +39,82 @@ from byog.schemas.server import PreparedModel
 STARTUP_GUESS_S = 120.0
 TPOT_GUESS_S = 0.030  # CPU vLLM + SmolLM2-135M at batch 1 decodes ~38 tok/s
 TTFT_GUESS_S = 0.100
+
+
+class Measured(TypedDict):
+    """What an earlier run measured, for the estimate: start-up seconds, and (TPOT, TTFT) p50 per point."""
+
+    startup: dict[str, float]
+    per_point: dict[tuple[str, str], tuple[float, float]]
+
+
+class PointEstimate(TypedDict):
+    server: str
+    point_id: str
+    kind: str
+    load: str
+    isl: int
+    osl: int
+    requests: int
+    tpot_s: float
+    estimate_s: float
+    source: str  # where tpot_s came from: measured, server median or guess
+
+
+class ServerEstimate(TypedDict):
+    server: str
+    runtime: str
+    command: str
+    startup_s: float
+    points: int
+    launches: int
+    estimate_s: float
+    gpus: int
+
+
+class Estimate(TypedDict):
+    """The bench part of a plan: every point's and server's estimated seconds, and the total."""
+
+    plan: str
+    points: list[PointEstimate]
+    servers: list[ServerEstimate]
+    total_estimate_s: float
+    gpu_hours: float
+    from_run: str | None
+    note: str
+
+
+class TierEstimate(TypedDict):
+    tier: str
+    servers: int
+    bench_points: int
+    eval_requests: int
+    max_gpus: int
+    estimate_s: float
+    gpu_hours: float
+
+
+class PlanOverview(Estimate):
+    """What ``byog plan`` shows (``--json`` prints it as it is)."""
+
+    tier: str
+    kv_cache: dict[str, Any]  # kv_overview, its rows as plain numbers
+    tiers: list[TierEstimate]
+    placeholders: list[str]
+    pairs: list[list[str]]
+    gpus_per_node: int
+    per_node_launch: dict[str, list[str]]
+    evals: list[dict[str, Any]]
+
+
+class _KvChecked(TypedDict):
+    checked: bool  # False: no config.json readable here (a hub id, a path on the GPU machine)
+    note: str
+    rows: list[PointKv]
+
+
+class KvOverview(_KvChecked, total=False):
+    caveats: list[str]  # what the KV model leaves out for this config (only when checked)
 
 
 def launch_command(plan: Plan, server: str) -> str:
@@ -62,7 +138,7 @@ def launch_command(plan: Plan, server: str) -> str:
     return f"{env} {shlex.join(argv)}".strip().replace("--port 0", "--port PORT")
 
 
-def _measured(run_dir: Path) -> dict[str, Any]:
+def _measured(run_dir: Path) -> Measured:
     """Start-up seconds per server and TPOT/TTFT p50 per (server, point) from an earlier run."""
     folder = RunDir(run_dir)
     if not folder.plan_yaml.is_file():
@@ -107,9 +183,9 @@ def point_seconds(point: BenchPoint, tpot_s: float, ttft_s: float) -> float:
     return point.num_prompts / point.rate + one
 
 
-def estimate_plan(plan: Plan, from_run: Path | None = None) -> dict[str, Any]:
+def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     """The matrix, the launch commands and the estimated wall time and GPU-hours of the bench part."""
-    measured = _measured(from_run) if from_run else {"startup": {}, "per_point": {}}
+    measured: Measured = _measured(from_run) if from_run else {"startup": {}, "per_point": {}}
     points = expand_plan(plan)
     for workload in search_workloads(plan):  # a search's probes: its budget, each timed at the first rate
         assert workload.search is not None
@@ -120,8 +196,8 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> dict[str, Any]:
                     first.model_copy(update={"point_id": f"{first.point_id.rsplit('-r', 1)[0]}-probe{i + 1}"})
                     for i in range(workload.search.max_probes)
                 ]
-    servers = []
-    rows = []
+    servers: list[ServerEstimate] = []
+    rows: list[PointEstimate] = []
     total_s = 0.0
     gpu_h = 0.0
     for server in plan.servers:
@@ -182,9 +258,9 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> dict[str, Any]:
     }
 
 
-def tier_estimates(plan: Plan, from_run: Any = None) -> list[dict[str, Any]]:
+def tier_estimates(plan: Plan, from_run: Any = None) -> list[TierEstimate]:
     """For each tier: bench points, servers, GPUs, estimated wall time and GPU-hours (bench only)."""
-    rows = []
+    rows: list[TierEstimate] = []
     for tier in TIERS:
         cut = apply_tier(plan, tier)
         estimate = estimate_plan(cut, from_run)
@@ -224,7 +300,7 @@ def per_node_launches(plan: Plan, gpus_per_node: int) -> dict[str, list[str]]:
     return out
 
 
-def kv_overview(plan: Plan) -> dict[str, Any]:
+def kv_overview(plan: Plan) -> KvOverview:
     """The KV cache every (server, point) needs per GPU, from the model's config.json, against each
     server's stated budget (byog.plans.kv_memory); ``checked: false`` with the reason when the
     config cannot be read here (a hub id, a path on the GPU machine)."""
@@ -248,7 +324,7 @@ def _dtypes(config: Any) -> dict[str, str]:
     return {"kv_cache_dtype": kv["kv_cache_dtype"], "model_dtype": kv["model_dtype"]}
 
 
-def check_plan_kv(plan: Plan) -> dict[str, Any]:
+def check_plan_kv(plan: Plan) -> KvOverview:
     """``kv_overview``, refusing (UsageError naming the point) a point whose KV cache cannot fit."""
     overview = kv_overview(plan)
     check_kv_fits(overview["rows"])
@@ -257,7 +333,7 @@ def check_plan_kv(plan: Plan) -> dict[str, Any]:
 
 def plan_overview(
     ref: str | None, tier: str, from_run: Any = None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE
-) -> dict[str, Any]:
+) -> PlanOverview:
     """What ``byog plan`` shows: the tier's matrix, launch commands (per node where a server spans
     several) and estimate, every tier's cost, and the placeholders left to set."""
     if gpus_per_node < 1:
