@@ -142,7 +142,7 @@ def _print_outcome(summary: Summary, console: Console) -> None:
             ci = f"{c.ci_low:.3f}–{c.ci_high:.3f}" if c.ci_low is not None and c.ci_high is not None else "—"
             invalid = comparison_invalid_reasons(points, c)
             cells = [f"{c.candidate_value:.1f}", f"{c.baseline_value:.1f}", f"{c.ratio:.3f}", ci]
-            note = c.label or ("within noise" if c.within_noise else "")
+            note: str = c.label or ("within noise" if c.within_noise else "")
             if invalid:
                 cells = [struck(cell) for cell in cells]
                 note = "invalid: " + " / ".join(invalid)

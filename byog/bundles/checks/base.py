@@ -111,7 +111,7 @@ class Check:
     gated: bool  # runs only for a trusted signer (or an allowed unsigned bundle)
     isolated: bool  # parses content: runs in the limited child process
 
-    def __call__(self, ctx: VerifyContext) -> str:
+    def __call__(self, ctx: VerifyContext) -> str | Found:
         return self.fn(ctx)
 
 
