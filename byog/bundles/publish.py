@@ -172,7 +172,7 @@ def write_report(
     out = out_dir or target.parent / f"{_stem(target)}-report"
     found = list(dict.fromkeys([*reproductions, *reproductions_beside(target)]))
     views: tuple[ReproductionView, ...] = ()
-    not_shown: tuple[str, ...] = ()
+    not_shown = ()
     if found:
         with Extracted(target) as extracted:  # the vetted archive; only the manifest's bytes are hashed
             assert extracted.root is not None
