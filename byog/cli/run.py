@@ -207,7 +207,7 @@ def render_plan_overview(overview: PlanOverview) -> None:
             str(t["eval_requests"]),
         )
     print_table(console, tiers)
-    render_eval_power(overview["evals"], overview["tier"], overview.get("eval_prior"))
+    render_eval_power(overview["evals"], overview["tier"], overview["eval_prior"])
     places: dict[str, list[str]] = {}
     for item in overview["placeholders"]:
         where, value = item.split(": ", 1)

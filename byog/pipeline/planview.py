@@ -105,6 +105,7 @@ class PlanOverview(Estimate):
     gpus_per_node: int
     per_node_launch: dict[str, list[str]]
     evals: list[dict[str, Any]]
+    eval_prior: str  # which earlier run the eval model comes from, as a sentence
 
 
 class _KvChecked(TypedDict):

@@ -223,7 +223,9 @@ def test_claims_are_judged_in_the_headline(valid_run: tuple[RunDir, Summary], tm
     assert render_report(run_dir, summary) != text  # the bundle's own report has only its own claims.yaml
 
 
-def test_conditions_observed_discordance_and_one_se_are_shown_beside_the_verdicts(valid_run) -> None:  # noqa: ANN001
+def test_conditions_observed_discordance_and_one_se_are_shown_beside_the_verdicts(
+    valid_run: tuple[RunDir, Summary],
+) -> None:
     run_dir, summary = valid_run
     flagged = summary.model_copy(deep=True)
     first = flagged.bench.comparisons[0]
