@@ -35,6 +35,10 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results" / "h200-agentic"
 
 
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
 def summary_of(run: Path) -> tuple[Summary, dict[str, int]]:
     rd = RunDir(run)
     plan = plan_of(rd)
@@ -115,12 +119,11 @@ def print_run(data: dict[str, Any]) -> None:
     for p in data["points"]:
         s, g, u = p["sessions"] or {}, p["goodput"] or {}, p["tok_s_user"]
         by_turn = ", ".join(f"{k}: {_f(v, 1e3, 0)}" for k, v in (s.get("ttft_p50_by_turn") or {}).items()) or "-"
-        pct = lambda x: "-" if x is None else f"{x:.1%}"
         print(
             f"| {p['server']} | {p['point']} | {p['requests']} | {_f(u['p50'])} | {_f(u['p90'])} | {_f(u['p99'])} "
-            f"| {_f(p['ttft_s_p50'], 1e3)} | {pct(s.get('hit_rate_usage'))} | {pct(s.get('hit_rate_counters'))} "
-            f"| {pct(s.get('reusable_share'))} | {by_turn} | {_f(s.get('session_s_p50'), 1, 2)} "
-            f"| {pct(g.get('slo_share'))} | {'yes' if p['valid'] else 'NO: ' + '; '.join(p['invalid_reasons'])} |"
+            f"| {_f(p['ttft_s_p50'], 1e3)} | {_pct(s.get('hit_rate_usage'))} | {_pct(s.get('hit_rate_counters'))} "
+            f"| {_pct(s.get('reusable_share'))} | {by_turn} | {_f(s.get('session_s_p50'), 1, 2)} "
+            f"| {_pct(g.get('slo_share'))} | {'yes' if p['valid'] else 'NO: ' + '; '.join(p['invalid_reasons'])} |"
         )
     for s in data["rate_searches"]:
         probes = ", ".join(

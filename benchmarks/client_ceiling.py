@@ -141,7 +141,8 @@ def main() -> None:
     with server_process() as base_url:
         c, n, osl = args.concurrency, args.num_prompts, args.osl
         print(
-            f"loopback SSE source: {base_url}; C={c} streams, N={n} requests, OSL={osl} one-token chunks; median of {args.repeats}"
+            f"loopback SSE source: {base_url}; C={c} streams, N={n} requests, OSL={osl} one-token chunks; median of "
+            f"{args.repeats}"
         )
         run_byog(base_url, c, min(n, 2 * c), 64)  # warm the connection pool and code paths
         tokenizer = None

@@ -18,8 +18,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from byog.analysis.summary import derive_summary  # noqa: E402
-from byog.core.paths import RunDir  # noqa: E402
+from byog.analysis.summary import derive_summary
+from byog.core.paths import RunDir
 
 
 def _pct(value: float | None, digits: int = 0) -> str:

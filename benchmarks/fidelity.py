@@ -5,8 +5,10 @@ tool's token totals next to the server's own counters (``vllm:generation_tokens_
 ``vllm:prompt_tokens_total`` deltas). Runs alternate (byog, vllm, byog, vllm, ...) so slow drift
 of the machine hits both; the byog-vs-byog spread is the run-to-run noise to judge the ratio by.
 
-    python benchmarks/fidelity.py --endpoint http://127.0.0.1:8000 --tokenizer DIR [--isl 32 --osl 64 --concurrency 1 --num-prompts 16 --repeats 3]
-    python benchmarks/fidelity.py --launch --concurrency 1,4 --vllm-body both   # start the built-in CPU server (eager) itself
+    python benchmarks/fidelity.py --endpoint http://127.0.0.1:8000 --tokenizer DIR \
+        [--isl 32 --osl 64 --concurrency 1 --num-prompts 16 --repeats 3]
+    # start the built-in CPU server (eager) itself
+    python benchmarks/fidelity.py --launch --concurrency 1,4 --vllm-body both
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ def compare(
                 r["total_input_tokens"] == r["server_prompt_tokens"],
             )
             print(
-                f"  rep {rep} {r['tool']:17s} TPOT {_fmt_ms(r['median_tpot_s'])} ms  TTFT {_fmt_ms(r['median_ttft_s'])} ms  "
+                f"  rep {rep} {r['tool']:17s} TPOT {_fmt_ms(r['median_tpot_s'])} ms  TTFT "
+                f"{_fmt_ms(r['median_ttft_s'])} ms  "
                 f"ITL {_fmt_ms(r['median_itl_s'])} ms  out {r['output_tok_s']:8.2f} tok/s  "
                 f"tokens out {r['total_output_tokens']} (server {r['server_generation_tokens']:.0f}) "
                 f"in {r['total_input_tokens']} (server {r['server_prompt_tokens']:.0f}) "
@@ -80,7 +83,8 @@ def compare(
         tpots = [r["median_tpot_s"] for r in group]
         if len(tpots) > 1:
             print(
-                f"  {name} run-to-run TPOT spread (max-min)/median: {(max(tpots) - min(tpots)) / statistics.median(tpots):.2%}"
+                f"  {name} run-to-run TPOT spread (max-min)/median: "
+                f"{(max(tpots) - min(tpots)) / statistics.median(tpots):.2%}"
             )
     exact = all(
         r["total_output_tokens"] == r["server_generation_tokens"]

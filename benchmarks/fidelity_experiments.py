@@ -171,17 +171,20 @@ def main() -> None:
     cells: list[Cell] = []
     if args.warmup_prompts:
         top = max(levels)
-        warmup = lambda: run_byog(
-            args.base_url,
-            args.model,
-            args.tokenizer,
-            isl=args.isl,
-            osl=args.osl,  # noqa: E731
-            concurrency=top,
-            num_prompts=args.warmup_prompts,
-            seed=99,
-            rows_path=args.out / "rows" / f"warmup-isl{args.isl}-c{top}-r0-byog.parquet",
-        )
+
+        def warmup() -> dict[str, Any]:
+            return run_byog(
+                args.base_url,
+                args.model,
+                args.tokenizer,
+                isl=args.isl,
+                osl=args.osl,
+                concurrency=top,
+                num_prompts=args.warmup_prompts,
+                seed=99,
+                rows_path=args.out / "rows" / f"warmup-isl{args.isl}-c{top}-r0-byog.parquet",
+            )
+
         cells.append(("warmup", top, 0, lambda: [("byog", warmup)]))
     cells += [
         (name, c, rep, lambda name=name, c=c, rep=rep: plan_runs(name, args, c, rep, args.out))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ Span = tuple[float, float, float]  # sent, first token, last token (s)
 def byog_spans(path: Path) -> tuple[list[Span], list[float]]:
     rows = read_request_rows(path)
     spans = [(r.t_send_ns / 1e9, r.chunk_t_ns[0] / 1e9, r.chunk_t_ns[-1] / 1e9) for r in rows if r.chunk_t_ns]
-    gaps = [float(b - a) / 1e9 for r in rows for a, b in zip(r.chunk_t_ns, r.chunk_t_ns[1:])]
+    gaps = [float(b - a) / 1e9 for r in rows for a, b in pairwise(r.chunk_t_ns)]
     return spans, gaps
 
 
@@ -36,7 +37,7 @@ def vllm_spans(path: Path) -> tuple[list[Span], list[float]]:
     result = json.loads(path.read_text())
     spans = [
         (s, s + ttft, s + ttft + sum(itl))
-        for s, ttft, itl in zip(result["start_times"], result["ttfts"], result["itls"])
+        for s, ttft, itl in zip(result["start_times"], result["ttfts"], result["itls"], strict=True)
     ]
     return spans, [g for itl in result["itls"] for g in itl]
 

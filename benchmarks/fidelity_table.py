@@ -16,11 +16,21 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from byog.analysis import metrics as m
 from byog.schemas.bench import read_request_rows
+
+
+def _median(runs: list[Any], value: Callable[[Any], float | None]) -> float | None:
+    values = [v for v in (value(r) for r in runs) if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _ms(x: float | None) -> str:
+    return f"{x * 1e3:.3f}" if x else "-"
 
 
 def byog_median_tpot_s(rows_path: Path) -> float | None:
@@ -30,7 +40,7 @@ def byog_median_tpot_s(rows_path: Path) -> float | None:
 
 def vllm_median_tpot_s(result_path: Path) -> float | None:
     result = json.loads(result_path.read_text())
-    tpots = [sum(itl) / (n - 1) for itl, n in zip(result["itls"], result["output_lens"]) if n > 1]
+    tpots = [sum(itl) / (n - 1) for itl, n in zip(result["itls"], result["output_lens"], strict=True) if n > 1]
     return statistics.median(tpots) if tpots else None
 
 
@@ -57,24 +67,19 @@ def main(folder: Path) -> None:
             run
         )
     print(
-        "| experiment | ISL | C | byog TPOT ms | vLLM TPOT ms | ratio | by repeat | server TPOT ms (byog run / vLLM run) "
+        "| experiment | ISL | C | byog TPOT ms | vLLM TPOT ms | ratio | by repeat | server TPOT ms (byog run / vLLM "
+        "run) "
         "| server ratio | cache hits |"
     )
     print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
     for (name, isl, c), tools in groups.items():
-
-        def med(tool: str, value: Any) -> float | None:
-            values = [v for v in (value(r) for r in tools.get(tool, [])) if v is not None]
-            return statistics.median(values) if values else None
-
-        b, v = med("byog", lambda r: rederive(folder, r)), med("vllm", lambda r: rederive(folder, r))
-        sb, sv = med("byog", lambda r: r.get("server_mean_tpot_s")), med("vllm", lambda r: r.get("server_mean_tpot_s"))
+        b, v = (_median(tools.get(tool, []), lambda r: rederive(folder, r)) for tool in ("byog", "vllm"))
+        sb, sv = (_median(tools.get(tool, []), lambda r: r.get("server_mean_tpot_s")) for tool in ("byog", "vllm"))
         ratio = f"{b / v:.4f}" if b and v else "-"
         sratio = f"{sb / sv:.4f}" if sb and sv else "-"
-        fmt = lambda x: f"{x * 1e3:.3f}" if x else "-"  # noqa: E731
         print(
-            f"| {name} | {isl} | {c} | {fmt(b)} | {fmt(v)} | {ratio} | {_by_repeat(folder, tools)} "
-            f"| {fmt(sb)} / {fmt(sv)} | {sratio} | {_cache_hits(tools)} |"
+            f"| {name} | {isl} | {c} | {_ms(b)} | {_ms(v)} | {ratio} | {_by_repeat(folder, tools)} "
+            f"| {_ms(sb)} / {_ms(sv)} | {sratio} | {_cache_hits(tools)} |"
         )
 
 

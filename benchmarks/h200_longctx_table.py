@@ -19,10 +19,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from byog.analysis import energy  # noqa: E402
-from byog.analysis.summary import derive_summary  # noqa: E402
-from byog.core.paths import RunDir  # noqa: E402
-from byog.schemas.bench import PointSummary  # noqa: E402
+from byog.analysis import energy
+from byog.analysis.summary import derive_summary
+from byog.core.paths import RunDir
+from byog.schemas.bench import PointSummary
 
 DEFAULT = REPO / "benchmarks" / "results" / "h200-longctx-tp1"
 

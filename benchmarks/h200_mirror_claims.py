@@ -50,7 +50,7 @@ def fill(summary_path: Path, claims_path: Path = CLAIMS) -> int:
     assert len(blocks) == len(claims), "one '  - name:' block per claim"
     filled = 0
     out = []
-    for claim, block in zip(claims, blocks):
+    for claim, block in zip(claims, blocks, strict=True):
         # aliases of a removed anchor would break: every pending line is written out literally
         block = re.sub(r"(?m)^    not_checked: (&pending )?.*$", f"    not_checked: {PENDING_LITERAL}", block)
         if claim.not_checked and isinstance(claim, (ValueClaim, RatioClaim)):
@@ -83,7 +83,7 @@ def moved_text(text: str, factor: float = 1.05) -> str:
     claims = ClaimsFile.model_validate(yaml.safe_load(text)).claims
     head, blocks = _blocks(text)
     moved = []
-    for claim, block in zip(claims, blocks):
+    for claim, block in zip(claims, blocks, strict=True):
         if isinstance(claim, ValueClaim) and claim.server == CANDIDATE and not claim.not_checked:
             block = re.sub(r"(?m)^    value: .*$", f"    value: {claim.value * factor!r}", block)
         moved.append(block)

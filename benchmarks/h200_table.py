@@ -39,7 +39,7 @@ TPOT_TARGET = 0.02  # |byog / vLLM - 1| of median TPOT the issue asks for
 def vllm_request_tpots_s(result: dict[str, Any]) -> list[float]:
     """Per-request TPOT as `vllm bench serve` defines it: (latency - TTFT) / (output_len - 1) = sum(ITL) / (n - 1)."""
     sums = result.get("itl_sum_s") or [sum(x) for x in result.get("itls", [])]
-    return [s / (n - 1) for s, n in zip(sums, result["output_lens"]) if n > 1]
+    return [s / (n - 1) for s, n in zip(sums, result["output_lens"], strict=True) if n > 1]
 
 
 def vllm_point(result: dict[str, Any], counters: dict[str, Any]) -> dict[str, Any]:
@@ -213,7 +213,7 @@ def render(rows: list[dict[str, Any]], tp: int | None) -> str:
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     text = [f"{rows[0]['tag'] if rows else '?'}: tensor parallel size {tp} (byog's server record)"]
     for n, line in enumerate(lines):
-        text.append("  ".join(cell.rjust(w) for cell, w in zip(line, widths)))
+        text.append("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)))
         if n == 0:
             text.append("  ".join("-" * w for w in widths))
     ratios = [r["tpot_ratio"] for r in rows if r["tpot_ratio"] is not None]

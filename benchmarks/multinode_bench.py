@@ -3,8 +3,8 @@
 Runs on a host with two GPUs (the lent H200 pair). Every server is a plan server launched by the
 runtime `byog run` picks: ``single`` (one `vllm serve`, CUDA_VISIBLE_DEVICES=0,1) by the local
 runtime; ``native`` and ``ray`` (``nodes: 2, gpus_per_node: 1``) by the cluster runtime as two local
-nodes of one GPU each (CUDA_VISIBLE_DEVICES 0 and 1). Each is benched with byog's batch sweep (B concurrent requests, ISL/OSL fixed, one
-warm-up wave, three measured) and stopped before the next starts; TPOT is byog's bench summary
+nodes of one GPU each (CUDA_VISIBLE_DEVICES 0 and 1). Each is benched with byog's batch sweep (B concurrent requests,
+ISL/OSL fixed, one warm-up wave, three measured) and stopped before the next starts; TPOT is byog's bench summary
 (P50 over every measured request's (t_last - t_first) / (n_out - 1)).
 
     python3 benchmarks/multinode_bench.py --model /tmp/models/llama3-8b-shape --out $OUT/multinode \

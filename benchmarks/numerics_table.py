@@ -22,11 +22,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from byog.analysis import numerics as nm  # noqa: E402
-from byog.analysis.numerics_summary import BaselinePasses, summarize_numerics  # noqa: E402
-from byog.core.paths import RunDir  # noqa: E402
-from byog.plans.load import parse_plan  # noqa: E402
-from byog.schemas.numerics import NumericsSummary  # noqa: E402
+from byog.analysis import numerics as nm
+from byog.analysis.numerics_summary import BaselinePasses, summarize_numerics
+from byog.core.paths import RunDir
+from byog.plans.load import parse_plan
+from byog.schemas.numerics import NumericsSummary
 
 RESULTS = REPO / "benchmarks" / "results" / "numerics"
 

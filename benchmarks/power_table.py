@@ -28,10 +28,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from byog.analysis.gate_power import ItemModel, planned_power, simulate_rates  # noqa: E402
-from byog.plans.load import load_plan  # noqa: E402
-from byog.plans.tasks import TASKS  # noqa: E402
-from byog.plans.tiers import TIERS, apply_tier, eval_items  # noqa: E402
+from byog.analysis.gate_power import ItemModel, planned_power, simulate_rates
+from byog.plans.load import load_plan
+from byog.plans.tasks import TASKS
+from byog.plans.tiers import TIERS, apply_tier, eval_items
 
 PROFILES = sorted(p.stem for p in (REPO / "byog" / "plans" / "profiles").glob("*.yaml"))
 

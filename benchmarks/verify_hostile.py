@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.support.hostile import CASES, PEAK_LIMIT_MB, WALL_LIMIT_S, Built, Kit, run_verify, table  # noqa: E402
+from tests.support.hostile import CASES, PEAK_LIMIT_MB, WALL_LIMIT_S, Built, Kit, run_verify, table
 
 
 def _refusal(output: str, says: str) -> str:
@@ -67,7 +67,8 @@ def main() -> None:
                 print(f"--- {case.name}\n{outcome.output}")
             if outcome.exit != case.exit or case.says not in outcome.output:
                 problems.append(
-                    f"{case.name}: exit {outcome.exit} (want {case.exit}), says {case.says!r}: {case.says in outcome.output}"
+                    f"{case.name}: exit {outcome.exit} (want {case.exit}), says {case.says!r}: "
+                    f"{case.says in outcome.output}"
                 )
             seconds = outcome.cpu_s if loaded else outcome.wall_s
             limit = BEFORE_SIGNATURE_S if _before_signature(outcome.output) else WALL_LIMIT_S

@@ -11,8 +11,8 @@ checkout's byog (e.g. the commit before a change) with this same script: its ``b
 Bundles are synthetic but realistic in shape: a batch decode sweep (B = 1..64) on two servers,
 OSL 256, raw per-request rows in the real parquet format (most of the bytes), GSM8K-style eval
 items, logs; signed with a fresh Ed25519 key. Verify runs with the real ``derive_summary``
-(every number recomputed, report re-rendered). The whole-process runs use compiled bytecode, as an installed byog does (``pip install``
-compiles it; ``PYTHONDONTWRITEBYTECODE`` is dropped for them): compiling byog's modules from
+(every number recomputed, report re-rendered). The whole-process runs use compiled bytecode, as an installed byog does
+(``pip install`` compiles it; ``PYTHONDONTWRITEBYTECODE`` is dropped for them): compiling byog's modules from
 source on every start would add ~0.1 s that no installed copy pays. Printed: the median of ``--runs`` runs of wall
 seconds and of CPU seconds (this process and its children: ssh-keygen and verify's checking
 child), and the min/max wall.
@@ -46,10 +46,10 @@ ARGS = _args()
 REPO = ARGS.repo.resolve()
 sys.path.insert(0, str(REPO))
 
-from byog.bundles.finalize import seal_and_pack  # noqa: E402
-from byog.bundles.sign import SigningKey  # noqa: E402
-from byog.bundles.verify import verify_bundle  # noqa: E402
-from tests.support.synthetic import SyntheticSpec, make_run_dir  # noqa: E402
+from byog.bundles.finalize import seal_and_pack
+from byog.bundles.sign import SigningKey
+from byog.bundles.verify import verify_bundle
+from tests.support.synthetic import SyntheticSpec, make_run_dir
 
 BASE = SyntheticSpec(
     batch_sizes=(1, 2, 4, 8, 16, 32, 64), isl=128, osl=256, warmup_waves=1, waves=1, eval_items=200, log_lines=2000

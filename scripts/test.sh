@@ -52,4 +52,9 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 # The layers of docs/architecture.md (pyproject.toml's [tool.importlinter]): an import against them fails the build.
 echo "checking the import layers (lint-imports)"
 "$venv/bin/lint-imports"
+# Style and types, as configured in pyproject.toml ([tool.ruff], [tool.mypy]): any finding fails the build.
+echo "checking style (ruff check, ruff format --check) and types (mypy)"
+"$venv/bin/ruff" check byog tests benchmarks
+"$venv/bin/ruff" format --check byog tests benchmarks
+"$venv/bin/mypy" byog
 exec "$venv/bin/python" -m pytest -ra -q --durations=30 "$@" tests

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -162,12 +162,26 @@ _STATISTICS: dict[str, Callable[[Sequence[_Unit], str], float | None]] = {
 # --- one point ------------------------------------------------------------------------------
 
 
-def _speculation(deltas: dict[str, Any]) -> dict[str, Any]:
+class _AcceptanceLength(TypedDict):
+    acceptance_length: float | None  # None: no speculative decoding in the point
+
+
+class Speculation(_AcceptanceLength, total=False):
+    """The speculative-decoding fields of ``PointMetrics``, as far as the counters tell them."""
+
+    acceptance_per_position: list[float] | None
+    acceptance_per_position_ci: list[list[float]]
+    acceptance_length_ci: list[float] | None
+    draft_coverage: float | None
+    tokens_per_request_step: float | None
+
+
+def _speculation(deltas: dict[str, Any]) -> Speculation:
     """AL, per-position acceptance (with CIs), draft coverage and tokens per request-step from counter deltas."""
     drafts, accepted = deltas.get(sm.SPEC_DRAFTS, 0.0), deltas.get(sm.SPEC_ACCEPTED, 0.0)
     per_pos = deltas.get(sm.SPEC_ACCEPTED_PER_POS)
     per_pos = per_pos if isinstance(per_pos, list) else None
-    out: dict[str, Any] = {"acceptance_length": m.acceptance_length(accepted, drafts)}
+    out: Speculation = {"acceptance_length": m.acceptance_length(accepted, drafts)}
     if out["acceptance_length"] is None:
         return out
     generated = deltas.get(sm.GENERATION_TOKENS)
@@ -450,7 +464,7 @@ def bootstrap_ratios(
         ratios = (sc[keep] / sb[keep]).tolist()
     else:
         ratios = []
-        for c_idx, b_idx in zip(cand_rows, base_rows):
+        for c_idx, b_idx in zip(cand_rows, base_rows, strict=True):
             sc_one, sb_one = stat([cand[i] for i in c_idx]), stat([base[i] for i in b_idx])
             if sc_one is not None and sb_one:
                 ratios.append(sc_one / sb_one)
@@ -496,8 +510,8 @@ def _ratio_cis(
         stat,
         seed,
         BOOTSTRAP_RESAMPLES,
-        stat_rows=rows if rows[0] is not None and rows[1] is not None else None,
-    )  # type: ignore[arg-type]
+        stat_rows=(rows[0], rows[1]) if rows[0] is not None and rows[1] is not None else None,
+    )
     return (ci.ci95 if ci.ci95 else (None, None)), ci.ci90
 
 
@@ -683,9 +697,10 @@ def bootstrap_value_ci(
     for r in range(resamples):
         rows[r] = rng.integers(0, len(units), len(units))
     fast = _vectorised(metric, units) if metric else None
+    values: list[float]
     if fast is not None:
-        values = fast(rows)
-        values = values[np.isfinite(values)].tolist()
+        drawn = fast(rows)
+        values = drawn[np.isfinite(drawn)].tolist()
     else:
         values = [v for v in (stat([units[i] for i in idx]) for idx in rows) if v is not None]
     if len(values) < resamples // 2:

@@ -63,9 +63,11 @@ def check_claim(summary: Summary, claim: Claim) -> str:
     """One sentence when the claim holds; CheckFailed naming the claim and the measured value otherwise."""
     if isinstance(claim, VerdictClaim):
         verdicts = [v for v in summary.evals.verdicts if v.task == claim.task and v.candidate == claim.candidate]
-        got = sorted({v.verdict for v in verdicts})
-        if got != [claim.verdict]:
-            raise CheckFailed(f"claim '{claim_label(claim)}': the recomputed verdict is {', '.join(got) or 'missing'}")
+        recomputed = sorted({v.verdict for v in verdicts})
+        if recomputed != [claim.verdict]:
+            raise CheckFailed(
+                f"claim '{claim_label(claim)}': the recomputed verdict is {', '.join(recomputed) or 'missing'}"
+            )
         # An unsound design cannot support a pass; "different" or "inconclusive" it can still state.
         screening = [v for v in verdicts if v.screening] if claim.verdict == "equivalent" else []
         if screening:
@@ -79,7 +81,8 @@ def check_claim(summary: Summary, claim: Claim) -> str:
     if abs(got - claim.value) > claim.tolerance * abs(claim.value):
         off = (got / claim.value - 1) * 100 if claim.value else float("inf")
         raise CheckFailed(
-            f"claim '{claim_label(claim)}' = {claim.value:g} but the bundle says {got:.4g} ({off:+.1f}%, tolerance {claim.tolerance:.0%})"
+            f"claim '{claim_label(claim)}' = {claim.value:g} but the bundle says {got:.4g} ({off:+.1f}%, tolerance "
+            f"{claim.tolerance:.0%})"
         )
     return f"{claim_label(claim)}: {got:.4g} vs claimed {claim.value:g}"
 
@@ -95,6 +98,7 @@ class ClaimOutcome:
 def evaluate_claim(summary: Summary, claim: Claim) -> ClaimOutcome:
     """The claim's outcome as data (the report's headline); the same rule as ``check_claim``."""
     label = claim_label(claim)
+    claimed: str
     if isinstance(claim, VerdictClaim):
         claimed = claim.verdict
     else:

@@ -28,12 +28,23 @@ The pair conforms when no check is ``fail``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 MIN_EXPECTED = 5.0
 ALPHA = 1e-3
 
 Outcome = Literal["pass", "fail", "not held"]
+
+
+class ChiSquare(TypedDict):
+    """Pearson's test of observed samples against the reported probabilities."""
+
+    samples: int
+    categories: int
+    chi2: float
+    dof: int
+    p_value: float
+    passed: bool
 
 
 def chi_square_categories(probs: Mapping[int, float], counts: Mapping[int, int]) -> tuple[list[float], list[int]]:
@@ -58,13 +69,13 @@ def chi_square_categories(probs: Mapping[int, float], counts: Mapping[int, int])
     return expected, observed
 
 
-def chi_square(probs: Mapping[int, float], counts: Mapping[int, int]) -> dict[str, Any]:
+def chi_square(probs: Mapping[int, float], counts: Mapping[int, int]) -> ChiSquare:
     """X², dof and p-value of observed samples against reported probabilities (see the module docstring)."""
     from scipy.special import chdtrc  # the chi-square survival function, without scipy.stats' import
 
     expected, observed = chi_square_categories(probs, counts)
     n = sum(observed)
-    stat = sum((o - n * p) ** 2 / (n * p) for p, o in zip(expected, observed) if p > 0)
+    stat = sum((o - n * p) ** 2 / (n * p) for p, o in zip(expected, observed, strict=True) if p > 0)
     dof = len(expected) - 1
     p_value = float(chdtrc(dof, stat)) if dof > 0 else 1.0
     return {

@@ -96,7 +96,7 @@ def counter_deltas(before: str | None, after: str | None) -> dict[str, Any]:
             continue
         if isinstance(a[name], list):
             if len(a[name]) == len(b[name]):
-                out[name] = [x - y for x, y in zip(a[name], b[name])]
+                out[name] = [x - y for x, y in zip(a[name], b[name], strict=True)]
         else:
             out[name] = a[name] - b[name]
     return out

@@ -43,7 +43,9 @@ def item_scores(run_dir: RunDir, server: str, task: str) -> dict[tuple[str, str]
         columns=["item_id", "item_sha256", "score"], use_threads=False
     )
     sums: dict[tuple[str, str], list[float]] = {}
-    for item_id, sha, score in zip(*(table.column(c).to_pylist() for c in ("item_id", "item_sha256", "score"))):
+    for item_id, sha, score in zip(
+        *(table.column(c).to_pylist() for c in ("item_id", "item_sha256", "score")), strict=True
+    ):
         sums.setdefault((item_id, sha), []).append(float(score))
     return {key: 100.0 * math.fsum(vals) / len(vals) for key, vals in sums.items()}
 

@@ -75,7 +75,7 @@ def goodput(met: Sequence[bool], n_out: Sequence[int], span_s: float | None) -> 
     if len(met) != len(n_out):
         raise ValueError("met and n_out must have one entry per request")
     good = sum(1 for m in met if m)
-    tokens = sum(n for m, n in zip(met, n_out) if m)
+    tokens = sum(n for m, n in zip(met, n_out, strict=True) if m)
     rate_ok = span_s is not None and span_s > 0
     return Goodput(
         measured=len(met),

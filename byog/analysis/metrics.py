@@ -12,11 +12,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import TypeAlias, TypedDict
 
 import numpy as np
 
 from byog.analysis.request_columns import RequestColumns
 from byog.schemas.bench import RequestRow
+
+Floats: TypeAlias = "Sequence[float] | np.ndarray"  # plain values or one numpy column
+
+
+class Stats(TypedDict):
+    """mean, P50, P90, P99 of one quantity (None: no data); the fields of ``schemas.bench.Percentiles``."""
+
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+
 
 NS_PER_S = 1_000_000_000
 
@@ -342,12 +355,12 @@ def achieved_concurrency_columns(c: RequestColumns, start_ns: int, end_ns: int) 
 # --- distributions --------------------------------------------------------------------------
 
 
-def _finite_array(values: Sequence[float]) -> np.ndarray:
+def _finite_array(values: Floats) -> np.ndarray:
     data = np.asarray(values if isinstance(values, np.ndarray) else [v for v in values if v is not None], dtype=float)
     return data[np.isfinite(data)]
 
 
-def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[float | None]:
+def percentiles(values: Floats, qs: Sequence[float]) -> list[float | None]:
     """The qs-th percentiles (0-100): linear interpolation between order statistics.
 
     Computed by ``numpy.percentile`` (default method), the estimator vLLM bench serve uses;
@@ -359,23 +372,23 @@ def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[float | No
     return [float(x) for x in np.percentile(data, list(qs))]
 
 
-def percentile(values: Sequence[float], q: float) -> float | None:
+def percentile(values: Floats, q: float) -> float | None:
     """The q-th percentile (0-100); see ``percentiles``."""
     return percentiles(values, [q])[0]
 
 
-def mean(values: Sequence[float]) -> float | None:
+def mean(values: Floats) -> float | None:
     data = _finite_array(values)
     return math.fsum(data.tolist()) / data.size if data.size else None
 
 
-def latency_stats(values: Sequence[float]) -> dict[str, float | None]:
+def latency_stats(values: Floats) -> Stats:
     """mean, P50, P90, P99 of a latency (higher = slower)."""
     p50, p90, p99 = percentiles(values, (50, 90, 99))
     return {"mean": mean(values), "p50": p50, "p90": p90, "p99": p99}
 
 
-def interactivity_stats(tpots_s: Sequence[float]) -> dict[str, float | None]:
+def interactivity_stats(tpots_s: Floats) -> Stats:
     """tok/s/user: mean of 1/tpot, and Pq as ``1 / Pq(tpot)``.
 
     So P90 interactivity is the rate the slowest 10% of users get (1 / P90 of TPOT), as in the

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -222,9 +222,9 @@ class PositionMetrics:
 
 def align(ref: PassArrays, other: PassArrays) -> tuple[np.ndarray, np.ndarray]:
     """Indices into ref and other of the (prompt, position) pairs both hold with the same token."""
-    index = {(p, int(pos)): i for i, (p, pos) in enumerate(zip(other.prompt, other.position))}
+    index = {(p, int(pos)): i for i, (p, pos) in enumerate(zip(other.prompt, other.position, strict=True))}
     ri, oi = [], []
-    for i, (p, pos, tok) in enumerate(zip(ref.prompt, ref.position, ref.token)):
+    for i, (p, pos, tok) in enumerate(zip(ref.prompt, ref.position, ref.token, strict=True)):
         j = index.get((p, int(pos)))
         if j is not None and int(other.token[j]) == int(tok):
             ri.append(i)
@@ -262,7 +262,7 @@ def first_divergence(ref_tokens: Sequence[int], other_tokens: Sequence[int]) -> 
 
     A length difference alone is not a divergence (one server may have stopped at EOS or a limit).
     """
-    for i, (a, b) in enumerate(zip(ref_tokens, other_tokens)):
+    for i, (a, b) in enumerate(zip(ref_tokens, other_tokens, strict=False)):
         if int(a) != int(b):
             return i
     return None
@@ -299,7 +299,14 @@ def before_divergence(arrays: PassArrays, diverged_at: Mapping[str, int | None])
     return arrays.take(np.flatnonzero(keep))
 
 
-def divergence_stats(diverged_at: Mapping[str, int | None]) -> dict[str, Any]:
+class DivergenceStats(TypedDict):
+    prompts: int
+    diverged: int
+    earliest: int | None  # first-divergence index, among the prompts that diverged
+    median: float | None
+
+
+def divergence_stats(diverged_at: Mapping[str, int | None]) -> DivergenceStats:
     """n prompts, how many diverged, and the earliest and median first-divergence index among those."""
     found = sorted(v for v in diverged_at.values() if v is not None)
     return {

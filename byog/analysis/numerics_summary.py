@@ -56,10 +56,10 @@ def load_pass(run_dir: RunDir, server: str, pass_name: str) -> dict[Family, nm.P
     """One pass's rows, split into its prefill (prompt) and decode (output) positions."""
     cols = read_columns(run_dir.numerics_rows(server, pass_name), NUMERICS_COLUMNS)
     output = cols.pop("output")
-    rows = [dict(zip(cols, values)) for values in zip(*cols.values())]
+    rows = [dict(zip(cols, values, strict=True)) for values in zip(*cols.values(), strict=True)]
     return {
-        "prefill": nm.PassArrays.from_rows([r for r, out in zip(rows, output) if not out]),
-        "decode": nm.PassArrays.from_rows([r for r, out in zip(rows, output) if out]),
+        "prefill": nm.PassArrays.from_rows([r for r, out in zip(rows, output, strict=True) if not out]),
+        "decode": nm.PassArrays.from_rows([r for r, out in zip(rows, output, strict=True) if out]),
     }
 
 

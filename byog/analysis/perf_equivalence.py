@@ -102,7 +102,9 @@ def hierarchical_rows(sizes: Sequence[int], resamples: int, rng: np.random.Gener
     rows = []
     for _ in range(resamples):
         drawn = rng.integers(0, r, r)
-        rows.append(np.concatenate([offsets[l] + rng.integers(0, sizes[l], sizes[l]) for l in drawn]))
+        rows.append(
+            np.concatenate([offsets[launch] + rng.integers(0, sizes[launch], sizes[launch]) for launch in drawn])
+        )
     return rows
 
 
@@ -143,7 +145,7 @@ def hierarchical_ratio_ci(
         ratios = sc[keep] / sb[keep]
     else:
         out = []
-        for c_idx, b_idx in zip(c_rows, b_rows):
+        for c_idx, b_idx in zip(c_rows, b_rows, strict=True):
             sc_one, sb_one = stat([c_flat[i] for i in c_idx]), stat([b_flat[i] for i in b_idx])
             if sc_one is not None and sb_one:
                 out.append(sc_one / sb_one)
@@ -180,8 +182,8 @@ def between_launch_share(groups: Sequence[Sequence[float]]) -> LaunchShare | Non
         return None
     grand = math.fsum(v for g in clean for v in g) / total
     means = [math.fsum(g) / len(g) for g in clean]
-    msb = math.fsum(len(g) * (m - grand) ** 2 for g, m in zip(clean, means)) / (r - 1)
-    msw = math.fsum((v - m) ** 2 for g, m in zip(clean, means) for v in g) / (total - r)
+    msb = math.fsum(len(g) * (m - grand) ** 2 for g, m in zip(clean, means, strict=True)) / (r - 1)
+    msw = math.fsum((v - m) ** 2 for g, m in zip(clean, means, strict=True) for v in g) / (total - r)
     n0 = (total - sum(len(g) ** 2 for g in clean) / total) / (r - 1)
     between = max(0.0, (msb - msw) / n0)
     if between + msw <= 0:

@@ -108,7 +108,7 @@ def paired_comparison(
     if margin <= 0:
         raise ValueError("the equivalence margin must be positive")
     n = len(candidate)
-    diffs = [c - b for c, b in zip(candidate, baseline)]
+    diffs = [c - b for c, b in zip(candidate, baseline, strict=True)]
     if n < 2:
         d = diffs[0] if diffs else None
         return PairedComparison(

@@ -25,8 +25,9 @@ The model of a session (every distribution a plan parameter, see ``SyntheticSess
 Prompts are token ids (completions API), drawn like the random prompts of the other workloads
 and seeded by (plan seed, point id, session, agent, turn): every server gets the same sessions
 at the same point, and no point's sessions repeat another's (a prefix cache would otherwise
-serve a later point from an earlier one). The shared prefix is the workload's, at every point. Each turn is one ``RequestRow`` with its place in the session
-(``session``, ``agent``, ``turn``, ...). The distributions are the plan's ``SyntheticSessions``.
+serve a later point from an earlier one). The shared prefix is the workload's, at every point. Each turn is one
+``RequestRow`` with its place in the session (``session``, ``agent``, ``turn``, ...). The distributions are the plan's
+``SyntheticSessions``.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypedDict
 
 import httpx
 
@@ -34,6 +35,18 @@ from byog.schemas.bench import BenchPoint
 from byog.schemas.plan import RandomPrompts
 
 VOCAB_SIZE = 1000
+
+
+class Ceiling(TypedDict):
+    """What byog's client sustained against the loopback server, and what it cost the client."""
+
+    tok_s: float
+    chunks: int
+    tokens: int
+    wall_s: float
+    errors: int
+    cpu_us_per_chunk: float  # NaN when no chunk arrived
+    cpu_share: float  # of one core
 
 
 @dataclass
@@ -179,9 +192,7 @@ class FakeOpenAIServer:
         return self._cache[key]
 
 
-async def serve(
-    host: str, port: int, config: FakeConfig | None = None
-) -> tuple[asyncio.AbstractServer, FakeOpenAIServer]:
+async def serve(host: str, port: int, config: FakeConfig | None = None) -> tuple[asyncio.Server, FakeOpenAIServer]:
     app = FakeOpenAIServer(config)
     server = await asyncio.start_server(app.handle, host, port, backlog=4096)
     return server, app
@@ -194,7 +205,7 @@ class FakeServerThread:
         self.config = config
         self.loop = asyncio.new_event_loop()
         self.app: FakeOpenAIServer | None = None
-        self._server: asyncio.AbstractServer | None = None
+        self._server: asyncio.Server | None = None
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.base_url = ""
 
@@ -248,7 +259,7 @@ def server_process(tokens_per_chunk: int = 1, step_s: float = 0.0) -> Iterator[s
         proc.wait()
 
 
-def measure_client_ceiling(concurrency: int, num_prompts: int, osl: int, base_url: str) -> dict[str, float]:
+def measure_client_ceiling(concurrency: int, num_prompts: int, osl: int, base_url: str) -> Ceiling:
     """byog's closed loop against a loopback server: tokens/s, client CPU per chunk, errors."""
     point = BenchPoint(
         point_id="ceiling",

@@ -10,14 +10,16 @@ chunk (``stream_options.continuous_usage_stats``), so a chunk carrying k tokens 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from byog.schemas.bench import RequestBodyStyle, RequestRow
 
+_json_decode: Callable[[bytes], Any]
 try:  # msgspec ships with vLLM and decodes ~2x faster than json; json is the fallback.
     from msgspec.json import decode as _json_decode
 except ImportError:  # pragma: no cover
-    from json import loads as _json_decode  # type: ignore[assignment]
+    from json import loads as _json_decode
 
 API_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 

@@ -62,6 +62,8 @@ class PowerSampler:
     ) -> None:
         self.interval_s = interval_s
         self._want = list(gpu_indices) if gpu_indices is not None else None
+        self._nvml: Any
+        self._reason: str | None
         self._nvml, self._reason = (nvml, None) if nvml is not None else _load_nvml()
         self._handles: list[Any] = []
         self._header: dict[str, Any] | None = None
@@ -118,7 +120,7 @@ class PowerSampler:
         nv, handles = self._nvml, self._handles
         t0 = time.perf_counter_ns()
         try:
-            row = {
+            row: dict[str, Any] = {
                 "power_w": [nv.nvmlDeviceGetPowerUsage(h) / 1000.0 for h in handles],
                 "energy_mj": [float(nv.nvmlDeviceGetTotalEnergyConsumption(h)) for h in handles]
                 if self._counter
@@ -161,9 +163,9 @@ class PowerSampler:
         if self._header is None:
             return unavailable(self._reason or "NVML is not available")
         with self._lock:
-            samples = {name: list(values) for name, values in self._samples.items()}
+            samples: dict[str, list[Any] | None] = {name: list(values) for name, values in self._samples.items()}
             if not self._counter:
-                samples["energy_mj"] = None  # type: ignore[assignment]
+                samples["energy_mj"] = None
             return PowerTrace(**self._header, **samples, errors=list(self._errors))
 
     def __enter__(self) -> PowerSampler:

@@ -69,7 +69,8 @@ def prompt_seed(seed: int, point_id: str) -> list[int]:
 def random_token_ids(
     count: int, isl: int, vocab_size: int, seed: list[int], exclude: frozenset[int] = frozenset()
 ) -> list[list[int]]:
-    """``count`` prompts of exactly ``isl`` ids drawn uniformly from [LOWEST_RANDOM_ID, vocab_size) minus ``exclude``."""
+    """``count`` prompts of exactly ``isl`` ids drawn uniformly from [LOWEST_RANDOM_ID, vocab_size) minus
+    ``exclude``."""
     low = min(LOWEST_RANDOM_ID, max(vocab_size // 2, 1))
     rng = np.random.default_rng(seed)
     ids = rng.integers(low, vocab_size, size=(count, isl))
@@ -183,7 +184,10 @@ def build_prompts(
         id_lists = random_token_ids(count, isl, vocab_size, seeds, specials)
         if as_text and api == "completions":
             spares = random_token_ids(count, isl, vocab_size, [*seeds, 1], specials)
-            return [Prompt(text_of_exactly(ids, isl, server, spare), isl) for ids, spare in zip(id_lists, spares)]
+            return [
+                Prompt(text_of_exactly(ids, isl, server, spare), isl)
+                for ids, spare in zip(id_lists, spares, strict=True)
+            ]
     elif repeat:
         assert dataset is not None
         id_lists = _repeated_ids(dataset, isl, count, seeds, server, resolve_data_dir(data_dir))

@@ -14,7 +14,7 @@ import datetime as _dt
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 import httpx
@@ -62,6 +62,30 @@ DEFAULT_MAX_CONTEXT = 8192
 REASON_TAIL_LINES = 400
 
 
+class PointDone(TypedDict):
+    """One point measured and written: how long requests were in flight, and why it is invalid (if it is)."""
+
+    point_id: str
+    measuring_s: float
+    invalid_reasons: list[str]
+
+
+class SweepOutcome(TypedDict):
+    """One server's sweep: which points ran, were skipped (complete already) or failed, and the time spent."""
+
+    server: str
+    points: int
+    run: list[str]
+    skipped: list[str]
+    failed: list[str]
+    invalid: dict[str, list[str]]  # point id -> why it is invalid
+    restarts: int
+    aborted: str | None  # why the sweep stopped early
+    measuring_s: float  # with requests in flight
+    server_up_s: float
+    measuring_share: float | None  # measuring_s / server_up_s
+
+
 class ServerDied(Exception):
     """The server stopped serving during a point. ``served`` is False when it served nothing since
     it (re)started: not one request of the point succeeded and its /metrics showed no generated
@@ -96,7 +120,8 @@ def _reset_prefix_cache(base_url: str) -> bool:
 
 
 def _healthy(server: RunningServer, requests_failed: bool) -> bool:
-    """Alive, and (when requests failed) still answering /health: an engine that died under a live API server is dead too."""
+    """Alive, and (when requests failed) still answering /health: an engine that died under a live API server is dead
+    too."""
     if not server.alive():
         return False
     if not requests_failed:
@@ -211,11 +236,11 @@ def run_one_point(
     *,
     tokenizer: str | None = None,
     data_dir: Path | None = None,
-    progress: Any = lambda n: None,
+    progress: Callable[[int], None] = lambda n: None,
     total: Callable[[int], None] = lambda n: None,
     gpus: list[int] | None = None,
     power_reason: str | None = None,
-) -> dict[str, Any]:
+) -> PointDone:
     """Measure one point and write its files. Raises ``ServerDied`` (after writing a failed record).
 
     Around the requests: /metrics before, after the warm-up waves (batch) and after; NVML samples
@@ -321,7 +346,7 @@ def run_bench_for_server(
     *,
     tokenizer: str | None = None,
     data_dir: Path | None = None,
-) -> dict[str, Any]:
+) -> SweepOutcome:
     """Run every point of ``server_name`` not yet complete in ``run_dir``; returns timing and outcome.
 
     ``measuring_s / server_up_s`` is the share of the server's up time (since this call) spent
@@ -330,7 +355,7 @@ def run_bench_for_server(
 
     points = points_for_server(plan, server_name)
     t0 = time.perf_counter()
-    result: dict[str, Any] = {
+    result: SweepOutcome = {
         "server": server_name,
         "points": len(points),
         "run": [],
@@ -340,6 +365,8 @@ def run_bench_for_server(
         "restarts": 0,
         "aborted": None,
         "measuring_s": 0.0,
+        "server_up_s": 0.0,  # both set once the sweep ends
+        "measuring_share": None,
     }
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -367,8 +394,8 @@ def run_bench_for_server(
                     run_dir,
                     tokenizer=tokenizer,
                     data_dir=data_dir,
-                    progress=lambda n, _t=task: progress.advance(_t, n),
-                    total=lambda n, _t=task: progress.update(_t, total=n),
+                    progress=lambda n: progress.advance(task, n),
+                    total=lambda n: progress.update(task, total=n),
                     gpus=gpu_indices(plan.servers[server_name]),
                     power_reason=power_unknown_reason(plan.servers[server_name]),
                 )

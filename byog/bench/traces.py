@@ -113,7 +113,7 @@ class TraceTurn:
 
 
 def _shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    return next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def link_sessions(rows: Sequence[MooncakeRequest], min_shared: int = MIN_SHARED_BLOCKS) -> list[TraceTurn]:
@@ -307,7 +307,7 @@ async def _replay(
         monitor.start()
         start = loop.time()
         t_start = time.perf_counter_ns()
-        await asyncio.gather(*(one(r, rec) for r, rec in zip(requests, records)))
+        await asyncio.gather(*(one(r, rec) for r, rec in zip(requests, records, strict=True)))
         t_end = time.perf_counter_ns()
         await monitor.stop()
     return PointRun(

@@ -159,7 +159,7 @@ async def _rate(
         await client.send(prompts[record.request_index].body, record)
         progress(1)
 
-    await asyncio.gather(*(one(r, o) for r, o in zip(records, offsets)))
+    await asyncio.gather(*(one(r, o) for r, o in zip(records, offsets, strict=True)))
     return records
 
 

@@ -38,7 +38,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import yaml
@@ -236,7 +236,7 @@ def load_yaml(data: bytes | str, name: str, caps: Caps = CAPS) -> Any:
         return None
     _expanded_shape(root, name, caps)
     try:
-        value = yaml.load(text, Loader=_BaseLoader)  # noqa: S506  (a safe loader: CSafeLoader or SafeLoader)
+        value = yaml.load(text, Loader=_BaseLoader)  # a safe loader: CSafeLoader or SafeLoader
     except yaml.YAMLError as err:
         raise _yaml_error(name, err) from None
     _walk(value, name, caps, caps.max_yaml_depth + 1)
@@ -263,9 +263,10 @@ def check_parquet(path: Path, name: str, caps: Caps = CAPS) -> ParquetShape:
 
     try:
         meta = pq.ParquetFile(path).metadata
-    except Exception as err:  # noqa: BLE001  (any pyarrow error means unreadable)
+    except Exception as err:  # any pyarrow error means unreadable
         raise CheckFailed(
-            f"{name} is not a readable parquet file: {str(err).splitlines()[0][:120] if str(err) else type(err).__name__}"
+            f"{name} is not a readable parquet file: "
+            f"{str(err).splitlines()[0][:120] if str(err) else type(err).__name__}"
         ) from None
     if meta.num_rows > caps.max_parquet_rows:
         raise CheckFailed(f"{name} has {meta.num_rows:,} rows, over the cap of {caps.max_parquet_rows:,}")
@@ -284,7 +285,8 @@ def check_parquet(path: Path, name: str, caps: Caps = CAPS) -> ParquetShape:
             if per_column[column] > caps.max_column_bytes:
                 path_in_schema = row_group.column(column).path_in_schema
                 raise CheckFailed(
-                    f"{name} column '{path_in_schema}' decompresses to more than {_human(caps.max_column_bytes)} (a bomb?)"
+                    f"{name} column '{path_in_schema}' decompresses to more than {_human(caps.max_column_bytes)} (a "
+                    "bomb?)"
                 )
     if total > caps.max_parquet_decoded_bytes:
         raise CheckFailed(
@@ -315,12 +317,17 @@ def check_parquet_cells(path: Path, name: str, caps: Caps = CAPS) -> None:
         for chunk in chunks:
             if len(chunk) == 0:
                 continue
-            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64 if "large" in str(chunk.type) else np.int32)
+            # a string or binary array always carries its offsets buffer (buffers()[1])
+            value_offsets = cast("pa.Buffer", chunk.buffers()[1])
+            offsets = np.frombuffer(
+                memoryview(value_offsets), dtype=np.int64 if "large" in str(chunk.type) else np.int32
+            )
             offsets = offsets[chunk.offset : chunk.offset + len(chunk) + 1]
             longest = int(np.diff(offsets).max())
             if longest > caps.max_cell_bytes:
                 raise CheckFailed(
-                    f"{name} column '{column}' holds a cell of {longest:,} bytes, over the {_human(caps.max_cell_bytes)} cap"
+                    f"{name} column '{column}' holds a cell of {longest:,} bytes, over the "
+                    f"{_human(caps.max_cell_bytes)} cap"
                 )
 
 

@@ -127,7 +127,7 @@ def _child(work: Callable[[Emit], None], limits: ChildLimits, write_fd: int, pre
         out.close()
     except MemoryError:
         code = 71
-    except BaseException:  # noqa: BLE001  (the parent reports the exit status)
+    except BaseException:  # the parent reports the exit status
         code = 70
     finally:
         os._exit(code)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import io
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,7 +51,7 @@ class BundleContents:
     subject: BundleSubject | None = None  # what the bundle is for (pack --for), signed in the manifest
 
 
-def collect_files(run_dir: RunDir, *, exclude: set[Path] = frozenset()) -> dict[str, bytes]:
+def collect_files(run_dir: RunDir, *, exclude: AbstractSet[Path] = frozenset()) -> dict[str, bytes]:
     """Every regular file under the run directory, by '/'-separated relative path."""
     root = run_dir.root
     if not root.is_dir():
@@ -104,7 +105,7 @@ def _zstd_parquet(data: bytes) -> bytes:
     return out.getvalue()
 
 
-def bundle_contents(run_dir: RunDir, *, exclude: set[Path] = frozenset()) -> BundleContents:
+def bundle_contents(run_dir: RunDir, *, exclude: AbstractSet[Path] = frozenset()) -> BundleContents:
     """The files of the bundle before the budget is applied (logs already gzipped)."""
     files = collect_files(run_dir, exclude=exclude)
     for required in ("plan.yaml", "summary.json", "report.md"):
@@ -181,7 +182,7 @@ class Sealed:
 def seal(
     run_dir: RunDir,
     *,
-    exclude: set[Path] = frozenset(),
+    exclude: AbstractSet[Path] = frozenset(),
     budget_bytes: int = BUDGET_BYTES,
     subject: BundleSubject | None = None,
 ) -> Sealed:

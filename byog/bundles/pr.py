@@ -62,7 +62,8 @@ def find_bundles(event: dict[str, Any], comments: list[dict[str, Any]] | None = 
     author = _login(pr)
     if author is None:
         raise UsageError("the event payload names no pull request author")
-    head = pr.get("head") if isinstance(pr.get("head"), dict) else {}
+    head = pr.get("head")
+    head = head if isinstance(head, dict) else {}
     texts: list[tuple[str | None, str]] = [(author, pr.get("body") or "")]  # oldest first
     thread = list(comments or [])
     if isinstance(event.get("comment"), dict) and event["comment"] not in thread:

@@ -173,7 +173,7 @@ def write_report(
     out = out_dir or target.parent / f"{_stem(target)}-report"
     found = list(dict.fromkeys([*reproductions, *reproductions_beside(target)]))
     views: tuple[ReproductionView, ...] = ()
-    not_shown: tuple[str, ...] = ()
+    not_shown = ()
     if found:
         with Extracted(target) as extracted:  # the vetted archive; only the manifest's bytes are hashed
             assert extracted.root is not None
@@ -187,7 +187,7 @@ def write_report(
         first = (
             report.failures[0]
             if report.failures
-            else f"the report could not be written ({report.details.get('render_error', 'no reason given')})"
+            else f"the report could not be written ({report.render_error or 'no reason given'})"
         )
         raise CheckFailed(f"{target} does not verify, so no report was written: {one_line(first, 300)}")
     return ReportWritten(
@@ -263,7 +263,7 @@ def attach(
         first = (
             report.failures[0]
             if report.failures
-            else f"the report could not be rendered ({report.details.get('render_error', 'no reason given')})"
+            else f"the report could not be rendered ({report.render_error or 'no reason given'})"
         )
         raise CheckFailed(f"{bundle} does not verify, so nothing was posted: {one_line(first, 300)}")
     body = comment_body(bundle, report)
@@ -290,4 +290,7 @@ def attach(
         raise ByogError(
             f"gh pr comment {pr} failed: {detail[-1] if detail else 'no output'}; the comment is in {body_file}"
         )
-    return f"verified{unchecked}; posted the report to PR #{pr}: {result.stdout.strip()}\nNow {drag} (GitHub's API cannot upload PR attachments)."
+    return (
+        f"verified{unchecked}; posted the report to PR #{pr}: {result.stdout.strip()}\nNow {drag} (GitHub's API "
+        "cannot upload PR attachments)."
+    )

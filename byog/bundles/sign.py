@@ -149,7 +149,8 @@ class SigningKey:
         result = _run(["-y", "-f", str(self.path)])
         if result.returncode != 0:
             raise UsageError(
-                f"cannot read the public half of {self.path} ({self.source}): {result.stderr.decode(errors='replace').strip()}"
+                f"cannot read the public half of {self.path} ({self.source}): "
+                f"{result.stderr.decode(errors='replace').strip()}"
             )
         return normalize_public_key(result.stdout.decode())
 
@@ -306,7 +307,8 @@ def _verify_python(message: bytes, signature: bytes, allowed_signers: Path) -> S
         if sshsig.authorizes(signers, principal, parsed.public_blob, NAMESPACE):
             return SignatureCheck(principal=principal, fingerprint=fingerprint)
     raise CheckFailed(
-        f"key {fingerprint} is listed for {', '.join(principals)} in {allowed_signers} but not for namespace {NAMESPACE} at this time"
+        f"key {fingerprint} is listed for {', '.join(principals)} in {allowed_signers} but not for namespace "
+        f"{NAMESPACE} at this time"
     )
 
 
@@ -318,7 +320,8 @@ def verify_signature(message: bytes, signature: bytes, allowed_signers: Path) ->
         )
     if len(signature) > MAX_SIGNATURE_BYTES:
         raise CheckFailed(
-            f"the signature file is {len(signature):,} bytes; an SSH signature is under {MAX_SIGNATURE_BYTES // 1024} KiB"
+            f"the signature file is {len(signature):,} bytes; an SSH signature is under {MAX_SIGNATURE_BYTES // 1024} "
+            "KiB"
         )
     if not is_canonical_armor(signature):
         raise CheckFailed("the signature file is not in the exact form ssh-keygen writes (altered after signing)")
@@ -343,5 +346,6 @@ def verify_signature(message: bytes, signature: bytes, allowed_signers: Path) ->
             if checked.returncode == 0:
                 return SignatureCheck(principal=principal, fingerprint=fingerprint)
     raise CheckFailed(
-        f"key {fingerprint} is listed for {', '.join(principals)} in {allowed_signers} but not for namespace {NAMESPACE} at this time"
+        f"key {fingerprint} is listed for {', '.join(principals)} in {allowed_signers} but not for namespace "
+        f"{NAMESPACE} at this time"
     )

@@ -42,7 +42,7 @@ import os
 import re
 import struct
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
@@ -68,8 +68,8 @@ _CURVES: dict[str, tuple[str, type[ec.EllipticCurve], type[hashes.HashAlgorithm]
 }
 _RSA_SIGNATURES: dict[str, type[hashes.HashAlgorithm]] = {"rsa-sha2-512": hashes.SHA512, "rsa-sha2-256": hashes.SHA256}
 
-PublicKeyObject = Union[ed25519.Ed25519PublicKey, ec.EllipticCurvePublicKey, rsa.RSAPublicKey]
-PrivateKeyObject = Union[ed25519.Ed25519PrivateKey, ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey]
+PublicKeyObject = ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey | rsa.RSAPublicKey
+PrivateKeyObject = ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 
 
 class SshsigError(ValueError):

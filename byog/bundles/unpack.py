@@ -26,6 +26,7 @@ import struct
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -174,7 +175,8 @@ def _check_member(info: tarfile.TarInfo, limits: Limits) -> None:
     name = check_name(info.name)
     if not info.isreg() or info.type == tarfile.CONTTYPE or info.issparse():
         raise UnsafeBundle(
-            f"unsafe bundle: member '{name}' is {_KIND.get(info.type, f'of tar type {info.type!r}')}, not a regular file"
+            f"unsafe bundle: member '{name}' is {_KIND.get(info.type, f'of tar type {info.type!r}')}, "
+            "not a regular file"
         )
     if info.size > limits.max_member_bytes:
         raise UnsafeBundle(
@@ -261,9 +263,10 @@ def _scan(path: Path, limits: Limits, dest: Path, digests: dict[str, str]) -> li
     stream = _Container(path, limits)
     canonical = _HashSink()
     try:
+        # a stream ("r|") is only read(); typeshed asks any fileobj for write, tell, seek and close too
         with tarfile.open(fileobj=stream, mode="r|", encoding="utf-8", errors="surrogateescape") as tar:  # type: ignore[call-overload]
 
-            def members():  # noqa: ANN202  (a generator: one vetted member at a time)
+            def members() -> Iterator[tuple[str, int, _Member]]:  # one vetted member at a time
                 nonlocal total
                 for info in tar:
                     if len(names) >= limits.max_members:
@@ -328,7 +331,7 @@ _TEMP_NAME = re.compile(r"^byog-verify-(\d+)-")
 
 def sweep_stale_temp_dirs() -> list[Path]:
     """Remove this user's byog-verify-<pid>-* temp dirs whose process is gone; return them."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(Path(tempfile.gettempdir()).iterdir())
     except OSError:

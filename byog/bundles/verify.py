@@ -39,6 +39,17 @@ from byog.bundles.checks.recompute import derived_summary
 from byog.bundles.comment import render_comment_report
 from byog.bundles.isolate import ChildLimits, run_isolated
 from byog.bundles.unpack import Extracted, Limits
+from byog.bundles.verify_events import (
+    ChildEvent,
+    Comment,
+    Finished,
+    MachineLacks,
+    RenderFailed,
+    Reproduced,
+    Started,
+    Written,
+    parse_events,
+)
 from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
 from byog.core.safe_text import json_safe, one_line
@@ -49,6 +60,7 @@ from byog.schemas.claims import ClaimsFile
 from byog.schemas.manifest import BundleSubject, subject_arg
 from byog.schemas.policy import Policy
 from byog.schemas.reproduction import ReproductionRecord
+from byog.schemas.server import ServerRecord
 
 Trust = Literal["signed", "unsigned", "untrusted"]
 UNTRUSTED = "not checked: untrusted signer"
@@ -60,7 +72,7 @@ class VerifyReport:
     bundle: str
     results: list[CheckResult] = field(default_factory=list)
     signer: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)  # per-check extras, e.g. every claim's outcome
+    render_error: str | None = None  # every check passed, but the comment or report could not be rendered
     trust: Trust = "untrusted"
     isolated: bool = True  # the content checks ran in a limited child
     comment: str | None = None  # the PR comment, when asked for and every check passed
@@ -70,6 +82,12 @@ class VerifyReport:
     @property
     def verified(self) -> bool:
         return bool(self.results) and all(result.ok for result in self.results)
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """Per-check extras (every claim's outcome), and why a render failed: verify --json's "details"."""
+        found: dict[str, Any] = {r.name: r.details for r in self.results if r.details is not None}
+        return found | ({"render_error": self.render_error} if self.render_error is not None else {})
 
     @property
     def failures(self) -> list[str]:
@@ -132,30 +150,40 @@ def _write_report(ctx: VerifyContext, out_dir: Path, inputs: ReportInputs | None
     return [str(report), *(str(p) for p in write_plots(ctx.run_dir, summary, out_dir / "plots"))]
 
 
-def _reproduction_event(ctx: VerifyContext) -> dict[str, Any]:
+def _reproduction_event(ctx: VerifyContext) -> Reproduced:
     """The bundle's reproduction.json as the report shows it, from the child (validated, within bounds)."""
     view = reproduction_view(ctx.run_dir)
     if view is None:
-        return {"event": "reproduction", "record": None}
-    return {
-        "event": "reproduction",
-        "record": view.record.model_dump(mode="json"),
-        "signer_fingerprint": view.signer_fingerprint,
-        "servers": json_safe(list(view.servers)),
-    }
-
-
-def _view_of(event: dict[str, Any]) -> ReproductionView | None:
-    if not isinstance(event.get("record"), dict):
-        return None
-    fingerprint = event.get("signer_fingerprint")
-    servers = event.get("servers")
-    return ReproductionView(
-        record=ReproductionRecord.model_validate(event["record"]),
-        signer_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
-        principal=None,
-        servers=tuple(s for s in servers if isinstance(s, dict)) if isinstance(servers, list) else (),
+        return Reproduced(record=None)
+    return Reproduced(
+        record=view.record.model_dump(mode="json"),
+        signer_fingerprint=view.signer_fingerprint,
+        servers=[s.model_dump(mode="json") for s in view.servers],
     )
+
+
+def _view_of(event: Reproduced) -> ReproductionView | None:
+    """The reproduction the child read, validated again here: the parent trusts no document it did not check."""
+    if event.record is None:
+        return None
+    return ReproductionView(
+        record=ReproductionRecord.model_validate(event.record),
+        signer_fingerprint=event.signer_fingerprint,
+        principal=None,
+        servers=tuple(ServerRecord.model_validate(s) for s in event.servers),
+    )
+
+
+@dataclass
+class ContentPhase:
+    """What the content checks found in the child, and what it rendered once they all passed."""
+
+    isolated: bool  # False where fork does not exist: the checks ran in this process, without limits
+    results: list[CheckResult] = field(default_factory=list)
+    comment: str | None = None
+    written: list[str] = field(default_factory=list)
+    reproduction: ReproductionView | None = None
+    render_error: str | None = None
 
 
 def _content_phase(
@@ -167,65 +195,59 @@ def _content_phase(
     report_to: Path | None = None,
     report_inputs: ReportInputs | None = None,
     want_reproduction: bool = False,
-) -> tuple[list[CheckResult], bool, str | None, list[str], ReproductionView | None]:
-    """Run the content checks in the limited child; (results, isolated, comment, report files written,
-    the bundle's reproduction when asked for)."""
+) -> ContentPhase:
+    """Run the content checks in the limited child; what they found, and what was rendered (or read:
+    the bundle's reproduction, when asked for) once they all passed."""
 
     def work(emit: Callable[[dict[str, Any]], None]) -> None:
+        def send(event: ChildEvent) -> None:
+            emit(json_safe(event.model_dump()))
+
         try:
             for item in checks:
-                emit({"event": "start", "name": item.name})
+                send(Started(name=item.name))
                 result = run_one(item, ctx, status)
-                emit(
-                    {
-                        "event": "result",
-                        "name": result.name,
-                        "status": result.status,
-                        "message": one_line(result.message),
-                    }
+                send(
+                    Finished(
+                        name=result.name, status=result.status, message=one_line(result.message), details=result.details
+                    )
                 )
-            emit({"event": "notes", "notes": json_safe(ctx.notes)})
             passed = all(status.get(item.name) != "fail" for item in checks)
             try:
                 if want_comment and passed:
-                    emit({"event": "comment", "text": render_comment_report(ctx)})
+                    send(Comment(text=render_comment_report(ctx)))
                 if report_to is not None and passed:
-                    emit({"event": "written", "files": _write_report(ctx, report_to, report_inputs)})
+                    send(Written(files=_write_report(ctx, report_to, report_inputs)))
                 if want_reproduction and passed:
-                    emit(_reproduction_event(ctx))
-            except Exception as err:  # noqa: BLE001  (said in one line by the caller, never a traceback)
-                emit({"event": "render_error", "message": one_line(f"{type(err).__name__}: {err}", 300)})
+                    send(_reproduction_event(ctx))
+            except Exception as err:  # any failure is said in one line by the caller, never a traceback
+                send(RenderFailed(message=one_line(f"{type(err).__name__}: {err}", 300)))
         except EnvironmentProblem as err:
-            emit({"event": "environment", "message": str(err)})
+            send(MachineLacks(message=str(err)))
 
     outcome = run_isolated(work, limits, preload=CONTENT_LIBRARIES)
-    results: list[CheckResult] = []
+    phase = ContentPhase(isolated=outcome.isolated)
     started: str | None = None
-    comment = None
-    written: list[str] = []
-    reproduction: ReproductionView | None = None
-    for event in outcome.events:
-        kind = event.get("event")
-        if kind == "start":
-            started = str(event.get("name"))
-        elif kind == "result":
-            results.append(CheckResult(str(event["name"]), event["status"], str(event["message"])))
+    for event in parse_events(outcome.events):
+        if isinstance(event, Started):
+            started = event.name
+        elif isinstance(event, Finished):
+            phase.results.append(event.result())
             started = None
-        elif kind == "notes" and isinstance(event.get("notes"), dict):
-            ctx.notes.update(event["notes"])
-        elif kind == "comment":
-            comment = str(event.get("text"))
-        elif kind == "written" and isinstance(event.get("files"), list):
-            written = [str(name) for name in event["files"]]
-        elif kind == "reproduction":
+        elif isinstance(event, Comment):
+            phase.comment = event.text
+        elif isinstance(event, Written):
+            phase.written = event.files
+        elif isinstance(event, Reproduced):
             try:
-                reproduction = _view_of(event)
+                phase.reproduction = _view_of(event)
             except ValidationError as err:
-                ctx.notes["render_error"] = one_line(f"reproduction.json: {err.errors()[0]['msg']}", 300)
-        elif kind == "render_error":
-            ctx.notes["render_error"] = str(event.get("message"))
-        elif kind == "environment":
-            raise EnvironmentProblem(str(event.get("message")))
+                phase.render_error = one_line(f"reproduction.json: {err.errors()[0]['msg']}", 300)
+        elif isinstance(event, RenderFailed):
+            phase.render_error = event.message
+        elif isinstance(event, MachineLacks):
+            raise EnvironmentProblem(event.message)
+    results = phase.results
     done = {r.name for r in results}
     if outcome.stopped is not None:
         for item in checks:
@@ -238,7 +260,7 @@ def _content_phase(
                 started = item.name
             else:
                 results.append(CheckResult(item.name, "skip", f"not checked: {started} did not finish"))
-    return results, outcome.isolated, comment, written, reproduction
+    return phase
 
 
 def verify_bundle(
@@ -296,7 +318,7 @@ def verify_bundle(
                 results += [CheckResult(item.name, "skip", UNTRUSTED) for item in gated]
             else:
                 results += [run_one(item, ctx, status) for item in gated if not item.isolated]
-                content, report.isolated, report.comment, report.written, report.reproduction = _content_phase(
+                content = _content_phase(
                     ctx,
                     [item for item in gated if item.isolated],
                     status,
@@ -306,10 +328,11 @@ def verify_bundle(
                     report_inputs,
                     want_reproduction,
                 )
-                results += content
+                results += content.results
+                report.isolated, report.comment, report.written = content.isolated, content.comment, content.written
+                report.reproduction, report.render_error = content.reproduction, content.render_error
             report.results = results
             report.signer = ctx.signer
-            report.details = ctx.notes
     except UnsafeBundle as err:
         report.results = [CheckResult("archive", "fail", str(err))]
     return report

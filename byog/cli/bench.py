@@ -59,7 +59,8 @@ def bench_cmd(
         0,
         "--warmup-prompts",
         min=0,
-        help="Concurrency workload: requests through the same loop first, not measured (use >= C when comparing with `vllm bench serve`; docs/metrics.md).",
+        help="Concurrency workload: requests through the same loop first, not measured (use >= C when comparing with "
+        "`vllm bench serve`; docs/metrics.md).",
     ),
     isl: str = typer.Option("32", "--isl", help="Input lengths in tokens, e.g. 1,1024."),
     osl: str = typer.Option("64", "--osl", help="Output lengths in tokens."),
@@ -69,7 +70,8 @@ def bench_cmd(
     prompts: str = typer.Option(
         "random",
         "--prompts",
-        help="random (token ids), random-text (the same as text the server tokenizes, as `vllm bench serve` sends), mt_bench or gsm8k.",
+        help="random (token ids), random-text (the same as text the server tokenizes, as `vllm bench serve` sends), "
+        "mt_bench or gsm8k.",
     ),
     seed: int = typer.Option(1234, "--seed", help="Prompt (and Poisson arrival) seed."),
     reset_prefix_cache: bool = typer.Option(

@@ -69,7 +69,8 @@ def verify_cmd(
     ),
     as_json: JsonOpt = False,
 ) -> None:
-    """Check a bundle: safe extraction, hashes, signer; then, for a trusted signer only: bounds, schemas, every number recomputed, policy, claims."""
+    """Check a bundle: safe extraction, hashes, signer; then, for a trusted signer only: bounds, schemas, every number
+    recomputed, policy, claims."""
     report = verify_bundle(
         bundle,
         allowed_signers=allowed_signers,
@@ -112,17 +113,20 @@ def report_cmd(
     reproduction: list[Path] = typer.Option(
         [],
         "--reproduction",
-        help="A reproduction bundle of this bundle to show (repeatable; <bundle>.reproduction*.tar.gz beside a bundle are found anyway).",
+        help="A reproduction bundle of this bundle to show (repeatable; <bundle>.reproduction*.tar.gz beside a bundle "
+        "are found anyway).",
     ),
     image_base: str = typer.Option(
         PLOTS_BASE,
         "--image-base",
-        help="Prefix of the plot links, e.g. where a PR workflow published them; 'none' names the plots instead of embedding them.",
+        help="Prefix of the plot links, e.g. where a PR workflow published them; 'none' names the plots instead of "
+        "embedding them.",
     ),
     allowed_signers: AllowedSignersOpt = None,
     allow_unsigned: AllowUnsignedOpt = False,
 ) -> None:
-    """Write report.md and the plots (tok/s vs batch, speedup with CI, TPOT distribution, eval deltas); a bundle is verified first."""
+    """Write report.md and the plots (tok/s vs batch, speedup with CI, TPOT distribution, eval deltas); a bundle is
+    verified first."""
     written = write_report(
         target,
         out,
@@ -137,7 +141,8 @@ def report_cmd(
     shown = f", {written.reproductions} reproduction(s) shown" if written.reproductions else ""
     console.print(
         Text(
-            f"wrote {written.report_md} and {len(written.plots)} plots under {written.report_md.parent / 'plots'}{shown}"
+            f"wrote {written.report_md} and {len(written.plots)} plots under "
+            f"{written.report_md.parent / 'plots'}{shown}"
         ),
         highlight=False,
     )
@@ -167,7 +172,8 @@ def attach_cmd(
     claims: ClaimsOpt = None,
     allow_unsigned: AllowUnsignedOpt = False,
 ) -> None:
-    """Verify the bundle for OWNER/REPO#PR, then post its re-rendered report (every bundle field escaped) to the PR with gh."""
+    """Verify the bundle for OWNER/REPO#PR, then post its re-rendered report (every bundle field escaped) to the PR
+    with gh."""
     message = attach(
         bundle, pr, repo, allowed_signers=allowed_signers, policy=policy, claims=claims, allow_unsigned=allow_unsigned
     )

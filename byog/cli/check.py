@@ -21,7 +21,8 @@ def numerics_cmd(
     tier: TierOpt = "full",
     as_json: JsonOpt = False,
 ) -> None:
-    """Logprob differential: each candidate scored on its baseline's greedy token path, against the baseline's own A/A noise (exit 1 unless numerically equivalent)."""
+    """Logprob differential: each candidate scored on its baseline's greedy token path, against the baseline's own A/A
+    noise (exit 1 unless numerically equivalent)."""
     summary = check_plan(
         plan_opt or plan, run_dir, err_console if as_json else console, "numerics", data_dir=data_dir, tier=tier
     )

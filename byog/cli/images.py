@@ -17,7 +17,8 @@ def image_build_cmd(
     flavour: str = typer.Option(
         "gpu",
         "--flavour",
-        help="gpu (standard eval image), cpu (self-contained embedded default) or cpu-host (host's Python mounted; what CI uses).",
+        help="gpu (standard eval image), cpu (self-contained embedded default) or cpu-host (host's Python mounted; "
+        "what CI uses).",
     ),
     tag: str | None = typer.Option(None, "--tag", help="Image tag (default: byog-eval:<version>-<flavour>)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Rebuild every step."),

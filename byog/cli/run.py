@@ -24,6 +24,7 @@ from byog.pipeline.derive import derive_and_write
 from byog.pipeline.planview import (
     STARTUP_GUESS_S,
     TPOT_GUESS_S,
+    PlanOverview,
     plan_overview,
 )
 from byog.pipeline.run import run_plan
@@ -146,7 +147,7 @@ def _render_numerics_cost(rows: list[dict[str, Any]]) -> None:
             console.print(f"  {r['command']}", highlight=False, soft_wrap=True, markup=False)
 
 
-def render_plan_overview(overview: dict[str, Any]) -> None:
+def render_plan_overview(overview: PlanOverview) -> None:
 
     table = TextTable(
         f"plan '{overview['plan']}': {len(overview['points'])} bench points",
@@ -210,19 +211,19 @@ def render_plan_overview(overview: dict[str, Any]) -> None:
         f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and {STARTUP_GUESS_S:.0f} s start-up per server)",
         ["tier", "servers", "bench points", "max GPUs", "est. wall", "GPU-hours", "eval requests"],
     )
-    for r in overview["tiers"]:
-        mark = " <" if r["tier"] == overview["tier"] else ""
+    for t in overview["tiers"]:
+        mark = " <" if t["tier"] == overview["tier"] else ""
         tiers.add_row(
-            r["tier"] + mark,
-            str(r["servers"]),
-            str(r["bench_points"]),
-            str(r["max_gpus"]),
-            f"{r['estimate_s'] / 3600:.2f} h",
-            f"{r['gpu_hours']:.2f}",
-            str(r["eval_requests"]),
+            t["tier"] + mark,
+            str(t["servers"]),
+            str(t["bench_points"]),
+            str(t["max_gpus"]),
+            f"{t['estimate_s'] / 3600:.2f} h",
+            f"{t['gpu_hours']:.2f}",
+            str(t["eval_requests"]),
         )
     print_table(console, tiers)
-    render_eval_power(overview["evals"], overview["tier"], overview.get("eval_prior"))
+    render_eval_power(overview["evals"], overview["tier"], overview["eval_prior"])
     places: dict[str, list[str]] = {}
     for item in overview["placeholders"]:
         where, value = item.split(": ", 1)

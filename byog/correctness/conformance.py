@@ -277,7 +277,7 @@ class Conformance:
         detail = {"schema": JSON_SCHEMA, "text": text}
         try:
             value = json.loads(text)
-        except ValueError as err:
+        except json.JSONDecodeError as err:
             return Check(
                 "structured_output", False, f"not valid JSON ({err.msg} at char {err.pos}): {text[:60]!r}", detail
             )
@@ -292,11 +292,15 @@ class Conformance:
         streamed = self._stream_text({"prompt": ids, "max_tokens": MAX_TOKENS, "temperature": 0.0, "ignore_eos": True})
         detail = {"non_stream": plain, "stream": streamed}
         if streamed != plain:
-            where = next((i for i, (a, b) in enumerate(zip(plain, streamed)) if a != b), min(len(plain), len(streamed)))
+            where = next(
+                (i for i, (a, b) in enumerate(zip(plain, streamed, strict=False)) if a != b),
+                min(len(plain), len(streamed)),
+            )
             return Check(
                 "stream_matches_non_stream",
                 False,
-                f"greedy texts differ from character {where}: {streamed[where : where + 30]!r} vs {plain[where : where + 30]!r}",
+                f"greedy texts differ from character {where}: {streamed[where : where + 30]!r} vs "
+                f"{plain[where : where + 30]!r}",
                 detail,
             )
         return Check("stream_matches_non_stream", True, f"identical greedy text ({len(plain)} characters)", detail)

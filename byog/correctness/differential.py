@@ -112,7 +112,7 @@ def output_rows(prompt_id: str, prompt_len: int, choice: dict[str, Any], k: int)
         raise ByogError(f"prompt {prompt_id}: the server's token_ids and its logprob tokens disagree")
     rows = []
     for t, (token, logprob, top) in enumerate(
-        zip(tokens, logprobs.get("token_logprobs") or [], logprobs.get("top_logprobs") or [])
+        zip(tokens, logprobs.get("token_logprobs") or [], logprobs.get("top_logprobs") or [], strict=False)
     ):
         top_ids, top_lps = sort_top({_token_id(key): float(v) for key, v in (top or {}).items()}, k)
         rows.append(
@@ -151,7 +151,7 @@ def run_pass(
     bodies = [request_body(model, p.ids, max_tokens, k) for p in prompts]
     answers = asyncio.run(_run_all(base_url, bodies, composition))
     rows: list[dict[str, Any]] = []
-    for prompt, answer in zip(prompts, answers):
+    for prompt, answer in zip(prompts, answers, strict=True):
         choice = answer["choices"][0]
         rows += prompt_rows(prompt.prompt_id, prompt.ids, choice, k)
         rows += output_rows(prompt.prompt_id, len(prompt.ids), choice, k)

@@ -138,7 +138,8 @@ def resolve_source(task: TaskSpec, data_dir: Path | None) -> DataSource:
             None,
             {split: [path]},
             label=f"fixture (byog-written rows in {ref.hub_id}'s schema), not {ref.hub_id}",
-            note=f"offline and no pulled copy of {ref.hub_id}: run `byog data pull --tasks {task.name}` where the hub is reachable",
+            note=f"offline and no pulled copy of {ref.hub_id}: run `byog data pull --tasks {task.name}` where the hub "
+            "is reachable",
         )
     raise EnvironmentProblem(
         f"no local data for task '{task.name}' ({ref.hub_id}) and the hub is offline: pass --data-dir "
@@ -204,7 +205,8 @@ def pull(tasks: list[TaskSpec], data_dir: Path, token: str | None = None) -> lis
     """
     if hub_offline():
         raise EnvironmentProblem(
-            "byog data pull needs the Hugging Face hub, but HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set; unset it on a machine with network"
+            "byog data pull needs the Hugging Face hub, but HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set; unset it on a "
+            "machine with network"
         )
     try:
         from huggingface_hub import snapshot_download

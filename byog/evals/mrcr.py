@@ -92,7 +92,7 @@ def prepare_items(
     """Count tokens, keep rows with ``n_needles`` that fit the server's context, in row order."""
     items: list[MrcrItem] = []
     skipped = {"needles": 0, "over_context": 0}
-    for item_id, row in zip(ids, rows):
+    for item_id, row in zip(ids, rows, strict=True):
         if n_needles is not None and int(row["n_needles"]) != n_needles:
             skipped["needles"] += 1
             continue

@@ -52,7 +52,8 @@ def _writing(rng: random.Random, form: str, topic: str, chars: int) -> str:
     while sum(len(line) + 1 for line in lines) < chars:
         words = rng.sample(_WORDS, 6)
         lines.append(
-            f"The {words[0]} {topic[:-1] if topic.endswith('s') else topic} by the {words[1]} {words[2]}, {words[3]} and {words[4]} in the {words[5]}."
+            f"The {words[0]} {topic[:-1] if topic.endswith('s') else topic} by the {words[1]} {words[2]}, {words[3]} "
+            f"and {words[4]} in the {words[5]}."
         )
     return "\n".join(lines)
 
@@ -103,7 +104,8 @@ def generate_rows(
         messages.append(
             {
                 "role": "user",
-                "content": f"Prepend {prefix} to the {_ordinal(k)} (1 indexed) {form} about {topic}. Do not include any other text in your response.",
+                "content": f"Prepend {prefix} to the {_ordinal(k)} (1 indexed) {form} about {topic}. Do not include "
+                "any other text in your response.",
             }
         )
         desired = needle_indices[k - 1]

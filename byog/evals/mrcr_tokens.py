@@ -40,7 +40,7 @@ def load_o200k_base(data_dir: Path | None, offline: bool) -> Any | None:
         os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
     cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
     key = hashlib.sha1(O200K_URL.encode()).hexdigest()
-    cached = bool(cache_dir) and Path(cache_dir, key).is_file()
+    cached = Path(cache_dir, key).is_file() if cache_dir else False
     if offline and not cached:
         return None
     try:
@@ -62,7 +62,8 @@ def cache_o200k_base(data_dir: Path) -> Path:
         tiktoken.get_encoding("o200k_base")
     except Exception as err:
         raise EnvironmentProblem(
-            f"could not fetch tiktoken's o200k_base ({type(err).__name__}); run `byog data pull` where the network is reachable"
+            f"could not fetch tiktoken's o200k_base ({type(err).__name__}); run `byog data pull` where the network is "
+            "reachable"
         ) from None
     return cache
 

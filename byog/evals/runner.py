@@ -129,7 +129,8 @@ def _mrcr_rows(
         targets = [t for t in GENERATED_TARGETS if t <= max_model_len * 0.75] or [min(GENERATED_TARGETS)]
         n = limit or 2 * len(targets)
         per_target = max(1, math.ceil(n / len(targets)))
-        rows, ids = [], []
+        rows: list[dict[str, Any]] = []
+        ids: list[str] = []
         for target in targets:
             made = generate_rows(per_target, target, seed=0)
             rows.extend(made)
@@ -193,7 +194,7 @@ def _mrcr_task(
                 max_model_len=max_len,
                 num_concurrent=num_concurrent,
             )
-            for item, result in zip(items, graded):
+            for item, result in zip(items, graded, strict=True):
                 out.append(
                     {
                         "item_id": item.item_id,
@@ -348,5 +349,6 @@ def run_evals_for_server(
         write_task(run_dir, server_name, task.name, run)
         r = run.results
         console.print(
-            f"eval {task.name} on {server_name}: {r['score']:.1f} points over {r['n_items']} items x {len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s, data: {r['data']['label']})"
+            f"eval {task.name} on {server_name}: {r['score']:.1f} points over {r['n_items']} items x "
+            f"{len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s, data: {r['data']['label']})"
         )

@@ -270,7 +270,8 @@ def _docker_build(
         message = " ".join(str(err).split())[:500]
         if flavour == "gpu":
             raise EnvironmentProblem(
-                f"the GPU image starts FROM the official vllm/vllm-openai image, which this engine could not get ({message}); "
+                "the GPU image starts FROM the official vllm/vllm-openai image, which this engine could not get "
+                f"({message}); "
                 "build it where Docker Hub is reachable"
             ) from None
         raise ByogError(f"building {tag} failed: {message}") from None

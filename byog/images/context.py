@@ -13,7 +13,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 from byog.core.errors import ByogError, EnvironmentProblem
 from byog.core.settings import TORCH_WHEEL_ENV, cache_dir
@@ -33,7 +36,8 @@ def source_root() -> Path:
     root = Path(__file__).resolve().parents[2]
     if not (root / "Dockerfile").is_file() or not (root / ROOTFS_SCRIPT).is_file():
         raise EnvironmentProblem(
-            "`byog image build` needs byog's source checkout (the Dockerfiles are not in the wheel): run it from a git clone"
+            "`byog image build` needs byog's source checkout (the Dockerfiles are not in the wheel): run it from a "
+            "git clone"
         )
     return root
 

@@ -52,7 +52,8 @@ def host_python_volumes(labels: dict[str, str]) -> tuple[dict[str, dict[str, str
         if carried != version:
             raise EnvironmentProblem(
                 f"this venv is made from the system's Python {version} ({base}), which the cpu-host image must carry "
-                f"itself, but it carries {'Python ' + carried if carried else 'none (it was built before byog added it)'}: "
+                "itself, but it carries "
+                f"{'Python ' + carried if carried else 'none (it was built before byog added it)'}: "
                 "rebuild it with `byog image build --flavour cpu-host` (DEBIAN_SUITE picks the suite whose python3 "
                 "matches), or make the venv from a Python installed elsewhere (pyenv, uv)"
             )

@@ -54,7 +54,7 @@ def convert_gguf(gguf: Path, out_dir: Path) -> Path:
             str(gguf.parent), gguf_file=gguf.name, quantization_config=GgufConfig(dequantize=True)
         )
         # The weights are now dense; a quantizer left in the config would make vLLM expect GGUF.
-        model.hf_quantizer = None
+        model.hf_quantizer = None  # type: ignore[assignment]  # nn.Module's __setattr__ is typed for tensors only
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         model.save_pretrained(str(staging))

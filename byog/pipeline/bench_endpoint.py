@@ -15,7 +15,7 @@ import httpx
 import yaml
 
 from byog.analysis.bench_summary import summarize_bench
-from byog.bench.sweep import run_bench_for_server
+from byog.bench.sweep import SweepOutcome, run_bench_for_server
 from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import RunDir, new_run_id
@@ -59,7 +59,7 @@ class BenchFlags:
 class BenchResult:
     run_dir: Path
     server: str
-    sweep: dict[str, Any]  # what the sweep did: points run, skipped, failed, restarts, measuring share
+    sweep: SweepOutcome  # what the sweep did: points run, skipped, failed, restarts, measuring share
     points: list[PointSummary]
 
     def to_json(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ directory, else the newest run under ``runs_dir()`` of the same plan's smoke tie
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from byog.analysis.eval_summary import margin_for
 from byog.analysis.gate_power import ItemModel, model_from_items, planned_for_spec, prior_model
@@ -30,8 +30,8 @@ def _pass_scores(run_dir: RunDir, server: str, task: str) -> dict[str, list[floa
         return None
     table = pq.read_table(run_dir.eval_items(server, task), columns=["item_id", "score"])
     out: dict[str, list[float]] = {}
-    for item_id, score in zip(table.column("item_id").to_pylist(), table.column("score").to_pylist()):
-        out.setdefault(str(item_id), []).append(float(score))
+    for item_id, score in zip(table.column("item_id").to_pylist(), table.column("score").to_pylist(), strict=True):
+        out.setdefault(str(item_id), []).append(float(cast(float, score)))  # a required column: never null
     return out
 
 

@@ -12,6 +12,7 @@ decode yardstick; a candidate runs ``together``. Files: ``byog.core.paths.RunDir
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -122,7 +123,9 @@ def numerics_done(plan: Plan, server: str, rd: RunDir) -> bool:
     return rd.numerics_complete(server) and conformance_done
 
 
-def _prompt_builder(spec: NumericsSpec, endpoint: Endpoint, data_dir: Path | None, tok: ServerTokenizer):  # type: ignore[no-untyped-def]
+def _prompt_builder(
+    spec: NumericsSpec, endpoint: Endpoint, data_dir: Path | None, tok: ServerTokenizer
+) -> Callable[..., list[list[int]]]:
     def build(*, kind: Literal["random", "dataset"], isl: int, count: int, point_id: str) -> list[list[int]]:
         found = build_prompts(
             kind=kind,

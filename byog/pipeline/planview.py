@@ -14,7 +14,7 @@ import math
 import shlex
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from byog.analysis.bench_summary import summarize_bench
 from byog.bench.agentic import session_shape
@@ -26,7 +26,7 @@ from byog.images.models import model_config_dir
 from byog.pipeline.eval_power import eval_power_rows, eval_prior
 from byog.pipeline.slurm_submit import SubmitOptions, batch_script, default_run_dir
 from byog.plans.expand import check_plan_fits, expand_plan, probe_point, search_workloads
-from byog.plans.kv_memory import check_kv_fits, kv_shape, plan_kv, server_kv_settings
+from byog.plans.kv_memory import PointKv, check_kv_fits, kv_shape, plan_kv, server_kv_settings
 from byog.plans.load import load_plan, parse_plan
 from byog.plans.numerics_roles import derived_servers, launch_config, stock_roles
 from byog.plans.tiers import TIERS, apply_tier, eval_items, find_placeholders
@@ -40,6 +40,84 @@ from byog.schemas.server import PreparedModel
 STARTUP_GUESS_S = 120.0
 TPOT_GUESS_S = 0.030  # CPU vLLM + SmolLM2-135M at batch 1 decodes ~38 tok/s
 TTFT_GUESS_S = 0.100
+
+
+class Measured(TypedDict):
+    """What an earlier run measured, for the estimate: start-up seconds, and (TPOT, TTFT) p50 per point."""
+
+    startup: dict[str, float]
+    per_point: dict[tuple[str, str], tuple[float, float]]
+
+
+class PointEstimate(TypedDict):
+    server: str
+    point_id: str
+    kind: str
+    load: str
+    isl: int
+    osl: int
+    requests: int
+    tpot_s: float
+    estimate_s: float
+    source: str  # where tpot_s came from: measured, server median or guess
+
+
+class ServerEstimate(TypedDict):
+    server: str
+    runtime: str
+    command: str
+    startup_s: float
+    points: int
+    launches: int
+    estimate_s: float
+    gpus: int
+
+
+class Estimate(TypedDict):
+    """The bench part of a plan: every point's and server's estimated seconds, and the total."""
+
+    plan: str
+    points: list[PointEstimate]
+    servers: list[ServerEstimate]
+    total_estimate_s: float
+    gpu_hours: float
+    from_run: str | None
+    note: str
+
+
+class TierEstimate(TypedDict):
+    tier: str
+    servers: int
+    bench_points: int
+    eval_requests: int
+    max_gpus: int
+    estimate_s: float
+    gpu_hours: float
+
+
+class PlanOverview(Estimate):
+    """What ``byog plan`` shows (``--json`` prints it as it is)."""
+
+    tier: str
+    kv_cache: dict[str, Any]  # kv_overview, its rows as plain numbers
+    tiers: list[TierEstimate]
+    placeholders: list[str]
+    pairs: list[list[str]]
+    per_node_launch: dict[str, list[str]]
+    slurm_batch: str | None  # the batch script `byog slurm submit` would write (plans with slurm servers)
+    evals: list[dict[str, Any]]
+    eval_prior: str  # which earlier run the eval model comes from, as a sentence
+    numerics: list[dict[str, Any]]  # per baseline: the control and envelope variant byog adds, and their cost
+
+
+class _KvChecked(TypedDict):
+    checked: bool  # False: no config.json readable here (a hub id, a path on the GPU machine)
+    note: str
+    rows: list[PointKv]
+
+
+class KvOverview(_KvChecked, total=False):
+    caveats: list[str]  # what the KV model leaves out for this config (only when checked)
 
 
 def launch_command(plan: Plan, server: str) -> str:
@@ -63,7 +141,7 @@ def launch_command(plan: Plan, server: str) -> str:
     return f"{env} {shlex.join(argv)}".strip().replace("--port 0", "--port PORT")
 
 
-def _measured(run_dir: Path) -> dict[str, Any]:
+def _measured(run_dir: Path) -> Measured:
     """Start-up seconds per server and TPOT/TTFT p50 per (server, point) from an earlier run."""
     folder = RunDir(run_dir)
     if not folder.plan_yaml.is_file():
@@ -108,9 +186,9 @@ def point_seconds(point: BenchPoint, tpot_s: float, ttft_s: float) -> float:
     return point.num_prompts / point.rate + one
 
 
-def estimate_plan(plan: Plan, from_run: Path | None = None) -> dict[str, Any]:
+def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     """The matrix, the launch commands and the estimated wall time and GPU-hours of the bench part."""
-    measured = _measured(from_run) if from_run else {"startup": {}, "per_point": {}}
+    measured: Measured = _measured(from_run) if from_run else {"startup": {}, "per_point": {}}
     points = expand_plan(plan)
     for workload in search_workloads(plan):  # a search's probes: its budget, each timed at the first rate
         assert workload.search is not None
@@ -121,8 +199,8 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> dict[str, Any]:
                     first.model_copy(update={"point_id": f"{first.point_id.rsplit('-r', 1)[0]}-probe{i + 1}"})
                     for i in range(workload.search.max_probes)
                 ]
-    servers = []
-    rows = []
+    servers: list[ServerEstimate] = []
+    rows: list[PointEstimate] = []
     total_s = 0.0
     gpu_h = 0.0
     for server in plan.servers:
@@ -223,9 +301,9 @@ def numerics_cost(plan: Plan, from_run: Path | None = None) -> list[dict[str, An
     return rows
 
 
-def tier_estimates(plan: Plan, from_run: Any = None) -> list[dict[str, Any]]:
+def tier_estimates(plan: Plan, from_run: Any = None) -> list[TierEstimate]:
     """For each tier: bench points, servers, GPUs, estimated wall time and GPU-hours (bench only)."""
-    rows = []
+    rows: list[TierEstimate] = []
     for tier in TIERS:
         cut = apply_tier(plan, tier)
         estimate = estimate_plan(cut, from_run)
@@ -263,7 +341,7 @@ def slurm_batch(plan_ref: str | None, plan: Plan, tier: str) -> str | None:
     return batch_script(plan_ref, plan, opts)
 
 
-def kv_overview(plan: Plan) -> dict[str, Any]:
+def kv_overview(plan: Plan) -> KvOverview:
     """The KV cache every (server, point) needs per GPU, from the model's config.json, against each
     server's stated budget (byog.plans.kv_memory); ``checked: false`` with the reason when the
     config cannot be read here (a hub id, a path on the GPU machine)."""
@@ -278,7 +356,7 @@ def kv_overview(plan: Plan) -> dict[str, Any]:
     cpu = {name: c.runtime == "local" and cpu_vllm_installed() for name, c in plan.servers.items()}
     envs = {name: server_env(c, cpu_build=cpu[name]) for name, c in plan.servers.items()}
     rows = plan_kv(plan, config_json, envs, cpu)
-    caveats = sorted({c for name, c in plan.servers.items() for c in kv_shape(config_json, **_dtypes(c)).caveats})
+    caveats = sorted({caveat for c in plan.servers.values() for caveat in kv_shape(config_json, **_dtypes(c)).caveats})
     return {"checked": True, "note": f"KV cache from {folder / 'config.json'}", "caveats": caveats, "rows": rows}
 
 
@@ -287,14 +365,14 @@ def _dtypes(config: Any) -> dict[str, str]:
     return {"kv_cache_dtype": kv["kv_cache_dtype"], "model_dtype": kv["model_dtype"]}
 
 
-def check_plan_kv(plan: Plan) -> dict[str, Any]:
+def check_plan_kv(plan: Plan) -> KvOverview:
     """``kv_overview``, refusing (UsageError naming the point) a point whose KV cache cannot fit."""
     overview = kv_overview(plan)
     check_kv_fits(overview["rows"])
     return overview
 
 
-def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> dict[str, Any]:
+def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> PlanOverview:
     """What ``byog plan`` shows: the tier's matrix, launch commands (per node where a server spans
     several) and estimate, every tier's cost, and the placeholders left to set."""
     plan, _ = load_plan(ref)

@@ -62,6 +62,7 @@ from byog.plans.subset import Overrides, apply_overrides, restrict_plan
 from byog.plans.tasks import get_task
 from byog.plans.tiers import tiered_plan_yaml
 from byog.runtimes.record import utc_now
+from byog.schemas.env import EnvRecord
 from byog.schemas.evals import EvalItemRow
 from byog.schemas.plan import Plan
 from byog.schemas.reproduction import (
@@ -256,7 +257,7 @@ def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reprodu
                     continue
                 run_server(repro_plan, name, model, rd, opts.data_dir, console)
         r_summary = derive_and_write(rd.root)
-        o_env, r_env = read_json(original.env_json), read_json(rd.env_json)
+        o_env, r_env = (EnvRecord.model_validate(read_json(p)) for p in (original.env_json, rd.env_json))
         same = hardware.same_kind(o_env, r_env)
         seed = repro_plan.seeds[0]
         checked, compared, z_scale = for_the_family(

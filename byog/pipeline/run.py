@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from rich.console import Console
 from rich.text import Text
@@ -144,7 +144,7 @@ def _print_outcome(summary: Summary, console: Console) -> None:
             ci = f"{c.ci_low:.3f}–{c.ci_high:.3f}" if c.ci_low is not None and c.ci_high is not None else "—"
             invalid = comparison_invalid_reasons(points, c)
             cells = [f"{c.candidate_value:.1f}", f"{c.baseline_value:.1f}", f"{c.ratio:.3f}", ci]
-            note = c.label or ("within noise" if c.within_noise else "")
+            note: str = c.label or ("within noise" if c.within_noise else "")
             if invalid:
                 cells = [struck(cell) for cell in cells]
                 note = "invalid: " + " / ".join(invalid)
@@ -216,6 +216,15 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:+.2f}"
 
 
+class RunOutcome(TypedDict):
+    """What ``byog run --json`` prints."""
+
+    run_dir: str
+    bundle: str | None  # None: nothing was packed (see the run's output)
+    wall_s: float
+    summary: dict[str, Any]  # summary.json's document
+
+
 def run_plan(
     plan_ref: str | None,
     run_dir: Path | None,
@@ -223,7 +232,7 @@ def run_plan(
     data_dir: Path | None = None,
     tier: str = "full",
     subject: str | None = None,
-) -> dict[str, Any]:
+) -> RunOutcome:
     """``subject``: OWNER/REPO#PR the bundle is for (``byog run --for``), checked before anything runs."""
     started = time.monotonic()
     bundle_subject = subject_arg(subject)

@@ -66,11 +66,11 @@ def _agentic_points(plan: Plan, workload: AgenticWorkload, name: str, servers: t
                 sessions=workload.sessions,
                 warmup_sessions=workload.warmup_sessions,
                 **common,
-            )  # type: ignore[arg-type]
+            )
             for c in dict.fromkeys(workload.concurrencies)
         ]
     return [
-        BenchPoint(point_id=agentic_point_id(name, speedup=x), speedup=x, **common)  # type: ignore[arg-type]
+        BenchPoint(point_id=agentic_point_id(name, speedup=x), speedup=x, **common)
         for x in dict.fromkeys(workload.source.speedups)
     ]
 

@@ -159,7 +159,7 @@ def kv_shape(config: Mapping[str, Any], kv_cache_dtype: str = "auto", model_dtyp
     return KvShape(
         full_layers=full,
         sliding_layers=sliding,
-        sliding_window=int(window) if sliding else None,
+        sliding_window=int(window) if sliding and window else None,
         kv_heads=heads,
         head_dim_k=head_k,
         head_dim_v=head_v,
@@ -352,11 +352,12 @@ def check_kv_fits(rows: list[PointKv]) -> None:
     measure a smaller batch than it says.
     """
     for row in rows:
-        if row.need.fits is False:
-            need = row.need
+        need = row.need
+        if need.budget_bytes is not None and need.fits is False:
             raise UsageError(
-                f"point '{row.point_id}' on server '{row.server}' needs {need.needed_bytes / 2**30:.2f} GiB of KV cache per GPU "
-                f"(B = {need.batch} x {need.tokens_per_sequence} tokens at TP {row.tp}, DCP {row.dcp}, block {row.block_size}) "
+                f"point '{row.point_id}' on server '{row.server}' needs {need.needed_bytes / 2**30:.2f} GiB of KV "
+                f"cache per GPU (B = {need.batch} x {need.tokens_per_sequence} tokens at TP {row.tp}, "
+                f"DCP {row.dcp}, block {row.block_size}) "
                 f"but the server states {need.budget_bytes / 2**30:.2f} GiB ({need.budget_source}); "
                 f"at most B = {need.max_batch} fits: lower the batch or ISL, raise TP/DCP or the budget"
             )

@@ -54,11 +54,12 @@ def restrict_plan(plan: Plan, point_ids: Sequence[str], servers: Sequence[str], 
         on = [s for s in plan.servers_for(w) if s in kept]
         if not mine or not on:
             continue
-        loads = {
+        loads_by_kind: dict[str, list[Any]] = {
             "batch": [p.batch_size for p in mine],
             "concurrency": [p.concurrency for p in mine],
             "rate": [p.rate for p in mine],
-        }[w.kind]
+        }
+        loads = loads_by_kind[w.kind]
         update: dict[str, Any] = {
             "name": name,
             "servers": on,

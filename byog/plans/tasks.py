@@ -127,8 +127,10 @@ TASKS: dict[str, TaskSpec] = {
             lm_eval_task="gsm8k",
             lm_eval_yaml="gsm8k/gsm8k.yaml",
             num_fewshot=5,
-            prompt_format="5-shot from train: 'Question: {question}\\nAnswer: {answer}' x5, then 'Question: {question}\\nAnswer:' (completions API)",
-            answer_extraction="strict-match: first regex '#### (\\-?[0-9\\.\\,]+)' match, exact_match after removing ',', '$', '(?s).*#### ', trailing '.'",
+            prompt_format="5-shot from train: 'Question: {question}\\nAnswer: {answer}' x5, then 'Question: "
+            "{question}\\nAnswer:' (completions API)",
+            answer_extraction="strict-match: first regex '#### (\\-?[0-9\\.\\,]+)' match, exact_match after removing "
+            "',', '$', '(?s).*#### ', trailing '.'",
             generation={
                 "until": ["Question:", "</s>", "<|im_end|>"],
                 "do_sample": False,
@@ -151,8 +153,10 @@ TASKS: dict[str, TaskSpec] = {
             lm_eval_task="gsm8k_cot_zeroshot",
             lm_eval_yaml="gsm8k/gsm8k-cot-zeroshot.yaml",
             num_fewshot=0,
-            prompt_format="one user turn through the server's chat template: \"Q: {question}\\nA: Let's think step by step.\"",
-            answer_extraction="strict-match: regex 'The answer is (\\-?[0-9\\.\\,]+).', exact_match with gsm8k's normalisation",
+            prompt_format="one user turn through the server's chat template: \"Q: {question}\\nA: Let's think step by "
+            'step."',
+            answer_extraction="strict-match: regex 'The answer is (\\-?[0-9\\.\\,]+).', exact_match with gsm8k's "
+            "normalisation",
             generation={
                 "until": ["Q:", "</s>", "<|im_end|>"],
                 "do_sample": False,
@@ -176,12 +180,14 @@ TASKS: dict[str, TaskSpec] = {
                 revision="563bb8404243c5f09de6ec262f2db674fe5bce9b",
                 splits={"test": "aime2025/aime2025.jsonl"},
                 hub_files={"test": "*.jsonl"},
-                note="local copy: inclusionAI/AReaL@f55fe68 evaluation/data/aime25 (same fields and rows as math-ai/aime25)",
+                note="local copy: inclusionAI/AReaL@f55fe68 evaluation/data/aime25 (same fields and rows as "
+                "math-ai/aime25)",
             ),
             lm_eval_task="aime25",
             lm_eval_yaml="aime/aime25.yaml",
             prompt_format="one user turn through the chat template: 'Question: {problem}\\nAnswer:'",
-            answer_extraction="lm-eval aime process_results: last \\boxed{...} (else the text between the first and last '$'), hendrycks-math normalisation, equal to the integer answer",
+            answer_extraction="lm-eval aime process_results: last \\boxed{...} (else the text between the first and "
+            "last '$'), hendrycks-math normalisation, equal to the integer answer",
             generation={
                 "until": ["Question:", "</s>", "<|im_end|>", "<|eot_id|>"],
                 "do_sample": True,
@@ -206,13 +212,17 @@ TASKS: dict[str, TaskSpec] = {
                 fixture="gpqa_diamond.FIXTURE.csv",
                 hub_files={"train": "gpqa_diamond.csv"},
                 gated=True,
-                note="gated: needs the user's HF token; no commit SHA could be verified offline, so a hub run records the SHA it resolved",
+                note="gated: needs the user's HF token; no commit SHA could be verified offline, so a hub run records "
+                "the SHA it resolved",
             ),
             lm_eval_task="gpqa_diamond_cot_zeroshot",
             lm_eval_yaml="gpqa/cot_zeroshot/gpqa_diamond_cot_zeroshot.yaml",
             eval_split="train",
-            prompt_format="one user turn: 'What is the correct answer to this question:{Question}\\nChoices:\\n(A) ..\\n(B) ..\\n(C) ..\\n(D) ..\\nLet's think step by step: ' (choices shuffled by lm-eval's seeded random, random_seed=0)",
-            answer_extraction="flexible-extract: last '(A)'..'(D)' in the response (multi_choice_regex, case and punctuation ignored), exact_match with the correct letter",
+            prompt_format="one user turn: 'What is the correct answer to this question:{Question}\\nChoices:\\n(A) "
+            "..\\n(B) ..\\n(C) ..\\n(D) ..\\nLet's think step by step: ' (choices shuffled by lm-eval's seeded "
+            "random, random_seed=0)",
+            answer_extraction="flexible-extract: last '(A)'..'(D)' in the response (multi_choice_regex, case and "
+            "punctuation ignored), exact_match with the correct letter",
             generation={"until": ["</s>"], "do_sample": True, "temperature": 0.6, "top_p": 0.95, "max_gen_toks": 2048},
             lm_eval_filter="flexible-extract",
             prompt_reserve_tokens=1024,
@@ -235,7 +245,8 @@ TASKS: dict[str, TaskSpec] = {
                 note="MRCR v2 only from the hub rows; fixture and generated rows are labelled as such",
             ),
             prompt_format="the row's 'prompt' messages verbatim (multi-turn chat), no system prompt",
-            answer_extraction="official grader: 0 unless the response starts with random_string_to_prepend; else difflib.SequenceMatcher(None, response minus prefix, answer minus prefix).ratio()",
+            answer_extraction="official grader: 0 unless the response starts with random_string_to_prepend; else "
+            "difflib.SequenceMatcher(None, response minus prefix, answer minus prefix).ratio()",
             generation={"do_sample": False, "temperature": 0.0},
             metric="sequence_match_ratio",
             default_margin=5.0,

@@ -85,8 +85,10 @@ def agentic_section(summary: Summary, report_format: int = 3) -> list[str]:
         "### Agentic sessions",
         "",
         (
-            "tok/s/user Pq = 1 / Pq(TPOT) over every turn (P90: the slowest 10 % of turns). Hit rate: cached prompt tokens / "
-            "prompt tokens from the server's usage (per turn) and its /metrics counters (around the point); ideal: the share "
+            "tok/s/user Pq = 1 / Pq(TPOT) over every turn (P90: the slowest 10 % of turns). Hit rate: cached prompt "
+            "tokens / "
+            "prompt tokens from the server's usage (per turn) and its /metrics counters (around the point); ideal: "
+            "the share "
             "of prompt tokens sent or generated before (what an unbounded cache could serve)."
         ),
         "",
@@ -222,7 +224,7 @@ class FrontierGroup:
 
 def server_gpus(run_dir: RunDir, plan: Plan) -> dict[str, int]:
     """GPUs per server: TP as the server reported it (server.json), else as planned, x DP."""
-    reported = {r["name"]: r.get("tensor_parallel_size") for r in server_records(run_dir)}
+    reported = {r.name: r.tensor_parallel_size for r in server_records(run_dir)}
     return {
         name: gpus_of(int(reported.get(name) or config.tensor_parallel_size), config.data_parallel_size)
         for name, config in plan.servers.items()
@@ -304,7 +306,8 @@ def frontier_plot_name(candidate: str, baseline: str) -> str:
 
 
 def write_frontier_plots(run_dir: RunDir, summary: Summary, out_dir: Path) -> list[Path]:
-    """One PNG per candidate/baseline pair: each sweep a panel, each server its points, its frontier line, invalid points as x."""
+    """One PNG per candidate/baseline pair: each sweep a panel, each server its points, its frontier line, invalid
+    points as x."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -320,7 +323,7 @@ def write_frontier_plots(run_dir: RunDir, summary: Summary, out_dir: Path) -> li
         if not sweeps:
             continue
         fig, axes = plt.subplots(1, len(sweeps), figsize=(5.5 * len(sweeps), 4.2), squeeze=False)
-        for ax, (workload, shape) in zip(axes[0], sweeps):
+        for ax, (workload, shape) in zip(axes[0], sweeps, strict=True):
             for server, color in ((candidate, "tab:blue"), (baseline, "tab:orange")):
                 group = next((g for g in groups if (g.server, g.workload, g.shape) == (server, workload, shape)), None)
                 if group is None:
@@ -365,7 +368,7 @@ def _draw(ax: Any, group: FrontierGroup, server: str, color: str) -> None:
             label=f"{server} invalid",
             zorder=5,
         )
-    for p, load in zip(group.points, group.loads):
+    for p, load in zip(group.points, group.loads, strict=True):
         if p.tok_s_user is not None and p.tok_s_gpu is not None:
             ax.annotate(
                 load, (p.tok_s_user, p.tok_s_gpu), textcoords="offset points", xytext=(4, 4), fontsize=7, color=color

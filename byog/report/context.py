@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -20,11 +19,14 @@ from pydantic import ValidationError
 from byog.core.errors import ByogError
 from byog.core.io import read_json
 from byog.core.paths import CLAIMS_NAME, RunDir
-from byog.report.format import read_json_or_empty, server_records
+from byog.report.format import read_record, server_records
 from byog.schemas.bench import PointSummary
 from byog.schemas.claims import Claim, ClaimsFile
+from byog.schemas.env import EnvRecord
+from byog.schemas.manifest import SignerRecord
 from byog.schemas.migrate import migrate
 from byog.schemas.reproduction import REPRODUCTION_NAME, ReproductionRecord
+from byog.schemas.server import ServerRecord
 from byog.schemas.summary import Summary
 
 PLOTS_BASE = "plots/"  # relative to report.md: works inside the unpacked bundle and the run directory
@@ -37,7 +39,7 @@ class ReproductionView:
     record: ReproductionRecord
     signer_fingerprint: str | None  # from the reproduction bundle's signer.json
     principal: str | None  # who, when the reproduction bundle's signature was verified against allowed signers
-    servers: tuple[dict[str, Any], ...] = ()  # the reproduction's servers/*/server.json
+    servers: tuple[ServerRecord, ...] = ()  # the reproduction's servers/*/server.json
 
 
 def reproduction_view(run_dir: RunDir, principal: str | None = None) -> ReproductionView | None:
@@ -46,10 +48,12 @@ def reproduction_view(run_dir: RunDir, principal: str | None = None) -> Reproduc
     if not path.is_file():
         return None
     record = ReproductionRecord.model_validate(migrate("reproduction", read_json(path), label=str(path)))
-    signer = read_json_or_empty(run_dir.signer_json)
-    fingerprint = signer.get("fingerprint") if isinstance(signer.get("fingerprint"), str) else None
+    signer = read_record(run_dir.signer_json, SignerRecord)
     return ReproductionView(
-        record=record, signer_fingerprint=fingerprint, principal=principal, servers=tuple(server_records(run_dir))
+        record=record,
+        signer_fingerprint=signer.fingerprint if signer else None,
+        principal=principal,
+        servers=tuple(server_records(run_dir)),
     )
 
 
@@ -68,21 +72,20 @@ class ReportContext:
     report_format: int = 3  # byog.report.markdown.REPORT_VERSION; a section that differs between formats reads it
 
     @cached_property
-    def env(self) -> dict[str, Any]:
-        return read_json_or_empty(self.run_dir.env_json)
+    def env(self) -> EnvRecord | None:
+        return read_record(self.run_dir.env_json, EnvRecord)
 
     @cached_property
-    def servers(self) -> list[dict[str, Any]]:
+    def signer(self) -> SignerRecord | None:
+        return read_record(self.run_dir.signer_json, SignerRecord)
+
+    @cached_property
+    def servers(self) -> list[ServerRecord]:
         return server_records(self.run_dir)
 
     @cached_property
     def tensor_parallel(self) -> dict[str, int]:
-        out = {}
-        for record in self.servers:
-            tp = record.get("tensor_parallel_size")
-            if isinstance(tp, int) and not isinstance(tp, bool):
-                out[str(record["name"])] = tp
-        return out
+        return {r.name: r.tensor_parallel_size for r in self.servers if r.tensor_parallel_size is not None}
 
     @cached_property
     def bundle_claims(self) -> list[Claim]:

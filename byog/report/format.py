@@ -14,10 +14,15 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from byog.core.paths import RunDir
 from byog.schemas.bench import PointComparison, PointSummary
+from byog.schemas.server import ServerRecord
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def num(value: Any, digits: int = 4) -> str:
@@ -111,15 +116,30 @@ def read_json_or_empty(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def server_records(run_dir: RunDir) -> list[dict[str, Any]]:
+def read_record(path: Path, model: type[M]) -> M | None:
+    """The record a JSON file holds; None when it is missing, unreadable or not of the model's shape."""
+    data = read_json_or_empty(path)
+    if not data:
+        return None
+    try:
+        return model.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def server_records(run_dir: RunDir) -> list[ServerRecord]:
+    """Every servers/<name>/server.json, named by its folder (a record that does not validate: the name only)."""
     base = run_dir.root / "servers"
     if not base.is_dir():
         return []
-    return [
-        read_json_or_empty(p / "server.json") | {"name": p.name}
-        for p in sorted(base.iterdir())
-        if (p / "server.json").is_file()
-    ]
+    records = []
+    for p in sorted(base.iterdir()):
+        if (p / "server.json").is_file():
+            try:
+                records.append(ServerRecord.model_validate(read_json_or_empty(p / "server.json") | {"name": p.name}))
+            except ValidationError:
+                records.append(ServerRecord(name=p.name))
+    return records
 
 
 def plain(value: Any) -> str:
@@ -147,8 +167,11 @@ def speedup(c: PointComparison) -> tuple[float | None, float | None, float | Non
     higher_better = METRICS.get(c.metric, (c.metric, 1.0, True))[2]
     if higher_better:
         return c.ratio, c.ci_low, c.ci_high
-    inverse = lambda x: 1 / x if x else None
-    return inverse(c.ratio), inverse(c.ci_high), inverse(c.ci_low)
+    return _inverse(c.ratio), _inverse(c.ci_high), _inverse(c.ci_low)
+
+
+def _inverse(x: float | None) -> float | None:
+    return 1 / x if x else None
 
 
 INVALID = "⚠ invalid"  # the mark has its word: fonts without the glyph and screen readers still say it

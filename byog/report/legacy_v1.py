@@ -117,7 +117,8 @@ def _performance(summary: Summary) -> list[str]:
     rows = []
     for c in summary.bench.comparisons:
         label, scale, higher_better = METRICS.get(c.metric, (c.metric, 1.0, True))
-        ratio, low, high = c.ratio, c.ci_low, c.ci_high
+        ratio: float | None = c.ratio
+        low, high = c.ci_low, c.ci_high
         if not higher_better:  # speedup of a time is baseline / candidate
             ratio = 1 / ratio if ratio else None
             low, high = (1 / high if high else None), (1 / low if low else None)
@@ -217,8 +218,10 @@ def _accuracy(summary: Summary) -> list[str]:
     lines += table(["Server", "Task", "Items", "Passes", "Score", "SE"], scores)
     if verdicts:
         lines += [
-            "Paired per item: d = mean(candidate − baseline) in points; **equivalent** when the 90% CI lies inside ±margin "
-            "(TOST, α = 0.05), **different** when the 95% CI excludes 0 and |d| > margin. |d| ≤ 1 SE is the write-up's rule; "
+            "Paired per item: d = mean(candidate − baseline) in points; **equivalent** when the 90% CI lies inside "
+            "±margin "
+            "(TOST, α = 0.05), **different** when the 95% CI excludes 0 and |d| > margin. |d| ≤ 1 SE is the "
+            "write-up's rule; "
             "power and MDE (minimum detectable effect) show how much a small sample can tell.",
             "",
         ]
@@ -236,7 +239,8 @@ def _environment(run_dir: RunDir) -> list[str]:
     for key in ("os", "python", "cpu", "cpu_count", "memory_total_bytes"):
         if env.get(key) is not None:
             facts.append(f"- {key}: {md_text(plain(env[key]))}")
-    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
+    gpu = env.get("gpu")
+    gpu = gpu if isinstance(gpu, dict) else {}
     for card in [*(gpu.get("gpus") or []), *(env.get("gpus") or [])]:
         facts.append(f"- gpu: {md_text(plain(card))}")
     if gpu and not gpu.get("available", True):

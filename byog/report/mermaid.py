@@ -157,9 +157,13 @@ def numerics_charts(numerics: NumericsSummary | None) -> list[str]:
         buckets = [b for b in family.candidate if b.start in aa and b.mean_abs_dlogprob is not None][:MAX_CATEGORIES]
         if len(buckets) < MIN_CATEGORIES:
             continue
-        envelope = [nm.envelope(aa[b.start].model_dump(), numerics.tolerance).get("mean_abs_dlogprob") for b in buckets]
+        variant = {v.start: v.model_dump() for v in family.variant}
+        envelope: list[float | None] = [
+            nm.envelope(aa[b.start].model_dump(), variant.get(b.start), numerics.tolerance)["mean_abs_dlogprob"]
+            for b in buckets
+        ]
         lines += _chart(
-            f"numerics, decode: {mermaid_text(c.candidate, 40)} (bars) vs the A/A envelope (line)",
+            f"numerics, decode: {mermaid_text(c.candidate, 40)} (bars) vs the stock envelope (line)",
             "context position: mean abs logprob difference per bucket",
             [b.bucket for b in buckets],
             "nats",

@@ -16,7 +16,7 @@ from byog.analysis.numerics_summary import OTHER_PASS, REFERENCE_PASS, load_pass
 from byog.core.paths import RunDir
 from byog.core.safe_text import md_text
 from byog.report.format import fixed, num, table
-from byog.schemas.numerics import FamilyComparison, NumericsBucket, NumericsSummary
+from byog.schemas.numerics import Family, FamilyComparison, NumericsBucket, NumericsSummary
 
 NUMERICS_PLOT = "numerics_divergence.png"
 FAMILY_LABEL = {
@@ -210,7 +210,7 @@ def _step(buckets: list[NumericsBucket], values: list[float]) -> tuple[list[floa
     """A step line over the buckets; a gap (NaN) where buckets are not adjacent."""
     xs: list[float] = []
     ys: list[float] = []
-    for b, v in zip(buckets, values):
+    for b, v in zip(buckets, values, strict=True):
         if xs and xs[-1] != b.start:
             xs.append(float("nan"))
             ys.append(float("nan"))
@@ -228,7 +228,8 @@ def plot_numerics(run_dir: RunDir, numerics: NumericsSummary, save: Any) -> None
     tolerance = numerics.tolerance
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     floor = 1e-7
-    for ax, family in zip(axes, ("prefill", "decode")):
+    families: tuple[Family, Family] = ("prefill", "decode")
+    for ax, family in zip(axes, families, strict=True):
         for i, c in enumerate(numerics.comparisons):
             fam = next((f for f in c.families if f.family == family), None)
             if fam is None:

@@ -75,7 +75,7 @@ def write_plots(run_dir: RunDir, summary: Summary, out_dir: Path | None = None) 
         (out_dir / name).unlink(missing_ok=True)
     points = summary.bench.points
     valid = {(p.server, p.point_id): p.valid for p in points}
-    tp = {r["name"]: r.get("tensor_parallel_size", 1) for r in server_records(run_dir)}
+    tp = {r.name: r.tensor_parallel_size or 1 for r in server_records(run_dir)}
     written = []
 
     def save(fig: Any, plot: Plot) -> None:
@@ -167,7 +167,7 @@ def write_plots(run_dir: RunDir, summary: Summary, out_dir: Path | None = None) 
                 oks.append(p.valid)
         if samples:
             boxes = ax.boxplot(samples, showfliers=False, patch_artist=True)
-            for i, (box, ok) in enumerate(zip(boxes["boxes"], oks)):
+            for i, (box, ok) in enumerate(zip(boxes["boxes"], oks, strict=True)):
                 box.set_facecolor("white" if ok else "mistyrose")
                 if not ok:
                     box.set_edgecolor(INVALID_COLOR)
@@ -181,7 +181,7 @@ def write_plots(run_dir: RunDir, summary: Summary, out_dir: Path | None = None) 
                         part.set_color(INVALID_COLOR)
                         part.set_linewidth(2)
             ax.set_xticks(range(1, len(labels) + 1), labels, rotation=30, ha="right", fontsize=7)
-            for tick, ok in zip(ax.get_xticklabels(), oks):
+            for tick, ok in zip(ax.get_xticklabels(), oks, strict=True):
                 tick.set_color("black" if ok else INVALID_COLOR)
         ax.set_ylabel("TPOT per request (ms)")
         ax.set_title("TPOT distribution" + ("" if all(oks) else " (hatched red: invalid point)"))

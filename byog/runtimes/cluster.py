@@ -112,10 +112,12 @@ class ClusterServer:
         runtime: NodeRuntime,
         addresses: list[str],
     ) -> None:
-        if spec.gpus_per_node is None:
+        gpus_per_node = spec.gpus_per_node
+        if gpus_per_node is None:
             cpu = getattr(runtime, "cpu_build", None)
-            spec = replace(spec, gpus_per_node=0 if cpu else world_size(config) // max(1, spec.nodes))
-        check_split(config, spec.nodes, spec.gpus_per_node, name)
+            gpus_per_node = 0 if cpu else world_size(config) // max(1, spec.nodes)
+            spec = replace(spec, gpus_per_node=gpus_per_node)
+        check_split(config, spec.nodes, gpus_per_node, name)
         if len(addresses) != spec.nodes:
             raise UsageError(f"server '{name}': {spec.nodes} nodes but {len(addresses)} hosts")
         self.name = name
@@ -123,6 +125,7 @@ class ClusterServer:
         self.model = model
         self.server_dir = server_dir
         self.spec = spec
+        self.gpus_per_node = gpus_per_node
         self.runtime = runtime
         self.addresses = addresses
         # The interpreter on the nodes: the plan's, else the node runtime's (an image's), else this one.
@@ -161,7 +164,7 @@ class ClusterServer:
                 python=python,
                 api_port=api,
                 ray_port=rdv,
-                gpus_per_node=self.spec.gpus_per_node,
+                gpus_per_node=self.gpus_per_node,
                 ray_args=list(self.spec.ray_args),
             )
         else:
@@ -216,9 +219,9 @@ class ClusterServer:
         return self
 
     def _open_nodes(self) -> None:
-        gpus = gpu_ids(self.addresses, self.spec.gpus_per_node)
+        gpus = gpu_ids(self.addresses, self.gpus_per_node)
         start_id = uuid.uuid4().hex[:12]
-        hosts = list(self.spec.hosts) or [None] * self.spec.nodes
+        hosts: list[str | None] = [*self.spec.hosts] or [None] * self.spec.nodes
         for rank in range(self.spec.nodes):
             marker = f"{self.name}-node{rank}-{start_id}"
             self.nodes.append(self.runtime.open(rank, hosts[rank], gpus[rank], marker))
@@ -614,5 +617,5 @@ def _quietly(stop: Any, grace_s: float) -> None:
     """Stop one process; one already gone must not keep the others (or the node close) from running."""
     try:
         stop(grace_s)
-    except Exception:  # noqa: BLE001 - the node's close() still removes whatever is left
+    except Exception:  # the node's close() still removes whatever is left
         pass

@@ -151,7 +151,7 @@ def container_spec(
     environ: dict[str, str] | None = None,
 ) -> ContainerSpec:
     """Everything `containers.run` needs for one server config: no engine is touched here."""
-    environ = os.environ if environ is None else environ
+    environ = dict(os.environ) if environ is None else environ
     if bridge:
         listen, network_mode, ports = "0.0.0.0", None, {f"{CONTAINER_PORT}/tcp": (HOST, host_port)}
         port_inside = CONTAINER_PORT

@@ -185,7 +185,8 @@ class DockerServer:
                 self.stop()
                 if attempt == PORT_ATTEMPTS - 1:
                     raise ByogError(
-                        f"server '{self.name}': {PORT_ATTEMPTS} ports in a row were taken; last log lines:\n{self.log_tail()}"
+                        f"server '{self.name}': {PORT_ATTEMPTS} ports in a row were taken; last log "
+                        f"lines:\n{self.log_tail()}"
                     ) from None
                 self.spec = self._spec(free_port())
             except BaseException:
@@ -200,7 +201,8 @@ class DockerServer:
         self._remove_leftover()
         with self.log_path.open("ab") as log:
             log.write(
-                f"\n{SERVER_START_MARKER} '{self.name}' at {utc_now()} in {self.image_ref}: {' '.join(self.spec.command)}\n".encode()
+                f"\n{SERVER_START_MARKER} '{self.name}' at {utc_now()} in {self.image_ref}: "
+                f"{' '.join(self.spec.command)}\n".encode()
             )
         started_at = utc_now()
         try:

@@ -9,8 +9,9 @@ to start them, and byog speaks both:
   on rank 0 becomes healthy only once every rank has joined the process group.
 - ``ray``: the head runs ``ray start --head``, then each other node in turn ``ray start --address
   HEAD:PORT`` (one at a time: a raylet that cannot register within Ray's fixed 30 s fails, and N
-  raylets starting together on a loaded host do); once Ray lists N live nodes the head runs ``vllm serve ... --distributed-executor-backend ray``
-  and Ray places the workers. Each node's ``ray start --block`` stays in the foreground, so the
+  raylets starting together on a loaded host do); once Ray lists N live nodes the head runs ``vllm serve ...
+  --distributed-executor-backend ray`` and Ray places the workers. Each node's ``ray start --block`` stays in the
+  foreground, so the
   node's process is the Ray node: stopping it removes that node from the cluster.
 
 ``native_plan`` and ``ray_plan`` return one ``NodeStep`` per process, each with its phase: native

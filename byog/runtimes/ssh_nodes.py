@@ -52,7 +52,9 @@ exit $rc
 # Kill what still carries the marker (run on the node; the marker is the only argument).
 SWEEP = r"""
 for d in /proc/[0-9]*; do
-  if tr '\0' '\n' < "$d/environ" 2>/dev/null | grep -qx "$1"; then kill -KILL "${d#/proc/}" 2>/dev/null && echo "${d#/proc/}"; fi
+  if tr '\0' '\n' < "$d/environ" 2>/dev/null | grep -qx "$1"; then
+    kill -KILL "${d#/proc/}" 2>/dev/null && echo "${d#/proc/}"
+  fi
 done
 true
 """
@@ -153,7 +155,7 @@ class SshProc:
         if pgid is not None and self.alive():
             # SIGTERM to the command first (vLLM's API server then shuts its engine down in order).
             steps = (f"kill -TERM {pid or pgid}", f"kill -TERM -{pgid}", f"kill -KILL -{pgid}")
-            for step, wait_s in zip(steps, (grace_s, 5.0, 5.0)):
+            for step, wait_s in zip(steps, (grace_s, 5.0, 5.0), strict=True):
                 self.node.run(["sh", "-c", step + " 2>/dev/null; true"], timeout_s=30)
                 deadline = time.monotonic() + wait_s
                 while self.alive() and time.monotonic() < deadline:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar, Final, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -24,8 +24,8 @@ from byog.schemas.registry import register
 # 2: ClientLoad's lag limit is share-of-ITL + floor (v1 records may hold a fixed limit)
 # 3: NVML power/clock samples (``power``), counter deltas over the measured waves only, agentic
 #    points, SLOs and search probes (optional fields: a v2 record reads as it is)
-BENCH_SCHEMA_VERSION = 3
-REQUEST_ROW_SCHEMA_VERSION = 2  # 2: cached_tokens and the agentic columns (optional: v1 files lack them)
+BENCH_SCHEMA_VERSION: Final = 3
+REQUEST_ROW_SCHEMA_VERSION: Final = 2  # 2: cached_tokens and the agentic columns (optional: v1 files lack them)
 
 
 def load_label(
@@ -181,7 +181,7 @@ class PowerTrace(Strict):
     def per_gpu(self, field: str) -> list[list[float]]:
         """A [sample][gpu] field as [gpu][sample] (what ``byog.analysis.energy`` takes)."""
         rows = getattr(self, field) or []
-        return [list(col) for col in zip(*rows)]
+        return [list(col) for col in zip(*rows, strict=True)]
 
 
 class PointRecord(Strict):
@@ -447,7 +447,8 @@ register("bench_row", RequestRow, version=REQUEST_ROW_SCHEMA_VERSION, files=("be
 
 def write_request_rows(path: Path, rows: Sequence[RequestRow]) -> None:
     """A point's rows as parquet, ordered by request index (the same rows give the same bytes)."""
-    tables.write_rows(path, RequestRow, sorted(rows, key=lambda r: r.request_index), compression="zstd")
+    ordered = sorted(rows, key=lambda r: r.request_index)
+    tables.write_rows(path, RequestRow, ordered, compression="zstd")
 
 
 def read_request_rows(path: Path) -> list[RequestRow]:

@@ -37,14 +37,14 @@ claims nothing), and a selector names at least one field.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import ConfigDict, Discriminator, Field, Tag, model_validator
 
 from byog.schemas.base import Strict
 from byog.schemas.registry import register
 
-CLAIMS_SCHEMA_VERSION = 1
+CLAIMS_SCHEMA_VERSION: Final = 1
 DEFAULT_TOLERANCE = 0.05
 MAX_TOLERANCE = 1.0
 

@@ -25,6 +25,27 @@ class GpuRecord(BaseModel):
     driver_version: str | None = None
 
 
+class NvmlRecord(BaseModel):
+    """What NVML said: the GPUs and their driver, or why there are none (``available: false``)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    available: bool | None = None
+    reason: str | None = None  # when not available
+    count: int | None = None
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None
+    gpus: list[GpuRecord] = []
+    topology: list[list[str]] | None = None  # "self", "nvlink" or the PCIe common ancestor, per GPU pair
+
+
+class CpuRecord(BaseModel):
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    model: str | None = None
+    logical_cores: int | None = None
+
+
 class EnvRecord(BaseModel):
     model_config = ConfigDict(extra="allow", defer_build=True)
 
@@ -32,11 +53,12 @@ class EnvRecord(BaseModel):
     hostname: str | None = None
     os: str | dict[str, Any] | None = None
     python: str | dict[str, Any] | None = None
-    cpu: str | dict[str, Any] | None = None
+    cpu: str | CpuRecord | None = None  # a bare string in older fingerprints, with cpu_count beside it
+    cpu_count: int | None = None
     memory_total_bytes: int | None = None
     packages: dict[str, str | None] = {}
-    gpu: dict[str, Any] | None = None  # NVML: {"available", "count", "driver_version", "gpus": [...], "topology"}
-    gpus: list[GpuRecord] = []
+    gpu: NvmlRecord | None = None
+    gpus: list[GpuRecord] = []  # older fingerprints list the GPUs here, not under gpu
 
 
 register("env", EnvRecord, version=ENV_SCHEMA_VERSION, files=("env.json",))

@@ -9,7 +9,7 @@ id, the sha256 of the item's canonical text, the extracted answer and the score.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -17,7 +17,7 @@ from byog.schemas import tables
 from byog.schemas.base import Derived, Strict
 from byog.schemas.registry import register
 
-EVAL_RESULTS_SCHEMA_VERSION = 1
+EVAL_RESULTS_SCHEMA_VERSION: Final = 1
 
 # "degenerate": a comparison the paired test cannot judge (byog.analysis.degenerate), never a pass
 Verdict = Literal["equivalent", "different", "inconclusive", "degenerate"]

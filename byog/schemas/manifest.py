@@ -8,16 +8,16 @@ written as RFC 8785 canonical JSON (``byog.bundles.manifest``), so its bytes are
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from byog.core.errors import UsageError
 from byog.schemas.registry import register
 
-MANIFEST_SCHEMA_VERSION = 1
-STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-PREDICATE_TYPE = "https://byog.dev/bundle/v1"
+MANIFEST_SCHEMA_VERSION: Final = 1
+STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE: Final = "https://byog.dev/bundle/v1"
 
 
 class _Strict(BaseModel):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -27,7 +27,7 @@ from byog.schemas.base import Derived, Strict
 from byog.schemas.plan import NumericsTolerance
 from byog.schemas.registry import register
 
-NUMERICS_SCHEMA_VERSION = 1
+NUMERICS_SCHEMA_VERSION: Final = 1
 
 PassName = Literal["alone", "together"]
 Family = Literal["prefill", "decode"]

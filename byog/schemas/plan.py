@@ -6,7 +6,7 @@ names the key). Expanding a plan into concrete bench points lives in ``byog.plan
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     Field,
@@ -18,7 +18,7 @@ from pydantic import (
 from byog.schemas.base import Strict
 from byog.schemas.registry import register
 
-PLAN_SCHEMA_VERSION = 1
+PLAN_SCHEMA_VERSION: Final = 1
 
 BUILTIN_MODEL = "builtin:smollm2-135m-instruct"
 

@@ -16,14 +16,14 @@ vacuously (required tasks but no candidate, sample minimums but no points or eva
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, NonNegativeInt, model_validator
 
 from byog.schemas.claims import FiniteStrict, non_finite_in
 from byog.schemas.registry import register
 
-POLICY_SCHEMA_VERSION = 1
+POLICY_SCHEMA_VERSION: Final = 1
 
 
 class RequiredPoint(FiniteStrict):

@@ -9,14 +9,14 @@ with the original's. The rule behind ``outcome`` is ``byog.analysis.reproduction
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field
 
 from byog.schemas.base import Derived, Strict
 from byog.schemas.registry import register
 
-REPRODUCTION_SCHEMA_VERSION = 1
+REPRODUCTION_SCHEMA_VERSION: Final = 1
 REPRODUCTION_NAME = "reproduction.json"
 
 Outcome = Literal["reproduced", "not reproduced", "not compared"]

@@ -7,8 +7,8 @@ server that died mid-point once) and ``stop``. bench and evals see only these ty
 runtime.
 
 ``servers/<name>/server.json`` (``ServerRecord``) is written by the runtimes (argv, image id and
-RepoDigests, ``/version``, ``/v1/models``; for a multi-node server every node too). Unknown keys are kept so a runtime can record more
-without a schema bump.
+RepoDigests, ``/version``, ``/v1/models``; for a multi-node server every node too). Unknown keys are kept so a runtime
+can record more without a schema bump.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from byog.schemas.env import EnvRecord
 from byog.schemas.registry import register
 
 SERVER_SCHEMA_VERSION = 1
@@ -65,6 +66,30 @@ class RunningServer(Protocol):
     def stop(self) -> None: ...
 
 
+class NodeStep(BaseModel):
+    """One process a multi-node server started on a node (secrets in its environment redacted)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    role: str | None = None
+    phase: int | None = None
+    argv: list[str] = []
+    env: dict[str, str] = {}
+    log: str | None = None  # the step's log file, beside server.log
+
+
+class NodeRecord(BaseModel):
+    """One node of a multi-node server; the node runtime adds what it knows (pid, marker, GPUs)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    rank: int
+    address: str | None = None
+    runtime: str | None = None  # the node runtime: local, ssh, docker
+    steps: list[NodeStep] = []
+    fingerprint: EnvRecord | None = None  # the node's own env.json, or {"error": ...} when its probe failed
+
+
 class ServerRecord(BaseModel):
     model_config = ConfigDict(extra="allow", defer_build=True)
 
@@ -72,15 +97,18 @@ class ServerRecord(BaseModel):
     name: str
     runtime: str | None = None
     argv: list[str] | None = []  # None: an endpoint runtime, which launched nothing
+    base_url: str | None = None
+    tensor_parallel_size: int | None = None
     image: str | None = None
     image_id: str | None = None
     repo_digests: list[str] = []
+    image_digests: list[str] = []  # what older records called repo_digests
     version: str | dict[str, Any] | None = None  # the server's /version
     models: Any = None  # the server's /v1/models
     # A multi-node server (byog.runtimes.cluster): the launcher, and per node its address, runtime,
     # GPUs, every step's argv and environment (secrets redacted) and the node's own fingerprint.
     launcher: str | None = None
-    nodes: list[dict[str, Any]] | None = None
+    nodes: list[NodeRecord] | None = None
     served_parallel_config: dict[str, int] | None = None  # /server_info (vLLM dev mode), when it answers
 
 

@@ -109,7 +109,7 @@ class Summary(Derived):
     evals: EvalSummary
     numerics: NumericsSummary | None = None  # absent from summary.json when the run has no numerics
 
-    def to_json(self) -> dict:  # type: ignore[type-arg]
+    def to_json(self) -> dict[str, Any]:
         """The document summary.json holds (write it with ``atomic_write_json``).
 
         A run without numerics writes no ``numerics`` key, so its summary.json is the same bytes

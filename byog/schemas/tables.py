@@ -12,7 +12,7 @@ import types
 import typing
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 Row = TypeVar("Row", bound=BaseModel)
 
 _SCALARS = {int: "int64", float: "float64", str: "string", bool: "bool_"}
+
+
+# the codecs pyarrow writes parquet with
+Compression = Literal["gzip", "brotli", "lz4", "zstd", "snappy", "none"]
 
 
 def _non_null(annotation: Any) -> Any:
@@ -63,7 +67,11 @@ def columns(model: type[BaseModel]) -> tuple[str, ...]:
 
 
 def write_rows(
-    path: Path, model: type[BaseModel], rows: Iterable[BaseModel | dict[str, Any]], *, compression: str = "snappy"
+    path: Path,
+    model: type[BaseModel],
+    rows: Iterable[BaseModel | dict[str, Any]],
+    *,
+    compression: Compression = "snappy",
 ) -> None:
     """Write rows (models or plain dicts of the model's fields) atomically as one parquet file."""
     import pyarrow as pa

@@ -83,7 +83,7 @@ def numerics_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subpro
 
 
 @pytest.fixture(scope="module")
-def numerics(numerics_run) -> dict[str, Any]:  # noqa: ANN001
+def numerics(numerics_run: tuple[Path, subprocess.CompletedProcess[str]]) -> dict[str, Any]:
     run_dir, result = numerics_run
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return dict(json.loads((run_dir / "summary.json").read_text())["numerics"])
@@ -98,14 +98,14 @@ def _distances(comparison: dict[str, Any], family: str) -> list[float]:
     return [d["distance"] for d in fam["distances"] if d["judged"]]
 
 
-def test_the_control_lands_beyond_the_envelope(numerics) -> None:  # noqa: ANN001
+def test_the_control_lands_beyond_the_envelope(numerics) -> None:
     stock = next(s for s in numerics["sensitivity"] if s["baseline"] == "stock")
     assert stock["sensitive"], stock["reason"]
     assert stock["control"] == "bf16" and stock["variant"] == "stock.variant"
     assert stock["control_distance"] > numerics["tolerance"]["envelope_factor"]
 
 
-def test_stock_relaunched_is_equivalent_and_compiled_is_near_one_envelope(numerics) -> None:  # noqa: ANN001
+def test_stock_relaunched_is_equivalent_and_compiled_is_near_one_envelope(numerics) -> None:
     relaunched = _comparison(numerics, "relaunched")
     assert relaunched["verdict"] == "numerically equivalent", relaunched
     compiled = _comparison(numerics, "compiled")
@@ -113,20 +113,20 @@ def test_stock_relaunched_is_equivalent_and_compiled_is_near_one_envelope(numeri
     assert compiled["max_distance"] < 10 * numerics["tolerance"]["envelope_factor"], compiled["max_distance"]
 
 
-def test_bfloat16_candidate_drifts(numerics) -> None:  # noqa: ANN001
+def test_bfloat16_candidate_drifts(numerics: dict[str, Any]) -> None:
     changed = _comparison(numerics, "bf16")
     assert changed["verdict"] in ("drifts", "diverges"), changed
     assert any(f["reasons"] for f in changed["families"])
 
 
-def test_a_rope_theta_error_grows_with_position(numerics) -> None:  # noqa: ANN001
+def test_a_rope_theta_error_grows_with_position(numerics) -> None:
     rope = _comparison(numerics, "rope")
     assert rope["verdict"] in ("drifts", "diverges"), rope
     prefill = _distances(rope, "prefill")
     assert prefill[-1] > 2 * prefill[0], prefill
 
 
-def test_random_weights_are_insensitive_and_launch_nothing_else(numerics_run, numerics) -> None:  # noqa: ANN001
+def test_random_weights_are_insensitive_and_launch_nothing_else(numerics_run, numerics) -> None:
     run_dir, _ = numerics_run
     dummy = next(s for s in numerics["sensitivity"] if s["baseline"] == "dummy")
     assert not dummy["sensitive"] and "flat" in dummy["reason"], dummy
@@ -136,7 +136,7 @@ def test_random_weights_are_insensitive_and_launch_nothing_else(numerics_run, nu
     )
 
 
-def test_conformance_passes_on_the_baseline_and_the_compiled_candidate(numerics) -> None:  # noqa: ANN001
+def test_conformance_passes_on_the_baseline_and_the_compiled_candidate(numerics) -> None:
     servers = {s["server"]: s for s in numerics["conformance_servers"]}
     for name in ("stock", "compiled"):
         failed = [f"{c['check']}: {c['reason']}" for c in servers[name]["checks"] if not c["passed"]]
@@ -145,7 +145,7 @@ def test_conformance_passes_on_the_baseline_and_the_compiled_candidate(numerics)
     assert next(p for p in numerics["conformance"] if p["candidate"] == "compiled")["conforms"]
 
 
-def test_the_broken_feature_is_reported_with_a_one_line_reason(numerics) -> None:  # noqa: ANN001
+def test_the_broken_feature_is_reported_with_a_one_line_reason(numerics: dict[str, Any]) -> None:
     pair = next(p for p in numerics["conformance"] if p["candidate"] == "bf16")
     assert not pair["conforms"]
     failed = [r for r in pair["checks"] if r["outcome"] == "fail"]
@@ -154,7 +154,9 @@ def test_the_broken_feature_is_reported_with_a_one_line_reason(numerics) -> None
     assert "\n" not in reason and "HTTP 400" in reason and "max allowed: 5" in reason
 
 
-def test_raw_rows_and_report(numerics_run, numerics) -> None:  # noqa: ANN001
+def test_raw_rows_and_report(
+    numerics_run: tuple[Path, subprocess.CompletedProcess[str]], numerics: dict[str, Any]
+) -> None:
     run_dir, _ = numerics_run
     rows = pq.read_table(run_dir / "numerics" / "stock" / "alone.parquet").to_pylist()
     assert sum(r["output"] for r in rows) == 5 * 32 and all(len(r["top_ids"]) == 5 for r in rows)
@@ -165,13 +167,15 @@ def test_raw_rows_and_report(numerics_run, numerics) -> None:  # noqa: ANN001
     assert (run_dir / "plots" / "numerics_divergence.png").is_file()
 
 
-def test_verify_recomputes_every_verdict(numerics_run, numerics) -> None:  # noqa: ANN001
+def test_verify_recomputes_every_verdict(
+    numerics_run: tuple[Path, subprocess.CompletedProcess[str]], numerics: dict[str, Any]
+) -> None:
     run_dir, _ = numerics_run
     checked = byog("verify", str(run_dir / "bundle.tar.gz"), "--allow-unsigned", cwd=run_dir.parent)
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-def test_a_variant_flag_vllm_refuses_is_one_sentence_and_no_verdict(numerics_run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_variant_flag_vllm_refuses_is_one_sentence_and_no_verdict(numerics_run, tmp_path: Path) -> None:
     """The finished run, copied with a broken envelope variant: only that server starts (and is refused)."""
     import shutil
 

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from byog.bundles.sign import SigningKey
+from byog.schemas.server import Endpoint
 from tests.support.doctor import doctored_bundle
 
 pytestmark = pytest.mark.integration
@@ -65,7 +66,7 @@ def _valid_everywhere(run_dir: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def made(endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: ANN001
+def made(endpoint: Endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The contributor's bundle (from `byog run`), a doctored copy of it, the keys, and the points
     the bundle holds valid (a run with none is made again, at most ATTEMPTS runs)."""
     work = tmp_path_factory.mktemp("reproduce-cpu")
@@ -163,7 +164,7 @@ def _show(name: str, record: dict) -> None:
         )
 
 
-def test_a_bundle_from_another_run_reproduces_on_the_real_server(made) -> None:  # noqa: ANN001
+def test_a_bundle_from_another_run_reproduces_on_the_real_server(made: dict[str, Any]) -> None:
     result, record = _reproduce(made, made["shipped"], "honest", "--sample", "2", "--eval-items", "2")
     assert record, result.stdout[-3000:] + result.stderr[-3000:]
     _show("honest", record)
@@ -192,7 +193,7 @@ def test_a_bundle_from_another_run_reproduces_on_the_real_server(made) -> None: 
     assert "## Reproductions" in text and "✅ reproduced by maintainer@\u2060example.com" in text  # no mailto autolink
 
 
-def test_a_doctored_bundle_verifies_and_is_caught_by_a_reproduction(made) -> None:  # noqa: ANN001
+def test_a_doctored_bundle_verifies_and_is_caught_by_a_reproduction(made: dict[str, Any]) -> None:
     checked = byog("verify", str(made["doctored"]), "--allowed-signers", str(made["signers"]), cwd=made["work"])
     assert checked.returncode == 0, checked.stdout  # every number recomputes from the doctored rows
     result, record = _reproduce(
@@ -209,7 +210,7 @@ def test_a_doctored_bundle_verifies_and_is_caught_by_a_reproduction(made) -> Non
     assert caught and all(c["deviation"] > 0.4 for c in caught)
 
 
-def test_a_bundle_with_numerics_reproduces_its_baseline_first(made) -> None:  # noqa: ANN001
+def test_a_bundle_with_numerics_reproduces_its_baseline_first(made) -> None:
     """The candidate is listed first; its numerics pass sends its baseline's prompts, so the
     reproduction must launch the baseline first (plan order exited 2: "run 'baseline' first")."""
     work, url = made["work"] / "numerics", made["url"]

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,7 @@ def test_ngram_point_measures_acceptance(spec_run: RunDir) -> None:
         low, high = m.acceptance_length_ci
         assert low <= m.acceptance_length <= high
         rates = m.acceptance_per_position
-        assert len(rates) == NUM_SPEC and all(a >= b for a, b in zip(rates, rates[1:])), rates  # non-increasing
+        assert len(rates) == NUM_SPEC and all(a >= b for a, b in pairwise(rates)), rates  # non-increasing
         assert 0 < m.draft_coverage <= 1
         assert 1 < m.tokens_per_request_step <= m.acceptance_length
         assert p.prompts == "dataset:gsm8k:repeated"  # type: ignore[attr-defined]
@@ -75,7 +76,8 @@ def test_crosscheck_agrees_within_the_documented_tolerance(spec_run: RunDir) -> 
         m = p.metrics  # type: ignore[attr-defined]
         expected = m.acceptance_length / m.tokens_per_request_step
         print(
-            f"\n{point_id}: cross-check ratio {m.crosscheck_ratio:.3f}, expected AL / tokens-per-request-step {expected:.3f}"
+            f"\n{point_id}: cross-check ratio {m.crosscheck_ratio:.3f}, expected AL / tokens-per-request-step "
+            f"{expected:.3f}"
         )
         assert abs(m.crosscheck_ratio / expected - 1) <= CROSSCHECK_TOLERANCE
     for point_id, p in _points(spec_run, "stock").items():

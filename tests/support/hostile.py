@@ -703,7 +703,8 @@ CASES: list[Case] = [
                 str(
                     _claims_file(
                         kit,
-                        "schema_version: 1\nclaims:\n  - {server: candidate, point: x, metric: decode_tok_s, value: .nan}\n",
+                        "schema_version: 1\nclaims:\n  - {server: candidate, point: x, metric: decode_tok_s, value: "
+                        ".nan}\n",
                         "nan.yaml",
                     )
                 ),
@@ -719,7 +720,8 @@ CASES: list[Case] = [
             kit.forge(
                 "inf-tolerance",
                 {
-                    "claims.yaml": b"schema_version: 1\nclaims:\n  - {server: candidate, point: x, metric: decode_tok_s, value: 1, tolerance: .inf}\n"
+                    "claims.yaml": b"schema_version: 1\nclaims:\n  - {server: candidate, point: x, metric: "
+                    b"decode_tok_s, value: 1, tolerance: .inf}\n"
                 },
             )
         ),

@@ -1,9 +1,11 @@
 """The shape every verify check shares (cf. MLPerf's submission checker).
 
-A check is a function ``(ctx) -> str`` declared with ``@check("name")``: it returns one
+A check is a function ``(ctx) -> str | Found`` declared with ``@check("name")``: it returns one
 sentence on success and raises ``CheckFailed`` (one sentence) on failure, or ``Skipped`` when it
-has nothing to check. Any other exception on hostile input is still a failure, never a
-traceback; an ``EnvironmentProblem`` (something this machine lacks) stops verify with exit 3.
+has nothing to check; a check with more to say than a sentence (every claim's outcome) returns a
+``Found``, which carries its details into ``verify --json``. Any other exception on hostile input
+is still a failure, never a traceback; an ``EnvironmentProblem`` (something this machine lacks)
+stops verify with exit 3.
 
 Two flags place a check in verify's order (``byog.bundles.verify``):
 - ``gated``: runs only once the signer is known and trusted (or the bundle is unsigned and
@@ -15,7 +17,7 @@ Two flags place a check in verify's order (``byog.bundles.verify``):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -36,11 +38,24 @@ class Skipped(Exception):
     """Raised by a check that has nothing to check (e.g. no --policy given)."""
 
 
+Details = dict[str, list[str]]  # e.g. {"held": [...], "failed": [...], "not_checked": [...]}
+
+
+@dataclass(frozen=True)
+class Found:
+    """A check's outcome with details: its sentence, whether it failed, and what it found item by item."""
+
+    message: str
+    failed: bool = False
+    details: Details = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class CheckResult:
     name: str
     status: Status
     message: str
+    details: Details | None = None  # what a check that returns a Found says beyond its sentence
 
     @property
     def ok(self) -> bool:
@@ -66,7 +81,6 @@ class VerifyContext:
     unsigned_allowed: bool = False  # set by the signature check: unsigned, and --allow-unsigned given
     derived: Summary | None = None  # the recomputed summary
     parsed: dict[str, Any] = field(default_factory=dict)  # member name -> its JSON/YAML, parsed within bounds
-    notes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def run_dir(self) -> RunDir:
@@ -86,7 +100,7 @@ class VerifyContext:
         return name in self._members  # a set: checks ask once per member, of up to 10,000
 
 
-CheckFn = Callable[[VerifyContext], str]
+CheckFn = Callable[[VerifyContext], "str | Found"]
 
 
 @dataclass(frozen=True)
@@ -97,7 +111,7 @@ class Check:
     gated: bool  # runs only for a trusted signer (or an allowed unsigned bundle)
     isolated: bool  # parses content: runs in the limited child process
 
-    def __call__(self, ctx: VerifyContext) -> str:
+    def __call__(self, ctx: VerifyContext) -> str | Found:
         return self.fn(ctx)
 
 
@@ -139,7 +153,11 @@ def run_one(item: Check, ctx: VerifyContext, status: dict[str, Status]) -> Check
         result = CheckResult(item.name, "skip", f"not checked: {', '.join(blocked)} did not pass")
     else:
         try:
-            result = CheckResult(item.name, "pass", item.fn(ctx))
+            found = item.fn(ctx)
+            if isinstance(found, Found):
+                result = CheckResult(item.name, "fail" if found.failed else "pass", found.message, found.details)
+            else:
+                result = CheckResult(item.name, "pass", found)
         except Skipped as why:
             result = CheckResult(item.name, "skip", str(why))
         except EnvironmentProblem:
@@ -154,7 +172,7 @@ def run_one(item: Check, ctx: VerifyContext, status: dict[str, Status]) -> Check
             result = CheckResult(item.name, "fail", "could not be checked: the data is nested too deeply")
         except Exception as err:  # hostile bytes can break any parser: a failure, not a crash
             result = CheckResult(item.name, "fail", f"could not be checked: {type(err).__name__}: {_message(err)}")
-    result = CheckResult(result.name, result.status, result.message[:MESSAGE_LIMIT])
+    result = replace(result, message=result.message[:MESSAGE_LIMIT])
     status[item.name] = result.status
     return result
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from byog.analysis.claims import check_claim, claim_label
-from byog.bundles.checks.base import Skipped, VerifyContext, check
+from byog.bundles.checks.base import Found, Skipped, VerifyContext, check
 from byog.bundles.checks.recompute import derived_summary
 from byog.core.errors import CheckFailed
 from byog.schemas.claims import Claim, ClaimsFile
 
 
 @check("claims", requires=("schemas",))
-def claims_hold(ctx: VerifyContext) -> str:
+def claims_hold(ctx: VerifyContext) -> Found:
     embedded = ctx.statement.predicate.claims if ctx.statement is not None else []
     try:
         claims: list[Claim] = list(ClaimsFile.model_validate({"claims": embedded}).claims) if embedded else []
@@ -43,8 +43,8 @@ def claims_hold(ctx: VerifyContext) -> str:
             held.append(check_claim(summary, claim))
         except CheckFailed as err:
             failures.append(str(err))
-    ctx.notes["claims"] = {"held": held, "failed": failures, "not_checked": unchecked}
+    details = {"held": held, "failed": failures, "not_checked": unchecked}
     if failures:
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        raise CheckFailed(f"{failures[0]}{more}{not_checked}")
-    return f"{len(claims)} claim(s) hold within their tolerance{not_checked}"
+        return Found(f"{failures[0]}{more}{not_checked}", failed=True, details=details)
+    return Found(f"{len(claims)} claim(s) hold within their tolerance{not_checked}", details=details)

@@ -9,6 +9,7 @@ from byog.bundles.checks.base import VerifyContext, check
 from byog.bundles.manifest import parse_statement
 from byog.core.errors import CheckFailed
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME
+from byog.schemas.manifest import Statement
 
 _CHUNK = 1 << 20
 
@@ -22,7 +23,7 @@ def manifest_parses(ctx: VerifyContext) -> str:
     return f"in-toto statement with {len(ctx.statement.subject)} subjects"
 
 
-def require_statement(ctx: VerifyContext):  # noqa: ANN201
+def require_statement(ctx: VerifyContext) -> Statement:
     if ctx.statement is None:
         raise CheckFailed("not checked: the manifest could not be read")
     return ctx.statement

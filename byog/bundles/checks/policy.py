@@ -26,7 +26,8 @@ def _check_images(ctx: VerifyContext, allowed: list[str]) -> None:
         )
         if not ran:
             raise CheckFailed(
-                f"server '{server.name}' ran no image pinned by digest, but the policy allows only {', '.join(sorted(allowed_digests))}"
+                f"server '{server.name}' ran no image pinned by digest, but the policy allows only "
+                f"{', '.join(sorted(allowed_digests))}"
             )
         if not ran & allowed_digests:
             raise CheckFailed(
@@ -54,7 +55,8 @@ def meets_policy(ctx: VerifyContext) -> str:
     verdicts = summary.evals.verdicts
     if policy.required_tasks and not summary.plan.candidates:
         raise CheckFailed(
-            f"the policy requires verdicts for {', '.join(policy.required_tasks)}, but the bundle has no candidate to judge"
+            f"the policy requires verdicts for {', '.join(policy.required_tasks)}, but the bundle has no candidate to "
+            "judge"
         )
     for task in policy.required_tasks:
         for candidate in summary.plan.candidates:
@@ -87,17 +89,20 @@ def meets_policy(ctx: VerifyContext) -> str:
             n = point.n_requests  # measured (non-warm-up) requests, recomputed from the rows
             if n < policy.min_samples.requests:
                 raise CheckFailed(
-                    f"point {point.server}/{point.point_id} measured {n} requests, fewer than the policy's {policy.min_samples.requests}"
+                    f"point {point.server}/{point.point_id} measured {n} requests, fewer than the policy's "
+                    f"{policy.min_samples.requests}"
                 )
     if policy.min_samples.eval_items:
         scores = summary.evals.scores  # one per (server, task), n_items recomputed from items.parquet
         if not scores:
             raise CheckFailed(
-                f"the policy requires at least {policy.min_samples.eval_items} items per eval, but the bundle has no eval"
+                f"the policy requires at least {policy.min_samples.eval_items} items per eval, but the bundle has no "
+                "eval"
             )
         for score in scores:
             if score.n_items < policy.min_samples.eval_items:
                 raise CheckFailed(
-                    f"eval {score.server}/{score.task} scored {score.n_items} items, fewer than the policy's {policy.min_samples.eval_items}"
+                    f"eval {score.server}/{score.task} scored {score.n_items} items, fewer than the policy's "
+                    f"{policy.min_samples.eval_items}"
                 )
     return "meets the policy"

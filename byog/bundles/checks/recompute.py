@@ -45,7 +45,7 @@ def first_difference(shipped: Any, derived: Any, path: str) -> str | None:
     if isinstance(shipped, list) and isinstance(derived, list):
         if len(shipped) != len(derived):
             return f"{path}: shipped {len(shipped)} entries, recomputed {len(derived)}"
-        for index, (a, b) in enumerate(zip(shipped, derived)):
+        for index, (a, b) in enumerate(zip(shipped, derived, strict=True)):
             found = first_difference(a, b, f"{path}[{index}]")
             if found:
                 return found
@@ -80,7 +80,8 @@ def summary_recomputes(ctx: VerifyContext) -> str:
     bench = shipped.get("bench") or {}
     evals = shipped.get("evals") or {}
     return (
-        f"recomputed from raw rows: {len(bench.get('points', []))} points, {len(bench.get('comparisons', []))} comparisons, "
+        f"recomputed from raw rows: {len(bench.get('points', []))} points, {len(bench.get('comparisons', []))} "
+        "comparisons, "
         f"{len(evals.get('verdicts', []))} verdicts agree"
     )
 
@@ -97,7 +98,7 @@ def report_rerenders(ctx: VerifyContext) -> str:
     declared = ctx.statement.predicate.report_format if ctx.statement is not None else None
     version, rendered = rerender(shipped, declared, ctx.run_dir, derived_summary(ctx))
     if shipped != rendered:
-        for number, (a, b) in enumerate(zip(shipped.splitlines(), rendered.splitlines()), start=1):
+        for number, (a, b) in enumerate(zip(shipped.splitlines(), rendered.splitlines(), strict=True), start=1):
             if a != b:
                 raise CheckFailed(f"report.md line {number} differs from the re-rendered report: {a.strip()[:80]!r}")
         raise CheckFailed("report.md differs from the re-rendered report in its length")

@@ -1,8 +1,8 @@
 """Schemas: every bundle file a registered model describes validates against it.
 
 JSON and YAML files (parsed within bounds by the bounds check) are migrated to the current
-``schema_version`` and validated; a parquet file's columns are held against the row model (required fields present, no unknown
-columns when the model forbids extras, column types compatible with the field types). The rows'
+``schema_version`` and validated; a parquet file's columns are held against the row model (required fields present, no
+unknown columns when the model forbids extras, column types compatible with the field types). The rows'
 values are read by the recompute checks, which fail on anything unreadable.
 """
 
@@ -82,7 +82,7 @@ def _validate_parquet_columns(entry: SchemaEntry, name: str, path: Path) -> None
 
     try:
         schema = pq.read_schema(path)
-    except Exception as err:  # noqa: BLE001  (any pyarrow error means unreadable)
+    except Exception as err:  # any pyarrow error means unreadable
         raise CheckFailed(f"{name} is not a readable parquet file: {str(err).splitlines()[0]}") from None
     model: type[BaseModel] = entry.model
     properties = _json_properties(model)
@@ -102,7 +102,8 @@ def _validate_parquet_columns(entry: SchemaEntry, name: str, path: Path) -> None
         have = _arrow_kind(arrow_type)
         if "any" not in allowed and "any" not in have and not (have & allowed):
             raise CheckFailed(
-                f"{name} column '{column}' is {arrow_type}, but the {entry.name} schema wants {'/'.join(sorted(allowed))}"
+                f"{name} column '{column}' is {arrow_type}, but the {entry.name} schema wants "
+                f"{'/'.join(sorted(allowed))}"
             )
 
 

@@ -53,7 +53,8 @@ def made_for_this_subject(ctx: VerifyContext) -> str:
         )
     if subject is None:
         raise CheckFailed(
-            f"--for {wanted.label()}: the bundle names no subject, so it could be a bundle made for anything (pack it with --for)"
+            f"--for {wanted.label()}: the bundle names no subject, so it could be a bundle made for anything (pack it "
+            "with --for)"
         )
     why = subject.mismatch(wanted)
     if why:

@@ -33,7 +33,7 @@ def section(ctx: ReportContext) -> list[str]:
             ]
         )
         where = f"{md_text(v.task)}, {md_text(v.candidate)} vs {md_text(v.baseline)}"
-        for reason, why in zip(v.degenerate, v.degenerate_why):
+        for reason, why in zip(v.degenerate, v.degenerate_why, strict=True):
             notes.append(f"- {where}: degenerate ({md_text(reason)}): {md_text(why)}.")
         if v.observed_redraw is not None:
             sound = "sound" if v.observed_sound else "unsound"

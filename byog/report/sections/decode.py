@@ -95,7 +95,7 @@ def speculation(summary: Summary) -> list[str]:
         per_pos = (
             ", ".join(
                 f"{fixed(a)} {_interval(ci)}"
-                for a, ci in zip(m.acceptance_per_position or [], m.acceptance_per_position_ci or [])
+                for a, ci in zip(m.acceptance_per_position or [], m.acceptance_per_position_ci or [], strict=False)
             )
             or "–"
         )

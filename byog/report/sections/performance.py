@@ -64,7 +64,7 @@ def _pair_labels(ctx: ReportContext, pairs: list[tuple[str, str]]) -> dict[tuple
     """TP<n> when every pair's candidate has its own TP size, else 'candidate vs baseline'."""
     tps = [ctx.tensor_parallel.get(candidate) for candidate, _ in pairs]
     if len(pairs) > 1 and all(tps) and len(set(tps)) == len(tps):
-        return {pair: f"TP{tp}" for pair, tp in zip(pairs, tps)}
+        return {pair: f"TP{tp}" for pair, tp in zip(pairs, tps, strict=True)}
     return {pair: f"{md_text(pair[0])} vs {md_text(pair[1])}" for pair in pairs}
 
 

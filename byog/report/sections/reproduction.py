@@ -78,9 +78,11 @@ def _tables(record: ReproductionRecord) -> list[str]:
     lines += table(["Eval", "Server", "Items", "Same answer", "Agreement", "Needed", "Outcome"], evals)
     rule = record.rule
     lines += [
-        f"Rule: a value is reproduced when |ln(reproduced / original)| ≤ √(w_o² + w_r²) + ln(1 + {fixed(rule.run_noise)}), "
+        "Rule: a value is reproduced when |ln(reproduced / original)| ≤ √(w_o² + w_r²) + ln(1 + "
+        f"{fixed(rule.run_noise)}), "
         f"w = half the width of each side's {rule.ci_level:.0%} bootstrap CI in log units and {rule.run_noise:.0%} the "
-        "between-run noise allowed (a ratio: that allowance × √2); eval items agree when the extracted answers are equal "
+        "between-run noise allowed (a ratio: that allowance × √2); eval items agree when the extracted answers are "
+        "equal "
         "under greedy decoding.",
         "",
     ]
@@ -98,10 +100,10 @@ def _who(view: ReproductionView) -> str:
 def _servers(view: ReproductionView) -> str:
     parts = []
     for record in view.servers:
-        digests = [str(d) for d in record.get("repo_digests") or record.get("image_digests") or []]
-        image = digests[0] if digests else record.get("image")
-        where = md_code(image) if image else md_text(record.get("runtime") or "?")
-        parts.append(f"{md_text(record.get('name'))} ({where})")
+        digests = record.repo_digests or record.image_digests
+        image = digests[0] if digests else record.image
+        where = md_code(image) if image else md_text(record.runtime or "?")
+        parts.append(f"{md_text(record.name)} ({where})")
     return ", ".join(parts) or "–"
 
 

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from byog.core.safe_text import md_code
 from byog.report.context import ReportContext
-from byog.report.format import read_json_or_empty
 
 
 def section(ctx: ReportContext) -> list[str]:
-    signer = read_json_or_empty(ctx.run_dir.signer_json)
-    if not signer:
+    signer = ctx.signer
+    if signer is None:
         return ["## Signer", "", "Unsigned: no signing key was configured when this run was sealed.", ""]
-    key_type = str(signer.get("public_key", "")).split(" ")[0] or "ssh"
+    key_type = signer.public_key.split(" ")[0] or "ssh"
     return [
         "## Signer",
         "",
-        f"Signed with {md_code(key_type)} key {md_code(signer.get('fingerprint'))}. "
+        f"Signed with {md_code(key_type)} key {md_code(signer.fingerprint)}. "
         "`byog verify` checks the signature against the allowed signers (`byog keys add GITHUB_USER`) "
         "and recomputes every number above from the raw rows.",
         "",

@@ -179,7 +179,8 @@ def test_client_saturation_is_judged_against_the_points_own_itl(tmp_path: Path) 
 
 
 def spec_wave(wave: int) -> list[RequestRow]:
-    """B = 2, 12 tokens each, ngram-like chunks: request 0 gains 1,3,1,3,1,3 tokens per 10 ms step, request 1 1,1,3,3,1,3."""
+    """B = 2, 12 tokens each, ngram-like chunks: request 0 gains 1,3,1,3,1,3 tokens per 10 ms step, request 1
+    1,1,3,3,1,3."""
     rows = []
     base = wave * 10_000 * MS
     for r, ks in enumerate(([1, 3, 1, 3, 1, 3], [1, 1, 3, 3, 1, 3])):

@@ -25,4 +25,4 @@ def test_one_call_draws_what_row_by_row_draws_give() -> None:
             slow = _row_by_row(seed, n, n, 1000)
             assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1]), (n, seed)
     uneven = _resample_rows([1, 2], 3, 5, 50)
-    assert all(np.array_equal(a, b) for a, b in zip(uneven, _row_by_row([1, 2], 3, 5, 50)))
+    assert all(np.array_equal(a, b) for a, b in zip(uneven, _row_by_row([1, 2], 3, 5, 50), strict=True))

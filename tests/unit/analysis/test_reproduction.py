@@ -141,11 +141,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[RunDir, ob
     return {name: (rd, derive_summary(rd)) for name, rd in made.items()}
 
 
-def _checks(point) -> dict[tuple[str, str, str], str]:  # noqa: ANN001
+def _checks(point: PointReproduction) -> dict[tuple[str, str, str], str]:
     return {(c.kind, c.server, c.metric): c.outcome for c in point.checks}
 
 
-def test_an_honest_rerun_reproduces_every_value_and_ratio(runs) -> None:  # noqa: ANN001
+def test_an_honest_rerun_reproduces_every_value_and_ratio(runs: dict[str, tuple[RunDir, object]]) -> None:
     point = compare_point(
         POINT, ["candidate", "baseline"], [("candidate", "baseline")], runs["original"], runs["again"], 0.05, True, 1234
     )
@@ -159,7 +159,9 @@ def test_an_honest_rerun_reproduces_every_value_and_ratio(runs) -> None:  # noqa
     assert point.load == "B=4"
 
 
-def test_a_doctored_candidate_is_caught_and_its_baseline_still_reproduces(runs) -> None:  # noqa: ANN001
+def test_a_doctored_candidate_is_caught_and_its_baseline_still_reproduces(
+    runs: dict[str, tuple[RunDir, object]],
+) -> None:
     point = compare_point(
         POINT, ["candidate", "baseline"], [("candidate", "baseline")], runs["doctored"], runs["again"], 0.05, True, 1234
     )
@@ -178,7 +180,9 @@ def test_a_doctored_candidate_is_caught_and_its_baseline_still_reproduces(runs) 
     assert tpot.deviation == pytest.approx(math.log(1 / 0.8), rel=0.05)  # the re-run is 25% slower than claimed
 
 
-def test_other_hardware_compares_ratios_only_and_invalid_points_not_at_all(runs, tmp_path: Path) -> None:  # noqa: ANN001
+def test_other_hardware_compares_ratios_only_and_invalid_points_not_at_all(
+    runs: dict[str, tuple[RunDir, object]], tmp_path: Path
+) -> None:
     point = compare_point(
         POINT,
         ["candidate", "baseline"],
@@ -266,7 +270,7 @@ def _honest_reproductions(rng: np.random.Generator, n: int, checks: int) -> list
     """n reproductions of `checks` values: both sides draw ln x ~ N(0, sigma), each with its own 95% CI."""
     sigma, z = 0.02, 1.959964
     out = []
-    for o, r in zip(rng.normal(0, sigma, (n, checks)), rng.normal(0, sigma, (n, checks))):
+    for o, r in zip(rng.normal(0, sigma, (n, checks)), rng.normal(0, sigma, (n, checks)), strict=True):
         found = [
             judge(
                 "value",
@@ -277,7 +281,7 @@ def _honest_reproductions(rng: np.random.Generator, n: int, checks: int) -> list
                 Estimate(math.exp(b), math.exp(b - z * sigma), math.exp(b + z * sigma)),
                 0.0,
             )
-            for i, (a, b) in enumerate(zip(o, r))
+            for i, (a, b) in enumerate(zip(o, r, strict=True))
         ]
         out.append(
             [

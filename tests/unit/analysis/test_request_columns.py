@@ -21,7 +21,7 @@ def _rows(seed: int, n: int = 300) -> list[RequestRow]:
     rng = random.Random(seed)
     rows = []
     base = rng.choice([0, 10**9, 2**52])  # nanosecond clocks far from zero too
-    for i in range(n):
+    for _ in range(n):
         send = base + rng.randrange(10**9)
         chunks = rng.choice([0, 1, 2, 5, 40])
         times, t = [], send + rng.randrange(1, 10**8)
@@ -49,7 +49,7 @@ def _rows(seed: int, n: int = 300) -> list[RequestRow]:
 
 
 def _same(a: list[float], b: list[float]) -> bool:
-    return len(a) == len(b) and all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in zip(a, b))
+    return len(a) == len(b) and all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in zip(a, b, strict=True))
 
 
 def _check(rows: list[RequestRow], c: RequestColumns) -> None:

@@ -221,7 +221,7 @@ def test_each_turn_resends_the_context_plus_the_answer_plus_new_input(fake: Reco
     forks = 0
     for script in scripts:
         for agent in script.agents():
-            for k, turn in enumerate(agent.turns):
+            for k in range(len(agent.turns)):
                 r = by_key[(script.session, agent.agent, k)]
                 prompt = sent[r.request_index]
                 if agent.agent == 0 and k == 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -231,7 +232,7 @@ def test_rate_workload_sends_at_seeded_poisson_times() -> None:
 
     offsets = poisson_offsets_s(20.0, 8, seed=3)
     assert offsets == poisson_offsets_s(20.0, 8, seed=3) and offsets != poisson_offsets_s(20.0, 8, seed=4)
-    assert all(b > a for a, b in zip(offsets, offsets[1:]))
+    assert all(b > a for a, b in pairwise(offsets))
     point = BenchPoint(
         point_id="r",
         workload="r",
@@ -262,7 +263,10 @@ def test_vllms_own_reason_is_the_root_cause_of_this_start() -> None:
     # EngineDeadError after it, nor the earlier start's ValueError before the last start marker
     assert root_cause(SYNTHETIC_LOG) == "AssertionError: Synthetic acceptance not supported with CPU sampling"
     assert root_cause("(APIServer) WARNING x [u.py:1] fd limit errors like OSError: [Errno 24] may follow") is None
-    wrapped_only = "Traceback (most recent call last):\nvllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."
+    wrapped_only = (
+        "Traceback (most recent call last):\nvllm.v1.engine.exceptions.EngineDeadError: EngineCore "
+        "encountered an issue."
+    )
     assert root_cause(wrapped_only) == "EngineDeadError: EngineCore encountered an issue."
 
 

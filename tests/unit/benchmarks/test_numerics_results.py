@@ -29,7 +29,7 @@ def test_cpu_bf16_compiled_and_float32_both_drift_by_about_one_ulp() -> None:
     assert numerics.sensitivity[0].reason == "no sensitivity control ran on this baseline"
     for candidate in ("compiled", "fp32"):
         prefill = next(f for f in by[candidate].families if f.family == "prefill")
-        for bucket, aa in zip(prefill.candidate, prefill.aa):
+        for bucket, aa in zip(prefill.candidate, prefill.aa, strict=True):
             assert 0.02 < bucket.mean_abs_dlogprob < 0.1 and 3e-4 < bucket.mean_kl < 3e-3
             assert aa.mean_abs_dlogprob < 0.003  # the A/A noise: 0 below 512 positions
     assert numerics.conformance[0].conforms

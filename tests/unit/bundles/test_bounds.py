@@ -63,17 +63,17 @@ def test_the_unmodified_bundle_verifies_under_the_same_harness(kit: Kit) -> None
 
 
 def test_the_checking_child_is_stopped_at_its_memory_cpu_and_time_limits() -> None:
-    def allocate(emit) -> None:  # noqa: ANN001
+    def allocate(emit) -> None:
         emit({"event": "start", "name": "bomb"})
         hoard = [bytearray(64 * 2**20) for _ in range(64)]  # 4 GiB
         emit({"event": "result", "name": "bomb", "status": "pass", "message": str(len(hoard))})
 
-    def spin(emit) -> None:  # noqa: ANN001
+    def spin(emit) -> None:
         emit({"event": "start", "name": "spin"})
         while True:
             pass
 
-    def sleep(emit) -> None:  # noqa: ANN001
+    def sleep(emit) -> None:
         emit({"event": "start", "name": "sleep"})
         time.sleep(30)
 

@@ -62,7 +62,8 @@ def test_flipping_any_byte_of_the_bundle_fails_verify(signed: tuple[bytes, Path]
 
 
 def test_flipping_bytes_of_the_tar_inside_fails_verify(signed: tuple[bytes, Path], tmp_path: Path) -> None:
-    """Re-gzipped (new CRC and header sha256) so only the tar's own checks can catch it: headers, padding and content are all pinned."""
+    """Re-gzipped (new CRC and header sha256) so only the tar's own checks can catch it: headers, padding and content
+    are all pinned."""
     data, allowed = signed
     tar = gzip.decompress(data)
     stride = 97  # every 97th byte of the tar stream: headers, file data, padding and end blocks alike

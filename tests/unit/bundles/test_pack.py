@@ -12,30 +12,33 @@ from pathlib import Path
 import pytest
 
 from byog.bundles.archive import GZIP_HEADER
-from byog.bundles.finalize import seal_and_pack
+from byog.bundles.finalize import Packed, seal_and_pack
 from byog.bundles.manifest import parse_statement, sha256_hex
 from byog.bundles.pack import bundle_contents, fit_budget
+from byog.bundles.sign import SigningKey
 from byog.core.canonical import canonical_json
 from byog.core.errors import CheckFailed, UsageError
-from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME
+from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, RunDir
 from tests.support.bundles_kit import build_bundle, make_key
+
+PackedKit = tuple[Path, SigningKey, RunDir, Packed]  # folder, key, run dir, the packed bundle
 
 
 @pytest.fixture(scope="module")
-def packed(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def packed(tmp_path_factory: pytest.TempPathFactory) -> PackedKit:
     folder = tmp_path_factory.mktemp("pack")
     key, _ = make_key(folder, "alice")
     run_dir, packed = build_bundle(folder, key)
     return folder, key, run_dir, packed
 
 
-def test_packing_twice_gives_identical_bytes(packed, tmp_path: Path) -> None:  # noqa: ANN001
+def test_packing_twice_gives_identical_bytes(packed: PackedKit, tmp_path: Path) -> None:
     _, key, run_dir, first = packed
     again = seal_and_pack(run_dir, tmp_path / "again.tar.gz", key=key)
     assert again.bundle.read_bytes() == first.bundle.read_bytes()
 
 
-def test_archive_headers_are_normalised(packed) -> None:  # noqa: ANN001
+def test_archive_headers_are_normalised(packed: PackedKit) -> None:
     _, _, _, first = packed
     data = first.bundle.read_bytes()
     assert data[:10] == GZIP_HEADER  # mtime 0, no file name, OS 255, a comment: the sha256 of the rest
@@ -54,7 +57,7 @@ def test_archive_headers_are_normalised(packed) -> None:  # noqa: ANN001
     assert {MANIFEST_NAME, SIGNATURE_NAME, "signer.json", "summary.json", "report.md", "plan.yaml"} <= set(names)
 
 
-def test_manifest_lists_every_other_file_with_its_sha256(packed) -> None:  # noqa: ANN001
+def test_manifest_lists_every_other_file_with_its_sha256(packed: PackedKit) -> None:
     _, _, run_dir, first = packed
     with tarfile.open(first.bundle, mode="r:gz") as tar:
         files = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
@@ -78,14 +81,14 @@ def test_canonical_json_refuses_nan_and_infinity() -> None:
             canonical_json({"x": [1, bad]}, label="summary")
 
 
-def test_non_canonical_manifest_is_refused(packed) -> None:  # noqa: ANN001
+def test_non_canonical_manifest_is_refused(packed: PackedKit) -> None:
     _, _, run_dir, _ = packed
     raw = json.loads((run_dir.root / MANIFEST_NAME).read_bytes())
     with pytest.raises(CheckFailed, match="canonical"):
         parse_statement(json.dumps(raw, indent=1).encode())
 
 
-def test_over_budget_shrinks_rows_then_logs_then_names_the_biggest_files(packed) -> None:  # noqa: ANN001
+def test_over_budget_shrinks_rows_then_logs_then_names_the_biggest_files(packed: PackedKit) -> None:
     import random
 
     _, _, run_dir, first = packed
@@ -115,7 +118,7 @@ def test_pack_refuses_a_run_dir_without_summary(tmp_path: Path) -> None:
         seal_and_pack(RunDir(tmp_path), sign=False)
 
 
-def test_gzip_stream_is_a_single_member(packed) -> None:  # noqa: ANN001
+def test_gzip_stream_is_a_single_member(packed: PackedKit) -> None:
     _, _, _, first = packed
     assert gzip.decompress(first.bundle.read_bytes())[-1024:] == b"\0" * 1024
 

@@ -32,7 +32,7 @@ SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "pr-verify.sh"
 class _GitHub(BaseHTTPRequestHandler):
     keys: dict[str, str] = {}
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         user = self.path.removeprefix("/users/").removesuffix("/ssh_signing_keys")
         found = self.keys.get(user)
         body = json.dumps([{"id": 1, "key": found, "title": "laptop"}] if found else {"message": "Not Found"}).encode()
@@ -112,8 +112,8 @@ def _run(event: Path, work: Path, github: str, **extra: str) -> subprocess.Compl
 
 
 def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
-    bundles, github: str, tmp_path: Path
-) -> None:  # noqa: ANN001
+    bundles: dict[str, Path], github: str, tmp_path: Path
+) -> None:
     folder = bundles["folder"]
     comments = tmp_path / "comments.json"  # an older link in the body, the newest in a comment: the newest is checked
     comments.write_text(
@@ -165,7 +165,7 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
     assert "https://github.com/example/project/actions/runs/7" in comment
 
 
-def test_a_bundle_signed_by_someone_else_fails_the_check(bundles, github: str, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_bundle_signed_by_someone_else_fails_the_check(bundles: dict[str, Path], github: str, tmp_path: Path) -> None:
     event = _event(bundles["folder"], f"Bundle: {bundles['forged'].as_uri()}")
     result = _run(event, tmp_path / "work", github)
     comment = (tmp_path / "work" / "comment.md").read_text()
@@ -180,7 +180,7 @@ def test_a_bundle_signed_by_someone_else_fails_the_check(bundles, github: str, t
 
 def test_a_bundle_a_maintainer_signed_for_another_pr_is_not_verified_on_a_strangers(
     bundles, github: str, tmp_path: Path
-) -> None:  # noqa: ANN001
+) -> None:
     """Replay: maint's bundle for PR #1, linked by a stranger on PR; maint's key signs reproductions only."""
     event = _event(bundles["folder"], f"Bundle: {bundles['maint-pr1'].as_uri()}", author="stranger")
     result = _run(event, tmp_path / "work", github, BYOG_MAINTAINERS="maint")
@@ -191,7 +191,7 @@ def test_a_bundle_a_maintainer_signed_for_another_pr_is_not_verified_on_a_strang
     assert "maint@github.com" in (tmp_path / "work" / "reproduction_signers").read_text()
 
 
-def test_a_bundle_the_author_signed_for_another_pr_is_not_verified_here(bundles, github: str, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_bundle_the_author_signed_for_another_pr_is_not_verified_here(bundles, github: str, tmp_path: Path) -> None:
     event = _event(bundles["folder"], f"Bundle: {bundles['alice-pr1'].as_uri()}")
     result = _run(event, tmp_path / "work", github)
     comment = (tmp_path / "work" / "comment.md").read_text()
@@ -209,7 +209,7 @@ def test_a_bundle_the_author_signed_for_another_pr_is_not_verified_here(bundles,
     assert "## byog verify: ✅ verified" in (tmp_path / "work-1" / "comment.md").read_text()
 
 
-def test_a_pr_without_a_bundle_is_nothing_to_check_unless_required(bundles, github: str, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_pr_without_a_bundle_is_nothing_to_check_unless_required(bundles, github: str, tmp_path: Path) -> None:
     event = _event(bundles["folder"], "A docs fix, no bundle.")
     assert _run(event, tmp_path / "a", github).returncode == 0
     assert _run(event, tmp_path / "b", github, BYOG_REQUIRE_BUNDLE="1").returncode == 1

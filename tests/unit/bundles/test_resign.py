@@ -9,12 +9,16 @@ from pathlib import Path
 import pytest
 
 from byog.bundles.finalize import seal_and_pack
+from byog.bundles.sign import SigningKey
 from byog.bundles.verify import verify_bundle
+from byog.core.paths import RunDir
 from tests.support.bundles_kit import allowed_signers, build_bundle, make_key
+
+Tampered = tuple[RunDir, Path, SigningKey, SigningKey]  # run dir, allowed signers, alice, mallory
 
 
 @pytest.fixture()
-def tampered(tmp_path: Path):  # noqa: ANN201
+def tampered(tmp_path: Path) -> Tampered:
     alice, alice_pub = make_key(tmp_path, "alice")
     mallory, _ = make_key(tmp_path, "mallory")
     run_dir, packed = build_bundle(tmp_path, alice)
@@ -27,7 +31,7 @@ def tampered(tmp_path: Path):  # noqa: ANN201
     return run_dir, allowed, alice, mallory
 
 
-def test_resigned_by_another_key_is_the_wrong_signer(tampered, tmp_path: Path) -> None:  # noqa: ANN001
+def test_resigned_by_another_key_is_the_wrong_signer(tampered: Tampered, tmp_path: Path) -> None:
     run_dir, allowed, _, mallory = tampered
     packed = seal_and_pack(run_dir, tmp_path / "mallory.tar.gz", key=mallory)
     report = verify_bundle(packed.bundle, allowed_signers=allowed)
@@ -37,7 +41,7 @@ def test_resigned_by_another_key_is_the_wrong_signer(tampered, tmp_path: Path) -
     assert packed.signed_by is not None and packed.signed_by in failed["signature"]
 
 
-def test_resigned_by_the_right_key_fails_the_recomputation(tampered, tmp_path: Path) -> None:  # noqa: ANN001
+def test_resigned_by_the_right_key_fails_the_recomputation(tampered: Tampered, tmp_path: Path) -> None:
     run_dir, allowed, alice, _ = tampered
     packed = seal_and_pack(run_dir, tmp_path / "alice-again.tar.gz", key=alice)
     report = verify_bundle(packed.bundle, allowed_signers=allowed)

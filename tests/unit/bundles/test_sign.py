@@ -137,7 +137,7 @@ def test_without_ssh_keygen_python_signs_and_forcing_ssh_keygen_is_an_environmen
 class _FakeGitHub(BaseHTTPRequestHandler):
     responses: dict[str, tuple[int, bytes]] = {}
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         status, body = self.responses.get(self.path, (404, b'{"message": "Not Found"}'))
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

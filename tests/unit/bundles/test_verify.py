@@ -11,13 +11,16 @@ from typer.testing import CliRunner
 
 from byog.bundles.verify import verify_bundle
 from byog.cli import app
+from byog.core.paths import RunDir
 from tests.support.bundles_kit import allowed_signers, build_bundle, make_key
+
+Signed = tuple[Path, RunDir, Path, Path]  # folder, run dir, bundle, allowed signers
 
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def signed(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def signed(tmp_path_factory: pytest.TempPathFactory) -> Signed:
     folder = tmp_path_factory.mktemp("verify")
     key, public = make_key(folder, "alice")
     run_dir, packed = build_bundle(folder, key)
@@ -30,7 +33,7 @@ def _write(path: Path, doc: dict) -> Path:
     return path
 
 
-def test_a_good_bundle_verifies_with_exit_0(signed) -> None:  # noqa: ANN001
+def test_a_good_bundle_verifies_with_exit_0(signed: Signed) -> None:
     _, _, bundle, allowed = signed
     result = runner.invoke(app, ["verify", str(bundle), "--allowed-signers", str(allowed)])
     assert result.exit_code == 0, result.output
@@ -38,7 +41,7 @@ def test_a_good_bundle_verifies_with_exit_0(signed) -> None:  # noqa: ANN001
     assert "FAIL" not in result.output
 
 
-def test_json_lists_every_check(signed) -> None:  # noqa: ANN001
+def test_json_lists_every_check(signed: Signed) -> None:
     _, _, bundle, allowed = signed
     result = runner.invoke(app, ["verify", str(bundle), "--allowed-signers", str(allowed), "--json"])
     doc = json.loads(result.output)
@@ -59,7 +62,7 @@ def test_json_lists_every_check(signed) -> None:  # noqa: ANN001
     ]
 
 
-def test_unknown_signer_fails_with_exit_1_one_line(signed, tmp_path: Path) -> None:  # noqa: ANN001
+def test_unknown_signer_fails_with_exit_1_one_line(signed: Signed, tmp_path: Path) -> None:
     _, _, bundle, _ = signed
     _, other = make_key(tmp_path, "bob")
     allowed = allowed_signers(tmp_path / "allowed", [("bob@example.com", other)])
@@ -69,7 +72,7 @@ def test_unknown_signer_fails_with_exit_1_one_line(signed, tmp_path: Path) -> No
     assert len(fails) == 1 and "wrong signer" in fails[0]
 
 
-def test_usage_errors_exit_2(signed, tmp_path: Path) -> None:  # noqa: ANN001
+def test_usage_errors_exit_2(signed: Signed, tmp_path: Path) -> None:
     _, _, bundle, allowed = signed
     assert runner.invoke(app, ["verify", str(tmp_path / "missing.tar.gz")]).exit_code == 2
     assert runner.invoke(app, ["verify", str(bundle), "--allowed-signers", str(tmp_path / "nope")]).exit_code == 2
@@ -81,8 +84,8 @@ def test_usage_errors_exit_2(signed, tmp_path: Path) -> None:  # noqa: ANN001
 
 
 def test_without_ssh_keygen_python_verifies_and_forcing_ssh_keygen_exits_3(
-    signed, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:  # noqa: ANN001
+    signed: Signed, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     _, _, bundle, allowed = signed
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("BYOG_SSH_BACKEND", raising=False)
@@ -93,7 +96,7 @@ def test_without_ssh_keygen_python_verifies_and_forcing_ssh_keygen_exits_3(
     assert result.exit_code == 3 and "ssh-keygen" in result.output
 
 
-def test_claims_within_and_outside_tolerance(signed, tmp_path: Path) -> None:  # noqa: ANN001
+def test_claims_within_and_outside_tolerance(signed: Signed, tmp_path: Path) -> None:
     _, run_dir, bundle, allowed = signed
     summary = json.loads(run_dir.summary_json.read_text())
     point = next(p for p in summary["bench"]["points"] if p["server"] == "candidate")
@@ -141,6 +144,9 @@ def test_claims_within_and_outside_tolerance(signed, tmp_path: Path) -> None:  #
     report = verify_bundle(bundle, allowed_signers=allowed, claims=good)
     assert report.verified, report.failures
     assert "3 claim(s) hold" in report.results[-1].message and "1 not checked (agentic)" in report.results[-1].message
+    # every claim's outcome comes back from the checking child, into verify --json's details
+    held = report.as_json()["details"]["claims"]
+    assert len(held["held"]) == 3 and held["failed"] == [] and held["not_checked"] == ["agentic"]
     off = _write(
         tmp_path / "off.yaml",
         {
@@ -161,6 +167,11 @@ def test_claims_within_and_outside_tolerance(signed, tmp_path: Path) -> None:  #
     assert report.failures == [
         f"claims: claim 'b1 tok/s' = {round(tok_s * 1.05, 1):g} but the bundle says {tok_s:.4g} (-4.8%, tolerance 3%)"
     ]
+    assert report.details["claims"] == {
+        "held": [],
+        "failed": [report.failures[0].removeprefix("claims: ")],
+        "not_checked": [],
+    }
     missing = _write(
         tmp_path / "missing.yaml",
         {
@@ -174,7 +185,7 @@ def test_claims_within_and_outside_tolerance(signed, tmp_path: Path) -> None:  #
     assert "candidate batch_size=64 matches no point" in report.failures[0]
 
 
-def test_policy(signed, tmp_path: Path) -> None:  # noqa: ANN001
+def test_policy(signed: Signed, tmp_path: Path) -> None:
     _, _, bundle, allowed = signed
     ok = _write(
         tmp_path / "ok.yaml",

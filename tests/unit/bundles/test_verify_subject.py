@@ -49,7 +49,8 @@ def test_pack_for_and_verify_for(tmp_path: Path) -> None:
     assert ok.verified and any(r.name == "subject" and r.message == "made for octo/repo#5" for r in ok.results)
     replay = verify_bundle(packed.bundle, allowed_signers=allowed, subject_for="octo/repo#6")
     assert replay.failures == [
-        "subject: the bundle is for octo/repo#5, not pull request #6: a bundle made for something else cannot vouch for this one"
+        "subject: the bundle is for octo/repo#5, not pull request #6: a bundle made for something else cannot vouch "
+        "for this one"
     ]
     with pytest.raises(UsageError, match="--for"):
         verify_bundle(packed.bundle, allowed_signers=allowed, subject_for="not a subject")

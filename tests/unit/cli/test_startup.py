@@ -68,7 +68,8 @@ def test_verify_does_not_import_the_other_groups() -> None:
         "sys.argv = ['byog', 'verify', '--help']\n"
         "from byog.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "loaded = [m for m in ('byog.cli.bench', 'byog.cli.evals', 'byog.cli.run', 'byog.cli.images', 'byog.pipeline.run',"
+        "loaded = [m for m in ('byog.cli.bench', 'byog.cli.evals', 'byog.cli.run', 'byog.cli.images', "
+        "'byog.pipeline.run',"
         " 'httpx', 'scipy.stats', 'pandas', 'pyarrow.dataset', 'matplotlib') if m in sys.modules]\n"
         "print('LOADED', loaded)\n"
     )

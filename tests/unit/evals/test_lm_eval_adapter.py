@@ -13,7 +13,9 @@ evaluator = pytest.importorskip("lm_eval.evaluator")
 from byog.evals.lm_eval_adapter import quiet_git_probe  # noqa: E402
 
 
-def test_outside_a_checkout_nothing_reaches_stderr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd) -> None:  # noqa: ANN001
+def test_outside_a_checkout_nothing_reaches_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # tmp_path is not inside a repository
     evaluator.get_git_commit_hash()

@@ -47,7 +47,7 @@ def _rows(scores_by_pass: list[list[float]], ids: list[str]) -> list[dict]:
             "bin": None,
         }
         for k, scores in enumerate(scores_by_pass)
-        for i, s in zip(ids, scores)
+        for i, s in zip(ids, scores, strict=True)
     ]
 
 

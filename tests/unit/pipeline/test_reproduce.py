@@ -42,7 +42,8 @@ def made(fake: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, objec
     plan = folder / "plan.yaml"
     plan.write_text(
         "name: fake\nmodel: {path: fake-org/fake-model, max_model_len: 2048}\n"
-        f"servers:\n  candidate: {{runtime: endpoint, url: '{fake}'}}\n  baseline: {{runtime: endpoint, url: '{fake}'}}\n"
+        f"servers:\n  candidate: {{runtime: endpoint, url: '{fake}'}}\n  baseline: {{runtime: endpoint, url: "
+        f"'{fake}'}}\n"
         "baseline: baseline\nworkloads:\n"
         "  - {kind: batch, name: decode, batch_sizes: [1, 2], isl: [16], osl: [16], warmup_waves: 1, waves: 4}\n"
         "seeds: [1234]\n"
@@ -70,7 +71,7 @@ def _reproduce(
     name: str,
     servers: tuple[str, ...] = ("candidate", "baseline"),
     **options: object,
-):  # noqa: ANN202
+):
     endpoints = [f"{server}={fake}" for server in servers]
     opts = ReproduceOptions(
         run_dir=made["folder"] / f"{name}-run",
@@ -86,7 +87,9 @@ def _reproduce(
         return reproduce(bundle, opts, Console(file=io.StringIO()))
 
 
-def test_an_honest_bundle_reproduces_and_the_reproduction_is_a_signed_bundle(made, fake: str) -> None:  # noqa: ANN001
+def test_an_honest_bundle_reproduces_and_the_reproduction_is_a_signed_bundle(
+    made: dict[str, object], fake: str
+) -> None:
     done = _reproduce(made, made["shipped"], fake, "honest")
     record = done.record
     assert record.selection == "sampled" and len(record.points) == 1
@@ -116,7 +119,7 @@ def test_an_honest_bundle_reproduces_and_the_reproduction_is_a_signed_bundle(mad
     assert f"points {record.points[0].point_id} ({record.points[0].load})" in section
 
 
-def test_the_sample_is_the_bundles_and_named_points_override_it(made, fake: str) -> None:  # noqa: ANN001
+def test_the_sample_is_the_bundles_and_named_points_override_it(made: dict[str, object], fake: str) -> None:
     import hashlib
     import tarfile
 
@@ -142,7 +145,7 @@ def test_the_sample_is_the_bundles_and_named_points_override_it(made, fake: str)
     assert honest["points_requested"] == expected
 
 
-def test_a_doctored_bundle_verifies_but_does_not_reproduce(made, fake: str) -> None:  # noqa: ANN001
+def test_a_doctored_bundle_verifies_but_does_not_reproduce(made: dict[str, object], fake: str) -> None:
     assert verify_bundle(made["doctored"], allowed_signers=made["signers"]).verified  # every number recomputes
     done = _reproduce(made, made["doctored"], fake, "doctored", points=["decode-b1-isl16-osl16"])
     checks = {(c.kind, c.server, c.metric): c for c in done.record.points[0].checks}
@@ -153,7 +156,7 @@ def test_a_doctored_bundle_verifies_but_does_not_reproduce(made, fake: str) -> N
     assert checks[("value", "baseline", "tpot_s.p50")].outcome == "reproduced"
 
 
-def test_a_bundle_that_does_not_verify_is_not_reproduced(made, fake: str, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_bundle_that_does_not_verify_is_not_reproduced(made: dict[str, object], fake: str, tmp_path: Path) -> None:
     stranger = tmp_path / "allowed_signers"
     stranger.write_text(made["signers"].read_text().splitlines()[1] + "\n")  # the maintainer only
     result = runner.invoke(
@@ -240,7 +243,7 @@ def nothing_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.parametrize("name", sorted(HOSTILE_SERVERS))
 def test_a_bundle_asking_for_hosts_code_or_an_image_is_refused_in_one_sentence(
     synthetic, nothing_runs: Path, name: str
-) -> None:  # noqa: ANN001
+) -> None:
     result = runner.invoke(
         app, ["reproduce", str(synthetic[name]), "--allowed-signers", str(synthetic["signers"]), "--dry-run"]
     )
@@ -249,7 +252,7 @@ def test_a_bundle_asking_for_hosts_code_or_an_image_is_refused_in_one_sentence(
     assert sorted(p.name for p in nothing_runs.iterdir()) == []  # no run dir, no PWNED
 
 
-def test_a_dry_run_prints_what_would_run_and_runs_nothing(synthetic, nothing_runs: Path) -> None:  # noqa: ANN001
+def test_a_dry_run_prints_what_would_run_and_runs_nothing(synthetic, nothing_runs: Path) -> None:
     image = "byog-test/absent@sha256:" + "0" * 64  # docker would fail loudly: there is no engine at DOCKER_HOST
     result = runner.invoke(
         app,

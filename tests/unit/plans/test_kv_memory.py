@@ -205,7 +205,8 @@ def test_a_point_that_cannot_fit_is_refused_by_name(tmp_path: Path) -> None:
     config = json.loads((CONFIG_131K / "config.json").read_text())
     with pytest.raises(
         UsageError,
-        match=r"point 'longctx-long-b16-isl100000-osl512' on server 'stock-tp2' needs 147\.\d\d GiB.*at most B = 8 fits",
+        match=r"point 'longctx-long-b16-isl100000-osl512' on server 'stock-tp2' needs 147\.\d\d GiB"
+        r".*at most B = 8 fits",
     ):
         kv.check_kv_fits(kv.plan_kv(plan, config, {}, {}))
     # `byog plan` refuses it the same way, before anything is launched
@@ -222,7 +223,10 @@ def test_cpu_budget_and_speculative_lookahead_from_the_server_entry() -> None:
 name: t
 model: {path: /m}
 servers:
-  spec: {runtime: local, speculative_config: {method: ngram, num_speculative_tokens: 4}, env: {VLLM_CPU_KVCACHE_SPACE: "1"}}
+  spec:
+    runtime: local
+    speculative_config: {method: ngram, num_speculative_tokens: 4}
+    env: {VLLM_CPU_KVCACHE_SPACE: "1"}
 baseline: spec
 workloads: [{kind: batch, batch_sizes: [4], isl: [256], osl: [128]}]
 """,

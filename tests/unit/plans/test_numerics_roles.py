@@ -25,7 +25,7 @@ baseline: stock
 """
 
 
-def _plan(numerics: str = "{}"):  # noqa: ANN202
+def _plan(numerics: str = "{}"):
     return parse_plan(BASE + f"numerics: {numerics}\n", "plan")
 
 

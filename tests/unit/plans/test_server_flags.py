@@ -21,7 +21,7 @@ def vllm_options() -> dict[str, argparse.Action]:
     return {option: action for action in parser._actions for option in action.option_strings}
 
 
-def test_every_listed_flag_is_a_vllm_serve_option_of_the_kind_byog_parses(vllm_options) -> None:  # noqa: ANN001
+def test_every_listed_flag_is_a_vllm_serve_option_of_the_kind_byog_parses(vllm_options) -> None:
     for flag in SWITCHES:
         assert flag in vllm_options and vllm_options[flag].nargs == 0, flag
     for flag in VALUES:

@@ -44,7 +44,7 @@ SSH = """\
 DIGEST = "sha256:" + "ab" * 32
 
 
-def _plan(extra_servers: str = "", model: str | None = None):  # noqa: ANN202
+def _plan(extra_servers: str = "", model: str | None = None):
     text = PLAN.replace("  baseline:\n    runtime: endpoint", f"{extra_servers}  baseline:\n    runtime: endpoint", 1)
     if model:
         text = text.replace("builtin:smollm2-135m-instruct", model, 1)

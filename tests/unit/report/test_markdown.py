@@ -54,7 +54,7 @@ def _matrix(text: str, title: str) -> list[list[str]]:
     ]
 
 
-def test_the_headline_comes_first_and_the_marker_names_the_format(valid_run) -> None:  # noqa: ANN001
+def test_the_headline_comes_first_and_the_marker_names_the_format(valid_run: tuple[RunDir, Summary]) -> None:
     run_dir, summary = valid_run
     text = render_report(run_dir, summary)
     assert text.splitlines()[0] == MARKER
@@ -68,7 +68,7 @@ def test_the_headline_comes_first_and_the_marker_names_the_format(valid_run) -> 
     )
 
 
-def test_one_matrix_per_metric_rows_b_cells_candidate_baseline_speedup(valid_run) -> None:  # noqa: ANN001
+def test_one_matrix_per_metric_rows_b_cells_candidate_baseline_speedup(valid_run: tuple[RunDir, Summary]) -> None:
     run_dir, summary = valid_run
     text = render_report(run_dir, summary)
     assert re.findall(r"^### (.+)$", text, flags=re.M) == [
@@ -82,7 +82,7 @@ def test_one_matrix_per_metric_rows_b_cells_candidate_baseline_speedup(valid_run
     assert rows[0] == ["B", "candidate", "baseline", "speed-up [95% CI]"]
     assert [r[0] for r in rows[1:]] == ["1", "2", "4"]
     points = {(p.server, p.point_id): p for p in summary.bench.points}
-    for row, b in zip(rows[1:], (1, 2, 4)):
+    for row, b in zip(rows[1:], (1, 2, 4), strict=True):
         pid = f"decode-b{b}-isl4-osl8"
         c = next(c for c in summary.bench.comparisons if c.point_id == pid and c.metric == "decode_tok_s")
         assert row[1] == f"{points[('candidate', pid)].metrics.decode_tok_s:.4g}"
@@ -90,7 +90,7 @@ def test_one_matrix_per_metric_rows_b_cells_candidate_baseline_speedup(valid_run
         assert row[3] == f"{c.ratio:.2f}× [{c.ci_low:.2f}, {c.ci_high:.2f}]"
 
 
-def test_an_invalid_point_is_struck_through_and_marked_everywhere(invalid_run) -> None:  # noqa: ANN001
+def test_an_invalid_point_is_struck_through_and_marked_everywhere(invalid_run: tuple[RunDir, Summary]) -> None:
     run_dir, summary = invalid_run
     point = next(p for p in summary.bench.points if (p.server, p.point_id) == ("candidate", INVALID_POINT))
     assert not point.valid and "client saturated" in point.invalid_reasons[0]
@@ -116,7 +116,9 @@ def _red_pixels(png: Path) -> int:
     return int(((abs(r - 214) < 20) & (abs(g - 39) < 25) & (abs(b - 40) < 25)).sum())
 
 
-def test_plots_draw_invalid_points_in_red_and_valid_ones_not(valid_run, invalid_run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_plots_draw_invalid_points_in_red_and_valid_ones_not(
+    valid_run: tuple[RunDir, Summary], invalid_run: tuple[RunDir, Summary], tmp_path: Path
+) -> None:
     for (run_dir, summary), name in ((valid_run, "valid"), (invalid_run, "invalid")):
         written = write_plots(run_dir, summary, tmp_path / name)
         assert sorted(p.name for p in written if not p.name.startswith("frontier-")) == sorted(PLOTS)
@@ -125,7 +127,7 @@ def test_plots_draw_invalid_points_in_red_and_valid_ones_not(valid_run, invalid_
         assert _red_pixels(tmp_path / "invalid" / plot) > 50, plot
 
 
-def test_plot_links_are_relative_and_name_the_drawn_files(valid_run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_plot_links_are_relative_and_name_the_drawn_files(valid_run: tuple[RunDir, Summary], tmp_path: Path) -> None:
     run_dir, summary = valid_run
     text = render_report(run_dir, summary)
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
@@ -160,7 +162,7 @@ def test_bundle_text_never_becomes_markdown(tmp_path: Path) -> None:
     assert not re.search(r"(?<!\\)<img", outside_code)
 
 
-def test_claims_are_judged_in_the_headline(valid_run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_claims_are_judged_in_the_headline(valid_run: tuple[RunDir, Summary], tmp_path: Path) -> None:
     run_dir, summary = valid_run
     ratio = next(
         c for c in summary.bench.comparisons if c.point_id == "decode-b1-isl4-osl8" and c.metric == "decode_tok_s"
@@ -205,7 +207,9 @@ def test_claims_are_judged_in_the_headline(valid_run, tmp_path: Path) -> None:  
     assert render_report(run_dir, summary) != text  # the bundle's own report has only its own claims.yaml
 
 
-def test_conditions_observed_discordance_and_one_se_are_shown_beside_the_verdicts(valid_run) -> None:  # noqa: ANN001
+def test_conditions_observed_discordance_and_one_se_are_shown_beside_the_verdicts(
+    valid_run: tuple[RunDir, Summary],
+) -> None:
     run_dir, summary = valid_run
     flagged = summary.model_copy(deep=True)
     first = flagged.bench.comparisons[0]

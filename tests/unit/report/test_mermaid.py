@@ -36,7 +36,7 @@ def _series(block: str, kind: str) -> list[list[float]]:
     return [[float(v) for v in m.split(", ")] for m in re.findall(rf"^    {kind} \[(.*)\]$", block, flags=re.M)]
 
 
-def test_the_charts_draw_the_summary_numbers_of_valid_points_and_name_the_invalid(invalid_run) -> None:  # noqa: ANN001
+def test_the_charts_draw_the_summary_numbers_of_valid_points_and_name_the_invalid(invalid_run) -> None:
     _, summary = invalid_run
     blocks = "\n".join(charts(summary)).split("```mermaid")[1:]
     assert len(blocks) == 2  # speed-up per point, decode tok/s against batch
@@ -75,7 +75,7 @@ def _numerics_run(folder: Path) -> RunDir:
     return rd
 
 
-def test_mermaid_cli_draws_every_chart_with_its_bars_and_titles(invalid_run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_mermaid_cli_draws_every_chart_with_its_bars_and_titles(invalid_run, tmp_path: Path) -> None:
     run_dir, summary = invalid_run
     numerics = derive_summary(_numerics_run(tmp_path)).numerics
     markdown = render_report(run_dir, summary) + "\n" + "\n".join(numerics_charts(numerics))

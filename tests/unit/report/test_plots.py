@@ -9,17 +9,22 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from byog.bundles.finalize import Packed
+from byog.bundles.sign import SigningKey
 from byog.cli import app
+from byog.core.paths import RunDir
 from byog.report.markdown import render_report
 from byog.report.plots import PLOTS
 from byog.schemas.summary import Summary, read_summary
 from tests.support.bundles_kit import allowed_signers, build_bundle, make_key
 
+BundleKit = tuple[RunDir, Packed, SigningKey]
+
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> BundleKit:
     folder = tmp_path_factory.mktemp("report")
     key, public = make_key(folder, "alice")
     run_dir, packed = build_bundle(folder, key)
@@ -27,14 +32,14 @@ def bundle(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     return run_dir, packed, key
 
 
-def test_report_is_a_pure_function_of_the_run(bundle) -> None:  # noqa: ANN001
+def test_report_is_a_pure_function_of_the_run(bundle: BundleKit) -> None:
     run_dir, _, _ = bundle
     summary = read_summary(run_dir.summary_json)
     again = Summary.model_validate(json.loads(json.dumps(summary.to_json())))
     assert render_report(run_dir, summary) == render_report(run_dir, again) == run_dir.report_md.read_text()
 
 
-def test_report_has_the_matrix_verdicts_environment_and_signer(bundle) -> None:  # noqa: ANN001
+def test_report_has_the_matrix_verdicts_environment_and_signer(bundle: BundleKit) -> None:
     run_dir, _, key = bundle
     text = run_dir.report_md.read_text()
     summary = json.loads(run_dir.summary_json.read_text())
@@ -55,7 +60,7 @@ def test_report_has_the_matrix_verdicts_environment_and_signer(bundle) -> None: 
     assert f"`{key.fingerprint()}`" in text
 
 
-def test_byog_report_on_a_bundle_writes_report_and_four_plots(bundle, tmp_path: Path) -> None:  # noqa: ANN001
+def test_byog_report_on_a_bundle_writes_report_and_four_plots(bundle: BundleKit, tmp_path: Path) -> None:
     run_dir, packed, _ = bundle
     out = tmp_path / "out"
     allowed = packed.bundle.parent / "allowed_signers"
@@ -67,7 +72,7 @@ def test_byog_report_on_a_bundle_writes_report_and_four_plots(bundle, tmp_path: 
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
 
 
-def test_byog_report_of_a_bundle_that_does_not_verify_writes_nothing(bundle, tmp_path: Path) -> None:  # noqa: ANN001
+def test_byog_report_of_a_bundle_that_does_not_verify_writes_nothing(bundle: BundleKit, tmp_path: Path) -> None:
     _, packed, _ = bundle
     _, stranger = make_key(tmp_path, "mallory")
     allowed = allowed_signers(tmp_path / "allowed", [("mallory@example.com", stranger)])
@@ -87,7 +92,9 @@ def test_byog_report_on_a_non_bundle_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
 
 
-def test_attach_without_gh_says_exactly_what_to_do(bundle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:  # noqa: ANN001
+def test_attach_without_gh_says_exactly_what_to_do(
+    bundle: BundleKit, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     _, packed, _ = bundle
     copy = tmp_path / "bundle.tar.gz"
     shutil.copy(packed.bundle, copy)
@@ -105,8 +112,8 @@ def test_attach_without_gh_says_exactly_what_to_do(bundle, monkeypatch: pytest.M
 
 
 def test_attach_refuses_a_bundle_that_does_not_verify_and_posts_nothing(
-    bundle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:  # noqa: ANN001
+    bundle: BundleKit, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     _, packed, _ = bundle
     copy = tmp_path / "bundle.tar.gz"
     shutil.copy(packed.bundle, copy)

@@ -14,7 +14,7 @@ import pytest
 from byog.bundles.manifest import build_statement, statement_bytes
 from byog.bundles.pack import tar_gz
 from byog.bundles.sign import SigningKey, sign_bytes
-from byog.bundles.verify import verify_bundle
+from byog.bundles.verify import VerifyReport, verify_bundle
 from byog.core.errors import CheckFailed
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, RunDir
 from byog.report import legacy_v1
@@ -26,7 +26,7 @@ from tests.support.bundles_kit import allowed_signers, build_bundle, make_key
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "report-v1"
 
 
-def _results(report) -> dict[str, tuple[str, str]]:  # noqa: ANN001
+def _results(report: VerifyReport) -> dict[str, tuple[str, str]]:
     return {r.name: (r.status, r.message) for r in report.results}
 
 
@@ -58,7 +58,9 @@ def _repacked(bundle: Path, report: str, key: SigningKey, out: Path) -> Path:
     return out
 
 
-def test_a_current_bundle_is_checked_against_the_current_renderer(current) -> None:  # noqa: ANN001
+def test_a_current_bundle_is_checked_against_the_current_renderer(
+    current: tuple[RunDir, Path, SigningKey, Path],
+) -> None:
     run_dir, bundle, _, allowed = current
     assert run_dir.report_md.read_text().splitlines()[0] == MARKER
     assert version_of(run_dir.report_md.read_text(), REPORT_VERSION) == REPORT_VERSION
@@ -72,7 +74,9 @@ def test_a_current_bundle_is_checked_against_the_current_renderer(current) -> No
     )
 
 
-def test_claiming_an_older_format_gains_a_forger_nothing(current, tmp_path: Path) -> None:  # noqa: ANN001
+def test_claiming_an_older_format_gains_a_forger_nothing(
+    current: tuple[RunDir, Path, SigningKey, Path], tmp_path: Path
+) -> None:
     run_dir, bundle, key, allowed = current
     text = run_dir.report_md.read_text()
     v1 = legacy_v1.render_report(run_dir, read_summary(run_dir.summary_json))

@@ -18,7 +18,8 @@ case "$*" in
   *"version_info < (3, 10)"*) exit 0 ;;
   *"print("*) echo 3.11 ;;
   "-m venv "*) mkdir -p "$3/bin"; echo "Error: Command '[...]' returned non-zero exit status 1." >&2
-               echo "The virtual environment was not created successfully because ensurepip is not available." >&2; exit 1 ;;
+               echo "The virtual environment was not created successfully" \
+                 "because ensurepip is not available." >&2; exit 1 ;;
   *) exit 2 ;;
 esac
 """
