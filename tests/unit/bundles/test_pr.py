@@ -198,7 +198,8 @@ def test_a_bundle_the_author_signed_for_another_pr_is_not_verified_here(bundles,
     assert result.returncode == 1, result.stdout + result.stderr + comment
     assert (
         "❌ not verified" in comment
-        and f"| ❌ | subject | the bundle is for example/project\\#1, not pull request \\#{PR}" in comment
+        and f"| ❌ FAIL | subject | the bundle is for example/project\\#\u20601, not pull request \\#\u2060{PR}"
+        in comment
     )
     assert "# byog report" not in comment
 
