@@ -10,7 +10,6 @@ job (byog.runtimes.slurm_nodes).
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.paths import new_run_id
+from byog.core.settings import runs_dir
 from byog.plans.load import builtin_profiles, load_plan
 from byog.plans.tiers import apply_tier
 from byog.runtimes.launchers import world_size
@@ -108,7 +108,7 @@ def batch_script(plan_ref: str | None, plan: Plan, opts: SubmitOptions) -> str:
 
 
 def default_run_dir() -> Path:
-    return Path(os.environ.get("BYOG_RUNS_DIR", "runs")).resolve() / new_run_id()
+    return runs_dir().resolve() / new_run_id()
 
 
 def _slurm(argv: list[str]) -> subprocess.CompletedProcess[str]:

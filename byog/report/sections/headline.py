@@ -92,7 +92,7 @@ def _speedup_lines(ctx: ReportContext) -> list[str]:
     return lines
 
 
-NUMERICS_MARK = {"numerically equivalent": "✅", "drifts": "⚠️", "diverges": "❌"}
+NUMERICS_MARK = {"numerically equivalent": "✅", "drifts": "⚠️", "diverges": "❌", "insensitive": "➖"}
 
 
 def _numerics_lines(ctx: ReportContext) -> list[str]:
