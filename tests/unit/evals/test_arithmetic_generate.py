@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import yaml
 
@@ -20,7 +21,7 @@ def test_the_shipped_rows_are_exactly_the_generators() -> None:
     assert next(r for r in rows if r["id"] == "7*8")["answer"] == "56"
 
 
-def test_the_task_reads_the_shipped_rows_labelled_generated(tmp_path) -> None:  # noqa: ANN001
+def test_the_task_reads_the_shipped_rows_labelled_generated(tmp_path: Path) -> None:
     task = get_task("arithmetic_generated")
     source = resolve_source(task, tmp_path / "some-other-data-dir")  # the rows are byog's, wherever --data-dir points
     assert source.kind == "generated" and "not a published benchmark" in source.label
