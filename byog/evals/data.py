@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.io import sha256_file
-from byog.core.settings import DATA_DIR_ENV, hub_data_dir
+from byog.core.settings import DATA_DIR_ENV, PACKAGED_DATASETS, hub_data_dir
 from byog.evals.mrcr_tokens import cache_o200k_base
 from byog.plans.tasks import TaskSpec
 
@@ -106,6 +106,17 @@ def resolve_source(task: TaskSpec, data_dir: Path | None) -> DataSource:
     if task.name == "mrcr_generated":
         return DataSource(
             "generated", ref.hub_id, None, None, label="generated (byog MRCR-format rows), not MRCR v2", note=ref.note
+        )
+    if ref.generated:
+        files = {split: [PACKAGED_DATASETS / rel] for split, rel in ref.splits.items()}
+        return DataSource(
+            "generated",
+            ref.hub_id,
+            None,
+            None,
+            files,
+            label=f"generated ({ref.hub_id}), not a published benchmark",
+            note=ref.note,
         )
     if data_dir is not None and ref.splits:
         local = {split: [data_dir / rel] for split, rel in ref.splits.items()}

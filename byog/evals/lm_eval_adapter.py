@@ -63,6 +63,15 @@ def _lm_eval_tasks_dir() -> Path:
     return Path(spec.origin).parent / "tasks"
 
 
+BYOG_TASKS_DIR = Path(__file__).parent / "tasks"
+
+
+def task_yaml(task: TaskSpec) -> Path:
+    """The task's own YAML: lm-eval's, or byog's for a task lm-eval does not have."""
+    assert task.lm_eval_yaml is not None
+    return (BYOG_TASKS_DIR if task.yaml_in_byog else _lm_eval_tasks_dir()) / task.lm_eval_yaml
+
+
 def generation_kwargs(task: TaskSpec, endpoint: Endpoint, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The task's generation settings, plan/CLI overrides applied, max_gen_toks kept inside the context."""
     gen = dict(task.generation)
@@ -75,9 +84,8 @@ def generation_kwargs(task: TaskSpec, endpoint: Endpoint, overrides: dict[str, A
 
 def override_yaml(task: TaskSpec, source: DataSource, gen: dict[str, Any]) -> dict[str, Any]:
     """The YAML that includes lm-eval's task and re-points its data."""
-    assert task.lm_eval_yaml is not None
     cfg: dict[str, Any] = {
-        "include": str(_lm_eval_tasks_dir() / task.lm_eval_yaml),
+        "include": str(task_yaml(task)),
         "task": f"byog_{task.name}",
         "tag": [],
         "generation_kwargs": gen,

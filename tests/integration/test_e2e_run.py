@@ -63,7 +63,22 @@ def test_smoke_run_writes_the_run_directory(smoke_run) -> None:
     assert "--enforce-eager" in json.loads((run_dir / "servers" / "baseline" / "server.json").read_text())["argv"]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert {c["point_id"] for c in summary["bench"]["comparisons"]} == {f"decode-b{b}-isl32-osl64" for b in (1, 2, 4)}
-    assert [v["task"] for v in summary["evals"]["verdicts"]] == ["gsm8k"]
+    assert [v["task"] for v in summary["evals"]["verdicts"]] == ["arithmetic_generated", "gsm8k"]
+    scores = {(s["server"], s["task"]): s for s in summary["evals"]["scores"]}
+    for server in ("candidate", "baseline"):
+        score = scores[(server, "arithmetic_generated")]
+        assert score["n_items"] == 200 and 0 < score["score"] < 100, score  # neither floor nor ceiling
+        assert score["data"].startswith("generated") and "not a published benchmark" in score["data"]
+    verdict = next(v for v in summary["evals"]["verdicts"] if v["task"] == "arithmetic_generated")
+    print(
+        f"\narithmetic_generated compiled {scores[('candidate', 'arithmetic_generated')]['score']:.1f} vs eager "
+        f"{scores[('baseline', 'arithmetic_generated')]['score']:.1f}: d {verdict['d']}, SE {verdict['se_d']}, "
+        f"90% CI [{verdict['ci90_low']}, {verdict['ci90_high']}], margin {verdict['margin']}: {verdict['verdict']}; "
+        f"discordant {verdict['discordant']}/{verdict['n']}, observed re-draw {verdict['observed_redraw']}, "
+        f"false-fail {verdict['observed_false_fail']}, power {verdict['observed_power']}, "
+        f"screening {verdict['screening']} {verdict['screening_label']}"
+    )
+    assert verdict["degenerate"] == [] and verdict["verdict"] == "equivalent" and not verdict["screening"], verdict
     report = (run_dir / "report.md").read_text()
     # report v3: one matrix per metric and pair, B in the rows (candidate, baseline, speed-up per row)
     assert re.search(r"^\| B \| candidate \| baseline \| speed-up", report, re.M), report[:3000]

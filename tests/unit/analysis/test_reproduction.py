@@ -228,7 +228,7 @@ def test_the_reproduction_plan_keeps_point_ids_servers_and_few_eval_items() -> N
     cut = restrict_plan(plan, ["decode-b2-isl32-osl64"], ["candidate", "baseline"], 3)
     assert [p.point_id for p in expand_plan(cut)] == ["decode-b2-isl32-osl64"]
     assert list(cut.servers) == ["candidate", "baseline"] and cut.comparisons == [("candidate", "baseline")]
-    assert [(e.task, e.limit, e.passes) for e in cut.evals] == [("gsm8k", 3, 1)]
+    assert [(e.task, e.limit, e.passes) for e in cut.evals] == [("gsm8k", 3, 1), ("arithmetic_generated", 3, 1)]
     alone = restrict_plan(plan, ["decode-b1-isl32-osl64", "decode-b4-isl32-osl64"], ["candidate"], 0)
     assert [p.point_id for p in expand_plan(alone)] == ["decode-b1-isl32-osl64", "decode-b4-isl32-osl64"]
     assert alone.baseline == "candidate" and alone.comparisons == [] and alone.evals == []

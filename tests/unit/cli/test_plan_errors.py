@@ -67,7 +67,7 @@ def test_builtin_smoke_profile_matches_the_spine_issue() -> None:
     decode = plan.workloads[0]
     assert (decode.kind, decode.batch_sizes, decode.isl, decode.osl) == ("batch", [1, 2, 4], [32], [64])
     assert (decode.warmup_waves, decode.waves) == (1, 3)
-    assert [e.task for e in plan.evals] == ["gsm8k"]
+    assert [(e.task, e.limit) for e in plan.evals] == [("gsm8k", 10), ("arithmetic_generated", 200)]
 
 
 def test_profile_with_placeholders_is_refused_before_anything_starts(tmp_path: Path) -> None:

@@ -51,10 +51,13 @@ def test_old_standard_caps_were_unsound() -> None:
             assert planned_for_spec(old, margin_for(plan, spec.task)).false_fail > 0.5
 
 
-def test_smoke_profile_says_its_eval_is_screening() -> None:
+def test_smoke_profile_says_gsm8k_is_screening_and_its_arithmetic_is_sound_at_full_size() -> None:
     plan, _ = load_plan(None)
     assert plan.launches == 1 and not plan.aa_pair
-    assert {r["sound"] for r in eval_power_rows(plan)} == {False}
+    sound = {(r["tier"], r["task"]): r["sound"] for r in eval_power_rows(plan)}
+    assert {v for (_, task), v in sound.items() if task == "gsm8k"} == {False}
+    assert sound[("smoke", "arithmetic_generated")] is False  # the smoke tier's 10 items
+    assert sound[("full", "arithmetic_generated")] is True  # what `byog run` runs: 200 items, margin 10
 
 
 def test_launch_fields_leave_tiered_yaml_unchanged_at_their_defaults() -> None:

@@ -1,0 +1,58 @@
+"""A deliberately degraded server through the real path: the accuracy gate must call it "different".
+
+The degraded candidate is the real CPU vLLM with ``--hf-overrides '{"rms_norm_eps": 0.05}'`` (the
+model's own epsilon is 1e-5: every RMSNorm now flattens its activations); the baseline is the
+session's shared eager server, the smoke plan's baseline config. Both answer byog's generated
+arithmetic (200 items, not a published benchmark). One extra server start.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from byog.analysis.eval_summary import summarize_evals
+from byog.core.paths import RunDir
+from byog.evals.runner import run_task, write_task
+from byog.plans.tasks import get_task
+from byog.runtimes.local import LocalRuntime
+from byog.schemas.plan import Plan, ServerConfig
+
+pytestmark = pytest.mark.integration
+
+DEGRADE = ["--enforce-eager", "--hf-overrides", '{"rms_norm_eps": 0.05}']
+
+
+def test_a_perturbed_model_is_different_from_stock(endpoint, smollm2, tmp_path: Path) -> None:
+    task = get_task("arithmetic_generated")
+    rd = RunDir(tmp_path)
+    write_task(rd, "baseline", task.name, run_task(task, "baseline", endpoint, seeds=[1234], limit=200, data_dir=None))
+    server = LocalRuntime().launch("degraded", ServerConfig(runtime="local", args=DEGRADE), smollm2, tmp_path / "srv")
+    try:
+        degraded = run_task(task, "degraded", server.endpoint, seeds=[1234], limit=200, data_dir=None)
+    finally:
+        server.stop()
+    write_task(rd, "degraded", task.name, degraded)
+    plan = Plan(
+        name="degraded",
+        model={"path": "m"},
+        servers={"degraded": {"args": DEGRADE}, "baseline": {"args": ["--enforce-eager"]}},
+        baseline="baseline",
+        evals=[{"task": task.name, "limit": 200, "passes": 1}],
+        seeds=[1234],
+    )
+    summary = summarize_evals(rd, plan)
+    scores = {s.server: s for s in summary.scores}
+    (verdict,) = summary.verdicts
+    print(
+        f"\nbaseline {scores['baseline'].score:.1f} ± {scores['baseline'].stderr:.1f}, degraded "
+        f"{scores['degraded'].score:.1f} ± {scores['degraded'].stderr:.1f}; d {verdict.d:.1f}, SE {verdict.se_d:.2f}, "
+        f"90% CI [{verdict.ci90_low:.1f}, {verdict.ci90_high:.1f}], margin {verdict.margin:g}: {verdict.verdict}; "
+        f"discordant {verdict.discordant}/{verdict.n}, observed re-draw {verdict.observed_redraw}, "
+        f"power {verdict.observed_power}, label {verdict.screening_label}"
+    )
+    assert degraded.results["data"]["source"] == "generated"
+    assert 0 < scores["baseline"].score < 100  # stock is neither floor nor ceiling
+    assert verdict.degenerate == [] and verdict.verdict == "different"
+    assert verdict.ci90_high < -verdict.margin  # worse by more than the margin, not merely not-equivalent
