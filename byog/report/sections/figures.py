@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from byog.report.context import ReportContext
 from byog.report.mermaid import charts
-from byog.report.plots import plots_for
+from byog.report.plots import Plot, plots_for
 
 
 def section(ctx: ReportContext) -> list[str]:
@@ -21,16 +21,7 @@ def section(ctx: ReportContext) -> list[str]:
     plots = plots_for(ctx.summary)
     if not plots:
         return []
-    lines = ["## Plots", ""]
-    base = ctx.inputs.image_base
-    if base is None:
-        names = ", ".join(f"`plots/{p.name}`" for p in plots)
-        return [*lines, f"In the bundle (not embedded here): {names}.", ""]
-    for p in plots:
-        lines += [f"![{p.alt}]({base}{p.name})", ""]
-    if ctx.invalid:
-        lines += ["Invalid points are drawn as red crosses (and hatched boxes) in the plots.", ""]
-    return lines
+    return _pngs(ctx, plots, ["## Plots", ""], "In the bundle (not embedded here)")
 
 
 def _charts(ctx: ReportContext) -> list[str]:
@@ -40,12 +31,16 @@ def _charts(ctx: ReportContext) -> list[str]:
     if not drawn and not plots:
         return []
     lines = ["## Charts", "", *drawn]
+    return _pngs(ctx, plots, lines, "Plots in the bundle") if plots else lines
+
+
+def _pngs(ctx: ReportContext, plots: list[Plot], lines: list[str], named: str) -> list[str]:
+    """The PNGs after ``lines``: embedded from ``image_base`` where they are published, else named."""
     base = ctx.inputs.image_base
-    if not plots:
-        return lines
     if base is None:
         names = ", ".join(f"`plots/{p.name}`" for p in plots)
-        return [*lines, f"Plots in the bundle: {names}.", ""]
+        return [*lines, f"{named}: {names}.", ""]
+    lines = [*lines]
     for p in plots:
         lines += [f"![{p.alt}]({base}{p.name})", ""]
     if ctx.invalid:
