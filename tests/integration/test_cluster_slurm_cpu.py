@@ -88,8 +88,7 @@ def inside(env: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def vllm_processes() -> list[tuple[int, str]]:
-    """vLLM's processes on this host (API servers, headless ranks, their workers), not the srun clients."""
+def _all_vllm_processes() -> list[tuple[int, str]]:
     out = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmd = proc.info["cmdline"] or []
@@ -98,6 +97,23 @@ def vllm_processes() -> list[tuple[int, str]]:
         if "byog.images.vllm_entry" in cmd or any("VLLM" in part and "Worker" in part for part in cmd[:1]):
             out.append((proc.pid, " ".join(cmd)[:140]))
     return out
+
+
+# vLLM processes this module did not start (an earlier module's, still exiting): never counted as left over
+FOREIGN: set[int] = set()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _foreign_processes() -> None:
+    FOREIGN.update(pid for pid, _ in _all_vllm_processes())
+    if FOREIGN:
+        print("\n[slurm] vLLM processes running before this module (not counted):", *sorted(FOREIGN))
+
+
+def vllm_processes() -> list[tuple[int, str]]:
+    """vLLM's processes on this host (API servers, headless ranks, their workers) that this module's
+    steps started, not the srun clients: a process leaked by a step is new, so it still counts."""
+    return [(pid, cmd) for pid, cmd in _all_vllm_processes() if pid not in FOREIGN]
 
 
 def show(cluster, label: str) -> None:
