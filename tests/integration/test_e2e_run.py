@@ -82,7 +82,8 @@ def test_smoke_run_writes_the_run_directory(smoke_run) -> None:
     report = (run_dir / "report.md").read_text()
     # report v3: one matrix per metric and pair, B in the rows (candidate, baseline, speed-up per row)
     assert re.search(r"^\| B \| candidate \| baseline \| speed-up", report, re.M), report[:3000]
-    assert re.search(r"^\| 4 \| [0-9]", report, re.M) and "gsm8k" in report
+    # a number in the B = 4 row, struck through where this box flagged the point invalid (client saturated)
+    assert re.search(r"^\| 4 \| (~~)?[0-9]", report, re.M) and "gsm8k" in report
 
 
 def test_rerun_resumes_without_launching_and_derives_the_same_summary(smoke_run, signing_key) -> None:
