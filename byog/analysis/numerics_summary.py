@@ -169,7 +169,10 @@ def baseline_sensitivity(
         )
     if control is None:
         return BaselineSensitivity(
-            **base, sensitive=False, control=None, reason="no sensitivity control ran on this baseline"
+            **base,
+            sensitive=False,
+            control=None,
+            reason=(roles.not_derived if roles is not None else None) or "no sensitivity control ran on this baseline",
         )
     families = loaded.families(run_dir, control, tolerance)
     verdict, distance = _worst(families), _max_distance(families)

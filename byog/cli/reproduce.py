@@ -28,6 +28,7 @@ from byog.pipeline.reproduce import (
     reproduce,
 )
 from byog.plans.expand import expand_plan
+from byog.plans.numerics_roles import launch_config
 from byog.plans.subset import Overrides
 from byog.runtimes.launch import local_vllm_argv, redact_env, server_env, vllm_serve_args
 from byog.runtimes.local import cpu_vllm_installed
@@ -204,7 +205,7 @@ def render(done: Reproduced) -> None:
 
 
 def _launch(planned: Planned, name: str) -> dict[str, Any]:
-    config = planned.plan.servers[name]
+    config = launch_config(planned.plan, name)
     if config.runtime == "endpoint":
         return {"server": name, "runtime": "endpoint", "url": config.url, "argv": None, "env": {}}
     model = model_as_named(planned.plan.model)

@@ -58,6 +58,7 @@ from byog.pipeline.numerics import references, server_order
 from byog.pipeline.run import run_server, server_work_done
 from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.expand import expand_plan
+from byog.plans.numerics_roles import check_stock_roles
 from byog.plans.subset import Overrides, apply_overrides, restrict_plan
 from byog.plans.tasks import get_task
 from byog.plans.tiers import tiered_plan_yaml
@@ -221,6 +222,7 @@ def _plan(original: RunDir, opts: ReproduceOptions) -> tuple[Planned, Summary]:
             overrides, allowed_image_digests=[*overrides.allowed_image_digests, *policy.allowed_image_digests]
         )
     repro_plan = apply_overrides(restrict_plan(plan, points, servers, opts.eval_items), overrides)
+    check_stock_roles(repro_plan)  # as byog run does: a hand-made bundle may set them up wrongly
     return Planned(repro_plan, points, server_order(repro_plan), manifest_sha), o_summary
 
 

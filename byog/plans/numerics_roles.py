@@ -12,7 +12,9 @@ Beside the plan's own servers, every baseline of a comparison gets two stock der
 A derivative whose launch equals a plan server's (same arguments after last-wins parsing, same
 environment) is that server, launched once. The envelope variant may never be a candidate of its
 baseline (a candidate would be judged against itself), and neither derivative may equal the
-baseline.
+baseline. A baseline of ``runtime: endpoint`` has neither: byog did not launch it, so it cannot
+launch it changed, and a copy of its URL would be the baseline again, a control that can never be
+seen; its candidates are then "insensitive", and the summary says why.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ class StockRoles:
     """One baseline's control and envelope variant, each a server name (a plan server or a derivative)."""
 
     baseline: str
-    control: str | None  # None: the plan's control cannot run here (check_stock_roles says why)
+    control: str | None  # None: the plan's control cannot run here (check_stock_roles or not_derived says why)
     variant: str | None
+    not_derived: str | None = None  # why byog derives neither (an endpoint baseline)
 
 
 def parsed_args(args: list[str]) -> dict[str, str | None]:
@@ -83,6 +86,18 @@ def _resolve(plan: Plan) -> tuple[dict[str, StockRoles], list[str]]:
     problems: list[str] = []
     for baseline in dict.fromkeys(b for _, b in plan.comparisons):
         base = plan.servers[baseline]
+        if base.runtime == "endpoint":
+            roles[baseline] = StockRoles(
+                baseline=baseline,
+                control=None,
+                variant=None,
+                not_derived=(
+                    f"the baseline '{baseline}' is an endpoint byog did not launch, so byog cannot launch its "
+                    f"numerics control ({_describe(spec.control)}) or envelope variant "
+                    f"({_describe(spec.envelope_variant)}); give it a runtime byog launches"
+                ),
+            )
+            continue
         candidates = {c for c, b in plan.comparisons if b == baseline}
         names: list[str | None] = []
         for what, change, suffix in (

@@ -210,14 +210,11 @@ def test_a_doctored_bundle_verifies_and_is_caught_by_a_reproduction(made: dict[s
     assert caught and all(c["deviation"] > 0.4 for c in caught)
 
 
-@pytest.mark.xfail(
-    reason="open (issue 26 item 8): failed in the lead's CI-like run after the numerics control/variant roles "
-    "landed; endpoint servers cannot be relaunched as '<baseline>.control' / '.variant'",
-    strict=False,
-)
 def test_a_bundle_with_numerics_reproduces_its_baseline_first(made) -> None:
     """The candidate is listed first; its numerics pass sends its baseline's prompts, so the
-    reproduction must launch the baseline first (plan order exited 2: "run 'baseline' first")."""
+    reproduction must launch the baseline first (plan order exited 2: "run 'baseline' first").
+    Both are endpoints: byog derives no control or variant from a server it did not launch, and the
+    verdict says so ("insensitive"), in the original and in the reproduction alike."""
     work, url = made["work"] / "numerics", made["url"]
     work.mkdir()
     plan = work / "plan.yaml"
@@ -261,8 +258,10 @@ def test_a_bundle_with_numerics_reproduces_its_baseline_first(made) -> None:
     assert record["points_requested"] == ["decode-b1-isl16-osl16"]
     for server in ("baseline", "candidate"):
         assert (work / "reproduction" / "numerics" / server / "record.json").is_file(), server
+    assert sorted(p.name for p in (work / "reproduction" / "numerics").iterdir()) == ["baseline", "candidate"]
     numerics = json.loads((work / "reproduction" / "summary.json").read_text())["numerics"]
-    assert [c["candidate"] for c in numerics["comparisons"]] == ["candidate"]
+    assert [(c["candidate"], c["verdict"]) for c in numerics["comparisons"]] == [("candidate", "insensitive")]
+    assert "'baseline' is an endpoint byog did not launch" in numerics["sensitivity"][0]["reason"]
     verified = byog(
         "verify", str(work / "run" / "bundle.reproduction.tar.gz"), "--allowed-signers", str(made["signers"]), cwd=work
     )

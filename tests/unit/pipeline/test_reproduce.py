@@ -30,7 +30,9 @@ DECODE_METRICS = ("decode_tok_s", "tpot_s.p50")  # TTFT of a fake that does no p
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[str]:
-    with server_process(step_s=0.02) as base_url:  # its own process: no GIL shared with the client
+    # its own process (no GIL shared with the client), and an ITL a loaded 2-core box's event-loop lag stays
+    # under 25% of, so the points stay valid (at 20 ms a P99 lag of 7 ms struck them)
+    with server_process(step_s=0.05) as base_url:
         yield base_url
 
 
@@ -206,6 +208,12 @@ REFUSED = {
 }
 
 
+NUMERICS_SECTION = (  # the honest baseline is already eager: its envelope variant is another stock change
+    "numerics: {random_prompts: 1, random_isl: 16, dataset_prompts: 0, conformance: false, "
+    "envelope_variant: {args: [--max-num-seqs, '8']}}\n"
+)
+
+
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Signed synthetic bundles (trusted signer) whose plans ask for hosts, code and an image; and an honest one."""
@@ -218,8 +226,11 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     text = plan_yaml(spec)
     assert HONEST_SERVERS in text
     out = {"signers": allowed_signers(folder / "allowed_signers", [("contributor@example.com", pub)])}
-    for name, servers in {"honest": HONEST_SERVERS, **HOSTILE_SERVERS}.items():
-        rd = make_run_dir(folder / f"run-{name}", spec, plan_text=text.replace(HONEST_SERVERS, servers))
+    plans = {name: text.replace(HONEST_SERVERS, servers) for name, servers in HOSTILE_SERVERS.items()}
+    plans["honest"] = text
+    plans["numerics"] = text + NUMERICS_SECTION
+    for name, plan_text in plans.items():
+        rd = make_run_dir(folder / f"run-{name}", spec, plan_text=plan_text)
         rd.plots_dir.mkdir(exist_ok=True)
         out[name] = seal_and_pack(rd, folder / f"{name}.tar.gz", key=key, plots=None).bundle
     return out
@@ -292,6 +303,27 @@ def test_a_dry_run_prints_what_would_run_and_runs_nothing(synthetic, nothing_run
         "seed 1234; nothing was started (--dry-run)",
     ]
     assert sorted(p.name for p in nothing_runs.iterdir()) == []  # no run dir, no MAINTAINERS-PROXY
+
+
+def test_a_dry_run_of_a_bundle_with_numerics_shows_the_derived_control_and_variant(
+    synthetic, nothing_runs: Path
+) -> None:
+    """The baseline first, then the control and envelope variant byog derives from it (a KeyError before)."""
+    result = runner.invoke(
+        app,
+        ["reproduce", str(synthetic["numerics"]), "--allowed-signers", str(synthetic["signers"]), "--dry-run"],
+        env={"COLUMNS": "400"},
+    )
+    assert result.exit_code == 0, result.output
+    servers = [
+        line.split(":")[0].strip()
+        for line in result.output.splitlines()
+        if line.startswith("  ") and not line.startswith("    ")
+    ]
+    assert servers == ["baseline", "baseline.control", "baseline.variant", "candidate"], result.output
+    argv = [line for line in result.output.splitlines() if line.startswith("    argv: ")]
+    assert argv[1].endswith("--enforce-eager --dtype float16") and argv[2].endswith("--enforce-eager --max-num-seqs 8")
+    assert sorted(p.name for p in nothing_runs.iterdir()) == []
 
 
 def test_a_bundle_with_numerics_reproduces_its_baseline_first(tmp_path: Path) -> None:

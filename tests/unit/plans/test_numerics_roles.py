@@ -79,3 +79,18 @@ def test_no_numerics_section_no_roles() -> None:
     assert stock_roles(plan) == {} and derived_servers(plan) == {}
     with pytest.raises(UsageError, match="neither a server of the plan"):
         launch_config(plan, "stock.control")
+
+
+def test_an_endpoint_baseline_gets_no_derived_control_or_variant_and_says_why() -> None:
+    plan = parse_plan(
+        "name: endpoints\nmodel: {path: 'builtin:smollm2-135m-instruct'}\n"
+        "servers:\n  cand: {runtime: endpoint, url: 'http://127.0.0.1:1'}\n"
+        "  stock: {runtime: endpoint, url: 'http://127.0.0.1:2'}\nbaseline: stock\nnumerics: {}\n",
+        "plan",
+    )
+    check_stock_roles(plan)  # an endpoint plan is not bad input: it just cannot show sensitivity
+    role = stock_roles(plan)["stock"]
+    assert (role.control, role.variant) == (None, None)
+    assert derived_servers(plan) == {}  # a copy of the endpoint's URL would be the baseline again
+    assert role.not_derived is not None and "'stock' is an endpoint byog did not launch" in role.not_derived
+    assert "--dtype float16" in role.not_derived and "--enforce-eager" in role.not_derived
