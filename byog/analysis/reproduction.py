@@ -38,6 +38,10 @@ Eval items: the first ``n`` items of each task are re-run greedily (temperature 
 pass-0 seed); an item agrees when the extracted answers are equal. The eval reproduces when the
 share of agreeing items is at least ``DEFAULT_EVAL_MIN_AGREEMENT``: greedy decoding of the same
 weights differs only where floating-point order (batch composition, kernels) flips a near-tie.
+
+Numerics: each comparison the reproduction re-ran reproduces when its verdict (candidate against
+its baseline, ``byog.analysis.numerics_summary``) is the original's; "insensitive" on either side
+is not compared (``compare_numerics``).
 """
 
 from __future__ import annotations
@@ -52,9 +56,11 @@ from byog.analysis.bench_summary import CI_LEVEL, point_estimate
 from byog.core.paths import RunDir
 from byog.schemas.bench import PointComparison, PointSummary
 from byog.schemas.evals import EvalItemRow
+from byog.schemas.numerics import NumericsSummary
 from byog.schemas.reproduction import (
     EvalReproduction,
     MetricCheck,
+    NumericsReproduction,
     Outcome,
     PointReproduction,
     ReproductionRule,
@@ -269,6 +275,43 @@ def compare_point(
 
 def _ratio(c: PointComparison | None) -> Estimate:
     return Estimate(None) if c is None else Estimate(c.ratio, c.ci_low, c.ci_high)
+
+
+def compare_numerics(
+    original: NumericsSummary | None, reproduced: NumericsSummary | None
+) -> list[NumericsReproduction]:
+    """Each numerics comparison the reproduction re-ran, its verdict against the original's.
+
+    Reproduced when the verdicts are equal. An "insensitive" verdict on either side is not
+    compared: it says the method could not see a difference there, so agreeing on it shows nothing.
+    Both verdicts are within-run judgements (a candidate against its baseline on the same box), so
+    they compare across hardware.
+    """
+    if reproduced is None:
+        return []
+    before = {(c.candidate, c.baseline): c.verdict for c in original.comparisons} if original is not None else {}
+    out = []
+    for c in reproduced.comparisons:
+        verdict = before.get((c.candidate, c.baseline))
+        if verdict is None:
+            outcome: Outcome = "not compared"
+            note = "the original has no numerics verdict for this pair"
+        elif "insensitive" in (verdict, c.verdict):
+            outcome, note = "not compared", "insensitive: the method cannot see a difference on this baseline"
+        else:
+            outcome = "reproduced" if verdict == c.verdict else "not reproduced"
+            note = ""
+        out.append(
+            NumericsReproduction(
+                candidate=c.candidate,
+                baseline=c.baseline,
+                original=verdict,
+                reproduced=c.verdict,
+                outcome=outcome,
+                note=note,
+            )
+        )
+    return out
 
 
 def compare_eval_items(

@@ -38,6 +38,7 @@ from byog.analysis.reproduction import (
     DEFAULT_RUN_NOISE,
     combine,
     compare_eval_items,
+    compare_numerics,
     compare_point,
     default_rule,
     for_the_family,
@@ -280,6 +281,7 @@ def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reprodu
         )
         rule = default_rule(opts.run_noise).model_copy(update={"checks_compared": compared, "family_z_scale": z_scale})
         evals = _eval_checks(repro_plan, original, rd, DEFAULT_EVAL_MIN_AGREEMENT)
+        numerics = compare_numerics(o_summary.numerics, r_summary.numerics)
         predicate_version = read_json(original.root / MANIFEST_NAME)["predicate"]["tool"]["version"]
         record = ReproductionRecord(
             original=OriginalBundle(
@@ -300,7 +302,8 @@ def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reprodu
             rule=rule,
             points=checked,
             evals=evals,
-            outcome=combine([p.outcome for p in checked] + [e.outcome for e in evals]),
+            numerics=numerics,
+            outcome=combine([p.outcome for p in checked] + [e.outcome for e in evals] + [n.outcome for n in numerics]),
         )
     atomic_write_json(rd.root / REPRODUCTION_NAME, record.model_dump(mode="json"))
     out = opts.out or Path(f"{stem(bundle)}{SUFFIX}.tar.gz")

@@ -91,6 +91,17 @@ class EvalReproduction(Derived):
     note: str = ""
 
 
+class NumericsReproduction(Derived):
+    """One numerics comparison re-run: is the candidate's verdict against its baseline the original's?"""
+
+    candidate: str
+    baseline: str
+    original: str | None  # the verdict in the original's summary; None: it has none for this pair
+    reproduced: str | None
+    outcome: Outcome
+    note: str = ""
+
+
 class Hardware(Strict):
     original: str
     reproduced: str
@@ -109,7 +120,8 @@ class ReproductionRecord(Strict):
     rule: ReproductionRule
     points: list[PointReproduction]
     evals: list[EvalReproduction] = Field(default_factory=list)
-    outcome: Outcome  # reproduced only when every compared point and eval was
+    numerics: list[NumericsReproduction] = Field(default_factory=list)
+    outcome: Outcome  # reproduced only when every compared point, eval and numerics verdict was
 
 
 register("reproduction", ReproductionRecord, version=REPRODUCTION_SCHEMA_VERSION, files=(REPRODUCTION_NAME,))

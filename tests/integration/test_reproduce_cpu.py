@@ -262,6 +262,9 @@ def test_a_bundle_with_numerics_reproduces_its_baseline_first(made) -> None:
     numerics = json.loads((work / "reproduction" / "summary.json").read_text())["numerics"]
     assert [(c["candidate"], c["verdict"]) for c in numerics["comparisons"]] == [("candidate", "insensitive")]
     assert "'baseline' is an endpoint byog did not launch" in numerics["sensitivity"][0]["reason"]
+    assert [(n["candidate"], n["original"], n["outcome"]) for n in record["numerics"]] == [
+        ("candidate", "insensitive", "not compared")
+    ]
     verified = byog(
         "verify", str(work / "run" / "bundle.reproduction.tar.gz"), "--allowed-signers", str(made["signers"]), cwd=work
     )

@@ -76,6 +76,22 @@ def _tables(record: ReproductionRecord) -> list[str]:
         for e in record.evals
     ]
     lines += table(["Eval", "Server", "Items", "Same answer", "Agreement", "Needed", "Outcome"], evals)
+    numerics = [
+        [
+            md_text(f"{n.candidate} vs {n.baseline}"),
+            md_text(n.original or "–"),
+            md_text(n.reproduced or "–"),
+            MARK[n.outcome] + (f": {md_text(n.note)}" if n.note else ""),
+        ]
+        for n in record.numerics
+    ]
+    # only where there is one: a reproduction without numerics renders as it always did (verify re-renders it)
+    if numerics:
+        lines += table(["Numerics", "Original verdict", "Reproduced verdict", "Outcome"], numerics)
+        lines += [
+            "A numerics comparison reproduces when its verdict is the original's; 'insensitive' is not compared.",
+            "",
+        ]
     rule = record.rule
     lines += [
         "Rule: a value is reproduced when |ln(reproduced / original)| ≤ √(w_o² + w_r²) + ln(1 + "

@@ -16,6 +16,7 @@ from byog.analysis.reproduction import (
     Estimate,
     combine,
     compare_eval_items,
+    compare_numerics,
     compare_point,
     family_z_scale,
     for_the_family,
@@ -31,6 +32,7 @@ from byog.plans.expand import expand_plan
 from byog.plans.load import load_plan
 from byog.plans.subset import Overrides, apply_overrides, restrict_plan
 from byog.schemas.evals import EvalItemRow
+from byog.schemas.numerics import NumericsComparison, NumericsSummary
 from byog.schemas.reproduction import PointReproduction
 from tests.support.synthetic import SyntheticSpec, make_run_dir
 
@@ -307,3 +309,25 @@ def test_the_family_of_checks_holds_together_at_the_ci_level() -> None:
     assert 0.55 < alone < 0.65, alone  # 1 - 0.95^18 = 0.60: the control
     assert together <= 0.05, together
     assert {(m, round(z, 4)) for _, m, z in widened} == {(18, 1.5262)}
+
+
+def _numerics(*verdicts: tuple[str, str]) -> NumericsSummary:
+    return NumericsSummary(
+        comparisons=[NumericsComparison(candidate=c, baseline="stock", verdict=v, families=[]) for c, v in verdicts]
+    )
+
+
+def test_a_numerics_verdict_reproduces_only_when_it_is_the_originals() -> None:
+    original = _numerics(("same", "numerically equivalent"), ("drifted", "numerically equivalent"), ("flat", "drifts"))
+    again = _numerics(
+        ("same", "numerically equivalent"), ("drifted", "drifts"), ("flat", "insensitive"), ("new", "diverges")
+    )
+    got = {n.candidate: (n.original, n.reproduced, n.outcome) for n in compare_numerics(original, again)}
+    assert got == {
+        "same": ("numerically equivalent", "numerically equivalent", "reproduced"),
+        "drifted": ("numerically equivalent", "drifts", "not reproduced"),
+        "flat": ("drifts", "insensitive", "not compared"),  # a method that cannot see confirms nothing
+        "new": (None, "diverges", "not compared"),
+    }
+    assert combine([n.outcome for n in compare_numerics(original, again)]) == "not reproduced"
+    assert compare_numerics(original, None) == []

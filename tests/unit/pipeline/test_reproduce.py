@@ -368,4 +368,6 @@ def test_a_bundle_with_numerics_reproduces_its_baseline_first(tmp_path: Path) ->
     record = json.loads((done.run_dir / "numerics" / "candidate" / "record.json").read_text())
     baseline = json.loads((done.run_dir / "numerics" / "baseline" / "record.json").read_text())
     assert record["prompts"] == baseline["prompts"]  # the candidate sent its baseline's prompts
+    # endpoints: no control, so the verdict is "insensitive" on both sides, which confirms nothing
+    assert [(n.candidate, n.outcome) for n in done.record.numerics] == [("candidate", "not compared")]
     assert verify_bundle(done.packed.bundle, allowed_signers=signers).verified
