@@ -1,5 +1,6 @@
 """The hostile-input table: every case of tests/support/hostile.py run as a `byog verify` process
-under a 3 GiB address-space limit; prints case, exit, wall s, peak MB and the refusal line.
+(the reproduce cases as `byog reproduce --dry-run`) under a 3 GiB address-space limit; prints case,
+exit, wall s, CPU s, peak MB and the refusal line.
 
     python benchmarks/verify_hostile.py [--cases NAME,...] [--show]
 
@@ -8,7 +9,7 @@ each process's exact ru_maxrss); CPU s is the user + system time of that tree (w
 would be on an idle core: read it when the machine is loaded). Goals (the verify-hardening
 issue): every case refused (or, where it says so, verified), wall <= 10 s, peak <= 1 GB, an
 empty temp dir afterwards; a case refused before the signature is known (untrusted, or the
-archive itself) within 2 s.
+archive itself) within 2 s; a reproduce case runs nothing (its sentinel file is never made).
 """
 
 from __future__ import annotations
@@ -23,7 +24,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.support.hostile import CASES, PEAK_LIMIT_MB, WALL_LIMIT_S, Built, Kit, run_verify, table
+from tests.support.hostile import (
+    CASES,
+    PEAK_LIMIT_MB,
+    REPRODUCE_CASES,
+    WALL_LIMIT_S,
+    Built,
+    Kit,
+    run_byog,
+    table,
+)
 
 
 def _refusal(output: str, says: str) -> str:
@@ -54,13 +64,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="byog-hostile-") as tmp:
         kit = Kit.create(Path(tmp) / "kit")
         outcomes, problems, refusals = [], [], []
-        base = run_verify(kit, Built(kit.folder / "base.tar.gz"), "unmodified bundle")
+        base = run_byog(kit, Built(kit.folder / "base.tar.gz"), "unmodified bundle")
         outcomes.append(base)
-        for case in CASES:
+        for case in [*CASES, *REPRODUCE_CASES]:
             if wanted and case.name not in wanted:
                 continue
             built = case.build(kit)
-            outcome = run_verify(kit, built, case.name)
+            outcome = run_byog(kit, built, case.name)
             outcomes.append(outcome)
             refusals.append(f"{case.name}: {_refusal(outcome.output, case.says)}")
             if args.show:
@@ -72,6 +82,8 @@ def main() -> None:
                 )
             seconds = outcome.cpu_s if loaded else outcome.wall_s
             limit = BEFORE_SIGNATURE_S if _before_signature(outcome.output) else WALL_LIMIT_S
+            if outcome.ran:
+                problems.append(f"{case.name}: it ran what the bundle asked for ({built.sentinel} exists)")
             if seconds > limit or outcome.peak_mb > PEAK_LIMIT_MB or outcome.temp_left:
                 problems.append(
                     f"{case.name}: {seconds:.1f} s ({'CPU' if loaded else 'wall'}, limit {limit:g} s), "

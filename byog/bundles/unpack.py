@@ -1,5 +1,7 @@
-"""Safe extraction of an untrusted bundle, in one pass: every member is vetted from its tar header
-before a byte of it is written, into a private temp dir that is removed when anything is refused.
+"""Safe extraction of an untrusted bundle: every member is vetted from its tar header before a byte
+of it is written, into a private temp dir that is removed when anything is refused. ``verify``
+first reads the archive without writing anything (``Extracted(deferred=True)``: members hashed,
+the manifest and its signature kept in memory) and extracts it only once the signer is trusted.
 
 Refused, each with one sentence: a file that is not byog's gzip container (one member, the header
 byog writes, nothing after its trailer: ``_Container``), a gzip stream that expands past the cap
@@ -26,10 +28,9 @@ import struct
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from byog.bundles.archive import (
     FILE_MODE,
@@ -171,6 +172,18 @@ _KIND = {
 }
 
 
+def _check_size(name: str, size: int, limits: Limits) -> None:
+    if size > limits.max_member_bytes:
+        raise UnsafeBundle(
+            f"unsafe bundle: member '{name}' is {size} bytes, over the {limits.max_member_bytes} byte cap"
+        )
+    kind_cap = size_cap(name)  # from the tar header, before a byte of the member is read
+    if kind_cap is not None and size > kind_cap:
+        raise UnsafeBundle(
+            f"unsafe bundle: member '{name}' is {size:,} bytes, over the {kind_cap:,} byte cap for its kind"
+        )
+
+
 def _check_member(info: tarfile.TarInfo, limits: Limits) -> None:
     name = check_name(info.name)
     if not info.isreg() or info.type == tarfile.CONTTYPE or info.issparse():
@@ -178,15 +191,7 @@ def _check_member(info: tarfile.TarInfo, limits: Limits) -> None:
             f"unsafe bundle: member '{name}' is {_KIND.get(info.type, f'of tar type {info.type!r}')}, "
             "not a regular file"
         )
-    if info.size > limits.max_member_bytes:
-        raise UnsafeBundle(
-            f"unsafe bundle: member '{name}' is {info.size} bytes, over the {limits.max_member_bytes} byte cap"
-        )
-    kind_cap = size_cap(name)  # from the tar header, before a byte of the member is read
-    if kind_cap is not None and info.size > kind_cap:
-        raise UnsafeBundle(
-            f"unsafe bundle: member '{name}' is {info.size:,} bytes, over the {kind_cap:,} byte cap for its kind"
-        )
+    _check_size(name, info.size, limits)
     # byog writes exactly these header fields; anything else is not a byog bundle.
     if info.mtime != 0 or info.uid != 0 or info.gid != 0 or info.uname or info.gname or info.mode != FILE_MODE:
         raise UnsafeBundle(f"unsafe bundle: member '{name}' has tar metadata byog never writes (mtime, owner or mode)")
@@ -196,20 +201,28 @@ def _check_member(info: tarfile.TarInfo, limits: Limits) -> None:
         )
 
 
-class _Member:
-    """A member's data as tar hands it over: counted, capped, and copied to disk when extracting."""
+class _Source(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
 
-    def __init__(self, source: BinaryIO, name: str, size: int, target: Path, made: set[Path]) -> None:
+
+class _Member:
+    """A member's data as tar hands it over: counted, capped, hashed, and copied to disk (``target``)
+    or kept in memory (``keep``: the small members the signature check reads) as it is read."""
+
+    def __init__(self, source: _Source, name: str, size: int, target: Path | None, made: set[Path], keep: bool) -> None:
         self.source = source
         self.name = name
         self.size = size
         self.read_bytes = 0
-        if target.parent not in made:  # one mkdir per folder, not per member
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            made.add(target.parent)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        self.out: BinaryIO | None = os.fdopen(fd, "wb")
-        self.sha256 = hashlib.sha256()  # while it is written: the hashes check need not read it back
+        self.out: BinaryIO | None = None
+        self.kept: list[bytes] | None = [] if keep else None  # size-capped by its kind at the tar header
+        if target is not None:
+            if target.parent not in made:  # one mkdir per folder, not per member
+                target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                made.add(target.parent)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            self.out = os.fdopen(fd, "wb")
+        self.sha256 = hashlib.sha256()  # while it is read: the hashes check need not read it back
 
     def read(self, size: int = -1) -> bytes:
         left = self.size - self.read_bytes
@@ -218,6 +231,8 @@ class _Member:
         self.sha256.update(data)
         if self.out is not None:
             self.out.write(data)
+        if self.kept is not None:
+            self.kept.append(data)
         return data
 
     def close_file(self) -> None:
@@ -245,84 +260,181 @@ class _HashSink:
         return self.count
 
 
-def _scan(path: Path, limits: Limits, dest: Path, digests: dict[str, str]) -> list[str]:
-    """One pass over the archive: vet every member, write it under ``dest`` (private, removed by
-    the caller when this raises) and its sha256 into ``digests``.
+@dataclass
+class _Scan:
+    """What one pass over the archive found: member names in order, each one's sha256, and the bytes
+    of the members it was asked to keep."""
+
+    names: list[str]
+    digests: dict[str, str]
+    held: dict[str, bytes]
+
+
+class _NotPlain(Exception):
+    """A tar header other than the plain one byog writes for a short ASCII name: read with tarfile instead."""
+
+
+_ZERO_BLOCK = bytes(tarfile.BLOCKSIZE)
+
+
+class _Pass:
+    """One pass over the archive: the rules every member is held to, whichever reader parses the
+    headers, and the canonical tar stream rebuilt from what they admitted."""
+
+    def __init__(self, limits: Limits, dest: Path | None, keep: frozenset[str]) -> None:
+        self.limits = limits
+        self.dest = dest
+        self.keep = keep
+        self.found = _Scan([], {}, {})
+        self.seen: set[str] = set()
+        self.folders: set[str] = set()
+        self.made: set[Path] = set()
+        self.total = 0
+        self.canonical = _HashSink()
+
+    def count_one_more(self) -> None:
+        if len(self.found.names) >= self.limits.max_members:
+            raise UnsafeBundle(f"unsafe bundle: more than {self.limits.max_members} members")
+
+    def admit(self, name: str, size: int) -> None:
+        """What no single header shows: duplicates, order, a file that is also a folder, the total size."""
+        names = self.found.names
+        if name in self.seen or name in self.folders:
+            raise UnsafeBundle(f"unsafe bundle: member '{name}' appears twice or is also a folder")
+        if names and name < names[-1]:
+            raise UnsafeBundle("not a canonical byog archive: members are not in sorted order")
+        parents = name.split("/")[:-1]
+        for depth in range(1, len(parents) + 1):
+            folder = "/".join(parents[:depth])
+            if folder in self.seen:
+                raise UnsafeBundle(f"unsafe bundle: '{folder}' is both a file and a folder")
+            self.folders.add(folder)
+        self.total += size
+        if self.total > self.limits.max_total_bytes:
+            raise UnsafeBundle(f"unsafe bundle: members add up to more than {self.limits.max_total_bytes} bytes")
+
+    def copy(self, source: _Source, name: str, size: int) -> _Member:
+        """Read one admitted member through to its end (written, kept, hashed) and rebuild its canonical bytes."""
+        target = None if self.dest is None else self.dest / name
+        member = _Member(source, name, size, target, self.made, name in self.keep)
+        self.found.names.append(name)
+        self.seen.add(name)
+        self.canonical.write(member_header(name, size))
+        try:
+            while chunk := member.read(_CHUNK):
+                self.canonical.write(chunk)
+        finally:
+            member.close_file()
+        self.canonical.write(b"\0" * (-size % tarfile.BLOCKSIZE))
+        return member
+
+    def record(self, member: _Member) -> None:
+        member.require_complete()
+        self.found.digests[member.name] = member.sha256.hexdigest()
+        if member.kept is not None:
+            self.found.held[member.name] = b"".join(member.kept)
+
+    def end(self, stream: _Container) -> None:
+        """tarfile's end of archive (two zero blocks, zeros to a whole record), then nothing but zeros."""
+        self.canonical.write(b"\0" * (2 * tarfile.BLOCKSIZE))
+        self.canonical.write(b"\0" * (-self.canonical.count % tarfile.RECORDSIZE))
+        while rest := stream.read(_CHUNK):
+            if rest.strip(b"\0"):
+                raise UnsafeBundle("unsafe bundle: data follows the end of the tar archive")
+
+
+def _plain_header(block: bytes) -> tuple[str, int] | None:
+    """(name, size) when ``block`` is exactly the header byog writes for them, else None."""
+    if len(block) != tarfile.BLOCKSIZE:
+        return None
+    try:
+        name = block[:100].rstrip(b"\0").decode("ascii")
+        size = int(block[124:135], 8)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return (name, size) if member_header(name, size) == block else None
+
+
+def _read_plain(stream: _Container, scan: _Pass) -> None:
+    """Parse byog's plain headers by hand (tarfile's own parsing was most of the cost of 10,000
+    members); anything else, short reads included, is left to tarfile (``_NotPlain``), so every
+    refusal reads as tarfile's reader words it."""
+    while (block := stream.read(tarfile.BLOCKSIZE)) != _ZERO_BLOCK:
+        scan.count_one_more()
+        parsed = _plain_header(block)
+        if parsed is None:
+            raise _NotPlain
+        name, size = parsed
+        _check_size(check_name(name), size, scan.limits)
+        scan.admit(name, size)
+        member = scan.copy(stream, name, size)
+        if member.read_bytes != size or len(stream.read(-size % tarfile.BLOCKSIZE)) != -size % tarfile.BLOCKSIZE:
+            raise _NotPlain
+        scan.record(member)
+    scan.end(stream)
+
+
+def _read_tar(stream: _Container, scan: _Pass) -> None:
+    # a stream ("r|") is only read(); typeshed asks any fileobj for write, tell, seek and close too
+    with tarfile.open(fileobj=stream, mode="r|", encoding="utf-8", errors="surrogateescape") as tar:  # type: ignore[call-overload]
+        for info in tar:
+            scan.count_one_more()
+            _check_member(info, scan.limits)
+            scan.admit(info.name, info.size)
+            source = tar.extractfile(info)
+            assert source is not None  # regular files always have data
+            scan.record(scan.copy(source, info.name, info.size))
+        scan.end(stream)
+
+
+def _one_pass(path: Path, limits: Limits, dest: Path | None, keep: frozenset[str], plain: bool) -> _Scan:
+    scan = _Pass(limits, dest, keep)
+    stream = _Container(path, limits)
+    try:
+        (_read_plain if plain else _read_tar)(stream, scan)
+        stream.finish()
+    except (UnsafeBundle, _NotPlain):
+        raise
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as err:
+        raise UnsafeBundle(f"{path.name} is not a valid bundle archive: {err}") from None
+    finally:
+        stream.close()
+    if not scan.found.names:
+        raise UnsafeBundle(f"{path.name} is an empty archive")
+    if scan.canonical.count != stream.count or scan.canonical.sha256.digest() != stream.sha256.digest():
+        raise UnsafeBundle(
+            "not a canonical byog archive: its tar headers, padding or end blocks differ from what byog writes"
+        )
+    return scan.found
+
+
+def _empty(folder: Path) -> None:
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _scan(path: Path, limits: Limits, dest: Path | None, keep: frozenset[str] = frozenset()) -> _Scan:
+    """One pass over the archive: vet every member and hash it; write it under ``dest`` (private,
+    removed by the caller when this raises) unless ``dest`` is None; keep the members in ``keep``.
 
     While reading, the tar stream byog's packer would write for the same members (``write_tar``:
     ``member_header``, the data, zero padding, tarfile's end blocks) is rebuilt into a hash: every
     byte of the bundle is then either file content (covered by the manifest's hashes and the
     signature) or a header, padding or end block pinned by that comparison. No byte can change
     without verify noticing, even where tar itself would not care.
+
+    The headers are parsed by hand while they are byog's plain ones; at the first other header
+    the pass starts again with tarfile's reader (a pax name, or a hostile header to be refused).
     """
-    names: list[str] = []
-    seen: set[str] = set()
-    folders: set[str] = set()
-    made: set[Path] = set()
-    total = 0
-    stream = _Container(path, limits)
-    canonical = _HashSink()
     try:
-        # a stream ("r|") is only read(); typeshed asks any fileobj for write, tell, seek and close too
-        with tarfile.open(fileobj=stream, mode="r|", encoding="utf-8", errors="surrogateescape") as tar:  # type: ignore[call-overload]
-
-            def members() -> Iterator[tuple[str, int, _Member]]:  # one vetted member at a time
-                nonlocal total
-                for info in tar:
-                    if len(names) >= limits.max_members:
-                        raise UnsafeBundle(f"unsafe bundle: more than {limits.max_members} members")
-                    _check_member(info, limits)
-                    if info.name in seen or info.name in folders:
-                        raise UnsafeBundle(f"unsafe bundle: member '{info.name}' appears twice or is also a folder")
-                    if names and info.name < names[-1]:
-                        raise UnsafeBundle("not a canonical byog archive: members are not in sorted order")
-                    parents = info.name.split("/")[:-1]
-                    for depth in range(1, len(parents) + 1):
-                        folder = "/".join(parents[:depth])
-                        if folder in seen:
-                            raise UnsafeBundle(f"unsafe bundle: '{folder}' is both a file and a folder")
-                        folders.add(folder)
-                    total += info.size
-                    if total > limits.max_total_bytes:
-                        raise UnsafeBundle(f"unsafe bundle: members add up to more than {limits.max_total_bytes} bytes")
-                    source = tar.extractfile(info)
-                    assert source is not None  # regular files always have data
-                    member = _Member(source, info.name, info.size, dest / info.name, made)
-                    names.append(info.name)
-                    seen.add(info.name)
-                    try:
-                        yield info.name, info.size, member
-                    finally:
-                        member.close_file()
-                    member.require_complete()
-                    digests[info.name] = member.sha256.hexdigest()
-
-            for name, size, member in members():
-                canonical.write(member_header(name, size))
-                while chunk := member.read(_CHUNK):
-                    canonical.write(chunk)
-                canonical.write(b"\0" * (-size % tarfile.BLOCKSIZE))
-            # tarfile's end of archive: two zero blocks, then zeros to a whole record
-            canonical.write(b"\0" * (2 * tarfile.BLOCKSIZE))
-            canonical.write(b"\0" * (-canonical.count % tarfile.RECORDSIZE))
-            # The rest of the tar stream is its end blocks (pinned below), then the gzip trailer.
-            while rest := stream.read(_CHUNK):
-                if rest.strip(b"\0"):
-                    raise UnsafeBundle("unsafe bundle: data follows the end of the tar archive")
-            stream.finish()
-    except UnsafeBundle:
-        raise
-    except (tarfile.TarError, OSError, EOFError, zlib.error) as err:
-        raise UnsafeBundle(f"{path.name} is not a valid bundle archive: {err}") from None
-    finally:
-        stream.close()
-    if not names:
-        raise UnsafeBundle(f"{path.name} is an empty archive")
-    if canonical.count != stream.count or canonical.sha256.digest() != stream.sha256.digest():
-        raise UnsafeBundle(
-            "not a canonical byog archive: its tar headers, padding or end blocks differ from what byog writes"
-        )
-    return names
+        return _one_pass(path, limits, dest, keep, plain=True)
+    except _NotPlain:
+        if dest is not None:
+            _empty(dest)
+        return _one_pass(path, limits, dest, keep, plain=False)
 
 
 _TEMP_PREFIX = "byog-verify-"
@@ -350,24 +462,53 @@ def sweep_stale_temp_dirs() -> list[Path]:
 
 
 class Extracted:
-    """A bundle extracted into a private temp dir, removed on exit."""
+    """A bundle vetted and extracted into a private temp dir, removed on exit.
 
-    def __init__(self, bundle: Path, limits: Limits = Limits()) -> None:
+    With ``deferred``, entering vets and hashes every member and keeps ``keep`` (the manifest and
+    what the signature check reads) in memory, but writes no file: a bundle refused before its
+    signer is trusted (10,000 tiny members from a stranger) costs no file system work. ``extract``
+    then reads the archive again and writes it; a second pass that finds other bytes is refused.
+    """
+
+    def __init__(
+        self, bundle: Path, limits: Limits = Limits(), *, deferred: bool = False, keep: frozenset[str] = frozenset()
+    ) -> None:
         self.bundle = bundle
         self.limits = limits
+        self.deferred = deferred
+        self.keep = keep
         self.root: Path | None = None
         self.names: list[str] = []
-        self.digests: dict[str, str] = {}  # member name -> sha256 of its bytes, computed while extracting
+        self.digests: dict[str, str] = {}  # member name -> sha256 of its bytes, computed while reading
+        self.held: dict[str, bytes] = {}  # member name -> its bytes, for the members in ``keep``
+        self.written = False
 
     def __enter__(self) -> Extracted:
         sweep_stale_temp_dirs()
         self.root = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-"))
         try:
-            self.names = _scan(self.bundle, self.limits, self.root, self.digests)
+            if self.deferred:
+                self._take(_scan(self.bundle, self.limits, None, self.keep))
+            else:
+                self.extract()
         except BaseException:
             shutil.rmtree(self.root, ignore_errors=True)
             raise
         return self
+
+    def extract(self) -> None:
+        """Write every member under ``root``; the same names and bytes as the first pass, or refused."""
+        assert self.root is not None, "extract() runs inside the with block"
+        if self.written:
+            return
+        scan = _scan(self.bundle, self.limits, self.root, self.keep)
+        if self.names and (scan.names != self.names or scan.digests != self.digests or scan.held != self.held):
+            raise UnsafeBundle(f"unsafe bundle: {self.bundle.name} changed while it was being verified")
+        self._take(scan)
+        self.written = True
+
+    def _take(self, scan: _Scan) -> None:
+        self.names, self.digests, self.held = scan.names, scan.digests, scan.held
 
     def __exit__(self, *exc: object) -> None:
         if self.root is not None:

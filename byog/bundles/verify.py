@@ -1,13 +1,16 @@
 """``byog verify BUNDLE``: nothing in a bundle is parsed before its signer is known.
 
 Order (``byog.bundles.checks`` registers the checks; docs/bundles.md explains each):
-1. **archive**: safe extraction into a private temp dir (every member vetted first);
+1. **archive**: every member vetted and hashed as the archive streams by, no file written yet
+   (the manifest, its signature and signer.json held in memory);
 2. **manifest**, **hashes**, **signature**: before the signer is known, verify reads only the
    manifest (size-capped, bounded JSON, canonical), streams each file through sha256, and checks
    the signature (at most 8 KiB) against the allowed signers;
 3. the gate: the signer is trusted when the signature check passed, or when the bundle is
    unsigned and ``--allow-unsigned`` was given. Otherwise every later check is listed as
-   "not checked: untrusted signer" and nothing more of the bundle is read;
+   "not checked: untrusted signer", nothing more of the bundle is read and nothing is written
+   to disk; a trusted bundle is then extracted into a private temp dir (a second pass that must
+   find the same bytes);
 4. **subject** (``--for``): the signed manifest names what the bundle is for;
 5. the content checks (**bounds**, **predicate**, **schemas**, **summary**, **report**, **policy**,
    **claims**) run in a forked child under memory and CPU limits (``byog.bundles.isolate``),
@@ -52,6 +55,7 @@ from byog.bundles.verify_events import (
 )
 from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
+from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, SIGNER_NAME
 from byog.core.safe_text import json_safe, one_line
 from byog.report.context import ReportInputs, ReproductionView, reproduction_view
 from byog.report.markdown import render_report
@@ -65,6 +69,7 @@ from byog.schemas.server import ServerRecord
 Trust = Literal["signed", "unsigned", "untrusted"]
 UNTRUSTED = "not checked: untrusted signer"
 CONTENT_LIBRARIES = ("numpy", "pyarrow", "pyarrow.parquet")  # what the content checks read with
+GATE_MEMBERS = frozenset({MANIFEST_NAME, SIGNATURE_NAME, SIGNER_NAME})  # all the ungated checks read (size-capped)
 
 
 @dataclass
@@ -289,13 +294,15 @@ def verify_bundle(
     wanted = subject_arg(subject_for)
     report = VerifyReport(bundle=str(bundle))
     try:
-        with Extracted(bundle, limits) as extracted:
+        # Nothing is written to disk before the signer is trusted: the first pass only vets and hashes.
+        with Extracted(bundle, limits, deferred=True, keep=GATE_MEMBERS) as extracted:
             assert extracted.root is not None
             ctx = VerifyContext(
                 bundle=bundle,
                 root=extracted.root,
                 names=extracted.names,
                 digests=extracted.digests,
+                held=extracted.held,
                 allowed_signers=allowed_signers,
                 policy=policy_model,
                 claims=claims_model,
@@ -317,6 +324,7 @@ def verify_bundle(
             if report.trust == "untrusted":
                 results += [CheckResult(item.name, "skip", UNTRUSTED) for item in gated]
             else:
+                extracted.extract()
                 results += [run_one(item, ctx, status) for item in gated if not item.isolated]
                 content = _content_phase(
                     ctx,

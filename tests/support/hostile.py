@@ -232,6 +232,8 @@ class Kit:
 class Built:
     bundle: Path
     args: list[str] = field(default_factory=list)
+    command: str = "verify"  # the byog command run on the bundle
+    sentinel: Path | None = None  # a file that exists only if something the bundle asked for ran
 
 
 @dataclass(frozen=True)
@@ -754,7 +756,75 @@ CASES: list[Case] = [
 ]
 
 
-# --- running verify as a process under a memory limit -------------------------------------------
+# --- reproduce: the bundle's plan asks for what runs on the maintainer's machine ------------------
+
+HONEST_SERVERS = (
+    'servers:\n  candidate:\n    runtime: local\n  baseline:\n    runtime: local\n    args: ["--enforce-eager"]\n'
+)
+_LOCAL_BASELINE = '  baseline:\n    runtime: local\n    args: ["--enforce-eager"]\n'
+
+
+def reproduce_servers(sentinel: str) -> dict[str, str]:
+    """The servers: section of plans that ask ``byog reproduce`` for remote hosts through a ProxyCommand
+    that touches ``sentinel``, for code from the model's repository, and for an unpinned image."""
+    return {
+        "ssh": (
+            "servers:\n  candidate:\n    runtime: ssh\n    nodes: 2\n    hosts: [a@node0, a@node1]\n"
+            f"    ssh_options: [\"-oProxyCommand=sh -c 'touch {sentinel}'\"]\n" + _LOCAL_BASELINE
+        ),
+        "trust": 'servers:\n  candidate:\n    runtime: local\n    args: ["--trust-remote-code"]\n' + _LOCAL_BASELINE,
+        "image": 'servers:\n  candidate:\n    runtime: docker\n    image: "evil.example/vllm:latest"\n'
+        + _LOCAL_BASELINE,
+    }
+
+
+def _reproduce_case(kit: Kit, name: str, servers: str | None) -> Built:
+    """A bundle signed by the trusted key whose plan's servers are ``servers`` (None: the honest
+    plan's), for ``byog reproduce --dry-run``; its sentinel is what the ssh case's ProxyCommand touches."""
+    sentinel = kit.folder / f"{name}.ran"
+    text = plan_yaml(TINY)
+    assert HONEST_SERVERS in text
+    chosen = reproduce_servers(str(sentinel))[servers] if servers else HONEST_SERVERS
+    run_dir = make_run_dir(kit.folder / f"{name}-run", TINY, plan_text=text.replace(HONEST_SERVERS, chosen))
+    run_dir.plots_dir.mkdir(exist_ok=True)
+    packed = seal_and_pack(run_dir, kit.folder / f"{name}.tar.gz", key=kit.key, plots=None)
+    return Built(packed.bundle, ["--dry-run"], command="reproduce", sentinel=sentinel)
+
+
+# What a trusted contributor's plan may not make the maintainer's machine run (docs/reproduce.md).
+REPRODUCE_CASES: list[Case] = [
+    Case(
+        "reproduce-ssh-proxycommand",
+        "reproduce --dry-run: runtime ssh, nodes 2, ssh_options -oProxyCommand=sh -c 'touch <sentinel>'",
+        lambda kit: _reproduce_case(kit, "reproduce-ssh-proxycommand", "ssh"),
+        2,
+        "byog reproduce runs nothing remote that you did not name",
+    ),
+    Case(
+        "reproduce-trust-remote-code",
+        "reproduce --dry-run: --trust-remote-code in a server's args",
+        lambda kit: _reproduce_case(kit, "reproduce-trust-remote-code", "trust"),
+        2,
+        "passes --trust-remote-code, which runs Python code from the model's repository",
+    ),
+    Case(
+        "reproduce-unpinned-image",
+        "reproduce --dry-run: an image not pinned by a digest the maintainer allows",
+        lambda kit: _reproduce_case(kit, "reproduce-unpinned-image", "image"),
+        2,
+        "which is not pinned by a digest you allow",
+    ),
+    Case(
+        "reproduce-honest-dry-run",
+        "reproduce --dry-run of an honest bundle: prints what would run, starts nothing",
+        lambda kit: _reproduce_case(kit, "reproduce-honest-dry-run", None),
+        0,
+        "nothing was started (--dry-run)",
+    ),
+]
+
+
+# --- running byog as a process under a memory limit -----------------------------------------------
 
 
 @dataclass
@@ -766,6 +836,7 @@ class Outcome:
     output: str
     temp_left: list[str]
     cpu_s: float = float("nan")  # user + system CPU of verify and every process it waited for
+    ran: bool = False  # the case's sentinel exists: something the bundle asked for was run
 
 
 def _limit_memory() -> None:
@@ -783,8 +854,9 @@ _WRAPPER = (
 )
 
 
-def run_verify(kit: Kit, built: Built, name: str) -> Outcome:
-    """``python -m byog verify`` in a fresh process tree (RLIMIT_AS 3 GiB, its own TMPDIR).
+def run_byog(kit: Kit, built: Built, name: str) -> Outcome:
+    """``python -m byog verify`` (or the command ``built`` names) in a fresh process tree (RLIMIT_AS
+    3 GiB, its own TMPDIR, working directory, runs dir and an empty config: nothing of this machine's).
 
     Peak memory: the larger of (a) the sum of the resident sets of the whole tree, sampled every
     5 ms (shared pages count once per process: an overestimate), and (b) the largest single
@@ -792,18 +864,23 @@ def run_verify(kit: Kit, built: Built, name: str) -> Outcome:
     """
     temp = Path(tempfile.mkdtemp(prefix=f"hostile-{name}-", dir=kit.folder))
     maxrss_file = kit.folder / f"{name}.maxrss"
+    no_config = kit.folder / "no-config"
+    no_config.mkdir(exist_ok=True)
     env = {
         **os.environ,
         "TMPDIR": str(temp),
         "PYTHONPATH": str(REPO),
         "COLUMNS": "200",
         "HOSTILE_MAXRSS_FILE": str(maxrss_file),
+        "XDG_CONFIG_HOME": str(no_config),
+        "BYOG_RUNS_DIR": str(temp / "runs"),
+        "DOCKER_HOST": f"unix://{temp}/no-docker.sock",  # an image that did start would fail loudly
     }
     verify = [
         sys.executable,
         "-m",
         "byog",
-        "verify",
+        built.command,
         str(built.bundle),
         "--allowed-signers",
         str(kit.allowed),
@@ -813,6 +890,7 @@ def run_verify(kit: Kit, built: Built, name: str) -> Outcome:
     proc = subprocess.Popen(
         [sys.executable, "-c", _WRAPPER, *verify],
         env=env,
+        cwd=temp,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         preexec_fn=_limit_memory,
@@ -832,7 +910,9 @@ def run_verify(kit: Kit, built: Built, name: str) -> Outcome:
     output = proc.stdout.read().decode("utf-8", "replace") if proc.stdout else ""
     maxrss, cpu = (maxrss_file.read_text().split() if maxrss_file.is_file() else ["0", "nan"])[:2]
     left = sorted(p.name for p in temp.iterdir())
-    return Outcome(name, proc.returncode, wall, max(peak, int(maxrss) * 1024) / 2**20, output, left, float(cpu))
+    ran = built.sentinel is not None and built.sentinel.exists()
+    peak_mb = max(peak, int(maxrss) * 1024) / 2**20
+    return Outcome(name, proc.returncode, wall, peak_mb, output, left, float(cpu), ran)
 
 
 def table(outcomes: list[Outcome]) -> str:

@@ -69,6 +69,7 @@ class VerifyContext:
     names: list[str]  # member names, archive order
     sizes: dict[str, int] = field(default_factory=dict)  # member name -> bytes, from the vetted archive
     digests: dict[str, str] = field(default_factory=dict)  # member name -> sha256, computed while extracting
+    held: dict[str, bytes] = field(default_factory=dict)  # member name -> bytes read before any file is written
     allowed_signers: Path | None = None
     policy: Policy | None = None
     claims: ClaimsFile | None = None
@@ -88,6 +89,9 @@ class VerifyContext:
 
     def read(self, name: str) -> bytes:
         """A member's bytes, refused (CheckFailed) when over its kind's size cap."""
+        if name in self.held:
+            check_size(name, len(self.held[name]))
+            return self.held[name]
         path = self.root / name
         check_size(name, path.stat().st_size)
         return path.read_bytes()

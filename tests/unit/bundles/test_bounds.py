@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from byog.bundles.isolate import ChildLimits, run_isolated
-from tests.support.hostile import CASES, PEAK_LIMIT_MB, WALL_LIMIT_S, Case, Kit, run_verify
+from tests.support.hostile import CASES, PEAK_LIMIT_MB, REPRODUCE_CASES, WALL_LIMIT_S, Case, Kit, run_byog
 
 MARKS = ("ok  ", "skip", "FAIL")
 
@@ -32,7 +32,7 @@ def _params() -> list:  # type: ignore[type-arg]
 @pytest.mark.parametrize("case", _params())
 def test_hostile_bundle_is_refused_within_bounds(case: Case, kit: Kit) -> None:
     built = case.build(kit)
-    outcome = run_verify(kit, built, case.name)
+    outcome = run_byog(kit, built, case.name)
     print(f"{case.name}: exit {outcome.exit}, {outcome.wall_s:.2f} s, peak {outcome.peak_mb:.0f} MB\n{outcome.output}")
     assert outcome.exit == case.exit, outcome.output
     assert case.says in outcome.output, outcome.output
@@ -53,10 +53,21 @@ def test_hostile_bundle_is_refused_within_bounds(case: Case, kit: Kit) -> None:
     built.bundle.unlink(missing_ok=True) if built.bundle.name != "base.tar.gz" else None
 
 
+@pytest.mark.parametrize("case", REPRODUCE_CASES, ids=[case.name for case in REPRODUCE_CASES])
+def test_reproduce_dry_run_of_a_hostile_plan_is_refused_and_runs_nothing(case: Case, kit: Kit) -> None:
+    """The benchmark's reproduce rows, as processes (tests/unit/pipeline/test_reproduce.py holds the sentences)."""
+    built = case.build(kit)
+    outcome = run_byog(kit, built, case.name)
+    assert outcome.exit == case.exit and case.says in outcome.output, outcome.output
+    assert not outcome.ran and outcome.temp_left == [], (outcome.ran, outcome.temp_left)  # no sentinel, no run dir
+    if case.exit == 2:
+        assert outcome.output.count("\n") == 1 and outcome.output.startswith("byog: "), outcome.output
+
+
 def test_the_unmodified_bundle_verifies_under_the_same_harness(kit: Kit) -> None:
     from tests.support.hostile import Built
 
-    outcome = run_verify(kit, Built(kit.folder / "base.tar.gz"), "base")
+    outcome = run_byog(kit, Built(kit.folder / "base.tar.gz"), "base")
     assert outcome.exit == 0, outcome.output
     assert outcome.output.rstrip().endswith(": verified") and outcome.temp_left == []
     print(f"base bundle: {outcome.wall_s:.2f} s, peak {outcome.peak_mb:.0f} MB")

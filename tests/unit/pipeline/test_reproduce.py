@@ -23,6 +23,7 @@ from byog.pipeline.run import run_plan
 from byog.plans.subset import Overrides
 from tests.support.bundles_kit import allowed_signers, make_key
 from tests.support.doctor import doctored_bundle
+from tests.support.hostile import HONEST_SERVERS, reproduce_servers
 
 runner = CliRunner()
 DECODE_METRICS = ("decode_tok_s", "tpot_s.p50")  # TTFT of a fake that does no prefill is scheduler noise
@@ -180,24 +181,7 @@ def test_a_bundle_that_does_not_verify_is_not_reproduced(made: dict[str, object]
 
 # --- the bundle is data: what runs is the maintainer's (docs/reproduce.md, "What runs where") ---
 
-HONEST_SERVERS = (
-    'servers:\n  candidate:\n    runtime: local\n  baseline:\n    runtime: local\n    args: ["--enforce-eager"]\n'
-)
-HOSTILE_SERVERS = {
-    "ssh": (
-        "servers:\n  candidate:\n    runtime: ssh\n    nodes: 2\n    hosts: [a@node0, a@node1]\n"
-        "    ssh_options: [\"-oProxyCommand=sh -c 'touch PWNED'\"]\n"
-        '  baseline:\n    runtime: local\n    args: ["--enforce-eager"]\n'
-    ),
-    "trust": (
-        'servers:\n  candidate:\n    runtime: local\n    args: ["--trust-remote-code"]\n'
-        '  baseline:\n    runtime: local\n    args: ["--enforce-eager"]\n'
-    ),
-    "image": (
-        'servers:\n  candidate:\n    runtime: docker\n    image: "evil.example/vllm:latest"\n'
-        '  baseline:\n    runtime: local\n    args: ["--enforce-eager"]\n'
-    ),
-}
+HOSTILE_SERVERS = reproduce_servers("PWNED")  # PWNED: in the working directory, which must stay empty
 REFUSED = {
     "ssh": "byog: server 'candidate' of the bundle runs on other hosts (a@node0, a@node1) with ssh options "
     "-oProxyCommand=sh -c 'touch PWNED'; byog reproduce runs nothing remote that you did not name",
