@@ -194,6 +194,15 @@ def render(done: Reproduced) -> None:
             ),
             highlight=False,
         )
+    for n in record.numerics:
+        console.print(
+            Text.assemble(
+                f"numerics {n.candidate} vs {n.baseline}: {n.original or '–'} -> {n.reproduced or '–'}: ",
+                (n.outcome, STYLE[n.outcome]),
+                f" ({n.note})" if n.note else "",
+            ),
+            highlight=False,
+        )
     console.print(
         Text(
             f"hardware: {record.hardware.reproduced}"

@@ -256,6 +256,7 @@ def test_a_bundle_with_numerics_reproduces_its_baseline_first(made) -> None:
     assert result.returncode in (0, 1), result.stdout[-3000:] + result.stderr[-3000:]  # 1: a noisy box's verdict
     record = json.loads((work / "reproduction" / "reproduction.json").read_text())
     assert record["points_requested"] == ["decode-b1-isl16-osl16"]
+    assert "numerics candidate vs baseline: insensitive -> insensitive: not compared (insensitive:" in result.stdout
     for server in ("baseline", "candidate"):
         assert (work / "reproduction" / "numerics" / server / "record.json").is_file(), server
     assert sorted(p.name for p in (work / "reproduction" / "numerics").iterdir()) == ["baseline", "candidate"]
