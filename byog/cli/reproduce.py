@@ -197,7 +197,7 @@ def render(done: Reproduced) -> None:
     for n in record.numerics:
         console.print(
             Text.assemble(
-                f"numerics {n.candidate} vs {n.baseline}: {n.original or '–'} -> {n.reproduced or '–'}: ",
+                f"numerics {n.candidate} vs {n.baseline}: {n.original or '–'} -> {n.reproduced}: ",
                 (n.outcome, STYLE[n.outcome]),
                 f" ({n.note})" if n.note else "",
             ),

@@ -14,6 +14,7 @@ from typing import Final, Literal
 from pydantic import Field
 
 from byog.schemas.base import Derived, Strict
+from byog.schemas.numerics import NumericsVerdict
 from byog.schemas.registry import register
 
 REPRODUCTION_SCHEMA_VERSION: Final = 1
@@ -96,8 +97,8 @@ class NumericsReproduction(Derived):
 
     candidate: str
     baseline: str
-    original: str | None  # the verdict in the original's summary; None: it has none for this pair
-    reproduced: str | None
+    original: NumericsVerdict | None  # the verdict in the original's summary; None: it has none for this pair
+    reproduced: NumericsVerdict
     outcome: Outcome
     note: str = ""
 

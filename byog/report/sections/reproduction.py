@@ -80,7 +80,7 @@ def _tables(record: ReproductionRecord) -> list[str]:
         [
             md_text(f"{n.candidate} vs {n.baseline}"),
             md_text(n.original or "–"),
-            md_text(n.reproduced or "–"),
+            md_text(n.reproduced),
             MARK[n.outcome] + (f": {md_text(n.note)}" if n.note else ""),
         ]
         for n in record.numerics
