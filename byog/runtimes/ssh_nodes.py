@@ -111,23 +111,32 @@ def remote_command(argv: list[str], env: dict[str, str]) -> str:
 
 class SshProc:
     def __init__(
-        self, label: str, node: SshNode, popen: subprocess.Popen[bytes], log: IO[bytes], log_path: Path
+        self,
+        label: str,
+        node: SshNode,
+        popen: subprocess.Popen[bytes],
+        log: IO[bytes],
+        log_path: Path,
+        log_start: int,
     ) -> None:
         self.label = label
         self.node = node
         self.popen = popen
         self._log = log
         self.log_path = log_path
+        # A restart appends to the same log: the lines before this offset are an earlier process's.
+        self.log_start = log_start
 
     def _logged(self, pattern: re.Pattern[bytes]) -> int | None:
         """The wrapper's own lines in the log: the group id and the command's pid on the node."""
         try:
             with self.log_path.open("rb") as handle:
+                handle.seek(self.log_start)
                 head = handle.read(1 << 20)
         except OSError:
             return None
         found = pattern.findall(head)
-        return int(found[-1]) if found else None
+        return int(found[0]) if found else None
 
     def pgid(self) -> int | None:
         return self._logged(PGID_LINE)
@@ -139,7 +148,7 @@ class SshProc:
         """The command's exit code on the node, once the wrapper has logged it."""
         try:
             with self.log_path.open("rb") as handle:
-                handle.seek(max(0, handle.seek(0, 2) - 4096))
+                handle.seek(max(self.log_start, handle.seek(0, 2) - 4096))
                 found = EXIT_LINE.findall(handle.read())
         except OSError:
             return None
@@ -192,6 +201,7 @@ class SshNode:
 
     def spawn(self, label: str, argv: list[str], env: dict[str, str], log_path: Path) -> SshProc:
         log = log_path.open("ab")
+        log_start = log.seek(0, 2)
         popen = subprocess.Popen(
             [*self.ssh(), remote_command(argv, node_env(env, self.marker, self.gpus))],
             stdin=subprocess.PIPE,
@@ -200,7 +210,7 @@ class SshNode:
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
-        proc = SshProc(label, self, popen, log, log_path)
+        proc = SshProc(label, self, popen, log, log_path, log_start)
         self.procs.append(proc)
         return proc
 

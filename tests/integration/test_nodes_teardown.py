@@ -83,6 +83,22 @@ def test_a_dying_command_is_seen_dead(kind: str, sshd, tmp_path: Path) -> None:
     node.close()
 
 
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_a_process_restarted_on_the_same_log_is_not_read_as_the_one_before(kind: str, sshd, tmp_path: Path) -> None:
+    """A cluster restart appends a node's new process to its old log, which ends with the old exit."""
+    runtime, host = runtimes(sshd)[kind]
+    node = runtime.open(0, host, [], f"t-again-{kind}-{os.getpid()}")
+    log = tmp_path / "node1.log"
+    first = node.spawn("first", ["sh", "-c", "exit 0"], {}, log)
+    assert wait_for(lambda: not first.alive()) and first.record()["returncode"] == 0
+    second = node.spawn("second", ["sleep", "300"], {}, log)
+    assert second.alive() and second.record()["returncode"] is None
+    if kind == "ssh":
+        assert wait_for(lambda: second.pid() is not None) and second.pid() != first.pid()
+    node.close()
+    assert not second.alive()
+
+
 CHILD = """
 import sys, time
 from pathlib import Path
