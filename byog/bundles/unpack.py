@@ -444,18 +444,21 @@ _TEMP_NAME = re.compile(r"^byog-verify-(\d+)-")
 def sweep_stale_temp_dirs() -> list[Path]:
     """Remove this user's byog-verify-<pid>-* temp dirs whose process is gone; return them."""
     removed: list[Path] = []
+    # scandir and a prefix test before anything else: a shared /tmp holds thousands of entries,
+    # and this runs on every verify.
     try:
-        entries = list(Path(tempfile.gettempdir()).iterdir())
+        with os.scandir(tempfile.gettempdir()) as entries:
+            ours = [entry for entry in entries if entry.name.startswith(_TEMP_PREFIX)]
     except OSError:
         return removed
-    for entry in entries:
+    for entry in ours:
         found = _TEMP_NAME.match(entry.name)
         if not found or int(found.group(1)) == os.getpid() or process_alive(int(found.group(1))):
             continue
         try:
-            if entry.is_dir() and not entry.is_symlink() and entry.stat().st_uid == os.getuid():
-                shutil.rmtree(entry, ignore_errors=True)
-                removed.append(entry)
+            if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.getuid():
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(Path(entry.path))
         except OSError:
             continue
     return removed
