@@ -209,8 +209,10 @@ workloads:
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_path, sig: signal.Signals) -> None:
+def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_path) -> None:
+    """SIGTERM, as a CI runner or an orchestrator stops a job (Ctrl-C is the local runtime's test; both
+    signals take the one path, tests/unit/pipeline/test_interrupt.py)."""
+    sig = signal.SIGTERM
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN.format(image=cpu_host_image))
     run_dir = tmp_path / f"dockerint-{sig.name.lower()}-{os.getpid()}"
@@ -221,8 +223,6 @@ def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_
             assert containers_of_run(client, run_dir.name), "the server's container should be up mid-run"
 
         output = interrupt_once_started(proc, record, sig, container_is_up)
-    # 130, or death by SIGINT (-2) when the interrupt lands during interpreter shutdown: a shell
-    # reports both as 130, the status of an interrupted command.
-    assert proc.returncode in (130, -signal.SIGINT), output[-3000:]
+    assert proc.returncode == 130, output[-3000:]
     assert "Traceback" not in output
     assert wait_until_gone(client, f"byog.run={run_dir.name}", timeout_s=30) == []
