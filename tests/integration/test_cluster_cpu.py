@@ -9,7 +9,8 @@ and restarted by the sweep, and a rerun resumes the point. After each runtime's 
 nothing is left: no process carrying a node marker, no container of the run.
 
 Budget on 2 cores: a start is ~100 s (three ranks share two cores), a token ~1 s at TP3, so the
-points are tiny (B=1, ISL 32, OSL 16; the killed point OSL 64).
+points are tiny (B=1, ISL 32, OSL 16; the killed point OSL 24, long enough that the kill lands
+mid-point, and a workload of its own so its point is not the one the bench test completed).
 """
 
 from __future__ import annotations
@@ -68,14 +69,14 @@ def server_config(kind: str, image: str | None = None, **extra: object) -> Serve
     )
 
 
-def plan_for(config: ServerConfig, osl: int, evals: list[EvalSpec] | None = None) -> Plan:
+def plan_for(config: ServerConfig, workload: str, osl: int, evals: list[EvalSpec] | None = None) -> Plan:
     return Plan(
         name="cluster-cpu",
         model=ModelSpec(path=BUILTIN_MODEL, max_model_len=MAX_MODEL_LEN),
         servers={"tp3": config},
         baseline="tp3",
         evals=evals or [],
-        workloads=[BatchWorkload(name=f"osl{osl}", batch_sizes=[1], isl=[32], osl=[osl], warmup_waves=0, waves=1)],
+        workloads=[BatchWorkload(name=workload, batch_sizes=[1], isl=[32], osl=[osl], warmup_waves=0, waves=1)],
     )
 
 
@@ -173,6 +174,7 @@ def test_a_bench_point_and_a_gsm8k_eval(cluster: ClusterServer, shared_datasets:
     with_eval = cluster.test_kind in ("local", "docker")  # type: ignore[attr-defined]
     plan = plan_for(
         cluster.config,
+        "point",
         osl=16,
         evals=[EvalSpec(task="gsm8k", limit=2, gen_kwargs={"max_gen_toks": 32}, num_concurrent=2)]
         if with_eval
@@ -201,7 +203,7 @@ def _kill_node(cluster: ClusterServer, rank: int) -> None:
 
 def test_a_node_killed_mid_point_fails_it_tears_down_and_a_rerun_resumes(cluster: ClusterServer) -> None:
     rd = RunDir(cluster.test_run_root)  # type: ignore[attr-defined]
-    plan = plan_for(cluster.config, osl=64)
+    plan = plan_for(cluster.config, "killed", osl=24)
     point_id = points_for_server(plan, "tp3")[0].point_id
     before = rd.metrics_snapshot("tp3", point_id, "before")
     old_markers = [n.marker for n in cluster.nodes]
