@@ -1,5 +1,6 @@
-"""kill -9 the real vLLM server mid-sweep: the point is marked failed, the server restarts, the
-sweep goes on, and a rerun completes the failed point with no completed point lost or duplicated."""
+"""kill -9 the real vLLM server mid-sweep: the point is marked failed, the server restarts (what was
+left of its process group is gone, server.json records both starts), the sweep goes on, and a rerun
+completes the failed point with no completed point lost or duplicated."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from byog.analysis.bench_summary import summarize_bench
 from byog.bench.sweep import run_bench_for_server
 from byog.core.paths import RunDir
 from byog.plans.load import parse_plan
-from byog.runtimes.local import LocalRuntime
+from byog.runtimes.local import LocalRuntime, group_alive
 from byog.schemas.bench import read_request_rows
 
 pytestmark = pytest.mark.integration
@@ -72,6 +73,12 @@ def test_kill_9_mid_sweep_then_rerun_completes_without_loss_or_duplicates(smollm
             "decode-b3-isl16-osl48",
         ]  # the sweep went on after the restart
         assert server._proc.pid != killed_pid and server.alive()
+        # The restart stopped what was left of the old group before it started the new one.
+        assert not group_alive(killed_pid)
+        record = json.loads((run_dir.server_dir("s") / "server.json").read_text())
+        assert [start["pid"] for start in record["starts"]] == [killed_pid, server._proc.pid]
+        assert record["version"]["version"].startswith("0.32")
+        assert record["models"]["data"][0]["id"] == smollm2.served_name
         failed = json.loads(run_dir.bench_point("s", VICTIM).read_text())
         assert failed["status"] == "failed" and failed["log_tail"]
         assert not run_dir.bench_rows("s", VICTIM).exists()

@@ -5,7 +5,7 @@ three containers on the real Docker engine (the ``cpu-host`` image, host network
 processes over SSH to this machine's own sshd on 127.0.0.1. Against each: server.json records
 every node, the TP size is read back from the server; a bench point and a GSM8K eval (2 items)
 run; a node killed mid-point fails that point with the node's log tail, the group is torn down
-and restarted by the sweep, and a rerun resumes the point. After each runtime's module part,
+and restarted by the sweep, and (on local nodes) a rerun resumes the point. After each runtime's module part,
 nothing is left: no process carrying a node marker, no container of the run.
 
 Budget on 2 cores: a start is ~100 s (three ranks share two cores), a token ~1 s at TP3, so the
@@ -231,6 +231,11 @@ def test_a_node_killed_mid_point_fails_it_tears_down_and_a_rerun_resumes(cluster
     assert cluster.alive() and [n.marker for n in cluster.nodes] != old_markers
     server_json = json.loads(cluster.record_path.read_text())
     assert len(server_json["starts"]) == 2 and server_json["failures"][0]["rank"] == 2
+    if cluster.test_kind != "local":  # type: ignore[attr-defined]
+        # What a rerun resumes is the sweep's doing, not the node runtime's: it is measured on local
+        # nodes. Elsewhere the rerun would only pay a fresh TP3 group's slow first requests again
+        # (83 s in containers).
+        return
     # A rerun resumes: the failed point is measured now, on the restarted cluster.
     again = run_bench_for_server(plan, "tp3", cluster, rd, QUIET)
     assert again["run"] == [point_id] and not again["failed"], again
