@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 . scripts/venv.sh
 # The services the tests use (Docker, sshd, cmark-gfm, mermaid-cli, Slurm) install from apt while
 # pip installs byog; their log is shown once both are done.
-services_log=$(mktemp) services_env=$(mktemp)
+services_log=$(mktemp) services_env=$(mktemp) mypy_log=$(mktemp)
+trap 'rm -f "$services_log" "$services_env" "$mypy_log"' EXIT
 bash scripts/test-services.sh "$services_env" >"$services_log" 2>&1 &
 services=$!
 installed=0
@@ -17,7 +18,6 @@ wait "$services" || true
 cat "$services_log"
 [ "$installed" = 0 ] || exit "$installed"
 . "$services_env"
-rm -f "$services_log" "$services_env"
 venv=$(byog_venv)
 # What activation would do: the venv's python, byog and lint-imports come first on PATH.
 export PATH="$venv/bin:$PATH"
@@ -31,7 +31,6 @@ echo "checking style (ruff check, ruff format --check)"
 "$venv/bin/ruff" format --check byog tests benchmarks
 # mypy takes a minute from a cold cache, on one core: it runs beside pytest, and its verdict comes last.
 echo "checking types (mypy), beside the tests"
-mypy_log=$(mktemp)
 "$venv/bin/mypy" byog >"$mypy_log" 2>&1 &
 mypy=$!
 tested=0
@@ -40,5 +39,4 @@ typed=0
 wait "$mypy" || typed=$?
 echo "mypy: $(tail -n 1 "$mypy_log")"
 [ "$typed" = 0 ] || { cat "$mypy_log"; echo "mypy found type errors: the build fails"; }
-rm -f "$mypy_log"
 [ "$tested" = 0 ] && [ "$typed" = 0 ]

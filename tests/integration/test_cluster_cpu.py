@@ -201,9 +201,14 @@ def _kill_node(cluster: ClusterServer, rank: int) -> None:
         cluster.nodes[rank].container.kill()
 
 
-def test_a_node_killed_mid_point_fails_it_tears_down_and_a_rerun_resumes(cluster: ClusterServer) -> None:
+def killed_plan(config: ServerConfig) -> Plan:
+    """The point a node is killed in: a workload of its own, so it is not the bench test's point."""
+    return plan_for(config, "killed", osl=24)
+
+
+def test_a_node_killed_mid_point_fails_it_tears_down_and_restarts(cluster: ClusterServer) -> None:
     rd = RunDir(cluster.test_run_root)  # type: ignore[attr-defined]
-    plan = plan_for(cluster.config, "killed", osl=24)
+    plan = killed_plan(cluster.config)
     point_id = points_for_server(plan, "tp3")[0].point_id
     before = rd.metrics_snapshot("tp3", point_id, "before")
     old_markers = [n.marker for n in cluster.nodes]
@@ -231,12 +236,18 @@ def test_a_node_killed_mid_point_fails_it_tears_down_and_a_rerun_resumes(cluster
     assert cluster.alive() and [n.marker for n in cluster.nodes] != old_markers
     server_json = json.loads(cluster.record_path.read_text())
     assert len(server_json["starts"]) == 2 and server_json["failures"][0]["rank"] == 2
+
+
+def test_a_rerun_resumes_the_killed_point(cluster: ClusterServer) -> None:
+    """The failed point is measured now, on the restarted cluster. Resume is the sweep's doing, the
+    same on every node runtime, so it runs on local nodes only: elsewhere the rerun would only pay a
+    fresh TP3 group's slow first requests again (83 s in containers)."""
     if cluster.test_kind != "local":  # type: ignore[attr-defined]
-        # What a rerun resumes is the sweep's doing, not the node runtime's: it is measured on local
-        # nodes. Elsewhere the rerun would only pay a fresh TP3 group's slow first requests again
-        # (83 s in containers).
-        return
-    # A rerun resumes: the failed point is measured now, on the restarted cluster.
+        pytest.skip("resume is the sweep's, not the node runtime's: measured on local nodes")
+    rd = RunDir(cluster.test_run_root)  # type: ignore[attr-defined]
+    plan = killed_plan(cluster.config)
+    point_id = points_for_server(plan, "tp3")[0].point_id
+    assert rd.bench_point("tp3", point_id).is_file() and not rd.bench_point_complete("tp3", point_id)
     again = run_bench_for_server(plan, "tp3", cluster, rd, QUIET)
     assert again["run"] == [point_id] and not again["failed"], again
     assert rd.bench_point_complete("tp3", point_id)

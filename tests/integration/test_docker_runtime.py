@@ -212,17 +212,16 @@ workloads:
 def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_path) -> None:
     """SIGTERM, as a CI runner or an orchestrator stops a job (Ctrl-C is the local runtime's test; both
     signals take the one path, tests/unit/pipeline/test_interrupt.py)."""
-    sig = signal.SIGTERM
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN.format(image=cpu_host_image))
-    run_dir = tmp_path / f"dockerint-{sig.name.lower()}-{os.getpid()}"
+    run_dir = tmp_path / f"dockerint-sigterm-{os.getpid()}"
     with byog_process("run", "--plan", str(plan), "--run-dir", str(run_dir), cwd=tmp_path) as proc:
         record = run_dir / "servers" / "only" / "server.json"
 
         def container_is_up() -> None:
             assert containers_of_run(client, run_dir.name), "the server's container should be up mid-run"
 
-        output = interrupt_once_started(proc, record, sig, container_is_up)
+        output = interrupt_once_started(proc, record, signal.SIGTERM, container_is_up)
     assert proc.returncode == 130, output[-3000:]
     assert "Traceback" not in output
     assert wait_until_gone(client, f"byog.run={run_dir.name}", timeout_s=30) == []

@@ -47,13 +47,12 @@ workloads:
 def test_interrupted_run_stops_its_server(tmp_path: Path) -> None:
     """Ctrl-C (SIGTERM is the docker runtime's test; both signals take the one path,
     tests/unit/pipeline/test_interrupt.py)."""
-    sig = signal.SIGINT
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN)
     run_dir = tmp_path / "run"
     with byog_process("run", "--plan", str(plan), "--run-dir", str(run_dir), cwd=tmp_path) as proc:
         record = run_dir / "servers" / "only" / "server.json"
-        output = interrupt_once_started(proc, record, sig)
+        output = interrupt_once_started(proc, record, signal.SIGINT)
     pgid = json.loads(record.read_text())["starts"][0]["pid"]
     assert proc.returncode == 130, output[-3000:]
     assert "interrupted" in output and "Traceback" not in output
