@@ -246,6 +246,10 @@ class SshNode:
 
 class SshNodes:
     kind = "ssh"
+    # A killed node's end reaches byog when sshd closes the channel and the ssh client exits; the
+    # API server's requests can fail before that (a reset gloo connection), and the point must
+    # still name the node.
+    death_lag_s = 5.0
 
     def __init__(self, options: list[str] | None = None) -> None:
         self.options = list(options or [])

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from byog.runtimes.cluster import ClusterServer, ClusterSpec, _Running
 from byog.runtimes.nodes import LocalNode, LocalNodes
+from byog.runtimes.ssh_nodes import SshNodes
 from byog.schemas.plan import ServerConfig
 from byog.schemas.server import PreparedModel
 
@@ -57,5 +58,25 @@ def test_the_sweep_sees_a_node_death_the_watchdog_has_not_seen_yet(tmp_path: Pat
         assert [f["rank"] for f in cluster.failures] == [2]  # recorded once, though asked twice
         assert cluster.running == [] and not any(p.alive() for p in others)  # the group is down
     finally:
+        cluster._watcher = None
+        cluster.stop()
+
+
+def test_a_death_that_reaches_byog_after_the_sweeps_look_is_named_within_the_runtimes_lag(tmp_path: Path) -> None:
+    """Over ssh a killed node's end reaches byog only once sshd closes the channel and the ssh client
+    exits, and the API server's requests can fail first: CI caught a point failed with the API
+    server's gloo error, then a restart that never recorded the dead node."""
+    cluster = _cluster_of_sleepers(tmp_path)
+    cluster.runtime = SshNodes()  # only its death_lag_s is read here: the nodes stay local processes
+    cluster._watcher = threading.Thread(target=lambda: None)
+    victim = next(r for r in cluster.running if r.step.rank == 2)
+    late = threading.Timer(0.5, os.killpg, (victim.proc.popen.pid, signal.SIGKILL))  # type: ignore[attr-defined]
+    try:
+        late.start()
+        tail = cluster.log_tail()  # asked before the node is gone
+        assert "node 2 (headless) exited" in tail and "the group was torn down" in tail
+        assert [f["rank"] for f in cluster.failures] == [2]
+    finally:
+        late.join()
         cluster._watcher = None
         cluster.stop()
