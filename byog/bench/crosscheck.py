@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -100,9 +101,11 @@ def run_byog(
         write_request_rows(rows_path, run.records)
     traces = run.records
     errors = [r.error for r in run.records if r.error]
+    tpots = [x for x in map(m.tpot_s, traces) if x is not None]
     return {
         "tool": "byog",
-        "median_tpot_s": m.percentile([x for x in map(m.tpot_s, traces) if x is not None], 50),
+        "median_tpot_s": m.percentile(tpots, 50),
+        "mean_tpot_s": statistics.fmean(tpots) if tpots else None,
         "median_ttft_s": m.percentile([x for x in map(m.ttft_s, traces) if x is not None], 50),
         "median_itl_s": m.percentile(m.pooled_itl_s(traces), 50),
         "output_tok_s": m.output_tok_s(traces),
@@ -185,6 +188,7 @@ def _vllm_bench_serve_summary(result: dict[str, Any], deltas: dict[str, Any]) ->
     return {
         "tool": "vllm bench serve",
         "median_tpot_s": result["median_tpot_ms"] / 1e3,
+        "mean_tpot_s": result["mean_tpot_ms"] / 1e3,
         "median_ttft_s": result["median_ttft_ms"] / 1e3,
         "median_itl_s": result["median_itl_ms"] / 1e3,
         "output_tok_s": result["output_throughput"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -13,14 +14,21 @@ from byog.cli import app
 
 pytestmark = pytest.mark.integration
 
-# byog's median TPOT vs vLLM's on the same server, same C/ISL/OSL, run back to back. On this
-# 2-core CPU box (vLLM takes both cores) consecutive byog runs of 8 requests differ by up to
-# ~6 % in median TPOT (bench/fidelity.py prints the spread), so a 10 % band tests agreement, not
-# luck; the 2 % target is checked by bench/fidelity.py with more prompts and repeats.
-TPOT_TOLERANCE = 0.10
+# Each tool's mean TPOT against the server's own mean TPOT over the same requests (the
+# vllm:request_time_per_output_token_seconds histogram, read before and after each run). Two
+# back-to-back runs on this 2-core box differ by up to 15 % (a client's own CPU slows the server
+# that shares its cores; CI once failed a 10 % band between two runs at 10.8 %), but what slows
+# the server slows what its client sees: client and server agreed within 0.04 % in every run
+# measured. So the band is 0.5 %, and it sees a TPOT divided by n_out instead of n_out - 1
+# (3.1 % at OSL 32). The 2 % byog-vs-vLLM target is benchmarks/fidelity.py's, on the GPU.
+SERVER_AGREEMENT = 0.005
 
 
-def test_byog_and_vllm_bench_serve_agree_and_byog_tokens_equal_the_server_counters(endpoint, smollm2) -> None:
+def _client_over_server(run: dict[str, Any]) -> float:
+    return float(run["mean_tpot_s"] / run["server_mean_tpot_s"])
+
+
+def test_byog_and_vllm_bench_serve_each_measure_the_servers_tpot_and_count_its_tokens(endpoint, smollm2) -> None:
     kw = dict(isl=32, osl=32, concurrency=1, num_prompts=8)
     byog = run_byog(endpoint.base_url, endpoint.model, smollm2.tokenizer, **kw)
     vllm = run_vllm_bench_serve(endpoint.base_url, endpoint.model, smollm2.tokenizer, **kw)
@@ -29,13 +37,14 @@ def test_byog_and_vllm_bench_serve_agree_and_byog_tokens_equal_the_server_counte
     assert byog["total_output_tokens"] == 8 * 32 == byog["server_generation_tokens"]
     assert byog["total_input_tokens"] == 8 * 32 == byog["server_prompt_tokens"]
     assert vllm["completed"] == 8 and vllm["total_output_tokens"] == vllm["server_generation_tokens"]
-    # The timing comparison sends vLLM's own request body, so both clients ask the server for the same
-    # work: byog's body (min_tokens, usage on every chunk) costs the server time per step, which is a
-    # workload difference, not a measurement one (issue 19; docs/metrics.md, "Fidelity").
-    same_body = run_byog(endpoint.base_url, endpoint.model, smollm2.tokenizer, request_body="vllm", **kw)
-    assert same_body["errors"] == [] and same_body["completed"] == 8
-    ratio = same_body["median_tpot_s"] / vllm["median_tpot_s"]
-    assert abs(ratio - 1) < TPOT_TOLERANCE, (same_body, vllm)
+    print(
+        f"\nmean TPOT, client / server: byog {_client_over_server(byog):.5f}, vllm {_client_over_server(vllm):.5f}"
+        f" (byog {byog['mean_tpot_s'] * 1e3:.2f} ms, vllm {vllm['mean_tpot_s'] * 1e3:.2f} ms)"
+    )
+    assert abs(_client_over_server(byog) - 1) < SERVER_AGREEMENT, byog
+    assert abs(_client_over_server(vllm) - 1) < SERVER_AGREEMENT, vllm
+    off_by_one = _client_over_server(byog) * (kw["osl"] - 1) / kw["osl"]
+    assert abs(off_by_one - 1) > SERVER_AGREEMENT, "the band must see a TPOT divided by n_out"
 
 
 def test_bench_cli_writes_a_resumable_run_dir_with_isl_1_and_chat(endpoint, tmp_path: Path) -> None:
