@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -105,7 +104,7 @@ def run_byog(
     return {
         "tool": "byog",
         "median_tpot_s": m.percentile(tpots, 50),
-        "mean_tpot_s": statistics.fmean(tpots) if tpots else None,
+        "mean_tpot_s": m.mean(tpots),
         "median_ttft_s": m.percentile([x for x in map(m.ttft_s, traces) if x is not None], 50),
         "median_itl_s": m.percentile(m.pooled_itl_s(traces), 50),
         "output_tok_s": m.output_tok_s(traces),
