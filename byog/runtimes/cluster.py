@@ -382,7 +382,7 @@ class ClusterServer:
         """Give a node's end ``death_lag_s`` to reach byog (Slurm ends a cancelled step only after its
         KillWait, and only then does its srun exit): a point that failed because a node is going
         must name that node, not the API server's errors about it."""
-        deadline = time.monotonic() + float(getattr(self.runtime, "death_lag_s", 0.0))
+        deadline = time.monotonic() + self.runtime.death_lag_s
         while True:
             if self._note_death():
                 return True

@@ -198,6 +198,7 @@ class DockerNodes:
     """Opens one container per node of ``image``; the image decides the Python the steps run."""
 
     kind = "docker"
+    death_lag_s = 0.0  # the engine reports an exec's end as soon as the process is gone
 
     def __init__(
         self,

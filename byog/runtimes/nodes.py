@@ -64,6 +64,9 @@ class Node(Protocol):
 
 class NodeRuntime(Protocol):
     kind: str
+    # How long a node's end may take to reach byog after the node is gone: a failed point waits
+    # that long for it, so that the point names the node rather than the API server's errors.
+    death_lag_s: float
 
     def open(self, rank: int, host: str | None, gpus: list[int], marker: str) -> Node: ...
 
@@ -198,6 +201,7 @@ class LocalNode:
 
 class LocalNodes:
     kind = "local"
+    death_lag_s = 0.0  # a child process's end is seen by the next poll
 
     @property
     def cpu_build(self) -> bool:
