@@ -198,7 +198,9 @@ class DockerNodes:
     """Opens one container per node of ``image``; the image decides the Python the steps run."""
 
     kind = "docker"
-    death_lag_s = 0.0  # the engine reports an exec's end as soon as the process is gone
+    # The engine reports a killed node's exec ended ~0.2 s after the kill, while the API server's
+    # requests fail at once (its peer's connection resets): the point must still name the node.
+    death_lag_s = 5.0
 
     def __init__(
         self,
