@@ -3,9 +3,22 @@
 # Installs into the same virtual environment as install.sh (scripts/venv.sh) and runs the tests
 # from it, activated or not. Integration tests start the real CPU vLLM and, where a Docker engine
 # can be started, containers.
+#
+#   bash scripts/test.sh [PYTEST ARGS]          # everything CI runs: services, lint, types, all tests
+#   bash scripts/test.sh --unit [PYTEST ARGS]   # tests/unit alone: no services, no vLLM start, minutes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh
+if [ "${1:-}" = "--unit" ]; then
+  shift
+  venv=$(byog_venv)
+  # A developer's loop: install once (install.sh --test where the venv lacks byog's test extras), then
+  # only pytest. A service or tool that is not there skips its tests (no BYOG_REQUIRE_*).
+  [ -x "$venv/bin/byog" ] && "$venv/bin/python" -c 'import pytest_timeout, importlinter' 2>/dev/null \
+    || bash scripts/install.sh --test
+  export PATH="$venv/bin:$PATH" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
+  exec "$venv/bin/python" -m pytest -ra -q --durations=30 "$@" tests/unit
+fi
 # The services the tests use (Docker, sshd, cmark-gfm, mermaid-cli, Slurm) install from apt while
 # pip installs byog; their log is shown once both are done.
 services_log=$(mktemp) services_env=$(mktemp) mypy_log=$(mktemp)
@@ -35,6 +48,7 @@ echo "checking types (mypy), beside the tests"
 nice -n 19 "$venv/bin/mypy" byog >"$mypy_log" 2>&1 &
 mypy=$!
 tested=0
+# --durations=30: the 30 slowest tests are printed at the end of every run, where CI time goes.
 "$venv/bin/python" -m pytest -ra -q --durations=30 "$@" tests || tested=$?
 typed=0
 wait "$mypy" || typed=$?

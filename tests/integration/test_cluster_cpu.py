@@ -40,7 +40,7 @@ from byog.runtimes.ssh_nodes import SshProc
 from byog.schemas.plan import BUILTIN_MODEL, BatchWorkload, EvalSpec, ModelSpec, Plan, ServerConfig
 from tests.support.sshd import sshd_available, start_loopback_sshd
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
 NODES = 3
 MAX_MODEL_LEN = 2048  # GSM8K's 5-shot prompts are ~900 tokens
@@ -88,7 +88,7 @@ def _docker_image() -> str:
 
 
 # docker: skipped by the fixture where no engine answers (a failure with BYOG_REQUIRE_DOCKER=1).
-CLUSTER_KINDS = ["local", "ssh", "docker"]
+CLUSTER_KINDS = ["local", "ssh", pytest.param("docker", marks=pytest.mark.docker)]
 
 
 @pytest.fixture(scope="module", params=CLUSTER_KINDS)

@@ -39,7 +39,7 @@ from byog.runtimes.nodes import marked_processes
 from byog.runtimes.slurm_nodes import SlurmProc
 from byog.schemas.plan import BUILTIN_MODEL, BatchWorkload, EvalSpec, ModelSpec, Plan, ServerConfig
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.slurm]
 
 NODES = 3
 MAX_MODEL_LEN = 2048  # GSM8K's 5-shot prompts are ~900 tokens

@@ -1,57 +1,37 @@
 """README command 1 for real: `byog run` on the built-in smoke plan, then a resume that launches nothing.
 
-The slowest test in the suite (two real vLLM start-ups, one of them compiled): it is the proof that
-the whole pipeline holds together on a fresh machine.
+The slowest run in the suite (two real vLLM start-ups, one of them compiled): it is the proof that
+the whole pipeline holds together on a fresh machine. The run is the session's one smoke run
+(tests/integration/conftest.py: submitted through the Slurm test cluster where it runs, where
+test_slurm_submit_cpu reads the job; a local `byog run` elsewhere).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from byog.runtimes.local import group_alive
+from tests.support.smoke import SigningKey, SmokeRun, byog_cli, byog_env
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slurm]
 
 
 def byog(*args: str, cwd: Path, key: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    if key is not None:
-        env["BYOG_SIGNING_KEY"] = str(key)
-    return subprocess.run(
-        [sys.executable, "-m", "byog", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800
-    )
+    env = byog_env(**({"BYOG_SIGNING_KEY": str(key)} if key is not None else {}))
+    return byog_cli(*args, cwd=cwd, env=env)
 
 
-@pytest.fixture(scope="module")
-def signing_key(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A real OpenSSH key made for this test, and an allowed_signers file that trusts it."""
-    folder = tmp_path_factory.mktemp("keys")
-    key = folder / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "contributor", "-f", str(key)], check=True)
-    allowed = folder / "allowed_signers"
-    allowed.write_text(f'contributor@example.com namespaces="byog-bundle@v1" {(folder / "id_ed25519.pub").read_text()}')
-    return key, allowed
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory: pytest.TempPathFactory, signing_key) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    work = tmp_path_factory.mktemp("e2e")
-    return work / "run", byog("run", "--run-dir", str(work / "run"), cwd=work, key=signing_key[0])
-
-
-def test_smoke_run_writes_the_run_directory(smoke_run) -> None:
-    run_dir, result = smoke_run
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    assert "wall time" in result.stdout
-    assert "signed with key SHA256:" in result.stdout
+def test_smoke_run_writes_the_run_directory(smoke_run: SmokeRun) -> None:
+    run_dir = smoke_run.run_dir
+    assert smoke_run.returncode == 0, smoke_run.submitted[-2000:] + smoke_run.output[-6000:]
+    assert "wall time" in smoke_run.output
+    assert "signed with key SHA256:" in smoke_run.output
     for server in ("candidate", "baseline"):
         for batch in (1, 2, 4):
             rows = pq.read_table(run_dir / "bench" / server / f"decode-b{batch}-isl32-osl64.parquet").to_pandas()
@@ -86,22 +66,24 @@ def test_smoke_run_writes_the_run_directory(smoke_run) -> None:
     assert re.search(r"^\| 4 \| (~~)?[0-9]", report, re.M) and "gsm8k" in report
 
 
-def test_rerun_resumes_without_launching_and_derives_the_same_summary(smoke_run, signing_key) -> None:
-    run_dir, first = smoke_run
-    assert first.returncode == 0
+def test_rerun_resumes_without_launching_and_derives_the_same_summary(
+    smoke_run: SmokeRun, signing_key: SigningKey
+) -> None:
+    run_dir = smoke_run.run_dir
+    assert smoke_run.returncode == 0
     before = (run_dir / "summary.json").read_bytes()
-    again = byog("run", "--run-dir", str(run_dir), cwd=run_dir.parent, key=signing_key[0])
+    again = byog("run", "--run-dir", str(run_dir), cwd=run_dir.parent, key=signing_key.key)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert again.stdout.count("already complete; not launched") == 2
     assert (run_dir / "summary.json").read_bytes() == before
 
 
-def test_the_run_ends_with_a_signed_bundle_that_verifies(smoke_run, signing_key) -> None:
-    run_dir, result = smoke_run
-    assert result.returncode == 0
+def test_the_run_ends_with_a_signed_bundle_that_verifies(smoke_run: SmokeRun, signing_key: SigningKey) -> None:
+    run_dir = smoke_run.run_dir
+    assert smoke_run.returncode == 0
     bundle = run_dir / "bundle.tar.gz"
     assert bundle.is_file()
-    checked = byog("verify", str(bundle), "--allowed-signers", str(signing_key[1]), cwd=run_dir.parent)
+    checked = byog("verify", str(bundle), "--allowed-signers", str(signing_key.allowed_signers), cwd=run_dir.parent)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "contributor@example.com" in checked.stdout
     other = run_dir.parent / "other_key"

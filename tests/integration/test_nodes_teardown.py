@@ -21,6 +21,8 @@ from byog.runtimes.nodes import LocalNodes, marked_processes
 from byog.runtimes.ssh_nodes import SshNodes
 from tests.support.sshd import LoopbackSshd, sshd_available, start_loopback_sshd
 
+pytestmark = pytest.mark.cluster
+
 # A command with one child in its group and one that escapes into a session of its own.
 FAMILY = ["sh", "-c", "sleep 300 & setsid sleep 301 & wait"]
 

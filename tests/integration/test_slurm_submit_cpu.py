@@ -1,37 +1,31 @@
-"""`byog slurm submit` of a one-server plan on the session's real Slurm cluster, to a bundle that verifies.
+"""`byog slurm submit` on the session's real Slurm cluster, to a bundle that verifies.
 
-The batch script byog writes is what Slurm runs: `byog run PLAN --run-dir RUN` inside the job, on
-one node, signed with a key made for this test. The job ends COMPLETED and its run directory holds
-a bundle `byog verify` accepts. A partition Slurm does not have is refused first, in one sentence,
-before anything is written or submitted. The plan is the smallest that makes a bundle (one eager
-server, one point, a few eval items): the smoke plan's two servers and 420 eval items run in
-test_e2e_run already, and here would add minutes of CI for nothing Slurm does.
+The batch script byog writes is what Slurm runs: `byog run smoke --run-dir RUN` inside the job, on
+one node, signed with the session's contributor key. That job is the session's one smoke run
+(tests/integration/conftest.py), so the submission costs no run of its own: test_e2e_run reads its
+run directory, this module what Slurm did (the job ends COMPLETED, its output says it signed, the
+bundle verifies). A partition Slurm does not have is refused first, in one sentence, before
+anything is written or submitted.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+from tests.support.smoke import SigningKey, SmokeRun, byog_env
+
+pytestmark = [pytest.mark.integration, pytest.mark.slurm]
 
 
 def byog(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "byog", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300
     )
-
-
-def job_state(cluster, job_id: str) -> str:
-    shown = cluster.run("scontrol", "show", "job", job_id, "--oneliner", check=False).stdout
-    found = re.search(r"JobState=(\S+)", shown)
-    return found.group(1) if found else "UNKNOWN"
 
 
 def test_a_partition_slurm_lacks_is_refused(slurm_cluster, tmp_path: Path) -> None:
@@ -43,44 +37,20 @@ def test_a_partition_slurm_lacks_is_refused(slurm_cluster, tmp_path: Path) -> No
     assert not run_dir.exists() and slurm_cluster.run("squeue", "--noheader").stdout.strip() == ""
 
 
-ONE_SERVER_PLAN = """\
-name: slurm-one-server
-model: {path: builtin:smollm2-135m-instruct, max_model_len: 2048}
-servers:
-  eager: {runtime: local, args: [--enforce-eager]}
-baseline: eager
-workloads:
-  - {kind: batch, name: decode, batch_sizes: [1], isl: [16], osl: [16], warmup_waves: 1, waves: 2}
-evals:
-  - {task: arithmetic_generated, limit: 10, passes: 1}
-seeds: [1234]
-"""
-
-
-def test_submit_of_a_plan_runs_to_a_bundle_that_verifies(slurm_cluster, tmp_path: Path) -> None:
-    key = tmp_path / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "contributor", "-f", str(key)], check=True)
-    allowed = tmp_path / "allowed_signers"
-    public = (tmp_path / "id_ed25519.pub").read_text()
-    allowed.write_text(f'contributor@example.com namespaces="byog-bundle@v1" {public}')
-    env = {**os.environ, **slurm_cluster.env, "BYOG_SIGNING_KEY": str(key), "COLUMNS": "200"}
-    run_dir = tmp_path / "run"
-    plan = tmp_path / "plan.yaml"
-    plan.write_text(ONE_SERVER_PLAN)
-    t0 = time.monotonic()
-    out = byog("slurm", "submit", str(plan), "--partition", "debug", "--run-dir", str(run_dir), env=env, cwd=tmp_path)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "#SBATCH --nodes=1" in out.stdout and "#SBATCH --exclusive" in out.stdout
-    job_id = re.search(r"submitted Slurm job (\d+)", out.stdout).group(1)  # type: ignore[union-attr]
-    deadline = time.monotonic() + 1500
-    while job_state(slurm_cluster, job_id) in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
-        assert time.monotonic() < deadline, "the job did not finish in 25 min"
-        time.sleep(2)
-    state = job_state(slurm_cluster, job_id)
-    log = run_dir / f"slurm-{job_id}.out"
-    assert state == "COMPLETED", f"{state}: {log.read_text()[-3000:] if log.is_file() else '(no job output)'}"
-    print(f"\n[slurm] byog slurm submit {plan.name}: job {job_id} COMPLETED after {time.monotonic() - t0:.1f} s")
-    assert "signed with key SHA256:" in log.read_text()
-    checked = byog("verify", str(run_dir / "bundle.tar.gz"), "--allowed-signers", str(allowed), env=env, cwd=tmp_path)
+def test_submit_of_the_smoke_plan_runs_to_a_bundle_that_verifies(
+    slurm_cluster, smoke_run: SmokeRun, signing_key: SigningKey
+) -> None:
+    """The session's smoke run is this submission (tests/integration/conftest.py): test_e2e_run
+    checks what the run directory holds; here, what Slurm did with the script byog wrote."""
+    assert smoke_run.via == "slurm"
+    assert "#SBATCH --nodes=1" in smoke_run.submitted and "#SBATCH --exclusive" in smoke_run.submitted
+    assert smoke_run.job_id, smoke_run.submitted[-3000:]
+    assert smoke_run.job_state == "COMPLETED", f"{smoke_run.job_state}: {smoke_run.output[-3000:]}"
+    assert "signed with key SHA256:" in smoke_run.output
+    env = byog_env(**slurm_cluster.env)
+    bundle = smoke_run.run_dir / "bundle.tar.gz"
+    checked = byog(
+        "verify", str(bundle), "--allowed-signers", str(signing_key.allowed_signers), env=env, cwd=bundle.parent
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "contributor@example.com" in checked.stdout

@@ -23,6 +23,8 @@ from byog.plans.tiers import tiered_plan_yaml
 from byog.schemas.bench import BenchPoint, RequestRow, write_request_rows
 from byog.schemas.claims import ClaimsFile
 
+pytestmark = pytest.mark.gpu_evidence
+
 REPO = Path(__file__).resolve().parents[3]
 NS = 1_000_000_000
 OSL = 8

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.gpu_evidence
+
 REPO = Path(__file__).resolve().parents[3]
 RESULTS = REPO / "benchmarks" / "results" / "h200"
 BATCH_SIZES = {1, 2, 4, 8, 16, 32, 64}

@@ -7,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from byog.analysis.numerics_summary import summarize_numerics
 from byog.core.paths import RunDir
 from byog.plans.load import parse_plan
+
+pytestmark = pytest.mark.gpu_evidence
 
 REPO = Path(__file__).resolve().parents[3]
 CPU_BF16 = REPO / "benchmarks" / "results" / "numerics" / "cpu-bf16-smollm2"

@@ -1,0 +1,39 @@
+"""Integration fixtures shared across modules: a contributor's signing key and the one smoke run.
+
+The smoke run is README command 1 (`byog run` of the built-in smoke plan: a compiled and an eager
+server, a decode sweep, GSM8K and byog's arithmetic, a signed bundle). It is made once per session
+and read by every test that needs a finished smoke run directory: test_e2e_run (the run directory,
+a resume that launches nothing, verify) and test_slurm_submit_cpu (the Slurm job that made it).
+Where a Slurm test cluster can start (tests/support/slurm.py) the run is `byog slurm submit smoke`,
+so the batch script byog writes is what produced it; elsewhere, or without Slurm on a developer's
+machine, it is a plain local `byog run`. With BYOG_REQUIRE_SLURM=1 (scripts/test.sh) a Slurm that
+cannot start fails the run instead of falling back.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.support.smoke import SigningKey, SmokeRun, local_smoke_run, make_signing_key, submitted_smoke_run
+
+
+@pytest.fixture(scope="session")
+def signing_key(tmp_path_factory: pytest.TempPathFactory) -> SigningKey:
+    """A real OpenSSH key made for the session, and an allowed_signers file that trusts it."""
+    return make_signing_key(tmp_path_factory.mktemp("keys"))
+
+
+@pytest.fixture(scope="session")
+def smoke_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, signing_key: SigningKey
+) -> SmokeRun:
+    """The session's one smoke run, submitted through Slurm where a test cluster runs, else local."""
+    from tests.support.slurm import slurm_available
+
+    work = tmp_path_factory.mktemp("smoke")
+    if slurm_available() is None or os.environ.get("BYOG_REQUIRE_SLURM") == "1":
+        cluster = request.getfixturevalue("slurm_cluster")  # fails where Slurm must run and cannot
+        return submitted_smoke_run(cluster, work, signing_key)
+    return local_smoke_run(work, signing_key)
