@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from functools import partial
+from html import unescape
 from http.server import BaseHTTPRequestHandler, HTTPServer, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -458,3 +459,31 @@ def test_pr_verify_fetches_only_over_https_even_after_a_redirect(
     fetched = work / "bundle.tar.gz"
     assert not fetched.exists() or fetched.stat().st_size == 0
     assert not (work / "verify.json").exists()
+
+
+def link_forms_comment() -> str:
+    """The comment of a refused, unsigned bundle whose member names and manifest subject carry every
+    form GitHub's autolinker links (tests/unit/core/test_safe_text.py's LINK_FORMS)."""
+    from tests.unit.core.test_safe_text import LINK_FORMS
+
+    names = " ".join(LINK_FORMS)
+    verify = {
+        "verified": False,
+        "signer": None,
+        "trust": "unsigned",
+        "checks": [
+            {"name": "subject", "status": "fail", "message": f"the bundle is for {names}, not pull request #5"},
+            {"name": f"archive {LINK_FORMS[0]}", "status": "fail", "message": f"member '{names}' is not byog's"},
+            *({"name": "members", "status": "fail", "message": f"unexpected member {form}"} for form in LINK_FORMS),
+        ],
+    }
+    return comment_body(verify, None, bundle_url="https://example.test/b.tar.gz")
+
+
+def test_fail_lines_quote_bundle_text_that_github_cannot_link() -> None:
+    from tests.unit.core.test_safe_text import LINK_FORMS
+
+    html = render_gfm(link_forms_comment())
+    assert html.count("<a ") == 0
+    visible = unescape(re.sub(r"<[^>]+>", "", html)).replace("\u2060", "")
+    assert all(f"unexpected member {form}" in visible for form in LINK_FORMS)
