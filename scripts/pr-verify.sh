@@ -44,9 +44,16 @@ fi
 url=$(jq -r .bundle "$work/pr.json")
 author=$(jq -r .author "$work/pr.json")
 
-# 3. Fetch it (https, or file:// for a local run), at most GitHub's 25 MB; reproductions beside it.
-fetch() { curl -fsSL --proto '=https,file' --max-filesize 26214400 --max-time 300 -o "$2" "$1"; }
-fetch "$url" "$work/bundle.tar.gz"
+# 3. Fetch it over https only (a redirect too: never file:, http: or another scheme), at most
+#    GitHub's 25 MB; reproductions beside it.
+fetch() {
+  curl -fsSL --proto '=https' --proto-redir '=https' --max-redirs 5 --max-filesize 26214400 --max-time 300 \
+    -o "$2" "$1"
+}
+if ! fetch "$url" "$work/bundle.tar.gz"; then
+  echo "The bundle link could not be fetched over https (curl refused it or failed): $url" >&2
+  exit 1
+fi
 i=0
 for link in $(jq -r '.reproductions[]' "$work/pr.json"); do
   i=$((i + 1))

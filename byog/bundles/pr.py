@@ -5,8 +5,9 @@ Kept out of the workflow's YAML so it runs, and is tested, anywhere: ``byog pr b
 reads a GitHub event payload (and optionally the PR's comments as the REST API lists them) and
 prints the bundle to fetch; ``byog pr comment`` turns ``byog verify --json`` and the re-rendered
 report.md into the comment body. Everything here treats PR text and bundle text as untrusted:
-links are taken only as https URLs (or file:// for local runs) ending in .tar.gz, a bundle only
-from the PR's author, and every string verify reports is escaped before it becomes markdown.
+links are taken only as https URLs whose path ends in .tar.gz (a query may follow it, never
+stand in for it), a bundle only from the PR's author, and every string verify reports is
+escaped before it becomes markdown.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from byog.core.errors import UsageError
 from byog.core.safe_text import md_code, md_text
 from byog.report.format import table
 
 COMMENT_MARKER = "<!-- byog-verify -->"  # the workflow edits its previous comment instead of adding one
-_LINK = re.compile(r"(?:https://|file:///)[^\s()<>\[\]\"'`]+?\.(?:tar\.gz|tgz)(?=[\s()<>\[\]\"'`]|$)")
+# A candidate runs to the first space, bracket or quote (markdown's delimiters of a link).
+_CANDIDATE = re.compile(r"(?i)https://[^\s()<>\[\]\"'`]+")
+_BUNDLE_PATH = (".tar.gz", ".tgz")
 _REPRODUCTION = re.compile(r"\.reproduction[^/]*\.(?:tar\.gz|tgz)$")
 
 
@@ -45,7 +49,19 @@ class PrBundles:
 
 
 def links(text: str | None) -> list[str]:
-    return _LINK.findall(text or "")
+    """The bundle links in PR text: https only (curl fetches nothing else), to a host, with a path
+    that ends in .tar.gz, so ``https://x/y?.tar.gz`` or ``file:///…`` is never fetched."""
+    return [url for url in _CANDIDATE.findall(text or "") if _is_bundle_link(url)]
+
+
+def _is_bundle_link(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a bad port raises)
+    except ValueError:
+        return False
+    plain = url.isascii() and url.isprintable() and "\\" not in url and "@" not in parts.netloc
+    return plain and parts.scheme == "https" and bool(parts.hostname) and parts.path.lower().endswith(_BUNDLE_PATH)
 
 
 def _login(obj: Any) -> str | None:
@@ -72,7 +88,7 @@ def find_bundles(event: dict[str, Any], comments: list[dict[str, Any]] | None = 
     bundle, reproductions = None, []
     for who, text in texts:
         for link in links(text):
-            if _REPRODUCTION.search(link):
+            if _REPRODUCTION.search(urlsplit(link).path):
                 reproductions.append(link)
             elif who == author:
                 bundle = link  # the newest wins

@@ -104,11 +104,22 @@ def _has_surrogate(text: str) -> bool:
 # Characters that can start markdown or HTML anywhere in a line; "|" is format.table()'s to escape
 # (a table cell needs "\|", a paragraph does not, so the one who builds the table escapes it).
 _MARKDOWN_SPECIAL = frozenset("\\`*_[]<>!~&#")
-# GitHub links these in plain text: URLs (autolink extension), www. hosts, @user and @org/team
-# mentions (also the @ of an e-mail address), #123 issue references.
+# GitHub links these in plain text. Its autolink extension (cmark-gfm extensions/autolink.c) links
+# - ``scheme://host`` at a ':' followed by '//': it walks back over the ASCII letters before the ':'
+#   (any character before those, a letter excepted, may precede: ``a1https://``, ``_https://``,
+#   ``éhttps://``) and links when they end in http, https or ftp. A word joiner before every such
+#   ':' leaves it no letter to walk back over.
+# - ``www.`` after a space, the line's start or one of ``*_~(`` (``\_www.`` is ``_www.`` in the
+#   source). A word joiner inside every ``www.``, whatever precedes it.
+# - ``x@y.z`` e-mail addresses (``mailto:``/``xmpp:`` forms included): it reads forward from the
+#   '@' over letters, digits, ``.-_``, and needs a letter or digit right after it. A word joiner
+#   after every '@', which also keeps @user and @org/team mentions from pinging.
+# - a scheme's name as a word (mailto:, javascript:, ...): a word joiner before its ':' too.
+# And #123 issue references.
+_SCHEME_COLON = re.compile(r"(?<=[A-Za-z]):(?=//)")
 _URL_SCHEME = re.compile(r"(?i)\b(https?|ftp|mailto|file|data|javascript|vbscript|xmpp)(:)")
-_WWW = re.compile(r"(?i)\b(www)(\.)")
-_MENTION = re.compile(r"@(?=[A-Za-z0-9_-])")
+_WWW = re.compile(r"(?i)(www)(\.)")
+_AT = re.compile("@")
 _ISSUE_REF = re.compile(r"#(?=[0-9])")
 
 
@@ -120,16 +131,19 @@ def md_text(value: Any, limit: int | None = None, *, inner_underscores: bool = F
 
     One line (``one_line``); every character that could start markup backslash-escaped (GitHub
     shows it as the character); a leading ``+``/``-`` escaped (no list item); a word joiner
-    (U+2060, invisible) after the ``@`` of a mention, the ``#`` of an issue reference, a URL
-    scheme's name and ``www``, so nobody is pinged and nothing links. Plain names and numbers
-    (``cand-fp8kv``, ``decode-b8-isl128``, ``1.7x (B=8)``) come out as they went in.
+    (U+2060, invisible) after every ``@``, the ``#`` of an issue reference, a URL scheme's name,
+    the letters before any ``://`` and every ``www``, so nobody is pinged and nothing links: what
+    cmark-gfm's autolink extension needs to make a link (see ``_SCHEME_COLON``) is never all there.
+    Plain names and numbers (``cand-fp8kv``, ``decode-b8-isl128``, ``1.7x (B=8)``) come out as
+    they went in.
     ``inner_underscores``: leave a ``_`` between two letters or digits as it is (GitHub never reads
     one as emphasis), for report format 2's fields that it wrote unescaped (``max_tokens_exact``).
     """
     text = one_line(" ".join(str(value).split()), limit)
+    text = _SCHEME_COLON.sub(_WORD_JOINER + ":", text)
     text = _URL_SCHEME.sub(lambda m: m.group(1) + _WORD_JOINER + m.group(2), text)
     text = _WWW.sub(lambda m: m.group(1) + _WORD_JOINER + m.group(2), text)
-    text = _MENTION.sub("@" + _WORD_JOINER, text)
+    text = _AT.sub("@" + _WORD_JOINER, text)
     text = _ISSUE_REF.sub("#" + _WORD_JOINER, text)
     inner = {m.start() for m in _INNER_UNDERSCORE.finditer(text)} if inner_underscores else set()
     out = "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIAL and i not in inner else ch for i, ch in enumerate(text))

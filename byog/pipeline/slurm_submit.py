@@ -6,10 +6,16 @@ node with ``--run-dir`` on a file system every node sees; ``byog run`` resumes a
 so a job Slurm requeues (``--requeue``: a node failure, a preemption) carries on from the points
 already measured. Multi-node servers (``runtime: slurm``) start their nodes as srun steps of this
 job (byog.runtimes.slurm_nodes).
+
+Every value in the script is checked or quoted where it lands: a value with a control character
+(a line break would end a ``#SBATCH`` line and start a command) is refused; ``#SBATCH`` values are
+escaped as sbatch reads them (a backslash before a space, quote, ``#`` or backslash); the command
+line is ``shlex.join``'s; the plan's name, also the job's name, must be a plain name.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import sys
@@ -18,6 +24,7 @@ from pathlib import Path
 
 from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.paths import new_run_id
+from byog.core.safe_text import one_line
 from byog.core.settings import runs_dir
 from byog.plans.load import builtin_profiles, load_plan
 from byog.plans.tiers import apply_tier
@@ -26,6 +33,10 @@ from byog.schemas.plan import Plan, ServerConfig
 
 BATCH_FILE = "slurm-batch.sh"
 OUTPUT_NAME = "slurm-%j.out"  # Slurm writes the job's output there (%j: the job id)
+JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")  # the plan's name as the job's: no space, no quote
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# sbatch's #SBATCH reader: whitespace splits words, '"' toggles quoting, '\' escapes, '#' ends the line
+_SBATCH_SPECIAL = re.compile(r'([\\"#\s])')
 
 
 @dataclass(frozen=True)
@@ -73,33 +84,70 @@ def plan_argument(plan_ref: str | None) -> str:
     return str(Path(plan_ref).resolve())
 
 
+def _plain(what: str, value: str) -> str:
+    """``value`` unless it has a control character, which no line of the script may carry."""
+    if _CONTROL.search(value):
+        raise UsageError(
+            f"{what} '{one_line(value, 120)}' has a control character (a line break, tab or escape), "
+            "which a line of the Slurm batch script cannot carry"
+        )
+    return value
+
+
+def _sbatch_word(option: str) -> str:
+    """One #SBATCH option as sbatch reads it back: one word, whatever spaces, quotes or '#' it has."""
+    return _SBATCH_SPECIAL.sub(r"\\\1", option)
+
+
+def job_name(plan: Plan) -> str:
+    if JOB_NAME.fullmatch(plan.name) is None:
+        raise UsageError(
+            f"the plan's name '{one_line(plan.name, 120)}' cannot name a Slurm job: use letters, digits "
+            "and '_.+-' (up to 128, the first a letter or digit)"
+        )
+    return f"byog-{plan.name}"
+
+
 def batch_script(plan_ref: str | None, plan: Plan, opts: SubmitOptions) -> str:
     nodes, gpus = job_shape(plan)
     if opts.gpus_per_node is not None:
         gpus = opts.gpus_per_node
-    run_dir = opts.run_dir.resolve()
+    name = job_name(plan)
+    run_dir = Path(_plain("the run directory", str(opts.run_dir.resolve())))
+    tier = _plain("the tier", opts.tier)
     sbatch = [
-        f"--job-name=byog-{plan.name}",
+        f"--job-name={name}",
         f"--nodes={nodes}",
         "--ntasks-per-node=1",
         "--exclusive",
         *([f"--gpus-per-node={gpus}"] if gpus else []),
-        *([f"--time={opts.time}"] if opts.time else []),
-        *([f"--partition={opts.partition}"] if opts.partition else []),
-        *([f"--account={opts.account}"] if opts.account else []),
+        *([f"--time={_plain('--time', opts.time)}"] if opts.time else []),
+        *([f"--partition={_plain('the partition', opts.partition)}"] if opts.partition else []),
+        *([f"--account={_plain('the account', opts.account)}"] if opts.account else []),
         "--requeue",
         "--open-mode=append",
         f"--output={run_dir / OUTPUT_NAME}",
-        f"--chdir={Path.cwd()}",
-        *opts.extra,
+        f"--chdir={_plain('the working directory', str(Path.cwd()))}",
+        *(_plain("the #SBATCH option", option) for option in opts.extra),
     ]
-    run = [sys.executable, "-m", "byog", "run", plan_argument(plan_ref), "--tier", opts.tier, "--run-dir", str(run_dir)]
+    plan_arg = _plain("the plan", plan_argument(plan_ref))
+    run = [
+        _plain("the Python", sys.executable),
+        "-m",
+        "byog",
+        "run",
+        plan_arg,
+        "--tier",
+        tier,
+        "--run-dir",
+        str(run_dir),
+    ]
     lines = [
         "#!/bin/bash",
-        f"# byog: plan {plan.name} (tier {opts.tier}) under Slurm, written by `byog slurm submit`.",
+        f"# byog: plan {plan.name} (tier {tier}) under Slurm, written by `byog slurm submit`.",
         f"# The run directory must be on a file system every node sees: {run_dir}",
         "# A requeued job runs the same `byog run`, which resumes from the points already in it.",
-        *[f"#SBATCH {option}" for option in sbatch],
+        *[f"#SBATCH {_sbatch_word(option)}" for option in sbatch],
         "set -euo pipefail",
         f"exec {shlex.join(run)}",
         "",

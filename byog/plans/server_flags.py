@@ -23,7 +23,7 @@ from typing import Any
 from byog.core.errors import UsageError
 from byog.schemas.plan import ServerConfig
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")  # a backend, dtype or method name: no path, no spaces
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")  # a backend, dtype or method name: no path, no spaces
 
 
 def _int(value: str) -> bool:
@@ -39,7 +39,7 @@ def _float(value: str) -> bool:
 
 
 def _name(value: str) -> bool:
-    return _NAME.match(value) is not None
+    return _NAME.fullmatch(value) is not None
 
 
 def _one_of(*choices: str) -> Callable[[str], bool]:

@@ -1,24 +1,29 @@
 """The PR workflow's steps (scripts/pr-verify.sh) run for real against real bundles; only what is
-GitHub's is faked: the event payload and comment list are files, the bundle link is file://,
-and GitHub's /users/USER/ssh_signing_keys is a local HTTP server. Every byog command is the real one."""
+GitHub's is faked: the event payload and comment list are files, the bundle link is an https URL
+served from this machine (a certificate made for the test, which curl is told to trust), and
+GitHub's /users/USER/ssh_signing_keys is a local HTTP server. Every byog command is the real one."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from functools import partial
+from html import unescape
+from http.server import BaseHTTPRequestHandler, HTTPServer, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from byog.bundles.finalize import seal_and_pack
-from byog.bundles.pr import COMMENT_MARKER, comment_body, find_bundles
+from byog.bundles.pr import COMMENT_MARKER, comment_body, find_bundles, links
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.report.context import ReportInputs
 from byog.report.markdown import render_report
@@ -53,14 +58,49 @@ def github() -> Iterator[str]:
     server.shutdown()
 
 
+class _Files(SimpleHTTPRequestHandler):
+    """The test's folder over https; any path with ``?to=URL`` answers 302 to URL."""
+
+    def do_GET(self) -> None:
+        if "?to=" in self.path:
+            self.send_response(302)
+            self.send_header("Location", self.path.split("?to=", 1)[1])
+            self.end_headers()
+            return
+        super().do_GET()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, Path]]:
+    """(folder, its https base URL, the certificate curl trusts: CURL_CA_BUNDLE)."""
+    folder = tmp_path_factory.mktemp("served")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1"]
+        + ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Files, directory=str(folder)))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield folder, f"https://127.0.0.1:{server.server_address[1]}", cert
+    server.shutdown()
+
+
 PR = 61867  # the PR the events are on, in example/project
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def bundles(served: tuple[Path, str, Path]) -> dict[str, Any]:
     """alice's honest bundle for PR, the same run re-signed by mallory, and bundles signed for PR #1:
-    one by alice, one by the maintainer maint."""
-    folder = tmp_path_factory.mktemp("pr")
+    one by alice, one by the maintainer maint; each also by its https URL (``url-<name>``)."""
+    folder, base, cert = served
     alice, alice_pub = make_key(folder, "alice")
     mallory, _ = make_key(folder, "mallory")
     maint, maint_pub = make_key(folder, "maint")
@@ -71,13 +111,14 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     forged = seal_and_pack(run_dir, folder / "forged.tar.gz", key=mallory, subject=f"example/project#{PR}")
     alices_pr1 = seal_and_pack(run_dir, folder / "alice-pr1.tar.gz", key=alice, subject="example/project#1")
     maints_pr1 = seal_and_pack(run_dir, folder / "maint-pr1.tar.gz", key=maint, subject="example/project#1")
-    return {
+    found: dict[str, Any] = {
         "honest": honest.bundle,
         "forged": forged.bundle,
         "alice-pr1": alices_pr1.bundle,
         "maint-pr1": maints_pr1.bundle,
-        "folder": folder,
     }
+    found |= {f"url-{name}": f"{base}/{path.name}" for name, path in found.items()}
+    return found | {"folder": folder, "base": base, "cert": cert}
 
 
 def _event(folder: Path, body: str, author: str = "alice", number: int = PR) -> Path:
@@ -93,9 +134,10 @@ def _event(folder: Path, body: str, author: str = "alice", number: int = PR) -> 
     return path
 
 
-def _run(event: Path, work: Path, github: str, **extra: str) -> subprocess.CompletedProcess[str]:
+def _run(event: Path, work: Path, github: str, cert: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
+        "CURL_CA_BUNDLE": str(cert),
         "GITHUB_EVENT_PATH": str(event),
         "GITHUB_REPOSITORY": "example/project",
         "GITHUB_RUN_ID": "7",
@@ -119,8 +161,8 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
     comments.write_text(
         json.dumps(
             [
-                {"user": {"login": "bob"}, "body": "my own bundle: file:///tmp/not-the-authors.tar.gz"},
-                {"user": {"login": "alice"}, "body": f"updated bundle: {bundles['honest'].as_uri()}"},
+                {"user": {"login": "bob"}, "body": "my own bundle: https://bob.example/not-the-authors.tar.gz"},
+                {"user": {"login": "alice"}, "body": f"updated bundle: {bundles['url-honest']}"},
             ]
         )
     )
@@ -131,9 +173,17 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
     )
     policy = tmp_path / "policy.yaml"
     policy.write_text("schema_version: 1\nrequired_tasks: [gsm8k]\n")
-    event = _event(folder, "Faster decode. Old bundle: file:///tmp/stale.tar.gz")
+    event = _event(folder, "Faster decode. Old bundle: https://alice.example/stale.tar.gz")
     work = tmp_path / "work"
-    result = _run(event, work, github, BYOG_PR_COMMENTS=str(comments), BYOG_CLAIMS=str(claims), BYOG_POLICY=str(policy))
+    result = _run(
+        event,
+        work,
+        github,
+        bundles["cert"],
+        BYOG_PR_COMMENTS=str(comments),
+        BYOG_CLAIMS=str(claims),
+        BYOG_POLICY=str(policy),
+    )
     comment = (work / "comment.md").read_text() if (work / "comment.md").is_file() else ""
     # the claim is a verdict the synthetic bundle does not reach: verify fails it, and says which
     assert result.returncode == 1, result.stdout + result.stderr
@@ -153,10 +203,18 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
         "    candidate: candidate\n    verdict: inconclusive\n"
     )
     work = tmp_path / "work-2"
-    result = _run(event, work, github, BYOG_PR_COMMENTS=str(comments), BYOG_CLAIMS=str(claims), BYOG_POLICY=str(policy))
+    result = _run(
+        event,
+        work,
+        github,
+        bundles["cert"],
+        BYOG_PR_COMMENTS=str(comments),
+        BYOG_CLAIMS=str(claims),
+        BYOG_POLICY=str(policy),
+    )
     comment = (work / "comment.md").read_text()
     assert result.returncode == 0, result.stdout + result.stderr + comment
-    assert "## byog verify: ✅ verified" in comment and f"Bundle: `{bundles['honest'].as_uri()}`" in comment
+    assert "## byog verify: ✅ verified" in comment and f"Bundle: `{bundles['url-honest']}`" in comment
     opening, report = comment.split("<details><summary>Full report", 1)
     assert "# byog report: synthetic" in report and "## Performance" in report
     assert "### Headline" in opening  # the headline is on the first screen, not folded
@@ -166,8 +224,8 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
 
 
 def test_a_bundle_signed_by_someone_else_fails_the_check(bundles: dict[str, Path], github: str, tmp_path: Path) -> None:
-    event = _event(bundles["folder"], f"Bundle: {bundles['forged'].as_uri()}")
-    result = _run(event, tmp_path / "work", github)
+    event = _event(bundles["folder"], f"Bundle: {bundles['url-forged']}")
+    result = _run(event, tmp_path / "work", github, bundles["cert"])
     comment = (tmp_path / "work" / "comment.md").read_text()
     assert result.returncode == 1
     assert (
@@ -182,8 +240,8 @@ def test_a_bundle_a_maintainer_signed_for_another_pr_is_not_verified_on_a_strang
     bundles, github: str, tmp_path: Path
 ) -> None:
     """Replay: maint's bundle for PR #1, linked by a stranger on PR; maint's key signs reproductions only."""
-    event = _event(bundles["folder"], f"Bundle: {bundles['maint-pr1'].as_uri()}", author="stranger")
-    result = _run(event, tmp_path / "work", github, BYOG_MAINTAINERS="maint")
+    event = _event(bundles["folder"], f"Bundle: {bundles['url-maint-pr1']}", author="stranger")
+    result = _run(event, tmp_path / "work", github, bundles["cert"], BYOG_MAINTAINERS="maint")
     comment = (tmp_path / "work" / "comment.md").read_text()
     assert result.returncode == 1, result.stdout + result.stderr + comment
     assert "❌ not verified" in comment and "wrong signer" in comment and "# byog report" not in comment
@@ -192,8 +250,8 @@ def test_a_bundle_a_maintainer_signed_for_another_pr_is_not_verified_on_a_strang
 
 
 def test_a_bundle_the_author_signed_for_another_pr_is_not_verified_here(bundles, github: str, tmp_path: Path) -> None:
-    event = _event(bundles["folder"], f"Bundle: {bundles['alice-pr1'].as_uri()}")
-    result = _run(event, tmp_path / "work", github)
+    event = _event(bundles["folder"], f"Bundle: {bundles['url-alice-pr1']}")
+    result = _run(event, tmp_path / "work", github, bundles["cert"])
     comment = (tmp_path / "work" / "comment.md").read_text()
     assert result.returncode == 1, result.stdout + result.stderr + comment
     assert (
@@ -204,16 +262,16 @@ def test_a_bundle_the_author_signed_for_another_pr_is_not_verified_here(bundles,
     assert "# byog report" not in comment
 
     # the same bundle on the PR it was signed for verifies (with maint trusted for reproductions)
-    event = _event(bundles["folder"], f"Bundle: {bundles['alice-pr1'].as_uri()}", number=1)
-    result = _run(event, tmp_path / "work-1", github, BYOG_MAINTAINERS="maint")
+    event = _event(bundles["folder"], f"Bundle: {bundles['url-alice-pr1']}", number=1)
+    result = _run(event, tmp_path / "work-1", github, bundles["cert"], BYOG_MAINTAINERS="maint")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "## byog verify: ✅ verified" in (tmp_path / "work-1" / "comment.md").read_text()
 
 
 def test_a_pr_without_a_bundle_is_nothing_to_check_unless_required(bundles, github: str, tmp_path: Path) -> None:
     event = _event(bundles["folder"], "A docs fix, no bundle.")
-    assert _run(event, tmp_path / "a", github).returncode == 0
-    assert _run(event, tmp_path / "b", github, BYOG_REQUIRE_BUNDLE="1").returncode == 1
+    assert _run(event, tmp_path / "a", github, bundles["cert"]).returncode == 0
+    assert _run(event, tmp_path / "b", github, bundles["cert"], BYOG_REQUIRE_BUNDLE="1").returncode == 1
 
 
 def test_the_bundle_is_the_authors_newest_link_and_reproductions_come_from_anyone() -> None:
@@ -341,3 +399,91 @@ def test_a_report_too_long_for_a_comment_is_named_not_cut_mid_table() -> None:
     body = comment_body(verify, report)
     assert len(body) < 65_536 and "| 1 | 2 |" not in body
     assert "The full report (80,0" in body and "does not fit in a comment" in body
+
+
+def test_bundle_url_takes_only_https_links_whose_path_ends_in_tar_gz() -> None:
+    refused = [
+        "file:///etc/passwd?.tar.gz",
+        "file:///home/runner/work/bundle.tar.gz",
+        "http://plain.example/b.tar.gz",
+        "https://evil.example/x?.tar.gz",
+        "https://evil.example/x#.tar.gz",
+        "https://evil.example/x.tar.gz.",
+        "https:///b.tar.gz",
+        "https://user@evil.example/b.tar.gz",
+        "https://evil.example:99999/b.tar.gz",
+    ]
+    taken = ["https://github.com/user-attachments/files/2/bundle.tar.gz", "https://h.example/b.tar.gz?sig=abc"]
+    assert links(" ".join(refused)) == [] and links(" ".join(taken)) == taken
+
+
+def test_byog_pr_bundle_url_finds_no_bundle_in_a_file_link(tmp_path: Path) -> None:
+    event = _event(tmp_path, "Bundle: file:///etc/passwd?.tar.gz")
+    done = subprocess.run(
+        [sys.executable, "-m", "byog", "pr", "bundle-url", "--event", str(event), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0 and "file:" not in done.stdout, done.stdout + done.stderr
+
+
+def _bundle_url_says(tmp_path: Path, url: str) -> str:
+    """A BYOG command whose ``pr bundle-url`` answers ``url`` (what a link that slipped past it would
+    be) and whose every other command is the real byog: so the script's own fetch is what is tested."""
+    wrapper = tmp_path / "byog-says.sh"
+    answer = json.dumps({"pr": PR, "author": "alice", "head_sha": None, "bundle": url, "reproductions": []})
+    wrapper.write_text(
+        f"if [ \"$1 $2\" = 'pr bundle-url' ]; then echo '{answer}'; exit 0; fi\nexec {sys.executable} -m byog \"$@\"\n"
+    )
+    return f"bash {wrapper}"
+
+
+@pytest.mark.parametrize("where", ["file", "redirect to http", "redirect to file"])
+def test_pr_verify_fetches_only_over_https_even_after_a_redirect(
+    bundles: dict[str, Any], github: str, tmp_path: Path, where: str
+) -> None:
+    honest = bundles["honest"]
+    plain = f"{github}/users/alice/ssh_signing_keys"  # an http URL that answers
+    url = {
+        "file": f"{honest.as_uri()}?.tar.gz",
+        "redirect to http": f"{bundles['base']}/b.tar.gz?to={plain}",
+        "redirect to file": f"{bundles['base']}/b.tar.gz?to={honest.as_uri()}",
+    }[where]
+    event = _event(bundles["folder"], "Bundle: see below")
+    work = tmp_path / "work"
+    result = _run(event, work, github, bundles["cert"], BYOG=_bundle_url_says(tmp_path, url))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "could not be fetched over https" in result.stderr
+    fetched = work / "bundle.tar.gz"
+    assert not fetched.exists() or fetched.stat().st_size == 0
+    assert not (work / "verify.json").exists()
+
+
+def link_forms_comment() -> str:
+    """The comment of a refused, unsigned bundle whose member names and manifest subject carry every
+    form GitHub's autolinker links (tests/unit/core/test_safe_text.py's LINK_FORMS)."""
+    from tests.unit.core.test_safe_text import LINK_FORMS
+
+    names = " ".join(LINK_FORMS)
+    verify = {
+        "verified": False,
+        "signer": None,
+        "trust": "unsigned",
+        "checks": [
+            {"name": "subject", "status": "fail", "message": f"the bundle is for {names}, not pull request #5"},
+            {"name": f"archive {LINK_FORMS[0]}", "status": "fail", "message": f"member '{names}' is not byog's"},
+            *({"name": "members", "status": "fail", "message": f"unexpected member {form}"} for form in LINK_FORMS),
+        ],
+    }
+    return comment_body(verify, None, bundle_url="https://example.test/b.tar.gz")
+
+
+def test_fail_lines_quote_bundle_text_that_github_cannot_link() -> None:
+    from tests.unit.core.test_safe_text import LINK_FORMS
+
+    html = render_gfm(link_forms_comment())
+    assert html.count("<a ") == 0
+    visible = unescape(re.sub(r"<[^>]+>", "", html)).replace("\u2060", "")
+    assert all(f"unexpected member {form}" in visible for form in LINK_FORMS)

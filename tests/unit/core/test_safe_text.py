@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+from html.parser import HTMLParser
 
 from byog.core.safe_text import json_safe, md_code, md_fence, md_text, mermaid_text, one_line
+from tests.support.cmark import render_gfm
 
 
 def test_one_line_escapes_every_way_to_start_a_new_or_fake_line() -> None:
@@ -50,3 +52,73 @@ def test_md_code_and_md_fence_cannot_be_closed_by_their_content() -> None:
 def test_mermaid_text_keeps_only_plain_characters() -> None:
     assert mermaid_text('a"] %%{init}%% <b>@x</b>') == "a?] ???init??? ?b??x?/b?"
     assert mermaid_text("cand-fp8kv (TP8)") == "cand-fp8kv (TP8)" and mermaid_text("x" * 50, 10) == "xxxxxxx..."
+
+
+# Every form cmark-gfm's autolink extension (extensions/autolink.c) links, and the characters it
+# accepts before one: a letter or digit before the scheme, "_" (also "\_" in the source), non-ASCII.
+LINK_FORMS = (
+    "a1https://evil.example/x",
+    "_https://evil.example",
+    "_www.evil.example",
+    "éhttps://evil.example",
+    "9ftp://evil.example",
+    "x@.evil.example",
+    "mailto:u@evil.example",
+    "xmpp:u@evil.example/r",
+    "a.b-c_d@evil.example",
+    "(www.evil.example)",
+    "*www.evil.example*",
+    "HTTPS://EVIL.EXAMPLE",
+    "中https://evil.example",
+)
+PREFIXES = ("", "a", "a1", "1", "_", "\\", "é", "中", "(", "*", "~", "-", ".", "'", '"', "x_", "[", "<", "&", "=", "/")
+STARTS = ("https://", "HTTP://", "ftp://", "www.", "Www.", "mailto:u@", "xmpp:u@", "u@", "u.v+w@", "@", "u@.")
+HOSTS = ("evil.example", "evil.example/p?q=1&r=(2)", "x.y", "1.2.3.4", "e-v.example/_x_")
+SUFFIXES = ("", ".", ")", "_", "*", "~", "<", ";", " tail")
+
+
+class _Items(HTMLParser):
+    """The visible text of each <li>, and every tag name seen."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "li":
+            self.items.append("")
+
+    def handle_data(self, data: str) -> None:
+        if self.items:
+            self.items[-1] += data
+
+
+def _rendered_items(texts: list[str]) -> _Items:
+    """Each text as a list item of markdown, rendered by cmark-gfm (HTML entities resolved)."""
+    parser = _Items()
+    parser.feed(render_gfm("\n".join(f"- x {text}" for text in texts) + "\n"))
+    return parser
+
+
+def _generated_links() -> list[str]:
+    return [p + s + h + x for p in PREFIXES for s in STARTS for h in HOSTS for x in SUFFIXES]
+
+
+def test_github_links_none_of_the_autolink_forms_and_each_reads_as_written() -> None:
+    raw = render_gfm("\n\n".join(LINK_FORMS))
+    assert raw.count("<a ") == len(LINK_FORMS)  # unescaped, every one of them is a link
+    rendered = _rendered_items([md_text(form) for form in LINK_FORMS])
+    assert "a" not in rendered.tags and len(rendered.items) == len(LINK_FORMS)
+    assert [item.replace("\u2060", "").strip() for item in rendered.items] == [f"x {form}" for form in LINK_FORMS]
+
+
+def test_no_generated_string_of_prefix_scheme_host_and_separator_becomes_a_link() -> None:
+    texts = _generated_links()
+    raw = render_gfm("\n\n".join(texts)).count("<a ")
+    assert raw > len(texts) // 2  # the generator is hostile: most of its strings link when not escaped
+    rendered = _rendered_items([md_text(text) for text in texts])
+    assert "a" not in rendered.tags and "img" not in rendered.tags
+    visible = [item.replace("\u2060", "").strip() for item in rendered.items]
+    assert visible == [f"x {' '.join(text.split())}" for text in texts]

@@ -119,3 +119,12 @@ def test_config_keys_pass_through_their_own_lists() -> None:
     with pytest.raises(UsageError, match="speculative_config.model, which is not a key"):
         vet_server("candidate", drafter)
     vet_server("candidate", drafter, allowed=["speculative_config.model"])
+
+
+@pytest.mark.parametrize("value", ["FLASH_ATTN\n", "FLASH_ATTN\r", "FLASH_ATTN\n--trust-remote-code"])
+def test_a_name_value_ending_in_a_line_break_is_refused(value: str) -> None:
+    vet_args("candidate", ["--attention-backend", "FLASH_ATTN"])
+    with pytest.raises(
+        UsageError, match="^server 'candidate' of the bundle passes --attention-backend, which is given"
+    ):
+        vet_args("candidate", ["--attention-backend", value])
