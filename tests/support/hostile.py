@@ -22,6 +22,7 @@ import resource
 import struct
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import zlib
@@ -32,7 +33,7 @@ from typing import BinaryIO
 
 import psutil
 
-from byog.bundles.archive import GZIP_COMMENT_PREFIX, GZIP_HEADER, write_tar
+from byog.bundles.archive import GZIP_COMMENT_PREFIX, GZIP_HEADER, archive_order, write_tar
 from byog.bundles.finalize import seal_and_pack
 from byog.bundles.sign import SigningKey, sign_bytes
 from byog.core.canonical import canonical_json
@@ -126,11 +127,11 @@ class _GzipSink:
 
 
 def write_archive(path: Path, members: dict[str, bytes | Payload]) -> Path:
-    """A bundle archive in byog's exact container (sorted members, canonical headers)."""
+    """A bundle archive in byog's exact container (byog's member order, canonical headers)."""
     sink = _GzipSink()
 
     def entries() -> Iterator[tuple[str, int, BinaryIO]]:
-        for name in sorted(members):
+        for name in archive_order(members):
             data = members[name]
             if isinstance(data, Payload):
                 yield name, data.size, _PayloadReader(data)  # type: ignore[misc]
@@ -140,6 +141,17 @@ def write_archive(path: Path, members: dict[str, bytes | Payload]) -> Path:
     write_tar(sink, entries())  # type: ignore[arg-type]
     path.write_bytes(sink.finish())
     return path
+
+
+def member_info(name: str, size: int) -> tarfile.TarInfo:
+    """byog's header fields as a tarfile.TarInfo: hostile archives are written with tarfile (a writer,
+    on the test's own bytes), then changed in the one field each case is about."""
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = size, 0, 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.type = tarfile.REGTYPE
+    return info
 
 
 # --- the kit: a real signed bundle to start from, a trusted and a stranger's key --------------
