@@ -135,7 +135,7 @@ def test_members_out_of_byogs_order_are_refused_at_the_first_one(tmp_path: Path)
     for what, members in cases.items():
         bundle = tmp_path / "order.tar.gz"
         bundle.write_bytes(bundle_gzip(_raw(members)))
-        assert "is out of byog's order" in _refusal(lambda: _scan(bundle, SMALL, None)), what
+        assert "is out of byog's order" in _refusal(lambda path=bundle: _scan(path, SMALL, None)), what
 
 
 def test_a_bundle_without_its_manifest_first_is_read_only_with_allow_unsigned(tmp_path: Path) -> None:
