@@ -1,6 +1,7 @@
 """Seal a run directory into a bundle: collect its files, write the manifest, pack a tar.gz.
 
-The archive is deterministic: regular files only, sorted names, mtime 0, uid/gid 0, empty
+The archive is deterministic: regular files only, the manifest, its signature and signer.json
+first and then the other names sorted, one plain ustar header each, mtime 0, uid/gid 0, empty
 uname/gname, mode 0644, and a gzip header with mtime 0 and no file name, so packing the same
 run directory twice gives the same bytes (Ed25519 SSH signatures are deterministic too).
 
@@ -20,10 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from byog.bundles.archive import (
+    MAX_NAME,
     UnsafeBundle,
+    archive_order,
     bundle_gzip,
     check_name,
     gzip_bytes,
+    split_name,
     write_tar,
 )
 from byog.bundles.manifest import build_statement, statement_bytes
@@ -75,19 +79,26 @@ def collect_files(run_dir: RunDir, *, exclude: AbstractSet[Path] = frozenset()) 
 
 
 def _bundleable_name(rel: str, root: Path) -> None:
-    """Refuse at pack time what verify would refuse: a name that is not plain letters, digits, '.', '_', '-'."""
+    """Refuse at pack time what verify would refuse: a name that is not plain letters, digits, '.', '_', '-',
+    or a path byog's one tar header cannot hold."""
     try:
         check_name(rel)
     except UnsafeBundle:
         raise UsageError(
             f"{rel} in {root} cannot go into a bundle: use only letters, digits, '.', '_' and '-' in names"
         ) from None
+    if split_name(rel) is None:
+        raise UsageError(
+            f"{rel[:60]}... in {root} cannot go into a bundle: its path is {len(rel)} characters, and a tar header "
+            f"holds at most {MAX_NAME} (split at a '/' into 155 and 100): shorten the server, point or task names"
+        )
 
 
 def tar_gz(files: dict[str, bytes]) -> bytes:
-    """The deterministic archive of ``files`` (path -> bytes), sorted by path."""
+    """The deterministic archive of ``files`` (path -> bytes): the manifest, its signature and signer.json
+    first (what verify reads before it knows the signer), then the rest sorted by path."""
     raw = io.BytesIO()
-    write_tar(raw, ((name, len(files[name]), io.BytesIO(files[name])) for name in sorted(files)))
+    write_tar(raw, ((name, len(files[name]), io.BytesIO(files[name])) for name in archive_order(files)))
     return bundle_gzip(raw.getvalue())
 
 

@@ -175,9 +175,12 @@ def write_report(
     views: tuple[ReproductionView, ...] = ()
     not_shown = ()
     if found:
-        with Extracted(target) as extracted:  # the vetted archive; only the manifest's bytes are hashed
-            assert extracted.root is not None
-            digest = hashlib.sha256((extracted.root / MANIFEST_NAME).read_bytes()).hexdigest()
+        # Only the gate members are read (nothing written): the manifest's hash names the bundle, and the
+        # reproductions are shown only if verify below then trusts it.
+        with Extracted(
+            target, gate_only=True, keep=frozenset({MANIFEST_NAME}), legacy_order=allow_unsigned
+        ) as extracted:
+            digest = hashlib.sha256(extracted.held.get(MANIFEST_NAME, b"")).hexdigest()
         views, not_shown = _shown(found, digest, allowed_signers, allow_unsigned)
     inputs = ReportInputs(claims=extra, reproductions=views, image_base=image_base)
     report = verify_bundle(

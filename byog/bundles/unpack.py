@@ -1,17 +1,21 @@
 """Safe extraction of an untrusted bundle: every member is vetted from its tar header before a byte
 of it is written, into a private temp dir that is removed when anything is refused. ``verify``
-first reads the archive without writing anything (``Extracted(deferred=True)``: members hashed,
-the manifest and its signature kept in memory) and extracts it only once the signer is trusted.
+first reads only the gate members (``Extracted(gate_only=True)``: the manifest, its signature and
+signer.json, which byog writes first, kept in memory), and reads and extracts the rest only once
+the signer is trusted.
 
-Refused, each with one sentence: a file that is not byog's gzip container (one member, the header
-byog writes, nothing after its trailer: ``_Container``), a gzip stream that expands past the cap
-(read through a counting reader, so a bomb stops at the cap, not at the end), path
-traversal, absolute paths, names that are not plain '/'-separated components, non-UTF-8 names,
-duplicate names, a name that is both a file and a folder, symlinks, hardlinks, devices, fifos,
-members over the size cap (and over their kind's cap, ``byog.bundles.bounds.SIZE_CAPS``: a
-255 MB env.json or a 200 MB signature stops at its tar header), too many members, and trailing
-data. Files are created with
-O_EXCL|O_NOFOLLOW under a fresh private temp dir (0700), never anywhere else.
+Headers are parsed by hand (``parse_header``), and only one shape is read: the plain ustar header
+byog writes (``archive.member_header``). Any other (pax or GNU records, sparse maps, links,
+devices, fifos, folders, other metadata) is refused in one sentence; no archive library ever sees
+the bytes. Refused too, each with one sentence: a file that is not byog's gzip container (one
+member, the header byog writes, nothing after its trailer: ``_Container``), a path that is not a
+regular file (opened with O_NONBLOCK, then fstat), a gzip stream that expands past the cap (read
+through a counting reader, so a bomb stops at the cap, not at the end), a member out of byog's
+order (stops there), path traversal, absolute paths, names that are not plain '/'-separated
+components, non-UTF-8 names, duplicate names, a name that is both a file and a folder, members
+over the size cap (and over their kind's cap, ``byog.bundles.bounds.SIZE_CAPS``: a 255 MB
+env.json or a 200 MB signature stops at its tar header), too many members, and trailing data.
+Files are created with O_EXCL|O_NOFOLLOW under a fresh private temp dir (0700), never anywhere else.
 
 The temp dir is named ``byog-verify-<pid>-*`` and removed on exit; one left behind by a verify
 that was killed (SIGKILL leaves no chance to clean up) is removed by the next verify, once no
@@ -24,8 +28,8 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import struct
-import tarfile
 import tempfile
 import zlib
 from dataclasses import dataclass
@@ -33,15 +37,20 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from byog.bundles.archive import (
-    FILE_MODE,
+    BLOCK,
+    GATE_ORDER,
     GZIP_COMMENT_PREFIX,
     GZIP_HEADER,
+    NAME_FIELD,
+    PREFIX_FIELD,
+    RECORD,
     UnsafeBundle,
     check_name,
     member_header,
 )
 from byog.bundles.bounds import size_cap
 from byog.core.errors import UsageError
+from byog.core.paths import MANIFEST_NAME
 from byog.core.processes import process_alive
 
 _CHUNK = 1 << 20
@@ -56,6 +65,20 @@ class Limits:
     max_stream_bytes: int = 520 * 1024 * 1024  # decompressed tar stream, headers and padding included
 
 
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading, refused unless it is a regular file. O_NONBLOCK: a fifo (or a
+    device) swapped in for the bundle between two passes must not block verify at open; fstat then
+    says what was opened, whatever the path names by now."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafeBundle(f"unsafe bundle: {path.name} is not a regular file (a fifo, device or folder?)")
+    return os.fdopen(fd, "rb")
+
+
 class _Container:
     """byog's gzip container, read in one pass: exactly the header the packer writes, one deflate
     stream, its CRC-32 and length, and nothing after them.
@@ -65,7 +88,7 @@ class _Container:
     appended in an extra field, megabytes of padding). Here the header is parsed by hand and
     compared with ``GZIP_HEADER`` (FLG = FCOMMENT only: no FEXTRA, FNAME or FHCRC, which byog never
     writes), the comment must be exactly ``byog-sha256=<64 hex>\\0``, and after the deflate stream
-    ends exactly the 8 trailer bytes may remain. ``read`` hands the tar stream to tarfile, capped at
+    ends exactly the 8 trailer bytes may remain. ``read`` hands over the tar stream, capped at
     ``cap`` bytes (a bomb stops at the cap, not at its end).
     """
 
@@ -74,12 +97,9 @@ class _Container:
     def __init__(self, path: Path, limits: Limits) -> None:
         self.name = path.name
         self.cap = limits.max_stream_bytes
+        self.handle = _open_regular(path)
         try:
-            self.size = path.stat().st_size
-            self.handle = path.open("rb")
-        except OSError as err:
-            raise UsageError(f"cannot read {path}: {err.strerror}") from None
-        try:
+            self.size = os.fstat(self.handle.fileno()).st_size
             if self.size > limits.max_bundle_bytes:
                 cap = limits.max_bundle_bytes / 1e6
                 raise UnsafeBundle(f"unsafe bundle: {path.name} is {self.size / 1e6:.1f} MB, over the {cap:.0f} MB cap")
@@ -160,16 +180,27 @@ class _Container:
         self.handle.close()
 
 
+# What a tar header's type flag says a member is, for the one sentence that refuses it.
 _KIND = {
-    tarfile.SYMTYPE: "a symbolic link",
-    tarfile.LNKTYPE: "a hard link",
-    tarfile.CHRTYPE: "a character device",
-    tarfile.BLKTYPE: "a block device",
-    tarfile.FIFOTYPE: "a fifo",
-    tarfile.DIRTYPE: "a directory entry",
-    tarfile.CONTTYPE: "a contiguous file",
-    tarfile.GNUTYPE_SPARSE: "a sparse file",
+    b"1": "a hard link",
+    b"2": "a symbolic link",
+    b"3": "a character device",
+    b"4": "a block device",
+    b"5": "a directory entry",
+    b"6": "a fifo",
+    b"7": "a contiguous file",
+    b"x": "a pax record",
+    b"g": "a pax global record",
+    b"L": "a GNU long-name record",
+    b"K": "a GNU long-link record",
+    b"S": "a GNU sparse file",
 }
+_ONE_SHAPE = "byog writes one plain ustar header per file, and verify reads no other shape"
+LEGACY_ORDER = (
+    f"its first member is not {MANIFEST_NAME}: byog writes the manifest, its signature and signer.json first so "
+    "that verify can check the signature before reading anything else; a bundle in any other order (one packed "
+    "by an older byog) is read only with --allow-unsigned, which reads it all before its signature is checked"
+)
 
 
 def _check_size(name: str, size: int, limits: Limits) -> None:
@@ -184,21 +215,50 @@ def _check_size(name: str, size: int, limits: Limits) -> None:
         )
 
 
-def _check_member(info: tarfile.TarInfo, limits: Limits) -> None:
-    name = check_name(info.name)
-    if not info.isreg() or info.type == tarfile.CONTTYPE or info.issparse():
+def _header_name(block: bytes, index: int) -> str:
+    """The member's path from ustar's prefix and name fields, not yet vetted."""
+    base, prefix = block[:NAME_FIELD].rstrip(b"\0"), block[345 : 345 + PREFIX_FIELD].rstrip(b"\0")
+    try:
+        return (prefix + b"/" + base if prefix else base).decode("utf-8")
+    except UnicodeDecodeError:
+        raise UnsafeBundle(f"unsafe bundle: the name of member {index} is not UTF-8") from None
+
+
+def parse_header(block: bytes, index: int) -> tuple[str, int]:
+    """(name, size) of the one header shape byog writes, parsed by hand; anything else refused in one
+    sentence. No archive library sees these bytes: they are not trusted yet."""
+    if len(block) != BLOCK:
+        raise UnsafeBundle(f"not a valid bundle archive: its tar stream is cut short in the header of member {index}")
+    raw_name = _header_name(block, index)
+    kind = block[156:157]
+    if kind not in (b"0", b"\0"):
+        what = _KIND.get(kind, f"of tar type {kind!r}")
+        label = f"'{raw_name}'" if _plain(raw_name) else str(index)
+        raise UnsafeBundle(f"unsafe bundle: member {label} is {what}, not a regular file ({_ONE_SHAPE})")
+    if not raw_name:
+        raise UnsafeBundle(f"not a byog archive: member {index} has no name ({_ONE_SHAPE})")
+    name = check_name(raw_name)
+    if not re.fullmatch(rb"[0-7]{11}\0", block[124:136]):
+        raise UnsafeBundle(f"not a byog archive: member '{name}' has a size field byog never writes ({_ONE_SHAPE})")
+    size = int(block[124:135], 8)
+    try:
+        rebuilt = member_header(name, size)
+    except ValueError:
+        rebuilt = b""
+    if rebuilt != block:
         raise UnsafeBundle(
-            f"unsafe bundle: member '{name}' is {_KIND.get(info.type, f'of tar type {info.type!r}')}, "
-            "not a regular file"
+            f"unsafe bundle: member '{name}' has tar metadata byog never writes (mtime, owner, mode, checksum or "
+            f"format: {_ONE_SHAPE})"
         )
-    _check_size(name, info.size, limits)
-    # byog writes exactly these header fields; anything else is not a byog bundle.
-    if info.mtime != 0 or info.uid != 0 or info.gid != 0 or info.uname or info.gname or info.mode != FILE_MODE:
-        raise UnsafeBundle(f"unsafe bundle: member '{name}' has tar metadata byog never writes (mtime, owner or mode)")
-    if set(info.pax_headers) - {"path"}:
-        raise UnsafeBundle(
-            f"unsafe bundle: member '{name}' has pax headers byog never writes: {sorted(info.pax_headers)}"
-        )
+    return name, size
+
+
+def _plain(name: str) -> bool:
+    try:
+        check_name(name)
+    except UnsafeBundle:
+        return False
+    return bool(name)
 
 
 class _Source(Protocol):
@@ -206,8 +266,8 @@ class _Source(Protocol):
 
 
 class _Member:
-    """A member's data as tar hands it over: counted, capped, hashed, and copied to disk (``target``)
-    or kept in memory (``keep``: the small members the signature check reads) as it is read."""
+    """A member's data as the stream hands it over: counted, capped, hashed, and copied to disk
+    (``target``) or kept in memory (``keep``: the small members the signature check reads) as it is read."""
 
     def __init__(self, source: _Source, name: str, size: int, target: Path | None, made: set[Path], keep: bool) -> None:
         self.source = source
@@ -241,7 +301,7 @@ class _Member:
 
     def require_complete(self) -> None:
         if self.read_bytes != self.size:
-            raise UnsafeBundle(f"unsafe bundle: member '{self.name}' is truncated")
+            raise UnsafeBundle(f"not a valid bundle archive: member '{self.name}' is cut short")
 
 
 class _HashSink:
@@ -256,35 +316,70 @@ class _HashSink:
         self.count += len(data)
         return len(data)
 
-    def tell(self) -> int:
-        return self.count
-
 
 @dataclass
 class _Scan:
-    """What one pass over the archive found: member names in order, each one's sha256, and the bytes
-    of the members it was asked to keep."""
+    """What one pass over the archive found: member names in order, each one's sha256, the bytes of
+    the members it was asked to keep, whether it read them all (a gate pass stops after the gate
+    members), and how many bytes of tar stream it inflated."""
 
     names: list[str]
     digests: dict[str, str]
     held: dict[str, bytes]
+    complete: bool = True
+    stream_bytes: int = 0
 
 
-class _NotPlain(Exception):
-    """A tar header other than the plain one byog writes for a short ASCII name: read with tarfile instead."""
+_ZERO_BLOCK = bytes(BLOCK)
 
 
-_ZERO_BLOCK = bytes(tarfile.BLOCKSIZE)
+class _Order:
+    """byog's member order: the gate members present, in GATE_ORDER, then the rest strictly sorted
+    (``legacy``: every member sorted, the order of bundles packed by older byog)."""
+
+    def __init__(self, legacy_ok: bool) -> None:
+        self.legacy_ok = legacy_ok
+        self.legacy = False
+        self.gate_at = -1  # the index in GATE_ORDER of the last gate member seen
+        self.in_gate = True
+        self.last = ""
+
+    def admit(self, name: str, first: bool) -> bool:
+        """Place ``name`` in the order; True when it is a gate member. Refuses the first one out of order."""
+        if first and name != GATE_ORDER[0]:
+            if not self.legacy_ok:
+                raise UnsafeBundle(f"not a canonical byog archive: {LEGACY_ORDER}")
+            self.legacy = True
+        if self.legacy:
+            if name < self.last:  # an equal name is refused as a duplicate
+                raise UnsafeBundle("not a canonical byog archive: members are not in sorted order")
+            self.last = name
+            return name in GATE_ORDER
+        if name in GATE_ORDER:
+            at = GATE_ORDER.index(name)
+            if not self.in_gate or at < self.gate_at:
+                raise UnsafeBundle(f"not a canonical byog archive: {name} is out of byog's order ({_ORDER_RULE})")
+            self.gate_at = at
+            return True
+        if not self.in_gate and name < self.last:
+            raise UnsafeBundle(f"not a canonical byog archive: '{name}' is out of byog's order ({_ORDER_RULE})")
+        self.in_gate = False
+        self.last = name
+        return False
+
+
+_ORDER_RULE = f"{', '.join(GATE_ORDER)} first, then every other member sorted by name"
 
 
 class _Pass:
-    """One pass over the archive: the rules every member is held to, whichever reader parses the
-    headers, and the canonical tar stream rebuilt from what they admitted."""
+    """One pass over the archive: the rules every member is held to, and the canonical tar stream
+    rebuilt from what they admitted."""
 
-    def __init__(self, limits: Limits, dest: Path | None, keep: frozenset[str]) -> None:
+    def __init__(self, limits: Limits, dest: Path | None, keep: frozenset[str], legacy_ok: bool) -> None:
         self.limits = limits
         self.dest = dest
         self.keep = keep
+        self.order = _Order(legacy_ok)
         self.found = _Scan([], {}, {})
         self.seen: set[str] = set()
         self.folders: set[str] = set()
@@ -297,12 +392,9 @@ class _Pass:
             raise UnsafeBundle(f"unsafe bundle: more than {self.limits.max_members} members")
 
     def admit(self, name: str, size: int) -> None:
-        """What no single header shows: duplicates, order, a file that is also a folder, the total size."""
-        names = self.found.names
+        """What no single header shows: duplicates, a file that is also a folder, the total size."""
         if name in self.seen or name in self.folders:
             raise UnsafeBundle(f"unsafe bundle: member '{name}' appears twice or is also a folder")
-        if names and name < names[-1]:
-            raise UnsafeBundle("not a canonical byog archive: members are not in sorted order")
         parents = name.split("/")[:-1]
         for depth in range(1, len(parents) + 1):
             folder = "/".join(parents[:depth])
@@ -325,7 +417,7 @@ class _Pass:
                 self.canonical.write(chunk)
         finally:
             member.close_file()
-        self.canonical.write(b"\0" * (-size % tarfile.BLOCKSIZE))
+        self.canonical.write(bytes(-size % BLOCK))
         return member
 
     def record(self, member: _Member) -> None:
@@ -335,106 +427,79 @@ class _Pass:
             self.found.held[member.name] = b"".join(member.kept)
 
     def end(self, stream: _Container) -> None:
-        """tarfile's end of archive (two zero blocks, zeros to a whole record), then nothing but zeros."""
-        self.canonical.write(b"\0" * (2 * tarfile.BLOCKSIZE))
-        self.canonical.write(b"\0" * (-self.canonical.count % tarfile.RECORDSIZE))
+        """tar's end of archive (two zero blocks, zeros to a whole record), then nothing but zeros."""
+        self.canonical.write(bytes(2 * BLOCK))
+        self.canonical.write(bytes(-self.canonical.count % RECORD))
         while rest := stream.read(_CHUNK):
             if rest.strip(b"\0"):
                 raise UnsafeBundle("unsafe bundle: data follows the end of the tar archive")
 
 
-def _plain_header(block: bytes) -> tuple[str, int] | None:
-    """(name, size) when ``block`` is exactly the header byog writes for them, else None."""
-    if len(block) != tarfile.BLOCKSIZE:
-        return None
-    try:
-        name = block[:100].rstrip(b"\0").decode("ascii")
-        size = int(block[124:135], 8)
-    except (UnicodeDecodeError, ValueError):
-        return None
-    return (name, size) if member_header(name, size) == block else None
-
-
-def _read_plain(stream: _Container, scan: _Pass) -> None:
-    """Parse byog's plain headers by hand (tarfile's own parsing was most of the cost of 10,000
-    members); anything else, short reads included, is left to tarfile (``_NotPlain``), so every
-    refusal reads as tarfile's reader words it."""
-    while (block := stream.read(tarfile.BLOCKSIZE)) != _ZERO_BLOCK:
+def _read_members(stream: _Container, scan: _Pass, gate_only: bool) -> bool:
+    """Read the archive's members, each header parsed by hand (``parse_header``); True once the end of
+    the archive was read. ``gate_only`` (in byog's order) stops at the header of the first member after
+    the gate members: what the signature check needs has streamed by, and nothing more is inflated."""
+    while (block := stream.read(BLOCK)) != _ZERO_BLOCK:
         scan.count_one_more()
-        parsed = _plain_header(block)
-        if parsed is None:
-            raise _NotPlain
-        name, size = parsed
-        _check_size(check_name(name), size, scan.limits)
+        index = len(scan.found.names) + 1
+        name, size = parse_header(block, index)
+        gate = scan.order.admit(name, first=index == 1)
+        if gate_only and not gate and not scan.order.legacy:
+            return False
+        _check_size(name, size, scan.limits)
         scan.admit(name, size)
         member = scan.copy(stream, name, size)
-        if member.read_bytes != size or len(stream.read(-size % tarfile.BLOCKSIZE)) != -size % tarfile.BLOCKSIZE:
-            raise _NotPlain
+        member.require_complete()
+        padding = stream.read(-size % BLOCK)
+        if len(padding) != -size % BLOCK:
+            raise UnsafeBundle(f"not a valid bundle archive: its tar stream is cut short after member '{name}'")
         scan.record(member)
     scan.end(stream)
+    return True
 
 
-def _read_tar(stream: _Container, scan: _Pass) -> None:
-    # a stream ("r|") is only read(); typeshed asks any fileobj for write, tell, seek and close too
-    with tarfile.open(fileobj=stream, mode="r|", encoding="utf-8", errors="surrogateescape") as tar:  # type: ignore[call-overload]
-        for info in tar:
-            scan.count_one_more()
-            _check_member(info, scan.limits)
-            scan.admit(info.name, info.size)
-            source = tar.extractfile(info)
-            assert source is not None  # regular files always have data
-            scan.record(scan.copy(source, info.name, info.size))
-        scan.end(stream)
-
-
-def _one_pass(path: Path, limits: Limits, dest: Path | None, keep: frozenset[str], plain: bool) -> _Scan:
-    scan = _Pass(limits, dest, keep)
+def _one_pass(
+    path: Path, limits: Limits, dest: Path | None, keep: frozenset[str], gate_only: bool, legacy_ok: bool
+) -> _Scan:
+    scan = _Pass(limits, dest, keep, legacy_ok)
     stream = _Container(path, limits)
     try:
-        (_read_plain if plain else _read_tar)(stream, scan)
-        stream.finish()
-    except (UnsafeBundle, _NotPlain):
-        raise
-    except (tarfile.TarError, OSError, EOFError, zlib.error) as err:
+        complete = _read_members(stream, scan, gate_only)
+        if complete:
+            stream.finish()
+    except (OSError, zlib.error) as err:
         raise UnsafeBundle(f"{path.name} is not a valid bundle archive: {err}") from None
     finally:
         stream.close()
+    scan.found.complete, scan.found.stream_bytes = complete, stream.count
     if not scan.found.names:
         raise UnsafeBundle(f"{path.name} is an empty archive")
-    if scan.canonical.count != stream.count or scan.canonical.sha256.digest() != stream.sha256.digest():
+    if complete and (scan.canonical.count != stream.count or scan.canonical.sha256.digest() != stream.sha256.digest()):
         raise UnsafeBundle(
             "not a canonical byog archive: its tar headers, padding or end blocks differ from what byog writes"
         )
     return scan.found
 
 
-def _empty(folder: Path) -> None:
-    for entry in folder.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-
-
-def _scan(path: Path, limits: Limits, dest: Path | None, keep: frozenset[str] = frozenset()) -> _Scan:
+def _scan(
+    path: Path,
+    limits: Limits,
+    dest: Path | None,
+    keep: frozenset[str] = frozenset(),
+    *,
+    gate_only: bool = False,
+    legacy_ok: bool = False,
+) -> _Scan:
     """One pass over the archive: vet every member and hash it; write it under ``dest`` (private,
     removed by the caller when this raises) unless ``dest`` is None; keep the members in ``keep``.
 
     While reading, the tar stream byog's packer would write for the same members (``write_tar``:
-    ``member_header``, the data, zero padding, tarfile's end blocks) is rebuilt into a hash: every
-    byte of the bundle is then either file content (covered by the manifest's hashes and the
-    signature) or a header, padding or end block pinned by that comparison. No byte can change
-    without verify noticing, even where tar itself would not care.
-
-    The headers are parsed by hand while they are byog's plain ones; at the first other header
-    the pass starts again with tarfile's reader (a pax name, or a hostile header to be refused).
+    ``member_header``, the data, zero padding, tar's end blocks) is rebuilt into a hash: every byte
+    of the bundle is then either file content (covered by the manifest's hashes and the signature)
+    or a header, padding or end block pinned by that comparison. No byte can change without verify
+    noticing, even where tar itself would not care.
     """
-    try:
-        return _one_pass(path, limits, dest, keep, plain=True)
-    except _NotPlain:
-        if dest is not None:
-            _empty(dest)
-        return _one_pass(path, limits, dest, keep, plain=False)
+    return _one_pass(path, limits, dest, keep, gate_only, legacy_ok)
 
 
 _TEMP_PREFIX = "byog-verify-"
@@ -467,31 +532,47 @@ def sweep_stale_temp_dirs() -> list[Path]:
 class Extracted:
     """A bundle vetted and extracted into a private temp dir, removed on exit.
 
-    With ``deferred``, entering vets and hashes every member and keeps ``keep`` (the manifest and
-    what the signature check reads) in memory, but writes no file: a bundle refused before its
-    signer is trusted (10,000 tiny members from a stranger) costs no file system work. ``extract``
-    then reads the archive again and writes it; a second pass that finds other bytes is refused.
+    With ``gate_only``, entering reads only the gate members (``GATE_ORDER``: the manifest, its
+    signature and signer.json, which byog writes first), keeps ``keep`` of them in memory and
+    writes nothing: a bundle refused before its signer is trusted costs the inflation of a few KiB,
+    whatever follows. ``extract`` then reads the whole archive and writes it; a pass that finds other
+    gate members than the first one is refused (the file changed while it was being verified).
+
+    ``legacy_order`` also admits every member sorted by name (bundles packed by older byog, whose
+    manifest is not first): such a bundle is read through to its end before its signature can be
+    checked, so verify allows it only with --allow-unsigned.
     """
 
     def __init__(
-        self, bundle: Path, limits: Limits = Limits(), *, deferred: bool = False, keep: frozenset[str] = frozenset()
+        self,
+        bundle: Path,
+        limits: Limits = Limits(),
+        *,
+        gate_only: bool = False,
+        keep: frozenset[str] = frozenset(),
+        legacy_order: bool = True,
     ) -> None:
         self.bundle = bundle
         self.limits = limits
-        self.deferred = deferred
+        self.gate_only = gate_only
         self.keep = keep
+        self.legacy_order = legacy_order
         self.root: Path | None = None
         self.names: list[str] = []
         self.digests: dict[str, str] = {}  # member name -> sha256 of its bytes, computed while reading
         self.held: dict[str, bytes] = {}  # member name -> its bytes, for the members in ``keep``
+        self.complete = False  # every member read (False after a gate pass that stopped at the gate)
+        self.stream_bytes = 0  # bytes of tar stream the last pass inflated
         self.written = False
 
     def __enter__(self) -> Extracted:
         sweep_stale_temp_dirs()
         self.root = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-"))
         try:
-            if self.deferred:
-                self._take(_scan(self.bundle, self.limits, None, self.keep))
+            if self.gate_only:
+                self._take(
+                    _scan(self.bundle, self.limits, None, self.keep, gate_only=True, legacy_ok=self.legacy_order)
+                )
             else:
                 self.extract()
         except BaseException:
@@ -500,18 +581,23 @@ class Extracted:
         return self
 
     def extract(self) -> None:
-        """Write every member under ``root``; the same names and bytes as the first pass, or refused."""
+        """Write every member under ``root``; the same gate members as the first pass, or refused."""
         assert self.root is not None, "extract() runs inside the with block"
         if self.written:
             return
-        scan = _scan(self.bundle, self.limits, self.root, self.keep)
-        if self.names and (scan.names != self.names or scan.digests != self.digests or scan.held != self.held):
-            raise UnsafeBundle(f"unsafe bundle: {self.bundle.name} changed while it was being verified")
+        scan = _scan(self.bundle, self.limits, self.root, self.keep, legacy_ok=self.legacy_order)
+        if self.names:
+            first = self.names
+            same = scan.names[: len(first)] == first and scan.held == self.held
+            same = same and all(scan.digests[name] == self.digests[name] for name in first)
+            if not same or (self.complete and scan.names != first):
+                raise UnsafeBundle(f"unsafe bundle: {self.bundle.name} changed while it was being verified")
         self._take(scan)
         self.written = True
 
     def _take(self, scan: _Scan) -> None:
         self.names, self.digests, self.held = scan.names, scan.digests, scan.held
+        self.complete, self.stream_bytes = scan.complete, scan.stream_bytes
 
     def __exit__(self, *exc: object) -> None:
         if self.root is not None:

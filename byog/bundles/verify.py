@@ -1,20 +1,26 @@
 """``byog verify BUNDLE``: nothing in a bundle is parsed before its signer is known.
 
 Order (``byog.bundles.checks`` registers the checks; docs/bundles.md explains each):
-1. **archive**: every member vetted and hashed as the archive streams by, no file written yet
-   (the manifest, its signature and signer.json held in memory);
-2. **manifest**, **hashes**, **signature**: before the signer is known, verify reads only the
-   manifest (size-capped, bounded JSON, canonical), streams each file through sha256, and checks
-   the signature (at most 8 KiB) against the allowed signers;
+1. **archive**: the gate members (manifest, its signature, signer.json: byog writes them first)
+   are read and vetted as the archive streams by, kept in memory, nothing written; the pass stops
+   at the first member after them, and at the first that breaks byog's order or header shape;
+2. **manifest**, **signature**: before the signer is known, verify reads only the manifest
+   (size-capped, bounded JSON, canonical) and checks the signature (at most 8 KiB) against the
+   allowed signers;
 3. the gate: the signer is trusted when the signature check passed, or when the bundle is
    unsigned and ``--allow-unsigned`` was given. Otherwise every later check is listed as
-   "not checked: untrusted signer", nothing more of the bundle is read and nothing is written
-   to disk; a trusted bundle is then extracted into a private temp dir (a second pass that must
-   find the same bytes);
+   "not checked: untrusted signer", nothing more of the bundle is read (not one more byte is
+   inflated) and nothing is written to disk; a trusted bundle is then read through and extracted
+   into a private temp dir (a second pass that must find the same gate members), every member
+   hashed as it streams by (**hashes**);
 4. **subject** (``--for``): the signed manifest names what the bundle is for;
 5. the content checks (**bounds**, **predicate**, **schemas**, **summary**, **report**, **policy**,
    **claims**) run in a forked child under memory and CPU limits (``byog.bundles.isolate``),
    after the bounds check has held every file to its caps (``byog.bundles.bounds``).
+
+A bundle whose manifest is not its first member (one packed by an older byog, all names sorted)
+cannot have its signature checked before the rest is read: it is refused in one sentence, and read
+only with ``--allow-unsigned`` (its signature, when it has one, is still checked).
 
 ``--allow-unsigned`` applies to unsigned bundles only: a signature that is present but invalid
 or by an unknown key is a failure, and gates the content checks like any untrusted signer. An
@@ -29,7 +35,7 @@ slowness and memory included), 2 for usage errors (a missing file, a bad --polic
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -294,8 +300,8 @@ def verify_bundle(
     wanted = subject_arg(subject_for)
     report = VerifyReport(bundle=str(bundle))
     try:
-        # Nothing is written to disk before the signer is trusted: the first pass only vets and hashes.
-        with Extracted(bundle, limits, deferred=True, keep=GATE_MEMBERS) as extracted:
+        # Before the signer is trusted only the gate members are read, and nothing is written to disk.
+        with Extracted(bundle, limits, gate_only=True, keep=GATE_MEMBERS, legacy_order=allow_unsigned) as extracted:
             assert extracted.root is not None
             ctx = VerifyContext(
                 bundle=bundle,
@@ -310,21 +316,29 @@ def verify_bundle(
                 subject_for=wanted,
                 caps=caps,
             )
-            results = [
-                CheckResult("archive", "pass", f"{len(extracted.names)} members, all regular files with safe names")
-            ]
             status: dict[str, Any] = {"archive": "pass"}
             ungated = [item for item in CHECKS if not item.gated]
-            results += [run_one(item, ctx, status) for item in ungated]
+            results = [run_one(item, ctx, status) for item in ungated]
             if status.get("signature") == "pass":
                 report.trust = "signed"
             elif ctx.unsigned_allowed:
                 report.trust = "unsigned"
             gated = [item for item in CHECKS if item.gated]
             if report.trust == "untrusted":
+                read = ", ".join(extracted.names)
+                results.insert(
+                    0, CheckResult("archive", "pass", f"read only {read}: nothing more before the signer is trusted")
+                )
                 results += [CheckResult(item.name, "skip", UNTRUSTED) for item in gated]
             else:
                 extracted.extract()
+                ctx = replace(ctx, names=extracted.names, digests=extracted.digests, held=extracted.held)
+                results.insert(
+                    0,
+                    CheckResult(
+                        "archive", "pass", f"{len(extracted.names)} members, all regular files with safe names"
+                    ),
+                )
                 results += [run_one(item, ctx, status) for item in gated if not item.isolated]
                 content = _content_phase(
                     ctx,

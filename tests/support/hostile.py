@@ -22,17 +22,18 @@ import resource
 import struct
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 import psutil
 
-from byog.bundles.archive import GZIP_COMMENT_PREFIX, GZIP_HEADER, write_tar
+from byog.bundles.archive import GZIP_COMMENT_PREFIX, GZIP_HEADER, archive_order, write_tar
 from byog.bundles.finalize import seal_and_pack
 from byog.bundles.sign import SigningKey, sign_bytes
 from byog.core.canonical import canonical_json
@@ -129,12 +130,15 @@ class _GzipSink:
         return GZIP_HEADER + GZIP_COMMENT_PREFIX + hashlib.sha256(body).hexdigest().encode() + b"\0" + body
 
 
-def write_archive(path: Path, members: dict[str, bytes | Payload]) -> Path:
-    """A bundle archive in byog's exact container (sorted members, canonical headers)."""
+def write_archive(
+    path: Path, members: dict[str, bytes | Payload], order: Callable[[Iterable[str]], list[str]] = archive_order
+) -> Path:
+    """A bundle archive in byog's exact container (canonical headers), its members in ``order``
+    (byog's own unless a case is about the order)."""
     sink = _GzipSink()
 
     def entries() -> Iterator[tuple[str, int, BinaryIO]]:
-        for name in sorted(members):
+        for name in order(members):
             data = members[name]
             if isinstance(data, Payload):
                 yield name, data.size, _PayloadReader(data)  # type: ignore[misc]
@@ -144,6 +148,17 @@ def write_archive(path: Path, members: dict[str, bytes | Payload]) -> Path:
     write_tar(sink, entries())  # type: ignore[arg-type]
     path.write_bytes(sink.finish())
     return path
+
+
+def member_info(name: str, size: int) -> tarfile.TarInfo:
+    """byog's header fields as a tarfile.TarInfo: hostile archives are written with tarfile (a writer,
+    on the test's own bytes), then changed in the one field each case is about."""
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = size, 0, 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.type = tarfile.REGTYPE
+    return info
 
 
 # --- the kit: a real signed bundle to start from, a trusted and a stranger's key --------------
@@ -192,6 +207,7 @@ class Kit:
         trusted: bool = True,
         subjects: list[dict] | None = None,
         predicate: dict | None = None,
+        order: Callable[[Iterable[str]], list[str]] = archive_order,
     ) -> Path:  # type: ignore[type-arg]
         """The base bundle with ``changes`` (None removes a file), a manifest over the result, signed."""
         members: dict[str, bytes | Payload] = dict(self.files)
@@ -226,7 +242,7 @@ class Kit:
             manifest = members[MANIFEST_NAME]
             assert isinstance(manifest, bytes)
             members[SIGNATURE_NAME] = sign_bytes(manifest, self.key if trusted else self.stranger)
-        return write_archive(self.folder / f"{name}.tar.gz", members)
+        return write_archive(self.folder / f"{name}.tar.gz", members, order)
 
 
 # --- cases ------------------------------------------------------------------------------------
@@ -456,6 +472,129 @@ def _json_files(kit: Kit, count: int) -> Built:
     return Built(kit.forge(f"json-{count}x1mib", extra))
 
 
+def _raw_archive(path: Path, blocks: bytes) -> Path:
+    """``blocks`` as the tar stream inside byog's own gzip container (checksum right): only the tar
+    headers are foreign."""
+    sink = _GzipSink()
+    sink.write(blocks)
+    path.write_bytes(sink.finish())
+    return path
+
+
+def _tarfile_stream(build: Callable[[tarfile.TarFile], None], fmt: int = tarfile.PAX_FORMAT) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=fmt) as tar:
+        build(tar)
+    return raw.getvalue()
+
+
+def _pax_member(tar: tarfile.TarFile, headers: dict[str, str], size: int = 1) -> None:
+    info = member_info("a", size)
+    info.pax_headers = headers
+    tar.addfile(info, io.BytesIO(b"x" * size))
+
+
+def _pax_records(kit: Kit) -> Built:
+    """A 300 kB pax record of 20,000 keywords: tarfile parsed every one before the signature."""
+    headers = {f"k{i:05d}": "v" * 8 for i in range(20_000)}
+    return Built(_raw_archive(kit.folder / "pax-records.tar.gz", _tarfile_stream(lambda t: _pax_member(t, headers))))
+
+
+def _sparse_map(kit: Kit) -> Built:
+    """A GNU sparse map of 100,000 regions in a pax record (tarfile built the whole map in memory)."""
+    regions = ",".join(f"{i * 2},1" for i in range(100_000))
+    headers = {"GNU.sparse.map": regions, "GNU.sparse.size": str(200_000)}
+    return Built(_raw_archive(kit.folder / "sparse-map.tar.gz", _tarfile_stream(lambda t: _pax_member(t, headers))))
+
+
+def _gnu_sparse(kit: Kit) -> Built:
+    def build(tar: tarfile.TarFile) -> None:
+        info = member_info("a", 0)
+        info.type = tarfile.GNUTYPE_SPARSE
+        tar.addfile(info)
+
+    return Built(_raw_archive(kit.folder / "gnu-sparse.tar.gz", _tarfile_stream(build, tarfile.GNU_FORMAT)))
+
+
+TINY_SPARSE = {  # pax sparse records tarfile's int() raised ValueError on: files of 236-280 bytes
+    "map": {"GNU.sparse.map": "1,x", "GNU.sparse.size": "9"},
+    "size": {"GNU.sparse.map": "0,1", "GNU.sparse.size": "x" * 40},
+    "numbytes": {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "a", "GNU.sparse.realsize": "y"},
+}
+
+
+def _tiny_header(kit: Kit, kind: str) -> Built:
+    stream = _tarfile_stream(lambda t: _pax_member(t, TINY_SPARSE[kind]))
+    return Built(_raw_archive(kit.folder / f"tiny-{kind}.tar.gz", stream))
+
+
+def _unsigned_big(kit: Kit) -> Built:
+    """A 1.25 MB unsigned bundle (a poorly compressible member behind the manifest)."""
+    noise = hashlib.sha256(b"seed").digest() * 4
+    rows = b"".join(hashlib.sha256(noise + i.to_bytes(4, "big")).digest() for i in range(40_000))
+    return Built(
+        kit.forge("unsigned-big", {"bench/baseline/rows.parquet": rows, SIGNATURE_NAME: None, "signer.json": None})
+    )
+
+
+def _zeros(kit: Kit) -> Built:
+    """500 MiB of zeros behind the manifest (about 500 kB compressed), signed by a stranger."""
+    half = Payload(unit=bytes(1 << 20), count=250)
+    return Built(kit.forge("zeros-500mib", {"bench/zeros-1.json": half, "bench/zeros-2.json": half}, trusted=False))
+
+
+def _signer_last(names: Iterable[str]) -> list[str]:
+    order = archive_order(names)
+    return [name for name in order if name != "signer.json"] + ["signer.json"]
+
+
+def _out_of_order(kit: Kit) -> Built:
+    """A trusted bundle with its members sorted by name (the manifest after bench/, env.json, evals/),
+    as byog packed before: refused at its first member without --allow-unsigned."""
+    return Built(kit.forge("sorted-order", {}, order=sorted))
+
+
+def _signer_late(kit: Kit) -> Built:
+    """A trusted bundle with signer.json after the other members: refused at that member."""
+    return Built(kit.forge("signer-late", {}, order=_signer_last))
+
+
+# Archive shapes that are not byog's, and costs before the signature: each refused in one sentence
+# after reading at most the gate members (the manifest, its signature, signer.json).
+SHAPE_CASES: list[Case] = [
+    Case("pax-records", "a 300 kB pax record", _pax_records, 1, "is a pax record"),
+    Case("sparse-map-pax", "a GNU sparse map of 100,000 regions in a pax record", _sparse_map, 1, "is a pax record"),
+    Case("gnu-sparse", "a GNU sparse file header", _gnu_sparse, 1, "is a GNU sparse file"),
+    *(
+        Case(
+            f"tiny-sparse-{kind}",
+            f"a tiny pax sparse record ({kind}) tarfile raised ValueError on",
+            lambda kit, kind=kind: _tiny_header(kit, kind),
+            1,
+            "is a pax record",
+        )
+        for kind in TINY_SPARSE
+    ),
+    Case("unsigned-1.25mb", "a 1.25 MB unsigned bundle", _unsigned_big, 1, "the bundle is unsigned"),
+    Case(
+        "zeros-500mib-untrusted",
+        "500 MiB of zeros, a stranger's signature",
+        _zeros,
+        1,
+        "not checked: untrusted signer",
+        slow=True,
+    ),
+    Case(
+        "sorted-order",
+        "members sorted by name (the manifest not first)",
+        _out_of_order,
+        1,
+        "read only with --allow-unsigned",
+    ),
+    Case("signer-late", "signer.json after the other members", _signer_late, 1, "is out of byog's order"),
+]
+
+
 # Cost per member, per point and per parsed byte: verify must meet its time and memory goals at
 # scale (benchmarks/verify_hostile.py prints the figures).
 SCALE_CASES: list[Case] = [
@@ -557,6 +696,7 @@ CONTAINER_CASES: list[Case] = [
 
 CASES: list[Case] = [
     *CONTAINER_CASES,
+    *SHAPE_CASES,
     *CLAIM_CASES,
     *SCALE_CASES,
     Case(

@@ -3,8 +3,9 @@
 ``CHECKS`` is the one list of what verify runs and in which order (each check declares its
 name and what it needs with ``@check``): the order is declared here, not left to the order of
 imports, because a check may require another to have passed first. First what needs no trust
-(manifest, hashes, signature), then, for a trusted signer only, the subject and the content
-checks (bounds, predicate, schemas, summary, report, policy, claims).
+and reads only the gate members (manifest, signature), then, for a trusted signer only, the
+hashes of every other member, the subject and the content checks (bounds, predicate, schemas,
+summary, report, policy, claims).
 """
 
 from byog.bundles.checks import bounds, claims, integrity, policy, predicate, recompute, schemas, signature
@@ -13,8 +14,8 @@ from byog.bundles.checks.base import Check, CheckResult, VerifyContext, in_order
 CHECKS: tuple[Check, ...] = in_order(
     (
         integrity.manifest_parses,
-        integrity.hashes_match,
         signature.signed_by_allowed_signer,
+        integrity.hashes_match,
         signature.made_for_this_subject,
         bounds.within_bounds,
         predicate.predicate_matches_files,

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from byog.bundles.archive import bundle_gzip, gzip_bytes, member_info
+from byog.bundles.archive import bundle_gzip, gzip_bytes
 from byog.bundles.unpack import Limits
 from byog.bundles.verify import verify_bundle
 from byog.cli import app
+from tests.support.hostile import member_info
 
 SMALL = Limits(max_members=20, max_member_bytes=4096, max_total_bytes=16_384, max_stream_bytes=64 * 1024)
 
@@ -69,7 +70,7 @@ def _hostile() -> dict[str, tuple[bytes, str]]:
         "non-UTF-8 name": (gz(_tar(lambda t: _file(t, "caf\udce9"), fmt=tarfile.GNU_FORMAT)), "not UTF-8"),
         "pax path override": (
             gz(_tar(lambda t: t.addfile(_pax_info("ok", {"path": "../evil-pax"}), io.BytesIO(b"x")))),
-            "traversal",
+            "pax record",
         ),
         "not gzip": (_tar(lambda t: _file(t, "plain")), "gzip header"),
         "plain gzip": (gzip_bytes(_tar(lambda t: _file(t, "x"))), "gzip header"),

@@ -49,8 +49,8 @@ def test_json_lists_every_check(signed: Signed) -> None:
     assert [c["name"] for c in doc["checks"]] == [
         "archive",
         "manifest",
-        "hashes",
         "signature",
+        "hashes",
         "subject",
         "bounds",
         "predicate",

@@ -31,9 +31,16 @@ def _results(report: VerifyReport) -> dict[str, tuple[str, str]]:
 
 
 def test_a_bundle_packed_before_report_versions_still_verifies() -> None:
-    report = verify_bundle(FIXTURE / "v1-bundle.tar.gz", allowed_signers=FIXTURE / "allowed_signers")
+    """Packed before byog wrote its manifest first: read only with --allow-unsigned, and still signed."""
+    refused = verify_bundle(FIXTURE / "v1-bundle.tar.gz", allowed_signers=FIXTURE / "allowed_signers")
+    assert [(r.name, r.status) for r in refused.results] == [("archive", "fail")]
+    assert "read only with --allow-unsigned" in refused.results[0].message
+    report = verify_bundle(
+        FIXTURE / "v1-bundle.tar.gz", allowed_signers=FIXTURE / "allowed_signers", allow_unsigned=True
+    )
     results = _results(report)
     assert report.verified, report.failures
+    assert report.trust == "signed" and results["signature"][0] == "pass"
     assert results["report"] == ("pass", "report.md (report format 1) re-renders byte for byte")
     assert report.signer is not None and report.signer.startswith("v1-contributor@example.com")
 

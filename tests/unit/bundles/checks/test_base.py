@@ -18,7 +18,7 @@ def test_every_declared_check_runs() -> None:
         module = importlib.import_module(f"{checks_package.__name__}.{info.name}")
         declared |= {value for value in vars(module).values() if isinstance(value, Check)}
     assert declared == set(CHECKS)
-    assert [c.name for c in CHECKS][:3] == ["manifest", "hashes", "signature"]  # what needs no trust comes first
+    assert [c.name for c in CHECKS][:3] == ["manifest", "signature", "hashes"]  # the gate first, then the hashes
 
 
 def test_a_repeated_or_misordered_check_is_refused() -> None:
