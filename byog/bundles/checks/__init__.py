@@ -4,10 +4,10 @@
 name and what it needs with ``@check``): the order is declared here, not left to the order of
 imports, because a check may require another to have passed first. First what needs no trust
 (manifest, hashes, signature), then, for a trusted signer only, the subject and the content
-checks (bounds, predicate, schemas, summary, report, policy, claims).
+checks (bounds, predicate, schemas, tasks, summary, report, policy, claims).
 """
 
-from byog.bundles.checks import bounds, claims, integrity, policy, predicate, recompute, schemas, signature
+from byog.bundles.checks import bounds, claims, integrity, policy, predicate, recompute, schemas, signature, tasks
 from byog.bundles.checks.base import Check, CheckResult, VerifyContext, in_order, run_checks, run_one
 
 CHECKS: tuple[Check, ...] = in_order(
@@ -19,6 +19,7 @@ CHECKS: tuple[Check, ...] = in_order(
         bounds.within_bounds,
         predicate.predicate_matches_files,
         schemas.files_match_schemas,
+        tasks.tasks_are_byogs,
         recompute.summary_recomputes,
         recompute.report_rerenders,
         policy.meets_policy,

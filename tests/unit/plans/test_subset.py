@@ -12,7 +12,7 @@ import pytest
 
 from byog.core.errors import UsageError
 from byog.plans.load import parse_plan
-from byog.plans.subset import Overrides, apply_overrides, restrict_plan
+from byog.plans.subset import Overrides, Selection, reproduction_plan
 
 PLAN = """\
 name: hostile
@@ -58,7 +58,7 @@ def _no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_nothing_of_where_and_how_comes_from_the_bundle() -> None:
-    plan = apply_overrides(_plan(), Overrides())
+    plan = reproduction_plan(_plan(), Overrides())
     candidate, baseline = plan.servers["candidate"], plan.servers["baseline"]
     assert candidate.runtime == baseline.runtime == "local"  # the bundle's endpoint URL is never contacted
     assert candidate.env == {} and candidate.node_python is None and baseline.url is None
@@ -76,14 +76,14 @@ def test_the_maintainer_names_runtime_image_hosts_env_and_python() -> None:
         env=["candidate=VLLM_CPU_KVCACHE_SPACE=1", "HF_HUB_OFFLINE=1"],
         server_args=["--max-model-len=1024"],
     )
-    plan = apply_overrides(_plan(), overrides)
+    plan = reproduction_plan(_plan(), overrides)
     candidate, baseline = plan.servers["candidate"], plan.servers["baseline"]
     assert (candidate.runtime, candidate.image) == ("docker", f"vllm/vllm-openai@{DIGEST}")
     assert candidate.env == {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
     assert candidate.args[-1] == "--max-model-len=1024"
     assert (baseline.runtime, baseline.url) == ("endpoint", "http://gpu-b:8000")
 
-    remote = apply_overrides(
+    remote = reproduction_plan(
         _plan(SSH),
         Overrides(hosts=["remote=me@gpu0", "remote=me@gpu1"], ssh_options=["-i", "/keys/tray"], node_python="/opt/py"),
     ).servers["remote"]
@@ -93,7 +93,7 @@ def test_the_maintainer_names_runtime_image_hosts_env_and_python() -> None:
 
 def test_a_server_on_the_bundles_hosts_is_refused_in_one_sentence() -> None:
     with pytest.raises(UsageError) as err:
-        apply_overrides(_plan(SSH), Overrides())
+        reproduction_plan(_plan(SSH), Overrides())
     message = str(err.value)
     assert (
         message.startswith("server 'remote' of the bundle runs on other hosts (a@node0, a@node1)")
@@ -109,13 +109,13 @@ def test_an_image_runs_only_when_the_maintainer_names_or_allows_it() -> None:
     with pytest.raises(
         UsageError, match="^server 'boxed' of the bundle runs image 'evil.example/vllm:latest', which is not pinned"
     ):
-        apply_overrides(_plan(docker("evil.example/vllm:latest")), Overrides())
+        reproduction_plan(_plan(docker("evil.example/vllm:latest")), Overrides())
     pinned = f"vllm/vllm-openai@{DIGEST}"
     with pytest.raises(UsageError, match="not pinned by a digest you allow"):
-        apply_overrides(_plan(docker(pinned)), Overrides())  # pinned, but not on the maintainer's list
-    allowed = apply_overrides(_plan(docker(pinned)), Overrides(allowed_image_digests=[DIGEST])).servers["boxed"]
+        reproduction_plan(_plan(docker(pinned)), Overrides())  # pinned, but not on the maintainer's list
+    allowed = reproduction_plan(_plan(docker(pinned)), Overrides(allowed_image_digests=[DIGEST])).servers["boxed"]
     assert (allowed.runtime, allowed.image) == ("docker", pinned)
-    named = apply_overrides(_plan(docker("evil.example/vllm:latest")), Overrides(images=["boxed=mine:1"]))
+    named = reproduction_plan(_plan(docker("evil.example/vllm:latest")), Overrides(images=["boxed=mine:1"]))
     assert named.servers["boxed"].image == "mine:1"
 
 
@@ -130,8 +130,8 @@ def test_a_bundles_flag_that_runs_code_is_refused_unless_allowed() -> None:
         }
     )
     with pytest.raises(UsageError, match="^server 'candidate' of the bundle passes --trust-remote-code"):
-        apply_overrides(hostile, Overrides())
-    allowed = apply_overrides(hostile, Overrides(allow_flags=["--trust-remote-code"]))
+        reproduction_plan(hostile, Overrides())
+    allowed = reproduction_plan(hostile, Overrides(allow_flags=["--trust-remote-code"]))
     assert allowed.servers["candidate"].args == ["--trust-remote-code"]
 
 
@@ -139,11 +139,11 @@ def test_a_model_other_than_the_builtin_is_the_maintainers() -> None:
     with pytest.raises(
         UsageError, match="^the bundle serves model '/home/maintainer/.ssh', and byog reproduce loads only"
     ):
-        apply_overrides(_plan(model="/home/maintainer/.ssh"), Overrides())
-    plan = apply_overrides(_plan(model="/home/maintainer/.ssh"), Overrides(model_path="org/model"))
+        reproduction_plan(_plan(model="/home/maintainer/.ssh"), Overrides())
+    plan = reproduction_plan(_plan(model="/home/maintainer/.ssh"), Overrides(model_path="org/model"))
     assert plan.model.path == "org/model"
     only_endpoints = Overrides(endpoints=["candidate=http://a:1", "baseline=http://b:1"])
-    assert apply_overrides(_plan(model="org/named"), only_endpoints).model.path == "org/named"  # nothing loads it
+    assert reproduction_plan(_plan(model="org/named"), only_endpoints).model.path == "org/named"  # nothing loads it
 
 
 def test_the_maintainers_config_file_gives_defaults(_no_config: Path) -> None:
@@ -156,10 +156,10 @@ def test_the_maintainers_config_file_gives_defaults(_no_config: Path) -> None:
     assert overrides.images == [f"vllm/vllm-openai@{DIGEST}"] and overrides.env == ["HF_HUB_OFFLINE=1", "X=1"]
     assert overrides.allow_flags == ["--trust-remote-code"] and overrides.allowed_image_digests == ["sha256:cd"]
     assert Overrides.from_config(images=["mine:1"]).images == ["mine:1"]  # the command line wins
-    plan = apply_overrides(_plan(), overrides)
+    plan = reproduction_plan(_plan(), overrides)
     assert {s.runtime for s in plan.servers.values()} == {"docker"}
 
 
 def test_restrict_then_apply_keeps_the_numerics_pair() -> None:
-    plan = apply_overrides(restrict_plan(_plan(), ["decode-b1-isl16-osl16"], ["candidate", "baseline"], 0), Overrides())
+    plan = reproduction_plan(_plan(), Overrides(), Selection(["decode-b1-isl16-osl16"], ["candidate", "baseline"], 0))
     assert plan.comparisons == [("candidate", "baseline")] and plan.numerics is not None
