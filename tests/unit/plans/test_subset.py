@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from byog.core.errors import UsageError
+from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
 from byog.plans.subset import Overrides, Selection, reproduction_plan
 
@@ -163,3 +164,98 @@ def test_the_maintainers_config_file_gives_defaults(_no_config: Path) -> None:
 def test_restrict_then_apply_keeps_the_numerics_pair() -> None:
     plan = reproduction_plan(_plan(), Overrides(), Selection(["decode-b1-isl16-osl16"], ["candidate", "baseline"], 0))
     assert plan.comparisons == [("candidate", "baseline")] and plan.numerics is not None
+
+
+def _with_numerics(section: str):
+    """The plan with ``section`` (e.g. ``control: {...},``) in its numerics."""
+    text = PLAN.replace("numerics: {random_prompts: 1,", "numerics: {" + section + " random_prompts: 1,")
+    return parse_plan(text, "plan")
+
+
+@pytest.mark.parametrize(
+    ("section", "refusal"),
+    [
+        (
+            "control: {args: [--trust-remote-code]},",
+            "the bundle's numerics.control passes --trust-remote-code, which runs Python code",
+        ),
+        ("control: {args: [--worker-cls, evil.W]},", "the bundle's numerics.control passes --worker-cls"),
+        ("control: {args: [--chat-template, /etc/shadow]},", "the bundle's numerics.control passes --chat-template"),
+        ("envelope_variant: {args: [--middleware, m]},", "the bundle's numerics.envelope_variant passes --middleware"),
+        (
+            "envelope_variant: {args: ['--kv-transfer-config={}']},",
+            "the bundle's numerics.envelope_variant passes --kv-transfer-config",
+        ),
+        ("envelope_variant: {args: [--tokenizer, /x]},", "the bundle's numerics.envelope_variant passes --tokenizer"),
+        (
+            "control: {env: {LD_PRELOAD: /tmp/e.so}},",
+            "the bundle's numerics.control sets LD_PRELOAD in the environment",
+        ),
+        ("control: {env: {PYTHONPATH: /tmp}},", "the bundle's numerics.control sets PYTHONPATH in the environment"),
+        ("envelope_variant: {env: {HF_ENDPOINT: x}},", "the bundle's numerics.envelope_variant sets HF_ENDPOINT"),
+    ],
+)
+def test_a_numerics_stock_change_passes_the_same_allowlist(section: str, refusal: str) -> None:
+    with pytest.raises(UsageError) as err:
+        reproduction_plan(_with_numerics(section), Overrides())
+    assert str(err.value).startswith(refusal) and "\n" not in str(err.value)
+
+
+def test_an_allowed_stock_change_reaches_the_derived_server() -> None:
+    from byog.plans.numerics_roles import derived_servers
+
+    plan = _with_numerics("control: {args: [--trust-remote-code], env: {LD_PRELOAD: /x.so}},")
+    allow = ["--trust-remote-code", "numerics.control.env.LD_PRELOAD"]
+    built = reproduction_plan(plan, Overrides(allow_flags=allow))
+    assert built.numerics is not None and built.numerics.control.args == ["--trust-remote-code"]
+    assert derived_servers(built)["baseline.control"].env == {"LD_PRELOAD": "/x.so"}  # only because it was allowed
+
+
+EVALS = "evals:\n  - {task: gsm8k, limit: 10, passes: 2, gen_kwargs: GEN}\nseeds: [1, 2]\n"
+
+
+def _with_eval(gen: str, task: str = "gsm8k"):
+    return parse_plan(PLAN + EVALS.replace("GEN", gen).replace("gsm8k", task), "plan")
+
+
+@pytest.mark.parametrize(
+    ("gen", "refusal"),
+    [
+        ("{logits_processors: [evil.P]}", "the bundle's eval 'gsm8k' sets gen_kwargs.logits_processors, which is not"),
+        ("{extra_body: {x: 1}}", "the bundle's eval 'gsm8k' sets gen_kwargs.extra_body, which is not"),
+        ("{response_format: {type: json}}", "the bundle's eval 'gsm8k' sets gen_kwargs.response_format"),
+        ("{until: [{a: b}]}", "the bundle's eval 'gsm8k' sets gen_kwargs.until to something other than a few stop"),
+        ("{max_gen_toks: '9; x'}", "the bundle's eval 'gsm8k' sets gen_kwargs.max_gen_toks to something other"),
+    ],
+)
+def test_gen_kwargs_outside_the_sampling_settings_are_refused(gen: str, refusal: str) -> None:
+    with pytest.raises(UsageError) as err:
+        reproduction_plan(_with_eval(gen), Overrides(), Selection([], ["candidate", "baseline"], 3))
+    assert str(err.value).startswith(refusal) and "\n" not in str(err.value)
+
+
+def test_sampling_settings_are_kept_and_one_pass_runs() -> None:
+    gen = '{temperature: 0.6, top_p: 0.95, do_sample: true, until: ["\\n\\n"], max_gen_toks: 64}'
+    (spec,) = reproduction_plan(_with_eval(gen), Overrides(), Selection([], ["candidate", "baseline"], 3)).evals
+    assert spec.gen_kwargs == {
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "do_sample": True,
+        "until": ["\n\n"],
+        "max_gen_toks": 64,
+    }
+    assert (spec.limit, spec.passes) == (3, 1)
+
+
+def test_an_eval_task_outside_byogs_registry_is_refused() -> None:
+    with pytest.raises(UsageError, match="^the bundle's eval task '/etc/passwd' is not in byog's registry"):
+        reproduction_plan(
+            _with_eval("{}", task="/etc/passwd"), Overrides(), Selection([], ["candidate", "baseline"], 3)
+        )
+
+
+def test_the_bundles_description_and_free_text_are_not_copied() -> None:
+    plan = _plan().model_copy(update={"description": "[click](https://evil.example)"})
+    built = reproduction_plan(plan, Overrides(), Selection(["decode-b1-isl16-osl16"], ["candidate", "baseline"], 0))
+    assert built.description == "a reproduction of hostile: decode-b1-isl16-osl16"
+    assert [p.point_id for p in expand_plan(built)] == ["decode-b1-isl16-osl16"]  # ids pair with the original's
