@@ -11,7 +11,9 @@ allowlist, taken from vLLM 0.32's ``vllm serve`` parser (``vllm/engine/arg_utils
 Everything else is refused with one sentence naming the flag, unless the maintainer passes it
 (``--allow-flag FLAG``; for a key of ``additional_config`` or ``speculative_config``,
 ``--allow-flag additional_config.KEY``). Flags byog sets itself (host, port, model, served
-name) are refused too: a bundle cannot point a server elsewhere.
+name) are refused too: a bundle cannot point a server elsewhere. The numerics ``control`` and
+``envelope_variant`` changes, appended to a baseline's flags, pass the same list
+(``vet_stock_change``), and each environment variable they set needs the maintainer's leave.
 """
 
 from __future__ import annotations
