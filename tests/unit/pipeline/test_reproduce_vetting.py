@@ -174,7 +174,8 @@ def test_an_honest_numerics_dry_run_shows_every_flag_env_request_and_what_it_lea
     lines = runner.invoke(app, args, env={"COLUMNS": "400"}).output.splitlines()
     at = lines.index("byog reproduce does not use these settings of the bundle (each with the option that keeps it):")
     assert lines[at + 1 : at + 3] == [
-        "  server 'baseline': env VLLM_USE_FLASHINFER_SAMPLER=0 (keep it: --env baseline=VLLM_USE_FLASHINFER_SAMPLER=0)",
+        "  server 'baseline': env VLLM_USE_FLASHINFER_SAMPLER=0 "
+        "(keep it: --env baseline=VLLM_USE_FLASHINFER_SAMPLER=0)",
         "  server 'baseline': env HF_TOKEN=<redacted> (keep it: --env 'baseline=HF_TOKEN=<redacted>')",
     ]
     kept = runner.invoke(app, [*args, "--json", *shlex.split(shown["dropped"][0]["keep"])]).output
