@@ -290,8 +290,7 @@ def test_a_dry_run_prints_what_would_run_and_runs_nothing(synthetic, nothing_run
         DROPPED_HEADER,  # what the bundle asked for and the maintainer replaced, each with the line that keeps it
         "  server 'candidate': host a@node0 (keep it: --host candidate=a@node0)",
         "  server 'candidate': host a@node1 (keep it: --host candidate=a@node1)",
-        "  server 'candidate': ssh option -oProxyCommand=sh -c 'touch PWNED' "
-        f"(keep it: {shlex.quote(PROXY_OPTION)})",
+        f"  server 'candidate': ssh option -oProxyCommand=sh -c 'touch PWNED' (keep it: {shlex.quote(PROXY_OPTION)})",
         "seed 1234; nothing was started (--dry-run)",
     ]
     assert sorted(p.name for p in nothing_runs.iterdir()) == []  # no run dir, no MAINTAINERS-PROXY
