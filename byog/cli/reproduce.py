@@ -21,17 +21,22 @@ from byog.pipeline.numerics import references
 from byog.pipeline.reproduce import (
     DEFAULT_EVAL_ITEMS,
     DEFAULT_SAMPLE,
+    DROPPED_HEADER,
     Planned,
     Reproduced,
     ReproduceOptions,
+    dropped_lines,
+    dropped_shown,
     plan_reproduction,
     reproduce,
 )
 from byog.plans.expand import expand_plan
 from byog.plans.numerics_roles import launch_config
 from byog.plans.subset import Overrides
+from byog.plans.tasks import get_task
 from byog.runtimes.launch import local_vllm_argv, redact_env, server_env, vllm_serve_args
 from byog.runtimes.local import cpu_vllm_installed
+from byog.schemas.plan import AgenticWorkload, EvalSpec, Plan
 from byog.schemas.reproduction import ReproductionRecord
 
 STYLE = {"reproduced": "bold green", "not reproduced": "bold red", "not compared": "yellow"}  # the outcome line
@@ -239,8 +244,22 @@ def _launch(planned: Planned, name: str) -> dict[str, Any]:
     }
 
 
+def _eval_request(plan: Plan, spec: EvalSpec) -> dict[str, Any]:
+    """What each request of an eval sends besides its prompt: the task's generation settings, the plan's over them."""
+    task = get_task(spec.task)
+    return {
+        "task": spec.task,
+        "items": spec.limit,
+        "servers": plan.servers_for(spec),
+        "api": task.api,
+        "gen_kwargs": dict(spec.gen_kwargs),
+        "generation": {**task.generation, **spec.gen_kwargs},
+        "seeds": plan.seeds[: spec.passes],
+    }
+
+
 def dry_run_json(planned: Planned) -> dict[str, Any]:
-    """Everything a reproduction would start and send, in launch order."""
+    """Everything a reproduction would start and send, in launch order, and what of the bundle it leaves out."""
     plan = planned.plan
     points = [p for p in expand_plan(plan) if p.point_id in planned.points]
     numerics = None
@@ -250,13 +269,27 @@ def dry_run_json(planned: Planned) -> dict[str, Any]:
         "model": plan.model.path,
         "servers": [_launch(planned, name) for name in planned.servers],
         "points": [
-            {"point_id": p.point_id, "servers": list(p.servers), **p.model_dump(include={"isl", "osl", "waves"})}
+            {
+                "point_id": p.point_id,
+                "servers": list(p.servers),
+                **p.model_dump(include={"isl", "osl", "waves"}),
+                **_point_request(plan, p.workload),
+            }
             for p in points
         ],
-        "evals": [{"task": e.task, "items": e.limit, "servers": plan.servers_for(e)} for e in plan.evals],
+        "evals": [_eval_request(plan, e) for e in plan.evals],
         "numerics": numerics,
         "seed": plan.seeds[0],
+        "dropped": dropped_shown(planned),
     }
+
+
+def _point_request(plan: Plan, workload: str) -> dict[str, Any]:
+    """How a point's requests are made: the workload's API, request body style and prompts."""
+    spec = next(w for w in plan.workloads if (w.name or w.kind) == workload)
+    if isinstance(spec, AgenticWorkload):
+        return {}
+    return {"api": spec.api, "request_body": spec.request_body, "prompts": spec.prompts.model_dump(mode="json")}
 
 
 def _line(text: str, indent: int = 0) -> None:
@@ -282,11 +315,18 @@ def render_dry_run(planned: Planned) -> None:
     for point in shown["points"]:
         _line(f"point {point['point_id']} (ISL {point['isl']}, OSL {point['osl']}) on {', '.join(point['servers'])}")
     for spec in shown["evals"]:
-        _line(f"eval {spec['task']}: {spec['items']} item(s) on {', '.join(spec['servers'])}")
+        _line(
+            f"eval {spec['task']}: {spec['items']} item(s) on {', '.join(spec['servers'])}, "
+            f"generation {json.dumps(spec['generation'], sort_keys=True)}"
+        )
     if numerics := shown["numerics"]:
         _line(
             f"numerics on {', '.join(numerics['servers'])}: {numerics['random_prompts']} random prompt(s) of "
             f"{numerics['random_isl']} tokens, {numerics['dataset_prompts']} {numerics['dataset']} prompt(s) of "
             f"{numerics['dataset_isl']}, contexts {numerics['contexts']}, {numerics['max_tokens']} tokens each"
         )
+    if shown["dropped"]:
+        _line(DROPPED_HEADER)
+    for line in dropped_lines(planned):
+        _line(line, 2)
     _line(f"seed {shown['seed']}; nothing was started (--dry-run)")

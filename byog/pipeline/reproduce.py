@@ -6,11 +6,12 @@ hardware and writes a signed reproduction beside it.
 2. choose the points: ``--points`` names them, otherwise ``--sample`` of them are drawn by the
    bundle's manifest hash (``byog.analysis.reproduction.sample_points``) among the points valid
    on every server that ran them; and the servers: ``--server``, otherwise those that ran them;
-3. cut the bundle's own plan down to those points and servers, with a few eval items each
-   (``byog.plans.subset``), and make it the maintainer's: the bundle gives the workload and its
-   servers' vetted ``vllm serve`` flags, the maintainer everything about where and how they
-   run (runtime, image, hosts, environment, model path); ``--dry-run`` stops here and says
-   what would run;
+3. build the reproduction's plan (``byog.plans.subset``) for those points and servers, with a
+   few eval items each: from the bundle only its measurement (workloads, vetted ``vllm serve``
+   flags and numerics changes, byog's eval tasks and their sampling settings), from the
+   maintainer everything about where and how servers run (runtime, image, hosts, environment,
+   model path); say what of the bundle it leaves out, each with the option that keeps it;
+   ``--dry-run`` stops here and says what would run and send;
 4. run it like ``byog run`` into a reproduction run directory (resumable), each baseline of a
    numerics comparison before its candidates, and derive its summary;
 5. compare (``byog.analysis.reproduction``), write ``reproduction.json``, and seal the directory
@@ -51,6 +52,7 @@ from byog.bundles.verify import load_policy, verify_bundle
 from byog.core.errors import CheckFailed, UsageError
 from byog.core.io import atomic_write_json, atomic_write_text, read_json
 from byog.core.paths import MANIFEST_NAME, RunDir, new_run_id
+from byog.core.safe_text import one_line
 from byog.core.settings import runs_dir
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
@@ -60,9 +62,10 @@ from byog.pipeline.run import run_server, server_work_done
 from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.expand import expand_plan
 from byog.plans.numerics_roles import check_stock_roles
-from byog.plans.subset import Overrides, apply_overrides, restrict_plan
+from byog.plans.subset import Dropped, Overrides, Selection, dropped, reproduction_plan
 from byog.plans.tasks import get_task
 from byog.plans.tiers import tiered_plan_yaml
+from byog.runtimes.launch import redact_env
 from byog.runtimes.record import utc_now
 from byog.schemas.env import EnvRecord
 from byog.schemas.evals import EvalItemRow
@@ -80,6 +83,7 @@ from byog.schemas.tables import read_rows
 DEFAULT_SAMPLE = 1
 DEFAULT_EVAL_ITEMS = 3
 SUFFIX = ".reproduction"
+DROPPED_HEADER = "byog reproduce does not use these settings of the bundle (each with the option that keeps it):"
 _SIGNER = re.compile(r"^(?P<principal>.*) \((?P<fingerprint>SHA256:[A-Za-z0-9+/=]+)\)$")
 
 
@@ -108,6 +112,29 @@ class Planned:
     points: list[str]
     servers: list[str]  # launch order
     manifest_sha256: str
+    dropped: list[Dropped] = field(default_factory=list)  # what the bundle had that this reproduction leaves out
+
+
+def dropped_shown(planned: Planned) -> list[dict[str, str | None]]:
+    """What the reproduction leaves out of the bundle, as printed: secret env values redacted."""
+    out: list[dict[str, str | None]] = []
+    for item in planned.dropped:
+        value = item.value
+        if item.key is not None and redact_env({item.key: value})[item.key] != value:
+            value = "<redacted>"
+        shown = f"{item.key}={value}" if item.key is not None else value
+        out.append({"server": item.server, "what": item.what, "value": shown, "keep": item.keep(value)})
+    return out
+
+
+def dropped_lines(planned: Planned) -> list[str]:
+    """One line for each thing the bundle had that the reproduction will not use, with the option that keeps it."""
+    lines = []
+    for item in dropped_shown(planned):
+        where = f"server '{item['server']}'" if item["server"] else "the plan"
+        how = f"keep it: {item['keep']}" if item["keep"] else "no option keeps it"
+        lines.append(one_line(f"{where}: {item['what']} {item['value']} ({how})"))
+    return lines
 
 
 @dataclass(frozen=True)
@@ -222,9 +249,10 @@ def _plan(original: RunDir, opts: ReproduceOptions) -> tuple[Planned, Summary]:
         overrides = replace(
             overrides, allowed_image_digests=[*overrides.allowed_image_digests, *policy.allowed_image_digests]
         )
-    repro_plan = apply_overrides(restrict_plan(plan, points, servers, opts.eval_items), overrides)
+    repro_plan = reproduction_plan(plan, overrides, Selection(points, servers, opts.eval_items))
     check_stock_roles(repro_plan)  # as byog run does: a hand-made bundle may set them up wrongly
-    return Planned(repro_plan, points, server_order(repro_plan), manifest_sha), o_summary
+    planned = Planned(repro_plan, points, server_order(repro_plan), manifest_sha, dropped(plan, repro_plan))
+    return planned, o_summary
 
 
 def plan_reproduction(bundle: Path, opts: ReproduceOptions) -> Planned:
@@ -244,6 +272,10 @@ def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reprodu
         manifest_sha = planned.manifest_sha256
         root = opts.run_dir or runs_dir() / f"reproduce-{new_run_id()}"
         rd = _open_run_dir(root, repro_plan)
+        if planned.dropped:
+            console.print(Text(DROPPED_HEADER), highlight=False)
+        for line in dropped_lines(planned):
+            console.print(Text(f"  {line}"), highlight=False, soft_wrap=True)
         console.print(
             Text(
                 f"byog reproduce: {len(points)} point(s) ({', '.join(points) or 'none'}) on "

@@ -11,7 +11,9 @@ allowlist, taken from vLLM 0.32's ``vllm serve`` parser (``vllm/engine/arg_utils
 Everything else is refused with one sentence naming the flag, unless the maintainer passes it
 (``--allow-flag FLAG``; for a key of ``additional_config`` or ``speculative_config``,
 ``--allow-flag additional_config.KEY``). Flags byog sets itself (host, port, model, served
-name) are refused too: a bundle cannot point a server elsewhere.
+name) are refused too: a bundle cannot point a server elsewhere. The numerics ``control`` and
+``envelope_variant`` changes, appended to a baseline's flags, pass the same list
+(``vet_stock_change``), and each environment variable they set needs the maintainer's leave.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from byog.core.errors import UsageError
+from byog.core.safe_text import one_line
 from byog.schemas.plan import ServerConfig
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")  # a backend, dtype or method name: no path, no spaces
@@ -234,23 +237,31 @@ def _flag_name(token: str) -> str:
     return head[:2] + head[2:].replace("_", "-") if head.startswith("--") else head
 
 
-def _refusal(server: str, flag: str, why: str | None = None) -> UsageError:
+def server_subject(server: str) -> str:
+    """How a refusal names one of the bundle's servers."""
+    return f"server '{one_line(server)}' of the bundle"
+
+
+def _refusal(subject: str, flag: str, why: str | None = None) -> UsageError:
     reason = why or WHY.get(flag) or _UNLISTED
+    shown = one_line(flag, 80)
     return UsageError(
-        f"server '{server}' of the bundle passes {flag}, which {reason}; byog reproduce passes it only when "
-        f"you do (--allow-flag {flag})"
+        f"{subject} passes {shown}, which {reason}; byog reproduce passes it only when you do (--allow-flag {shown})"
     )
 
 
-def vet_args(server: str, args: list[str], allowed: Collection[str] = ()) -> None:
-    """Raise UsageError naming the first flag in ``args`` a bundle may not pass and the maintainer did not allow."""
+def vet_args(server: str, args: list[str], allowed: Collection[str] = (), *, subject: str | None = None) -> None:
+    """Raise UsageError naming the first flag in ``args`` a bundle may not pass and the maintainer did not allow.
+
+    ``subject`` names where the flags come from in that sentence (default: the bundle's server ``server``)."""
+    subject = subject or server_subject(server)
     i = 0
     while i < len(args):
         token = args[i]
         flag = _flag_name(token)
         if not token.startswith("-"):
             raise UsageError(
-                f"server '{server}' of the bundle passes '{token}' to vllm serve where a flag belongs; "
+                f"{subject} passes '{one_line(token, 80)}' to vllm serve where a flag belongs; "
                 "byog reproduce passes only flags"
             )
         inline = "=" in token
@@ -263,11 +274,11 @@ def vet_args(server: str, args: list[str], allowed: Collection[str] = ()) -> Non
             continue
         if flag in SWITCHES:
             if inline:
-                raise _refusal(server, flag, "takes no value")
+                raise _refusal(subject, flag, "takes no value")
             i += 1
             continue
         if value_of is None:
-            raise _refusal(server, flag)
+            raise _refusal(subject, flag)
         values = [token.split("=", 1)[1]] if inline else []
         i += 1
         if not inline:
@@ -275,8 +286,8 @@ def vet_args(server: str, args: list[str], allowed: Collection[str] = ()) -> Non
                 values.append(args[i])
                 i += 1
         if not values or not all(value_of(v) for v in values):
-            shown = " ".join(values) or "no value"
-            raise _refusal(server, flag, f"is given '{shown}' (byog takes only a number or a name there)")
+            shown = one_line(" ".join(values), 80) or "no value"
+            raise _refusal(subject, flag, f"is given '{shown}' (byog takes only a number or a name there)")
 
 
 def _scalars(value: Any) -> bool:
@@ -290,14 +301,15 @@ def _scalars(value: Any) -> bool:
 def _vet_config(
     server: str, field: str, config: dict[str, Any] | None, keys: frozenset[str], allowed: Collection[str]
 ) -> None:
+    subject = server_subject(server)
     for key, value in (config or {}).items():
         name = f"{field}.{key}"
         if name in allowed:
             continue
         if key not in keys:
-            raise _refusal(server, name, "is not a key byog lets a bundle set (byog/plans/server_flags.py)")
+            raise _refusal(subject, name, "is not a key byog lets a bundle set (byog/plans/server_flags.py)")
         if not _scalars(value):
-            raise _refusal(server, name, "is given something other than numbers and names")
+            raise _refusal(subject, name, "is given something other than numbers and names")
 
 
 def vet_server(server: str, config: ServerConfig, allowed: Collection[str] = ()) -> None:
@@ -305,3 +317,20 @@ def vet_server(server: str, config: ServerConfig, allowed: Collection[str] = ())
     vet_args(server, list(config.args), allowed)
     _vet_config(server, "additional_config", config.additional_config, ADDITIONAL_CONFIG_KEYS, allowed)
     _vet_config(server, "speculative_config", config.speculative_config, SPECULATIVE_CONFIG_KEYS, allowed)
+
+
+def vet_stock_change(field: str, args: list[str], env: dict[str, str], allowed: Collection[str] = ()) -> None:
+    """A numerics stock change (``numerics.control``, ``numerics.envelope_variant``) through the same allowlist.
+
+    Its ``args`` reach ``vllm serve`` as a server's do. Its ``env`` reaches the derived server's
+    environment, which a reproduction takes from the maintainer: each variable is refused unless
+    the maintainer allows it (``--allow-flag FIELD.env.KEY``)."""
+    subject = f"the bundle's {field}"
+    vet_args(field, args, allowed, subject=subject)
+    for key in env:
+        name = f"{field}.env.{key}"
+        if name not in allowed:
+            raise UsageError(
+                f"{subject} sets {one_line(key, 80)} in the environment, which byog reproduce takes only from you; it "
+                f"keeps the bundle's value only when you allow it (--allow-flag {one_line(name, 120)})"
+            )

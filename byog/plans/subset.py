@@ -1,21 +1,22 @@
-"""A plan cut down to some of its points and servers, with a maintainer's overrides: the plan a
-reproduction runs (``byog reproduce``), recorded as its plan.yaml so verify re-derives it.
+"""The plan a reproduction runs (``byog reproduce``), built from a bundle's plan: recorded as its
+plan.yaml so verify re-derives it.
 
-``restrict_plan`` keeps the named servers, each workload only at the coordinates (load, ISL,
-OSL) of the chosen points, and each eval on at most ``eval_items`` items in one pass. The point
-ids stay those of the original (an id names the workload and its coordinates), so a reproduced
-point pairs with the original's.
+The plan is constructed, not filtered: it starts empty and takes from the bundle only the fields
+``byog.plans.copied_fields`` lists as measurement (``copied``), for the chosen points, servers
+and a few eval items; everything about *where and how* a server runs comes from the maintainer
+(the command line, or ``[reproduce]`` in byog's config file) or byog's defaults: runtime, image,
+hosts, ssh options, node python, environment, endpoint URL, model path. What is copied is vetted:
+each kept server's ``vllm serve`` flags and the numerics ``control`` and ``envelope_variant``
+changes pass ``byog.plans.server_flags``'s allowlist, eval tasks must be byog's, their
+``gen_kwargs`` sampling settings (``byog.plans.gen_kwargs``); the first thing that fails is
+refused in one sentence that names it. Point ids stay those of the original (an id names the
+workload and its coordinates), so a reproduced point pairs with the original's.
 
-``apply_overrides`` makes the cut plan runnable on the maintainer's machine, and here the bundle
-is data, never a command: everything about *where and how* a server runs comes from the
-maintainer (the command line, or ``[reproduce]`` in byog's config file), never from the bundle:
-runtime, image, hosts, ssh options, node python, environment, endpoint URL, model path. The
-bundle keeps what is measured: its workloads, evals, numerics and seeds, each server's
-parallel layout, and its ``vllm serve`` flags as far as ``byog.plans.server_flags`` lets them
-through. Defaults run nothing remote: a server runs on the local runtime, or in docker only with
-an image the maintainer names (``--image``) or one pinned by a digest the maintainer allows
+Defaults run nothing remote: a server runs on the local runtime, or in docker only with an image
+the maintainer names (``--image``) or one pinned by a digest the maintainer allows
 (``allowed_image_digests``). A server the bundle runs over ssh, or in an image not allowed, is
-refused in one sentence, as is a flag that runs code or reads paths.
+refused in one sentence. ``dropped`` lists what the bundle had that the reproduction leaves out,
+each with the option that keeps it.
 """
 
 from __future__ import annotations
@@ -25,88 +26,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from byog.core.errors import UsageError
 from byog.core.settings import config_file, config_setting
+from byog.plans.copied_fields import copied
 from byog.plans.expand import expand_plan
-from byog.plans.server_flags import vet_server
+from byog.plans.gen_kwargs import vet_gen_kwargs, vet_task
+from byog.plans.server_flags import vet_server, vet_stock_change
 from byog.schemas.plan import AgenticWorkload, Plan, ServerConfig
 
 _LOADS = {"batch": "batch_sizes", "concurrency": "concurrencies", "rate": "rates"}
 
 
-def restrict_plan(plan: Plan, point_ids: Sequence[str], servers: Sequence[str], eval_items: int) -> Plan:
-    """The plan with only ``servers``, the workloads' values of ``point_ids``, and evals of ``eval_items`` items."""
-    unknown = sorted(set(servers) - set(plan.servers))
-    if unknown:
-        raise UsageError(f"no server {', '.join(unknown)} in plan '{plan.name}' (it has {', '.join(plan.servers)})")
-    points = {p.point_id: p for p in expand_plan(plan)}
-    missing = sorted(set(point_ids) - set(points))
-    if missing:
-        raise UsageError(f"no point {', '.join(missing)} in plan '{plan.name}' (it has {', '.join(points)})")
-    kept = [s for s in plan.servers if s in servers]
-    chosen = [points[pid] for pid in point_ids]
-    workloads: list[Any] = []
-    for w in plan.workloads:
-        if isinstance(w, AgenticWorkload):
-            continue
-        name = w.name or w.kind
-        mine = [p for p in chosen if p.workload == name]
-        on = [s for s in plan.servers_for(w) if s in kept]
-        if not mine or not on:
-            continue
-        loads_by_kind: dict[str, list[Any]] = {
-            "batch": [p.batch_size for p in mine],
-            "concurrency": [p.concurrency for p in mine],
-            "rate": [p.rate for p in mine],
-        }
-        loads = loads_by_kind[w.kind]
-        update: dict[str, Any] = {
-            "name": name,
-            "servers": on,
-            "isl": sorted({p.isl for p in mine}),
-            "osl": sorted({p.osl for p in mine}),
-            _LOADS[w.kind]: sorted(set(loads)),
-        }
-        workloads.append(w.model_copy(update=update))
-    evals = []
-    if eval_items > 0:
-        for spec in plan.evals:
-            on = [s for s in plan.servers_for(spec) if s in kept]
-            if on:
-                limit = eval_items if spec.limit is None else min(spec.limit, eval_items)
-                evals.append(spec.model_copy(update={"servers": on, "limit": limit, "passes": 1}))
-    baseline = plan.baseline if plan.baseline in kept else kept[0]
-    pairs = None
-    if plan.pairs is not None or plan.baseline not in kept:
-        pairs = [pair for pair in plan.pairs or [] if pair.candidate in kept and pair.baseline in kept]
-    cut = plan.model_copy(
-        update={
-            "description": f"{plan.description} [reproduction: {', '.join(point_ids) or 'evals only'}]".strip(),
-            "servers": {s: plan.servers[s] for s in kept},
-            "baseline": baseline,
-            "pairs": pairs,
-            "workloads": workloads,
-            "evals": evals,
-        }
-    )
-    return Plan.model_validate(cut.model_dump(mode="json"))  # model_copy skips validation
-
-
-# What of a bundle's server config describes the server under test, and is kept; every other
-# field (runtime, image, gpus, url, env, hosts, ssh_options, node_python, ray_args) is where and
-# how it runs on someone's machine, and comes from the maintainer.
-MEASURED_FIELDS = (
-    "args",
-    "tensor_parallel_size",
-    "data_parallel_size",
-    "decode_context_parallel_size",
-    "additional_config",
-    "speculative_config",
-    "startup_timeout_s",
-    "nodes",
-    "launcher",
-    "gpus_per_node",
-)
 CONFIG_SECTION = "reproduce"
 
 
@@ -227,25 +159,100 @@ def _runtime_fields(
     return {"runtime": "local"}
 
 
-def apply_overrides(plan: Plan, overrides: Overrides) -> Plan:
-    """The plan as this machine runs it: the bundle's measured settings (flags vetted), the maintainer's runtime."""
-    names = list(plan.servers)
+@dataclass(frozen=True)
+class Selection:
+    """What of a bundle a reproduction re-runs: point ids, servers, and eval items per task (None: the bundle's)."""
+
+    points: Sequence[str] | None = None  # None: every point
+    servers: Sequence[str] | None = None  # None: every server
+    eval_items: int | None = None
+
+
+def _kept_servers(plan: Plan, selection: Selection) -> list[str]:
+    wanted = list(plan.servers) if selection.servers is None else list(selection.servers)
+    unknown = sorted(set(wanted) - set(plan.servers))
+    if unknown:
+        raise UsageError(f"no server {', '.join(unknown)} in plan '{plan.name}' (it has {', '.join(plan.servers)})")
+    if not wanted:
+        raise UsageError(f"a reproduction of plan '{plan.name}' needs at least one of its servers")
+    return [s for s in plan.servers if s in wanted]
+
+
+def _workloads(plan: Plan, point_ids: Sequence[str] | None, kept: list[str]) -> list[dict[str, Any]]:
+    """Each workload at only the coordinates (load, ISL, OSL) of the chosen points, on the kept servers."""
+    points = {p.point_id: p for p in expand_plan(plan)}
+    ids = list(points) if point_ids is None else list(point_ids)
+    missing = sorted(set(ids) - set(points))
+    if missing:
+        raise UsageError(f"no point {', '.join(missing)} in plan '{plan.name}' (it has {', '.join(points)})")
+    chosen = [points[pid] for pid in ids]
+    out: list[dict[str, Any]] = []
+    for w in plan.workloads:
+        if isinstance(w, AgenticWorkload):
+            continue
+        name = w.name or w.kind
+        mine = [p for p in chosen if p.workload == name]
+        on = [s for s in plan.servers_for(w) if s in kept]
+        if not mine or not on:
+            continue
+        data = copied(w)
+        data.update(name=name, servers=on, isl=sorted({p.isl for p in mine}), osl=sorted({p.osl for p in mine}))
+        loads: dict[str, list[Any]] = {"batch": [p.batch_size for p in mine], "rate": [p.rate for p in mine]}
+        loads["concurrency"] = [p.concurrency for p in mine]
+        if not (w.kind == "rate" and data.get("search") is not None):  # a search picks its own rates
+            data[_LOADS[w.kind]] = sorted(set(loads[w.kind]))
+        out.append(data)
+    return out
+
+
+def _evals(plan: Plan, kept: list[str], eval_items: int | None) -> list[dict[str, Any]]:
+    """Each eval on the kept servers, on at most ``eval_items`` items, its task and settings vetted."""
+    out: list[dict[str, Any]] = []
+    if eval_items == 0:
+        return out
+    for spec in plan.evals:
+        on = [s for s in plan.servers_for(spec) if s in kept]
+        if not on:
+            continue
+        vet_task(spec.task)
+        vet_gen_kwargs(spec.task, spec.gen_kwargs)
+        limit = spec.limit if eval_items is None else min(spec.limit or eval_items, eval_items)
+        out.append({**copied(spec), "servers": on, "limit": limit})
+    return out
+
+
+def _numerics(plan: Plan, kept: list[str], allowed: Sequence[str]) -> dict[str, Any] | None:
+    """The numerics section, its stock changes through the flag allowlist."""
+    if plan.numerics is None:
+        return None
+    for what in ("control", "envelope_variant"):
+        change = getattr(plan.numerics, what)
+        vet_stock_change(f"numerics.{what}", list(change.args), dict(change.env), allowed)
+    data = copied(plan.numerics)
+    if isinstance(data["conformance"], list):
+        data["conformance"] = [s for s in data["conformance"] if s in kept]
+    return data
+
+
+def _servers(plan: Plan, kept: list[str], overrides: Overrides) -> dict[str, Any]:
+    """Each kept server: the bundle's measured settings (flags vetted), the maintainer's runtime and environment."""
     chosen: dict[str, dict[str, list[str]]] = {
-        "image": _per_server(overrides.images, names, "--image"),
-        "hosts": _per_server(overrides.hosts, names, "--host"),
-        "args": _per_server(overrides.server_args, names, "--server-arg"),
-        "url": {name: [] for name in names},
+        "image": _per_server(overrides.images, kept, "--image"),
+        "hosts": _per_server(overrides.hosts, kept, "--host"),
+        "args": _per_server(overrides.server_args, kept, "--server-arg"),
+        "url": {name: [] for name in kept},
     }
     for value in overrides.endpoints:
-        targets, url = _split(value, names, "--endpoint", required=True)
+        targets, url = _split(value, kept, "--endpoint", required=True)
         for name in targets:
             chosen["url"][name].append(url)
-    env = _env(overrides.env, names)
+    env = _env(overrides.env, kept)
     servers: dict[str, Any] = {}
-    for name, bundle in plan.servers.items():
+    for name in kept:
+        bundle = plan.servers[name]
         vet_server(name, bundle, overrides.allow_flags)
         mine = {key: chosen[key][name] for key in chosen}
-        config: dict[str, Any] = bundle.model_dump(mode="json", include=set(MEASURED_FIELDS))
+        config = copied(bundle)
         config["args"] = [*config["args"], *mine["args"]]
         config.update(_runtime_fields(name, bundle, overrides, mine))
         config["env"] = env[name]
@@ -259,16 +266,104 @@ def apply_overrides(plan: Plan, overrides: Overrides) -> Plan:
             servers[name] = ServerConfig.model_validate(config).model_dump(mode="json")
         except ValueError as err:
             raise UsageError(f"server '{name}' as you run it: {err}") from None
-    data = plan.model_dump(mode="json")
-    data["servers"] = servers
-    model = data["model"]
-    model["tokenizer"] = None  # a path or hub id the bundle names: the model's own tokenizer instead
+    return servers
+
+
+def _model(plan: Plan, servers: dict[str, Any], overrides: Overrides) -> dict[str, Any]:
+    """The bundle's context length; the model itself the maintainer's (or byog's built-in one)."""
+    model = copied(plan.model)
     launched = [name for name, config in servers.items() if config["runtime"] != "endpoint"]
     if overrides.model_path:
         model["path"] = overrides.model_path
-    elif launched and not str(model["path"]).startswith("builtin:"):
+    elif launched and not plan.model.path.startswith("builtin:"):
         raise UsageError(
-            f"the bundle serves model '{model['path']}', and byog reproduce loads only a model you name: pass "
+            f"the bundle serves model '{plan.model.path}', and byog reproduce loads only a model you name: pass "
             f"--model-path PATH (or model_path under [{CONFIG_SECTION}] in {config_file()})"
         )
-    return Plan.model_validate(data)
+    else:
+        model["path"] = plan.model.path  # byog's built-in model, or a name only (nothing loads it)
+    return model
+
+
+def _description(plan: Plan, points: Sequence[str] | None) -> str:
+    what = "every point" if points is None else ", ".join(points) or "evals only"
+    return f"a reproduction of {plan.name}: {what}"
+
+
+def reproduction_plan(plan: Plan, overrides: Overrides, selection: Selection | None = None) -> Plan:
+    """The plan a reproduction of ``plan`` runs on this machine, built from the bundle's measurement alone."""
+    selection = selection or Selection()
+    kept = _kept_servers(plan, selection)
+    servers = _servers(plan, kept, overrides)
+    data = copied(plan)
+    data.update(
+        description=_description(plan, selection.points),
+        model=_model(plan, servers, overrides),
+        servers=servers,
+        workloads=_workloads(plan, selection.points, kept),
+        evals=_evals(plan, kept, selection.eval_items),
+        numerics=_numerics(plan, kept, overrides.allow_flags),
+    )
+    data["baseline"] = plan.baseline if plan.baseline in kept else kept[0]
+    if plan.pairs is not None or plan.baseline not in kept:
+        data["pairs"] = [p for p in data["pairs"] or [] if p["candidate"] in kept and p["baseline"] in kept]
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
+        raise UsageError(
+            f"the reproduction of plan '{plan.name}' is not a valid plan at '{where}': {first['msg']}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """Something a bundle's server (or model) had that its reproduction does not use, and the option that keeps it."""
+
+    server: str | None  # None: the plan's model
+    what: str  # "env", "image", "host", "ssh option", "node python", "url", "ray start args", ...
+    value: str
+    option: str | None  # the command-line option that keeps it; None: no option does
+    key: str | None = None  # an env var's name (``value`` is then its value)
+    per_server: bool = True  # the option takes SERVER=...
+
+    def keep(self, value: str | None = None) -> str | None:
+        """The option that keeps it, shell-quoted, with ``value`` (e.g. redacted) in place of the bundle's."""
+        if self.option is None:
+            return None
+        arg = (f"{self.server}=" if self.per_server and self.server else "") + (f"{self.key}=" if self.key else "")
+        arg += self.value if value is None else value
+        return shlex.quote(f"{self.option}={arg}") if arg.startswith("-") else shlex.join([self.option, arg])
+
+
+def _dropped_server(name: str, bundle: ServerConfig, ran: ServerConfig) -> list[Dropped]:
+    out = [Dropped(name, "env", v, "--env", key=k) for k, v in bundle.env.items() if ran.env.get(k) != v]
+    if bundle.image and bundle.image != ran.image:
+        out.append(Dropped(name, "image", bundle.image, "--image"))
+    if bundle.url and bundle.url != ran.url:
+        out.append(Dropped(name, "url", bundle.url, "--endpoint"))
+    if bundle.hosts and bundle.hosts != ran.hosts:
+        out += [Dropped(name, "host", host, "--host") for host in bundle.hosts]
+    if bundle.ssh_options and bundle.ssh_options != ran.ssh_options:
+        out += [Dropped(name, "ssh option", o, "--ssh-option", per_server=False) for o in bundle.ssh_options]
+    if bundle.node_python and bundle.node_python != ran.node_python:
+        out.append(Dropped(name, "node python", bundle.node_python, "--node-python", per_server=False))
+    for what, value in (("platform", bundle.platform), ("gpus", bundle.gpus)):
+        if value is not None and value != getattr(ran, what):
+            out.append(Dropped(name, what, str(value), None))
+    if bundle.ray_args:
+        out.append(Dropped(name, "ray start args", shlex.join(bundle.ray_args), None))
+    return out
+
+
+def dropped(bundle: Plan, reproduction: Plan) -> list[Dropped]:
+    """Every env var, image, host, endpoint and model setting of ``bundle`` that ``reproduction`` leaves out."""
+    out: list[Dropped] = []
+    for name, ran in reproduction.servers.items():
+        out += _dropped_server(name, bundle.servers[name], ran)
+    for what, option in (("path", "--model-path"), ("served_name", None), ("tokenizer", None)):
+        value = getattr(bundle.model, what)
+        if value is not None and value != getattr(reproduction.model, what):
+            out.append(Dropped(None, f"model {what}", value, option, per_server=False))
+    return out

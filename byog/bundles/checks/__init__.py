@@ -5,10 +5,10 @@ name and what it needs with ``@check``): the order is declared here, not left to
 imports, because a check may require another to have passed first. First what needs no trust
 and reads only the gate members (manifest, signature), then, for a trusted signer only, the
 hashes of every other member, the subject and the content checks (bounds, predicate, schemas,
-summary, report, policy, claims).
+tasks, summary, report, policy, claims).
 """
 
-from byog.bundles.checks import bounds, claims, integrity, policy, predicate, recompute, schemas, signature
+from byog.bundles.checks import bounds, claims, integrity, policy, predicate, recompute, schemas, signature, tasks
 from byog.bundles.checks.base import Check, CheckResult, VerifyContext, in_order, run_checks, run_one
 
 CHECKS: tuple[Check, ...] = in_order(
@@ -20,6 +20,7 @@ CHECKS: tuple[Check, ...] = in_order(
         bounds.within_bounds,
         predicate.predicate_matches_files,
         schemas.files_match_schemas,
+        tasks.tasks_are_byogs,
         recompute.summary_recomputes,
         recompute.report_rerenders,
         policy.meets_policy,

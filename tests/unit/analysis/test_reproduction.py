@@ -30,7 +30,7 @@ from byog.core.io import atomic_write_json
 from byog.core.paths import RunDir
 from byog.plans.expand import expand_plan
 from byog.plans.load import load_plan
-from byog.plans.subset import Overrides, apply_overrides, restrict_plan
+from byog.plans.subset import Overrides, Selection, reproduction_plan
 from byog.schemas.evals import EvalItemRow
 from byog.schemas.numerics import NumericsComparison, NumericsSummary
 from byog.schemas.reproduction import PointReproduction
@@ -227,20 +227,22 @@ def test_other_hardware_compares_ratios_only_and_invalid_points_not_at_all(
 
 def test_the_reproduction_plan_keeps_point_ids_servers_and_few_eval_items() -> None:
     plan, _ = load_plan(None)  # the smoke profile: candidate vs baseline, B = 1, 2, 4
-    cut = restrict_plan(plan, ["decode-b2-isl32-osl64"], ["candidate", "baseline"], 3)
+    cut = reproduction_plan(plan, Overrides(), Selection(["decode-b2-isl32-osl64"], ["candidate", "baseline"], 3))
     assert [p.point_id for p in expand_plan(cut)] == ["decode-b2-isl32-osl64"]
     assert list(cut.servers) == ["candidate", "baseline"] and cut.comparisons == [("candidate", "baseline")]
     assert [(e.task, e.limit, e.passes) for e in cut.evals] == [("gsm8k", 3, 1), ("arithmetic_generated", 3, 1)]
-    alone = restrict_plan(plan, ["decode-b1-isl32-osl64", "decode-b4-isl32-osl64"], ["candidate"], 0)
+    alone = reproduction_plan(
+        plan, Overrides(), Selection(["decode-b1-isl32-osl64", "decode-b4-isl32-osl64"], ["candidate"], 0)
+    )
     assert [p.point_id for p in expand_plan(alone)] == ["decode-b1-isl32-osl64", "decode-b4-isl32-osl64"]
     assert alone.baseline == "candidate" and alone.comparisons == [] and alone.evals == []
     with pytest.raises(UsageError, match="no point decode-b3"):
-        restrict_plan(plan, ["decode-b3-isl32-osl64"], ["candidate"], 0)
+        reproduction_plan(plan, Overrides(), Selection(["decode-b3-isl32-osl64"], ["candidate"], 0))
 
 
 def test_overrides_change_only_how_servers_start() -> None:
     plan, _ = load_plan(None)
-    changed = apply_overrides(
+    changed = reproduction_plan(
         plan,
         Overrides(
             images=["candidate=registry/vllm@sha256:" + "a" * 64],
@@ -256,10 +258,11 @@ def test_overrides_change_only_how_servers_start() -> None:
     assert changed.servers["candidate"].args == ["--max-model-len=2048"]
     assert changed.servers["baseline"].args == ["--enforce-eager", "--max-model-len=2048", "--seed=3"]
     assert (changed.servers["baseline"].runtime, changed.servers["baseline"].url) == ("endpoint", "http://127.0.0.1:9")
-    assert changed.model.path == "/models/smollm2" and changed.workloads == plan.workloads
+    assert changed.model.path == "/models/smollm2"
+    assert [p.point_id for p in expand_plan(changed)] == [p.point_id for p in expand_plan(plan)]
     for bad in (Overrides(endpoints=["http://127.0.0.1:9"]), Overrides(images=["candidat=img"])):
         with pytest.raises(UsageError):
-            apply_overrides(plan, bad)
+            reproduction_plan(plan, bad)
 
 
 def test_the_family_scale_is_bonferronis() -> None:

@@ -55,6 +55,7 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "bounds",
         "predicate",
         "schemas",
+        "tasks",
         "summary",
         "report",
         "policy",

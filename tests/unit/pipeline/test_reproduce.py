@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from typer.testing import CliRunner
 from byog.bench.ceiling import server_process
 from byog.bundles.verify import verify_bundle
 from byog.cli import app
-from byog.pipeline.reproduce import ReproduceOptions, reproduce
+from byog.pipeline.reproduce import DROPPED_HEADER, ReproduceOptions, reproduce
 from byog.pipeline.run import run_plan
 from byog.plans.subset import Overrides
 from tests.support.bundles_kit import allowed_signers, make_key
@@ -182,6 +183,7 @@ def test_a_bundle_that_does_not_verify_is_not_reproduced(made: dict[str, object]
 # --- the bundle is data: what runs is the maintainer's (docs/reproduce.md, "What runs where") ---
 
 HOSTILE_SERVERS = reproduce_servers("PWNED")  # PWNED: in the working directory, which must stay empty
+PROXY_OPTION = "--ssh-option=-oProxyCommand=sh -c 'touch PWNED'"  # the line that keeps the bundle's option
 REFUSED = {
     "ssh": "byog: server 'candidate' of the bundle runs on other hosts (a@node0, a@node1) with ssh options "
     "-oProxyCommand=sh -c 'touch PWNED'; byog reproduce runs nothing remote that you did not name",
@@ -283,7 +285,12 @@ def test_a_dry_run_prints_what_would_run_and_runs_nothing(synthetic, nothing_run
     assert lines[6] == '    env: {"VLLM_LOGGING_LEVEL": "DEBUG"}'
     assert lines[7:] == [
         "point decode-b1-isl32-osl64 (ISL 32, OSL 64) on candidate, baseline",
-        "eval gsm8k: 3 item(s) on candidate, baseline",
+        'eval gsm8k: 3 item(s) on candidate, baseline, generation {"do_sample": false, "max_gen_toks": 256, '
+        '"temperature": 0.0, "until": ["Question:", "</s>", "<|im_end|>"]}',
+        DROPPED_HEADER,  # what the bundle asked for and the maintainer replaced, each with the line that keeps it
+        "  server 'candidate': host a@node0 (keep it: --host candidate=a@node0)",
+        "  server 'candidate': host a@node1 (keep it: --host candidate=a@node1)",
+        f"  server 'candidate': ssh option -oProxyCommand=sh -c 'touch PWNED' (keep it: {shlex.quote(PROXY_OPTION)})",
         "seed 1234; nothing was started (--dry-run)",
     ]
     assert sorted(p.name for p in nothing_runs.iterdir()) == []  # no run dir, no MAINTAINERS-PROXY

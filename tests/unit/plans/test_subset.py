@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from byog.core.errors import UsageError
+from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
-from byog.plans.subset import Overrides, apply_overrides, restrict_plan
+from byog.plans.subset import Overrides, Selection, reproduction_plan
 
 PLAN = """\
 name: hostile
@@ -58,7 +59,7 @@ def _no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_nothing_of_where_and_how_comes_from_the_bundle() -> None:
-    plan = apply_overrides(_plan(), Overrides())
+    plan = reproduction_plan(_plan(), Overrides())
     candidate, baseline = plan.servers["candidate"], plan.servers["baseline"]
     assert candidate.runtime == baseline.runtime == "local"  # the bundle's endpoint URL is never contacted
     assert candidate.env == {} and candidate.node_python is None and baseline.url is None
@@ -76,14 +77,14 @@ def test_the_maintainer_names_runtime_image_hosts_env_and_python() -> None:
         env=["candidate=VLLM_CPU_KVCACHE_SPACE=1", "HF_HUB_OFFLINE=1"],
         server_args=["--max-model-len=1024"],
     )
-    plan = apply_overrides(_plan(), overrides)
+    plan = reproduction_plan(_plan(), overrides)
     candidate, baseline = plan.servers["candidate"], plan.servers["baseline"]
     assert (candidate.runtime, candidate.image) == ("docker", f"vllm/vllm-openai@{DIGEST}")
     assert candidate.env == {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
     assert candidate.args[-1] == "--max-model-len=1024"
     assert (baseline.runtime, baseline.url) == ("endpoint", "http://gpu-b:8000")
 
-    remote = apply_overrides(
+    remote = reproduction_plan(
         _plan(SSH),
         Overrides(hosts=["remote=me@gpu0", "remote=me@gpu1"], ssh_options=["-i", "/keys/tray"], node_python="/opt/py"),
     ).servers["remote"]
@@ -93,7 +94,7 @@ def test_the_maintainer_names_runtime_image_hosts_env_and_python() -> None:
 
 def test_a_server_on_the_bundles_hosts_is_refused_in_one_sentence() -> None:
     with pytest.raises(UsageError) as err:
-        apply_overrides(_plan(SSH), Overrides())
+        reproduction_plan(_plan(SSH), Overrides())
     message = str(err.value)
     assert (
         message.startswith("server 'remote' of the bundle runs on other hosts (a@node0, a@node1)")
@@ -109,13 +110,13 @@ def test_an_image_runs_only_when_the_maintainer_names_or_allows_it() -> None:
     with pytest.raises(
         UsageError, match="^server 'boxed' of the bundle runs image 'evil.example/vllm:latest', which is not pinned"
     ):
-        apply_overrides(_plan(docker("evil.example/vllm:latest")), Overrides())
+        reproduction_plan(_plan(docker("evil.example/vllm:latest")), Overrides())
     pinned = f"vllm/vllm-openai@{DIGEST}"
     with pytest.raises(UsageError, match="not pinned by a digest you allow"):
-        apply_overrides(_plan(docker(pinned)), Overrides())  # pinned, but not on the maintainer's list
-    allowed = apply_overrides(_plan(docker(pinned)), Overrides(allowed_image_digests=[DIGEST])).servers["boxed"]
+        reproduction_plan(_plan(docker(pinned)), Overrides())  # pinned, but not on the maintainer's list
+    allowed = reproduction_plan(_plan(docker(pinned)), Overrides(allowed_image_digests=[DIGEST])).servers["boxed"]
     assert (allowed.runtime, allowed.image) == ("docker", pinned)
-    named = apply_overrides(_plan(docker("evil.example/vllm:latest")), Overrides(images=["boxed=mine:1"]))
+    named = reproduction_plan(_plan(docker("evil.example/vllm:latest")), Overrides(images=["boxed=mine:1"]))
     assert named.servers["boxed"].image == "mine:1"
 
 
@@ -130,8 +131,8 @@ def test_a_bundles_flag_that_runs_code_is_refused_unless_allowed() -> None:
         }
     )
     with pytest.raises(UsageError, match="^server 'candidate' of the bundle passes --trust-remote-code"):
-        apply_overrides(hostile, Overrides())
-    allowed = apply_overrides(hostile, Overrides(allow_flags=["--trust-remote-code"]))
+        reproduction_plan(hostile, Overrides())
+    allowed = reproduction_plan(hostile, Overrides(allow_flags=["--trust-remote-code"]))
     assert allowed.servers["candidate"].args == ["--trust-remote-code"]
 
 
@@ -139,11 +140,11 @@ def test_a_model_other_than_the_builtin_is_the_maintainers() -> None:
     with pytest.raises(
         UsageError, match="^the bundle serves model '/home/maintainer/.ssh', and byog reproduce loads only"
     ):
-        apply_overrides(_plan(model="/home/maintainer/.ssh"), Overrides())
-    plan = apply_overrides(_plan(model="/home/maintainer/.ssh"), Overrides(model_path="org/model"))
+        reproduction_plan(_plan(model="/home/maintainer/.ssh"), Overrides())
+    plan = reproduction_plan(_plan(model="/home/maintainer/.ssh"), Overrides(model_path="org/model"))
     assert plan.model.path == "org/model"
     only_endpoints = Overrides(endpoints=["candidate=http://a:1", "baseline=http://b:1"])
-    assert apply_overrides(_plan(model="org/named"), only_endpoints).model.path == "org/named"  # nothing loads it
+    assert reproduction_plan(_plan(model="org/named"), only_endpoints).model.path == "org/named"  # nothing loads it
 
 
 def test_the_maintainers_config_file_gives_defaults(_no_config: Path) -> None:
@@ -156,10 +157,105 @@ def test_the_maintainers_config_file_gives_defaults(_no_config: Path) -> None:
     assert overrides.images == [f"vllm/vllm-openai@{DIGEST}"] and overrides.env == ["HF_HUB_OFFLINE=1", "X=1"]
     assert overrides.allow_flags == ["--trust-remote-code"] and overrides.allowed_image_digests == ["sha256:cd"]
     assert Overrides.from_config(images=["mine:1"]).images == ["mine:1"]  # the command line wins
-    plan = apply_overrides(_plan(), overrides)
+    plan = reproduction_plan(_plan(), overrides)
     assert {s.runtime for s in plan.servers.values()} == {"docker"}
 
 
 def test_restrict_then_apply_keeps_the_numerics_pair() -> None:
-    plan = apply_overrides(restrict_plan(_plan(), ["decode-b1-isl16-osl16"], ["candidate", "baseline"], 0), Overrides())
+    plan = reproduction_plan(_plan(), Overrides(), Selection(["decode-b1-isl16-osl16"], ["candidate", "baseline"], 0))
     assert plan.comparisons == [("candidate", "baseline")] and plan.numerics is not None
+
+
+def _with_numerics(section: str):
+    """The plan with ``section`` (e.g. ``control: {...},``) in its numerics."""
+    text = PLAN.replace("numerics: {random_prompts: 1,", "numerics: {" + section + " random_prompts: 1,")
+    return parse_plan(text, "plan")
+
+
+@pytest.mark.parametrize(
+    ("section", "refusal"),
+    [
+        (
+            "control: {args: [--trust-remote-code]},",
+            "the bundle's numerics.control passes --trust-remote-code, which runs Python code",
+        ),
+        ("control: {args: [--worker-cls, evil.W]},", "the bundle's numerics.control passes --worker-cls"),
+        ("control: {args: [--chat-template, /etc/shadow]},", "the bundle's numerics.control passes --chat-template"),
+        ("envelope_variant: {args: [--middleware, m]},", "the bundle's numerics.envelope_variant passes --middleware"),
+        (
+            "envelope_variant: {args: ['--kv-transfer-config={}']},",
+            "the bundle's numerics.envelope_variant passes --kv-transfer-config",
+        ),
+        ("envelope_variant: {args: [--tokenizer, /x]},", "the bundle's numerics.envelope_variant passes --tokenizer"),
+        (
+            "control: {env: {LD_PRELOAD: /tmp/e.so}},",
+            "the bundle's numerics.control sets LD_PRELOAD in the environment",
+        ),
+        ("control: {env: {PYTHONPATH: /tmp}},", "the bundle's numerics.control sets PYTHONPATH in the environment"),
+        ("envelope_variant: {env: {HF_ENDPOINT: x}},", "the bundle's numerics.envelope_variant sets HF_ENDPOINT"),
+    ],
+)
+def test_a_numerics_stock_change_passes_the_same_allowlist(section: str, refusal: str) -> None:
+    with pytest.raises(UsageError) as err:
+        reproduction_plan(_with_numerics(section), Overrides())
+    assert str(err.value).startswith(refusal) and "\n" not in str(err.value)
+
+
+def test_an_allowed_stock_change_reaches_the_derived_server() -> None:
+    from byog.plans.numerics_roles import derived_servers
+
+    plan = _with_numerics("control: {args: [--trust-remote-code], env: {LD_PRELOAD: /x.so}},")
+    allow = ["--trust-remote-code", "numerics.control.env.LD_PRELOAD"]
+    built = reproduction_plan(plan, Overrides(allow_flags=allow))
+    assert built.numerics is not None and built.numerics.control.args == ["--trust-remote-code"]
+    assert derived_servers(built)["baseline.control"].env == {"LD_PRELOAD": "/x.so"}  # only because it was allowed
+
+
+EVALS = "evals:\n  - {task: gsm8k, limit: 10, passes: 2, gen_kwargs: GEN}\nseeds: [1, 2]\n"
+
+
+def _with_eval(gen: str, task: str = "gsm8k"):
+    return parse_plan(PLAN + EVALS.replace("GEN", gen).replace("gsm8k", task), "plan")
+
+
+@pytest.mark.parametrize(
+    ("gen", "refusal"),
+    [
+        ("{logits_processors: [evil.P]}", "the bundle's eval 'gsm8k' sets gen_kwargs.logits_processors, which is not"),
+        ("{extra_body: {x: 1}}", "the bundle's eval 'gsm8k' sets gen_kwargs.extra_body, which is not"),
+        ("{response_format: {type: json}}", "the bundle's eval 'gsm8k' sets gen_kwargs.response_format"),
+        ("{until: [{a: b}]}", "the bundle's eval 'gsm8k' sets gen_kwargs.until to something other than a few stop"),
+        ("{max_gen_toks: '9; x'}", "the bundle's eval 'gsm8k' sets gen_kwargs.max_gen_toks to something other"),
+    ],
+)
+def test_gen_kwargs_outside_the_sampling_settings_are_refused(gen: str, refusal: str) -> None:
+    with pytest.raises(UsageError) as err:
+        reproduction_plan(_with_eval(gen), Overrides(), Selection([], ["candidate", "baseline"], 3))
+    assert str(err.value).startswith(refusal) and "\n" not in str(err.value)
+
+
+def test_sampling_settings_are_kept_and_one_pass_runs() -> None:
+    gen = '{temperature: 0.6, top_p: 0.95, do_sample: true, until: ["\\n\\n"], max_gen_toks: 64}'
+    (spec,) = reproduction_plan(_with_eval(gen), Overrides(), Selection([], ["candidate", "baseline"], 3)).evals
+    assert spec.gen_kwargs == {
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "do_sample": True,
+        "until": ["\n\n"],
+        "max_gen_toks": 64,
+    }
+    assert (spec.limit, spec.passes) == (3, 1)
+
+
+def test_an_eval_task_outside_byogs_registry_is_refused() -> None:
+    with pytest.raises(UsageError, match="^the bundle's eval task '/etc/passwd' is not in byog's registry"):
+        reproduction_plan(
+            _with_eval("{}", task="/etc/passwd"), Overrides(), Selection([], ["candidate", "baseline"], 3)
+        )
+
+
+def test_the_bundles_description_and_free_text_are_not_copied() -> None:
+    plan = _plan().model_copy(update={"description": "[click](https://evil.example)"})
+    built = reproduction_plan(plan, Overrides(), Selection(["decode-b1-isl16-osl16"], ["candidate", "baseline"], 0))
+    assert built.description == "a reproduction of hostile: decode-b1-isl16-osl16"
+    assert [p.point_id for p in expand_plan(built)] == ["decode-b1-isl16-osl16"]  # ids pair with the original's
