@@ -107,7 +107,7 @@ def gpu_fingerprint() -> dict[str, Any]:
 
 
 def _compute_capability(pynvml: Any, handle: Any) -> str | None:
-    """"9.0" on an H200: what decides which kernels and cache dtypes vLLM can run (an fp8 KV cache from 8.9)."""
+    """ "9.0" on an H200: what decides which kernels and cache dtypes vLLM can run (an fp8 KV cache from 8.9)."""
     try:
         major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
     except Exception:  # old bindings lack it: recorded as missing

@@ -304,7 +304,9 @@ def numerics_cost(plan: Plan, from_run: Path | None = None, control_why: str | N
                     if name in derived
                     else 0.0,
                     "pass_s": pass_s,
-                    "change": describe_change(plan.numerics.control if what == "control" else plan.numerics.envelope_variant)
+                    "change": describe_change(
+                        plan.numerics.control if what == "control" else plan.numerics.envelope_variant
+                    )
                     if plan.numerics is not None
                     else None,
                     "why": control_why if what == "control" else None,

@@ -22,12 +22,12 @@ from typing import Any, TypedDict
 from rich.console import Console
 from rich.text import Text
 
+from byog.analysis.numerics_headline import numerics_headline, weakness
 from byog.analysis.validity import comparison_invalid_reasons
 from byog.bench.sweep import run_bench_for_server
 from byog.bundles.finalize import finalize_run
 from byog.core.console_tables import TextTable, print_table
 from byog.core.errors import UsageError
-from byog.analysis.numerics_headline import numerics_headline, weakness
 from byog.core.io import atomic_write_json, atomic_write_text, read_json
 from byog.core.paths import RunDir, new_run_id
 from byog.core.settings import runs_dir

@@ -72,7 +72,12 @@ MENU: Final[dict[str, MenuEntry]] = {
     )
 }
 DEFAULT_VARIANT: Final = "eager"
-DEFAULT_CONTROL: Final[dict[PlatformKind, str]] = {"cuda-fp8": "fp8-kv", "cuda": "fp16", "cpu": "fp16", "unknown": "fp16"}
+DEFAULT_CONTROL: Final[dict[PlatformKind, str]] = {
+    "cuda-fp8": "fp8-kv",
+    "cuda": "fp16",
+    "cpu": "fp16",
+    "unknown": "fp16",
+}
 
 
 def menu_names() -> list[str]:
@@ -87,7 +92,9 @@ def describe_entry(name: str) -> str:
     """One line: the name, its arguments and its size."""
     chunk = CHUNKED.match(name)
     if chunk:
-        return f"{name} (--max-num-batched-tokens {chunk[1]}): prefill chunked at {chunk[1]} tokens, a legitimate reorder"
+        return (
+            f"{name} (--max-num-batched-tokens {chunk[1]}): prefill chunked at {chunk[1]} tokens, a legitimate reorder"
+        )
     entry = MENU[name]
     return f"{name} ({' '.join(entry.args)}{' ...' if entry.model_dependent else ''}): {entry.size}"
 

@@ -122,8 +122,6 @@ def describe_change(change: StockChange | None) -> str:
     return "custom: " + (", ".join(parts) or "no change")
 
 
-
-
 @dataclass(frozen=True)
 class ControlChoice:
     name: str | None  # the menu name (None: a custom change)
@@ -198,8 +196,8 @@ def _resolve(plan: Plan) -> tuple[dict[str, StockRoles], list[str]]:
                 )
             elif what == "envelope_variant" and found in candidates:
                 problem = (
-                    f"numerics.envelope_variant ({describe_change(change)}) is the candidate '{found}' itself, which would "
-                    "be judged against its own noise; name another stock variant (e.g. chunked-1024)"
+                    f"numerics.envelope_variant ({describe_change(change)}) is the candidate '{found}' itself, "
+                    "which would be judged against its own noise; name another stock variant (e.g. chunked-1024)"
                 )
             if problem is not None:
                 problems.append(problem)

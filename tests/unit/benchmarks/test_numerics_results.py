@@ -64,7 +64,9 @@ def test_the_table_script_prints_every_comparison() -> None:
         "the control fp16 (stock.control) landed at 89.7 envelopes |" in out
     )
     assert "| control fp16 (stock.control) of stock | drifts | 89.7 envelopes | | baseline sensitive |" in out
-    assert "| graphs vs eager | numerically equivalent | 2.65e-05 envelopes | 0/9 prompts (A/A 0) | ➖ insensitive" in out
+    assert (
+        "| graphs vs eager | numerically equivalent | 2.65e-05 envelopes | 0/9 prompts (A/A 0) | ➖ insensitive" in out
+    )
 
 
 def test_the_h200_smollm2_run_re_derived_with_eager_as_the_variant_reads_the_fp16_control_blind() -> None:

@@ -133,7 +133,8 @@ def test_the_default_control_follows_the_platform_byog_detects() -> None:
 def test_a_baseline_byog_has_not_seen_gets_the_portable_default_and_the_reason() -> None:
     plan = parse_plan(
         "name: r\nmodel: {path: 'builtin:smollm2-135m-instruct'}\nservers:\n"
-        "  stock: {runtime: ssh, nodes: 2, hosts: [g1, g2]}\n  cand: {runtime: ssh, nodes: 2, hosts: [g1, g2], args: [--enforce-eager]}\n"
+        "  stock: {runtime: ssh, nodes: 2, hosts: [g1, g2]}\n"
+        "  cand: {runtime: ssh, nodes: 2, hosts: [g1, g2], args: [--enforce-eager]}\n"
         "baseline: stock\nnumerics: {envelope_variant: chunked-512}\n",
         "p",
     )
