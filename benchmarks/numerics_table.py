@@ -10,6 +10,9 @@ tables cannot drift from the data.
     python benchmarks/numerics_table.py RUN_DIR [RUN_DIR]   # these run directories
     python benchmarks/numerics_table.py --json              # the derived numerics summary as JSON
     python benchmarks/numerics_table.py RUN_DIR --variant SERVER   # also: SERVER's pass as the A/A' side
+
+Each run starts with one table: per comparison the rule's verdict, its largest distance in
+envelopes, the greedy outputs that diverged and the headline; per baseline its control.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from byog.analysis import numerics as nm
+from byog.analysis.numerics_headline import numerics_headline, weakness
 from byog.analysis.numerics_summary import BaselinePasses, summarize_numerics
 from byog.core.paths import RunDir
 from byog.plans.load import parse_plan
-from byog.schemas.numerics import NumericsSummary
+from byog.schemas.numerics import NumericsComparison, NumericsSummary
 
 RESULTS = REPO / "benchmarks" / "results" / "numerics"
 
@@ -41,9 +45,40 @@ def _g(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
 
 
+def _diverged(comparison: NumericsComparison) -> str:
+    decode = next((f for f in comparison.families if f.family == "decode"), None)
+    d = decode.candidate_divergence if decode else None
+    a = decode.aa_divergence if decode else None
+    return f"{d.diverged}/{d.prompts} prompts (A/A {a.diverged})" if d and a else ""
+
+
+def verdict_table(numerics: NumericsSummary) -> list[str]:
+    """Markdown: per comparison the rule's verdict, its largest distance, the greedy divergences and the
+    headline; per baseline its control's distance and whether the baseline is sensitive."""
+    sensitivity = {s.baseline: s for s in numerics.sensitivity}
+    rows = [
+        "| comparison | rule verdict | max distance | greedy outputs diverged | headline |",
+        "|---|---|---|---|---|",
+    ]
+    for c in numerics.comparisons:
+        rows.append(
+            f"| {c.candidate} vs {c.baseline} | {c.rule_verdict or '–'} | {_g(c.max_distance)} envelopes "
+            f"| {_diverged(c)} | {numerics_headline(c, sensitivity.get(c.baseline))} |"
+        )
+    for sens in numerics.sensitivity:
+        name = f"{sens.control_change or 'custom'} ({sens.control or 'not run'})"
+        said = "baseline sensitive" if sens.sensitive else f"baseline insensitive: {weakness(sens)}"
+        rows.append(
+            f"| control {name} of {sens.baseline} | {sens.control_verdict or '–'} | "
+            f"{_g(sens.control_distance)} envelopes | | {said} |"
+        )
+    return rows
+
+
 def print_run(name: str, numerics: NumericsSummary) -> None:
     tol = numerics.tolerance
-    print(f"\n== {name}")
+    print(f"\n== {name}\n")
+    print("\n".join(verdict_table(numerics)) + "\n")
     for sens in numerics.sensitivity:
         print(
             f"   sensitivity of {sens.baseline}: {'sensitive' if sens.sensitive else 'INSENSITIVE'}; {sens.reason}; "

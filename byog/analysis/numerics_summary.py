@@ -19,11 +19,15 @@ recorded counts and probabilities), and each candidate held to what its baseline
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from byog.analysis import numerics as nm
 from byog.analysis.conformance_stats import chi_square, hold_to_baseline
 from byog.core.io import read_json
 from byog.core.paths import RunDir
-from byog.plans.numerics_roles import StockRoles, derived_servers, stock_roles
+from byog.plans.numerics_menu import detect_platform, stronger_control
+from byog.plans.numerics_roles import StockRoles, control_choice, derived_servers, resolve_control, stock_roles
 from byog.schemas.migrate import migrate
 from byog.schemas.numerics import (
     NUMERICS_COLUMNS,
@@ -42,6 +46,7 @@ from byog.schemas.numerics import (
     NumericsComparison,
     NumericsRecord,
     NumericsSummary,
+    NumericsVerdict,
     RuleVerdict,
 )
 from byog.schemas.plan import NumericsTolerance, Plan
@@ -143,6 +148,29 @@ class BaselinePasses:
         ]
 
 
+def insensitive_verdict(rule: RuleVerdict, sensitive: bool) -> NumericsVerdict:
+    """Sensitivity is the proof a no-difference verdict needs: only "numerically equivalent" of an
+    insensitive baseline becomes "insensitive"; a difference the rule found ("drifts", "diverges") stands."""
+    return "insensitive" if not sensitive and rule == "numerically equivalent" else rule
+
+
+@dataclass(frozen=True)
+class ControlContext:
+    """What the summary says of the control beside its distance: its menu name, why, the entry to try."""
+
+    change: str | None
+    why: str | None
+    try_next: str | None
+
+
+def control_context(run_dir: RunDir, plan: Plan) -> ControlContext:
+    """From the plan and the run's env.json (where byog and its local servers ran)."""
+    env = read_json(run_dir.env_json) if run_dir.env_json.is_file() else None
+    choice = control_choice(plan, env)
+    platform = detect_platform(env).kind
+    return ControlContext(choice.name, choice.why, stronger_control(choice.name, platform))
+
+
 def baseline_sensitivity(
     run_dir: RunDir,
     baseline: str,
@@ -150,13 +178,16 @@ def baseline_sensitivity(
     roles: StockRoles | None,
     complete: set[str],
     tolerance: NumericsTolerance,
+    context: ControlContext | None = None,
 ) -> BaselineSensitivity:
     """Flat next-token distributions, or a control the differential does not see: insensitive."""
     reference = nm.PassArrays.concat([loaded.reference[f] for f in FAMILIES])
     ratio, top1 = nm.head_ratio(reference), nm.mean_top1_prob(reference)
     variant = roles.variant if roles is not None and roles.variant in complete else None
     control = roles.control if roles is not None and roles.control in complete else None
-    base = {"baseline": baseline, "head_ratio": ratio, "mean_top1_prob": top1, "variant": variant}
+    base: dict[str, Any] = {"baseline": baseline, "head_ratio": ratio, "mean_top1_prob": top1, "variant": variant}
+    if context is not None and roles is not None and roles.not_derived is None:
+        base |= {"control_change": context.change, "control_why": context.why}
     if ratio is not None and ratio <= tolerance.flat_head_ratio:
         return BaselineSensitivity(
             **base,
@@ -178,6 +209,8 @@ def baseline_sensitivity(
     verdict, distance = _worst(families), _max_distance(families)
     seen = verdict != "numerically equivalent"
     shown = f"{distance:.3g} envelopes" if distance is not None else "no judged bucket"
+    if not seen and context is not None:
+        base["try_control"] = context.try_next
     return BaselineSensitivity(
         **base,
         sensitive=seen,
@@ -213,7 +246,7 @@ def compare_servers(
     return NumericsComparison(
         candidate=candidate,
         baseline=baseline,
-        verdict=worst if sensitivity.sensitive else "insensitive",
+        verdict=insensitive_verdict(worst, sensitivity.sensitive),
         rule_verdict=worst,
         families=families,
         max_distance=_max_distance(families),
@@ -245,6 +278,8 @@ def summarize_numerics(run_dir: RunDir, plan: Plan) -> NumericsSummary | None:
     if plan.numerics is None and not have_numerics and not have_conformance:
         return None
     tolerance = plan.numerics.tolerance if plan.numerics is not None else NumericsTolerance()
+    context = control_context(run_dir, plan)
+    plan = resolve_control(plan, read_json(run_dir.env_json) if run_dir.env_json.is_file() else None)
     roles = stock_roles(plan)
     complete = {s for s in [*servers, *derived_servers(plan)] if run_dir.numerics_complete(s)}
     sensitivity: dict[str, BaselineSensitivity] = {}
@@ -258,7 +293,7 @@ def summarize_numerics(run_dir: RunDir, plan: Plan) -> NumericsSummary | None:
             loaded[b] = BaselinePasses(
                 run_dir, b, role.variant if role is not None and role.variant in complete else None
             )
-            sensitivity[b] = baseline_sensitivity(run_dir, b, loaded[b], role, complete, tolerance)
+            sensitivity[b] = baseline_sensitivity(run_dir, b, loaded[b], role, complete, tolerance, context)
         if c in have_numerics or not sensitivity[b].sensitive:
             comparisons.append(compare_servers(run_dir, c, loaded[b], sensitivity[b], tolerance))
     checks = {s: _conformance_checks(read_conformance_record(run_dir, s)) for s in servers if s in have_conformance}

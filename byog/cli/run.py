@@ -29,6 +29,7 @@ from byog.pipeline.planview import (
 )
 from byog.pipeline.run import run_plan
 from byog.pipeline.serve import serve_until_interrupted
+from byog.plans.numerics_menu import platform_defaults
 
 
 def version_cmd() -> None:
@@ -143,6 +144,9 @@ def _render_numerics_cost(rows: list[dict[str, Any]]) -> None:
             Text.assemble("numerics ", (r["role"], "bold"), f" of {r['baseline']}: {r['server']}, {cost}"),
             highlight=False,
         )
+        if r.get("why"):
+            console.print(f"  which and why: {r['why']}", highlight=False, soft_wrap=True, markup=False)
+            console.print(f"  defaults by platform: {platform_defaults()}", highlight=False, markup=False)
         if r["command"]:
             console.print(f"  {r['command']}", highlight=False, soft_wrap=True, markup=False)
 

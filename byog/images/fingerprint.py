@@ -86,6 +86,7 @@ def gpu_fingerprint() -> dict[str, Any]:
                     "sm_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
                     "power_limit_w": pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000.0,
                     "nvlink_active": _nvlink_active(pynvml, handle),
+                    "compute_capability": _compute_capability(pynvml, handle),
                 }
             )
         topology = [
@@ -103,6 +104,15 @@ def gpu_fingerprint() -> dict[str, Any]:
         }
     finally:
         pynvml.nvmlShutdown()
+
+
+def _compute_capability(pynvml: Any, handle: Any) -> str | None:
+    """ "9.0" on an H200: what decides which kernels and cache dtypes vLLM can run (an fp8 KV cache from 8.9)."""
+    try:
+        major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+    except Exception:  # old bindings lack it: recorded as missing
+        return None
+    return f"{major}.{minor}"
 
 
 def _nvlink_active(pynvml: Any, handle: Any) -> int:

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from byog.core.errors import CheckFailed
-from byog.core.io import atomic_write_json
+from byog.core.io import atomic_write_json, read_json
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
 from byog.pipeline.derive import derive_and_write
@@ -31,7 +31,7 @@ from byog.pipeline.numerics import (
 )
 from byog.pipeline.run import open_run_dir, print_numerics
 from byog.pipeline.signals import sigterm_as_interrupt
-from byog.plans.numerics_roles import launch_config
+from byog.plans.numerics_roles import launch_config, resolve_control
 from byog.schemas.summary import Summary
 
 What = Literal["numerics", "conformance"]
@@ -49,6 +49,7 @@ def check_plan(
     console.print(Text.assemble(f"byog check {what}: plan ", (plan.name, "bold"), f" -> {rd.root}"))
     if not rd.env_json.is_file():
         atomic_write_json(rd.env_json, environment_fingerprint())
+    plan = resolve_control(plan, read_json(rd.env_json))
     refs = references(plan)
     with console.status("preparing the model…"):
         model = prepare_model(plan.model)

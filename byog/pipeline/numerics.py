@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.text import Text
@@ -24,7 +24,7 @@ from byog.analysis.numerics_summary import REFERENCE_PASS, load_pass, read_confo
 from byog.analysis.server_log import root_cause
 from byog.bench.prompts import ServerTokenizer, build_prompts
 from byog.core.errors import ByogError, UsageError
-from byog.core.io import atomic_write_json
+from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import RunDir
 from byog.correctness.conformance import run_conformance
 from byog.correctness.differential import TokenPath, plain_decode_wall_s, run_pass
@@ -70,10 +70,16 @@ def server_order(plan: Plan, numerics: bool | None = None) -> list[str]:
     return first + derived + [s for s in plan.servers if s not in first]
 
 
+def _model_config(model: PreparedModel) -> dict[str, Any] | None:
+    """The served model's config.json where this machine can read it (a change such as rope-theta needs it)."""
+    path = Path(model.path) / "config.json"
+    return read_json(path) if path.is_file() else None
+
+
 def launch_for_numerics(plan: Plan, name: str, model: PreparedModel, rd: RunDir) -> RunningServer:
     """Start a server of the numerics section; a control or envelope variant vLLM refuses is bad input,
     said in vLLM's own words (the run directory keeps what finished, and a rerun resumes)."""
-    config = launch_config(plan, name)
+    config = launch_config(plan, name, _model_config(model))
     try:
         return runtime_for(config).launch(name, config, model, rd.server_dir(name))
     except ByogError as err:

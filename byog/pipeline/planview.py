@@ -22,13 +22,21 @@ from byog.bench.traces import link_sessions, read_trace, selected_lines
 from byog.core.errors import UsageError
 from byog.core.io import read_json
 from byog.core.paths import RunDir
+from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import model_config_dir
 from byog.pipeline.eval_power import eval_power_rows, eval_prior
 from byog.pipeline.slurm_submit import SubmitOptions, batch_script, default_run_dir
 from byog.plans.expand import check_plan_fits, expand_plan, probe_point, search_workloads
 from byog.plans.kv_memory import PointKv, check_kv_fits, kv_shape, plan_kv, server_kv_settings
 from byog.plans.load import load_plan, parse_plan
-from byog.plans.numerics_roles import derived_servers, launch_config, stock_roles
+from byog.plans.numerics_roles import (
+    control_choice,
+    derived_servers,
+    describe_change,
+    launch_config,
+    resolve_control,
+    stock_roles,
+)
 from byog.plans.tiers import TIERS, apply_tier, eval_items, find_placeholders
 from byog.runtimes.cluster import describe_cluster
 from byog.runtimes.launch import local_vllm_argv, server_env, vllm_serve_args
@@ -261,7 +269,7 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     }
 
 
-def numerics_cost(plan: Plan, from_run: Path | None = None) -> list[dict[str, Any]]:
+def numerics_cost(plan: Plan, from_run: Path | None = None, control_why: str | None = None) -> list[dict[str, Any]]:
     """Per baseline: the control and envelope variant byog adds, and what they cost beyond the plan's servers.
 
     Each derived server is one start-up plus one ``together`` pass over the baseline's prompts; with
@@ -296,6 +304,12 @@ def numerics_cost(plan: Plan, from_run: Path | None = None) -> list[dict[str, An
                     if name in derived
                     else 0.0,
                     "pass_s": pass_s,
+                    "change": describe_change(
+                        plan.numerics.control if what == "control" else plan.numerics.envelope_variant
+                    )
+                    if plan.numerics is not None
+                    else None,
+                    "why": control_why if what == "control" else None,
                 }
             )
     return rows
@@ -376,7 +390,9 @@ def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> PlanOverv
     """What ``byog plan`` shows: the tier's matrix, launch commands (per node where a server spans
     several) and estimate, every tier's cost, and the placeholders left to set."""
     plan, _ = load_plan(ref)
-    cut = apply_tier(plan, tier)
+    tiered, here = apply_tier(plan, tier), environment_fingerprint()
+    control = control_choice(tiered, here)  # the plan's own, or the default for where its baselines run
+    cut = resolve_control(tiered, here)
     check_plan_fits(cut)
     kv = check_plan_kv(cut)
     estimate = estimate_plan(cut, from_run)
@@ -409,5 +425,5 @@ def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> PlanOverv
         "slurm_batch": slurm_batch(ref, cut, tier),
         "evals": eval_power_rows(plan, prior_run),
         "eval_prior": prior_text,
-        "numerics": numerics_cost(cut, from_run),
+        "numerics": numerics_cost(cut, from_run, control.why),
     }

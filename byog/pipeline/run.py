@@ -22,12 +22,13 @@ from typing import Any, TypedDict
 from rich.console import Console
 from rich.text import Text
 
+from byog.analysis.numerics_headline import numerics_headline, weakness
 from byog.analysis.validity import comparison_invalid_reasons
 from byog.bench.sweep import run_bench_for_server
 from byog.bundles.finalize import finalize_run
 from byog.core.console_tables import TextTable, print_table
 from byog.core.errors import UsageError
-from byog.core.io import atomic_write_json, atomic_write_text
+from byog.core.io import atomic_write_json, atomic_write_text, read_json
 from byog.core.paths import RunDir, new_run_id
 from byog.core.settings import runs_dir
 from byog.evals.runner import run_evals_for_server
@@ -39,7 +40,7 @@ from byog.pipeline.planview import check_plan_kv
 from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.expand import check_plan_fits, expand_plan
 from byog.plans.load import load_plan, parse_plan
-from byog.plans.numerics_roles import check_stock_roles, launch_config
+from byog.plans.numerics_roles import check_stock_roles, launch_config, resolve_control
 from byog.plans.tiers import apply_tier, require_no_placeholders, tiered_plan_yaml
 from byog.report.format import struck
 from byog.schemas.manifest import subject_arg
@@ -85,7 +86,7 @@ def _check_before_start(plan: Plan, plan_ref: str | None) -> None:
     try:
         check_plan_fits(plan)
         check_plan_kv(plan)
-        check_stock_roles(plan)
+        check_stock_roles(resolve_control(plan, environment_fingerprint()))
     except UsageError as err:
         raise UsageError(f"{where}: {err}") from None
 
@@ -184,8 +185,9 @@ def print_numerics(summary: Summary, console: Console) -> None:
     if numerics.comparisons:
         table = TextTable(
             "numerics, candidate vs baseline (envelope: stock against itself under another batch and its variant)",
-            ["pair", "verdict", "prefill", "decode", "max distance (envelopes)", "greedy outputs diverged"],
+            ["pair", "headline", "prefill", "decode", "max distance (envelopes)", "greedy outputs diverged"],
         )
+        sensitivity = {s.baseline: s for s in numerics.sensitivity}
         for c in numerics.comparisons:
             fams = {f.family: f for f in c.families}
             decode = fams.get("decode")
@@ -193,7 +195,7 @@ def print_numerics(summary: Summary, console: Console) -> None:
             aa_div = decode.aa_divergence if decode else None
             table.add_row(
                 f"{c.candidate} vs {c.baseline}",
-                c.verdict,
+                numerics_headline(c, sensitivity.get(c.baseline)),
                 fams["prefill"].verdict if "prefill" in fams else "—",
                 decode.verdict if decode else "—",
                 f"{c.max_distance:.3g}" if c.max_distance is not None else "—",
@@ -201,7 +203,7 @@ def print_numerics(summary: Summary, console: Console) -> None:
             )
         for sens in numerics.sensitivity:
             if not sens.sensitive:
-                table.add_row(f"(baseline {sens.baseline})", "insensitive", "", "", "", sens.reason)
+                table.add_row(f"(baseline {sens.baseline})", "insensitive", "", "", "", weakness(sens))
         print_table(console, table)
     for pair in numerics.conformance:
         failed = [r for r in pair.checks if r.outcome == "fail"]
@@ -240,6 +242,7 @@ def run_plan(
     console.print(Text.assemble("byog run: plan ", (plan.name, "bold"), f" -> {rd.root}"))
     if not rd.env_json.is_file():
         atomic_write_json(rd.env_json, environment_fingerprint())
+    plan = resolve_control(plan, read_json(rd.env_json))
     with console.status("preparing the model (the built-in default converts once, ~20 s)…"):
         model = prepare_model(plan.model)
     with sigterm_as_interrupt():

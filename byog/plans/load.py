@@ -9,6 +9,8 @@ import yaml
 from pydantic import ValidationError
 
 from byog.core.errors import UsageError
+from byog.plans.numerics_menu import check_menu_names
+from byog.schemas.migrate import migrate
 from byog.schemas.plan import Plan
 
 DEFAULT_PROFILE = "smoke"
@@ -53,8 +55,9 @@ def parse_plan(text: str, label: str) -> Plan:
         raise UsageError(f"{label} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
     if not isinstance(data, dict):
         raise UsageError(f"{label} must be a YAML mapping with keys like 'name', 'model', 'servers'")
+    data = migrate("plan", data, label=label)
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         # Discriminated unions add the tag to the location; drop it so the key reads as written.
@@ -66,6 +69,8 @@ def parse_plan(text: str, label: str) -> Plan:
             message = "unknown key"
         more = f" (and {len(err.errors()) - 1} more problem(s))" if len(err.errors()) > 1 else ""
         raise UsageError(f"{label}: '{_key_path(loc)}': {message}{more}") from None
+    check_menu_names(plan, label)
+    return plan
 
 
 def load_plan(ref: str | None = None) -> tuple[Plan, str]:

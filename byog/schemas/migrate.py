@@ -92,3 +92,22 @@ def _summary_power_cap_and_observed_discordance(data: dict[str, Any]) -> dict[st
     ``valid`` and ``screening`` are what it still says (verify compares such summaries as of
     version 3: ``byog.schemas.summary.CHANGED_IN``)."""
     return data
+
+
+@register_migration("plan", 1)
+def _plan_numerics_menu(data: dict[str, Any]) -> dict[str, Any]:
+    """plan 1 -> 2: ``numerics.control`` and ``numerics.envelope_variant`` name entries of byog's menu
+    (``byog.plans.numerics_menu``). A version-1 change written as ``{args, env}`` stays as it is: a
+    custom change, which reads as the menu entry it equals (``[--dtype, float16]`` is ``fp16``). A
+    version-1 plan without a control meant ``--dtype float16``; version 2 reads it as the platform's
+    default, which is ``fp16`` wherever a version-1 run was recorded (CPU, or a GPU whose env.json
+    has no compute capability)."""
+    return data
+
+
+@register_migration("summary", 4)
+def _summary_numerics_findings_stand(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 4 -> 5: a numerics comparison that drifts or diverges beside an insensitive baseline keeps
+    its verdict, and sensitivity names its control's menu entry; a schema-4 summary's ``verdict`` is what
+    it still says (verify compares such summaries as of version 4: ``byog.schemas.summary.CHANGED_IN``)."""
+    return data

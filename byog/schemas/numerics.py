@@ -155,12 +155,18 @@ class BaselineSensitivity(Derived):
     control_verdict: RuleVerdict | None = None
     control_distance: float | None = None  # the largest judged bucket distance, in envelopes
     control_families: list[FamilyComparison] = Field(default_factory=list)
+    # the control's menu name (None: a custom change), why it was the one, and the entry to try when unseen
+    control_change: str | None = None
+    control_why: str | None = None
+    try_control: str | None = None
 
 
 class NumericsComparison(Derived):
     candidate: str
     baseline: str
-    verdict: NumericsVerdict  # the worst family's, or insensitive when the baseline is
+    # the worst family's; "numerically equivalent" of an insensitive baseline reads insensitive (no
+    # evidence of no difference), while a difference found stands
+    verdict: NumericsVerdict
     rule_verdict: RuleVerdict | None = None  # the worst family's, sensitive or not
     families: list[FamilyComparison]
     max_distance: float | None = None  # the largest judged bucket distance of any family, in envelopes

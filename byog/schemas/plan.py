@@ -18,7 +18,7 @@ from pydantic import (
 from byog.schemas.base import Strict
 from byog.schemas.registry import register
 
-PLAN_SCHEMA_VERSION: Final = 1
+PLAN_SCHEMA_VERSION: Final = 2
 
 BUILTIN_MODEL = "builtin:smollm2-135m-instruct"
 
@@ -370,19 +370,17 @@ class NumericsTolerance(Strict):
 
 
 class StockVariant(Strict):
-    """A change to the baseline's launch: ``args`` appended to its vLLM arguments (the last value of a
-    flag wins, as in vLLM's parser), ``env`` merged over its environment."""
+    """A custom change to the baseline's launch: ``args`` appended to its vLLM arguments (the last value
+    of a flag wins, as in vLLM's parser), ``env`` merged over its environment. A plan normally names a
+    change from byog's menu instead (``byog.plans.numerics_menu``)."""
 
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
 
 
-def _default_control() -> StockVariant:
-    return StockVariant(args=["--dtype", "float16"])
-
-
-def _default_envelope_variant() -> StockVariant:
-    return StockVariant(args=["--enforce-eager"])
+# A change to the baseline's launch: a name from byog's menu (``fp16``, ``fp8-kv``, ``rope-theta``,
+# ``eager``, ``chunked-N``; checked when the plan loads) or a custom change written out.
+StockChange = str | StockVariant
 
 
 class NumericsSpec(Strict):
@@ -391,8 +389,8 @@ class NumericsSpec(Strict):
     Prompts: ``random_prompts`` random-id prompts of ``random_isl`` tokens, ``dataset_prompts``
     real-text prompts of ``dataset_isl`` tokens, and one real-text prompt per entry of
     ``contexts`` whose generated tokens end at that context length. ``control`` and
-    ``envelope_variant`` are changes to each baseline's launch that byog runs beside it
-    (``byog.plans.numerics_roles``, docs/numerics.md).
+    ``envelope_variant`` are changes to each baseline's launch that byog runs beside it, named from
+    byog's menu (``byog.plans.numerics_menu``, ``byog.plans.numerics_roles``, docs/numerics.md).
     """
 
     random_prompts: NonNegativeInt = 4
@@ -406,10 +404,11 @@ class NumericsSpec(Strict):
     seed: int = 0
     conformance: bool | list[str] = True  # or only these servers (a candidate is held to its baseline's)
     tolerance: NumericsTolerance = Field(default_factory=NumericsTolerance)
-    # the sensitivity control: a change of known size to the baseline that must land beyond the envelope
-    control: StockVariant = Field(default_factory=_default_control)
+    # the sensitivity control: a change of known size to the baseline that must land beyond the envelope;
+    # None: byog's default for the platform the baseline runs on (byog.plans.numerics_menu)
+    control: StockChange | None = None
     # the stock variant whose distance from the baseline sets the implementation-noise envelope
-    envelope_variant: StockVariant = Field(default_factory=_default_envelope_variant)
+    envelope_variant: StockChange = "eager"
 
 
 class ComparisonPair(Strict):
@@ -420,7 +419,7 @@ class ComparisonPair(Strict):
 
 
 class Plan(Strict):
-    schema_version: Literal[1] = PLAN_SCHEMA_VERSION
+    schema_version: Literal[2] = PLAN_SCHEMA_VERSION
     name: str
     description: str = ""
     model: ModelSpec

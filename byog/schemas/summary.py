@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 4
+SUMMARY_SCHEMA_VERSION = 5
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -71,6 +71,12 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
                 }
             ),
         ),
+    ],
+    # 5: "insensitive" replaces only a no-difference numerics verdict (a drift found stands), and a
+    # baseline's sensitivity names its control's menu entry, why, and the entry to try.
+    5: [
+        (("numerics", "comparisons", "*"), frozenset({"verdict"})),
+        (("numerics", "sensitivity", "*"), frozenset({"control_change", "control_why", "try_control"})),
     ],
 }
 

@@ -8,6 +8,7 @@ judged by ``byog.analysis.claims`` exactly as ``byog verify`` judges them.
 from __future__ import annotations
 
 from byog.analysis.claims import evaluate_claim
+from byog.analysis.numerics_headline import numerics_headline
 from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
 from byog.report.format import METRICS, fixed, load_label, speedup, table, times
@@ -92,16 +93,16 @@ def _speedup_lines(ctx: ReportContext) -> list[str]:
     return lines
 
 
-NUMERICS_MARK = {"numerically equivalent": "✅", "drifts": "⚠️", "diverges": "❌", "insensitive": "➖"}
-
-
 def _numerics_lines(ctx: ReportContext) -> list[str]:
-    """Per pair: the token-level differential's verdict (format 3 on; docs/numerics.md)."""
+    """Per pair: the token-level differential's verdict and what its control showed (format 3 on;
+    docs/numerics.md)."""
     numerics = ctx.summary.numerics
     if numerics is None:
         return []
+    sensitivity = {s.baseline: s for s in numerics.sensitivity}
     return [
-        f"- Numerics, {md_text(c.candidate)} / {md_text(c.baseline)}: {NUMERICS_MARK[c.verdict]} {c.verdict}."
+        f"- Numerics, {md_text(c.candidate)} / {md_text(c.baseline)}: "
+        f"{md_text(numerics_headline(c, sensitivity.get(c.baseline)))}."
         for c in numerics.comparisons
     ]
 

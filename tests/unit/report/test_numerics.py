@@ -119,9 +119,10 @@ def test_without_its_control_or_with_flat_distributions_a_baseline_is_no_evidenc
         write_server(unchecked, server, "stock", noise=noise, seed=seed)
     numerics = derive_summary(unchecked).numerics
     assert numerics is not None
+    # no evidence of no difference; the difference the rule found stands
     assert {c.candidate: (c.verdict, c.rule_verdict) for c in numerics.comparisons} == {
         "same": ("insensitive", "numerically equivalent"),
-        "changed": ("insensitive", "drifts"),
+        "changed": ("drifts", "drifts"),
     }
     assert numerics.sensitivity[0].reason == "no sensitivity control ran on this baseline"
 
@@ -139,3 +140,41 @@ def test_without_its_control_or_with_flat_distributions_a_baseline_is_no_evidenc
     assert not sensitivity.sensitive and sensitivity.head_ratio is not None and sensitivity.head_ratio < 1.0001
     assert "flat" in sensitivity.reason
     assert "**no: insensitive**" in render_report(flat, derive_summary(flat))
+
+
+def test_a_drift_beside_a_weak_control_stays_drifts_and_the_headline_says_both(tmp_path: Path) -> None:
+    """The control (fp16, derived) lands inside the envelope: the baseline is insensitive, so "same"
+    (numerically equivalent by the rule) is no evidence, while "changed" has shown a difference."""
+    weak = RunDir(tmp_path / "weak")
+    # written out, as a version-1 plan has it: it reads as the menu's fp16
+    atomic_write_text(
+        weak.plan_yaml, PLAN.replace("control: {args: [--dtype, float32]}", "control: {args: [--dtype, float16]}")
+    )
+    for server, noise, seed in (
+        ("stock", 0.01, 1),
+        ("same", 0.01, 2),
+        ("changed", 0.1, 3),
+        ("stock.variant", 0.01, 4),
+        ("stock.control", 0.01, 5),
+    ):
+        write_server(weak, server, "stock", noise=noise, seed=seed)
+    summary = derive_summary(weak)
+    numerics = summary.numerics
+    assert numerics is not None
+    [sens] = numerics.sensitivity
+    assert not sens.sensitive and sens.control == "stock.control" and sens.control_verdict == "numerically equivalent"
+    by = {c.candidate: c for c in numerics.comparisons}
+    assert (by["changed"].verdict, by["changed"].rule_verdict) == ("drifts", "drifts")
+    assert (by["same"].verdict, by["same"].rule_verdict) == ("insensitive", "numerically equivalent")
+    # no env.json here, so no platform seen: fp8-kv is not offered, rope-theta runs on any RoPE model
+    assert sens.control_change == "fp16" and sens.try_control == "rope-theta"
+    headline = render_report(weak, summary).split("## Headline", 1)[1].split("\n## ", 1)[0]
+    lines = {line.split(":", 1)[0]: line for line in headline.splitlines() if line.startswith("- Numerics")}
+    control = f"the control fp16 (stock.control) landed at {sens.control_distance:.3g} envelopes, within the envelope"
+    changed = lines["- Numerics, changed / stock"]
+    assert f"⚠️ drifts at {by['changed'].max_distance:.3g} envelopes" in changed and control in changed
+    assert "a difference that stands although the baseline is insensitive" in changed
+    assert "try numerics.control: rope-theta" in changed
+    same = lines["- Numerics, same / stock"]
+    assert same.startswith("- Numerics, same / stock: ➖ insensitive (the rule alone: numerically equivalent")
+    assert control in same and "try numerics.control: rope-theta" in same

@@ -69,3 +69,33 @@ def test_a_multi_node_record_reads_its_nodes_steps_and_fingerprints() -> None:
     assert second.fingerprint is not None and second.fingerprint.model_extra == {"error": "exit 1: no python"}
     with pytest.raises(ValidationError):
         ServerRecord.model_validate({"name": "tp3", "nodes": [{"address": "10.0.0.1"}]})  # a node without its rank
+
+
+def test_the_gpu_fingerprint_records_the_compute_capability(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What decides the default numerics control (an fp8 KV cache from 8.9), from NVML as vLLM reads it."""
+    import sys
+    import types
+
+    from byog.images.fingerprint import gpu_fingerprint
+
+    fake = types.SimpleNamespace(
+        nvmlInit=lambda: None,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: 1,
+        nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetName=lambda h: b"NVIDIA H200",
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=150754820096),
+        nvmlDeviceGetMaxClockInfo=lambda h, kind: 1980,
+        nvmlDeviceGetClockInfo=lambda h, kind: 345,
+        nvmlDeviceGetPowerManagementLimit=lambda h: 700000,
+        nvmlDeviceGetCudaComputeCapability=lambda h: (9, 0),
+        nvmlSystemGetDriverVersion=lambda: "570.124.06",
+        nvmlSystemGetCudaDriverVersion=lambda: 12080,
+        NVML_CLOCK_SM=0,
+        NVML_CLOCK_MEM=1,
+        NVML_NVLINK_MAX_LINKS=0,
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    [card] = gpu_fingerprint()["gpus"]
+    assert card["compute_capability"] == "9.0"
+    assert EnvRecord.model_validate({"gpu": gpu_fingerprint()}).gpu.gpus[0].model_extra["compute_capability"] == "9.0"
