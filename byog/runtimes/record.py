@@ -65,9 +65,7 @@ def wait_for_health(
             if not alive():
                 cause = log_root_cause(log_path) if log_path is not None else None
                 said = f": {cause}" if cause else ""
-                raise ByogError(
-                    f"server '{name}' exited before it became healthy{said}; last log lines:\n{log_tail()}"
-                )
+                raise ByogError(f"server '{name}' exited before it became healthy{said}; last log lines:\n{log_tail()}")
             try:
                 if client.get(f"{base_url}/health").status_code == 200:
                     return time.monotonic() - start
