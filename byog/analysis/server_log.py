@@ -106,3 +106,27 @@ def root_cause(text: str) -> str | None:
     recent = lines[starts[-1] + 1 :] if starts else lines
     causes = _engine_causes(recent)
     return _one_sentence(causes) if causes else _last_error(recent)
+
+
+# What a starting vLLM is doing, from the lines it logs as it enters each phase (vLLM 0.32; CPU and
+# CUDA): (phase, phrases any of which starts it). A later phase's line moves the phase on.
+START_PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("starting the engine", ("Initializing a V1 LLM engine",)),
+    ("loading weights", ("Starting to load model", "Loading safetensors checkpoint shards", "Loading weights")),
+    (
+        "compiling",
+        ("Warming up model for the compilation", "Dynamo bytecode transform", "Compiling a graph", "torch.compile"),
+    ),
+    ("sizing the KV cache", ("Available KV cache memory", "KV cache size", "Memory profiling takes")),
+    ("capturing graphs", ("Capturing CUDA graphs", "Capturing graphs", "Graph capturing")),
+    ("starting the API server", ("init engine (profile, create kv cache, warmup model) took", "Starting vLLM")),
+    ("ready", ("Application startup complete",)),
+)
+
+
+def start_phase(line: str) -> str | None:
+    """The start-up phase a vLLM log line begins, or None when it begins none."""
+    for phase, phrases in reversed(START_PHASES):
+        if any(phrase in line for phrase in phrases):
+            return phase
+    return None

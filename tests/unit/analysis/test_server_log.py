@@ -74,3 +74,37 @@ def test_only_the_last_start_is_read() -> None:
     old = "(EngineCore pid=1) ERROR [c.py:1] ValueError: from the start before\n"
     new = "==== byog: starting 's' at t: vllm serve\n(EngineCore pid=2) INFO up\n"
     assert root_cause(old + new) is None
+
+
+def test_the_real_compiled_start_goes_through_its_phases_in_order() -> None:
+    from byog.analysis.server_log import start_phase
+
+    seen: list[str] = []
+    for line in real_log("compiled-start").splitlines():
+        phase = start_phase(line)
+        if phase is not None and (not seen or seen[-1] != phase):
+            seen.append(phase)
+    assert seen == [
+        "starting the engine",
+        "loading weights",
+        "compiling",
+        "sizing the KV cache",
+        "starting the API server",
+        "ready",
+    ]
+
+
+def test_cuda_start_lines_name_the_graph_capture() -> None:
+    from byog.analysis.server_log import start_phase
+
+    assert (
+        start_phase(
+            "(EngineCore_DP0 pid=1) INFO [gpu_model_runner.py:1] Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 50%"
+        )
+        == "capturing graphs"
+    )
+    assert (
+        start_phase("(EngineCore_DP0 pid=1) INFO [backends.py:1] Compiling a graph for dynamic shape takes 30.1 s")
+        == "compiling"
+    )
+    assert start_phase("INFO plain line") is None
