@@ -99,7 +99,7 @@ def test_cuda_start_lines_name_the_graph_capture() -> None:
 
     assert (
         start_phase(
-            "(EngineCore_DP0 pid=1) INFO [gpu_model_runner.py:1] Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 50%"
+            "(EngineCore_DP0 pid=1) INFO [gpu_model_runner.py:1] Capturing CUDA graphs (mixed prefill-decode): 50%"
         )
         == "capturing graphs"
     )

@@ -83,7 +83,7 @@ def test_a_tampered_bundle_shows_nothing(signed, tmp_path: Path) -> None:
     assert result.exit_code == 1 and "does not verify" in result.output
 
 
-def io_bytes(content: bytes):  # noqa: ANN201
+def io_bytes(content: bytes):
     import io
 
     return io.BytesIO(content)

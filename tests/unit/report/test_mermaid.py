@@ -11,8 +11,8 @@ import pytest
 from byog.analysis.summary import derive_summary
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
-from byog.report.markdown import render_report
 from byog.report.format import speedup_axis
+from byog.report.markdown import render_report
 from byog.report.mermaid import charts, numerics_charts, speedup_charts
 from byog.schemas.summary import Summary
 from tests.support.mermaid import render_markdown_charts
