@@ -1,12 +1,17 @@
 """Why a server failed, in vLLM's own words, from its log (``servers/<name>/server.log``).
 
-One home for reading the root cause out of a log: a sweep whose server died at its first
-request, and a multi-node start-up where one node died, both report this sentence instead of
-"the server died". vLLM logs the root cause first and then wrappers that only point back at it
-("EngineCore encountered an issue. See stack trace (above) for the root cause", "Worker failed
-with error '...', please check the stack trace above for the root cause", "Engine core
-initialization failed. See root cause above"), so the answer is the last error line that is not
-such a wrapper, read only from the lines since the server last started.
+One home for reading the root cause out of a log: a server that did not start, a sweep whose
+server died at its first request, and a multi-node start-up where one node died all report this
+sentence instead of "the server died". Only the lines since the server last started are read.
+
+vLLM logs the root cause first, in the process where it happened (each line prefixed
+``(EngineCore pid=..)``, ``(VllmWorker-0 pid=..)``, ``(Worker_TP1 pid=..)``), and then wrappers in
+the other processes that only point back at it ("WorkerProc initialization failed due to an
+exception in a background process. See stack trace for root cause", "Engine core initialization
+failed. See root cause above"), often a hundred lines later. So the cause is the first error of
+each engine-side process (every prefixed process but the API server) that is not a wrapper: one
+sentence, the ranks named when more than one failed. A log with no such line falls back to the
+last error line that is not a wrapper, else the last wrapper, else the command-line parser's refusal.
 """
 
 from __future__ import annotations
@@ -19,12 +24,21 @@ from byog.schemas.server import SERVER_START_MARKER
 # module-qualified, anywhere on a line (after vLLM's "(Worker pid=..) ERROR ... [file:line]" prefix).
 ERROR_LINE = re.compile(r"(?:^|[\s(])((?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*)?(?:Error|Exception)): (\S.*)$")
 # Phrases and types of the wrappers that say *that* something failed and point elsewhere for *why*.
-WRAPPER_PHRASES = ("see root cause above", "for the root cause", "see stack trace (above)")
+WRAPPER_PHRASES = (
+    "see root cause above",
+    "for the root cause",
+    "for root cause",
+    "see stack trace (above)",
+    "exception in a background process",
+)
 WRAPPER_TYPES = ("EngineDeadError", "EngineGenerateError")
 # Log levels whose lines merely mention an error (a warning quoting "OSError: [Errno 24]").
 NOT_ERRORS = (" WARNING ", " INFO ", " DEBUG ")
 # argparse's refusal of a command line: ``vllm serve: error: argument --dtype: invalid choice: ...``
 ARGPARSE_LINE = re.compile(r"^[^:]+: error: (\S.*)$")
+# vLLM's per-process prefix: ``(EngineCore_DP0 pid=12)``, ``(VllmWorker-0 pid=13)``, ``(RayWorkerWrapper pid=9, ip=..)``
+PROCESS_PREFIX = re.compile(r"^\((?P<process>[A-Za-z_][\w-]*)(?: [^)]*)?\) ")
+FRONT_END = ("APIServer",)  # the process that serves HTTP: its errors wrap the engine's
 
 
 def _sentence(line: str) -> str | None:
@@ -41,14 +55,37 @@ def _is_wrapper(sentence: str) -> bool:
     return sentence.split(":", 1)[0] in WRAPPER_TYPES or any(p in sentence.lower() for p in WRAPPER_PHRASES)
 
 
-def root_cause(text: str) -> str | None:
-    """The last error line since the server last started that is not a wrapper; else the last
-    wrapper; else the command-line parser's refusal; None when the log shows no error line."""
-    lines = text.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith(SERVER_START_MARKER)]
+def _process(line: str) -> str | None:
+    match = PROCESS_PREFIX.match(line)
+    return match.group("process") if match else None
+
+
+def _engine_causes(lines: list[str]) -> dict[str, str]:
+    """Engine-side process -> its first error that is not a wrapper, in the order they failed."""
+    found: dict[str, str] = {}
+    for line in lines:
+        process = _process(line)
+        if process is None or process in FRONT_END or process in found:
+            continue
+        sentence = _sentence(line)
+        if sentence is not None and not _is_wrapper(sentence):
+            found[process] = sentence
+    return found
+
+
+def _one_sentence(causes: dict[str, str]) -> str:
+    """One cause as it is; several ranks' causes with the ranks named (a shared cause once)."""
+    by_cause: dict[str, list[str]] = {}
+    for process, sentence in causes.items():
+        by_cause.setdefault(sentence, []).append(process)
+    if len(causes) == 1:
+        return next(iter(causes.values()))
+    return "; ".join(f"{sentence} ({', '.join(processes)})" for sentence, processes in by_cause.items())
+
+
+def _last_error(lines: list[str]) -> str | None:
     found = None
-    recent = lines[starts[-1] + 1 :] if starts else lines
-    for line in reversed(recent):
+    for line in reversed(lines):
         sentence = _sentence(line)
         if sentence is None:
             continue
@@ -56,6 +93,40 @@ def root_cause(text: str) -> str | None:
             return sentence
         found = found or sentence
     if found is None:
-        refused = [m.group(1).strip() for m in map(ARGPARSE_LINE.match, recent) if m]
+        refused = [m.group(1).strip() for m in map(ARGPARSE_LINE.match, lines) if m]
         found = f"vLLM refused its arguments: {refused[-1]}" if refused else None
     return found
+
+
+def root_cause(text: str) -> str | None:
+    """The first error of each engine-side process since the server last started, in one
+    sentence; else the fallbacks of the module docstring; None when the log shows no error line."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith(SERVER_START_MARKER)]
+    recent = lines[starts[-1] + 1 :] if starts else lines
+    causes = _engine_causes(recent)
+    return _one_sentence(causes) if causes else _last_error(recent)
+
+
+# What a starting vLLM is doing, from the lines it logs as it enters each phase (vLLM 0.32; CPU and
+# CUDA): (phase, phrases any of which starts it). A later phase's line moves the phase on.
+START_PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("starting the engine", ("Initializing a V1 LLM engine",)),
+    ("loading weights", ("Starting to load model", "Loading safetensors checkpoint shards", "Loading weights")),
+    (
+        "compiling",
+        ("Warming up model for the compilation", "Dynamo bytecode transform", "Compiling a graph", "torch.compile"),
+    ),
+    ("sizing the KV cache", ("Available KV cache memory", "KV cache size", "Memory profiling takes")),
+    ("capturing graphs", ("Capturing CUDA graphs", "Capturing graphs", "Graph capturing")),
+    ("starting the API server", ("init engine (profile, create kv cache, warmup model) took", "Starting vLLM")),
+    ("ready", ("Application startup complete",)),
+)
+
+
+def start_phase(line: str) -> str | None:
+    """The start-up phase a vLLM log line begins, or None when it begins none."""
+    for phase, phrases in reversed(START_PHASES):
+        if any(phrase in line for phrase in phrases):
+            return phase
+    return None

@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "check": "check:check_app",
     "verify": "bundles:verify_cmd",
     "report": "bundles:report_cmd",
+    "items": "items:items_cmd",
     "attach": "bundles:attach_cmd",
     "bundle": "bundles:bundle_app",
     "keys": "bundles:keys_app",

@@ -43,3 +43,13 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def row_json(row: dict[str, Any]) -> str:
+    """A dataset row's canonical JSON (keys sorted, no spaces): what ``row_sha256`` hashes."""
+    return json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def row_sha256(row: dict[str, Any]) -> str:
+    """An eval item's ``item_sha256``: the sha256 of its dataset row's canonical JSON."""
+    return hashlib.sha256(row_json(row).encode("utf-8")).hexdigest()

@@ -17,7 +17,6 @@ item it used (``item_sha256``: sha256 of the row's canonical JSON).
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import os
 from collections.abc import Iterable
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from byog.core.errors import EnvironmentProblem, UsageError
-from byog.core.io import sha256_file
+from byog.core.io import row_json, row_sha256, sha256_file
 from byog.core.settings import DATA_DIR_ENV, PACKAGED_DATASETS, hub_data_dir
 from byog.evals.mrcr_tokens import cache_o200k_base
 from byog.plans.tasks import TaskSpec
@@ -42,12 +41,8 @@ def hub_offline() -> bool:
     )
 
 
-def canonical_json(row: dict[str, Any]) -> str:
-    return json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def item_sha256(row: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(row).encode("utf-8")).hexdigest()
+canonical_json = row_json
+item_sha256 = row_sha256
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from rich.console import Console
+from rich.status import Status
 from rich.text import Text
 
 from byog.analysis.numerics_headline import numerics_headline, weakness
@@ -38,6 +39,7 @@ from byog.pipeline.derive import derive_and_write
 from byog.pipeline.numerics import launch_for_numerics, numerics_done, run_numerics_for_server, server_order
 from byog.pipeline.planview import check_plan_kv
 from byog.pipeline.signals import sigterm_as_interrupt
+from byog.pipeline.start_progress import StartProgress, elapsed, watch_start
 from byog.plans.expand import check_plan_fits, expand_plan
 from byog.plans.load import load_plan, parse_plan
 from byog.plans.numerics_roles import check_stock_roles, launch_config, resolve_control
@@ -118,8 +120,10 @@ def run_server(
 ) -> None:
     config = launch_config(plan, name)
     label = _label(name, rd)
-    with console.status(Text.assemble((label, "bold"), f": starting vLLM ({config.runtime} runtime)…")):
-        server: RunningServer = launch_for_numerics(plan, name, model, rd)
+    starting = f": starting vLLM ({config.runtime} runtime)"
+    with console.status(Text.assemble((label, "bold"), f"{starting}…")) as status:
+        with watch_start(rd.server_log(name), lambda p: _show_start(console, status, label, starting, p)):
+            server: RunningServer = launch_for_numerics(plan, name, model, rd)
     try:
         console.print(Text.assemble((label, "bold"), f": up at {server.endpoint.base_url}"))
         run_bench_for_server(plan, name, server, rd, console, data_dir=data_dir)
@@ -132,12 +136,22 @@ def run_server(
             server.stop()
 
 
+def _show_start(console: Console, status: Status, label: str, starting: str, progress: StartProgress) -> None:
+    """A starting server's phase: the live line on a terminal; in a log or pipe, a plain line when
+    the phase changes and one a minute while it lasts."""
+    said = f"{progress.phase} ({elapsed(progress.elapsed_s)})"
+    if console.is_terminal:
+        status.update(Text.assemble((label, "bold"), f"{starting}: {said}"))
+    elif progress.changed or progress.new_minute:
+        console.print(Text(f"{label}{starting}: {said}"), highlight=False)
+
+
 def _print_outcome(summary: Summary, console: Console) -> None:
     comparisons = [c for c in summary.bench.comparisons if c.metric == "decode_tok_s"]
     if comparisons:
         table = TextTable(
             "decode tok/s, candidate / baseline",
-            ["point", "candidate", "baseline", "ratio", "95% CI", "note"],
+            ["pair", "point", "candidate", "baseline", "ratio", "95% CI", "note"],
             right={"candidate", "baseline", "ratio"},
         )
         points = {(p.server, p.point_id): p for p in summary.bench.points}
@@ -149,7 +163,7 @@ def _print_outcome(summary: Summary, console: Console) -> None:
             if invalid:
                 cells = [struck(cell) for cell in cells]
                 note = "invalid: " + " / ".join(invalid)
-            table.add_row(c.point_id, *cells, note)
+            table.add_row(f"{c.candidate} vs {c.baseline}", c.point_id, *cells, note)
         print_table(console, table)
     if summary.evals.verdicts:
         table = TextTable(

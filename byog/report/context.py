@@ -16,6 +16,7 @@ from functools import cached_property
 import yaml
 from pydantic import ValidationError
 
+from byog.analysis.discordant import DiscordantItems, discordant_items
 from byog.core.errors import ByogError
 from byog.core.io import read_json
 from byog.core.paths import CLAIMS_NAME, RunDir
@@ -121,3 +122,18 @@ class ReportContext:
     def is_invalid(self, server: str, point_id: str) -> bool:
         point = self.points.get((server, point_id))
         return point is None or not point.valid
+
+    @cached_property
+    def discordant(self) -> dict[tuple[str, str, str], DiscordantItems]:
+        """(task, candidate, baseline) -> the items the pair scored differently, from items.parquet
+        (a pair whose files cannot be read is left out: verify's recompute says why)."""
+        found: dict[tuple[str, str, str], DiscordantItems] = {}
+        for v in self.summary.evals.verdicts:
+            key = (v.task, v.candidate, v.baseline)
+            if key in found:
+                continue
+            try:
+                found[key] = discordant_items(self.run_dir, *key)
+            except (OSError, ValueError, KeyError, ByogError):
+                continue
+        return found

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -190,3 +191,23 @@ def times(value: float | None) -> str:
 
 def ci(low: float | None, high: float | None) -> str:
     return f"[{fixed(low)}, {fixed(high)}]" if low is not None and high is not None else "[no CI]"
+
+
+def isl_label(isl: int) -> str:
+    """An input length as a reader says it: 8192 -> "8k", 1536 -> "1.5k", 128 -> "128"."""
+    return f"{isl / 1024:g}k" if isl >= 1024 and isl % 512 == 0 else str(isl)
+
+
+def point_label(point: PointSummary) -> str:
+    """Where a point is: its load and input length, "B=1, ISL 8k"."""
+    return f"{load_label(point)}, ISL {isl_label(point.isl)}"
+
+
+def speedup_axis(values: Iterable[float | None]) -> tuple[float, float]:
+    """The value axis of a speed-up chart (Mermaid and PNG alike): around the data (speed-ups and
+    their CI ends) and 1.0, so 1.24× against 1.26× is a visible step and no effect is the line at 1;
+    padded by a tenth of the span (at least 0.02) and rounded out to 0.01."""
+    shown = [v for v in values if v is not None and math.isfinite(v)] + [1.0]
+    low, high = min(shown), max(shown)
+    pad = max(0.1 * (high - low), 0.02)
+    return max(0.0, math.floor((low - pad) * 100) / 100), math.ceil((high + pad) * 100) / 100

@@ -16,14 +16,16 @@ from collections.abc import Iterable
 
 from byog.analysis import numerics as nm
 from byog.core.safe_text import md_text, mermaid_text
-from byog.report.format import load_label, metric, num
+from byog.report.format import load_label, metric, num, speedup_axis
 from byog.schemas.bench import PointSummary
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.summary import Summary
 
 PALETTE = "#4c78a8, #f58518, #f58518"  # bars blue, lines orange (the second line is the CI's other end)
+SPEEDUP_PALETTE = f"{PALETTE}, #555555"  # and the line at 1.0 (no effect) grey
 HEIGHT = 300  # px; GitHub's default (500) makes three charts fill two screens
 MAX_CATEGORIES = 24  # wider than this and GitHub's column squeezes the labels into each other
+REPORT_FORMAT = 4  # the report format whose charts these are by default (byog.report.markdown.REPORT_VERSION)
 MIN_CATEGORIES = 2  # a line needs two points; one number is in the headline already
 
 
@@ -37,9 +39,14 @@ def _chart(
     categories: list[str],
     y_title: str,
     series: list[tuple[str, list[float | None]]],
+    *,
+    axis: tuple[float, float] | None = None,
+    palette: str = PALETTE,
 ) -> list[str]:
-    """One xychart-beta block; the y axis starts at 0 so bar heights compare honestly."""
+    """One xychart-beta block; the y axis starts at 0 so bar heights compare honestly, unless
+    ``axis`` gives the range (a speed-up chart: around the data, with the line at 1.0)."""
     top = max((v for _, values in series for v in values if v is not None), default=1.0)
+    low, high = axis if axis is not None else (0.0, top * 1.1)
     lines = [
         "```mermaid",
         "---",
@@ -48,12 +55,12 @@ def _chart(
         f"    height: {HEIGHT}",
         "  themeVariables:",
         "    xyChart:",
-        f'      plotColorPalette: "{PALETTE}"',
+        f'      plotColorPalette: "{palette}"',
         "---",
         "xychart-beta",
         f'    title "{title}"',  # composed by the callers, bundle names through mermaid_text
         f'    x-axis "{x_title}" [' + ", ".join(f'"{mermaid_text(c, 24)}"' for c in categories) + "]",
-        f'    y-axis "{y_title}" 0 --> {num(top * 1.1, 3)}',
+        f'    y-axis "{y_title}" {num(low, 3)} --> {num(high, 3)}',
     ]
     lines += [f"    {kind} {_series(values)}" for kind, values in series]
     return [*lines, "```", ""]
@@ -71,8 +78,11 @@ def _valid(points: dict[tuple[str, str], PointSummary], server: str, point_id: s
     return point is not None and point.valid
 
 
-def speedup_charts(summary: Summary) -> list[str]:
-    """Per candidate/baseline pair: bars = decode tok/s speed-up per valid point, lines = its 95% CI."""
+def speedup_charts(summary: Summary, report_format: int = REPORT_FORMAT) -> list[str]:
+    """Per candidate/baseline pair: bars = decode tok/s speed-up per valid point, lines = its 95% CI.
+
+    Report format 4 on: the value axis is ``speedup_axis`` of the numbers drawn (the PNG's too) and a
+    grey line marks 1.0; format 3 started the axis at 0."""
     points = {(p.server, p.point_id): p for p in summary.bench.points}
     comps = [c for c in summary.bench.comparisons if c.metric == "decode_tok_s"]
     lines: list[str] = []
@@ -86,16 +96,21 @@ def speedup_charts(summary: Summary) -> list[str]:
         several = len({points[(candidate, c.point_id)].isl for c in mine}) > 1
         if len(valid) >= MIN_CATEGORIES:
             labels = [_label(points[(candidate, c.point_id)], several) for c in valid]
+            series: list[tuple[str, list[float | None]]] = [
+                ("bar", [c.ratio for c in valid]),
+                ("line", [c.ci_low for c in valid]),
+                ("line", [c.ci_high for c in valid]),
+            ]
+            around = report_format >= 4
             lines += _chart(
                 f"speed-up, {mermaid_text(candidate, 40)} vs {mermaid_text(baseline, 40)}",
-                "decode tok/s speed-up per point (bars), its 95% CI (lines)",
+                "decode tok/s speed-up per point (bars), its 95% CI (lines)"
+                + (", no effect at 1.0 (grey line)" if around else ""),
                 labels,
                 "speed-up (x)",
-                [
-                    ("bar", [c.ratio for c in valid]),
-                    ("line", [c.ci_low for c in valid]),
-                    ("line", [c.ci_high for c in valid]),
-                ],
+                [*series, ("line", [1.0] * len(valid))] if around else series,
+                axis=speedup_axis(v for _, values in series for v in values) if around else None,
+                palette=SPEEDUP_PALETTE if around else PALETTE,
             )
             lines += _left_out([c.point_id for c in mine if not ok[c.point_id]])
     return lines
@@ -172,5 +187,5 @@ def numerics_charts(numerics: NumericsSummary | None) -> list[str]:
     return lines
 
 
-def charts(summary: Summary) -> list[str]:
-    return speedup_charts(summary) + tok_s_charts(summary) + numerics_charts(summary.numerics)
+def charts(summary: Summary, report_format: int = REPORT_FORMAT) -> list[str]:
+    return speedup_charts(summary, report_format) + tok_s_charts(summary) + numerics_charts(summary.numerics)

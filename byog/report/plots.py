@@ -16,7 +16,7 @@ from typing import Any
 from byog.analysis.metrics import tpot_s
 from byog.core.paths import RunDir
 from byog.report.agentic import write_frontier_plots
-from byog.report.format import load_label, metric, server_records
+from byog.report.format import load_label, metric, server_records, speedup_axis
 from byog.report.numerics import plot_numerics
 from byog.schemas.bench import read_request_rows
 from byog.schemas.summary import Summary
@@ -142,6 +142,7 @@ def write_plots(run_dir: RunDir, summary: Summary, out_dir: Path | None = None) 
             )
             flagged = flagged or not ok
         ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+        ax.set_ylim(*speedup_axis(v for c in comps for v in (c.ratio, c.ci_low, c.ci_high)))  # the Mermaid chart's axis
         labels = [
             f"{c.candidate}\n{c.point_id}"
             + (

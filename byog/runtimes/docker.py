@@ -222,6 +222,7 @@ class DockerServer:
                 alive=self.alive,
                 log_tail=self.log_tail,
                 timeout_s=self.config.startup_timeout_s,
+                log_path=self.log_path,
             )
         except ByogError:
             if any(marker in self.log_tail(60).lower() for marker in PORT_CONFLICT_MARKERS):

@@ -155,6 +155,7 @@ class LocalServer:
                 alive=self.alive,
                 log_tail=self.log_tail,
                 timeout_s=self.config.startup_timeout_s,
+                log_path=self.log_path,
             )
         except BaseException:
             self.stop()

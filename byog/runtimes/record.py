@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from byog import __version__
+from byog.analysis.server_log import root_cause
 from byog.core.argv import arg_value
 from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json
@@ -32,6 +33,18 @@ def tail_file(path: Path, lines: int = 30) -> str:
         return "".join(deque(handle, maxlen=lines)).rstrip()
 
 
+LOG_READ_BYTES = 4 << 20  # the end of a server.log read for its root cause: a start's lines fit many times
+
+
+def log_root_cause(path: Path) -> str | None:
+    """vLLM's root cause in the last start's lines of a server.log (None: no log or no error line)."""
+    if not path.is_file():
+        return None
+    with path.open("rb") as handle:
+        handle.seek(max(0, path.stat().st_size - LOG_READ_BYTES))
+        return root_cause(handle.read().decode("utf-8", "replace"))
+
+
 def wait_for_health(
     base_url: str,
     *,
@@ -39,8 +52,10 @@ def wait_for_health(
     alive: Callable[[], bool],
     log_tail: Callable[[], str],
     timeout_s: float,
+    log_path: Path | None = None,
 ) -> float:
-    """Poll /health until it answers 200; fail fast with the log tail if the server exits first.
+    """Poll /health until it answers 200; fail fast with the log tail if the server exits first,
+    naming vLLM's root cause (``byog.analysis.server_log``) when ``log_path`` shows one.
 
     Returns seconds from the call to the first healthy answer.
     """
@@ -48,7 +63,9 @@ def wait_for_health(
     with httpx.Client(timeout=5.0) as client:
         while True:
             if not alive():
-                raise ByogError(f"server '{name}' exited before it became healthy; last log lines:\n{log_tail()}")
+                cause = log_root_cause(log_path) if log_path is not None else None
+                said = f": {cause}" if cause else ""
+                raise ByogError(f"server '{name}' exited before it became healthy{said}; last log lines:\n{log_tail()}")
             try:
                 if client.get(f"{base_url}/health").status_code == 200:
                     return time.monotonic() - start

@@ -1,11 +1,15 @@
-"""Accuracy: each eval's score per server, then the paired verdict per (task, candidate/baseline)."""
+"""Accuracy: each eval's score per server, then the paired verdict per (task, candidate/baseline),
+then (report format 4 on) the items each pair scored differently, folded (``byog.analysis.discordant``)."""
 
 from __future__ import annotations
 
+from byog.analysis import discordant as dc
 from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
 from byog.report.format import fixed, num, table
 from byog.report.sections.headline import VERDICT_MARK
+
+SHOWN_ITEMS = 50  # flipped items listed per pair; `byog items` prints them all
 
 
 def section(ctx: ReportContext) -> list[str]:
@@ -66,6 +70,8 @@ def section(ctx: ReportContext) -> list[str]:
         )
         if notes:
             lines += [*notes, ""]
+        if ctx.report_format >= 4:
+            lines += _flipped(ctx)
     scores = [
         [
             md_text(s.server),
@@ -79,4 +85,28 @@ def section(ctx: ReportContext) -> list[str]:
         for s in evals.scores
     ]
     lines += table(["Server", "Task", "Items", "Passes", "Score", "SE", "Data"], scores)
+    return lines
+
+
+def _flipped(ctx: ReportContext) -> list[str]:
+    """Per (task, pair) with discordant items: a line naming them, then the items folded. The
+    <summary> holds only numbers and fixed words (it is raw HTML, where markdown escapes do not apply)."""
+    lines: list[str] = []
+    for (task, candidate, baseline), found in ctx.discordant.items():
+        if not found.items:
+            continue
+        gated = " Gated data: ids, hashes and scores only." if found.gated else ""
+        lines += [
+            f"Items that flipped, {md_text(task)}, {md_text(candidate)} vs {md_text(baseline)} "
+            f"(of {num(found.n)} paired; scores in points, ✓→✗: the candidate lost an item the baseline "
+            f"scored higher).{gated}",
+            "",
+            f"<details><summary>{found.flipped_line()}</summary>",
+            "",
+        ]
+        shown = found.items[:SHOWN_ITEMS]
+        lines += table(dc.columns(found.gated), [[md_text(c) for c in dc.cells(i, found.gated)] for i in shown])
+        if len(found.items) > len(shown):
+            lines += [f"… and {len(found.items) - len(shown)} more: `byog items` lists them all.", ""]
+        lines += ["</details>", ""]
     return lines

@@ -26,7 +26,7 @@ def section(ctx: ReportContext) -> list[str]:
 
 def _charts(ctx: ReportContext) -> list[str]:
     """Mermaid charts (drawn by GitHub), then the PNGs: linked where they are, named otherwise."""
-    drawn = charts(ctx.summary)
+    drawn = charts(ctx.summary, ctx.report_format)
     plots = plots_for(ctx.summary)
     if not drawn and not plots:
         return []

@@ -11,7 +11,7 @@ from byog.analysis.claims import evaluate_claim
 from byog.analysis.numerics_headline import numerics_headline
 from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
-from byog.report.format import METRICS, fixed, load_label, speedup, table, times
+from byog.report.format import METRICS, fixed, load_label, point_label, speedup, table, times
 
 CLAIM_MARK = {"holds": "✅ holds", "fails": "❌ fails", "not checked": "➖ not checked"}
 VERDICT_MARK = {
@@ -46,6 +46,9 @@ def _verdict_rows(ctx: ReportContext) -> list[list[str]]:
             f"d = {fixed(v.d)} points, 90% CI [{fixed(v.ci90_low)}, {fixed(v.ci90_high)}], n = {v.n}; "
             f"|d| ≤ 1 SE: {within}" + (f"; {md_text(v.screening_label)}" if v.screening_label else "")
         )
+        flipped = ctx.discordant.get((v.task, v.candidate, v.baseline)) if ctx.report_format >= 4 else None
+        if flipped is not None:
+            measured += f"; {flipped.flipped_line()}"
         rows.append(
             [
                 VERDICT_MARK[v.verdict],
@@ -77,7 +80,10 @@ def _speedup_lines(ctx: ReportContext) -> list[str]:
             continue
         ranked = sorted(valid, key=lambda c: speedup(c)[0] or 0.0)
         low, high = ranked[0], ranked[-1]
-        where = {c.point_id: load_label(ctx.points[(candidate, c.point_id)]) for c in (low, high)}
+        named = point_label if ctx.report_format >= 4 else load_label  # format 4: B and ISL at both ends
+        where = {c.point_id: named(ctx.points[(candidate, c.point_id)]) for c in (low, high)}
+        if ctx.report_format >= 4 and low is not high and where[low.point_id] == where[high.point_id]:
+            where = {c.point_id: f"{where[c.point_id]}, {md_text(c.point_id)}" for c in (low, high)}
         span = (
             f"{times(speedup(low)[0])} ({where[low.point_id]}) to {times(speedup(high)[0])} ({where[high.point_id]})"
             if low is not high

@@ -1,8 +1,17 @@
-"""Why a server failed, read from its log: the parser's refusal of a command line."""
+"""Why a server failed, read from its log: real CPU vLLM logs (tests/fixtures/server-logs) and the cases
+they cannot produce on demand (several ranks failing)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from byog.analysis.server_log import root_cause
+
+LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "server-logs"
+
+
+def real_log(name: str) -> str:
+    return (LOGS / f"real-cpu-vllm-0.32-{name}.log").read_text(encoding="utf-8")
 
 
 def test_a_refused_command_line_is_vllms_parser_sentence() -> None:
@@ -16,6 +25,86 @@ def test_a_refused_command_line_is_vllms_parser_sentence() -> None:
     )
 
 
+def test_the_real_refused_flag_log_names_the_flag() -> None:
+    assert root_cause(real_log("refused-flag")) == (
+        "vLLM refused its arguments: argument --dtype: invalid choice: 'float7' "
+        "(choose from 'auto', 'bfloat16', 'float', 'float16', 'float32', 'half')"
+    )
+
+
 def test_an_exception_line_still_wins_over_the_parser() -> None:
     log = "x: error: something\nERROR 12-01 [core.py:1] ValueError: fp8 KV cache is not supported here\n"
     assert root_cause(log) == "ValueError: fp8 KV cache is not supported here"
+
+
+def test_the_real_missing_module_is_named_not_the_wrappers_after_it() -> None:
+    """The worker's ModuleNotFoundError, ~120 lines before the traceback's last line, and not
+    "WorkerProc initialization failed ... See stack trace for root cause" or "Engine core
+    initialization failed. See root cause above" that follow it."""
+    log = real_log("missing-worker-module")
+    assert log.rstrip().endswith("See root cause above. Failed core proc(s): {}")
+    assert root_cause(log) == "ModuleNotFoundError: No module named 'byog_no_such_module'"
+
+
+def test_the_engine_cores_first_error_wins_over_later_ones() -> None:
+    log = (
+        "(EngineCore_DP0 pid=7) ERROR [core.py:1] ModuleNotFoundError: No module named 'flashinfer'\n"
+        "(EngineCore_DP0 pid=7) ERROR [core.py:1] ImportError: cannot import the sampler\n"
+        + "(APIServer pid=6) ERROR [api.py:1] ValueError: the engine is gone\n" * 100
+        + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n"
+    )
+    assert root_cause(log) == "ModuleNotFoundError: No module named 'flashinfer'"
+
+
+def test_each_failed_rank_is_named_in_the_one_sentence() -> None:
+    log = (
+        "(Worker_TP0 pid=8) ERROR [w.py:1] RuntimeError: NCCL error: unhandled system error\n"
+        "(Worker_TP1 pid=9) ERROR [w.py:1] torch.OutOfMemoryError: CUDA out of memory\n"
+        "(Worker_TP2 pid=10) ERROR [w.py:1] RuntimeError: NCCL error: unhandled system error\n"
+        "(EngineCore_DP0 pid=7) ERROR [core.py:1] Exception: WorkerProc initialization failed due to an exception "
+        "in a background process. See stack trace for root cause.\n"
+    )
+    assert root_cause(log) == (
+        "RuntimeError: NCCL error: unhandled system error (Worker_TP0, Worker_TP2); "
+        "OutOfMemoryError: CUDA out of memory (Worker_TP1)"
+    )
+
+
+def test_only_the_last_start_is_read() -> None:
+    old = "(EngineCore pid=1) ERROR [c.py:1] ValueError: from the start before\n"
+    new = "==== byog: starting 's' at t: vllm serve\n(EngineCore pid=2) INFO up\n"
+    assert root_cause(old + new) is None
+
+
+def test_the_real_compiled_start_goes_through_its_phases_in_order() -> None:
+    from byog.analysis.server_log import start_phase
+
+    seen: list[str] = []
+    for line in real_log("compiled-start").splitlines():
+        phase = start_phase(line)
+        if phase is not None and (not seen or seen[-1] != phase):
+            seen.append(phase)
+    assert seen == [
+        "starting the engine",
+        "loading weights",
+        "compiling",
+        "sizing the KV cache",
+        "starting the API server",
+        "ready",
+    ]
+
+
+def test_cuda_start_lines_name_the_graph_capture() -> None:
+    from byog.analysis.server_log import start_phase
+
+    assert (
+        start_phase(
+            "(EngineCore_DP0 pid=1) INFO [gpu_model_runner.py:1] Capturing CUDA graphs (mixed prefill-decode): 50%"
+        )
+        == "capturing graphs"
+    )
+    assert (
+        start_phase("(EngineCore_DP0 pid=1) INFO [backends.py:1] Compiling a graph for dynamic shape takes 30.1 s")
+        == "compiling"
+    )
+    assert start_phase("INFO plain line") is None

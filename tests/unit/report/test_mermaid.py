@@ -11,8 +11,9 @@ import pytest
 from byog.analysis.summary import derive_summary
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
+from byog.report.format import speedup_axis
 from byog.report.markdown import render_report
-from byog.report.mermaid import charts, numerics_charts
+from byog.report.mermaid import charts, numerics_charts, speedup_charts
 from byog.schemas.summary import Summary
 from tests.support.mermaid import render_markdown_charts
 from tests.support.numerics import write_server
@@ -48,6 +49,7 @@ def test_the_charts_draw_the_summary_numbers_of_valid_points_and_name_the_invali
     assert _series(speedup, "line") == [
         [float(f"{comps[p].ci_low:.4g}") for p in valid],
         [float(f"{comps[p].ci_high:.4g}") for p in valid],
+        [1.0, 1.0],  # no effect
     ]
     assert f"Left out, flagged invalid: {INVALID_POINT}." in speedup
     points = {(p.server, p.batch_size): p for p in summary.bench.points}
@@ -91,3 +93,27 @@ def test_mermaid_cli_draws_every_chart_with_its_bars_and_titles(invalid_run, tmp
         assert plot is not None and plot.group(1).count("<rect") == len(bars)  # one bar per value
         assert len(re.findall(r'<g class="line-plot-\d+">', svg)) == len(_series(source, "line"))
     assert "B=2" not in drawn[0]  # the invalid point is not drawn as a result
+
+
+def _y_axis(block: str) -> tuple[float, float]:
+    found = re.search(r'^    y-axis "[^"]*" (\S+) --> (\S+)$', block, flags=re.M)
+    assert found is not None
+    return float(found.group(1)), float(found.group(2))
+
+
+def test_the_speed_up_axis_is_drawn_around_the_data_with_the_line_at_one(invalid_run) -> None:
+    """1.24x against 1.26x with their CIs must not be one flat band at the top of an axis from 0."""
+    _, summary = invalid_run
+    block = "\n".join(speedup_charts(summary))
+    low, high = _y_axis(block)
+    drawn = [v for series in _series(block, "bar") + _series(block, "line") for v in series]
+    assert low > 0.5 and low <= min(drawn) and high >= max(drawn)  # around the data, 1.0 included
+    assert (high - low) < 2 * (max(drawn) - min(drawn)) + 0.1  # not from 0
+    assert (low, high) == speedup_axis(drawn[:-2] + [1.0])  # the PNG's axis function, on the same numbers
+    assert _y_axis("\n".join(speedup_charts(summary, report_format=3)))[0] == 0  # format 3 re-renders as it was
+
+
+def test_speedup_axis_pads_the_span_and_includes_one() -> None:
+    assert speedup_axis([1.24, 1.26, 1.22, 1.28]) == (0.97, 1.31)
+    assert speedup_axis([1.0]) == (0.98, 1.02)
+    assert speedup_axis([0.8, None, 1.03]) == (0.77, 1.06)

@@ -1,0 +1,62 @@
+"""`byog items`: the eval items a candidate and its baseline scored differently, per task."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import typer
+from rich.text import Text
+
+from byog.analysis import discordant as dc
+from byog.bundles.items import load_discordant
+from byog.cli.bundles import AllowUnsignedOpt
+from byog.cli.common import AllowedSignersOpt, JsonOpt, console, print_json
+from byog.core.console_tables import TextTable, print_table
+from byog.core.safe_text import json_safe, one_line
+
+
+def items_cmd(
+    target: Path = typer.Argument(..., help="A run directory or a bundle.tar.gz (a bundle is verified first)."),
+    pair: str | None = typer.Option(None, "--pair", help="The candidate of the pair (default: every pair)."),
+    task: str | None = typer.Option(None, "--task", help="The eval task (default: every task)."),
+    allowed_signers: AllowedSignersOpt = None,
+    allow_unsigned: AllowUnsignedOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the items whose score differs between a candidate and its baseline: id, the prompt's start, both
+    answers and scores (a gated task: ids, hashes and scores only)."""
+    found = load_discordant(
+        target, candidate=pair, task=task, allowed_signers=allowed_signers, allow_unsigned=allow_unsigned
+    )
+    if as_json:
+        print_json(json_safe([_as_json(f) for f in found]))
+        return
+    for flipped in found:
+        title = (
+            f"{one_line(flipped.task, 60)}, {one_line(flipped.candidate, 60)} vs {one_line(flipped.baseline, 60)}: "
+            f"{flipped.flipped_line()} (of {flipped.n} paired; scores in points)"
+            + ("; gated data: ids, hashes and scores only" if flipped.gated else "")
+        )
+        if not flipped.items:
+            console.print(Text(title), highlight=False)
+            continue
+        table = TextTable(
+            title, dc.columns(flipped.gated), right={c for c in dc.columns(flipped.gated) if "score" in c}
+        )
+        for item in flipped.items:
+            table.add_row(*(one_line(cell, 200) for cell in dc.cells(item, flipped.gated)))
+        print_table(console, table)
+
+
+def _as_json(flipped: dc.DiscordantItems) -> dict[str, object]:
+    return {
+        "task": flipped.task,
+        "candidate": flipped.candidate,
+        "baseline": flipped.baseline,
+        "gated": flipped.gated,
+        "n": flipped.n,
+        "lost": flipped.lost,
+        "won": flipped.won,
+        "items": [dataclasses.asdict(item) for item in flipped.items],
+    }

@@ -1,0 +1,97 @@
+"""`byog items`: the flipped items of a run directory and of a signed bundle (verified first; one
+that does not verify shows nothing), in one sentence when the pair or task is not there."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from byog.analysis.summary import derive_summary
+from byog.bundles.finalize import seal_and_pack
+from byog.cli import app
+from byog.core.io import atomic_write_json
+from byog.core.paths import RunDir
+from tests.support.bundles_kit import TINY, allowed_signers, make_key
+from tests.support.flipped import HOSTILE_ANSWER, arithmetic_rows, write_task
+from tests.support.synthetic import make_run_dir
+
+ROWS = arithmetic_rows(20)
+
+
+@pytest.fixture(scope="module")
+def signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Path, Path]:
+    folder = tmp_path_factory.mktemp("items")
+    run_dir = make_run_dir(folder / "run", TINY)
+    write_task(
+        run_dir, "candidate", "arithmetic_generated", ROWS, set(range(0, 12)), answer_of=lambda i: HOSTILE_ANSWER
+    )
+    write_task(run_dir, "baseline", "arithmetic_generated", ROWS, set(range(2, 14)))
+    atomic_write_json(run_dir.summary_json, derive_summary(run_dir).to_json())
+    run_dir.plots_dir.mkdir(exist_ok=True)
+    key, public = make_key(folder, "signer")
+    packed = seal_and_pack(run_dir, folder / "bundle.tar.gz", sign=True, key=key, plots=None)
+    return run_dir, packed.bundle, allowed_signers(folder / "allowed_signers", [("signer@test", public)])
+
+
+def test_a_run_directorys_flipped_items(signed) -> None:
+    run_dir, _, _ = signed
+    result = CliRunner().invoke(
+        app, ["items", str(run_dir.root), "--pair", "candidate", "--task", "arithmetic_generated"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "4 items flipped: 2 ✓→✗, 2 ✗→✓ (of 20 paired" in result.output
+    row = next(line for line in result.output.splitlines() if line.startswith(f"| {ROWS[12]['id']} |"))
+    assert ROWS[12]["question"] in row and "<img src=x onerror=alert(1)>" in row  # plain text off a terminal
+
+
+def test_a_verified_bundles_flipped_items_as_json(signed) -> None:
+    _, bundle, signers = signed
+    result = CliRunner().invoke(
+        app, ["items", str(bundle), "--task", "arithmetic_generated", "--allowed-signers", str(signers), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)
+    assert [(f["candidate"], f["lost"], f["won"], len(f["items"])) for f in found] == [("candidate", 2, 2, 4)]
+
+
+def test_a_bundle_that_does_not_verify_shows_nothing(signed, tmp_path: Path) -> None:
+    _, bundle, _ = signed
+    other = tmp_path / "other_signers"
+    _, public = make_key(tmp_path, "stranger")
+    allowed_signers(other, [("stranger@test", public)])
+    result = CliRunner().invoke(app, ["items", str(bundle), "--allowed-signers", str(other)])
+    assert result.exit_code == 1 and "does not verify, so its items are not shown" in result.output
+    assert ROWS[12]["question"] not in result.output and "Traceback" not in result.output
+
+
+def test_a_tampered_bundle_shows_nothing(signed, tmp_path: Path) -> None:
+    _, bundle, signers = signed
+    tampered = tmp_path / "tampered.tar.gz"
+    with tarfile.open(bundle) as src, tarfile.open(tampered, "w:gz") as dst:
+        for member in src.getmembers():
+            data = src.extractfile(member)
+            content = data.read() if data else b""
+            if member.name.endswith("arithmetic_generated/results.json"):
+                content = content.replace(b'"limit": 20', b'"limit": 21')
+            member.size = len(content)
+            dst.addfile(member, io_bytes(content))
+    result = CliRunner().invoke(app, ["items", str(tampered), "--allowed-signers", str(signers)])
+    assert result.exit_code == 1 and "does not verify" in result.output
+
+
+def io_bytes(content: bytes):
+    import io
+
+    return io.BytesIO(content)
+
+
+def test_an_unknown_pair_or_task_is_one_sentence(signed) -> None:
+    run_dir, _, _ = signed
+    result = CliRunner().invoke(app, ["items", str(run_dir.root), "--pair", "nobody"])
+    assert result.exit_code == 2 and "no pair with candidate 'nobody'" in result.output
+    result = CliRunner().invoke(app, ["items", str(run_dir.root), "--task", "mmlu"])
+    assert result.exit_code == 2 and "no eval of task 'mmlu'" in result.output

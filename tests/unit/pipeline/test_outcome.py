@@ -1,0 +1,28 @@
+"""`byog run`'s closing table: with two candidates every row names its pair."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from byog.analysis.summary import derive_summary
+from byog.pipeline.run import _print_outcome
+from tests.support.bundles_kit import TINY
+from tests.support.synthetic import make_run_dir
+
+
+def test_every_row_of_the_closing_table_names_its_pair(tmp_path: Path) -> None:
+    summary = derive_summary(make_run_dir(tmp_path / "run", TINY))
+    second = [c.model_copy(update={"candidate": "cand-fp8"}) for c in summary.bench.comparisons]
+    summary.bench.comparisons += second
+    summary.bench.points += [
+        p.model_copy(update={"server": "cand-fp8"}) for p in summary.bench.points if p.server == "candidate"
+    ]
+    out = io.StringIO()
+    _print_outcome(summary, Console(file=out, force_terminal=False, width=200))
+    table = out.getvalue().split("decode tok/s, candidate / baseline")[1].split("\n\n")[1]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    point = summary.bench.comparisons[0].point_id
+    assert [r.split(" | ")[:2] for r in rows] == [["| candidate vs baseline", point], ["| cand-fp8 vs baseline", point]]
