@@ -4,10 +4,10 @@
 name and what it needs with ``@check``): the order is declared here, not left to the order of
 imports, because a check may require another to have passed first. First what needs no trust
 (manifest, hashes, signature), then, for a trusted signer only, the subject and the content
-checks (bounds, predicate, schemas, summary, report, policy, claims).
+checks (bounds, predicate, schemas, summary, report, pairs, commit, policy, claims).
 """
 
-from byog.bundles.checks import bounds, claims, integrity, policy, predicate, recompute, schemas, signature
+from byog.bundles.checks import bounds, claims, identity, integrity, policy, predicate, recompute, schemas, signature
 from byog.bundles.checks.base import Check, CheckResult, VerifyContext, in_order, run_checks, run_one
 
 CHECKS: tuple[Check, ...] = in_order(
@@ -21,6 +21,8 @@ CHECKS: tuple[Check, ...] = in_order(
         schemas.files_match_schemas,
         recompute.summary_recomputes,
         recompute.report_rerenders,
+        identity.pairs_are_fair,
+        identity.bound_to_commit,
         policy.meets_policy,
         claims.claims_hold,
     )

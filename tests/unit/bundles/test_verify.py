@@ -57,6 +57,8 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "schemas",
         "summary",
         "report",
+        "pairs",
+        "commit",
         "policy",
         "claims",
     ]
