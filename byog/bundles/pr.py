@@ -136,10 +136,13 @@ def _details(summary: str, body: list[str]) -> list[str]:
 def launch_lines(verify: dict[str, Any]) -> list[str]:
     """The first screen's pair lines (what each pair's launches differ in) and the commit measured
     against the PR's head, from verify's ``pairs`` and ``commit`` checks."""
-    details = verify.get("details") if isinstance(verify.get("details"), dict) else {}
-    pairs = (details.get("pairs") or {}).get("pairs") if isinstance(details.get("pairs"), dict) else None
+    found = verify.get("details")
+    details: dict[str, Any] = found if isinstance(found, dict) else {}
+    pair_check = details.get("pairs")
+    pairs = pair_check.get("pairs") if isinstance(pair_check, dict) else None
     lines = [f"- {md_text(line, 300)}" for line in pairs or [] if isinstance(line, str)]
-    commit = details.get("commit") if isinstance(details.get("commit"), dict) else {}
+    commit_check = details.get("commit")
+    commit: dict[str, Any] = commit_check if isinstance(commit_check, dict) else {}
     measured = [m for m in commit.get("measured") or [] if isinstance(m, str)]
     head = [h for h in commit.get("head") or [] if isinstance(h, str)]
     if measured:

