@@ -10,7 +10,7 @@
     forbid_screening: true                  # no eval verdict comes from an unsound (screening) design
     pairs_may_differ_in: [additional_config.decode_backend, code]   # launch facts a pair may differ in
     stock: {vllm_versions: ["0.11.0"], commits: [...], image_digests: ["sha256:..."]}  # what a baseline runs
-    allow_unbound_candidates: false         # a candidate of a released build (no commit) under --for ...@SHA
+    require_bound_candidates: true          # under --for ...#N@SHA a released candidate (no commit) fails
 
 A policy must require something (an empty one would pass every bundle), numbers are finite, and
 selectors name at least one field. verify fails a requirement that a bundle would meet only
@@ -75,7 +75,7 @@ class Policy(FiniteStrict):
     # launch facts a pair may differ in (byog.analysis.launch_diff names them); None: not checked
     pairs_may_differ_in: list[Annotated[str, Field(min_length=1)]] | None = None
     stock: Stock | None = None
-    allow_unbound_candidates: bool = False
+    require_bound_candidates: bool = False
 
     @model_validator(mode="after")
     def _requires_something(self) -> Policy:
@@ -90,6 +90,7 @@ class Policy(FiniteStrict):
             and not self.forbid_screening
             and self.pairs_may_differ_in is None
             and self.stock is None
+            and not self.require_bound_candidates
         ):
             raise ValueError("the policy requires nothing, so every bundle would meet it")
         return self

@@ -8,7 +8,7 @@ whose code or image is not ``stock``.
 
 ``commit``: under ``--for OWNER/REPO#N@SHA`` every candidate's recorded commit (every node's)
 must be that head. A released build records no commit: "not bound to a commit", which fails
-under a policy unless it sets ``allow_unbound_candidates``.
+when the policy sets ``require_bound_candidates``.
 """
 
 from __future__ import annotations
@@ -162,10 +162,8 @@ def bound_to_commit(ctx: VerifyContext) -> Found:
                 )
     unbound = [name for name, commits in measured.items() if None in commits]
     if unbound:
-        refused = ctx.policy is not None and not ctx.policy.allow_unbound_candidates
-        verdict = "the policy does not allow that" if refused else "allowed: no policy requires a commit"
-        if ctx.policy is not None and not refused:
-            verdict = "the policy allows released builds"
+        refused = ctx.policy is not None and ctx.policy.require_bound_candidates
+        verdict = "the policy requires one" if refused else "allowed: no policy requires one"
         return Found(
             f"candidate {', '.join(unbound)} is a released build: not bound to a commit ({verdict}); head {head}",
             failed=refused,

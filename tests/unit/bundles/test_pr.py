@@ -341,3 +341,19 @@ def test_a_report_too_long_for_a_comment_is_named_not_cut_mid_table() -> None:
     body = comment_body(verify, report)
     assert len(body) < 65_536 and "| 1 | 2 |" not in body
     assert "The full report (80,0" in body and "does not fit in a comment" in body
+
+
+def test_first_screen_shows_each_pairs_difference_and_the_commit_against_the_head() -> None:
+    from byog.bundles.pr import comment_body
+
+    verify = {
+        "verified": True,
+        "checks": [{"name": "pairs", "status": "pass", "message": "x"}, {"name": "commit", "status": "pass"}],
+        "details": {
+            "pairs": {"pairs": ["cand-fp8kv differs from baseline in: --kv-cache-dtype fp8"], "failed": []},
+            "commit": {"measured": ["cand-fp8kv: abc1234"], "head": ["abc1234def"]},
+        },
+    }
+    first_screen = comment_body(verify, None).split("<details>")[0]
+    assert "- cand-fp8kv differs from baseline in: --kv-cache-dtype fp8\n" in first_screen
+    assert "- Commit measured: cand-fp8kv: abc1234; PR head: `abc1234def`" in first_screen

@@ -118,7 +118,7 @@ def test_a_released_candidate_is_not_bound_and_the_policy_decides(tmp_path: Path
         bundle,
         allowed_signers=allowed,
         subject_for=f"octo/repo#5@{head}",
-        policy=policy_file(tmp_path, require_valid_points=True),
+        policy=policy_file(tmp_path, require_bound_candidates=True),
     )
     assert [f.split(" (")[0] for f in strict.failures] == [
         "commit: candidate candidate is a released build: not bound to a commit"
