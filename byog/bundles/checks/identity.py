@@ -165,7 +165,8 @@ def bound_to_commit(ctx: VerifyContext) -> Found:
         refused = ctx.policy is not None and ctx.policy.require_bound_candidates
         verdict = "the policy requires one" if refused else "allowed: no policy requires one"
         return Found(
-            f"candidate {', '.join(unbound)} is a released build: not bound to a commit ({verdict}); head {head}",
+            f"candidate {', '.join(repr(n) for n in unbound)} is a released build: not bound to a commit "
+            f"({verdict}); head {head}",
             failed=refused,
             details=details,
         )

@@ -121,5 +121,5 @@ def test_a_released_candidate_is_not_bound_and_the_policy_decides(tmp_path: Path
         policy=policy_file(tmp_path, require_bound_candidates=True),
     )
     assert [f.split(" (")[0] for f in strict.failures] == [
-        "commit: candidate candidate is a released build: not bound to a commit"
+        "commit: candidate 'candidate' is a released build: not bound to a commit"
     ]
