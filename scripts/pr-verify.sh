@@ -17,6 +17,7 @@
 #   BYOG_IMAGE_BASE     where the plots were published; default: named, not embedded        optional
 #   BYOG_POST=1         post the comment with gh (edits byog's previous comment)             optional
 #   BYOG_REQUIRE_BUNDLE=1  fail when the PR links no bundle (default: nothing to check, exit 0)
+#   BYOG_HEAD_SHA       the PR's head commit (default: the payload's pull_request.head.sha) optional
 #   BYOG_WORK           working folder (default: a new temp folder); BYOG: the byog command
 set -euo pipefail
 
@@ -27,6 +28,9 @@ mkdir -p "$work"
 : "${GITHUB_REPOSITORY:?GITHUB_REPOSITORY must name OWNER/NAME: a bundle is verified for one PR of one repository}"
 repo=$GITHUB_REPOSITORY
 pr=$(jq -r '(.pull_request // .issue).number' "$GITHUB_EVENT_PATH")
+# The PR's head commit: in a pull_request_target payload; an issue_comment one asks the API.
+head=${BYOG_HEAD_SHA:-$(jq -r '.pull_request.head.sha // empty' "$GITHUB_EVENT_PATH")}
+if [ -z "$head" ] && [ -n "${GH_TOKEN:-}" ]; then head=$(gh api "repos/$repo/pulls/$pr" --jq .head.sha || true); fi
 
 # 1. The PR's comments: from the API on GitHub, from a file elsewhere.
 comments=${BYOG_PR_COMMENTS:-}
@@ -72,6 +76,7 @@ for user in ${BYOG_MAINTAINERS:-}; do byog keys add "$user" --allowed-signers "$
 claims=${BYOG_CLAIMS:-}
 if [ -z "$claims" ] && [ -n "${BYOG_CLAIMS_PATH:-}" ] && [ -n "${GH_TOKEN:-}" ] && [ -n "$repo" ]; then
   sha=$(jq -r '.head_sha // empty' "$work/pr.json")
+  [ -n "$sha" ] || sha=$head
   [ -n "$sha" ] || sha=$(gh api "repos/$repo/pulls/$pr" --jq .head.sha)
   if gh api -H "Accept: application/vnd.github.raw" "repos/$repo/contents/$BYOG_CLAIMS_PATH?ref=$sha" > "$work/claims.yaml"; then
     claims="$work/claims.yaml"
@@ -79,9 +84,10 @@ if [ -z "$claims" ] && [ -n "${BYOG_CLAIMS_PATH:-}" ] && [ -n "${GH_TOKEN:-}" ] 
 fi
 
 # 6. Verify: the check's verdict. --for: the bundle's signed subject must be this PR, so a bundle
-#    signed for another PR (or another repository) is not verified here.
+#    signed for another PR (or another repository) is not verified here; @head: the candidate must
+#    have run the PR's head commit (verify's commit check).
 set +e
-byog verify "$work/bundle.tar.gz" --for "$repo#$pr" --allowed-signers "$signers" ${BYOG_POLICY:+--policy "$BYOG_POLICY"} \
+byog verify "$work/bundle.tar.gz" --for "$repo#$pr${head:+@$head}" --allowed-signers "$signers" ${BYOG_POLICY:+--policy "$BYOG_POLICY"} \
   ${claims:+--claims "$claims"} --json > "$work/verify.json"
 status=$?
 set -e

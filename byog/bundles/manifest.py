@@ -32,6 +32,24 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def summary_identity(record: dict[str, Any]) -> dict[str, Any] | None:
+    """A server record's identity for the predicate: every digest, not the per-file listing."""
+
+    def compact(identity: Any) -> Any:
+        if not isinstance(identity, dict):
+            return identity
+        return {
+            key: ({k: v for k, v in value.items() if k != "files"} if isinstance(value, dict) else value)
+            for key, value in identity.items()
+        }
+
+    nodes = [n.get("identity") for n in record.get("nodes") or [] if isinstance(n, dict) and n.get("identity")]
+    if record.get("identity") is None and not nodes:
+        return None
+    found = compact(record.get("identity")) if isinstance(record.get("identity"), dict) else {}
+    return {**found, "nodes": [compact(n) for n in nodes]} if nodes else found
+
+
 def _server_summaries(files: Mapping[str, bytes]) -> list[ServerSummary]:
     servers = []
     for path in sorted(files):
@@ -47,6 +65,7 @@ def _server_summaries(files: Mapping[str, bytes]) -> list[ServerSummary]:
                     image=record.get("image"),
                     image_id=record.get("image_id"),
                     image_digests=digests,
+                    identity=summary_identity(record),
                 )
             )
     return servers
@@ -109,6 +128,9 @@ def statement_bytes(statement: Statement) -> bytes:
     doc = statement.model_dump(mode="json", by_alias=True)
     if doc["predicate"].get("subject") is None:
         doc["predicate"].pop("subject", None)  # manifests without a subject keep the bytes they always had
+    for server in doc["predicate"]["servers"]:
+        if server.get("identity") is None:
+            server.pop("identity", None)  # servers that recorded no identity keep the bytes they had
     if doc["predicate"].get("report_format") is None:
         doc["predicate"].pop("report_format", None)  # and so do those that predate the declared report format
     return canonical_json(doc, label="manifest")

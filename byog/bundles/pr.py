@@ -149,6 +149,24 @@ def _details(summary: str, body: list[str]) -> list[str]:
     return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
 
 
+def launch_lines(verify: dict[str, Any]) -> list[str]:
+    """The first screen's pair lines (what each pair's launches differ in) and the commit measured
+    against the PR's head, from verify's ``pairs`` and ``commit`` checks."""
+    found = verify.get("details")
+    details: dict[str, Any] = found if isinstance(found, dict) else {}
+    pair_check = details.get("pairs")
+    pairs = pair_check.get("pairs") if isinstance(pair_check, dict) else None
+    lines = [f"- {md_text(line, 300)}" for line in pairs or [] if isinstance(line, str)]
+    commit_check = details.get("commit")
+    commit: dict[str, Any] = commit_check if isinstance(commit_check, dict) else {}
+    measured = [m for m in commit.get("measured") or [] if isinstance(m, str)]
+    head = [h for h in commit.get("head") or [] if isinstance(h, str)]
+    if measured:
+        shown = "; ".join(md_text(m, 120) for m in measured)
+        lines.append(f"- Commit measured: {shown}; PR head: {md_code(head[0]) if head else 'not given'}")
+    return [*lines, ""] if lines else []
+
+
 def comment_body(
     verify: dict[str, Any],
     report: str | None,
@@ -180,6 +198,7 @@ def comment_body(
     if bundle_url:
         digest = f" (sha256 {md_code(bundle_sha256)})" if bundle_sha256 else ""
         lines += [f"Bundle: {md_code(bundle_url)}{digest}", ""]
+    lines += launch_lines(verify)
     failed = [c for c in checks if c.get("status") == "fail"]
     if failed:
         lines += [f"- ❌ FAIL {md_text(c.get('name', '?'))}: {md_text(c.get('message', ''), 300)}" for c in failed]

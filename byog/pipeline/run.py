@@ -45,9 +45,9 @@ from byog.plans.load import load_plan, parse_plan
 from byog.plans.numerics_roles import check_stock_roles, launch_config, resolve_control
 from byog.plans.tiers import apply_tier, require_no_placeholders, tiered_plan_yaml
 from byog.report.format import struck
-from byog.schemas.manifest import subject_arg
+from byog.schemas.manifest import BundleSubject, subject_arg
 from byog.schemas.plan import Plan
-from byog.schemas.server import PreparedModel, RunningServer
+from byog.schemas.server import PreparedModel, RunningServer, ServerRecord
 from byog.schemas.summary import Summary
 
 
@@ -241,6 +241,25 @@ class RunOutcome(TypedDict):
     summary: dict[str, Any]  # summary.json's document
 
 
+def with_candidate_commit(subject: BundleSubject | None, plan: Plan, rd: RunDir) -> BundleSubject | None:
+    """``--for OWNER/REPO#N`` with the commit every candidate ran beside it (server.json's identity),
+    when they all name one; a released build names none and the subject stays the PR alone."""
+    if subject is None or subject.pr is None or subject.commit is not None:
+        return subject
+    commits: set[str | None] = set()
+    for name in plan.candidates:
+        path = rd.server_dir(name) / "server.json"
+        try:
+            record = ServerRecord.model_validate_json(path.read_bytes())
+        except (OSError, ValueError):
+            return subject
+        identities = [n.identity for n in record.nodes or []] or [record.identity]
+        commits |= {i.vllm.commit if i is not None and i.vllm is not None else None for i in identities}
+    if len(commits) != 1 or None in commits:
+        return subject
+    return subject.model_copy(update={"commit": commits.pop()})
+
+
 def run_plan(
     plan_ref: str | None,
     run_dir: Path | None,
@@ -272,7 +291,7 @@ def run_plan(
             run_server(plan, name, model, launch_dir, data_dir, console)
     summary = derive_and_write(rd.root, console)
     _print_outcome(summary, console)
-    bundle = finalize_run(rd, console, subject=bundle_subject)
+    bundle = finalize_run(rd, console, subject=with_candidate_commit(bundle_subject, plan, rd))
     wall_s = time.monotonic() - started
     console.print(Text(f"run directory: {rd.root}   wall time: {wall_s:.0f} s"))
     return {

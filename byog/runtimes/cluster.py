@@ -30,6 +30,8 @@ from typing import Any, Literal
 
 from byog.analysis.server_log import root_cause
 from byog.core.errors import ByogError, UsageError
+from byog.core.settings import cache_dir
+from byog.runtimes.identity import PROBE_TIMEOUT_S, REMOTE_CACHE_DIR, probe_identity
 from byog.runtimes.launch import redact_env, server_env
 from byog.runtimes.launchers import (
     ClusterPlan,
@@ -137,6 +139,7 @@ class ClusterServer:
         self.nodes: list[Node] = []
         self.running: list[_Running] = []
         self.fingerprints: list[dict[str, Any]] = []
+        self.identities: list[dict[str, Any]] = []
         self.starts: list[dict[str, Any]] = []
         self.failures: list[dict[str, Any]] = []
         self.failure: str | None = None
@@ -230,6 +233,18 @@ class ClusterServer:
             check_architecture(self.nodes, self.name)
         with ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:
             self.fingerprints = list(pool.map(lambda n: probe_node(n, self.python, self.config.env), self.nodes))
+            if not self.identities:  # a restart runs the same code on the same files
+                self.identities = list(pool.map(self._identity_of, self.nodes))
+
+    def _identity_of(self, node: Node) -> dict[str, Any]:
+        """The node's vLLM and weights, read on the node (its own hash cache: this host's, or ~ there)."""
+        cache = str(cache_dir()) if self.runtime.kind == "local" else REMOTE_CACHE_DIR
+        return probe_identity(
+            lambda argv: node.run(argv, self.config.env, timeout_s=PROBE_TIMEOUT_S),
+            self.python,
+            self.model,
+            cache=cache,
+        )
 
     def _start_phase(self, phase: int) -> None:
         for step in self.plan.steps:
@@ -296,6 +311,7 @@ class ClusterServer:
             "model_path": self.model.path,
             "tensor_parallel_size": self.config.tensor_parallel_size,
             "served_parallel_config": parallel,
+            "identity": self.identities[0] if self.identities else None,
             "max_model_len": self.endpoint.max_model_len,
             "image": getattr(self.runtime, "image", None),
             "starts": self.starts,
@@ -320,6 +336,7 @@ class ClusterServer:
                 for s in self.plan.steps_of(rank)
             ],
             "fingerprint": self.fingerprints[rank],
+            "identity": self.identities[rank] if rank < len(self.identities) else None,
         }
 
     # --- watching -------------------------------------------------------------------------------

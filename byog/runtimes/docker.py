@@ -20,12 +20,14 @@ exactly as the local runtime runs it.
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from byog.core.errors import ByogError, EnvironmentProblem, UsageError
 from byog.images.engine import (
+    IMAGE_LABEL_HOST_PYTHON,
     docker_client,
 )
 from byog.images.fingerprint import oci_arch
@@ -39,6 +41,7 @@ from byog.runtimes.container import (
     hf_cache_dir,
     run_id_of,
 )
+from byog.runtimes.identity import container_identity
 from byog.runtimes.launch import redact_env
 from byog.runtimes.record import (
     endpoint_after_start,
@@ -156,6 +159,7 @@ class DockerServer:
         self.starts: list[dict[str, Any]] = []
         self._container: Any = None
         self._follower: _LogFollower | None = None
+        self.identity: dict[str, Any] | None = None
 
     def _spec(self, host_port: int) -> ContainerSpec:
         return container_spec(
@@ -192,8 +196,16 @@ class DockerServer:
             except BaseException:
                 self.stop()
                 raise
+        if self.identity is None:  # a restart runs the same image on the same files
+            self.identity = container_identity(self._container, self._python(), self.model, self.image_info)
         self._write_record(ready_s)
         return self
+
+    def _python(self) -> str:
+        """The container's interpreter: the host's when the image mounts it, else the image's python3."""
+        if self.image_info["image_labels"].get(IMAGE_LABEL_HOST_PYTHON) == "mount":
+            return sys.executable
+        return "python3"
 
     def _start_once(self) -> float:
         from docker.errors import APIError
@@ -262,6 +274,7 @@ class DockerServer:
                 "container": self.spec.record(),
                 "engine": _engine_summary(self.client),
                 "starts": self.starts,
+                "identity": self.identity,
                 **probe,
             },
         )

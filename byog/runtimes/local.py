@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from byog.core.errors import ByogError, EnvironmentProblem
 from byog.images.vllm_entry import installed_vllm_version
+from byog.runtimes.identity import local_identity
 from byog.runtimes.launch import local_vllm_argv, redact_env, server_env
 from byog.runtimes.record import (
     endpoint_after_start,
@@ -131,6 +132,7 @@ class LocalServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self.starts: list[dict[str, Any]] = []
+        self.identity: dict[str, Any] | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> LocalServer:
@@ -163,6 +165,8 @@ class LocalServer:
         probe = probe_server(self.base_url)
         self.endpoint = endpoint_after_start(self.base_url, self.model, self.config, self.argv, probe)
         self.starts.append({"started_at": started_at, "ready_after_s": round(ready_s, 3), "pid": self._proc.pid})
+        if self.identity is None:  # a restart runs the same interpreter on the same files
+            self.identity = local_identity(self.argv[0], self.model)
         write_server_record(
             self.record_path,
             {
@@ -177,6 +181,7 @@ class LocalServer:
                 "max_model_len": self.endpoint.max_model_len,
                 "image": None,
                 "starts": self.starts,
+                "identity": self.identity,
                 **probe,
             },
         )

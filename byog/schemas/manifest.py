@@ -45,10 +45,14 @@ class ServerSummary(_Strict):
     image: str | None = None
     image_id: str | None = None
     image_digests: list[str] = []  # RepoDigests, e.g. "vllm/vllm-openai@sha256:..."
+    # server.json's identity (code, weights and tokenizer digests, image; per node for a multi-node
+    # server) without the per-file hashes; absent from manifests of servers that recorded none
+    identity: dict[str, Any] | None = None
 
 
 _SUBJECT = re.compile(
-    r"^(?P<repo>[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100})(?:#(?P<pr>[0-9]{1,9})|@(?P<commit>[0-9a-fA-F]{7,40}))$"
+    r"^(?P<repo>[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100})"
+    r"(?:#(?P<pr>[0-9]{1,9})(?:@(?P<head>[0-9a-fA-F]{7,40}))?|@(?P<commit>[0-9a-fA-F]{7,40}))$"
 )
 
 
@@ -58,7 +62,10 @@ class BundleSubject(_Strict):
     ``verify --for OWNER/REPO#N`` (or ``OWNER/REPO@COMMIT``) fails a bundle whose subject is
     anything else, so a bundle made for one PR cannot be replayed on another. Repository names
     compare case-insensitively (GitHub's); a commit matches when one hash is a prefix of the
-    other and both have at least 7 hex digits.
+    other and both have at least 7 hex digits. ``OWNER/REPO#N@SHA`` names a PR and its head: the
+    subject check holds the PR number, and verify's commit check holds the candidates' measured
+    commit (server.json) to the head. ``byog run --for OWNER/REPO#N`` records the candidates'
+    commit beside the number.
     """
 
     repository: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
@@ -73,18 +80,20 @@ class BundleSubject(_Strict):
 
     @classmethod
     def parse(cls, text: str) -> BundleSubject:
-        """'OWNER/REPO#N' or 'OWNER/REPO@COMMIT'; ValueError otherwise."""
+        """'OWNER/REPO#N', 'OWNER/REPO#N@SHA' or 'OWNER/REPO@COMMIT'; ValueError otherwise."""
         found = _SUBJECT.fullmatch(text)
         if not found:
-            raise ValueError(f"'{text}' is not OWNER/REPO#PR or OWNER/REPO@COMMIT")
+            raise ValueError(f"'{text}' is not OWNER/REPO#PR, OWNER/REPO#PR@SHA or OWNER/REPO@COMMIT")
         pr = found.group("pr")
-        commit = found.group("commit")
+        commit = found.group("commit") or found.group("head")
         return cls(
             repository=found.group("repo"), pr=int(pr) if pr else None, commit=commit.lower() if commit else None
         )
 
     def label(self) -> str:
-        return f"{self.repository}#{self.pr}" if self.pr is not None else f"{self.repository}@{self.commit}"
+        if self.pr is None:
+            return f"{self.repository}@{self.commit}"
+        return f"{self.repository}#{self.pr}" + (f"@{self.commit}" if self.commit else "")
 
     def mismatch(self, wanted: BundleSubject) -> str | None:
         """Why this (the bundle's) subject is not ``wanted``, or None when it is."""
@@ -92,7 +101,7 @@ class BundleSubject(_Strict):
             return f"the bundle is for {self.label()}, not {wanted.repository}"
         if wanted.pr is not None and self.pr != wanted.pr:
             return f"the bundle is for {self.label()}, not pull request #{wanted.pr}"
-        if wanted.commit is not None:
+        if wanted.commit is not None and wanted.pr is None:  # a PR's head: the commit check holds it
             ours = self.commit or ""
             if len(ours) < 7 or not (ours.startswith(wanted.commit) or wanted.commit.startswith(ours)):
                 return f"the bundle is for {self.label()}, not commit {wanted.commit}"
@@ -136,7 +145,7 @@ register("signer", SignerRecord, version=MANIFEST_SCHEMA_VERSION, files=("signer
 
 
 def subject_arg(value: str | BundleSubject | None) -> BundleSubject | None:
-    """``--for OWNER/REPO#PR`` (or ``@COMMIT``) as given on a command line or already parsed."""
+    """``--for OWNER/REPO#PR`` (``#PR@SHA``, or ``@COMMIT``) as given on a command line or already parsed."""
     if value is None or isinstance(value, BundleSubject):
         return value
     try:

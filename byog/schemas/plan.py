@@ -412,10 +412,19 @@ class NumericsSpec(Strict):
 
 
 class ComparisonPair(Strict):
-    """One candidate held against one baseline (e.g. TP16 candidate vs TP16 stock)."""
+    """One candidate held against one baseline (e.g. TP16 candidate vs TP16 stock).
+
+    ``differs_in`` declares what the pair differs in on purpose (launch facts as ``byog verify``
+    names them: ``--enforce-eager``, ``additional_config.decode_backend``, ``weights``); a pair
+    differing in hardware, weights or tokenizer fails verify unless declared here, and the
+    report's headline then says so. ``baseline_is_stock: false`` says the baseline is not a
+    stock launch, which the report says too.
+    """
 
     candidate: str
     baseline: str
+    differs_in: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    baseline_is_stock: bool = True
 
 
 class Plan(Strict):
@@ -492,6 +501,13 @@ class Plan(Strict):
         if self.pairs is not None:
             return [(pair.candidate, pair.baseline) for pair in self.pairs]
         return [(name, self.baseline) for name in self.servers if name != self.baseline]
+
+    @property
+    def comparison_pairs(self) -> list[ComparisonPair]:
+        """The pairs as declared, or the default pairs (nothing declared) when the plan names none."""
+        if self.pairs is not None:
+            return list(self.pairs)
+        return [ComparisonPair(candidate=c, baseline=b) for c, b in self.comparisons]
 
     def launches_of(self, server: str) -> int:
         """How many times ``server`` is launched: R, and at least 2 for the baseline of an A/A pair."""

@@ -8,6 +8,9 @@
     require_valid_points: true              # no point flagged invalid
     forbid_degenerate: true                 # no eval verdict is degenerate (floor, ceiling, ...)
     forbid_screening: true                  # no eval verdict comes from an unsound (screening) design
+    pairs_may_differ_in: [additional_config.decode_backend, code]   # launch facts a pair may differ in
+    stock: {vllm_versions: ["0.11.0"], commits: [...], image_digests: ["sha256:..."]}  # what a baseline runs
+    require_bound_candidates: true          # under --for ...#N@SHA a released candidate (no commit) fails
 
 A policy must require something (an empty one would pass every bundle), numbers are finite, and
 selectors name at least one field. verify fails a requirement that a bundle would meet only
@@ -46,6 +49,20 @@ class MinSamples(FiniteStrict):
     eval_items: NonNegativeInt = 0  # items per eval task and server
 
 
+class Stock(FiniteStrict):
+    """What a stock baseline runs; each list left out allows anything, and a given one must match."""
+
+    vllm_versions: list[Annotated[str, Field(min_length=1)]] | None = None
+    commits: list[Annotated[str, Field(pattern=r"^[0-9a-fA-F]{7,40}$")]] | None = None  # prefixes match
+    image_digests: list[Annotated[str, Field(min_length=1)]] | None = None  # "sha256:..." or "repo@sha256:..."
+
+    @model_validator(mode="after")
+    def _says_something(self) -> Stock:
+        if self.vllm_versions is None and self.commits is None and self.image_digests is None:
+            raise ValueError("'stock' names no vllm_versions, commits or image_digests")
+        return self
+
+
 class Policy(FiniteStrict):
     schema_version: Literal[1] = POLICY_SCHEMA_VERSION
     allowed_image_digests: list[str] | None = None  # None: any image; []: no docker images at all
@@ -55,6 +72,10 @@ class Policy(FiniteStrict):
     require_valid_points: bool = False
     forbid_degenerate: bool = False  # docs/statistics.md §5
     forbid_screening: bool = False  # docs/statistics.md §3
+    # launch facts a pair may differ in (byog.analysis.launch_diff names them); None: not checked
+    pairs_may_differ_in: list[Annotated[str, Field(min_length=1)]] | None = None
+    stock: Stock | None = None
+    require_bound_candidates: bool = False
 
     @model_validator(mode="after")
     def _requires_something(self) -> Policy:
@@ -67,6 +88,9 @@ class Policy(FiniteStrict):
             and not self.require_valid_points
             and not self.forbid_degenerate
             and not self.forbid_screening
+            and self.pairs_may_differ_in is None
+            and self.stock is None
+            and not self.require_bound_candidates
         ):
             raise ValueError("the policy requires nothing, so every bundle would meet it")
         return self

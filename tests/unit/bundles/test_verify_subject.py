@@ -56,3 +56,10 @@ def test_pack_for_and_verify_for(tmp_path: Path) -> None:
         verify_bundle(packed.bundle, allowed_signers=allowed, subject_for="not a subject")
     with pytest.raises(UsageError, match="--for"):
         seal_and_pack(run_dir, tmp_path / "bad.tar.gz", key=key, subject="octo/repo")
+
+
+def test_a_pr_and_its_head_parse_and_the_subject_check_holds_the_number() -> None:
+    wanted = BundleSubject.parse("o/r#5@ABCDEF1")
+    assert (wanted.pr, wanted.commit, wanted.label()) == (5, "abcdef1", "o/r#5@abcdef1")
+    assert BundleSubject.parse("o/r#5").mismatch(wanted) is None  # the commit check holds the head
+    assert "not pull request #5" in (BundleSubject.parse("o/r#6@abcdef1").mismatch(wanted) or "")

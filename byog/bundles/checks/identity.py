@@ -1,0 +1,173 @@
+"""What ran: each pair's launch difference, the stock baseline, and the candidate's commit.
+
+``pairs``: every pair's launch difference (``byog.analysis.launch_diff``) from the servers'
+records, one line per pair ("candidate differs from baseline in: --kv-cache-dtype fp8"). A
+difference in hardware, weights or tokenizer fails unless the plan's pair declares it; under a
+policy, any difference ``pairs_may_differ_in`` does not cover fails, and so does a baseline
+whose code or image is not ``stock``.
+
+``commit``: under ``--for OWNER/REPO#N@SHA`` every candidate's recorded commit (every node's)
+must be that head. A released build records no commit: "not bound to a commit", which fails
+when the policy sets ``require_bound_candidates``.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from byog.analysis.launch_diff import (
+    ALWAYS_SAME,
+    Difference,
+    covered,
+    launch_differences,
+    launch_facts,
+    unrecorded,
+)
+from byog.bundles.checks.base import Found, Skipped, VerifyContext, check
+from byog.core.errors import CheckFailed
+from byog.schemas.env import EnvRecord
+from byog.schemas.plan import ComparisonPair, Plan
+from byog.schemas.policy import Stock
+from byog.schemas.server import ServerIdentity, ServerRecord
+
+
+def _plan(ctx: VerifyContext) -> Plan:
+    try:
+        return Plan.model_validate(ctx.parsed.get("plan.yaml"))
+    except ValidationError:
+        raise CheckFailed("plan.yaml is not a valid plan") from None
+
+
+def _record(ctx: VerifyContext, name: str) -> ServerRecord:
+    path = f"servers/{name}/server.json"
+    if path not in ctx.parsed:
+        raise CheckFailed(f"server '{name}' has no {path}, so its launch cannot be compared")
+    try:
+        return ServerRecord.model_validate(ctx.parsed[path])
+    except ValidationError:
+        raise CheckFailed(f"{path} is not a valid server record") from None
+
+
+def _host(ctx: VerifyContext) -> EnvRecord:
+    try:
+        return EnvRecord.model_validate(ctx.parsed.get("env.json") or {})
+    except ValidationError:
+        return EnvRecord()
+
+
+def pair_line(pair: ComparisonPair, differences: list[Difference]) -> str:
+    shown = "; ".join(d.label for d in differences) if differences else "nothing"
+    stock = "" if pair.baseline_is_stock else " (the plan says the baseline is not stock)"
+    return f"{pair.candidate} differs from {pair.baseline} in: {shown}{stock}"
+
+
+def _pair_failures(pair: ComparisonPair, differences: list[Difference], ctx: VerifyContext) -> list[str]:
+    failures = []
+    kinds = [d.label for d in differences if d.key in ALWAYS_SAME and not covered(d.key, pair.differs_in)]
+    if kinds:
+        failures.append(
+            f"{pair.candidate} and {pair.baseline} differ in {', '.join(kinds)}, which the plan's pair does not "
+            "declare: that compares machines or models, not implementations"
+        )
+    allowed = ctx.policy.pairs_may_differ_in if ctx.policy is not None else None
+    if allowed is not None:
+        refused = [d.label for d in differences if not covered(d.key, allowed) and d.key not in ALWAYS_SAME]
+        refused += [d.label for d in differences if d.key in ALWAYS_SAME and not covered(d.key, allowed)]
+        if refused:
+            failures.append(
+                f"{pair.candidate} differs from {pair.baseline} in {', '.join(dict.fromkeys(refused))}, "
+                "which the policy's pairs_may_differ_in does not allow"
+            )
+        blind = [d.key for d in differences if unrecorded(d)]
+        if blind:
+            failures.append(f"{pair.candidate} or {pair.baseline} records no {', '.join(blind)} identity to compare")
+    return failures
+
+
+def _digest_matches(digest: str, allowed: list[str]) -> bool:
+    tail = digest.rsplit("@", 1)[-1]
+    return any(tail == item.rsplit("@", 1)[-1] for item in allowed)
+
+
+def stock_failure(name: str, record: ServerRecord, stock: Stock) -> str | None:
+    """Why a baseline is not what the policy calls stock, or None when it is."""
+    vllm = record.identity.vllm if record.identity is not None else None
+    if stock.vllm_versions is not None and (vllm is None or vllm.version not in stock.vllm_versions):
+        found = vllm.version if vllm is not None else "no recorded version"
+        return f"baseline '{name}' runs vLLM {found}, not a stock version ({', '.join(stock.vllm_versions)})"
+    if stock.commits is not None:
+        commit = (vllm.commit if vllm is not None else None) or ""
+        if not any(_same_commit(commit, allowed.lower()) for allowed in stock.commits):
+            return f"baseline '{name}' runs commit {commit or '(none recorded)'}, not a stock commit"
+    if stock.image_digests is not None:
+        digests = record.repo_digests or record.image_digests
+        if not any(_digest_matches(d, stock.image_digests) for d in digests):
+            return f"baseline '{name}' runs image {', '.join(digests) or '(none)'}, not a stock image digest"
+    return None
+
+
+@check("pairs", requires=("schemas",))
+def pairs_are_fair(ctx: VerifyContext) -> Found:
+    plan = _plan(ctx)
+    pairs = plan.comparison_pairs
+    if not pairs:
+        raise Skipped("the plan has one server: no pair to compare")
+    host = _host(ctx)
+    lines, failures = [], []
+    for pair in pairs:
+        differences = launch_differences(
+            launch_facts(_record(ctx, pair.candidate), host), launch_facts(_record(ctx, pair.baseline), host)
+        )
+        lines.append(pair_line(pair, differences))
+        failures += _pair_failures(pair, differences, ctx)
+    stock = ctx.policy.stock if ctx.policy is not None else None
+    if stock is not None:
+        for baseline in dict.fromkeys(pair.baseline for pair in pairs):
+            why = stock_failure(baseline, _record(ctx, baseline), stock)
+            if why:
+                failures.append(why)
+    details = {"pairs": lines, "failed": failures}
+    if failures:
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        return Found(f"{failures[0]}{more}", failed=True, details=details)
+    return Found("; ".join(lines), details=details)
+
+
+def _commits(record: ServerRecord) -> list[str | None]:
+    """The commit each node (or the one server) recorded; None where a build names none."""
+    identities: list[ServerIdentity | None] = [n.identity for n in record.nodes or []] or [record.identity]
+    return [i.vllm.commit if i is not None and i.vllm is not None else None for i in identities]
+
+
+def _same_commit(a: str, b: str) -> bool:
+    return len(a) >= 7 and len(b) >= 7 and (a.startswith(b) or b.startswith(a))
+
+
+@check("commit", requires=("schemas",))
+def bound_to_commit(ctx: VerifyContext) -> Found:
+    plan = _plan(ctx)
+    measured = {name: _commits(_record(ctx, name)) for name in plan.candidates}
+    said = [f"{name}: {', '.join(dict.fromkeys(c or 'no commit' for c in found))}" for name, found in measured.items()]
+    head = ctx.subject_for.commit if ctx.subject_for is not None and ctx.subject_for.pr is not None else None
+    details = {"measured": said, "head": [head] if head else []}
+    if head is None:
+        raise Skipped(f"no --for OWNER/REPO#N@SHA given; measured {'; '.join(said) or 'no candidate'}")
+    for name, commits in measured.items():
+        for commit in commits:
+            if commit is not None and not _same_commit(commit, head):
+                return Found(
+                    f"candidate '{name}' ran commit {commit}, not the pull request's head {head}",
+                    failed=True,
+                    details=details,
+                )
+    unbound = [name for name, commits in measured.items() if None in commits]
+    if unbound:
+        refused = ctx.policy is not None and ctx.policy.require_bound_candidates
+        verdict = "the policy requires one" if refused else "allowed: no policy requires one"
+        return Found(
+            f"candidate {', '.join(repr(n) for n in unbound)} is a released build: not bound to a commit "
+            f"({verdict}); head {head}",
+            failed=refused,
+            details=details,
+        )
+    return Found(f"every candidate ran the pull request's head {head}", details=details)

