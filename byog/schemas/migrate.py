@@ -92,3 +92,11 @@ def _summary_power_cap_and_observed_discordance(data: dict[str, Any]) -> dict[st
     ``valid`` and ``screening`` are what it still says (verify compares such summaries as of
     version 3: ``byog.schemas.summary.CHANGED_IN``)."""
     return data
+
+
+@register_migration("summary", 4)
+def _summary_time_to_verdict(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 4 -> 5: the time to verdict and an interleaved pair's wake-up effects were added
+    (absent from a schema-4 summary; verify compares it as of version 4: ``CHANGED_IN``)."""
+    return data
+

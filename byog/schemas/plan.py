@@ -417,6 +417,9 @@ class ComparisonPair(Strict):
 
     candidate: str
     baseline: str
+    # both servers start once with vLLM's sleep mode and stay up; each bench point is measured in an
+    # ABBA order of waves, one sleeping while the other runs (byog.pipeline.interleave)
+    interleave: bool = False
 
 
 class Plan(Strict):
@@ -462,6 +465,14 @@ class Plan(Strict):
                 raise ValueError(
                     f"eval '{spec.task}' asks for {spec.passes} passes but only {len(self.seeds)} seeds are listed"
                 )
+        interleaved = [s for c, b in self.interleaved_pairs for s in (c, b)]
+        if len(set(interleaved)) != len(interleaved):
+            raise ValueError("a server can be in one interleaved pair only (interleave: true)")
+        if interleaved and (self.launches > 1 or self.aa_pair):
+            raise ValueError("an interleaved pair runs one launch of each server: drop 'launches' and 'aa_pair'")
+        for name in interleaved:
+            if self.servers[name].runtime not in ("local", "docker") or self.servers[name].multi_node:
+                raise ValueError(f"server '{name}' of an interleaved pair must be a single-node local or docker server")
         if self.numerics is not None:
             # a candidate is scored on its baseline's token path: one baseline each, and no chains
             baselines: dict[str, str] = {}
@@ -493,6 +504,11 @@ class Plan(Strict):
         if self.pairs is not None:
             return [(pair.candidate, pair.baseline) for pair in self.pairs]
         return [(name, self.baseline) for name in self.servers if name != self.baseline]
+
+    @property
+    def interleaved_pairs(self) -> list[tuple[str, str]]:
+        """(candidate, baseline) of every pair with ``interleave: true``, in plan order."""
+        return [(p.candidate, p.baseline) for p in self.pairs or [] if p.interleave]
 
     def launches_of(self, server: str) -> int:
         """How many times ``server`` is launched: R, and at least 2 for the baseline of an A/A pair."""
