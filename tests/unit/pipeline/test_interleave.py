@@ -57,7 +57,8 @@ def test_two_sides_that_do_not_fit_host_memory_are_refused(tmp_path: Path) -> No
 def test_a_server_in_two_interleaved_pairs_is_refused() -> None:
     text = PLAN.replace(
         "pairs: [{candidate: cand, baseline: stock, interleave: true}]",
-        "pairs: [{candidate: cand, baseline: stock, interleave: true}, {candidate: cand, baseline: other, interleave: true}]",
+        "pairs: [{candidate: cand, baseline: stock, interleave: true},"
+        " {candidate: cand, baseline: other, interleave: true}]",
     ).replace("  stock: {args: [--enforce-eager]}", "  stock: {args: [--enforce-eager]}\n  other: {}")
     with pytest.raises(Exception, match="one interleaved pair only"):
         _plan(text)
