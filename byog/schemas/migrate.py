@@ -99,4 +99,3 @@ def _summary_time_to_verdict(data: dict[str, Any]) -> dict[str, Any]:
     """summary 4 -> 5: the time to verdict and an interleaved pair's wake-up effects were added
     (absent from a schema-4 summary; verify compares it as of version 4: ``CHANGED_IN``)."""
     return data
-

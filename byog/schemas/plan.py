@@ -11,6 +11,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import (
     Field,
     NonNegativeInt,
+    PositiveFloat,
     PositiveInt,
     model_validator,
 )
@@ -30,6 +31,8 @@ class ModelSpec(Strict):
     served_name: str | None = None
     tokenizer: str | None = None
     max_model_len: PositiveInt | None = None
+    # the checkpoint's size, for ``byog plan``'s start-up estimate where the weights are not readable here
+    weights_gib: PositiveFloat | None = None
 
 
 class ServerConfig(Strict):
