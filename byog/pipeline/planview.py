@@ -45,7 +45,6 @@ from byog.schemas.bench import BenchPoint
 from byog.schemas.plan import Plan, SyntheticSessions, TraceSource
 from byog.schemas.server import PreparedModel
 
-STARTUP_GUESS_S = 120.0
 TPOT_GUESS_S = 0.030  # CPU vLLM + SmolLM2-135M at batch 1 decodes ~38 tok/s
 TTFT_GUESS_S = 0.100
 

@@ -105,6 +105,17 @@ def _weights_gib(plan: Plan) -> float | None:
 
 def startup_parts(plan: Plan, config: ServerConfig, server: str, measured: dict[str, MeasuredStart]) -> StartupParts:
     """The start-up estimate of one server config, in parts."""
+    if config.runtime == "endpoint":
+        return {
+            "weights_gib_per_rank": None,
+            "load_rate_gib_s": 0.0,
+            "load_s": 0.0,
+            "compile_s": 0.0,
+            "graph_capture_s": 0.0,
+            "other_s": 0.0,
+            "total_s": 0.0,
+            "source": "an endpoint: already running, nothing starts",
+        }
     eager = "--enforce-eager" in config.args
     weights = _weights_gib(plan)
     per_rank = weights / config.tensor_parallel_size if weights is not None else None
