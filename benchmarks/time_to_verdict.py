@@ -76,7 +76,8 @@ def main() -> None:
         p.parent for p in (REPO / "benchmarks/results").glob("**/plan.yaml")
     )
     print(
-        f"{'run':<62} {'wall s':>8} {'starting':>8} {'measuring':>9} {'evaluating':>10} {'swapping':>8} {'idle':>7}  share"
+        f"{'run':<62} {'wall s':>8} {'starting':>8} {'measuring':>9} {'evaluating':>10}"
+        f" {'swapping':>8} {'idle':>7}  share"
     )
     for root in roots:
         show(root)
