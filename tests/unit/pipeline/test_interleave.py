@@ -196,3 +196,69 @@ def test_time_to_verdict_from_starts_and_spans(tmp_path: Path) -> None:
 
 def test_union_length_counts_overlaps_once() -> None:
     assert union_length([(0, 10), (5, 15), (20, 21)]) == 16
+
+
+SWEEP_PLAN = """
+name: t
+model: {path: /m}
+servers:
+  cand: {}
+  base: {}
+baseline: base
+pairs: [{candidate: cand, baseline: base, interleave: true}]
+workloads:
+  - {kind: batch, name: decode, batch_sizes: [1, 3], isl: [5], osl: [12], warmup_waves: 1, waves: 4}
+  - {kind: concurrency, name: cl, concurrencies: [2], isl: [1], osl: [16], num_prompts: 6}
+"""
+
+
+class _NoSwap:
+    """Sleep controls of servers that share nothing (two loopback fakes): the order is what is tested."""
+
+    def __init__(self, log: list[str], name: str) -> None:
+        self.log, self.name = log, name
+
+    def sleep(self) -> float:
+        self.log.append(f"sleep {self.name}")
+        return 0.0
+
+    def wake_up(self) -> float:
+        self.log.append(f"wake {self.name}")
+        return 0.0
+
+
+def test_an_interleaved_sweep_writes_abba_rows_that_the_summary_pairs(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from byog.analysis.bench_summary import summarize_bench
+    from byog.analysis.interleave import side_of
+    from byog.bench.ceiling import FakeConfig, FakeServerThread
+    from byog.schemas.bench import read_request_rows
+
+    plan = _plan(SWEEP_PLAN)
+    rd = RunDir(tmp_path)
+    (tmp_path / "plan.yaml").write_text(SWEEP_PLAN)
+    log: list[str] = []
+    with FakeServerThread(FakeConfig(step_s=0.002)) as fa, FakeServerThread(FakeConfig(step_s=0.003)) as fb:
+        pair = interleave.Pair(plan, {"A": "base", "B": "cand"}, rd)
+        for side, name, fake in (("A", "base", fa), ("B", "cand", fb)):
+            pair.servers[side] = _FakeServer(name, fake)  # type: ignore[index,arg-type]
+            pair.controls[side] = _NoSwap(log, name)  # type: ignore[index,assignment]
+            pair.records[side] = {"swaps": []}  # type: ignore[index]
+        pair.awake = "B"
+        interleave._bench(pair, rd, None, Console(file=open("/dev/null", "w")))  # noqa: SIM115
+    batch = [p for p in expand_plan(plan) if p.kind == "batch"][0]
+    rows = {name: read_request_rows(rd.bench_rows(name, batch.point_id)) for name in ("base", "cand")}
+    for name, side in (("base", "A"), ("cand", "B")):
+        measured = [r for r in rows[name] if not r.warmup]
+        assert {r.interleave_side for r in rows[name]} == {side}
+        assert all(side_of(r.interleave_seq) == side for r in measured if r.interleave_seq is not None)
+        assert sorted({r.wave for r in measured}) == [1, 2, 3, 4]  # warm-up wave 0, then one wave per visit
+    assert log[:2] == ["sleep cand", "wake base"]  # visit 0 is A's
+    summary = summarize_bench(rd, plan)
+    units = {c.point_id: c.units for c in summary.comparisons if c.metric == "decode_tok_s"}
+    assert units[batch.point_id] == "ABBA blocks"
+    effects = [w for w in summary.wake_effects if w.point_id == batch.point_id]
+    assert {(w.server, w.woken_waves, w.continued_waves) for w in effects} == {("base", 3, 1), ("cand", 2, 2)}
+    cl = [p for p in expand_plan(plan) if p.kind == "concurrency"][0]
+    assert rd.bench_point_complete("base", cl.point_id) and rd.bench_point_complete("cand", cl.point_id)
