@@ -88,10 +88,14 @@ def _records(run_dir: RunDir, plan: Plan) -> list[tuple[str, int, ServerRecord]]
 
 
 def time_to_verdict(run_dir: RunDir, plan: Plan) -> TimeToVerdict | None:
-    """Per server and launch, and for the run; None when no server recorded a start."""
+    """Per server and launch, and for the run; None when no server recorded an activity span (runs
+    made before byog recorded them, and ``bench --endpoint``, whose wall byog does not see whole)."""
+    records = _records(run_dir, plan)
+    if not any(record.activity for _, _, record in records):
+        return None
     servers: list[ServerTime] = []
     merged: dict[str, list[Interval]] = {"starting_s": [], "measuring_s": [], "evaluating_s": [], "swapping_s": []}
-    for name, launch, record in _records(run_dir, plan):
+    for name, launch, record in records:
         intervals = _intervals(record)
         spent = _spent(intervals, union=False)
         if spent is None:
