@@ -246,7 +246,7 @@ def test_an_interleaved_sweep_writes_abba_rows_that_the_summary_pairs(tmp_path: 
             pair.controls[side] = _NoSwap(log, name)  # type: ignore[index,assignment]
             pair.records[side] = {"swaps": []}  # type: ignore[index]
         pair.awake = "B"
-        interleave._bench(pair, rd, None, Console(file=open("/dev/null", "w")))  # noqa: SIM115
+        interleave._bench(pair, rd, None, Console(quiet=True))
     batch = [p for p in expand_plan(plan) if p.kind == "batch"][0]
     rows = {name: read_request_rows(rd.bench_rows(name, batch.point_id)) for name in ("base", "cand")}
     for name, side in (("base", "A"), ("cand", "B")):
