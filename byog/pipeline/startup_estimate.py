@@ -58,6 +58,7 @@ class StartupParts(TypedDict):
 
 class MeasuredStart(TypedDict):
     rate_gib_s: float  # per rank
+    load_s: float  # as logged: the load of that run's model, for a plan whose weights are not readable here
     compile_s: float
     graph_capture_s: float
     other_s: float
@@ -89,6 +90,7 @@ def measured_starts(run_dir: Path) -> dict[str, MeasuredStart]:
         capture_s = float(captures[-1]) if captures else 0.0
         out[server_dir.name] = {
             "rate_gib_s": gib / seconds if seconds > 0 else math.inf,
+            "load_s": seconds,
             "compile_s": compile_s,
             "graph_capture_s": capture_s,
             "other_s": max(ready[-1] - seconds - compile_s - capture_s, 0.0),
@@ -123,6 +125,7 @@ def startup_parts(plan: Plan, config: ServerConfig, server: str, measured: dict[
     if mine is None and measured:
         mine = {
             "rate_gib_s": statistics.median(m["rate_gib_s"] for m in measured.values()),
+            "load_s": statistics.median(m["load_s"] for m in measured.values()),
             "compile_s": statistics.median(m["compile_s"] for m in measured.values() if m["compile_s"] > 0)
             if any(m["compile_s"] > 0 for m in measured.values())
             else COMPILE_GUESS_S,
@@ -151,7 +154,10 @@ def startup_parts(plan: Plan, config: ServerConfig, server: str, measured: dict[
     if eager:
         compile_s = capture_s = 0.0
     load_s = per_rank / rate if per_rank is not None and rate > 0 else 0.0
-    if per_rank is None:
+    if per_rank is None and mine is not None:
+        load_s = mine["load_s"]
+        source += "; weights unknown here: the load as that run logged it"
+    elif per_rank is None:
         source += "; weights unknown here (set model.weights_gib): load not counted"
     return {
         "weights_gib_per_rank": per_rank,
