@@ -262,3 +262,34 @@ def test_an_interleaved_sweep_writes_abba_rows_that_the_summary_pairs(tmp_path: 
     assert {(w.server, w.woken_waves, w.continued_waves) for w in effects} == {("base", 3, 1), ("cand", 2, 2)}
     cl = [p for p in expand_plan(plan) if p.kind == "concurrency"][0]
     assert rd.bench_point_complete("base", cl.point_id) and rd.bench_point_complete("cand", cl.point_id)
+
+
+def test_a_run_without_activity_spans_has_no_time_to_verdict(tmp_path: Path) -> None:
+    """Bundles packed before servers recorded activity: their recomputed summary (and report) gains nothing."""
+    rd = RunDir(tmp_path)
+    write_server_record(
+        rd.server_record("stock"), {"name": "stock", "starts": [{"started_at": utc_now(), "ready_after_s": 9.0}]}
+    )
+    assert time_to_verdict(rd, _plan()) is None
+
+
+def test_the_report_section_shows_the_time_spent() -> None:
+    from byog.report.sections import time_spent
+    from byog.schemas.summary import ServerTime, TimeSpent, TimeToVerdict
+
+    spent = dict(wall_s=100.0, starting_s=60.0, measuring_s=30.0, evaluating_s=0.0, swapping_s=1.5, idle_s=8.5)
+    ttv = TimeToVerdict(run=TimeSpent(**spent, measuring_share=0.3), servers=[ServerTime(server="stock", **spent)])
+
+    class Ctx:
+        class summary:
+            time_to_verdict = ttv
+
+            class bench:
+                wake_effects: list[object] = []
+
+    lines = time_spent.section(Ctx())  # type: ignore[arg-type]
+    assert lines[0] == "## Time to verdict"
+    assert (
+        "| run | 100 | 60 | 30 | 0 | 1.5 | 8 | 30.0% |" in lines
+        or "| run | 100 | 60 | 30 | 0 | 1.5 | 9 | 30.0% |" in lines
+    )
