@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from byog.analysis import energy
 from byog.analysis import metrics as m
 from byog.analysis import perf_equivalence as pe
 from byog.analysis.goodput import point_goodput, rule_of, search_result
+from byog.analysis.interleave import follows_wake
 from byog.analysis.request_columns import RequestColumns, read_request_columns
 from byog.analysis.resampled_median import pooled_median_of_rows
 from byog.analysis.sessions import session_summary
@@ -45,6 +46,7 @@ from byog.schemas.bench import (
     RateProbe,
     RateSearchSummary,
     RequestRow,
+    WakeEffect,
     read_request_rows,
 )
 from byog.schemas.plan import Plan
@@ -62,7 +64,7 @@ HIGHER_IS_BETTER = {"decode_tok_s": True, "tpot_s.p50": False, "ttft_s.p50": Fal
 class _Unit:
     """What the statistics of one resampling unit need."""
 
-    __slots__ = ("tpots", "ttfts", "itls", "window", "tokens", "steps", "window_s", "n_out")
+    __slots__ = ("tpots", "ttfts", "itls", "window", "tokens", "steps", "window_s", "n_out", "seq")
 
     def __init__(
         self,
@@ -83,10 +85,16 @@ class _Unit:
         self.steps = steps
         self.window_s = (window[1] - window[0]) / m.NS_PER_S if window else 0.0
         self.n_out = n_out
+        self.seq: int | None = None  # an interleaved pair's wave: its visit in the ABBA sequence
+
+    @property
+    def block(self) -> int | None:
+        """The ABBA block of an interleaved wave (visits 2k and 2k+1 form block k)."""
+        return None if self.seq is None else self.seq // 2
 
     @classmethod
     def of(cls, reqs: RequestColumns, window: tuple[int, int] | None) -> _Unit:
-        return cls(
+        unit = cls(
             tpots=m.tpot_s_columns(reqs),
             ttfts=m.ttft_s_columns(reqs),
             itls=m.itl_s_columns(reqs),
@@ -95,6 +103,9 @@ class _Unit:
             steps=m.steps_in_window_columns(reqs, window) if window else 0.0,
             n_out=int(reqs.n_out[reqs.ok].sum()),
         )
+        if reqs.interleave_seq is not None and len(set(reqs.interleave_seq.tolist())) == 1:
+            unit.seq = int(reqs.interleave_seq[0])
+        return unit
 
 
 def _units(point: BenchPoint, rows: RequestColumns) -> list[_Unit]:
@@ -439,6 +450,13 @@ def _resample_rows(seed: list[int], n_cand: int, n_base: int, resamples: int) ->
     return cand_rows, base_rows
 
 
+def abba_paired(cand: Sequence[_Unit], base: Sequence[_Unit]) -> bool:
+    """Both sides' waves come from one interleaved ABBA sequence, one wave of each side per block,
+    listed in the same block order: the bootstrap then resamples blocks, both sides together."""
+    blocks_c, blocks_b = [u.block for u in cand], [u.block for u in base]
+    return None not in blocks_c and blocks_c == blocks_b and len(set(blocks_c)) == len(blocks_c)
+
+
 def bootstrap_ratios(
     cand: Sequence[_Unit],
     base: Sequence[_Unit],
@@ -452,11 +470,16 @@ def bootstrap_ratios(
     None with fewer than two units on a side (there is no noise estimate to give) or when fewer
     than half the resamples give a ratio. The resampled indices are drawn in one fixed order
     (candidate, then baseline, per resample); a ``metric`` with a vectorised form is then
-    evaluated on all resamples at once.
+    evaluated on all resamples at once. An interleaved pair (``abba_paired``) draws one row of
+    block indices per resample and takes both sides' waves of those blocks: a drift shared by the
+    two waves of a block stays inside the ratio's pairing instead of widening its CI.
     """
     if len(cand) < 2 or len(base) < 2:
         return None  # one wave (or request) says nothing about noise
-    cand_rows, base_rows = _resample_rows(seed, len(cand), len(base), resamples)
+    if abba_paired(cand, base):
+        cand_rows = base_rows = np.random.default_rng(seed).integers(0, len(cand), (resamples, len(cand)))
+    else:
+        cand_rows, base_rows = _resample_rows(seed, len(cand), len(base), resamples)
     fast_cand, fast_base = (_vectorised(metric, cand), _vectorised(metric, base)) if metric else (None, None)
     if fast_cand is not None and fast_base is not None:
         sc, sb = fast_cand(cand_rows), fast_base(base_rows)
@@ -515,6 +538,12 @@ def _ratio_cis(
     return (ci.ci95 if ci.ci95 else (None, None)), ci.ci90
 
 
+def _units_label(point: BenchPoint, cand: Launches, base: Launches) -> Literal["waves", "requests", "ABBA blocks"]:
+    if point.kind != "batch":
+        return "requests"
+    return "ABBA blocks" if len(cand) == 1 and len(base) == 1 and abba_paired(cand[0], base[0]) else "waves"
+
+
 def _aa_margins(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, str], Launches]) -> list[AAMargin]:
     """Per baseline with two launches and per headline metric: the A/A ratios and their margin."""
     out = []
@@ -566,7 +595,7 @@ def _comparisons(
                     ci_low=low,
                     ci_high=high,
                     ci_level=CI_LEVEL,
-                    units="waves" if point.kind == "batch" else "requests",
+                    units=_units_label(point, cand, base),
                     within_noise=None if low is None or high is None else bool(low <= 1.0 <= high),
                 )
                 if len(cand) > 1 or len(base) > 1:
@@ -649,7 +678,38 @@ def summarize_bench(run_dir: RunDir, plan: Plan) -> BenchSummary:
         launch_shares=_launch_shares(plan, points, units_of),
         aa=aa,
         rate_searches=_rate_searches(run_dir, plan),
+        wake_effects=_wake_effects(plan, points, units_of),
     )
+
+
+def _wake_effects(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, str], Launches]) -> list[WakeEffect]:
+    """Per interleaved server and batch point: decode tok/s of its woken waves / its continued waves."""
+    out = []
+    for server in [name for pair in plan.interleaved_pairs for name in pair]:
+        for point in points:
+            launches = units_of.get((server, point.point_id)) or []
+            units = launches[0] if len(launches) == 1 and point.kind == "batch" else []
+            if not units or any(u.seq is None for u in units):
+                continue
+            woken = [u for u in units if u.seq is not None and follows_wake(u.seq)]
+            continued = [u for u in units if u.seq is not None and not follows_wake(u.seq)]
+            stat = _stat_for("decode_tok_s", point.kind)
+            w, c = stat(woken) if woken else None, stat(continued) if continued else None
+            effect = WakeEffect(
+                server=server,
+                point_id=point.point_id,
+                woken_waves=len(woken),
+                continued_waves=len(continued),
+                ratio=w / c if w is not None and c else None,
+            )
+            seed = [plan.seeds[0], zlib.crc32(f"{point.point_id}/{server}/wake".encode())]
+            ratios = bootstrap_ratios(woken, continued, stat, seed)
+            if ratios is not None:
+                effect.ci_low, effect.ci_high = _interval(ratios, CI_LEVEL)
+                if effect.ci_low is not None and effect.ci_high is not None:
+                    effect.flagged = not effect.ci_low <= 1.0 <= effect.ci_high
+            out.append(effect)
+    return out
 
 
 def _flag_conditions(comparisons: list[PointComparison], entries: list[PointSummary]) -> None:

@@ -41,6 +41,8 @@ class RequestColumns:
     n_in: list[int | None]
     expected_n_in: list[int]
     usage_per_chunk: list[bool]
+    # an interleaved pair's rows: each request's visit in the ABBA sequence (None: not interleaved)
+    interleave_seq: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.request_index.size)
@@ -101,6 +103,7 @@ class RequestColumns:
             n_in=[self.n_in[i] for i in pick],
             expected_n_in=[self.expected_n_in[i] for i in pick],
             usage_per_chunk=[self.usage_per_chunk[i] for i in pick],
+            interleave_seq=None if self.interleave_seq is None else self.interleave_seq[positions],
         )
 
     @classmethod
@@ -123,6 +126,9 @@ class RequestColumns:
             n_in=[r.n_in for r in rows],
             expected_n_in=[r.expected_n_in for r in rows],
             usage_per_chunk=[r.usage_per_chunk for r in rows],
+            interleave_seq=_interleave_seq(
+                np.array([-1 if r.interleave_seq is None else r.interleave_seq for r in rows], dtype=np.int64)
+            ),
         )
 
 
@@ -214,4 +220,10 @@ def read_request_columns(path: Path) -> RequestColumns:
         n_in=pylist("n_in", None),
         expected_n_in=pylist("expected_n_in", 0),
         usage_per_chunk=pylist("usage_per_chunk", True),
+        interleave_seq=_interleave_seq(ints("interleave_seq", -1)),
     )
+
+
+def _interleave_seq(seq: np.ndarray) -> np.ndarray | None:
+    """The column as the bootstrap reads it: None unless every request has its visit (-1: none)."""
+    return seq if seq.size and (seq >= 0).all() else None

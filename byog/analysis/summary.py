@@ -10,6 +10,7 @@ from __future__ import annotations
 from byog.analysis.bench_summary import summarize_bench
 from byog.analysis.eval_summary import summarize_evals
 from byog.analysis.numerics_summary import summarize_numerics
+from byog.analysis.time_to_verdict import time_to_verdict
 from byog.core.paths import RunDir
 from byog.plans.load import parse_plan
 from byog.schemas.plan import Plan
@@ -27,4 +28,5 @@ def derive_summary(run_dir: RunDir) -> Summary:
         bench=summarize_bench(run_dir, plan),
         evals=summarize_evals(run_dir, plan),
         numerics=summarize_numerics(run_dir, plan),
+        time_to_verdict=time_to_verdict(run_dir, plan),
     )

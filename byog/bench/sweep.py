@@ -35,7 +35,7 @@ from byog.analysis.server_log import root_cause
 from byog.analysis.validity import invalid_reasons
 from byog.bench.agentic import run_agentic_point, scripts_for
 from byog.bench.nvml_sampler import PowerSampler, unavailable
-from byog.bench.prompts import ServerTokenizer, build_prompts, prompts_label, sends_text, vocabulary
+from byog.bench.prompts import Prompt, ServerTokenizer, build_prompts, prompts_label, sends_text, vocabulary
 from byog.bench.traces import replay_requests, run_trace_point
 from byog.bench.workloads import (
     CPU_SHARE_LIMIT,
@@ -175,6 +175,26 @@ class _Measure:
         self.point, self.run = point, run
 
 
+def point_prompts(
+    point: BenchPoint, tok: ServerTokenizer, tokenizer_path: str | None, data_dir: Path | None
+) -> list[Prompt]:
+    """The prompts a batch, concurrency or rate point sends, in request order (the same for every server)."""
+    return build_prompts(
+        kind=point.prompts.kind,
+        dataset=getattr(point.prompts, "dataset", None),
+        api=point.api,
+        isl=point.isl,
+        count=point.total_requests,
+        seed=point.prompt_seed,
+        point_id=point.point_id,
+        server=tok,
+        tokenizer_path=tokenizer_path,
+        data_dir=data_dir,
+        repeat=bool(getattr(point.prompts, "repeat", False)),
+        as_text=sends_text(point.prompts),
+    )
+
+
 def _prepare(
     point: BenchPoint, endpoint: Endpoint, tokenizer: str | None, data_dir: Path | None, total: Callable[[int], None]
 ) -> _Measure:
@@ -204,20 +224,7 @@ def _prepare(
                 point,
                 lambda progress, _start: run_trace_point(endpoint.base_url, endpoint.model, point, requests, progress),
             )
-        prompts = build_prompts(
-            kind=point.prompts.kind,
-            dataset=getattr(point.prompts, "dataset", None),
-            api=point.api,
-            isl=point.isl,
-            count=point.total_requests,
-            seed=point.prompt_seed,
-            point_id=point.point_id,
-            server=tok,
-            tokenizer_path=tokenizer or endpoint.tokenizer,
-            data_dir=data_dir,
-            repeat=bool(getattr(point.prompts, "repeat", False)),
-            as_text=sends_text(point.prompts),
-        )
+        prompts = point_prompts(point, tok, tokenizer or endpoint.tokenizer, data_dir)
         return _Measure(
             point,
             lambda progress, on_start: run_point(

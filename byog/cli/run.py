@@ -22,7 +22,6 @@ from byog.cli.common import (
 from byog.core.console_tables import TextTable, print_table
 from byog.pipeline.derive import derive_and_write
 from byog.pipeline.planview import (
-    STARTUP_GUESS_S,
     TPOT_GUESS_S,
     PlanOverview,
     plan_overview,
@@ -151,6 +150,64 @@ def _render_numerics_cost(rows: list[dict[str, Any]]) -> None:
             console.print(f"  {r['command']}", highlight=False, soft_wrap=True, markup=False)
 
 
+def _render_time_parts(overview: PlanOverview) -> None:
+    """Each server's start-up in its parts, the evals' time, and what an interleaved pair costs and saves."""
+    table = TextTable(
+        "start-up estimate per server: weights per rank / load rate + compile + graph capture + rest",
+        ["server", "GiB/rank", "GiB/s", "load s", "compile s", "capture s", "rest s", "total s", "from"],
+        right={"GiB/rank", "GiB/s", "load s", "compile s", "capture s", "rest s", "total s"},
+    )
+    for s in overview["servers"]:
+        p = s["startup_parts"]
+        gib = "?" if p["weights_gib_per_rank"] is None else f"{p['weights_gib_per_rank']:.1f}"
+        table.add_row(
+            s["server"],
+            gib,
+            f"{p['load_rate_gib_s']:.2f}",
+            f"{p['load_s']:.0f}",
+            f"{p['compile_s']:.0f}",
+            f"{p['graph_capture_s']:.0f}",
+            f"{p['other_s']:.0f}",
+            f"{p['total_s']:.0f}",
+            p["source"],
+        )
+    print_table(console, table)
+    if overview["eval_time"]:
+        evals = TextTable(
+            "eval estimate: ceil(requests / concurrency) x (TTFT + expected tokens x TPOT)",
+            ["server", "task", "requests", "concurrency", "expected tokens", "TPOT ms", "est. min"],
+            right={"requests", "concurrency", "expected tokens", "TPOT ms", "est. min"},
+        )
+        for e in overview["eval_time"]:
+            evals.add_row(
+                e["server"],
+                e["task"],
+                str(e["requests"]),
+                str(e["concurrency"]),
+                str(e["expected_tokens"]),
+                f"{e['tpot_s'] * 1e3:.1f}",
+                f"{e['estimate_s'] / 60:.1f}",
+            )
+        print_table(console, evals)
+    bench_s = overview["total_estimate_s"]
+    evals_s = overview["evals_total_s"]
+    console.print(
+        Text.assemble(
+            "estimated wall time with evals: ",
+            (f"{(bench_s + evals_s) / 60:.1f} min", "bold"),
+            f" (bench {bench_s / 60:.1f} + evals {evals_s / 60:.1f}; numerics starts below)",
+        ),
+        highlight=False,
+    )
+    for row in overview["interleave"]:
+        console.print(
+            f"interleaved {row['pair'][0]} vs {row['pair'][1]}: {row['swaps']} swaps x {row['swap_s']:.1f} s = "
+            f"{row['swaps_total_s']:.0f} s; against a second sequential launch of each (the drift guard it "
+            f"replaces) it saves {row['saves_s']:.0f} s of start-up",
+            highlight=False,
+        )
+
+
 def render_plan_overview(overview: PlanOverview) -> None:
 
     table = TextTable(
@@ -207,12 +264,13 @@ def render_plan_overview(overview: PlanOverview) -> None:
             highlight=False,
         )
         console.print(overview["slurm_batch"], highlight=False, soft_wrap=True, markup=False, end="")
+    _render_time_parts(overview)
     _render_kv(overview["kv_cache"])
     console.print("pairs: " + ", ".join(f"{c} vs {b}" for c, b in overview["pairs"]), highlight=False)
     _render_numerics_cost(overview.get("numerics") or [])
     tiers = TextTable(
-        "tiers: bench wall time and GPU-hours (evals not timed; without --from-run, guesses of "
-        f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and {STARTUP_GUESS_S:.0f} s start-up per server)",
+        "tiers: bench wall time and GPU-hours (evals not timed here; without --from-run, a guess of "
+        f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and the start-up estimate above)",
         ["tier", "servers", "bench points", "max GPUs", "est. wall", "GPU-hours", "eval requests"],
     )
     for t in overview["tiers"]:

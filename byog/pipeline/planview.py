@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from byog.analysis.bench_summary import summarize_bench
+from byog.analysis.interleave import swaps_in
 from byog.bench.agentic import session_shape
 from byog.bench.traces import link_sessions, read_trace, selected_lines
 from byog.core.errors import UsageError
@@ -26,6 +27,13 @@ from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import model_config_dir
 from byog.pipeline.eval_power import eval_power_rows, eval_prior
 from byog.pipeline.slurm_submit import SubmitOptions, batch_script, default_run_dir
+from byog.pipeline.startup_estimate import (
+    EvalEstimate,
+    StartupParts,
+    eval_estimates,
+    measured_starts,
+    startup_parts,
+)
 from byog.plans.expand import check_plan_fits, expand_plan, probe_point, search_workloads
 from byog.plans.kv_memory import PointKv, check_kv_fits, kv_shape, plan_kv, server_kv_settings
 from byog.plans.load import load_plan, parse_plan
@@ -45,7 +53,6 @@ from byog.schemas.bench import BenchPoint
 from byog.schemas.plan import Plan, SyntheticSessions, TraceSource
 from byog.schemas.server import PreparedModel
 
-STARTUP_GUESS_S = 120.0
 TPOT_GUESS_S = 0.030  # CPU vLLM + SmolLM2-135M at batch 1 decodes ~38 tok/s
 TTFT_GUESS_S = 0.100
 
@@ -75,6 +82,7 @@ class ServerEstimate(TypedDict):
     runtime: str
     command: str
     startup_s: float
+    startup_parts: StartupParts
     points: int
     launches: int
     estimate_s: float
@@ -91,6 +99,17 @@ class Estimate(TypedDict):
     gpu_hours: float
     from_run: str | None
     note: str
+    eval_time: list[EvalEstimate]  # per (server, eval): requests, expected tokens, seconds
+    evals_total_s: float
+    interleave: list[InterleaveEstimate]  # per interleaved pair: its swaps, and what it saves
+
+
+class InterleaveEstimate(TypedDict):
+    pair: list[str]  # [candidate, baseline]
+    swaps: int
+    swap_s: float  # one swap (sleep + wake_up)
+    swaps_total_s: float
+    saves_s: float  # against the sequential drift guard it replaces: a second launch of each server
 
 
 class TierEstimate(TypedDict):
@@ -197,6 +216,7 @@ def point_seconds(point: BenchPoint, tpot_s: float, ttft_s: float) -> float:
 def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     """The matrix, the launch commands and the estimated wall time and GPU-hours of the bench part."""
     measured: Measured = _measured(from_run) if from_run else {"startup": {}, "per_point": {}}
+    starts = measured_starts(from_run) if from_run else {}
     points = expand_plan(plan)
     for workload in search_workloads(plan):  # a search's probes: its budget, each timed at the first rate
         assert workload.search is not None
@@ -215,7 +235,8 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
         mine = [p for p in points if server in p.servers]
         server_tpots = [v[0] for (s, _), v in measured["per_point"].items() if s == server]
         fallback_tpot = statistics.median(server_tpots) if server_tpots else TPOT_GUESS_S
-        startup = measured["startup"].get(server, STARTUP_GUESS_S)
+        parts = startup_parts(plan, plan.servers[server], server, starts)
+        startup = parts["total_s"]
         seconds = startup
         for p in mine:
             tpot, ttft = measured["per_point"].get((server, p.point_id), (fallback_tpot, TTFT_GUESS_S))
@@ -250,6 +271,7 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
                 "runtime": config.runtime,
                 "command": launch_command(plan, server),
                 "startup_s": startup,
+                "startup_parts": parts,
                 "points": len(mine),
                 "launches": launches,
                 "estimate_s": seconds,
@@ -258,6 +280,11 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
         )
         total_s += seconds
         gpu_h += seconds / 3600 * gpus
+    tpots = {
+        name: statistics.median([v[0] for (s, _), v in measured["per_point"].items() if s == name] or [TPOT_GUESS_S])
+        for name in plan.servers
+    }
+    evals = eval_estimates(plan, tpots, TTFT_GUESS_S)
     return {
         "plan": plan.name,
         "points": rows,
@@ -265,8 +292,46 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
         "total_estimate_s": total_s,
         "gpu_hours": gpu_h,
         "from_run": str(from_run) if from_run else None,
-        "note": "bench only: evals are not in this estimate",
+        "note": "bench: start-ups and points; evals estimated apart",
+        "eval_time": evals,
+        "evals_total_s": sum(e["estimate_s"] for e in evals),
+        "interleave": _interleave_estimates(plan, points, servers, from_run),
     }
+
+
+SWAP_GUESS_S = 1.1  # sleep + wake_up of an 8B-class server measured on an H200 (docs/interleave.md)
+
+
+def _swap_seconds(from_run: Path | None) -> float:
+    """The median swap of an earlier run's interleaved servers, else the guess."""
+    if from_run is None:
+        return SWAP_GUESS_S
+    found = []
+    for record in sorted((from_run / "servers").glob("*/server.json")):
+        sleep = read_json(record).get("sleep_mode") or {}
+        found += [float(s["sleep_s"]) + float(s["wake_s"]) for s in sleep.get("swaps") or []]
+    return statistics.median(found) if found else SWAP_GUESS_S
+
+
+def _interleave_estimates(
+    plan: Plan, points: list[BenchPoint], servers: list[ServerEstimate], from_run: Path | None
+) -> list[InterleaveEstimate]:
+    startup = {s["server"]: s["startup_s"] for s in servers}
+    swap_s = _swap_seconds(from_run)
+    rows: list[InterleaveEstimate] = []
+    for candidate, baseline in plan.interleaved_pairs:
+        both = [p for p in points if candidate in p.servers and baseline in p.servers]
+        swaps = sum(swaps_in(p.waves) if p.kind == "batch" else 1 for p in both) + 1  # + the one before B's evals
+        rows.append(
+            {
+                "pair": [candidate, baseline],
+                "swaps": swaps,
+                "swap_s": swap_s,
+                "swaps_total_s": swaps * swap_s,
+                "saves_s": startup.get(candidate, 0.0) + startup.get(baseline, 0.0),
+            }
+        )
+    return rows
 
 
 def numerics_cost(plan: Plan, from_run: Path | None = None, control_why: str | None = None) -> list[dict[str, Any]]:
@@ -279,7 +344,7 @@ def numerics_cost(plan: Plan, from_run: Path | None = None, control_why: str | N
     roles = stock_roles(plan)
     derived = derived_servers(plan)
     folder = RunDir(from_run) if from_run else None
-    startup = _measured(from_run)["startup"] if from_run else {}
+    starts = measured_starts(from_run) if from_run else {}
     rows = []
     for role in roles.values():
         for what, name in (("control", role.control), ("envelope variant", role.variant)):
@@ -300,7 +365,7 @@ def numerics_cost(plan: Plan, from_run: Path | None = None, control_why: str | N
                     "server": name,
                     "extra_launch": name in derived,
                     "command": launch_command(plan, name) if name in derived else None,
-                    "startup_s": startup.get(name, startup.get(role.baseline, STARTUP_GUESS_S))
+                    "startup_s": startup_parts(plan, derived[name], name, starts)["total_s"]
                     if name in derived
                     else 0.0,
                     "pass_s": pass_s,

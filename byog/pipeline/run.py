@@ -35,7 +35,9 @@ from byog.core.settings import runs_dir
 from byog.evals.runner import run_evals_for_server
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import check_model_reference, prepare_model
+from byog.pipeline.activity import spent
 from byog.pipeline.derive import derive_and_write
+from byog.pipeline.interleave import check_interleave, interleaved_rounds, run_interleaved_pair
 from byog.pipeline.numerics import launch_for_numerics, numerics_done, run_numerics_for_server, server_order
 from byog.pipeline.planview import check_plan_kv
 from byog.pipeline.signals import sigterm_as_interrupt
@@ -89,6 +91,7 @@ def _check_before_start(plan: Plan, plan_ref: str | None) -> None:
         check_plan_fits(plan)
         check_plan_kv(plan)
         check_stock_roles(resolve_control(plan, environment_fingerprint()))
+        check_interleave(plan)
     except UsageError as err:
         raise UsageError(f"{where}: {err}") from None
 
@@ -126,11 +129,14 @@ def run_server(
             server: RunningServer = launch_for_numerics(plan, name, model, rd)
     try:
         console.print(Text.assemble((label, "bold"), f": up at {server.endpoint.base_url}"))
-        run_bench_for_server(plan, name, server, rd, console, data_dir=data_dir)
+        with spent(rd, name, "measure"):
+            run_bench_for_server(plan, name, server, rd, console, data_dir=data_dir)
         if rd.launch == 1:
-            run_evals_for_server(plan, name, server.endpoint, rd, data_dir, console)
+            with spent(rd, name, "eval"):
+                run_evals_for_server(plan, name, server.endpoint, rd, data_dir, console)
             if plan.numerics is not None:
-                run_numerics_for_server(plan, name, server.endpoint, rd, data_dir, console)
+                with spent(rd, name, "numerics"):
+                    run_numerics_for_server(plan, name, server.endpoint, rd, data_dir, console)
     finally:
         with console.status(Text.assemble((label, "bold"), ": stopping")):
             server.stop()
@@ -279,7 +285,11 @@ def run_plan(
     with console.status("preparing the model (the built-in default converts once, ~20 s)…"):
         model = prepare_model(plan.model)
     with sigterm_as_interrupt():
-        for launch, name in launch_rounds(plan):
+        for launch, name in interleaved_rounds(plan, launch_rounds(plan)):
+            if isinstance(name, tuple):
+                if not all(server_work_done(plan, n, rd) for n in name):
+                    run_interleaved_pair(plan, name, model, rd, data_dir, console)
+                continue
             launch_dir = rd.for_launch(launch)
             if server_work_done(plan, name, launch_dir):
                 console.print(

@@ -46,6 +46,7 @@ from byog.report.sections import (
     performance,
     reproduction,
     signer,
+    time_spent,
 )
 from byog.schemas.summary import Summary
 
@@ -61,6 +62,7 @@ SECTIONS: tuple[Section, ...] = (
     agentic.section,  # sessions, goodput under the SLO, the throughput–interactivity frontier
     decode.section,  # tok/s/user and step-time matrices, speculative acceptance, energy (when measured)
     launches.section,  # between-launch variance and A/A margins (only with several launches)
+    time_spent.section,  # time to verdict and the wake-up check (only when servers recorded activity)
     figures.section,  # the plots, embedded
     accuracy.section,  # verdicts, then scores
     numerics.section,  # token-level differential and conformance (only with a numerics section)

@@ -187,6 +187,11 @@ class LocalServer:
         )
         return self
 
+    @property
+    def pid(self) -> int | None:
+        """The server's process (the leader of its process group), while it runs."""
+        return self._proc.pid if self._proc is not None else None
+
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 

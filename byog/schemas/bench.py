@@ -25,7 +25,8 @@ from byog.schemas.registry import register
 # 3: NVML power/clock samples (``power``), counter deltas over the measured waves only, agentic
 #    points, SLOs and search probes (optional fields: a v2 record reads as it is)
 BENCH_SCHEMA_VERSION: Final = 3
-REQUEST_ROW_SCHEMA_VERSION: Final = 2  # 2: cached_tokens and the agentic columns (optional: v1 files lack them)
+# 2: cached_tokens and the agentic columns; 3: the interleave columns (optional: older files lack them)
+REQUEST_ROW_SCHEMA_VERSION: Final = 3
 
 
 def load_label(
@@ -128,6 +129,10 @@ class RequestRow(Strict):
     reusable_tokens: int | None = (
         None  # prompt tokens the workload shares with what was sent or generated before (what a cache can hold)
     )
+    # an interleaved pair only (None elsewhere): the visit's place in the pair's ABBA sequence of the
+    # point (0, 1, ...; visits 2k and 2k+1 form block k) and which side of the pair ran it
+    interleave_seq: int | None = None
+    interleave_side: str | None = None  # "A" or "B" (byog.analysis.interleave.side_of)
 
     @property
     def ok(self) -> bool:
@@ -372,7 +377,7 @@ class PointComparison(Derived):
     ci_low: float | None = None
     ci_high: float | None = None
     ci_level: float
-    units: Literal["waves", "requests"]  # what the bootstrap resampled
+    units: Literal["waves", "requests", "ABBA blocks"]  # what the bootstrap resampled
     within_noise: bool | None = None  # the CI holds 1
     launches: list[int] | None = None  # [candidate, baseline] launches pooled, when either is > 1
     ci90_low: float | None = None  # the 90% CI of the TOST (same resamples), with a label
@@ -430,8 +435,28 @@ class RateSearchSummary(Derived):
     non_monotone: list[float] = Field(default_factory=list)
 
 
+class WakeEffect(Derived):
+    """summary.json bench.wake_effects[]: an interleaved server's decode speed in the waves right after
+    it was woken against its waves that continued a visit (byog.analysis.interleave.follows_wake).
+
+    ``flagged`` when the bootstrap CI of the ratio excludes 1: waking changed the server's speed by
+    more than its own wave-to-wave noise, and the pair's ratio carries that change.
+    """
+
+    server: str
+    point_id: str
+    woken_waves: int
+    continued_waves: int
+    ratio: float | None = None  # decode tok/s, woken waves / continued waves
+    ci_low: float | None = None
+    ci_high: float | None = None
+    flagged: bool | None = None  # None: too few waves of a kind to judge
+
+
 class BenchSummary(Derived):
-    omit_when_empty: ClassVar[frozenset[str]] = frozenset({"launch_points", "launch_shares", "aa", "rate_searches"})
+    omit_when_empty: ClassVar[frozenset[str]] = frozenset(
+        {"launch_points", "launch_shares", "aa", "rate_searches", "wake_effects"}
+    )
 
     points: list[PointSummary] = Field(default_factory=list)
     comparisons: list[PointComparison] = Field(default_factory=list)
@@ -439,6 +464,7 @@ class BenchSummary(Derived):
     launch_shares: list[LaunchShare] = Field(default_factory=list)
     aa: list[AAMargin] = Field(default_factory=list)
     rate_searches: list[RateSearchSummary] = Field(default_factory=list)
+    wake_effects: list[WakeEffect] = Field(default_factory=list)  # interleaved pairs only
 
 
 register("bench_point", PointRecord, version=BENCH_SCHEMA_VERSION, files=("bench/*/*.json",))

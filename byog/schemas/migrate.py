@@ -111,3 +111,10 @@ def _summary_numerics_findings_stand(data: dict[str, Any]) -> dict[str, Any]:
     its verdict, and sensitivity names its control's menu entry; a schema-4 summary's ``verdict`` is what
     it still says (verify compares such summaries as of version 4: ``byog.schemas.summary.CHANGED_IN``)."""
     return data
+
+
+@register_migration("summary", 5)
+def _summary_time_to_verdict(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 5 -> 6: the time to verdict and an interleaved pair's wake-up effects were added
+    (absent from a schema-5 summary; verify compares it as of version 5: ``CHANGED_IN``)."""
+    return data

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import (
     Field,
     NonNegativeInt,
+    PositiveFloat,
     PositiveInt,
     model_validator,
 )
@@ -30,6 +31,8 @@ class ModelSpec(Strict):
     served_name: str | None = None
     tokenizer: str | None = None
     max_model_len: PositiveInt | None = None
+    # the checkpoint's size, for ``byog plan``'s start-up estimate where the weights are not readable here
+    weights_gib: PositiveFloat | None = None
 
 
 class ServerConfig(Strict):
@@ -425,6 +428,9 @@ class ComparisonPair(Strict):
     baseline: str
     differs_in: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     baseline_is_stock: bool = True
+    # both servers start once with vLLM's sleep mode and stay up; each bench point is measured in an
+    # ABBA order of waves, one sleeping while the other runs (byog.pipeline.interleave)
+    interleave: bool = False
 
 
 class Plan(Strict):
@@ -470,6 +476,14 @@ class Plan(Strict):
                 raise ValueError(
                     f"eval '{spec.task}' asks for {spec.passes} passes but only {len(self.seeds)} seeds are listed"
                 )
+        interleaved = [s for c, b in self.interleaved_pairs for s in (c, b)]
+        if len(set(interleaved)) != len(interleaved):
+            raise ValueError("a server can be in one interleaved pair only (interleave: true)")
+        if interleaved and (self.launches > 1 or self.aa_pair):
+            raise ValueError("an interleaved pair runs one launch of each server: drop 'launches' and 'aa_pair'")
+        for name in interleaved:
+            if self.servers[name].runtime not in ("local", "docker") or self.servers[name].multi_node:
+                raise ValueError(f"server '{name}' of an interleaved pair must be a single-node local or docker server")
         if self.numerics is not None:
             # a candidate is scored on its baseline's token path: one baseline each, and no chains
             baselines: dict[str, str] = {}
@@ -508,6 +522,11 @@ class Plan(Strict):
         if self.pairs is not None:
             return list(self.pairs)
         return [ComparisonPair(candidate=c, baseline=b) for c, b in self.comparisons]
+
+    @property
+    def interleaved_pairs(self) -> list[tuple[str, str]]:
+        """(candidate, baseline) of every pair with ``interleave: true``, in plan order."""
+        return [(p.candidate, p.baseline) for p in self.pairs or [] if p.interleave]
 
     def launches_of(self, server: str) -> int:
         """How many times ``server`` is launched: R, and at least 2 for the baseline of an A/A pair."""

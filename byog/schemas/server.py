@@ -15,7 +15,7 @@ can record more without a schema bump.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -140,6 +140,51 @@ class NodeRecord(BaseModel):
     identity: ServerIdentity | None = None  # the node's own vLLM and weights
 
 
+ActivityKind = Literal["measure", "eval", "numerics", "swap"]
+
+
+class ActivitySpan(BaseModel):
+    """One stretch of a server's time (wall clock, Unix seconds), recorded by the pipeline as it ends.
+
+    Start-ups are in ``starts``; ``swap`` is a sleep/wake of an interleaved pair that put this server on the GPU.
+    """
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    kind: ActivityKind
+    t0_unix_s: float
+    t1_unix_s: float
+
+
+class SwapRecord(BaseModel):
+    """One swap of an interleaved pair: ``from_server`` put to sleep, then this server woken."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    seq: int  # the visit it preceded; -1: before the pair's evals
+    point_id: str | None = None
+    from_server: str
+    sleep_s: float  # POST /sleep?level=1 of the other side
+    wake_s: float  # POST /wake_up of this one
+    at_unix_s: float
+
+
+class SleepModeRecord(BaseModel):
+    """An interleaved server: its partner, every swap that woke it, what it held while asleep."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    partner: str
+    side: Literal["A", "B"]
+    level: int
+    swaps: list[SwapRecord] = []
+    # while asleep (after its first sleep): the process group's resident host memory, and the GPU
+    # memory in use on its GPUs (NVML; None where NVML is absent, e.g. a CPU host)
+    asleep_host_rss_bytes: int | None = None
+    asleep_gpu_used_bytes: int | None = None
+    awake_gpu_used_bytes: int | None = None
+
+
 class ServerRecord(BaseModel):
     model_config = ConfigDict(extra="allow", defer_build=True)
 
@@ -161,6 +206,10 @@ class ServerRecord(BaseModel):
     nodes: list[NodeRecord] | None = None
     served_parallel_config: dict[str, int] | None = None  # /server_info (vLLM dev mode), when it answers
     identity: ServerIdentity | None = None  # rank 0's for a multi-node server; absent from older records
+    # each start: started_at (UTC), ready_after_s, and what the runtime adds (pid, ...)
+    starts: list[dict[str, Any]] = []
+    activity: list[ActivitySpan] = []  # measuring, evals, numerics passes, swaps (time to verdict)
+    sleep_mode: SleepModeRecord | None = None  # a server of an interleaved pair
 
 
 register("server", ServerRecord, version=SERVER_SCHEMA_VERSION, files=("servers/*/server.json",))

@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 5
+SUMMARY_SCHEMA_VERSION = 6
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -78,6 +78,8 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
         (("numerics", "comparisons", "*"), frozenset({"verdict"})),
         (("numerics", "sensitivity", "*"), frozenset({"control_change", "control_why", "try_control"})),
     ],
+    # 6: the time to verdict; an interleaved pair's wake-up effects.
+    6: [((), frozenset({"time_to_verdict"})), (("bench",), frozenset({"wake_effects"}))],
 }
 
 
@@ -108,12 +110,42 @@ class SummaryPlan(Derived):
     candidates: list[str]
 
 
+class TimeSpent(Derived):
+    """Seconds of wall time by what they were spent on (``byog.analysis.time_to_verdict``).
+
+    ``evaluating_s`` holds the evals and the numerics passes; ``idle_s`` is what is left of the wall
+    (prompt building, /metrics snapshots, file writes, stops, and on a server the time its partner
+    had the GPU). ``measuring_share`` = measuring_s / wall_s.
+    """
+
+    wall_s: float
+    starting_s: float
+    measuring_s: float
+    evaluating_s: float
+    swapping_s: float
+    idle_s: float
+    measuring_share: float | None = None
+
+
+class ServerTime(TimeSpent):
+    server: str
+    launch: int = 1
+
+
+class TimeToVerdict(Derived):
+    """Per server (and launch) and for the run: where the wall time of the run went."""
+
+    run: TimeSpent
+    servers: list[ServerTime]
+
+
 class Summary(Derived):
     schema_version: int = SUMMARY_SCHEMA_VERSION
     plan: SummaryPlan
     bench: BenchSummary
     evals: EvalSummary
     numerics: NumericsSummary | None = None  # absent from summary.json when the run has no numerics
+    time_to_verdict: TimeToVerdict | None = None  # None: no server recorded a start
 
     def to_json(self) -> dict[str, Any]:
         """The document summary.json holds (write it with ``atomic_write_json``).
@@ -121,7 +153,8 @@ class Summary(Derived):
         A run without numerics writes no ``numerics`` key, so its summary.json is the same bytes
         as before the numerics part existed.
         """
-        return self.model_dump(mode="json", exclude={"numerics"} if self.numerics is None else None)
+        absent = {k for k in ("numerics", "time_to_verdict") if getattr(self, k) is None}
+        return self.model_dump(mode="json", exclude=absent or None)
 
 
 def read_summary(path: Path) -> Summary:

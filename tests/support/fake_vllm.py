@@ -5,6 +5,12 @@ so a greedy generation is deterministic, teacher-forcing it gives the same numbe
 it, and a "candidate" with more noise is a numerical change. Only what the numerics runner
 sends is implemented: /tokenize, /detokenize, /v1/models and /v1/completions with ``logprobs``,
 ``prompt_logprobs`` and the ``token_id:N`` keys.
+
+With ``sleep_mode`` (vLLM's ``--enable-sleep-mode`` under ``VLLM_SERVER_DEV_MODE=1``) it serves the
+dev endpoints as vLLM 0.32's ``entrypoints/serve/dev/sleep/api_router.py`` does: ``POST /sleep?level=N``
+answers ``{"status": "sleeping", "level": N}``, ``POST /wake_up`` ``{"status": "awake", "tags": null}``,
+``GET /is_sleeping`` ``{"is_sleeping": bool}``; completions are refused with 503 while asleep. Without
+it those paths are 404, as FastAPI answers a route that is not attached.
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ VOCAB = 300
 
 
 class FakeVllm:
-    def __init__(self, noise: float = 0.0, max_model_len: int = 4096) -> None:
-        self.noise, self.max_model_len = noise, max_model_len
+    def __init__(self, noise: float = 0.0, max_model_len: int = 4096, sleep_mode: bool = False) -> None:
+        self.noise, self.max_model_len, self.sleep_mode = noise, max_model_len, sleep_mode
         self.requests: list[dict[str, Any]] = []
+        self.sleeping = False
+        self.calls: list[str] = []  # the sleep-mode calls, in order: "sleep?level=1", "wake_up", "is_sleeping"
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -38,17 +46,39 @@ class FakeVllm:
                 self.wfile.write(data)
 
             def do_GET(self) -> None:
+                if self.path == "/is_sleeping":
+                    if not server.sleep_mode:
+                        return self._send({"detail": "Not Found"}, 404)
+                    server.calls.append("is_sleeping")
+                    return self._send({"is_sleeping": server.sleeping})
                 self._send({"data": [{"id": "fake", "max_model_len": server.max_model_len}]})
 
             def do_POST(self) -> None:
+                path, _, query = self.path.partition("?")
+                if path in ("/sleep", "/wake_up"):
+                    return self._sleep_call(path, query)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
-                if self.path == "/tokenize":
+                if server.sleeping and path.startswith("/v1/"):
+                    self._send({"error": {"message": "The model is sleeping", "code": 503}}, 503)
+                elif self.path == "/tokenize":
                     self._send({"tokens": [256 + (ord(c) % 40) for c in body["prompt"]]})
                 elif self.path == "/detokenize":
                     self._send({"prompt": "".join("x" for t in body["tokens"] if t < VOCAB)})
                 else:
                     self._send(server.complete(body))
+
+            def _sleep_call(self, path: str, query: str) -> None:
+                if not server.sleep_mode:
+                    return self._send({"detail": "Not Found"}, 404)
+                if path == "/sleep":
+                    level = int(dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("level", 1))
+                    server.calls.append(f"sleep?level={level}")
+                    server.sleeping = True
+                    return self._send({"status": "sleeping", "level": level})
+                server.calls.append("wake_up")
+                server.sleeping = False
+                self._send({"status": "awake", "tags": None})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}"

@@ -1,0 +1,333 @@
+"""An interleaved pair (``pairs: [{candidate, baseline, interleave: true}]``): both servers start once
+with vLLM's sleep mode and stay up; only the one measuring holds the GPU.
+
+Order: side A is the pair's baseline, side B its candidate. A starts, is put to sleep, B starts
+(while A sleeps). Each batch point is then measured in ABBA blocks of one wave per visit
+(``byog.analysis.interleave``): the first visit of a side adds the point's warm-up waves, and a
+swap (sleep the one, wake the other) comes before every visit that follows the other side's. Each
+side's rows of the point are written as one file, each row with its visit (``interleave_seq``) and
+side, so the summary's bootstrap can resample blocks. Other points run whole, AB for even points and
+BA for odd ones. Evals and numerics passes follow on the same servers: A's, one swap, B's.
+
+Refused before anything starts (``check_interleave``) where the local vLLM's platform has no sleep
+mode or both sides' weights would not fit the host's memory; a server that answers 404 on
+``/is_sleeping`` after it started (a runtime byog cannot probe beforehand) is refused then.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from byog import __version__
+from byog.analysis import counters as sm
+from byog.analysis.interleave import Side, side_of
+from byog.bench.nvml_sampler import unavailable
+from byog.bench.prompts import Prompt, ServerTokenizer, prompts_label, sends_text
+from byog.bench.sweep import _reset_prefix_cache, _snapshot, _utc_now, point_prompts, run_one_point
+from byog.bench.workloads import CPU_SHARE_LIMIT, LOOP_LAG_FLOOR_S, LOOP_LAG_SHARE_OF_ITL, PointRun, run_point
+from byog.core.errors import ByogError, UsageError
+from byog.core.io import atomic_write_json
+from byog.core.paths import RunDir
+from byog.evals.runner import run_evals_for_server
+from byog.pipeline.activity import add_span, merge_into_server_record, spent
+from byog.pipeline.numerics import run_numerics_for_server
+from byog.pipeline.runtimes import runtime_for
+from byog.plans.expand import BenchPoint, expand_plan
+from byog.runtimes import sleep_mode as sm_mode
+from byog.schemas.bench import ClientLoad, PointRecord, RequestRow, write_request_rows
+from byog.schemas.plan import Plan
+from byog.schemas.server import PreparedModel, RunningServer
+
+
+def check_interleave(plan: Plan, facts: sm_mode.PlatformFacts | None = None, available: int | None = None) -> None:
+    """Refuse, in one sentence, an interleaved pair this host cannot run: no sleep mode, or no room
+    for both sides' weights in host memory. ``facts`` and ``available`` default to this host's."""
+    pairs = plan.interleaved_pairs
+    if not pairs:
+        return
+    if any(plan.servers[name].runtime == "local" for pair in pairs for name in pair):
+        facts = facts or sm_mode.local_platform_facts()
+        for candidate, baseline in pairs:
+            for name in (baseline, candidate):
+                refusal = sm_mode.platform_refusal(name, facts) if plan.servers[name].runtime == "local" else None
+                if refusal:
+                    raise UsageError(refusal)
+    weights = sm_mode.weights_bytes(plan.model.path) if plan.model.path else None
+    room = available if available is not None else sm_mode.available_host_bytes()
+    for pair in pairs:
+        refusal = sm_mode.host_memory_refusal(pair, weights, room)
+        if refusal:
+            raise UsageError(refusal)
+
+
+def interleaved_rounds(plan: Plan, rounds: list[tuple[int, str]]) -> list[tuple[int, str | tuple[str, str]]]:
+    """The launch rounds with each interleaved pair as one item (candidate, baseline), where its first server was."""
+    pair_of = {name: pair for pair in plan.interleaved_pairs for name in pair}
+    out: list[tuple[int, str | tuple[str, str]]] = []
+    for launch, name in rounds:
+        pair = pair_of.get(name)
+        if pair is None:
+            out.append((launch, name))
+        elif (launch, pair) not in out:
+            out.append((launch, pair))
+    return out
+
+
+class Pair:
+    """Two servers of one pair, up at once; ``on(side)`` swaps so that side holds the GPU."""
+
+    def __init__(self, plan: Plan, names: dict[Side, str], rd: RunDir) -> None:
+        self.plan, self.names, self.rd = plan, names, rd
+        self.servers: dict[Side, RunningServer] = {}
+        self.controls: dict[Side, sm_mode.SleepControl] = {}
+        self.records: dict[Side, dict[str, Any]] = {}
+        self.awake: Side | None = None
+
+    def start(self, side: Side, model: PreparedModel) -> None:
+        name = self.names[side]
+        config = sm_mode.with_sleep_mode(self.plan.servers[name])
+        server = runtime_for(config).launch(name, config, model, self.rd.server_dir(name))
+        self.servers[side] = server
+        control = sm_mode.SleepControl(name, server.endpoint.base_url)
+        try:
+            control.is_sleeping()
+        except sm_mode.SleepModeAbsent as err:
+            raise UsageError(f"{err}; run the pair sequentially (interleave: false)") from None
+        self.controls[side] = control
+        other: Side = "B" if side == "A" else "A"
+        self.records[side] = {
+            "partner": self.names[other],
+            "side": side,
+            "level": sm_mode.SLEEP_LEVEL,
+            "swaps": [],
+        }
+        self.awake = side
+        self._write(side)
+
+    def put_to_sleep(self, side: Side) -> float:
+        """Sleep ``side``; the first time, record what it holds asleep."""
+        seconds = self.controls[side].sleep()
+        record = self.records[side]
+        if record.get("asleep_host_rss_bytes") is None:
+            record["asleep_host_rss_bytes"] = sm_mode.process_rss_bytes(getattr(self.servers[side], "pid", None))
+            record["asleep_gpu_used_bytes"] = sm_mode.gpu_used_bytes()
+            self._write(side)
+        if self.awake == side:
+            self.awake = None
+        return seconds
+
+    def on(self, side: Side, seq: int, point_id: str | None) -> None:
+        """Make ``side`` the server on the GPU: sleep the other, wake this one (a swap), unless it is already."""
+        if self.awake == side:
+            return
+        t0 = time.time()
+        other: Side = "B" if side == "A" else "A"
+        sleep_s = self.put_to_sleep(other) if self.awake == other else 0.0
+        wake_s = self.controls[side].wake_up()
+        t1 = time.time()
+        self.awake = side
+        record = self.records[side]
+        if record.get("awake_gpu_used_bytes") is None:
+            record["awake_gpu_used_bytes"] = sm_mode.gpu_used_bytes()
+        record["swaps"].append(
+            {
+                "seq": seq,
+                "point_id": point_id,
+                "from_server": self.names[other],
+                "sleep_s": round(sleep_s, 4),
+                "wake_s": round(wake_s, 4),
+                "at_unix_s": round(t0, 3),
+            }
+        )
+        self._write(side)
+        add_span(self.rd, self.names[side], "swap", t0, t1)
+
+    def _write(self, side: Side) -> None:
+        merge_into_server_record(self.rd, self.names[side], {"sleep_mode": self.records[side]})
+
+    def stop(self) -> None:
+        for server in self.servers.values():
+            server.stop()
+
+
+def _visits(point: BenchPoint) -> list[tuple[int, Side, int, int]]:
+    """(seq, side, first wave, end wave) of each visit of a batch point: one measured wave per visit,
+    a side's first visit also its warm-up waves."""
+    out, next_wave = [], {"A": 0, "B": 0}
+    for seq in range(2 * point.waves):
+        side = side_of(seq)
+        first = next_wave[side]
+        end = point.warmup_waves + 1 if first == 0 else first + 1
+        out.append((seq, side, first, end))
+        next_wave[side] = end
+    return out
+
+
+class _SideRun:
+    """One side's visits of one point, merged into the point's one record and rows file."""
+
+    def __init__(self, name: str, server: RunningServer, point: BenchPoint, prompts: list[Prompt]) -> None:
+        self.name, self.server, self.point, self.prompts = name, server, point, prompts
+        self.rows: list[RequestRow] = []
+        self.runs: list[PointRun] = []
+        self.before: str | None = None
+        self.measured: str | None = None
+        self.reset: bool | None = None
+        self.started_at = _utc_now()
+        self.duration_s = 0.0
+
+    def visit(self, rd: RunDir, seq: int, side: Side, first: int, end: int) -> None:
+        point, b = self.point, self.point.batch_size or 1
+        base_url = self.server.endpoint.base_url
+        warmup = max(point.warmup_waves - first, 0)
+        if first == 0:
+            self.reset = _reset_prefix_cache(base_url) if point.reset_prefix_cache else None
+            self.before = _snapshot(rd, self.name, point.point_id, "before", base_url)
+        part = point.model_copy(update={"warmup_waves": warmup, "waves": end - first - warmup})
+
+        def measure_start() -> None:
+            self.measured = _snapshot(rd, self.name, point.point_id, "measured", base_url)
+
+        t0 = time.perf_counter()
+        run = run_point(
+            base_url,
+            self.server.endpoint.model,
+            part,
+            self.prompts[first * b : end * b],
+            on_measure_start=measure_start if first == 0 and warmup else None,
+        )
+        self.duration_s += time.perf_counter() - t0
+        if first == 0 and not warmup:
+            self.measured = self.before
+        self.runs.append(run)
+        for row in run.records:
+            self.rows.append(
+                row.model_copy(
+                    update={
+                        "wave": row.wave + first,
+                        "request_index": row.request_index + first * b,
+                        "interleave_seq": seq,
+                        "interleave_side": side,
+                    }
+                )
+            )
+        failed = [r.error for r in run.records if r.error]
+        if failed and not self.server.alive():
+            raise ByogError(f"server '{self.name}' died during {point.point_id}: {failed[0]}")
+
+    def write(self, rd: RunDir) -> None:
+        point, base_url = self.point, self.server.endpoint.base_url
+        after = _snapshot(rd, self.name, point.point_id, "after", base_url)
+        write_request_rows(rd.bench_rows(self.name, point.point_id), self.rows)
+        shares = [r.cpu_share for r in self.runs if r.cpu_share is not None]
+        lags = [r.loop_lag_p99_s for r in self.runs if r.loop_lag_p99_s is not None]
+        lag_max = [r.loop_lag_max_s for r in self.runs if r.loop_lag_max_s is not None]
+        record = PointRecord(
+            server=self.name,
+            point=point,
+            prompts_label=prompts_label(
+                point.prompts.kind,
+                getattr(point.prompts, "dataset", None),
+                bool(getattr(point.prompts, "repeat", False)),
+                sends_text(point.prompts),
+            ),
+            status="complete",
+            started_at=self.started_at,
+            duration_s=self.duration_s,
+            t_start_ns=self.runs[0].t_start_ns,
+            t_end_ns=self.runs[-1].t_end_ns,
+            client=ClientLoad(
+                cpu_share=max(shares) if shares else None,
+                loop_lag_p99_s=max(lags) if lags else None,
+                loop_lag_max_s=max(lag_max) if lag_max else None,
+                cpu_share_limit=CPU_SHARE_LIMIT,
+                loop_lag_share_of_itl=LOOP_LAG_SHARE_OF_ITL,
+                loop_lag_floor_s=LOOP_LAG_FLOOR_S,
+            ),
+            counter_deltas=sm.counter_deltas(self.before, after),
+            measured_counter_deltas=sm.counter_deltas(self.measured, after) if self.measured is not None else None,
+            power=unavailable("interleaved pair: both servers share the GPUs, NVML samples are not per visit"),
+            prefix_cache_reset=self.reset,
+            byog_version=__version__,
+        )
+        atomic_write_json(rd.bench_point(self.name, point.point_id), record.model_dump(mode="json"))
+
+
+def _batch_point(pair: Pair, point: BenchPoint, rd: RunDir, data_dir: Path | None) -> None:
+    runs: dict[Side, _SideRun] = {}
+    for side in ("A", "B"):
+        server = pair.servers[side]
+        tok = ServerTokenizer(server.endpoint.base_url, server.endpoint.model)
+        try:
+            prompts = point_prompts(point, tok, server.endpoint.tokenizer, data_dir)
+        finally:
+            tok.close()
+        runs[side] = _SideRun(pair.names[side], server, point, prompts)
+    for seq, side, first, end in _visits(point):
+        pair.on(side, seq, point.point_id)
+        with spent(rd, pair.names[side], "measure"):
+            runs[side].visit(rd, seq, side, first, end)
+    for run in runs.values():
+        run.write(rd)
+
+
+def _whole_point(
+    pair: Pair, point: BenchPoint, index: int, sides: list[Side], rd: RunDir, data_dir: Path | None
+) -> None:
+    order = sides if index % 2 == 0 else list(reversed(sides))
+    for pos, side in enumerate(order):
+        name = pair.names[side]
+        if rd.bench_point_complete(name, point.point_id):
+            continue
+        pair.on(side, 2 * index + pos, point.point_id)
+        with spent(rd, name, "measure"):
+            run_one_point(point, name, pair.servers[side], rd, data_dir=data_dir)
+
+
+def _bench(pair: Pair, rd: RunDir, data_dir: Path | None, console: Console) -> None:
+    for index, point in enumerate(expand_plan(pair.plan)):
+        sides: list[Side] = [s for s in ("A", "B") if pair.names[s] in point.servers]
+        if not sides:
+            continue
+        done = all(rd.bench_point_complete(pair.names[s], point.point_id) for s in sides)
+        if done:
+            continue
+        console.print(Text(f"interleaved {point.point_id} ({point.load_label}): {' / '.join(sides)}"))
+        if point.kind == "batch" and len(sides) == 2:
+            _batch_point(pair, point, rd, data_dir)
+        else:
+            _whole_point(pair, point, index, sides, rd, data_dir)
+
+
+def run_interleaved_pair(
+    plan: Plan, pair_names: tuple[str, str], model: PreparedModel, rd: RunDir, data_dir: Path | None, console: Console
+) -> None:
+    """Start both servers of the pair, measure every point ABBA, run evals and numerics, stop both."""
+    candidate, baseline = pair_names
+    names: dict[Side, str] = {"A": baseline, "B": candidate}
+    pair = Pair(plan, names, rd)
+    try:
+        with console.status(Text.assemble((baseline, "bold"), ": starting vLLM with sleep mode (side A)…")):
+            pair.start("A", model)
+        pair.put_to_sleep("A")
+        with console.status(Text.assemble((candidate, "bold"), ": starting vLLM with sleep mode (side B)…")):
+            pair.start("B", model)
+        console.print(Text(f"interleaved pair up: A = {baseline}, B = {candidate}"))
+        _bench(pair, rd, data_dir, console)
+        for side in ("A", "B"):
+            name = names[side]
+            pair.on(side, -1, None)
+            endpoint = pair.servers[side].endpoint
+            with spent(rd, name, "eval"):
+                run_evals_for_server(plan, name, endpoint, rd, data_dir, console)
+            if plan.numerics is not None:
+                with spent(rd, name, "numerics"):
+                    run_numerics_for_server(plan, name, endpoint, rd, data_dir, console)
+    finally:
+        with console.status(f"stopping {baseline} and {candidate}"):
+            pair.stop()

@@ -1,0 +1,208 @@
+"""``byog plan``'s start-up and eval estimates, in parts a reader can check.
+
+Start-up of one server = weights per rank / load rate + torch.compile + CUDA graph capture + the
+rest of vLLM's start (process, profile run, KV cache, API server). With ``--from-run`` each part
+is read from that run's server logs, where vLLM states them ("Model loading took X GiB and Y
+seconds", "torch.compile took S s in total", "Graph capturing finished in S secs"), and the rest
+is its ready time minus those; the same server's figures when it ran there, else the median over
+the run's servers. Without one the rate is a stated default per storage class and the other parts
+are stated guesses. An eager server (``--enforce-eager``) compiles and captures nothing.
+
+Evals: per server and eval, ceil(items x passes / concurrency) rounds of (TTFT + expected output
+tokens x TPOT); the expected output is half the task's ``max_gen_toks`` (a guess: answers stop
+early on their stop strings) and TPOT the run's measured median or the bench guess.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from pathlib import Path
+from typing import TypedDict
+
+from byog.core.io import read_json
+from byog.core.paths import RunDir
+from byog.plans.tasks import TASKS
+from byog.plans.tiers import eval_items
+from byog.runtimes.sleep_mode import weights_bytes
+from byog.schemas.plan import Plan, ServerConfig
+
+GB = 1e9
+GIB = 2**30
+# Read rate of one node, per storage class (a stated default, not a measurement): a local NVMe
+# drive streams ~2 GB/s of safetensors; a shared network filesystem gives one node ~1 GB/s.
+STORAGE_RATE_GB_S = {"local disk": 2.0, "shared filesystem": 1.0}
+COMPILE_GUESS_S = 60.0  # torch.compile, cold cache (SmolLM2 on an H200: 20 s; a large model more)
+GRAPH_CAPTURE_GUESS_S = 30.0  # CUDA graphs for the default capture sizes (SmolLM2 on an H200: 5 s)
+OTHER_GUESS_S = 30.0  # process start, profile run, KV cache allocation, API server
+EXPECTED_SHARE_OF_MAX_GEN = 0.5
+
+_LOAD = re.compile(r"Model loading took ([0-9.]+) GiB(?: memory)? and ([0-9.]+) seconds")
+_COMPILE = re.compile(r"torch\.compile took ([0-9.]+) s in total")
+_CAPTURE = re.compile(r"Graph capturing finished in ([0-9.]+) secs")
+
+
+class StartupParts(TypedDict):
+    """One server's start-up estimate and where each part comes from."""
+
+    weights_gib_per_rank: float | None
+    load_rate_gib_s: float
+    load_s: float
+    compile_s: float
+    graph_capture_s: float
+    other_s: float
+    total_s: float
+    source: str
+
+
+class MeasuredStart(TypedDict):
+    rate_gib_s: float  # per rank
+    load_s: float  # as logged: the load of that run's model, for a plan whose weights are not readable here
+    compile_s: float
+    graph_capture_s: float
+    other_s: float
+
+
+def storage_class(config: ServerConfig) -> str:
+    """Where the weights are read from, as the estimate assumes it: a shared filesystem for servers
+    on a scheduler's or other hosts' nodes, else the local disk."""
+    remote = config.runtime in ("slurm", "ssh") or config.multi_node or bool(config.hosts)
+    return "shared filesystem" if remote else "local disk"
+
+
+def measured_starts(run_dir: Path) -> dict[str, MeasuredStart]:
+    """Per server of an earlier run: its load rate, compile, graph capture and the rest, from its log."""
+    folder = RunDir(run_dir)
+    out: dict[str, MeasuredStart] = {}
+    servers = folder.root / "servers"
+    for server_dir in sorted(servers.iterdir()) if servers.is_dir() else []:
+        log, record = server_dir / "server.log", server_dir / "server.json"
+        if not log.is_file() or not record.is_file():
+            continue
+        text = log.read_text(encoding="utf-8", errors="replace")
+        loads, compiles, captures = _LOAD.findall(text), _COMPILE.findall(text), _CAPTURE.findall(text)
+        ready = [float(s["ready_after_s"]) for s in read_json(record).get("starts") or [] if s.get("ready_after_s")]
+        if not loads or not ready:
+            continue
+        gib, seconds = float(loads[-1][0]), float(loads[-1][1])
+        compile_s = float(compiles[-1]) if compiles else 0.0
+        capture_s = float(captures[-1]) if captures else 0.0
+        out[server_dir.name] = {
+            "rate_gib_s": gib / seconds if seconds > 0 else math.inf,
+            "load_s": seconds,
+            "compile_s": compile_s,
+            "graph_capture_s": capture_s,
+            "other_s": max(ready[-1] - seconds - compile_s - capture_s, 0.0),
+        }
+    return out
+
+
+def _weights_gib(plan: Plan) -> float | None:
+    found = weights_bytes(plan.model.path)
+    if found:
+        return found / GIB
+    return plan.model.weights_gib
+
+
+def startup_parts(plan: Plan, config: ServerConfig, server: str, measured: dict[str, MeasuredStart]) -> StartupParts:
+    """The start-up estimate of one server config, in parts."""
+    if config.runtime == "endpoint":
+        return {
+            "weights_gib_per_rank": None,
+            "load_rate_gib_s": 0.0,
+            "load_s": 0.0,
+            "compile_s": 0.0,
+            "graph_capture_s": 0.0,
+            "other_s": 0.0,
+            "total_s": 0.0,
+            "source": "an endpoint: already running, nothing starts",
+        }
+    eager = "--enforce-eager" in config.args
+    weights = _weights_gib(plan)
+    per_rank = weights / config.tensor_parallel_size if weights is not None else None
+    mine = measured.get(server)
+    if mine is None and measured:
+        mine = {
+            "rate_gib_s": statistics.median(m["rate_gib_s"] for m in measured.values()),
+            "load_s": statistics.median(m["load_s"] for m in measured.values()),
+            "compile_s": statistics.median(m["compile_s"] for m in measured.values() if m["compile_s"] > 0)
+            if any(m["compile_s"] > 0 for m in measured.values())
+            else COMPILE_GUESS_S,
+            "graph_capture_s": statistics.median(m["graph_capture_s"] for m in measured.values()),
+            "other_s": statistics.median(m["other_s"] for m in measured.values()),
+        }
+        source = "--from-run (median of its servers)"
+    elif mine is not None:
+        source = "--from-run (this server)"
+    else:
+        source = ""
+    if mine is not None:
+        rate, compile_s, capture_s, other_s = (
+            mine["rate_gib_s"],
+            mine["compile_s"],
+            mine["graph_capture_s"],
+            mine["other_s"],
+        )
+    else:
+        where = storage_class(config)
+        node_rate = STORAGE_RATE_GB_S[where] * GB / GIB
+        ranks_per_node = max(config.tensor_parallel_size // max(config.nodes, 1), 1)
+        rate = node_rate / ranks_per_node  # the node's ranks share its read rate
+        compile_s, capture_s, other_s = COMPILE_GUESS_S, GRAPH_CAPTURE_GUESS_S, OTHER_GUESS_S
+        source = f"default: {where} at {STORAGE_RATE_GB_S[where]:g} GB/s per node; compile, capture, rest guessed"
+    if eager:
+        compile_s = capture_s = 0.0
+    load_s = per_rank / rate if per_rank is not None and rate > 0 else 0.0
+    if per_rank is None and mine is not None:
+        load_s = mine["load_s"]
+        source += "; weights unknown here: the load as that run logged it"
+    elif per_rank is None:
+        source += "; weights unknown here (set model.weights_gib): load not counted"
+    return {
+        "weights_gib_per_rank": per_rank,
+        "load_rate_gib_s": rate,
+        "load_s": load_s,
+        "compile_s": compile_s,
+        "graph_capture_s": capture_s,
+        "other_s": other_s,
+        "total_s": load_s + compile_s + capture_s + other_s,
+        "source": source,
+    }
+
+
+class EvalEstimate(TypedDict):
+    server: str
+    task: str
+    requests: int
+    concurrency: int
+    expected_tokens: int
+    tpot_s: float
+    estimate_s: float
+
+
+def eval_estimates(plan: Plan, tpot_s: dict[str, float], ttft_s: float) -> list[EvalEstimate]:
+    """Per (server, eval): requests, expected output tokens, and the estimated seconds."""
+    rows: list[EvalEstimate] = []
+    for spec in plan.evals:
+        task = TASKS.get(spec.task)
+        max_gen = int(
+            (spec.gen_kwargs or {}).get("max_gen_toks") or (task.generation.get("max_gen_toks") if task else 0) or 1024
+        )
+        expected = max(int(max_gen * EXPECTED_SHARE_OF_MAX_GEN), 1)
+        requests = eval_items(spec) * spec.passes
+        for server in plan.servers_for(spec):
+            tpot = tpot_s[server]
+            rounds = math.ceil(requests / spec.num_concurrent)
+            rows.append(
+                {
+                    "server": server,
+                    "task": spec.task,
+                    "requests": requests,
+                    "concurrency": spec.num_concurrent,
+                    "expected_tokens": expected,
+                    "tpot_s": tpot,
+                    "estimate_s": rounds * (ttft_s + expected * tpot),
+                }
+            )
+    return rows

@@ -1,0 +1,295 @@
+"""An interleaved pair: refused before start where it cannot run, its swaps against vLLM's sleep
+endpoints (byog's loopback vLLM), the ABBA visits of a point, and the time it records."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from byog.analysis.time_to_verdict import time_to_verdict, union_length
+from byog.core.errors import UsageError
+from byog.core.io import read_json
+from byog.core.paths import RunDir
+from byog.pipeline import interleave
+from byog.plans.expand import expand_plan
+from byog.plans.load import parse_plan
+from byog.runtimes.record import utc_now, write_server_record
+from byog.runtimes.sleep_mode import PlatformFacts
+from byog.schemas.plan import Plan, ServerConfig
+from byog.schemas.server import Endpoint, PreparedModel, ServerRecord
+from tests.support.fake_vllm import FakeVllm
+
+PLAN = """\
+name: interleave-fake
+model: {path: "builtin:smollm2-135m-instruct"}
+servers:
+  cand: {}
+  stock: {args: [--enforce-eager]}
+baseline: stock
+pairs: [{candidate: cand, baseline: stock, interleave: true}]
+workloads:
+  - {kind: batch, isl: [16], osl: [8], batch_sizes: [1, 2], warmup_waves: 1, waves: 4}
+"""
+
+
+def _plan(text: str = PLAN) -> Plan:
+    return parse_plan(text, "plan.yaml")
+
+
+def test_the_cpu_platform_is_refused_before_anything_starts() -> None:
+    with pytest.raises(UsageError, match="runs on CpuPlatform, which has no sleep mode"):
+        interleave.check_interleave(_plan(), facts=PlatformFacts("CpuPlatform", False), available=2**40)
+    interleave.check_interleave(_plan(), facts=PlatformFacts("CudaPlatform", True), available=2**40)
+
+
+def test_two_sides_that_do_not_fit_host_memory_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 4096)
+    plan = _plan(PLAN.replace('"builtin:smollm2-135m-instruct"', f'"{tmp_path}"'))
+    with pytest.raises(UsageError, match="both need"):
+        interleave.check_interleave(plan, facts=PlatformFacts("CudaPlatform", True), available=8191)
+    interleave.check_interleave(plan, facts=PlatformFacts("CudaPlatform", True), available=8192)
+
+
+def test_a_server_in_two_interleaved_pairs_is_refused() -> None:
+    text = PLAN.replace(
+        "pairs: [{candidate: cand, baseline: stock, interleave: true}]",
+        "pairs: [{candidate: cand, baseline: stock, interleave: true},"
+        " {candidate: cand, baseline: other, interleave: true}]",
+    ).replace("  stock: {args: [--enforce-eager]}", "  stock: {args: [--enforce-eager]}\n  other: {}")
+    with pytest.raises(Exception, match="one interleaved pair only"):
+        _plan(text)
+
+
+def test_the_pair_is_one_round_where_its_first_server_was() -> None:
+    rounds = interleave.interleaved_rounds(_plan(), [(1, "stock"), (1, "cand"), (1, "x")])
+    assert rounds == [(1, ("cand", "stock")), (1, "x")]
+
+
+def test_a_batch_point_visits_one_wave_at_a_time_in_abba_order() -> None:
+    point = expand_plan(_plan())[0]
+    visits = interleave._visits(point)
+    assert [(seq, side) for seq, side, _, _ in visits] == list(enumerate("ABBAABBA"))
+    # each side's first visit carries the warm-up wave, then one measured wave per visit
+    assert [(first, end) for _, side, first, end in visits if side == "A"] == [(0, 2), (2, 3), (3, 4), (4, 5)]
+
+
+class _FakeServer:
+    def __init__(self, name: str, fake: FakeVllm) -> None:
+        self.name, self.fake = name, fake
+        self.endpoint = Endpoint(base_url=fake.base_url, model="fake")
+        self.stopped = False
+
+    def alive(self) -> bool:
+        return True
+
+    def log_tail(self, lines: int = 30) -> str:
+        return ""
+
+    def restart(self) -> None: ...
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+@pytest.fixture()
+def fakes(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, FakeVllm]]:
+    made = {"stock": FakeVllm(sleep_mode=True), "cand": FakeVllm(sleep_mode=True)}
+    launched: list[ServerConfig] = []
+
+    class Runtime:
+        def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> Any:
+            launched.append(config)
+            write_server_record(
+                server_dir / "server.json",
+                {"name": name, "starts": [{"started_at": utc_now(), "ready_after_s": 2.0}]},
+            )
+            return _FakeServer(name, made[name])
+
+    monkeypatch.setattr(interleave, "runtime_for", lambda config: Runtime())
+    yield made
+    assert all("--enable-sleep-mode" in c.args and c.env["VLLM_SERVER_DEV_MODE"] == "1" for c in launched)
+    for fake in made.values():
+        fake.close()
+
+
+def test_swaps_sleep_the_one_then_wake_the_other_and_are_recorded(fakes: dict[str, FakeVllm], tmp_path: Path) -> None:
+    rd = RunDir(tmp_path)
+    pair = interleave.Pair(_plan(), {"A": "stock", "B": "cand"}, rd)
+    model = PreparedModel(path="m", served_name="fake", tokenizer="m")
+    pair.start("A", model)
+    pair.put_to_sleep("A")
+    pair.start("B", model)
+    for seq, side in enumerate("ABBAABBA"):
+        pair.on(side, seq, "p")  # type: ignore[arg-type]
+    # B is up after its start; A is woken for visits 0, 3 and 7, B for 1 and 5; 2, 4 and 6 need no swap
+    sleep, wake = "sleep?level=1", "wake_up"
+    assert fakes["stock"].calls == ["is_sleeping", sleep, wake, sleep, wake, sleep, wake]
+    assert fakes["cand"].calls == ["is_sleeping", sleep, wake, sleep, wake, sleep]
+    stock = ServerRecord.model_validate(read_json(rd.server_record("stock")))
+    assert stock.sleep_mode is not None and stock.sleep_mode.partner == "cand"
+    assert [s.seq for s in stock.sleep_mode.swaps] == [0, 3, 7]
+    assert all(s.from_server == "cand" and s.sleep_s >= 0 and s.wake_s >= 0 for s in stock.sleep_mode.swaps)
+    assert stock.sleep_mode.asleep_host_rss_bytes is None  # a fake has no process
+    cand = ServerRecord.model_validate(read_json(rd.server_record("cand")))
+    assert cand.sleep_mode is not None and [s.seq for s in cand.sleep_mode.swaps] == [1, 5]
+    assert [span.kind for span in cand.activity] == ["swap", "swap"]
+    pair.stop()
+
+
+def test_a_server_without_the_sleep_endpoints_is_refused_after_it_starts(
+    fakes: dict[str, FakeVllm], tmp_path: Path
+) -> None:
+    fakes["stock"].sleep_mode = False
+    pair = interleave.Pair(_plan(), {"A": "stock", "B": "cand"}, RunDir(tmp_path))
+    with pytest.raises(UsageError, match="does not serve /is_sleeping.*interleave: false"):
+        pair.start("A", PreparedModel(path="m", served_name="fake", tokenizer="m"))
+
+
+def test_time_to_verdict_from_starts_and_spans(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path)
+    (tmp_path / "plan.yaml").write_text(PLAN)
+    t0 = 1_700_000_000.0
+    iso = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(t0))
+    iso_b = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(t0 + 100))
+    write_server_record(
+        rd.server_record("stock"),
+        {
+            "name": "stock",
+            "starts": [{"started_at": iso, "ready_after_s": 90.0}],
+            "activity": [
+                {"kind": "measure", "t0_unix_s": t0 + 200, "t1_unix_s": t0 + 210},
+                {"kind": "eval", "t0_unix_s": t0 + 230, "t1_unix_s": t0 + 260},
+            ],
+        },
+    )
+    write_server_record(
+        rd.server_record("cand"),
+        {
+            "name": "cand",
+            "starts": [{"started_at": iso_b, "ready_after_s": 80.0}],
+            "activity": [
+                {"kind": "swap", "t0_unix_s": t0 + 199, "t1_unix_s": t0 + 200},
+                {"kind": "measure", "t0_unix_s": t0 + 210, "t1_unix_s": t0 + 220},
+            ],
+        },
+    )
+    found = time_to_verdict(rd, _plan())
+    assert found is not None
+    run = found.run
+    assert (run.wall_s, run.starting_s, run.measuring_s, run.evaluating_s, run.swapping_s) == (
+        260.0,
+        170.0,
+        20.0,
+        30.0,
+        1.0,
+    )
+    # busy: [0, 90] + [100, 180] + [199, 220] + [230, 260] = 221 s of 260
+    assert run.idle_s == pytest.approx(39.0)
+    assert run.measuring_share == pytest.approx(20 / 260)
+    cand = next(s for s in found.servers if s.server == "cand")
+    assert (cand.wall_s, cand.starting_s, cand.idle_s) == (120.0, 80.0, pytest.approx(29.0))
+
+
+def test_union_length_counts_overlaps_once() -> None:
+    assert union_length([(0, 10), (5, 15), (20, 21)]) == 16
+
+
+SWEEP_PLAN = """
+name: t
+model: {path: /m}
+servers:
+  cand: {}
+  base: {}
+baseline: base
+pairs: [{candidate: cand, baseline: base, interleave: true}]
+workloads:
+  - {kind: batch, name: decode, batch_sizes: [1, 3], isl: [5], osl: [12], warmup_waves: 1, waves: 4}
+  - {kind: concurrency, name: cl, concurrencies: [2], isl: [1], osl: [16], num_prompts: 6}
+"""
+
+
+class _NoSwap:
+    """Sleep controls of servers that share nothing (two loopback fakes): the order is what is tested."""
+
+    def __init__(self, log: list[str], name: str) -> None:
+        self.log, self.name = log, name
+
+    def sleep(self) -> float:
+        self.log.append(f"sleep {self.name}")
+        return 0.0
+
+    def wake_up(self) -> float:
+        self.log.append(f"wake {self.name}")
+        return 0.0
+
+
+def test_an_interleaved_sweep_writes_abba_rows_that_the_summary_pairs(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from byog.analysis.bench_summary import summarize_bench
+    from byog.analysis.interleave import side_of
+    from byog.bench.ceiling import FakeConfig, FakeServerThread
+    from byog.schemas.bench import read_request_rows
+
+    plan = _plan(SWEEP_PLAN)
+    rd = RunDir(tmp_path)
+    (tmp_path / "plan.yaml").write_text(SWEEP_PLAN)
+    log: list[str] = []
+    with FakeServerThread(FakeConfig(step_s=0.002)) as fa, FakeServerThread(FakeConfig(step_s=0.003)) as fb:
+        pair = interleave.Pair(plan, {"A": "base", "B": "cand"}, rd)
+        for side, name, fake in (("A", "base", fa), ("B", "cand", fb)):
+            pair.servers[side] = _FakeServer(name, fake)  # type: ignore[index,arg-type]
+            pair.controls[side] = _NoSwap(log, name)  # type: ignore[index,assignment]
+            pair.records[side] = {"swaps": []}  # type: ignore[index]
+        pair.awake = "B"
+        interleave._bench(pair, rd, None, Console(quiet=True))
+    batch = [p for p in expand_plan(plan) if p.kind == "batch"][0]
+    rows = {name: read_request_rows(rd.bench_rows(name, batch.point_id)) for name in ("base", "cand")}
+    for name, side in (("base", "A"), ("cand", "B")):
+        measured = [r for r in rows[name] if not r.warmup]
+        assert {r.interleave_side for r in rows[name]} == {side}
+        assert all(side_of(r.interleave_seq) == side for r in measured if r.interleave_seq is not None)
+        assert sorted({r.wave for r in measured}) == [1, 2, 3, 4]  # warm-up wave 0, then one wave per visit
+    assert log[:2] == ["sleep cand", "wake base"]  # visit 0 is A's
+    summary = summarize_bench(rd, plan)
+    units = {c.point_id: c.units for c in summary.comparisons if c.metric == "decode_tok_s"}
+    assert units[batch.point_id] == "ABBA blocks"
+    effects = [w for w in summary.wake_effects if w.point_id == batch.point_id]
+    assert {(w.server, w.woken_waves, w.continued_waves) for w in effects} == {("base", 3, 1), ("cand", 2, 2)}
+    cl = [p for p in expand_plan(plan) if p.kind == "concurrency"][0]
+    assert rd.bench_point_complete("base", cl.point_id) and rd.bench_point_complete("cand", cl.point_id)
+
+
+def test_a_run_without_activity_spans_has_no_time_to_verdict(tmp_path: Path) -> None:
+    """Bundles packed before servers recorded activity: their recomputed summary (and report) gains nothing."""
+    rd = RunDir(tmp_path)
+    write_server_record(
+        rd.server_record("stock"), {"name": "stock", "starts": [{"started_at": utc_now(), "ready_after_s": 9.0}]}
+    )
+    assert time_to_verdict(rd, _plan()) is None
+
+
+def test_the_report_section_shows_the_time_spent() -> None:
+    from byog.report.sections import time_spent
+    from byog.schemas.summary import ServerTime, TimeSpent, TimeToVerdict
+
+    spent = dict(wall_s=100.0, starting_s=60.0, measuring_s=30.0, evaluating_s=0.0, swapping_s=1.5, idle_s=8.5)
+    ttv = TimeToVerdict(run=TimeSpent(**spent, measuring_share=0.3), servers=[ServerTime(server="stock", **spent)])
+
+    class Ctx:
+        class summary:
+            time_to_verdict = ttv
+
+            class bench:
+                wake_effects: list[object] = []
+
+    lines = time_spent.section(Ctx())  # type: ignore[arg-type]
+    assert lines[0] == "## Time to verdict"
+    assert (
+        "| run | 100 | 60 | 30 | 0 | 1.5 | 8 | 30.0% |" in lines
+        or "| run | 100 | 60 | 30 | 0 | 1.5 | 9 | 30.0% |" in lines
+    )
