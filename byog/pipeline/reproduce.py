@@ -61,7 +61,7 @@ from byog.pipeline.numerics import references, server_order
 from byog.pipeline.run import run_server, server_work_done
 from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.expand import expand_plan
-from byog.plans.numerics_roles import check_stock_roles
+from byog.plans.numerics_roles import check_stock_roles, resolve_control
 from byog.plans.subset import Dropped, Overrides, Selection, dropped, reproduction_plan
 from byog.plans.tasks import get_task
 from byog.plans.tiers import tiered_plan_yaml
@@ -237,7 +237,8 @@ def _eval_checks(plan: Plan, original: RunDir, rd: RunDir, min_agreement: float)
 def _plan(original: RunDir, opts: ReproduceOptions) -> tuple[Planned, Summary]:
     """The reproduction's plan from the verified original, and the original's summary."""
     manifest_sha = hashlib.sha256((original.root / MANIFEST_NAME).read_bytes()).hexdigest()
-    plan = plan_of(original)
+    # the control the original ran: the platform default is read from the original's machine
+    plan = resolve_control(plan_of(original), read_json(original.env_json) if original.env_json.is_file() else None)
     o_summary = derive_summary(original)  # verify has just shown it equals the shipped summary.json
     points = _choose_points(plan, o_summary, opts, manifest_sha)
     servers = _choose_servers(plan, o_summary, points, opts)

@@ -76,16 +76,19 @@ COPIED: dict[type[BaseModel], frozenset[str]] = {
         {"envelope_factor", "floor_abs_dlogprob", "floor_kl", "diverge_kl", "min_bucket_positions", "flat_head_ratio"}
     ),
     StockVariant: frozenset({"args", "env"}),  # args through the flag allowlist; env only where the maintainer allows
-    ComparisonPair: frozenset({"candidate", "baseline"}),
+    # what a pair differs in on purpose: the reproduction's pair check reads the same declaration
+    ComparisonPair: frozenset({"candidate", "baseline", "differs_in", "baseline_is_stock"}),
 }
 
 MAINTAINER_OWNED: dict[type[BaseModel], frozenset[str]] = {
     Plan: frozenset({"schema_version", "description"}),  # byog's: the current version, a description it writes
-    ModelSpec: frozenset({"path", "served_name", "tokenizer"}),  # --model-path (byog's built-in model by default)
+    # --model-path (byog's built-in model by default); weights_gib only sizes byog plan's start-up estimate
+    ModelSpec: frozenset({"path", "served_name", "tokenizer", "weights_gib"}),
     ServerConfig: frozenset(
         {"runtime", "image", "platform", "gpus", "url", "env", "hosts", "ssh_options", "node_python", "ray_args"}
     ),
     EvalSpec: frozenset({"passes"}),  # one greedy pass: byog's
+    ComparisonPair: frozenset({"interleave"}),  # sleep mode is the maintainer's platform's: sequential by default
 }
 
 # Models a reproduction never copies, and why.

@@ -29,12 +29,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from byog.core.errors import UsageError
+from byog.core.safe_text import one_line
 from byog.core.settings import config_file, config_setting
 from byog.plans.copied_fields import copied
 from byog.plans.expand import expand_plan
 from byog.plans.gen_kwargs import vet_gen_kwargs, vet_task
+from byog.plans.numerics_menu import is_menu_name
+from byog.plans.numerics_roles import describe_change, menu_name
 from byog.plans.server_flags import vet_server, vet_stock_change
-from byog.schemas.plan import AgenticWorkload, Plan, ServerConfig
+from byog.schemas.plan import AgenticWorkload, Plan, ServerConfig, StockChange
 
 _LOADS = {"batch": "batch_sizes", "concurrency": "concurrencies", "rate": "rates"}
 
@@ -221,13 +224,31 @@ def _evals(plan: Plan, kept: list[str], eval_items: int | None) -> list[dict[str
     return out
 
 
+def _vet_numerics_change(field: str, change: StockChange | None, allowed: Sequence[str]) -> None:
+    """A name from byog's menu runs byog's own arguments; a custom change runs only when the maintainer
+    allows the field (``--allow-flag numerics.control``), and its flags and env pass the allowlist too."""
+    if change is None:
+        return
+    if isinstance(change, str):
+        if not is_menu_name(change):
+            raise UsageError(f"the bundle's {field} {one_line(change, 80)!r} is not on byog's numerics menu")
+        return
+    if menu_name(change) is not None:
+        return
+    vet_stock_change(field, list(change.args), dict(change.env), allowed)
+    if field not in allowed:
+        raise UsageError(
+            f"the bundle's {field} is a custom change ({one_line(describe_change(change), 160)}), not a name from "
+            f"byog's numerics menu; byog reproduce runs it only when you allow it (--allow-flag {field})"
+        )
+
+
 def _numerics(plan: Plan, kept: list[str], allowed: Sequence[str]) -> dict[str, Any] | None:
     """The numerics section, its stock changes through the flag allowlist."""
     if plan.numerics is None:
         return None
     for what in ("control", "envelope_variant"):
-        change = getattr(plan.numerics, what)
-        vet_stock_change(f"numerics.{what}", list(change.args), dict(change.env), allowed)
+        _vet_numerics_change(f"numerics.{what}", getattr(plan.numerics, what), allowed)
     data = copied(plan.numerics)
     if isinstance(data["conformance"], list):
         data["conformance"] = [s for s in data["conformance"] if s in kept]

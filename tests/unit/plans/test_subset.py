@@ -205,10 +205,23 @@ def test_an_allowed_stock_change_reaches_the_derived_server() -> None:
     from byog.plans.numerics_roles import derived_servers
 
     plan = _with_numerics("control: {args: [--trust-remote-code], env: {LD_PRELOAD: /x.so}},")
-    allow = ["--trust-remote-code", "numerics.control.env.LD_PRELOAD"]
+    allow = ["--trust-remote-code", "numerics.control.env.LD_PRELOAD", "numerics.control"]
     built = reproduction_plan(plan, Overrides(allow_flags=allow))
     assert built.numerics is not None and built.numerics.control.args == ["--trust-remote-code"]
     assert derived_servers(built)["baseline.control"].env == {"LD_PRELOAD": "/x.so"}  # only because it was allowed
+
+
+def test_a_custom_stock_change_runs_only_when_the_maintainer_allows_the_field() -> None:
+    plan = _with_numerics("control: {args: [--max-num-seqs, '8']},")
+    with pytest.raises(UsageError, match=r"numerics.control is a custom change .* \(--allow-flag numerics.control\)$"):
+        reproduction_plan(plan, Overrides())
+    built = reproduction_plan(plan, Overrides(allow_flags=["numerics.control"]))
+    assert built.numerics is not None and built.numerics.control.args == ["--max-num-seqs", "8"]  # type: ignore[union-attr]
+
+
+def test_a_menu_name_needs_no_permission() -> None:
+    built = reproduction_plan(_with_numerics("control: fp8-kv,"), Overrides())
+    assert built.numerics is not None and built.numerics.control == "fp8-kv"
 
 
 EVALS = "evals:\n  - {task: gsm8k, limit: 10, passes: 2, gen_kwargs: GEN}\nseeds: [1, 2]\n"
