@@ -339,7 +339,8 @@ def _replayed(kit: Kit) -> Built:
 
 
 def _markup_member(kit: Kit) -> Built:
-    return Built(write_archive(kit.folder / "markup-member.tar.gz", {**kit.files, "plots/[/x][red]boom.png": b"x"}))
+    """A trusted bundle with a member name in rich markup: refused, and quoted inert, by the second pass."""
+    return Built(kit.forge("markup-member", {"plots/[/x][red]boom.png": b"x"}))
 
 
 def _forged_claim_label(kit: Kit) -> Built:
@@ -810,10 +811,11 @@ CASES: list[Case] = [
     Case("markup-member-name", "rich markup ([/x]) in an archive member name", _markup_member, 1, "[/x][red]boom.png"),
     Case(
         "forged-lines-untrusted",
-        "newlines, ANSI escapes and markup printing fake 'ok signature' lines (stranger's manifest)",
+        "newlines, ANSI escapes and markup printing fake 'ok signature' lines (stranger's manifest): the"
+        " subjects of an untrusted manifest are never read, so never printed",
         _forged_lines_untrusted,
         1,
-        "\\x1b[32mok",
+        "not checked: untrusted signer",
     ),
     Case(
         "forged-lines-claim-label", "the same in a trusted bundle's claim label", _forged_claim_label, 1, "\\x1b[32mok"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from byog.bundles.archive import GZIP_HEADER
+from byog.bundles.archive import GZIP_HEADER, archive_order
 from byog.bundles.finalize import Packed, seal_and_pack
 from byog.bundles.manifest import parse_statement, sha256_hex
 from byog.bundles.pack import bundle_contents, fit_budget
@@ -48,7 +48,7 @@ def test_archive_headers_are_normalised(packed: PackedKit) -> None:
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         members = tar.getmembers()
     names = [m.name for m in members]
-    assert names == sorted(names)
+    assert names == archive_order(names) and names[0] == "manifest.intoto.json"  # the gate members first
     assert all(
         m.isreg() and m.mtime == 0 and m.uid == 0 and m.gid == 0 and m.uname == "" and m.gname == "" and m.mode == 0o644
         for m in members
