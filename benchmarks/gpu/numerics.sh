@@ -33,6 +33,7 @@ case "${1:-}" in
     nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv
     setsid nohup bash -c "
       t0=\$(date +%s)
+      python3 -m byog plan $PLAN  # which numerics control byog picks on this platform, and why
       for what in $WHAT; do
         python3 -m byog check \$what $PLAN --run-dir $RUN; echo \"\$what rc=\$? after \$(( \$(date +%s) - t0 )) s\"
       done
