@@ -30,7 +30,7 @@ def test_the_closing_table_marks_an_invalid_point_as_the_report_does(tmp_path: P
     summary = summary.model_copy(update={"bench": summary.bench.model_copy(update={"points": points})})
     out = io.StringIO()
     _print_outcome(summary, Console(file=out, force_terminal=False, width=300))
-    rows = {line.split(" | ")[0].lstrip("| "): line for line in out.getvalue().splitlines() if line.startswith("| ")}
+    rows = {line.split(" | ")[1]: line for line in out.getvalue().splitlines() if line.startswith("| ")}  # pair | point
     assert f"~~{flagged.ratio:.3f}~~ ⚠" in rows[flagged.point_id]
     assert f"invalid: {flagged.baseline}: {REASON}" in rows[flagged.point_id]
     for other in comparisons[1:]:
