@@ -196,7 +196,7 @@ REFUSED = {
 
 NUMERICS_SECTION = (  # the honest baseline is already eager: its envelope variant is another stock change
     "numerics: {random_prompts: 1, random_isl: 16, dataset_prompts: 0, conformance: false, "
-    "envelope_variant: {args: [--max-num-seqs, '8']}}\n"
+    "envelope_variant: chunked-512}\n"
 )
 
 
@@ -313,7 +313,9 @@ def test_a_dry_run_of_a_bundle_with_numerics_shows_the_derived_control_and_varia
     ]
     assert servers == ["baseline", "baseline.control", "baseline.variant", "candidate"], result.output
     argv = [line for line in result.output.splitlines() if line.startswith("    argv: ")]
-    assert argv[1].endswith("--enforce-eager --dtype float16") and argv[2].endswith("--enforce-eager --max-num-seqs 8")
+    assert argv[1].endswith("--enforce-eager --dtype float16") and argv[2].endswith(
+        "--enforce-eager --max-num-batched-tokens 512"
+    )
     assert sorted(p.name for p in nothing_runs.iterdir()) == []
 
 

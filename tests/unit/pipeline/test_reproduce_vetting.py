@@ -23,7 +23,7 @@ SPEC = SyntheticSpec(batch_sizes=(1,), eval_items=4)
 PLAN = plan_yaml(SPEC)
 EVAL = "evals:\n  - task: gsm8k\n"
 _NUMERICS = "numerics: {random_prompts: 1, random_isl: 16, dataset_prompts: 0, conformance: false, "
-HONEST_NUMERICS = _NUMERICS + "envelope_variant: {args: [--max-num-seqs, '8']}}\n"
+HONEST_NUMERICS = _NUMERICS + "envelope_variant: chunked-512}\n"
 BUNDLE_ENV = "    env: {VLLM_USE_FLASHINFER_SAMPLER: '0', HF_TOKEN: hf_secret}\n"
 
 # name -> (plan text, the start of the one-sentence refusal)
@@ -94,7 +94,7 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     )
     plans["honest-numerics"] += HONEST_NUMERICS
     plans["allowable"] = PLAN + HONEST_NUMERICS.replace(
-        "}}\n", "}, control: {args: [--trust-remote-code, --dtype, float16], env: {LD_PRELOAD: /tmp/evil.so}}}\n"
+        "}\n", ", control: {args: [--trust-remote-code, --dtype, float16], env: {LD_PRELOAD: /tmp/evil.so}}}\n"
     )
     for name, text in plans.items():
         rd = make_run_dir(folder / f"run-{name}", SPEC, plan_text=text)
@@ -128,7 +128,13 @@ def test_a_hostile_numerics_or_eval_section_is_refused_in_one_sentence(
 
 
 def test_the_maintainer_can_allow_a_stock_changes_flag_and_env(bundles: dict[str, Path], nothing_runs: Path) -> None:
-    allow = ["--allow-flag=--trust-remote-code", "--allow-flag", "numerics.control.env.LD_PRELOAD"]
+    allow = [
+        "--allow-flag=--trust-remote-code",
+        "--allow-flag",
+        "numerics.control.env.LD_PRELOAD",
+        "--allow-flag",
+        "numerics.control",
+    ]
     result = runner.invoke(
         app,
         ["reproduce", str(bundles["allowable"]), "--allowed-signers", str(bundles["signers"])]
@@ -152,8 +158,8 @@ def test_an_honest_numerics_dry_run_shows_every_flag_env_request_and_what_it_lea
         assert servers[name]["env"]["VLLM_LOGGING_LEVEL"] == "DEBUG"  # the maintainer's, on the derived ones too
         assert "VLLM_USE_FLASHINFER_SAMPLER" not in servers[name]["env"] and "HF_TOKEN" not in servers[name]["env"]
     assert servers["baseline.control"]["argv"][-3:] == ["--enforce-eager", "--dtype", "float16"]
-    assert servers["baseline.variant"]["argv"][-3:] == ["--enforce-eager", "--max-num-seqs", "8"]
-    assert shown["numerics"]["control"] == {"args": ["--dtype", "float16"], "env": {}}
+    assert servers["baseline.variant"]["argv"][-3:] == ["--enforce-eager", "--max-num-batched-tokens", "512"]
+    assert shown["numerics"]["control"] == "fp16"  # the original platform's default, by its menu name
     (gsm8k,) = shown["evals"]
     assert gsm8k["gen_kwargs"] == {} and gsm8k["generation"]["temperature"] == 0.0 and gsm8k["api"] == "completions"
     assert shown["points"][0]["request_body"] == "byog" and shown["points"][0]["prompts"]["kind"] == "random"
