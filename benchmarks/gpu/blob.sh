@@ -20,7 +20,7 @@ case "${1:-}" in
     (cd "$stage" && rm -f b.[0-9]* && split -b 48M -d "$work/blob.tar" b.)
     rm -rf "$work"; ls -l "$stage" ;;
   place)
-    mkdir -p /tmp/blob && cp .stage/b.[0-9]* /tmp/blob/ 2>/dev/null; cp .stage/blob.sha256 /tmp/ 2>/dev/null
+    mkdir -p /tmp/blob && find .stage -name "b.[0-9]*" -exec cp {} /tmp/blob/ \; ; cp .stage/blob.sha256 /tmp/ 2>/dev/null
     echo "blob pieces: $(ls /tmp/blob | wc -l)"
     [ -f /tmp/site/.ok ] && { echo "already placed"; exit 0; }
     [ -f /tmp/blob.sha256 ] || exit 0

@@ -22,12 +22,14 @@ from pathlib import Path
 import httpx
 
 from byog.core.errors import ByogError
+from byog.core.safe_text import one_line
 from byog.schemas.plan import ServerConfig
 
 SLEEP_ARGS = ("--enable-sleep-mode",)
 DEV_MODE_ENV = {"VLLM_SERVER_DEV_MODE": "1"}
 SLEEP_LEVEL = 1  # weights kept in host memory: a wake-up copies them back instead of reloading
 SWAP_TIMEOUT_S = 600.0
+SWAP_POLL_S = 0.02  # between /is_sleeping reads while a swap finishes
 
 # Runs in the Python that would serve: vLLM's own answer, without starting a server.
 _PLATFORM_PROBE = (
@@ -123,9 +125,18 @@ class SleepControl:
                 f"server '{self.name}' does not serve /is_sleeping: it needs --enable-sleep-mode and "
                 "VLLM_SERVER_DEV_MODE=1 on a platform with sleep mode"
             )
-        return bool(response.json().get("is_sleeping"))
+        try:
+            return bool(response.json()["is_sleeping"])
+        except (ValueError, KeyError, TypeError):
+            raise ByogError(
+                f"server '{self.name}': GET /is_sleeping answered {response.status_code} {one_line(response.text, 200)}"
+            ) from None
 
-    def _post(self, path: str, want: str) -> float:
+    def _post(self, path: str, sleeping: bool) -> float:
+        """POST a swap and wait until /is_sleeping says it is done: the seconds until then.
+
+        The answer's body is not read: vLLM 0.24 answers an empty 200 (its router notes the command may
+        not have finished when it returns) and 0.32 a JSON status; /is_sleeping is the same in both."""
         t0 = time.perf_counter()
         try:
             response = httpx.post(f"{self.base_url}{path}", timeout=SWAP_TIMEOUT_S)
@@ -133,16 +144,22 @@ class SleepControl:
             raise ByogError(f"server '{self.name}': POST {path} failed: {err}") from None
         if response.status_code == 404:
             raise SleepModeAbsent(f"server '{self.name}' does not serve {path.split('?')[0]} (no sleep mode)")
-        status = response.json().get("status") if response.status_code == 200 else None
-        if status != want:
-            raise ByogError(f"server '{self.name}': POST {path} answered {response.status_code} {response.text[:200]}")
+        if response.status_code != 200:
+            raise ByogError(
+                f"server '{self.name}': POST {path} answered {response.status_code} {one_line(response.text, 200)}"
+            )
+        while self.is_sleeping() != sleeping:
+            if time.perf_counter() - t0 > SWAP_TIMEOUT_S:
+                state = "asleep" if sleeping else "awake"
+                raise ByogError(f"server '{self.name}' was not {state} {SWAP_TIMEOUT_S:.0f} s after POST {path}")
+            time.sleep(SWAP_POLL_S)
         return time.perf_counter() - t0
 
     def sleep(self) -> float:
-        return self._post(f"/sleep?level={SLEEP_LEVEL}", "sleeping")
+        return self._post(f"/sleep?level={SLEEP_LEVEL}", sleeping=True)
 
     def wake_up(self) -> float:
-        return self._post("/wake_up", "awake")
+        return self._post("/wake_up", sleeping=False)
 
 
 def process_rss_bytes(pid: int | None) -> int | None:

@@ -9,8 +9,9 @@ sends is implemented: /tokenize, /detokenize, /v1/models and /v1/completions wit
 With ``sleep_mode`` (vLLM's ``--enable-sleep-mode`` under ``VLLM_SERVER_DEV_MODE=1``) it serves the
 dev endpoints as vLLM 0.32's ``entrypoints/serve/dev/sleep/api_router.py`` does: ``POST /sleep?level=N``
 answers ``{"status": "sleeping", "level": N}``, ``POST /wake_up`` ``{"status": "awake", "tags": null}``,
-``GET /is_sleeping`` ``{"is_sleeping": bool}``; completions are refused with 503 while asleep. Without
-it those paths are 404, as FastAPI answers a route that is not attached.
+``GET /is_sleeping`` ``{"is_sleeping": bool}``; completions are refused with 503 while asleep. With
+``swap_bodies=False`` the two POSTs answer an empty 200 instead, as vLLM 0.24 does (seen on the H200).
+Without ``sleep_mode`` those paths are 404, as FastAPI answers a route that is not attached.
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ VOCAB = 300
 
 
 class FakeVllm:
-    def __init__(self, noise: float = 0.0, max_model_len: int = 4096, sleep_mode: bool = False) -> None:
+    def __init__(
+        self, noise: float = 0.0, max_model_len: int = 4096, sleep_mode: bool = False, swap_bodies: bool = True
+    ) -> None:
         self.noise, self.max_model_len, self.sleep_mode = noise, max_model_len, sleep_mode
+        self.swap_bodies = swap_bodies
         self.requests: list[dict[str, Any]] = []
         self.sleeping = False
         self.calls: list[str] = []  # the sleep-mode calls, in order: "sleep?level=1", "wake_up", "is_sleeping"
@@ -75,10 +79,17 @@ class FakeVllm:
                     level = int(dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("level", 1))
                     server.calls.append(f"sleep?level={level}")
                     server.sleeping = True
-                    return self._send({"status": "sleeping", "level": level})
+                    return self._swapped({"status": "sleeping", "level": level})
                 server.calls.append("wake_up")
                 server.sleeping = False
-                self._send({"status": "awake", "tags": None})
+                self._swapped({"status": "awake", "tags": None})
+
+            def _swapped(self, body: dict[str, Any]) -> None:
+                if server.swap_bodies:
+                    return self._send(body)
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}"

@@ -126,9 +126,10 @@ def test_swaps_sleep_the_one_then_wake_the_other_and_are_recorded(fakes: dict[st
     for seq, side in enumerate("ABBAABBA"):
         pair.on(side, seq, "p")  # type: ignore[arg-type]
     # B is up after its start; A is woken for visits 0, 3 and 7, B for 1 and 5; 2, 4 and 6 need no swap
-    sleep, wake = "sleep?level=1", "wake_up"
-    assert fakes["stock"].calls == ["is_sleeping", sleep, wake, sleep, wake, sleep, wake]
-    assert fakes["cand"].calls == ["is_sleeping", sleep, wake, sleep, wake, sleep]
+    # (each swap is confirmed by an /is_sleeping read)
+    sleep, wake = ("sleep?level=1", "is_sleeping"), ("wake_up", "is_sleeping")
+    assert fakes["stock"].calls == ["is_sleeping", *sleep, *wake, *sleep, *wake, *sleep, *wake]
+    assert fakes["cand"].calls == ["is_sleeping", *sleep, *wake, *sleep, *wake, *sleep]
     stock = ServerRecord.model_validate(read_json(rd.server_record("stock")))
     assert stock.sleep_mode is not None and stock.sleep_mode.partner == "cand"
     assert [s.seq for s in stock.sleep_mode.swaps] == [0, 3, 7]

@@ -12,8 +12,10 @@ from byog.schemas.plan import ServerConfig
 from tests.support.fake_vllm import FakeVllm
 
 
-def test_sleep_wake_and_is_sleeping_as_vllm_serves_them() -> None:
-    fake = FakeVllm(sleep_mode=True)
+@pytest.mark.parametrize("swap_bodies", [True, False], ids=["vllm-0.32-json", "vllm-0.24-empty-200"])
+def test_sleep_wake_and_is_sleeping_as_vllm_serves_them(swap_bodies: bool) -> None:
+    """Each swap is confirmed through /is_sleeping, so an empty 200 (vLLM 0.24 on the H200) is a swap too."""
+    fake = FakeVllm(sleep_mode=True, swap_bodies=swap_bodies)
     try:
         control = sleep_mode.SleepControl("stock", fake.base_url)
         assert control.is_sleeping() is False
@@ -21,7 +23,11 @@ def test_sleep_wake_and_is_sleeping_as_vllm_serves_them() -> None:
         assert control.is_sleeping() is True
         assert control.wake_up() >= 0.0
         assert control.is_sleeping() is False
-        assert fake.calls == ["is_sleeping", "sleep?level=1", "is_sleeping", "wake_up", "is_sleeping"]
+        assert fake.calls == [
+            "is_sleeping",
+            *("sleep?level=1", "is_sleeping", "is_sleeping"),  # the swap's own confirmation, then the test's
+            *("wake_up", "is_sleeping", "is_sleeping"),
+        ]
     finally:
         fake.close()
 
