@@ -924,14 +924,32 @@ def reproduce_servers(sentinel: str) -> dict[str, str]:
     }
 
 
-def _reproduce_case(kit: Kit, name: str, servers: str | None) -> Built:
+# Plan sections that reach past the servers: a numerics change and an eval's generation settings.
+_SEEDS, _MARGIN = "seeds: [1234]\n", "    margin: 3.0\n"
+REPRODUCE_SECTIONS = {
+    "numerics": (
+        _SEEDS,
+        _SEEDS + "numerics: {random_prompts: 1, random_isl: 16, dataset_prompts: 0, conformance: false, "
+        "control: {args: [--trust-remote-code, --dtype, float16], env: {LD_PRELOAD: /tmp/evil.so}}}\n",
+    ),
+    "gen-kwargs": (_MARGIN, _MARGIN + "    gen_kwargs: {logits_processors: [evil.Processor]}\n"),
+}
+
+
+def _reproduce_case(kit: Kit, name: str, servers: str | None, section: str | None = None) -> Built:
     """A bundle signed by the trusted key whose plan's servers are ``servers`` (None: the honest
-    plan's), for ``byog reproduce --dry-run``; its sentinel is what the ssh case's ProxyCommand touches."""
+    plan's) and that carries ``section`` of ``REPRODUCE_SECTIONS``, for ``byog reproduce --dry-run``;
+    its sentinel is what the ssh case's ProxyCommand touches."""
     sentinel = kit.folder / f"{name}.ran"
     text = plan_yaml(TINY)
     assert HONEST_SERVERS in text
     chosen = reproduce_servers(str(sentinel))[servers] if servers else HONEST_SERVERS
-    run_dir = make_run_dir(kit.folder / f"{name}-run", TINY, plan_text=text.replace(HONEST_SERVERS, chosen))
+    text = text.replace(HONEST_SERVERS, chosen)
+    if section is not None:
+        where, replacement = REPRODUCE_SECTIONS[section]
+        assert where in text
+        text = text.replace(where, replacement)
+    run_dir = make_run_dir(kit.folder / f"{name}-run", TINY, plan_text=text)
     run_dir.plots_dir.mkdir(exist_ok=True)
     packed = seal_and_pack(run_dir, kit.folder / f"{name}.tar.gz", key=kit.key, plots=None)
     return Built(packed.bundle, ["--dry-run"], command="reproduce", sentinel=sentinel)
@@ -959,6 +977,20 @@ REPRODUCE_CASES: list[Case] = [
         lambda kit: _reproduce_case(kit, "reproduce-unpinned-image", "image"),
         2,
         "which is not pinned by a digest you allow",
+    ),
+    Case(
+        "reproduce-numerics-control",
+        "reproduce --dry-run: numerics.control with --trust-remote-code and LD_PRELOAD",
+        lambda kit: _reproduce_case(kit, "reproduce-numerics-control", None, "numerics"),
+        2,
+        "the bundle's numerics.control passes --trust-remote-code",
+    ),
+    Case(
+        "reproduce-gen-kwargs",
+        "reproduce --dry-run: an eval's gen_kwargs with logits_processors",
+        lambda kit: _reproduce_case(kit, "reproduce-gen-kwargs", None, "gen-kwargs"),
+        2,
+        "sets gen_kwargs.logits_processors, which is not a sampling setting byog sends",
     ),
     Case(
         "reproduce-honest-dry-run",
