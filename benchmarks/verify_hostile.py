@@ -78,8 +78,14 @@ _EARLY = ("FAIL archive", "FAIL manifest", "FAIL hashes", "FAIL signature")
 
 
 def _before_signature(output: str) -> bool:
-    """Refused before the signer is known: the archive or an ungated check failed, or the signer is untrusted."""
-    return "not checked: untrusted signer" in output or any(line.startswith(_EARLY) for line in output.splitlines())
+    """Refused before the signer is known: the archive or an ungated check failed, or the signer is untrusted.
+
+    A trusted signer's bundle is read whole only after its signature held (``ok   signature``): an
+    archive refusal then (10,001 members) is a refusal after the signature, held to the later goal."""
+    lines = output.splitlines()
+    if any(line.startswith("ok   signature") for line in lines):
+        return False
+    return "not checked: untrusted signer" in output or any(line.startswith(_EARLY) for line in lines)
 
 
 def _with_gate_column(text: str, gate: dict[str, float]) -> str:

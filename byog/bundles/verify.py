@@ -299,6 +299,7 @@ def verify_bundle(
     claims_model = _load_yaml_model(claims, ClaimsFile, "claims")
     wanted = subject_arg(subject_for)
     report = VerifyReport(bundle=str(bundle))
+    gate_results: list[CheckResult] = []  # what held before the whole archive was read
     try:
         # Before the signer is trusted only the gate members are read, and nothing is written to disk.
         with Extracted(bundle, limits, gate_only=True, keep=GATE_MEMBERS, legacy_order=allow_unsigned) as extracted:
@@ -331,6 +332,7 @@ def verify_bundle(
                 )
                 results += [CheckResult(item.name, "skip", UNTRUSTED) for item in gated]
             else:
+                gate_results, report.signer = list(results), ctx.signer
                 extracted.extract()
                 ctx = replace(ctx, names=extracted.names, digests=extracted.digests, held=extracted.held)
                 results.insert(
@@ -356,5 +358,6 @@ def verify_bundle(
             report.results = results
             report.signer = ctx.signer
     except UnsafeBundle as err:
-        report.results = [CheckResult("archive", "fail", str(err))]
+        # a refusal of the whole archive after the signature held still shows that it held
+        report.results = [CheckResult("archive", "fail", str(err)), *gate_results]
     return report

@@ -65,6 +65,17 @@ def test_json_lists_every_check(signed: Signed) -> None:
     ]
 
 
+def test_a_trusted_bundle_refused_when_read_whole_still_shows_its_signature_held(signed: Signed) -> None:
+    """A refusal of the whole archive comes after the signature: the report says both, in that order of reading."""
+    from byog.bundles.unpack import Limits
+
+    _, _, bundle, allowed = signed
+    report = verify_bundle(bundle, allowed_signers=allowed, limits=Limits(max_members=5))
+    outcome = {r.name: (r.status, r.message) for r in report.results}
+    assert outcome["archive"] == ("fail", "unsafe bundle: more than 5 members")
+    assert outcome["signature"][0] == "pass" and report.signer is not None and not report.verified
+
+
 def test_unknown_signer_fails_with_exit_1_one_line(signed: Signed, tmp_path: Path) -> None:
     _, _, bundle, _ = signed
     _, other = make_key(tmp_path, "bob")
