@@ -108,6 +108,16 @@ def test_for_head_sha_binds_the_candidate_commit(tmp_path: Path, run_dir: RunDir
     assert moved.failures == [f"commit: candidate 'candidate' ran commit {COMMIT}, not the pull request's head {other}"]
 
 
+def test_a_short_recorded_commit_is_bound_to_the_full_head(tmp_path: Path, run_dir: RunDir) -> None:
+    """vLLM's own _version.py records 9 hex digits (the H200 run's 0.24.0: 'ee0da84ab'); the PR head is 40."""
+    edit_server(run_dir, "candidate", identity=identity(commit=COMMIT[:9]))
+    bundle, allowed = pack(tmp_path, run_dir, subject="octo/repo#5")
+    assert verify_bundle(bundle, allowed_signers=allowed, subject_for=f"octo/repo#5@{COMMIT}").verified
+    other = "f" + COMMIT[1:]
+    refused = verify_bundle(bundle, allowed_signers=allowed, subject_for=f"octo/repo#5@{other}")
+    assert [f.split(",")[0] for f in refused.failures] == [f"commit: candidate 'candidate' ran commit {COMMIT[:9]}"]
+
+
 def test_a_released_candidate_is_not_bound_and_the_policy_decides(tmp_path: Path, run_dir: RunDir) -> None:
     edit_server(run_dir, "candidate", identity=identity(commit=None))
     bundle, allowed = pack(tmp_path, run_dir, subject="octo/repo#5")
