@@ -115,7 +115,8 @@ START_PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("loading weights", ("Starting to load model", "Loading safetensors checkpoint shards", "Loading weights")),
     (
         "compiling",
-        ("Warming up model for the compilation", "Dynamo bytecode transform", "Compiling a graph", "torch.compile"),
+        # not a bare "torch.compile": an eager server's first lines say "disabling torch.compile"
+        ("Warming up model for the compilation", "Dynamo bytecode transform", "Compiling a graph"),
     ),
     ("sizing the KV cache", ("Available KV cache memory", "KV cache size", "Memory profiling takes")),
     ("capturing graphs", ("Capturing CUDA graphs", "Capturing graphs", "Graph capturing")),

@@ -108,3 +108,9 @@ def test_cuda_start_lines_name_the_graph_capture() -> None:
         == "compiling"
     )
     assert start_phase("INFO plain line") is None
+    # a real eager start (the Slurm smoke job's baseline) says this before its engine starts: no phase
+    eager = (
+        "(APIServer pid=10958) WARNING 12-02 07:36:48 [vllm.py:1703] Enforce eager set, disabling torch.compile, "
+        "CUDAGraphs, and JIT kernel warmup."
+    )
+    assert start_phase(eager) is None
