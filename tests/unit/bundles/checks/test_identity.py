@@ -133,3 +133,15 @@ def test_a_released_candidate_is_not_bound_and_the_policy_decides(tmp_path: Path
     assert [f.split(" (")[0] for f in strict.failures] == [
         "commit: candidate 'candidate' is a released build: not bound to a commit"
     ]
+
+
+def test_only_a_server_with_no_file_at_all_counts_as_not_launched() -> None:
+    """A numerics candidate byog skipped (a flat baseline) has no file; one whose server.json alone is
+    missing was left out, and its pair is still compared (and fails for the missing record)."""
+    from types import SimpleNamespace
+
+    from byog.bundles.checks.identity import _unlaunched
+
+    names = ["plan.yaml", "servers/stock/server.json", "numerics/stock/record.json", "bench/hidden/p.parquet"]
+    ctx: Any = SimpleNamespace(names=names)
+    assert _unlaunched(ctx, "dummy-compiled") and not _unlaunched(ctx, "stock") and not _unlaunched(ctx, "hidden")
