@@ -8,6 +8,7 @@
 #   HERE:  benchmarks/gpu/blob.sh cut SITE_XZ WEIGHTS_XZ WHEEL_DIR STAGE   -> STAGE/b.NN, STAGE/blob.sha256
 #   THERE: benchmarks/gpu/blob.sh place            (each call: carry [".stage/b.NN", ...]; the last one unpacks)
 #   THERE: benchmarks/gpu/blob.sh runs             numerics (issue 37) then interleave (issue 38), in the background
+#                                                  (BLOB_RUNS=interleave: the interleave pair alone)
 #   THERE: benchmarks/gpu/blob.sh poll             log tails and a non-destructive archive of both run dirs in $OUT
 set -u
 case "${1:-}" in
@@ -39,10 +40,12 @@ for w in sorted(pathlib.Path("/tmp/wh").glob("*.whl")):
     [ -n "$missing" ] && python3 -m pip install -q --no-deps --no-index --target /tmp/site2 $missing 2>&1 | tail -3
     PYTHONPATH=/tmp/site:/tmp/site2 python3 -c "import vllm, lm_eval, scipy, rfc8785, pynvml; print('imports ok: vllm', vllm.__version__)" \
       && touch /tmp/site/.ok && echo "placed in $(( $(date +%s) - t0 )) s"; sha256sum /tmp/models/smollm2-bf16/model.safetensors ;;
-  runs)
+  runs)  # BLOB_RUNS=interleave runs the interleave pair alone
     setsid nohup bash -c '
-      NUMERICS_PLAN=benchmarks/gpu/numerics-smollm2.yaml NUMERICS_WHAT=numerics benchmarks/gpu/numerics.sh run
-      until grep -q "^DONE" /tmp/numerics-smollm2.log 2>/dev/null; do sleep 5; done
+      if [ "${BLOB_RUNS:-all}" != interleave ]; then
+        NUMERICS_PLAN=benchmarks/gpu/numerics-smollm2.yaml NUMERICS_WHAT=numerics benchmarks/gpu/numerics.sh run
+        until grep -q "^DONE" /tmp/numerics-smollm2.log 2>/dev/null; do sleep 5; done
+      fi
       benchmarks/gpu/interleave.sh run' > /tmp/blob-runs.log 2>&1 < /dev/null &
     echo "started (pid $!)" ;;
   poll)
@@ -52,5 +55,5 @@ for w in sorted(pathlib.Path("/tmp/wh").glob("*.whl")):
     dirs=$(cd /tmp/runs 2>/dev/null && ls -d numerics-smollm2 interleave-smollm2 2>/dev/null)
     [ -n "$dirs" ] && tar -C /tmp/runs --exclude='bundle.tar.gz' --exclude='server.log' -cJf "$OUT/runs-partial.tar.xz" $dirs
     ls -l "$OUT" ;;
-  *) sed -n '2,13p' "$0"; exit 2 ;;
+  *) sed -n '2,12p' "$0"; exit 2 ;;
 esac
