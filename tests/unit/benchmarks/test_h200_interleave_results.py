@@ -1,0 +1,50 @@
+"""The committed H200 interleaved run re-derives from its raw rows (benchmarks/results/h200-interleave)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from byog.core.io import read_json
+from byog.core.paths import RunDir
+from byog.schemas.bench import read_request_rows
+
+pytestmark = pytest.mark.gpu_evidence
+
+REPO = Path(__file__).resolve().parents[3]
+ROOT = REPO / "benchmarks" / "results" / "h200-interleave"
+ABBA = ["A", "B", "B", "A"] * 4  # 8 waves a side, a swap at every change of side
+
+
+def test_every_point_ran_in_abba_waves_and_every_swap_is_recorded() -> None:
+    rd = RunDir(ROOT / "interleaved")
+    for point in ("decode-b1-isl128-osl128", "decode-b8-isl128-osl128"):
+        sides: dict[int, str] = {}
+        for server in ("stock", "eager"):
+            for row in read_request_rows(rd.bench_rows(server, point)):
+                assert row.interleave_seq is not None and row.interleave_side is not None
+                sides.setdefault(row.interleave_seq, row.interleave_side)
+                assert sides[row.interleave_seq] == row.interleave_side  # one side per wave slot
+        assert [sides[seq] for seq in sorted(sides)] == ABBA
+    for server, side in (("stock", "A"), ("eager", "B")):
+        sleep = read_json(rd.server_dir(server) / "server.json")["sleep_mode"]
+        assert sleep["side"] == side and len(sleep["swaps"]) == 9
+        assert all(0 < s["sleep_s"] < 1.0 and 0 < s["wake_s"] < 1.0 for s in sleep["swaps"])
+        assert sleep["asleep_gpu_used_bytes"] < sleep["awake_gpu_used_bytes"] / 10
+
+
+def test_the_table_prints_the_block_bootstrap_ratio_beside_the_sequential_run() -> None:
+    out = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "interleave_table.py"), str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    assert "decode-b1-isl128-osl128: eager 69.8 / stock 537.3 tok/s = 0.1298, 95% CI 0.1151-0.1476" in out
+    assert "(width 0.0326; resampled ABBA blocks)" in out
+    assert "decode-b1-isl128-osl128: eager 71.9 / stock 442.8 tok/s = 0.1625, 95% CI 0.1519-0.1736" in out
+    assert "resampled waves" in out and "flagged True" not in out
