@@ -29,7 +29,8 @@ from byog.pipeline.numerics import (
     server_order,
     skipped_as_insensitive,
 )
-from byog.pipeline.run import open_run_dir, print_numerics
+from byog.pipeline.opening import open_run_dir
+from byog.pipeline.run import print_numerics
 from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.numerics_roles import launch_config, resolve_control
 from byog.schemas.summary import Summary

@@ -9,7 +9,6 @@ was measured, else the server's median) replace them.
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
 import statistics
@@ -24,8 +23,8 @@ from byog.core.errors import UsageError
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.images.fingerprint import environment_fingerprint
-from byog.images.models import model_config_dir
 from byog.pipeline.eval_power import eval_power_rows, eval_prior
+from byog.pipeline.kv_overview import check_plan_kv
 from byog.pipeline.slurm_submit import SubmitOptions, batch_script, default_run_dir
 from byog.pipeline.startup_estimate import (
     EvalEstimate,
@@ -35,7 +34,6 @@ from byog.pipeline.startup_estimate import (
     startup_parts,
 )
 from byog.plans.expand import check_plan_fits, expand_plan, probe_point, search_workloads
-from byog.plans.kv_memory import PointKv, check_kv_fits, kv_shape, plan_kv, server_kv_settings
 from byog.plans.load import load_plan, parse_plan
 from byog.plans.numerics_roles import (
     control_choice,
@@ -48,7 +46,6 @@ from byog.plans.numerics_roles import (
 from byog.plans.tiers import TIERS, apply_tier, eval_items, find_placeholders
 from byog.runtimes.cluster import describe_cluster
 from byog.runtimes.launch import local_vllm_argv, server_env, vllm_serve_args
-from byog.runtimes.local import cpu_vllm_installed
 from byog.schemas.bench import BenchPoint
 from byog.schemas.plan import Plan, SyntheticSessions, TraceSource
 from byog.schemas.server import PreparedModel
@@ -135,16 +132,6 @@ class PlanOverview(Estimate):
     evals: list[dict[str, Any]]
     eval_prior: str  # which earlier run the eval model comes from, as a sentence
     numerics: list[dict[str, Any]]  # per baseline: the control and envelope variant byog adds, and their cost
-
-
-class _KvChecked(TypedDict):
-    checked: bool  # False: no config.json readable here (a hub id, a path on the GPU machine)
-    note: str
-    rows: list[PointKv]
-
-
-class KvOverview(_KvChecked, total=False):
-    caveats: list[str]  # what the KV model leaves out for this config (only when checked)
 
 
 def launch_command(plan: Plan, server: str) -> str:
@@ -418,37 +405,6 @@ def slurm_batch(plan_ref: str | None, plan: Plan, tier: str) -> str | None:
         return None
     opts = SubmitOptions(run_dir=default_run_dir().parent / "RUN_ID", tier=tier)
     return batch_script(plan_ref, plan, opts)
-
-
-def kv_overview(plan: Plan) -> KvOverview:
-    """The KV cache every (server, point) needs per GPU, from the model's config.json, against each
-    server's stated budget (byog.plans.kv_memory); ``checked: false`` with the reason when the
-    config cannot be read here (a hub id, a path on the GPU machine)."""
-    folder = model_config_dir(plan.model)
-    if folder is None:
-        return {
-            "checked": False,
-            "note": f"KV cache not checked: no config.json readable for {plan.model.path} here",
-            "rows": [],
-        }
-    config_json = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    cpu = {name: c.runtime == "local" and cpu_vllm_installed() for name, c in plan.servers.items()}
-    envs = {name: server_env(c, cpu_build=cpu[name]) for name, c in plan.servers.items()}
-    rows = plan_kv(plan, config_json, envs, cpu)
-    caveats = sorted({caveat for c in plan.servers.values() for caveat in kv_shape(config_json, **_dtypes(c)).caveats})
-    return {"checked": True, "note": f"KV cache from {folder / 'config.json'}", "caveats": caveats, "rows": rows}
-
-
-def _dtypes(config: Any) -> dict[str, str]:
-    kv = server_kv_settings(config)
-    return {"kv_cache_dtype": kv["kv_cache_dtype"], "model_dtype": kv["model_dtype"]}
-
-
-def check_plan_kv(plan: Plan) -> KvOverview:
-    """``kv_overview``, refusing (UsageError naming the point) a point whose KV cache cannot fit."""
-    overview = kv_overview(plan)
-    check_kv_fits(overview["rows"])
-    return overview
 
 
 def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> PlanOverview:

@@ -28,72 +28,25 @@ from byog.analysis.validity import comparison_invalid_reasons
 from byog.bench.sweep import run_bench_for_server
 from byog.bundles.finalize import finalize_run
 from byog.core.console_tables import TextTable, print_table
-from byog.core.errors import UsageError
-from byog.core.io import atomic_write_json, atomic_write_text, read_json
-from byog.core.paths import RunDir, new_run_id
-from byog.core.settings import runs_dir
+from byog.core.io import atomic_write_json, read_json
+from byog.core.paths import RunDir
 from byog.evals.runner import run_evals_for_server
 from byog.images.fingerprint import environment_fingerprint
-from byog.images.models import check_model_reference, prepare_model
+from byog.images.models import prepare_model
 from byog.pipeline.activity import spent
 from byog.pipeline.derive import derive_and_write
-from byog.pipeline.interleave import check_interleave, interleaved_rounds, run_interleaved_pair
+from byog.pipeline.interleave import interleaved_rounds, run_interleaved_pair
 from byog.pipeline.numerics import launch_for_numerics, numerics_done, run_numerics_for_server, server_order
-from byog.pipeline.planview import check_plan_kv
+from byog.pipeline.opening import open_run_dir
 from byog.pipeline.signals import sigterm_as_interrupt
 from byog.pipeline.start_progress import StartProgress, elapsed, watch_start
-from byog.plans.expand import check_plan_fits, expand_plan
-from byog.plans.load import load_plan, parse_plan
-from byog.plans.numerics_roles import check_stock_roles, launch_config, resolve_control
-from byog.plans.tiers import apply_tier, require_no_placeholders, tiered_plan_yaml
+from byog.plans.expand import expand_plan
+from byog.plans.numerics_roles import launch_config, resolve_control
 from byog.report.format import struck
 from byog.schemas.manifest import BundleSubject, subject_arg
 from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer, ServerRecord
 from byog.schemas.summary import Summary
-
-
-def open_run_dir(plan_ref: str | None, run_dir: Path | None, tier: str = "full") -> tuple[Plan, RunDir]:
-    """Create a new run directory, or reopen one to resume (its plan.yaml must match).
-
-    The plan recorded is the plan as run: with a tier other than ``full`` that is the cut-down
-    plan, because verify re-derives the points from plan.yaml.
-    """
-    if run_dir is not None and (run_dir / "plan.yaml").is_file():
-        recorded = (run_dir / "plan.yaml").read_text(encoding="utf-8")
-        if plan_ref is not None and _plan_text(plan_ref, tier)[1] != recorded:
-            raise UsageError(f"{run_dir} holds a run of a different plan or tier; pick a new --run-dir to start over")
-        return parse_plan(recorded, str(run_dir / "plan.yaml")), RunDir(run_dir)
-    plan, text = _plan_text(plan_ref, tier)
-    _check_before_start(plan, plan_ref)
-    root = run_dir or runs_dir() / new_run_id()
-    if root.exists() and any(root.iterdir()):
-        raise UsageError(f"{root} exists and is not a byog run directory (no plan.yaml); pick another --run-dir")
-    rd = RunDir(root)
-    atomic_write_text(rd.plan_yaml, text)
-    return plan, rd
-
-
-def _plan_text(plan_ref: str | None, tier: str) -> tuple[Plan, str]:
-    plan, text = load_plan(plan_ref)
-    if tier == "full":
-        return plan, text  # recorded verbatim, comments and all
-    tiered = apply_tier(plan, tier)
-    return tiered, tiered_plan_yaml(tiered)
-
-
-def _check_before_start(plan: Plan, plan_ref: str | None) -> None:
-    """Everything that can be refused without launching: refuse it before a run directory exists."""
-    where = plan_ref or "the smoke profile"
-    require_no_placeholders(plan)
-    check_model_reference(plan.model, where=where)
-    try:
-        check_plan_fits(plan)
-        check_plan_kv(plan)
-        check_stock_roles(resolve_control(plan, environment_fingerprint()))
-        check_interleave(plan)
-    except UsageError as err:
-        raise UsageError(f"{where}: {err}") from None
 
 
 def server_work_done(plan: Plan, server: str, rd: RunDir) -> bool:

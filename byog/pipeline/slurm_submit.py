@@ -26,9 +26,11 @@ from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.paths import new_run_id
 from byog.core.safe_text import one_line
 from byog.core.settings import runs_dir
+from byog.pipeline.opening import open_run_dir
 from byog.plans.load import builtin_profiles, load_plan
 from byog.plans.tiers import apply_tier
 from byog.runtimes.launchers import world_size
+from byog.runtimes.local import cpu_vllm_installed
 from byog.schemas.plan import Plan, ServerConfig
 
 BATCH_FILE = "slurm-batch.sh"
@@ -62,8 +64,6 @@ def server_gpus_per_node(config: ServerConfig, cpu: bool) -> int:
 
 def _cpu_plan(plan: Plan) -> bool:
     """The embedded default (CPU vLLM, no image): the job asks for no GPUs."""
-    from byog.runtimes.local import cpu_vllm_installed
-
     return all(not c.image for c in plan.servers.values()) and cpu_vllm_installed()
 
 
@@ -185,8 +185,6 @@ def prepare_submission(plan_ref: str | None, opts: SubmitOptions) -> tuple[Plan,
 
 def submit(plan_ref: str | None, opts: SubmitOptions) -> tuple[str, Path]:
     """Open the run directory (plan.yaml, placeholders checked), write the script there, sbatch it."""
-    from byog.pipeline.run import open_run_dir
-
     if opts.partition:
         check_partition(opts.partition)
     _, rd = open_run_dir(plan_ref, opts.run_dir, opts.tier)
