@@ -12,7 +12,7 @@ import ssl
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from html import unescape
 from http.server import BaseHTTPRequestHandler, HTTPServer, SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -155,8 +155,27 @@ def _run(event: Path, work: Path, github: str, cert: Path, **extra: str) -> subp
     return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=600, check=False)
 
 
+@pytest.fixture()
+def pr_checks(tmp_path: Path) -> Callable[[str, str], dict[str, str]]:
+    """The PR's claims and policy files, as the workflow passes them (BYOG_CLAIMS, BYOG_POLICY): the
+    policy requires gsm8k; each call rewrites the claims file to one gsm8k verdict claim on the
+    candidate, ``name`` claiming ``verdict``, and answers the two variables."""
+    claims = tmp_path / "claims.yaml"
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("schema_version: 1\nrequired_tasks: [gsm8k]\n")
+
+    def claiming(name: str, verdict: str) -> dict[str, str]:
+        claims.write_text(
+            f"schema_version: 1\nclaims:\n  - kind: verdict\n    name: {name}\n    task: gsm8k\n"
+            f"    candidate: candidate\n    verdict: {verdict}\n"
+        )
+        return {"BYOG_CLAIMS": str(claims), "BYOG_POLICY": str(policy)}
+
+    return claiming
+
+
 def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
-    bundles: dict[str, Path], github: str, tmp_path: Path
+    bundles: dict[str, Path], github: str, tmp_path: Path, pr_checks: Callable[[str, str], dict[str, str]]
 ) -> None:
     folder = bundles["folder"]
     comments = tmp_path / "comments.json"  # an older link in the body, the newest in a comment: the newest is checked
@@ -168,13 +187,6 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
             ]
         )
     )
-    claims = tmp_path / "claims.yaml"
-    claims.write_text(
-        "schema_version: 1\nclaims:\n  - kind: verdict\n    name: gsm8k no worse\n    task: gsm8k\n"
-        "    candidate: candidate\n    verdict: equivalent\n"
-    )
-    policy = tmp_path / "policy.yaml"
-    policy.write_text("schema_version: 1\nrequired_tasks: [gsm8k]\n")
     event = _event(folder, "Faster decode. Old bundle: https://alice.example/stale.tar.gz")
     work = tmp_path / "work"
     result = _run(
@@ -183,8 +195,7 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
         github,
         bundles["cert"],
         BYOG_PR_COMMENTS=str(comments),
-        BYOG_CLAIMS=str(claims),
-        BYOG_POLICY=str(policy),
+        **pr_checks("gsm8k no worse", "equivalent"),
     )
     comment = (work / "comment.md").read_text() if (work / "comment.md").is_file() else ""
     # the claim is a verdict the synthetic bundle does not reach: verify fails it, and says which
@@ -200,10 +211,6 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
     )
     assert "The report is not shown" in comment and (work / "summary.md").read_text() == comment
 
-    claims.write_text(
-        "schema_version: 1\nclaims:\n  - kind: verdict\n    name: gsm8k unsure\n    task: gsm8k\n"
-        "    candidate: candidate\n    verdict: inconclusive\n"
-    )
     work = tmp_path / "work-2"
     result = _run(
         event,
@@ -211,8 +218,7 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
         github,
         bundles["cert"],
         BYOG_PR_COMMENTS=str(comments),
-        BYOG_CLAIMS=str(claims),
-        BYOG_POLICY=str(policy),
+        **pr_checks("gsm8k unsure", "inconclusive"),
     )
     comment = (work / "comment.md").read_text()
     assert result.returncode == 0, result.stdout + result.stderr + comment
