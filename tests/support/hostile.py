@@ -39,6 +39,7 @@ from byog.bundles.sign import SigningKey, sign_bytes
 from byog.bundles.unpack import Limits
 from byog.core.canonical import canonical_json
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME
+from tests.support.cli import BYOG
 from tests.support.keys import make_key
 from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
 
@@ -1053,9 +1054,7 @@ def run_byog(kit: Kit, built: Built, name: str) -> Outcome:
         "DOCKER_HOST": f"unix://{temp}/no-docker.sock",  # an image that did start would fail loudly
     }
     verify = [
-        sys.executable,
-        "-m",
-        "byog",
+        *BYOG,
         built.command,
         str(built.bundle),
         "--allowed-signers",
