@@ -16,18 +16,19 @@ import os
 
 import pytest
 
-from tests.support.smoke import SigningKey, SmokeRun, local_smoke_run, make_signing_key, submitted_smoke_run
+from tests.support.keys import ContributorKey, make_contributor_key
+from tests.support.smoke import SmokeRun, local_smoke_run, submitted_smoke_run
 
 
 @pytest.fixture(scope="session")
-def signing_key(tmp_path_factory: pytest.TempPathFactory) -> SigningKey:
+def signing_key(tmp_path_factory: pytest.TempPathFactory) -> ContributorKey:
     """A real OpenSSH key made for the session, and an allowed_signers file that trusts it."""
-    return make_signing_key(tmp_path_factory.mktemp("keys"))
+    return make_contributor_key(tmp_path_factory.mktemp("keys"))
 
 
 @pytest.fixture(scope="session")
 def smoke_run(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, signing_key: SigningKey
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, signing_key: ContributorKey
 ) -> SmokeRun:
     """The session's one smoke run, submitted through Slurm where a test cluster runs, else local."""
     from tests.support.slurm import slurm_available

@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from byog.runtimes.local import group_alive
-from tests.support.smoke import SigningKey, SmokeRun, byog_cli, byog_env
+from tests.support.cli import byog, byog_env
+from tests.support.keys import ContributorKey, ssh_keygen
+from tests.support.smoke import SmokeRun
 
 pytestmark = [pytest.mark.integration, pytest.mark.slurm]
-
-
-def byog(*args: str, cwd: Path, key: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = byog_env(**({"BYOG_SIGNING_KEY": str(key)} if key is not None else {}))
-    return byog_cli(*args, cwd=cwd, env=env)
 
 
 def test_smoke_run_writes_the_run_directory(smoke_run: SmokeRun) -> None:
@@ -67,29 +62,31 @@ def test_smoke_run_writes_the_run_directory(smoke_run: SmokeRun) -> None:
 
 
 def test_rerun_resumes_without_launching_and_derives_the_same_summary(
-    smoke_run: SmokeRun, signing_key: SigningKey
+    smoke_run: SmokeRun, signing_key: ContributorKey
 ) -> None:
     run_dir = smoke_run.run_dir
     assert smoke_run.returncode == 0
     before = (run_dir / "summary.json").read_bytes()
-    again = byog("run", "--run-dir", str(run_dir), cwd=run_dir.parent, key=signing_key.key)
+    again = byog("run", "--run-dir", str(run_dir), cwd=run_dir.parent, env=byog_env(signing_key=signing_key.key))
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert again.stdout.count("already complete; not launched") == 2
     assert (run_dir / "summary.json").read_bytes() == before
 
 
-def test_the_run_ends_with_a_signed_bundle_that_verifies(smoke_run: SmokeRun, signing_key: SigningKey) -> None:
+def test_the_run_ends_with_a_signed_bundle_that_verifies(smoke_run: SmokeRun, signing_key: ContributorKey) -> None:
     run_dir = smoke_run.run_dir
     assert smoke_run.returncode == 0
     bundle = run_dir / "bundle.tar.gz"
     assert bundle.is_file()
-    checked = byog("verify", str(bundle), "--allowed-signers", str(signing_key.allowed_signers), cwd=run_dir.parent)
+    checked = byog(
+        "verify", str(bundle), "--allowed-signers", str(signing_key.allowed_signers), cwd=run_dir.parent, env=byog_env()
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "contributor@example.com" in checked.stdout
     other = run_dir.parent / "other_key"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    ssh_keygen(other)
     stranger = run_dir.parent / "stranger_signers"
     stranger.write_text(f"someone@example.com {(run_dir.parent / 'other_key.pub').read_text()}")
-    rejected = byog("verify", str(bundle), "--allowed-signers", str(stranger), cwd=run_dir.parent)
+    rejected = byog("verify", str(bundle), "--allowed-signers", str(stranger), cwd=run_dir.parent, env=byog_env())
     assert rejected.returncode == 1, rejected.stdout + rejected.stderr
     assert "wrong signer" in rejected.stdout

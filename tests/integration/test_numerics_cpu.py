@@ -29,14 +29,14 @@ candidate; the bf16 server's sampling check fails with a one-line reason; verify
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+
+from tests.support.cli import byog, byog_env
 
 pytestmark = pytest.mark.integration
 
@@ -67,19 +67,19 @@ numerics:
 """
 
 
-def byog(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    env.pop("BYOG_SIGNING_KEY", None)
-    return subprocess.run(
-        [sys.executable, "-m", "byog", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=2400
-    )
-
-
 @pytest.fixture(scope="module")
 def numerics_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     work = tmp_path_factory.mktemp("numerics")
     (work / "plan.yaml").write_text(PLAN)
-    return work / "run", byog("run", str(work / "plan.yaml"), "--run-dir", str(work / "run"), cwd=work)
+    return work / "run", byog(
+        "run",
+        str(work / "plan.yaml"),
+        "--run-dir",
+        str(work / "run"),
+        cwd=work,
+        env=byog_env(unsigned=True),
+        timeout=2400,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +171,14 @@ def test_verify_recomputes_every_verdict(
     numerics_run: tuple[Path, subprocess.CompletedProcess[str]], numerics: dict[str, Any]
 ) -> None:
     run_dir, _ = numerics_run
-    checked = byog("verify", str(run_dir / "bundle.tar.gz"), "--allow-unsigned", cwd=run_dir.parent)
+    checked = byog(
+        "verify",
+        str(run_dir / "bundle.tar.gz"),
+        "--allow-unsigned",
+        cwd=run_dir.parent,
+        env=byog_env(unsigned=True),
+        timeout=2400,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
@@ -186,7 +193,7 @@ def test_a_variant_flag_vllm_refuses_is_one_sentence_and_no_verdict(numerics_run
     shutil.rmtree(copy / "servers" / "stock.variant")
     plan = (copy / "plan.yaml").read_text()
     (copy / "plan.yaml").write_text(plan.replace('--max-num-batched-tokens, "256"', "--max-num-batched-tokens, lots"))
-    result = byog("check", "numerics", "--run-dir", str(copy), cwd=tmp_path)
+    result = byog("check", "numerics", "--run-dir", str(copy), cwd=tmp_path, env=byog_env(unsigned=True), timeout=2400)
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
     message = result.stderr.strip().splitlines()[-1]
     assert "numerics.envelope_variant: the server 'stock.variant' did not start" in message, message

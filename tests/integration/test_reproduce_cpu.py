@@ -18,45 +18,22 @@ ATTEMPTS runs, each into a new run directory. A box that flags every attempt fai
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from byog.bundles.sign import SigningKey
 from byog.schemas.server import Endpoint
+from tests.support.cli import byog, byog_env
 from tests.support.doctor import doctored_bundle
+from tests.support.keys import make_key
 
 pytestmark = pytest.mark.integration
 
 POINTS = ("decode-b1-isl16-osl32", "decode-b2-isl16-osl32")
 ATTEMPTS = 3
-
-
-def byog(*args: str, cwd: Path, key: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    env.pop("BYOG_SIGNING_KEY", None)
-    if key is not None:
-        env["BYOG_SIGNING_KEY"] = str(key)
-    return subprocess.run(
-        [sys.executable, "-m", "byog", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
-
-
-def _key(folder: Path, name: str) -> tuple[Path, str]:
-    path = folder / name
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(path)], check=True)
-    return path, " ".join(Path(f"{path}.pub").read_text().split()[:2])
 
 
 def _valid_everywhere(run_dir: Path) -> list[str]:
@@ -70,8 +47,9 @@ def made(endpoint: Endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     """The contributor's bundle (from `byog run`), a doctored copy of it, the keys, and the points
     the bundle holds valid (a run with none is made again, at most ATTEMPTS runs)."""
     work = tmp_path_factory.mktemp("reproduce-cpu")
-    contributor, contributor_pub = _key(work, "contributor")
-    maintainer, maintainer_pub = _key(work, "maintainer")
+    contributor_key, contributor_pub = make_key(work, "contributor")
+    maintainer_key, maintainer_pub = make_key(work, "maintainer")
+    contributor, maintainer = contributor_key.path, maintainer_key.path
     signers = work / "allowed_signers"
     signers.write_text(
         f'contributor@example.com namespaces="byog-bundle@v1" {contributor_pub}\n'
@@ -89,7 +67,15 @@ def made(endpoint: Endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     )
     for attempt in range(1, ATTEMPTS + 1):
         run_dir = work / f"run-{attempt}"
-        run = byog("run", str(plan), "--run-dir", str(run_dir), cwd=work, key=contributor)
+        run = byog(
+            "run",
+            str(plan),
+            "--run-dir",
+            str(run_dir),
+            cwd=work,
+            env=byog_env(unsigned=True, signing_key=contributor),
+            timeout=1200,
+        )
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         if valid := _valid_everywhere(run_dir):
             break
@@ -97,9 +83,7 @@ def made(endpoint: Endpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     shipped = work / "shipped" / "bundle.tar.gz"  # as a maintainer downloads it
     shipped.parent.mkdir()
     shutil.copy(run_dir / "bundle.tar.gz", shipped)
-    doctored = doctored_bundle(
-        run_dir, work / "doctored-bundle" / "bundle.tar.gz", SigningKey(contributor, "test"), factor=0.5
-    ).bundle
+    doctored = doctored_bundle(run_dir, work / "doctored-bundle" / "bundle.tar.gz", contributor_key, factor=0.5).bundle
     assert _valid_everywhere(run_dir) == valid  # the doctor keeps each point as valid as it was
     return {
         "work": work,
@@ -144,7 +128,8 @@ def _reproduce(
             "0.2",
             *extra,
             cwd=made["work"],
-            key=made["maintainer"],
+            env=byog_env(unsigned=True, signing_key=made["maintainer"]),
+            timeout=1200,
         )
         record_path = run_dir / "reproduction.json"
         record = json.loads(record_path.read_text()) if record_path.is_file() else {}
@@ -177,7 +162,15 @@ def test_a_bundle_from_another_run_reproduces_on_the_real_server(made: dict[str,
     assert gsm8k["agreement"] == 1.0  # greedy, same weights, same server: the same extracted answers
     assert result.returncode == 0 and record["outcome"] == "reproduced", result.stderr[-2000:]
     beside = made["shipped"].parent / "bundle.reproduction.tar.gz"
-    verified = byog("verify", str(beside), "--allowed-signers", str(made["signers"]), cwd=made["work"])
+    verified = byog(
+        "verify",
+        str(beside),
+        "--allowed-signers",
+        str(made["signers"]),
+        cwd=made["work"],
+        env=byog_env(unsigned=True),
+        timeout=1200,
+    )
     assert verified.returncode == 0 and "maintainer@example.com" in verified.stdout, verified.stdout
     report = byog(
         "report",
@@ -187,6 +180,8 @@ def test_a_bundle_from_another_run_reproduces_on_the_real_server(made: dict[str,
         "--allowed-signers",
         str(made["signers"]),
         cwd=made["work"],
+        env=byog_env(unsigned=True),
+        timeout=1200,
     )
     assert report.returncode == 0, report.stdout + report.stderr
     text = (made["work"] / "report" / "report.md").read_text()
@@ -194,7 +189,15 @@ def test_a_bundle_from_another_run_reproduces_on_the_real_server(made: dict[str,
 
 
 def test_a_doctored_bundle_verifies_and_is_caught_by_a_reproduction(made: dict[str, Any]) -> None:
-    checked = byog("verify", str(made["doctored"]), "--allowed-signers", str(made["signers"]), cwd=made["work"])
+    checked = byog(
+        "verify",
+        str(made["doctored"]),
+        "--allowed-signers",
+        str(made["signers"]),
+        cwd=made["work"],
+        env=byog_env(unsigned=True),
+        timeout=1200,
+    )
     assert checked.returncode == 0, checked.stdout  # every number recomputes from the doctored rows
     result, record = _reproduce(
         made, made["doctored"], "doctored", "--points", ",".join(made["valid"]), "--eval-items", "0"
@@ -226,7 +229,15 @@ def test_a_bundle_with_numerics_reproduces_its_baseline_first(made) -> None:
         "numerics: {random_prompts: 1, random_isl: 16, dataset_prompts: 1, dataset_isl: 32, max_tokens: 4, "
         "conformance: false}\nseeds: [1234]\n"
     )
-    run = byog("run", str(plan), "--run-dir", str(work / "run"), cwd=work, key=made["work"] / "contributor")
+    run = byog(
+        "run",
+        str(plan),
+        "--run-dir",
+        str(work / "run"),
+        cwd=work,
+        env=byog_env(unsigned=True, signing_key=made["work"] / "contributor"),
+        timeout=1200,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     bundle = work / "run" / "bundle.tar.gz"
     common = (
@@ -237,7 +248,17 @@ def test_a_bundle_with_numerics_reproduces_its_baseline_first(made) -> None:
         "--endpoint",
         f"baseline={url}",
     )
-    dry = byog("reproduce", str(bundle), *common, "--points", "decode-b1-isl16-osl16", "--dry-run", cwd=work)
+    dry = byog(
+        "reproduce",
+        str(bundle),
+        *common,
+        "--points",
+        "decode-b1-isl16-osl16",
+        "--dry-run",
+        cwd=work,
+        env=byog_env(unsigned=True),
+        timeout=1200,
+    )
     assert dry.returncode == 0 and "numerics on baseline, candidate" in dry.stdout, dry.stdout + dry.stderr
     result = byog(
         "reproduce",
@@ -250,7 +271,8 @@ def test_a_bundle_with_numerics_reproduces_its_baseline_first(made) -> None:
         "--run-dir",
         str(work / "reproduction"),
         cwd=work,
-        key=made["maintainer"],
+        env=byog_env(unsigned=True, signing_key=made["maintainer"]),
+        timeout=1200,
     )
     print(result.stdout[-3000:])
     assert result.returncode in (0, 1), result.stdout[-3000:] + result.stderr[-3000:]  # 1: a noisy box's verdict
@@ -267,6 +289,12 @@ def test_a_bundle_with_numerics_reproduces_its_baseline_first(made) -> None:
         ("candidate", "insensitive", "not compared")
     ]
     verified = byog(
-        "verify", str(work / "run" / "bundle.reproduction.tar.gz"), "--allowed-signers", str(made["signers"]), cwd=work
+        "verify",
+        str(work / "run" / "bundle.reproduction.tar.gz"),
+        "--allowed-signers",
+        str(made["signers"]),
+        cwd=work,
+        env=byog_env(unsigned=True),
+        timeout=1200,
     )
     assert verified.returncode == 0, verified.stdout

@@ -11,34 +11,39 @@ anything is written or submitted.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.smoke import SigningKey, SmokeRun, byog_env
+from tests.support.cli import byog, byog_env
+from tests.support.keys import ContributorKey
+from tests.support.smoke import SmokeRun
 
 pytestmark = [pytest.mark.integration, pytest.mark.slurm]
-
-
-def byog(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "byog", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300
-    )
 
 
 def test_a_partition_slurm_lacks_is_refused(slurm_cluster, tmp_path: Path) -> None:
     env = {**os.environ, **slurm_cluster.env}
     run_dir = tmp_path / "run"
-    out = byog("slurm", "submit", "smoke", "--partition", "gpu-nope", "--run-dir", str(run_dir), env=env, cwd=tmp_path)
+    out = byog(
+        "slurm",
+        "submit",
+        "smoke",
+        "--partition",
+        "gpu-nope",
+        "--run-dir",
+        str(run_dir),
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert out.returncode == 2, out.stdout + out.stderr
     assert "Slurm has no partition 'gpu-nope' (it has debug)" in out.stdout + out.stderr
     assert not run_dir.exists() and slurm_cluster.run("squeue", "--noheader").stdout.strip() == ""
 
 
 def test_submit_of_the_smoke_plan_runs_to_a_bundle_that_verifies(
-    slurm_cluster, smoke_run: SmokeRun, signing_key: SigningKey
+    slurm_cluster, smoke_run: SmokeRun, signing_key: ContributorKey
 ) -> None:
     """The session's smoke run is this submission (tests/integration/conftest.py): test_e2e_run
     checks what the run directory holds; here, what Slurm did with the script byog wrote."""
@@ -50,7 +55,13 @@ def test_submit_of_the_smoke_plan_runs_to_a_bundle_that_verifies(
     env = byog_env(**slurm_cluster.env)
     bundle = smoke_run.run_dir / "bundle.tar.gz"
     checked = byog(
-        "verify", str(bundle), "--allowed-signers", str(signing_key.allowed_signers), env=env, cwd=bundle.parent
+        "verify",
+        str(bundle),
+        "--allowed-signers",
+        str(signing_key.allowed_signers),
+        env=env,
+        cwd=bundle.parent,
+        timeout=300,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "contributor@example.com" in checked.stdout

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from itertools import pairwise
 from pathlib import Path
@@ -24,6 +22,7 @@ from byog.core.paths import RunDir
 from byog.core.safe_text import md_text
 from byog.schemas.bench import read_request_rows
 from byog.schemas.summary import read_summary
+from tests.support.cli import byog, byog_env
 
 pytestmark = pytest.mark.integration
 
@@ -33,14 +32,7 @@ NUM_SPEC = 4  # the profile's num_speculative_tokens
 @pytest.fixture(scope="module")
 def spec_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     work = tmp_path_factory.mktemp("spec")
-    result = subprocess.run(
-        [sys.executable, "-m", "byog", "run", "smoke-spec", "--run-dir", str(work / "run")],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    result = byog("run", "smoke-spec", "--run-dir", str(work / "run"), cwd=work, env=byog_env(), timeout=1800)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return RunDir(work / "run")
 
@@ -111,12 +103,7 @@ def test_no_gpu_here_power_is_absent_with_its_reason(spec_run: RunDir) -> None:
 
 
 def test_the_bundle_verifies_every_new_number(spec_run: RunDir) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "byog", "verify", str(spec_run.root / "bundle.tar.gz"), "--allow-unsigned"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = byog("verify", str(spec_run.root / "bundle.tar.gz"), "--allow-unsigned", timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 

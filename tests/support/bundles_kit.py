@@ -1,4 +1,4 @@
-"""Shared by the bundles/security tests: real OpenSSH keys and small synthetic bundles.
+"""Shared by the bundles/security tests: small synthetic bundles (their keys: tests/support/keys.py).
 
 Bundles are built from ``tests.support.synthetic`` (real file formats, made-up numbers); their
 summary is derived by the real ``byog.analysis.summary.derive_summary``.
@@ -6,7 +6,6 @@ summary is derived by the real ``byog.analysis.summary.derive_summary``.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from byog.bundles.finalize import Packed, seal_and_pack
@@ -15,19 +14,6 @@ from byog.core.paths import RunDir
 from tests.support.synthetic import SyntheticSpec, make_run_dir
 
 TINY = SyntheticSpec(batch_sizes=(1,), isl=4, osl=8, warmup_waves=0, waves=2, eval_items=4, log_lines=3)
-
-
-def make_key(folder: Path, name: str) -> tuple[SigningKey, str]:
-    """A fresh ed25519 key (no passphrase) and its 'type base64' public key."""
-    path = folder / name
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(path)], check=True)
-    public = " ".join(Path(f"{path}.pub").read_text().split()[:2])
-    return SigningKey(path, "test"), public
-
-
-def allowed_signers(path: Path, entries: list[tuple[str, str]]) -> Path:
-    path.write_text("".join(f'{who} namespaces="byog-bundle@v1" {key}\n' for who, key in entries))
-    return path
 
 
 def build_bundle(

@@ -15,6 +15,24 @@ import pytest
 
 EXTENSIONS = ("table", "strikethrough", "autolink")
 
+# Every form cmark-gfm's autolink extension (extensions/autolink.c) links, and the characters it
+# accepts before one: a letter or digit before the scheme, "_" (also "\_" in the source), non-ASCII.
+LINK_FORMS = (
+    "a1https://evil.example/x",
+    "_https://evil.example",
+    "_www.evil.example",
+    "éhttps://evil.example",
+    "9ftp://evil.example",
+    "x@.evil.example",
+    "mailto:u@evil.example",
+    "xmpp:u@evil.example/r",
+    "a.b-c_d@evil.example",
+    "(www.evil.example)",
+    "*www.evil.example*",
+    "HTTPS://EVIL.EXAMPLE",
+    "中https://evil.example",
+)
+
 
 def render_gfm(markdown: str) -> str:
     tool = shutil.which("cmark-gfm")

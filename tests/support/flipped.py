@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from byog.core.io import atomic_write_json, row_sha256
+from byog.core.io import row_sha256
 from byog.core.paths import RunDir
 from byog.core.settings import PACKAGED_DATASETS
 from byog.schemas.evals import write_eval_items
+from tests.support.synthetic import write_eval_results
 
 HOSTILE_ANSWER = "<img src=x onerror=alert(1)> @octocat [link](https://evil.example) #12"
 
@@ -43,22 +44,15 @@ def write_task(
         )
     write_eval_items(run_dir.eval_items(server, task), items)
     score = 100.0 * len(right) / len(rows)
-    atomic_write_json(
-        run_dir.eval_results(server, task),
-        {
-            "schema_version": 1,
-            "server": server,
-            "task": {"name": task, "version": "test", "gated": task == "gpqa_diamond"},
-            "data": {"source": "generated", "dataset_id": task, "revision": None, "label": "generated"},
-            "endpoint": {"base_url": "http://127.0.0.1:1", "model": "synthetic"},
-            "sampling": {"passes": 1, "seeds": [1234], "temperature": 0.0, "do_sample": False},
-            "runner": {"name": "synthetic"},
-            "limit": len(rows),
-            "n_items": len(rows),
-            "n_rows": len(rows),
-            "score": score,
-            "stderr": None,
-            "pass_scores": [score],
-            "wall_s": 1.0,
-        },
+    write_eval_results(
+        run_dir,
+        server,
+        task,
+        n_rows=len(rows),
+        score=score,
+        seed=1234,
+        limit=len(rows),
+        version="test",
+        dataset_id=task,
+        gated=task == "gpqa_diamond",
     )

@@ -36,8 +36,11 @@ import psutil
 from byog.bundles.archive import GZIP_COMMENT_PREFIX, GZIP_HEADER, archive_order, write_tar
 from byog.bundles.finalize import seal_and_pack
 from byog.bundles.sign import SigningKey, sign_bytes
+from byog.bundles.unpack import Limits
 from byog.core.canonical import canonical_json
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME
+from tests.support.cli import BYOG
+from tests.support.keys import make_key
 from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,6 +53,8 @@ WALL_LIMIT_S = 10.0  # benchmarks/verify_hostile.py's bound on an idle machine
 CPU_LIMIT_S = 10.0
 PEAK_LIMIT_MB = 1024.0
 KILL_AFTER_S = 120.0
+# Limits small enough that a test bundle of a few members crosses each of them.
+SMALL = Limits(max_members=20, max_member_bytes=4096, max_total_bytes=16_384, max_stream_bytes=64 * 1024)
 
 
 # --- payloads: big members described, never materialised ------------------------------------
@@ -162,12 +167,6 @@ def member_info(name: str, size: int) -> tarfile.TarInfo:
 
 
 # --- the kit: a real signed bundle to start from, a trusted and a stranger's key --------------
-
-
-def make_key(folder: Path, name: str) -> tuple[SigningKey, str]:
-    path = folder / name
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(path)], check=True)
-    return SigningKey(path, "test"), " ".join(Path(f"{path}.pub").read_text().split()[:2])
 
 
 @dataclass
@@ -1055,9 +1054,7 @@ def run_byog(kit: Kit, built: Built, name: str) -> Outcome:
         "DOCKER_HOST": f"unix://{temp}/no-docker.sock",  # an image that did start would fail loudly
     }
     verify = [
-        sys.executable,
-        "-m",
-        "byog",
+        *BYOG,
         built.command,
         str(built.bundle),
         "--allowed-signers",

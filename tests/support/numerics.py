@@ -25,6 +25,22 @@ PROMPTS = {"random-0": 40, "random-1": 40, "long-300": 260}  # prompt -> prompt 
 MAX_TOKENS = 24
 
 
+# A numerics plan over the synthetic servers: a baseline, a same-numerics candidate, a changed one.
+PLAN = """\
+name: numerics-synthetic
+model: {path: "builtin:smollm2-135m-instruct"}
+servers:
+  stock: {args: [--enforce-eager]}
+  same: {}
+  changed: {args: [--enforce-eager, --dtype, float32]}
+baseline: stock
+numerics:
+  max_tokens: 24
+  control: {args: [--dtype, float32]}                    # the candidate 'changed' is the control too
+  envelope_variant: {args: [--max-num-batched-tokens, "64"]}  # derived: stock.variant
+"""
+
+
 def _logprobs(prompt: str, position: int, noise: float, rng: np.random.Generator, scale: float = 2.0) -> np.ndarray:
     base = np.random.default_rng([zlib.crc32(prompt.encode()), position]).normal(0.0, scale, VOCAB)
     logits = base + noise * rng.normal(0.0, 1.0, VOCAB)

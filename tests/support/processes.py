@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextlib
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from tests.support.cli import BYOG
 
 
 def _sigint_as_a_terminal_gives_it() -> None:
@@ -25,7 +26,7 @@ def byog_process(*args: str, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
     behind would load the box for every test after this one.
     """
     proc = subprocess.Popen(
-        [sys.executable, "-m", "byog", *args],
+        [*BYOG, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         cwd=cwd,

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.keys import ssh_keygen
+
 SSHD = "/usr/sbin/sshd"
 
 
@@ -46,7 +48,7 @@ def start_loopback_sshd(workdir: Path) -> Iterator[LoopbackSshd]:
     """A generator: yields the running server, stops it when resumed."""
     workdir.mkdir(parents=True, exist_ok=True)
     for key in ("host_key", "user_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(workdir / key)], check=True)
+        ssh_keygen(workdir / key)
     (workdir / "authorized_keys").write_text((workdir / "user_key.pub").read_text())
     (workdir / "authorized_keys").chmod(0o600)
     port = _free_port()

@@ -118,19 +118,43 @@ def _eval_files(run_dir: RunDir, server: str, spec: SyntheticSpec, rng: random.R
     pq.write_table(table, sink, compression="zstd")
     atomic_write_bytes(run_dir.eval_items(server, task), sink.getvalue().to_pybytes())
     score = 100.0 * sum(r["score"] for r in rows) / len(rows)
+    write_eval_results(run_dir, server, task, n_rows=len(rows), score=score, seed=spec.seed, limit=spec.eval_items)
+
+
+def write_eval_results(
+    run_dir: RunDir,
+    server: str,
+    task: str,
+    *,
+    n_rows: int,
+    score: float,
+    seed: int,
+    limit: int,
+    version: str = "synthetic",
+    dataset_id: str = "synthetic",
+    gated: bool | None = None,
+) -> None:
+    """results.json of ``task`` on ``server`` in the real format: one greedy pass of ``n_rows`` items.
+
+    The one builder of a synthetic eval result, so a format change is made once; ``gated`` None
+    leaves the task's gated flag out, as a task record without one has it.
+    """
+    task_record: dict[str, Any] = {"name": task, "version": version}
+    if gated is not None:
+        task_record["gated"] = gated
     atomic_write_json(
         run_dir.eval_results(server, task),
         {
             "schema_version": 1,
             "server": server,
-            "task": {"name": task, "version": "synthetic"},
-            "data": {"source": "generated", "dataset_id": "synthetic", "revision": None, "label": "generated"},
+            "task": task_record,
+            "data": {"source": "generated", "dataset_id": dataset_id, "revision": None, "label": "generated"},
             "endpoint": {"base_url": "http://127.0.0.1:1", "model": "synthetic"},
-            "sampling": {"passes": 1, "seeds": [spec.seed], "temperature": 0.0, "do_sample": False},
+            "sampling": {"passes": 1, "seeds": [seed], "temperature": 0.0, "do_sample": False},
             "runner": {"name": "synthetic"},
-            "limit": spec.eval_items,
-            "n_items": len(rows),
-            "n_rows": len(rows),
+            "limit": limit,
+            "n_items": n_rows,
+            "n_rows": n_rows,
             "score": score,
             "stderr": None,
             "pass_scores": [score],

@@ -3,15 +3,8 @@ they cannot produce on demand (several ranks failing)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from byog.analysis.server_log import root_cause
-
-LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "server-logs"
-
-
-def real_log(name: str) -> str:
-    return (LOGS / f"real-cpu-vllm-0.32-{name}.log").read_text(encoding="utf-8")
+from tests.support.server_logs import real_log, real_log_lines
 
 
 def test_a_refused_command_line_is_vllms_parser_sentence() -> None:
@@ -80,8 +73,8 @@ def test_the_real_compiled_start_goes_through_its_phases_in_order() -> None:
     from byog.analysis.server_log import start_phase
 
     seen: list[str] = []
-    for line in real_log("compiled-start").splitlines():
-        phase = start_phase(line)
+    for line in real_log_lines("compiled-start"):
+        phase = start_phase(line.decode("utf-8"))
         if phase is not None and (not seen or seen[-1] != phase):
             seen.append(phase)
     assert seen == [

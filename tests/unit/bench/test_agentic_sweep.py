@@ -12,7 +12,6 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from byog.analysis.bench_summary import summarize_bench
 from byog.bench.ceiling import FakeConfig, FakeServerThread
@@ -31,7 +30,7 @@ from byog.report.agentic import (
 from byog.schemas.bench import read_request_rows
 from byog.schemas.evals import EvalSummary
 from byog.schemas.summary import Summary, SummaryPlan
-from tests.unit.bench.test_sweep import FakeRunning
+from tests.support.sweep import FakeRunning, quiet_console
 
 PLAN = """
 name: agentic-fake
@@ -70,10 +69,6 @@ workloads:
 """
 
 
-def _console() -> Console:
-    return Console(file=open("/dev/null", "w"), force_terminal=False)
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, object]:
     plan = parse_plan(PLAN, "test")
@@ -81,9 +76,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, object]:
     atomic_write_text(run_dir.plan_yaml, PLAN)
     with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
         for name in plan.servers:
-            result = run_bench_for_server(plan, name, FakeRunning(fake.base_url, name), run_dir, _console())
+            result = run_bench_for_server(plan, name, FakeRunning(fake.base_url, name), run_dir, quiet_console())
             assert result["failed"] == [] and result["aborted"] is None
-        again = run_bench_for_server(plan, "cand", FakeRunning(fake.base_url, "cand"), run_dir, _console())
+        again = run_bench_for_server(plan, "cand", FakeRunning(fake.base_url, "cand"), run_dir, quiet_console())
     return run_dir, (plan, again)
 
 

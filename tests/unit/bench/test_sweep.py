@@ -7,7 +7,6 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from byog.analysis import metrics as m
 from byog.analysis.bench_summary import summarize_bench
@@ -17,8 +16,8 @@ from byog.core.paths import RunDir
 from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
 from byog.schemas.bench import read_request_rows
-from byog.schemas.server import Endpoint
 from tests.support import metrics_oracle as oracle
+from tests.support.sweep import FakeRunning, quiet_console
 
 PLAN = """
 name: t
@@ -33,40 +32,11 @@ workloads:
 """
 
 
-class FakeRunning:
-    """A RunningServer over the loopback fake; ``die_on`` makes it report death during that point."""
-
-    def __init__(self, base_url: str, name: str, die_on: set[str] | None = None) -> None:
-        self.name = name
-        self.endpoint = Endpoint(base_url=base_url, model="fake")
-        self.die_on = die_on or set()
-        self.dead = False
-        self.restarts = 0
-        self.current: str | None = None
-
-    def alive(self) -> bool:
-        return not self.dead
-
-    def log_tail(self, lines: int = 30) -> str:
-        return "fake log: engine core died"
-
-    def restart(self) -> None:
-        self.restarts += 1
-        self.dead = False
-
-    def stop(self) -> None:
-        pass
-
-
-def _console() -> Console:
-    return Console(file=open("/dev/null", "w"), force_terminal=False)
-
-
 def test_sweep_writes_raw_files_and_a_rerun_skips_complete_points(tmp_path: Path) -> None:
     plan = parse_plan(PLAN, "t.yaml")
     run_dir = RunDir(tmp_path)
     with FakeServerThread(FakeConfig(tokens_per_chunk=1, step_s=0.002)) as fake:
-        first = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+        first = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, quiet_console())
         assert first["run"] == ["decode-b1-isl5-osl12", "decode-b3-isl5-osl12", "cl-c2-isl1-osl16"]
         assert 0 < first["measuring_share"] <= 1
         rows = read_request_rows(run_dir.bench_rows("base", "decode-b3-isl5-osl12"))
@@ -84,12 +54,12 @@ def test_sweep_writes_raw_files_and_a_rerun_skips_complete_points(tmp_path: Path
         assert record["power"]["available"] is False and record["power"]["t_ns"] is None  # no NVIDIA GPU here
         snapshot = {p: p.read_bytes() for p in (tmp_path / "bench").rglob("*") if p.is_file()}
 
-        again = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+        again = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, quiet_console())
         assert again["run"] == [] and len(again["skipped"]) == 3
         assert {p: p.read_bytes() for p in (tmp_path / "bench").rglob("*") if p.is_file()} == snapshot
 
         run_dir.bench_point("base", "cl-c2-isl1-osl16").unlink()  # an interrupted point: rows without record
-        third = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+        third = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, quiet_console())
         assert third["run"] == ["cl-c2-isl1-osl16"]
 
 
@@ -98,7 +68,7 @@ def test_prompts_are_identical_across_servers_and_differ_across_points(tmp_path:
     run_dir = RunDir(tmp_path)
     with FakeServerThread(FakeConfig(step_s=0.005)) as fake:
         for name in ("cand", "base"):
-            run_bench_for_server(plan, name, FakeRunning(fake.base_url, name), run_dir, _console())
+            run_bench_for_server(plan, name, FakeRunning(fake.base_url, name), run_dir, quiet_console())
         assert fake.app is not None and fake.app.requests == 2 * (4 + 12 + 6)
     summary = summarize_bench(run_dir, plan).model_dump(mode="json")
     assert [(p["server"], p["point_id"]) for p in summary["points"]][:2] == [
@@ -146,7 +116,7 @@ def test_a_server_dying_mid_point_gets_a_failed_record_a_restart_and_a_retry(
             return result
 
         monkeypatch.setattr(sweep, "run_point", dying_run_point)
-        result = run_bench_for_server(plan, "base", server, run_dir, _console())
+        result = run_bench_for_server(plan, "base", server, run_dir, quiet_console())
         assert result["failed"] == ["decode-b3-isl5-osl12"] and result["restarts"] == 1
         assert result["run"] == ["decode-b1-isl5-osl12", "cl-c2-isl1-osl16"]  # the sweep went on
         record = json.loads(run_dir.bench_point("base", "decode-b3-isl5-osl12").read_text())
@@ -159,7 +129,7 @@ def test_a_server_dying_mid_point_gets_a_failed_record_a_restart_and_a_retry(
         )
         assert failed["valid"] is False and failed["invalid_reasons"][0].startswith("point failed")
 
-        rerun = run_bench_for_server(plan, "base", server, run_dir, _console())
+        rerun = run_bench_for_server(plan, "base", server, run_dir, quiet_console())
         assert rerun["run"] == ["decode-b3-isl5-osl12"] and sorted(rerun["skipped"]) == [
             "cl-c2-isl1-osl16",
             "decode-b1-isl5-osl12",
@@ -171,7 +141,7 @@ def test_speculative_chunks_are_counted_by_tokens(tmp_path: Path) -> None:
     plan = parse_plan(PLAN, "t.yaml")
     run_dir = RunDir(tmp_path)
     with FakeServerThread(FakeConfig(tokens_per_chunk=4, step_s=0.002)) as fake:
-        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, quiet_console())
     rows = read_request_rows(run_dir.bench_rows("base", "decode-b1-isl5-osl12"))
     assert all(r.chunk_tokens == [4, 4, 4] for r in rows)
     point = next(
@@ -208,7 +178,7 @@ def test_plan_estimate_uses_measured_tpot_and_startup_from_an_earlier_run(tmp_pa
     run_dir = RunDir(tmp_path)
     (tmp_path / "plan.yaml").write_text(PLAN)
     with FakeServerThread(FakeConfig(step_s=0.003)) as fake:
-        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, _console())
+        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, quiet_console())
     measured = estimate_plan(plan, from_run=tmp_path)
     tpot = next(
         p
@@ -303,7 +273,7 @@ def test_a_server_that_cannot_serve_is_not_restarted_and_says_why(
         _die_during_points(
             monkeypatch, server, "EngineCore encountered an issue. See stack trace (above) for the root cause."
         )
-        result = run_bench_for_server(plan, "base", server, run_dir, _console())
+        result = run_bench_for_server(plan, "base", server, run_dir, quiet_console())
     assert result["restarts"] == 0 and server.restarts == 0
     assert result["failed"] == ["decode-b1-isl5-osl12"] and result["run"] == []
     assert "AssertionError: Synthetic acceptance not supported with CPU sampling" in result["aborted"]
@@ -326,12 +296,12 @@ def test_a_server_that_served_before_this_sweep_is_restarted_not_given_up(
     run_dir = RunDir(tmp_path)
     with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
         server = FakeRunning(fake.base_url, "base")
-        assert run_bench_for_server(plan, "base", server, run_dir, _console())["failed"] == []
+        assert run_bench_for_server(plan, "base", server, run_dir, quiet_console())["failed"] == []
         again = "decode-b3-isl5-osl12"
         run_dir.bench_point(server.name, again).unlink()  # one point to measure again
 
         _die_during_points(monkeypatch, server, "connection reset")
-        result = run_bench_for_server(plan, "base", server, run_dir, _console())
+        result = run_bench_for_server(plan, "base", server, run_dir, quiet_console())
     assert result["failed"] == [again] and result["restarts"] == 1 and server.restarts == 1
     assert result["aborted"] is None, result["aborted"]
 
@@ -354,7 +324,7 @@ def test_a_server_whose_metrics_did_not_answer_before_the_point_gets_its_restart
         real_snapshot = sweep._snapshot
         _die_during_points(monkeypatch, server, "connection reset")
         monkeypatch.setattr(sweep, "_snapshot", no_metrics_before)
-        result = run_bench_for_server(plan, "base", server, run_dir, _console())
+        result = run_bench_for_server(plan, "base", server, run_dir, quiet_console())
     assert result["restarts"] == 1 and server.restarts == 1
     assert "served no request" not in (result["aborted"] or "")
 

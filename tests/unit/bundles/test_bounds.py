@@ -20,11 +20,6 @@ from tests.support.hostile import CASES, CPU_LIMIT_S, PEAK_LIMIT_MB, REPRODUCE_C
 MARKS = ("ok  ", "skip", "FAIL")
 
 
-@pytest.fixture(scope="module")
-def kit(tmp_path_factory: pytest.TempPathFactory) -> Kit:
-    return Kit.create(tmp_path_factory.mktemp("hostile"))
-
-
 def _params() -> list:  # type: ignore[type-arg]
     return [pytest.param(case, id=case.name, marks=[pytest.mark.slow] if case.slow else []) for case in CASES]
 

@@ -17,12 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from byog.bundles.archive import bundle_gzip, gzip_bytes
-from byog.bundles.unpack import Limits
 from byog.bundles.verify import verify_bundle
 from byog.cli import app
-from tests.support.hostile import member_info
-
-SMALL = Limits(max_members=20, max_member_bytes=4096, max_total_bytes=16_384, max_stream_bytes=64 * 1024)
+from tests.support.hostile import SMALL, member_info
 
 
 def _tar(build: Callable[[tarfile.TarFile], None], *, fmt: int = tarfile.PAX_FORMAT) -> bytes:

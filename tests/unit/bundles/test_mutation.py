@@ -11,7 +11,8 @@ import pytest
 
 from byog.bundles.archive import bundle_gzip
 from byog.bundles.verify import verify_bundle
-from tests.support.bundles_kit import allowed_signers, build_bundle, make_key
+from tests.support.bundles_kit import build_bundle
+from tests.support.keys import allowed_signers, make_key
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,8 @@ from byog.bundles.sign import SigningKey
 from byog.core.canonical import canonical_json
 from byog.core.errors import CheckFailed, UsageError
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, RunDir
-from tests.support.bundles_kit import build_bundle, make_key
+from tests.support.bundles_kit import build_bundle
+from tests.support.keys import make_key
 
 PackedKit = tuple[Path, SigningKey, RunDir, Packed]  # folder, key, run dir, the packed bundle
 

@@ -12,7 +12,7 @@ import ssl
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from html import unescape
 from http.server import BaseHTTPRequestHandler, HTTPServer, SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -27,8 +27,10 @@ from byog.bundles.pr import COMMENT_MARKER, comment_body, find_bundles, links
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.report.context import ReportInputs
 from byog.report.markdown import render_report
-from tests.support.bundles_kit import build_bundle, make_key
-from tests.support.cmark import render_gfm
+from tests.support.bundles_kit import build_bundle
+from tests.support.cli import byog
+from tests.support.cmark import LINK_FORMS, render_gfm
+from tests.support.keys import make_key
 from tests.support.synthetic import make_run_dir, saturate_client
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "pr-verify.sh"
@@ -153,8 +155,27 @@ def _run(event: Path, work: Path, github: str, cert: Path, **extra: str) -> subp
     return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=600, check=False)
 
 
+@pytest.fixture()
+def pr_checks(tmp_path: Path) -> Callable[[str, str], dict[str, str]]:
+    """The PR's claims and policy files, as the workflow passes them (BYOG_CLAIMS, BYOG_POLICY): the
+    policy requires gsm8k; each call rewrites the claims file to one gsm8k verdict claim on the
+    candidate, ``name`` claiming ``verdict``, and answers the two variables."""
+    claims = tmp_path / "claims.yaml"
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("schema_version: 1\nrequired_tasks: [gsm8k]\n")
+
+    def claiming(name: str, verdict: str) -> dict[str, str]:
+        claims.write_text(
+            f"schema_version: 1\nclaims:\n  - kind: verdict\n    name: {name}\n    task: gsm8k\n"
+            f"    candidate: candidate\n    verdict: {verdict}\n"
+        )
+        return {"BYOG_CLAIMS": str(claims), "BYOG_POLICY": str(policy)}
+
+    return claiming
+
+
 def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
-    bundles: dict[str, Path], github: str, tmp_path: Path
+    bundles: dict[str, Path], github: str, tmp_path: Path, pr_checks: Callable[[str, str], dict[str, str]]
 ) -> None:
     folder = bundles["folder"]
     comments = tmp_path / "comments.json"  # an older link in the body, the newest in a comment: the newest is checked
@@ -166,13 +187,6 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
             ]
         )
     )
-    claims = tmp_path / "claims.yaml"
-    claims.write_text(
-        "schema_version: 1\nclaims:\n  - kind: verdict\n    name: gsm8k no worse\n    task: gsm8k\n"
-        "    candidate: candidate\n    verdict: equivalent\n"
-    )
-    policy = tmp_path / "policy.yaml"
-    policy.write_text("schema_version: 1\nrequired_tasks: [gsm8k]\n")
     event = _event(folder, "Faster decode. Old bundle: https://alice.example/stale.tar.gz")
     work = tmp_path / "work"
     result = _run(
@@ -181,8 +195,7 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
         github,
         bundles["cert"],
         BYOG_PR_COMMENTS=str(comments),
-        BYOG_CLAIMS=str(claims),
-        BYOG_POLICY=str(policy),
+        **pr_checks("gsm8k no worse", "equivalent"),
     )
     comment = (work / "comment.md").read_text() if (work / "comment.md").is_file() else ""
     # the claim is a verdict the synthetic bundle does not reach: verify fails it, and says which
@@ -198,10 +211,6 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
     )
     assert "The report is not shown" in comment and (work / "summary.md").read_text() == comment
 
-    claims.write_text(
-        "schema_version: 1\nclaims:\n  - kind: verdict\n    name: gsm8k unsure\n    task: gsm8k\n"
-        "    candidate: candidate\n    verdict: inconclusive\n"
-    )
     work = tmp_path / "work-2"
     result = _run(
         event,
@@ -209,8 +218,7 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
         github,
         bundles["cert"],
         BYOG_PR_COMMENTS=str(comments),
-        BYOG_CLAIMS=str(claims),
-        BYOG_POLICY=str(policy),
+        **pr_checks("gsm8k unsure", "inconclusive"),
     )
     comment = (work / "comment.md").read_text()
     assert result.returncode == 0, result.stdout + result.stderr + comment
@@ -327,7 +335,7 @@ def test_the_comment_escapes_what_the_bundle_says() -> None:
 
 def _hostile_comment(tmp_path: Path) -> str:
     """A verified comment of a bundle whose every string is hostile, one point invalid, rendered by byog."""
-    from tests.unit.report.test_markdown import INVALID_POINT, SPEC, _derive
+    from tests.support.report_runs import INVALID_POINT, SPEC, derive
 
     run_dir = make_run_dir(tmp_path / "run", SPEC)
     hostile = "@octocat @byog-org/maintainers https://evil.example/phish www.evil.example #12 <img src=x> [x](y)"
@@ -347,7 +355,7 @@ def _hostile_comment(tmp_path: Path) -> str:
     claims = {"schema_version": 1, "claims": [claim]}
     atomic_write_text(run_dir.root / "claims.yaml", yaml.safe_dump(claims))
     saturate_client(run_dir, "candidate", INVALID_POINT)
-    report = render_report(run_dir, _derive(run_dir), ReportInputs(image_base=None))
+    report = render_report(run_dir, derive(run_dir), ReportInputs(image_base=None))
     verify = {
         "verified": True,
         "signer": "alice@example.com (SHA256:abc)",
@@ -420,13 +428,7 @@ def test_bundle_url_takes_only_https_links_whose_path_ends_in_tar_gz() -> None:
 
 def test_byog_pr_bundle_url_finds_no_bundle_in_a_file_link(tmp_path: Path) -> None:
     event = _event(tmp_path, "Bundle: file:///etc/passwd?.tar.gz")
-    done = subprocess.run(
-        [sys.executable, "-m", "byog", "pr", "bundle-url", "--event", str(event), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = byog("pr", "bundle-url", "--event", str(event), "--json", timeout=120)
     assert done.returncode != 0 and "file:" not in done.stdout, done.stdout + done.stderr
 
 
@@ -464,9 +466,7 @@ def test_pr_verify_fetches_only_over_https_even_after_a_redirect(
 
 def link_forms_comment() -> str:
     """The comment of a refused, unsigned bundle whose member names and manifest subject carry every
-    form GitHub's autolinker links (tests/unit/core/test_safe_text.py's LINK_FORMS)."""
-    from tests.unit.core.test_safe_text import LINK_FORMS
-
+    form GitHub's autolinker links (LINK_FORMS, tests/support/cmark.py)."""
     names = " ".join(LINK_FORMS)
     verify = {
         "verified": False,
@@ -482,8 +482,6 @@ def link_forms_comment() -> str:
 
 
 def test_fail_lines_quote_bundle_text_that_github_cannot_link() -> None:
-    from tests.unit.core.test_safe_text import LINK_FORMS
-
     html = render_gfm(link_forms_comment())
     assert html.count("<a ") == 0
     visible = unescape(re.sub(r"<[^>]+>", "", html)).replace("\u2060", "")

@@ -12,7 +12,8 @@ from byog.bundles.finalize import seal_and_pack
 from byog.bundles.sign import SigningKey
 from byog.bundles.verify import verify_bundle
 from byog.core.paths import RunDir
-from tests.support.bundles_kit import allowed_signers, build_bundle, make_key
+from tests.support.bundles_kit import build_bundle
+from tests.support.keys import allowed_signers, make_key
 
 Tampered = tuple[RunDir, Path, SigningKey, SigningKey]  # run dir, allowed signers, alice, mallory
 

@@ -21,7 +21,7 @@ from byog.bundles.sign import (
     verify_signature,
 )
 from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
-from tests.support.bundles_kit import allowed_signers, make_key
+from tests.support.keys import allowed_signers, make_key
 
 
 @pytest.fixture()

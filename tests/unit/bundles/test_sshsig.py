@@ -22,6 +22,7 @@ from byog.bundles import sshsig
 from byog.bundles.sign import NAMESPACE, SigningKey, sign_bytes, verify_signature
 from byog.core.errors import CheckFailed, UsageError
 from byog.core.settings import SIGNING_KEY_PASSPHRASE_ENV
+from tests.support.keys import public_key, ssh_keygen
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen to cross-check")
 
@@ -43,14 +44,8 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("sshsig-keys")
     made = {}
     for name, (args, passphrase) in KINDS.items():
-        path = folder / name
-        subprocess.run(["ssh-keygen", "-q", *args, "-N", passphrase, "-C", name, "-f", str(path)], check=True)
-        made[name] = path
+        made[name] = ssh_keygen(folder / name, *args, comment=name, passphrase=passphrase)
     return made
-
-
-def _public(path: Path) -> str:
-    return " ".join(Path(f"{path}.pub").read_text().split()[:2])
 
 
 def _allowed(path: Path, entries: list[tuple[str, str]], options: str = f'namespaces="{NAMESPACE}" ') -> Path:
@@ -98,14 +93,14 @@ def _private(name: str, path: Path) -> sshsig.PrivateKeyObject:
 def test_signed_in_python_verifies_with_ssh_keygen(name: str, keys: dict[str, Path], tmp_path: Path) -> None:
     message = b'{"_type":"https://in-toto.io/Statement/v1"}'
     signature = sshsig.sign(message, _private(name, keys[name]), NAMESPACE)
-    allowed = _allowed(tmp_path / "allowed", [("alice@example.com", _public(keys[name]))])
+    allowed = _allowed(tmp_path / "allowed", [("alice@example.com", public_key(keys[name]))])
     good = _keygen_verify(tmp_path, allowed, "alice@example.com", NAMESPACE, message, signature)
     print(f"{name}: signed in Python, ssh-keygen -Y verify exit {good.returncode}: {good.stdout.decode().strip()}")
     assert good.returncode == 0 and b"Good" in good.stdout
     assert _keygen_verify(tmp_path, allowed, "alice@example.com", NAMESPACE, message + b" ", signature).returncode != 0
     assert _keygen_verify(tmp_path, allowed, "alice@example.com", "git", message, signature).returncode != 0
     other = _allowed(
-        tmp_path / "other", [("alice@example.com", _public(keys["ed25519" if name != "ed25519" else "ecdsa-p256"]))]
+        tmp_path / "other", [("alice@example.com", public_key(keys["ed25519" if name != "ed25519" else "ecdsa-p256"]))]
     )
     assert _keygen_verify(tmp_path, other, "alice@example.com", NAMESPACE, message, signature).returncode != 0
 
@@ -119,7 +114,7 @@ def test_signed_by_ssh_keygen_verifies_in_python(name: str, keys: dict[str, Path
         ["ssh-keygen", "-l", "-E", "sha256", "-f", f"{keys[name]}.pub"], capture_output=True, text=True, check=True
     ).stdout.split()[1]
     print(f"{name}: signed by ssh-keygen, Python verifies key {key.fingerprint} (ssh-keygen -l: {fingerprint})")
-    assert key.fingerprint == fingerprint and key.openssh == _public(keys[name])
+    assert key.fingerprint == fingerprint and key.openssh == public_key(keys[name])
     with pytest.raises(sshsig.SshsigError, match="does not match"):
         sshsig.verify(message + b" ", signature, NAMESPACE)
     with pytest.raises(sshsig.SshsigError, match="namespace"):
@@ -134,7 +129,7 @@ def test_byog_verify_signature_gives_the_same_answers_with_either_backend(
     message = b"manifest"
     allowed = _allowed(
         tmp_path / "allowed",
-        [("alice@example.com", _public(keys["ecdsa-p256"])), ("bob@example.com", _public(keys["rsa-3072"]))],
+        [("alice@example.com", public_key(keys["ecdsa-p256"])), ("bob@example.com", public_key(keys["rsa-3072"]))],
     )
     signatures = {
         name: _keygen_sign(tmp_path, keys[name], NAMESPACE, message, KINDS[name][1])
@@ -174,14 +169,14 @@ def test_sign_bytes_in_python_with_an_encrypted_key_needs_the_passphrase(
         sign_bytes(b"m", key)
     monkeypatch.setenv(SIGNING_KEY_PASSPHRASE_ENV, PASSPHRASE)
     monkeypatch.setenv("BYOG_SSH_BACKEND", "auto")  # a passphrase in the environment: auto signs in Python
-    assert sshsig.verify(b"m", sign_bytes(b"m", key), NAMESPACE).openssh == _public(keys["ed25519-encrypted"])
+    assert sshsig.verify(b"m", sign_bytes(b"m", key), NAMESPACE).openssh == public_key(keys["ed25519-encrypted"])
 
 
 def test_allowed_signers_rules_match_ssh_keygen(keys: dict[str, Path], tmp_path: Path) -> None:
     """Patterns, namespace lists, validity windows, cert-authority, quotes and comments: for each
     ordering of the lines, Python finds the same principals as ``ssh-keygen -Y find-principals`` and
     accepts exactly when ``ssh-keygen -Y verify -I <principal>`` does."""
-    key = _public(keys["ed25519"])
+    key = public_key(keys["ed25519"])
     past = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2)).strftime("%Y%m%d")
     future = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=2)).strftime("%Y%m%d")
     lines = [

@@ -18,13 +18,7 @@ from byog.bundles.archive import GATE_ORDER, UnsafeBundle, bundle_gzip, member_h
 from byog.bundles.unpack import Extracted, Limits, _scan
 from byog.bundles.verify import GATE_MEMBERS, verify_bundle
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, SIGNER_NAME
-from tests.support.hostile import Kit, Payload, member_info
-from tests.unit.bundles.test_hostile import SMALL
-
-
-@pytest.fixture(scope="module")
-def kit(tmp_path_factory: pytest.TempPathFactory) -> Kit:
-    return Kit.create(tmp_path_factory.mktemp("unpack"))
+from tests.support.hostile import SMALL, Kit, Payload, member_info
 
 
 def _raw(members: list[tuple[str, bytes]]) -> bytes:

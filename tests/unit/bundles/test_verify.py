@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from byog.bundles.verify import verify_bundle
 from byog.cli import app
 from byog.core.paths import RunDir
-from tests.support.bundles_kit import allowed_signers, build_bundle, make_key
+from tests.support.bundles_kit import build_bundle
+from tests.support.keys import allowed_signers, make_key
 
 Signed = tuple[Path, RunDir, Path, Path]  # folder, run dir, bundle, allowed signers
 

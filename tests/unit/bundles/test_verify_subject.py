@@ -12,7 +12,8 @@ from byog.bundles.manifest import build_statement, statement_bytes
 from byog.bundles.verify import verify_bundle
 from byog.core.errors import UsageError
 from byog.schemas.manifest import BundleSubject
-from tests.support.bundles_kit import allowed_signers, build_bundle, make_key
+from tests.support.bundles_kit import build_bundle
+from tests.support.keys import allowed_signers, make_key
 
 
 def test_parse_and_match() -> None:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from byog.bundles.finalize import seal_and_pack
 from byog.bundles.verify import verify_bundle
 from byog.cli import app
-from tests.support.bundles_kit import allowed_signers, make_key
+from tests.support.keys import allowed_signers, make_key
 from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
 
 runner = CliRunner()

@@ -2,33 +2,40 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-
-def _byog(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "byog", *args], capture_output=True, text=True, timeout=120)
+from tests.support.cli import byog
 
 
 def test_unreachable_endpoint_is_exit_3(tmp_path: Path) -> None:
-    proc = _byog("eval", "--endpoint", "http://127.0.0.1:9", "--run-dir", str(tmp_path))
+    proc = byog("eval", "--endpoint", "http://127.0.0.1:9", "--run-dir", str(tmp_path), timeout=120)
     assert proc.returncode == 3 and "Traceback" not in proc.stderr and "no OpenAI-compatible server" in proc.stderr
 
 
 def test_unknown_task_is_exit_2(tmp_path: Path) -> None:
-    proc = _byog("eval", "--endpoint", "http://127.0.0.1:9", "--tasks", "gsm8k,mmlu", "--run-dir", str(tmp_path))
+    proc = byog(
+        "eval", "--endpoint", "http://127.0.0.1:9", "--tasks", "gsm8k,mmlu", "--run-dir", str(tmp_path), timeout=120
+    )
     assert proc.returncode == 2 and "unknown eval task 'mmlu'" in proc.stderr
 
 
 def test_fewer_seeds_than_passes_is_exit_2(tmp_path: Path) -> None:
-    proc = _byog(
-        "eval", "--endpoint", "http://127.0.0.1:9", "--passes", "3", "--seeds", "1,2", "--run-dir", str(tmp_path)
+    proc = byog(
+        "eval",
+        "--endpoint",
+        "http://127.0.0.1:9",
+        "--passes",
+        "3",
+        "--seeds",
+        "1,2",
+        "--run-dir",
+        str(tmp_path),
+        timeout=120,
     )
     assert proc.returncode == 2 and "needs 3 seeds" in proc.stderr
 
 
 def test_data_pull_without_the_hub_is_one_sentence_exit_3(tmp_path: Path) -> None:
-    proc = _byog("data", "pull", "--data-dir", str(tmp_path / "d"))
+    proc = byog("data", "pull", "--data-dir", str(tmp_path / "d"), timeout=120)
     assert proc.returncode == 3 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") <= 3 and "byog data pull" in proc.stderr

@@ -15,8 +15,9 @@ from byog.bundles.finalize import seal_and_pack
 from byog.cli import app
 from byog.core.io import atomic_write_json
 from byog.core.paths import RunDir
-from tests.support.bundles_kit import TINY, allowed_signers, make_key
+from tests.support.bundles_kit import TINY
 from tests.support.flipped import HOSTILE_ANSWER, arithmetic_rows, write_task
+from tests.support.keys import allowed_signers, make_key
 from tests.support.synthetic import make_run_dir
 
 ROWS = arithmetic_rows(20)

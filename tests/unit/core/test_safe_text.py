@@ -7,7 +7,7 @@ import re
 from html.parser import HTMLParser
 
 from byog.core.safe_text import json_safe, md_code, md_fence, md_text, mermaid_text, one_line
-from tests.support.cmark import render_gfm
+from tests.support.cmark import LINK_FORMS, render_gfm
 
 
 def test_one_line_escapes_every_way_to_start_a_new_or_fake_line() -> None:
@@ -54,23 +54,6 @@ def test_mermaid_text_keeps_only_plain_characters() -> None:
     assert mermaid_text("cand-fp8kv (TP8)") == "cand-fp8kv (TP8)" and mermaid_text("x" * 50, 10) == "xxxxxxx..."
 
 
-# Every form cmark-gfm's autolink extension (extensions/autolink.c) links, and the characters it
-# accepts before one: a letter or digit before the scheme, "_" (also "\_" in the source), non-ASCII.
-LINK_FORMS = (
-    "a1https://evil.example/x",
-    "_https://evil.example",
-    "_www.evil.example",
-    "éhttps://evil.example",
-    "9ftp://evil.example",
-    "x@.evil.example",
-    "mailto:u@evil.example",
-    "xmpp:u@evil.example/r",
-    "a.b-c_d@evil.example",
-    "(www.evil.example)",
-    "*www.evil.example*",
-    "HTTPS://EVIL.EXAMPLE",
-    "中https://evil.example",
-)
 PREFIXES = ("", "a", "a1", "1", "_", "\\", "é", "中", "(", "*", "~", "-", ".", "'", '"', "x_", "[", "<", "&", "=", "/")
 STARTS = ("https://", "HTTP://", "ftp://", "www.", "Www.", "mailto:u@", "xmpp:u@", "u@", "u.v+w@", "@", "u@.")
 HOSTS = ("evil.example", "evil.example/p?q=1&r=(2)", "x.y", "1.2.3.4", "e-v.example/_x_")

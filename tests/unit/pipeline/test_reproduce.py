@@ -22,9 +22,9 @@ from byog.cli import app
 from byog.pipeline.reproduce import DROPPED_HEADER, ReproduceOptions, reproduce
 from byog.pipeline.run import run_plan
 from byog.plans.subset import Overrides
-from tests.support.bundles_kit import allowed_signers, make_key
 from tests.support.doctor import doctored_bundle
 from tests.support.hostile import HONEST_SERVERS, reproduce_servers
+from tests.support.keys import allowed_signers, make_key
 
 runner = CliRunner()
 DECODE_METRICS = ("decode_tok_s", "tpot_s.p50")  # TTFT of a fake that does no prefill is scheduler noise
@@ -220,21 +220,6 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         rd.plots_dir.mkdir(exist_ok=True)
         out[name] = seal_and_pack(rd, folder / f"{name}.tar.gz", key=key, plots=None).bundle
     return out
-
-
-def _must_not_run(*args: object, **kwargs: object) -> None:
-    raise AssertionError("byog reproduce --dry-run started something")
-
-
-@pytest.fixture()
-def nothing_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A machine where anything a reproduction starts fails loudly, and anything it writes shows."""
-    monkeypatch.setattr("byog.pipeline.reproduce.run_server", _must_not_run)
-    monkeypatch.setattr("byog.pipeline.reproduce.prepare_model", _must_not_run)
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
-    monkeypatch.setenv("BYOG_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE_SERVERS))

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from byog.bundles.finalize import seal_and_pack
 from byog.cli import app
-from tests.support.bundles_kit import allowed_signers, make_key
+from tests.support.keys import allowed_signers, make_key
 from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
 
 runner = CliRunner()
@@ -101,18 +101,6 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         rd.plots_dir.mkdir(exist_ok=True)
         out[name] = seal_and_pack(rd, folder / f"{name}.tar.gz", key=key, plots=None).bundle
     return out
-
-
-@pytest.fixture()
-def nothing_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    def must_not_run(*args: object, **kwargs: object) -> None:
-        raise AssertionError("byog reproduce started something")
-
-    monkeypatch.setattr("byog.pipeline.reproduce.run_server", must_not_run)
-    monkeypatch.setattr("byog.pipeline.reproduce.prepare_model", must_not_run)
-    monkeypatch.setenv("BYOG_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 @pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "run"])

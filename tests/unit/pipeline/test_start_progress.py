@@ -10,8 +10,7 @@ from rich.console import Console
 
 from byog.pipeline.run import _show_start
 from byog.pipeline.start_progress import FIRST_PHASE, LogPhases, StartProgress, elapsed
-
-REAL = Path(__file__).resolve().parents[2] / "fixtures" / "server-logs" / "real-cpu-vllm-0.32-compiled-start.log"
+from tests.support.server_logs import real_log_lines
 
 
 def test_the_phase_follows_the_log_as_it_grows_even_mid_line(tmp_path: Path) -> None:
@@ -19,7 +18,7 @@ def test_the_phase_follows_the_log_as_it_grows_even_mid_line(tmp_path: Path) -> 
     log.write_bytes(b"an older start's lines: Application startup complete\n")
     phases = LogPhases(log)  # from where the log ended: the older start is not read
     seen = [phases.phase]
-    for line in REAL.read_bytes().splitlines(keepends=True):
+    for line in real_log_lines("compiled-start"):
         for piece in (line[: len(line) // 2], line[len(line) // 2 :]):  # each line arrives cut in two
             with log.open("ab") as handle:
                 handle.write(piece)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from byog.analysis.summary import derive_summary
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.core.safe_text import md_text
@@ -19,29 +18,14 @@ from byog.report.markdown import MARKER, render_report
 from byog.report.plots import PLOTS, plots_for, write_plots
 from byog.schemas.claims import ClaimsFile
 from byog.schemas.summary import Summary
-from tests.support.synthetic import SyntheticSpec, make_run_dir, saturate_client
-
-SPEC = SyntheticSpec(batch_sizes=(1, 2, 4), isl=4, osl=8, warmup_waves=0, waves=3, eval_items=6, log_lines=2)
-INVALID_POINT = "decode-b2-isl4-osl8"
-
-
-def _derive(run_dir: RunDir) -> Summary:
-    summary = derive_summary(run_dir)
-    atomic_write_json(run_dir.summary_json, summary.to_json())
-    return summary
+from tests.support.report_runs import INVALID_POINT, SPEC, derive
+from tests.support.synthetic import make_run_dir
 
 
 @pytest.fixture(scope="module")
 def valid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Summary]:
     run_dir = make_run_dir(tmp_path_factory.mktemp("valid") / "run", SPEC)
-    return run_dir, _derive(run_dir)
-
-
-@pytest.fixture(scope="module")
-def invalid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Summary]:
-    run_dir = make_run_dir(tmp_path_factory.mktemp("invalid") / "run", SPEC)
-    saturate_client(run_dir, "candidate", INVALID_POINT)
-    return run_dir, _derive(run_dir)
+    return run_dir, derive(run_dir)
 
 
 def _matrix(text: str, title: str) -> list[list[str]]:
@@ -150,7 +134,7 @@ def test_bundle_text_never_becomes_markdown(tmp_path: Path) -> None:
     record = json.loads(run_dir.server_record("candidate").read_text())
     record["argv"] = ["vllm", "serve", "`x` | ![img](https://evil.example/i.png)"]
     atomic_write_json(run_dir.server_record("candidate"), record)
-    text = render_report(run_dir, _derive(run_dir))
+    text = render_report(run_dir, derive(run_dir))
     assert text.splitlines()[1].startswith(
         "# byog report: \\# ✅ verified \\[click\\](https\u2060://evil.example) \\<img src=x\\>"
     )

@@ -6,31 +6,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 from byog.analysis.summary import derive_summary
-from byog.core.io import atomic_write_json, atomic_write_text
+from byog.core.io import atomic_write_text
 from byog.core.paths import RunDir
 from byog.report.format import speedup_axis
 from byog.report.markdown import render_report
 from byog.report.mermaid import charts, numerics_charts, speedup_charts
-from byog.schemas.summary import Summary
 from tests.support.mermaid import render_markdown_charts
+from tests.support.numerics import PLAN as NUMERICS_PLAN
 from tests.support.numerics import write_server
-from tests.support.synthetic import make_run_dir, saturate_client
-from tests.unit.report.test_markdown import INVALID_POINT, SPEC
-from tests.unit.report.test_numerics import PLAN as NUMERICS_PLAN
+from tests.support.report_runs import INVALID_POINT, SPEC
+from tests.support.synthetic import make_run_dir
 
 HOSTILE = 'cand"] %%{init: {"theme": "dark"}}%% <b>@octocat</b>'
-
-
-@pytest.fixture(scope="module")
-def invalid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Summary]:
-    run_dir = make_run_dir(tmp_path_factory.mktemp("mermaid") / "run", SPEC)
-    saturate_client(run_dir, "candidate", INVALID_POINT)
-    summary = derive_summary(run_dir)
-    atomic_write_json(run_dir.summary_json, summary.to_json())
-    return run_dir, summary
 
 
 def _series(block: str, kind: str) -> list[list[float]]:

@@ -13,21 +13,7 @@ from byog.core.paths import RunDir
 from byog.report.markdown import render_report
 from byog.report.numerics import NUMERICS_PLOT
 from byog.report.plots import write_plots
-from tests.support.numerics import write_conformance, write_server
-
-PLAN = """\
-name: numerics-synthetic
-model: {path: "builtin:smollm2-135m-instruct"}
-servers:
-  stock: {args: [--enforce-eager]}
-  same: {}
-  changed: {args: [--enforce-eager, --dtype, float32]}
-baseline: stock
-numerics:
-  max_tokens: 24
-  control: {args: [--dtype, float32]}                    # the candidate 'changed' is the control too
-  envelope_variant: {args: [--max-num-batched-tokens, "64"]}  # derived: stock.variant
-"""
+from tests.support.numerics import PLAN, write_conformance, write_server
 
 
 @pytest.fixture(scope="module")

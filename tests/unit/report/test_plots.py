@@ -16,7 +16,8 @@ from byog.core.paths import RunDir
 from byog.report.markdown import render_report
 from byog.report.plots import PLOTS
 from byog.schemas.summary import Summary, read_summary
-from tests.support.bundles_kit import allowed_signers, build_bundle, make_key
+from tests.support.bundles_kit import build_bundle
+from tests.support.keys import allowed_signers, make_key
 
 BundleKit = tuple[RunDir, Packed, SigningKey]
 

@@ -21,7 +21,8 @@ from byog.report import legacy_v1
 from byog.report.markdown import MARKER, REPORT_VERSION
 from byog.report.versions import version_of
 from byog.schemas.summary import read_summary
-from tests.support.bundles_kit import allowed_signers, build_bundle, make_key
+from tests.support.bundles_kit import build_bundle
+from tests.support.keys import allowed_signers, make_key
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "report-v1"
 
@@ -123,15 +124,15 @@ def test_the_format_is_what_the_manifest_declares_never_guessed_from_a_missing_m
 
 def test_format_1_re_renders_with_todays_escaping_and_invalid_marks(tmp_path: Path) -> None:
     from tests.support.cmark import render_gfm
+    from tests.support.report_runs import INVALID_POINT, SPEC, derive
     from tests.support.synthetic import make_run_dir, saturate_client
-    from tests.unit.report.test_markdown import INVALID_POINT, SPEC, _derive
 
     run_dir = make_run_dir(tmp_path / "run", SPEC)
     record = json.loads(run_dir.server_record("candidate").read_text())
     record["argv"] = ["vllm", "serve", "x\n```\n## ✅ Approved by @byog-org/maintainers <img src=x>"]
     run_dir.server_record("candidate").write_text(json.dumps(record))
     saturate_client(run_dir, "candidate", INVALID_POINT)
-    text = legacy_v1.render_report(run_dir, _derive(run_dir))
+    text = legacy_v1.render_report(run_dir, derive(run_dir))
     assert not re.search(r"^#+ ✅", text, flags=re.M)  # the argv is one line inside a fence it cannot close
     html = render_gfm(text)
     assert "Approved" not in "".join(re.findall(r"<h\d>.*?</h\d>", html)) and "<img" not in html

@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from byog.core.errors import ByogError
 from byog.runtimes.record import tail_file, wait_for_health
-
-LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "server-logs"
+from tests.support.server_logs import real_log_path
 
 
 @pytest.mark.parametrize(
@@ -21,7 +18,7 @@ LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "server-logs"
     ],
 )
 def test_a_server_that_exits_first_is_reported_with_its_cause(log: str, cause: str) -> None:
-    path = LOGS / f"real-cpu-vllm-0.32-{log}.log"
+    path = real_log_path(log)
     with pytest.raises(ByogError) as raised:
         wait_for_health(
             "http://127.0.0.1:9",

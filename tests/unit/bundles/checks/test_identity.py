@@ -15,7 +15,7 @@ from byog.bundles.verify import verify_bundle
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.report.markdown import render_report
-from tests.support.bundles_kit import allowed_signers, make_key
+from tests.support.keys import allowed_signers, make_key
 from tests.support.synthetic import SyntheticSpec, make_run_dir
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
