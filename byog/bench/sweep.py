@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 from urllib.parse import urlsplit
@@ -22,6 +23,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -49,7 +51,7 @@ from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.plans.expand import BenchPoint, points_for_server, probe_point, search_workloads
 from byog.schemas.bench import ClientLoad, PointRecord, write_request_rows
-from byog.schemas.plan import Plan, ServerConfig, SyntheticSessions, TraceSource
+from byog.schemas.plan import Plan, RateWorkload, ServerConfig, SyntheticSessions, TraceSource
 from byog.schemas.server import Endpoint, RunningServer
 
 MAX_RESTARTS = 1
@@ -344,6 +346,127 @@ def run_one_point(
     }
 
 
+def _empty_outcome(server_name: str, points: int) -> SweepOutcome:
+    return {
+        "server": server_name,
+        "points": points,
+        "run": [],
+        "skipped": [],
+        "failed": [],
+        "invalid": {},
+        "restarts": 0,
+        "aborted": None,
+        "measuring_s": 0.0,
+        "server_up_s": 0.0,  # both set once the sweep ends
+        "measuring_share": None,
+    }
+
+
+@dataclass
+class _ServerSweep:
+    """What measuring one point of a server's sweep needs; ``result`` collects the outcome."""
+
+    plan: Plan
+    server_name: str
+    server: RunningServer
+    run_dir: RunDir
+    console: Any
+    progress: Progress
+    result: SweepOutcome
+    tokenizer: str | None = None
+    data_dir: Path | None = None
+
+    def measure(self, point: BenchPoint) -> None:
+        """Measure ``point`` unless it is complete already or the sweep has been aborted."""
+        if self.run_dir.bench_point_complete(self.server_name, point.point_id):
+            self.result["skipped"].append(point.point_id)
+            return
+        if self.result["aborted"]:
+            return
+        task = self.progress.add_task(
+            f"{self.server_name} {point.point_id} ({point.load_label})", total=point.total_requests or None
+        )
+        try:
+            done = self._run_point(point, task)
+        except ServerDied as err:
+            self.result["failed"].append(point.point_id)
+            self.progress.update(task, description=f"[red]{self.server_name} {point.point_id}: server died")
+            self._after_server_died(point, err)
+            return
+        self._record(point, task, done)
+
+    def _run_point(self, point: BenchPoint, task: TaskID) -> PointDone:
+        config = self.plan.servers[self.server_name]
+        return run_one_point(
+            point,
+            self.server_name,
+            self.server,
+            self.run_dir,
+            tokenizer=self.tokenizer,
+            data_dir=self.data_dir,
+            progress=lambda n: self.progress.advance(task, n),
+            total=lambda n: self.progress.update(task, total=n),
+            gpus=gpu_indices(config),
+            power_reason=power_unknown_reason(config),
+        )
+
+    def _after_server_died(self, point: BenchPoint, err: ServerDied) -> None:
+        """Restart the server once, or abort its sweep when it cannot serve or already was restarted."""
+        if not err.served:
+            # It died on its first requests since it started, and none succeeded: a server
+            # that cannot serve this configuration (vLLM says why). A restart would only
+            # repeat it, so its remaining points are not run.
+            self.result["aborted"] = f"{err}; it served no request since it started, so its other points are not run"
+            self.console.print(Text(f"server '{self.server_name}' cannot serve: {err.reason or err}", style="red"))
+            return
+        if self.result["restarts"] >= MAX_RESTARTS:
+            self.result["aborted"] = f"{err}; it had already been restarted once"
+            return
+        self.result["restarts"] += 1
+        self.console.print(
+            f"server '{self.server_name}' died during {point.point_id}; restarting it once",
+            style="yellow",
+            markup=False,
+        )
+        try:
+            self.server.restart()
+        except ByogError as restart_err:
+            self.result["aborted"] = f"restart failed: {restart_err}"
+
+    def _record(self, point: BenchPoint, task: TaskID, done: PointDone) -> None:
+        self.result["run"].append(point.point_id)
+        self.result["measuring_s"] += done["measuring_s"]
+        if done["invalid_reasons"]:
+            self.result["invalid"][point.point_id] = done["invalid_reasons"]
+            self.progress.update(task, description=f"[yellow]{self.server_name} {point.point_id}: invalid")
+
+    def search_rates(self) -> None:
+        """Rate searches: each probe's rate follows from the probes already measured (on disk, so a
+        rerun resumes the search where it stopped)."""
+        for workload in search_workloads(self.plan):
+            if self.server_name not in self.plan.servers_for(workload):
+                continue
+            for isl in workload.isl:
+                for osl in workload.osl:
+                    self._search_one(workload, isl, osl)
+
+    def _search_one(self, workload: RateWorkload, isl: int, osl: int) -> None:
+        assert workload.search is not None and workload.slo is not None
+        rule = rule_of(workload.search, workload.slo)
+        name = workload.name or workload.kind
+        while not self.result["aborted"]:
+            probes = [
+                (p.rate, p.slo_share or 0.0) for p in search_probes(self.run_dir, self.server_name, name, isl, osl)
+            ]
+            rate = next_rate(probes, rule)
+            if rate is None:
+                return
+            point = probe_point(self.plan, workload, rate, isl, osl)
+            self.measure(point)
+            if not self.run_dir.bench_point_complete(self.server_name, point.point_id):
+                return  # a probe the server died in is retried by a rerun, not in a loop here
+
+
 def run_bench_for_server(
     plan: Plan,
     server_name: str,
@@ -362,19 +485,7 @@ def run_bench_for_server(
 
     points = points_for_server(plan, server_name)
     t0 = time.perf_counter()
-    result: SweepOutcome = {
-        "server": server_name,
-        "points": len(points),
-        "run": [],
-        "skipped": [],
-        "failed": [],
-        "invalid": {},
-        "restarts": 0,
-        "aborted": None,
-        "measuring_s": 0.0,
-        "server_up_s": 0.0,  # both set once the sweep ends
-        "measuring_share": None,
-    }
+    result = _empty_outcome(server_name, len(points))
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -383,82 +494,12 @@ def run_bench_for_server(
         console=console,
         transient=False,
     ) as progress:
-
-        def measure(point: BenchPoint) -> None:
-            if run_dir.bench_point_complete(server_name, point.point_id):
-                result["skipped"].append(point.point_id)
-                return
-            if result["aborted"]:
-                return
-            task = progress.add_task(
-                f"{server_name} {point.point_id} ({point.load_label})", total=point.total_requests or None
-            )
-            try:
-                done = run_one_point(
-                    point,
-                    server_name,
-                    server,
-                    run_dir,
-                    tokenizer=tokenizer,
-                    data_dir=data_dir,
-                    progress=lambda n: progress.advance(task, n),
-                    total=lambda n: progress.update(task, total=n),
-                    gpus=gpu_indices(plan.servers[server_name]),
-                    power_reason=power_unknown_reason(plan.servers[server_name]),
-                )
-            except ServerDied as err:
-                result["failed"].append(point.point_id)
-                progress.update(task, description=f"[red]{server_name} {point.point_id}: server died")
-                if not err.served:
-                    # It died on its first requests since it started, and none succeeded: a server
-                    # that cannot serve this configuration (vLLM says why). A restart would only
-                    # repeat it, so its remaining points are not run.
-                    result["aborted"] = f"{err}; it served no request since it started, so its other points are not run"
-                    console.print(Text(f"server '{server_name}' cannot serve: {err.reason or err}", style="red"))
-                    return
-                if result["restarts"] >= MAX_RESTARTS:
-                    result["aborted"] = f"{err}; it had already been restarted once"
-                    return
-                result["restarts"] += 1
-                console.print(
-                    f"server '{server_name}' died during {point.point_id}; restarting it once",
-                    style="yellow",
-                    markup=False,
-                )
-                try:
-                    server.restart()
-                except ByogError as restart_err:
-                    result["aborted"] = f"restart failed: {restart_err}"
-                return
-            result["run"].append(point.point_id)
-            result["measuring_s"] += done["measuring_s"]
-            if done["invalid_reasons"]:
-                result["invalid"][point.point_id] = done["invalid_reasons"]
-                progress.update(task, description=f"[yellow]{server_name} {point.point_id}: invalid")
-
+        sweep = _ServerSweep(
+            plan, server_name, server, run_dir, console, progress, result, tokenizer=tokenizer, data_dir=data_dir
+        )
         for point in points:
-            measure(point)
-        # Rate searches: each probe's rate follows from the probes already measured (on disk, so a
-        # rerun resumes the search where it stopped).
-        for workload in search_workloads(plan):
-            if server_name not in plan.servers_for(workload):
-                continue
-            assert workload.search is not None and workload.slo is not None
-            rule = rule_of(workload.search, workload.slo)
-            for isl in workload.isl:
-                for osl in workload.osl:
-                    name = workload.name or workload.kind
-                    while not result["aborted"]:
-                        probes = [
-                            (p.rate, p.slo_share or 0.0) for p in search_probes(run_dir, server_name, name, isl, osl)
-                        ]
-                        rate = next_rate(probes, rule)
-                        if rate is None:
-                            break
-                        point = probe_point(plan, workload, rate, isl, osl)
-                        measure(point)
-                        if not run_dir.bench_point_complete(server_name, point.point_id):
-                            break  # a probe the server died in is retried by a rerun, not in a loop here
+            sweep.measure(point)
+        sweep.search_rates()
     result["server_up_s"] = time.perf_counter() - t0
     result["measuring_share"] = result["measuring_s"] / result["server_up_s"] if result["server_up_s"] > 0 else None
     return result
