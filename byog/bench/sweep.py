@@ -237,6 +237,72 @@ def _prepare(
         tok.close()
 
 
+def _record_base(point: BenchPoint, server_name: str) -> dict[str, Any]:
+    """The fields a point's record has whether it completes or fails."""
+    repeat = bool(getattr(point.prompts, "repeat", False))
+    label = prompts_label(
+        point.prompts.kind, getattr(point.prompts, "dataset", None), repeat, sends_text(point.prompts)
+    )
+    return dict(server=server_name, point=point, prompts_label=label, started_at=_utc_now(), byog_version=__version__)
+
+
+def _write_failed(
+    run_dir: RunDir,
+    server: RunningServer,
+    base: dict[str, Any],
+    wall0: float,
+    error: str,
+    t_start_ns: int = 0,
+    t_end_ns: int = 0,
+) -> None:
+    record = PointRecord(
+        **base,
+        status="failed",
+        error=error,
+        log_tail=server.log_tail(LOG_TAIL_LINES),
+        duration_s=time.perf_counter() - wall0,
+        t_start_ns=t_start_ns,
+        t_end_ns=t_end_ns,
+    )
+    point: BenchPoint = base["point"]
+    atomic_write_json(run_dir.bench_point(base["server"], point.point_id), record.model_dump(mode="json"))
+
+
+def _raise_if_died(
+    run_dir: RunDir, server: RunningServer, base: dict[str, Any], wall0: float, run: PointRun, before: str | None
+) -> None:
+    """Write a failed record and raise ``ServerDied`` when the server did not survive the point."""
+    if _healthy(server, any(r.error for r in run.records)):
+        return
+    reason = root_cause(server.log_tail(REASON_TAIL_LINES))
+    # Served since it started: a request of this point succeeded, or its counters (reset by a
+    # restart) had generated tokens before the point began, in this sweep or an earlier one.
+    # A /metrics that did not answer before the point (a loaded box, a dying node) is no evidence
+    # that it never served: it gets its restart.
+    served = (
+        any(r.error is None for r in run.records)
+        or before is None
+        or bool(sm.counter_totals(before).get(sm.GENERATION_TOKENS))
+    )
+    suffix = f": {reason}" if reason else ""
+    _write_failed(
+        run_dir, server, base, wall0, "the server died during the point" + suffix, run.t_start_ns, run.t_end_ns
+    )
+    point: BenchPoint = base["point"]
+    raise ServerDied(f"server '{base['server']}' died during {point.point_id}" + suffix, served=served, reason=reason)
+
+
+def _client_load(run: PointRun) -> ClientLoad:
+    return ClientLoad(
+        cpu_share=run.cpu_share,
+        loop_lag_p99_s=run.loop_lag_p99_s,
+        loop_lag_max_s=run.loop_lag_max_s,
+        cpu_share_limit=CPU_SHARE_LIMIT,
+        loop_lag_share_of_itl=LOOP_LAG_SHARE_OF_ITL,
+        loop_lag_floor_s=LOOP_LAG_FLOOR_S,
+    )
+
+
 def run_one_point(
     point: BenchPoint,
     server_name: str,
@@ -258,32 +324,13 @@ def run_one_point(
     point's ``max_context`` resolved from the server when the plan left it open.
     """
     endpoint = server.endpoint
-    started_at, wall0 = _utc_now(), time.perf_counter()
-    repeat = bool(getattr(point.prompts, "repeat", False))
-    label = prompts_label(
-        point.prompts.kind, getattr(point.prompts, "dataset", None), repeat, sends_text(point.prompts)
-    )
-    base: dict[str, Any] = dict(
-        server=server_name, point=point, prompts_label=label, started_at=started_at, byog_version=__version__
-    )
-
-    def fail(error: str, t_start_ns: int = 0, t_end_ns: int = 0) -> None:
-        record = PointRecord(
-            **base,
-            status="failed",
-            error=error,
-            log_tail=server.log_tail(LOG_TAIL_LINES),
-            duration_s=time.perf_counter() - wall0,
-            t_start_ns=t_start_ns,
-            t_end_ns=t_end_ns,
-        )
-        atomic_write_json(run_dir.bench_point(server_name, point.point_id), record.model_dump(mode="json"))
-
+    base = _record_base(point, server_name)
+    wall0 = time.perf_counter()
     try:
         measure = _prepare(point, endpoint, tokenizer, data_dir, total)
     except ByogError as err:
         if not server.alive():
-            fail(f"the server died while byog built prompts: {err}")
+            _write_failed(run_dir, server, base, wall0, f"the server died while byog built prompts: {err}")
             raise ServerDied(str(err)) from None
         raise
     point = measure.point
@@ -300,23 +347,7 @@ def run_one_point(
         run = measure.run(progress, measure_start if point.kind == "batch" else None)
     finally:
         power = sampler.stop() if sampler is not None else unavailable(power_reason or "")
-    if not _healthy(server, any(r.error for r in run.records)):
-        reason = root_cause(server.log_tail(REASON_TAIL_LINES))
-        # Served since it started: a request of this point succeeded, or its counters (reset by a
-        # restart) had generated tokens before the point began, in this sweep or an earlier one.
-        # A /metrics that did not answer before the point (a loaded box, a dying node) is no evidence
-        # that it never served: it gets its restart.
-        served = (
-            any(r.error is None for r in run.records)
-            or before is None
-            or bool(sm.counter_totals(before).get(sm.GENERATION_TOKENS))
-        )
-        fail("the server died during the point" + (f": {reason}" if reason else ""), run.t_start_ns, run.t_end_ns)
-        raise ServerDied(
-            f"server '{server_name}' died during {point.point_id}" + (f": {reason}" if reason else ""),
-            served=served,
-            reason=reason,
-        )
+    _raise_if_died(run_dir, server, base, wall0, run, before)
     after = _snapshot(run_dir, server_name, point.point_id, "after", endpoint.base_url)
     write_request_rows(run_dir.bench_rows(server_name, point.point_id), run.records)
     record = PointRecord(
@@ -325,14 +356,7 @@ def run_one_point(
         duration_s=time.perf_counter() - wall0,
         t_start_ns=run.t_start_ns,
         t_end_ns=run.t_end_ns,
-        client=ClientLoad(
-            cpu_share=run.cpu_share,
-            loop_lag_p99_s=run.loop_lag_p99_s,
-            loop_lag_max_s=run.loop_lag_max_s,
-            cpu_share_limit=CPU_SHARE_LIMIT,
-            loop_lag_share_of_itl=LOOP_LAG_SHARE_OF_ITL,
-            loop_lag_floor_s=LOOP_LAG_FLOOR_S,
-        ),
+        client=_client_load(run),
         counter_deltas=sm.counter_deltas(before, after),
         measured_counter_deltas=sm.counter_deltas(measured[0], after) if measured and measured[0] is not None else None,
         power=power,
