@@ -50,7 +50,7 @@ from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.plans.expand import BenchPoint, points_for_server, probe_point, search_workloads
-from byog.schemas.bench import ClientLoad, PointRecord, write_request_rows
+from byog.schemas.bench import ClientLoad, PointRecord, PowerTrace, write_request_rows
 from byog.schemas.plan import Plan, RateWorkload, ServerConfig, SyntheticSessions, TraceSource
 from byog.schemas.server import Endpoint, RunningServer
 
@@ -303,6 +303,30 @@ def _client_load(run: PointRun) -> ClientLoad:
     )
 
 
+def _complete_record(
+    base: dict[str, Any],
+    wall0: float,
+    run: PointRun,
+    before: str | None,
+    measured: list[str | None],
+    after: str | None,
+    power: PowerTrace,
+    reset: bool | None,
+) -> PointRecord:
+    return PointRecord(
+        **base,
+        status="complete",
+        duration_s=time.perf_counter() - wall0,
+        t_start_ns=run.t_start_ns,
+        t_end_ns=run.t_end_ns,
+        client=_client_load(run),
+        counter_deltas=sm.counter_deltas(before, after),
+        measured_counter_deltas=sm.counter_deltas(measured[0], after) if measured and measured[0] is not None else None,
+        power=power,
+        prefix_cache_reset=reset,
+    )
+
+
 def run_one_point(
     point: BenchPoint,
     server_name: str,
@@ -350,18 +374,7 @@ def run_one_point(
     _raise_if_died(run_dir, server, base, wall0, run, before)
     after = _snapshot(run_dir, server_name, point.point_id, "after", endpoint.base_url)
     write_request_rows(run_dir.bench_rows(server_name, point.point_id), run.records)
-    record = PointRecord(
-        **base,
-        status="complete",
-        duration_s=time.perf_counter() - wall0,
-        t_start_ns=run.t_start_ns,
-        t_end_ns=run.t_end_ns,
-        client=_client_load(run),
-        counter_deltas=sm.counter_deltas(before, after),
-        measured_counter_deltas=sm.counter_deltas(measured[0], after) if measured and measured[0] is not None else None,
-        power=power,
-        prefix_cache_reset=reset,
-    )
+    record = _complete_record(base, wall0, run, before, measured, after, power, reset)
     atomic_write_json(run_dir.bench_point(server_name, point.point_id), record.model_dump(mode="json"))
     return {
         "point_id": point.point_id,
