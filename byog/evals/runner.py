@@ -146,6 +146,44 @@ def _mrcr_rows(
     return rows, ids
 
 
+def _mrcr_response_rows(
+    items: list[mrcr.MrcrItem], graded: list[dict[str, Any]], pass_index: int, seed: int
+) -> list[dict[str, Any]]:
+    """One pass's graded responses as per-item rows."""
+    return [
+        {
+            "item_id": item.item_id,
+            "item_sha256": item_sha256(item.row),
+            "pass_index": pass_index,
+            "seed": seed,
+            "extracted_answer": "prefix-ok" if result["prefix_ok"] else "no-prefix",
+            "target": None,
+            "score": result["score"],
+            "n_output_tokens": result["n_output_tokens"],
+            "bin": bin_label(item.total_tokens),
+        }
+        for item, result in zip(items, graded, strict=True)
+    ]
+
+
+def _mrcr_bins(out: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Items, responses and mean score (0-100) per context-length bin."""
+    bins: dict[str, dict[str, Any]] = {}
+    for row in out:
+        entry = bins.setdefault(row["bin"], {"items": set(), "score_sum": 0.0, "responses": 0})
+        entry["items"].add(row["item_id"])
+        entry["responses"] += 1
+        entry["score_sum"] += row["score"]
+    return {
+        label: {
+            "items": len(b["items"]),
+            "responses": b["responses"],
+            "score": 100.0 * b["score_sum"] / b["responses"],
+        }
+        for label, b in sorted(bins.items())
+    }
+
+
 def _mrcr_task(
     task: TaskSpec,
     source: DataSource,
@@ -194,39 +232,13 @@ def _mrcr_task(
                 max_model_len=max_len,
                 num_concurrent=num_concurrent,
             )
-            for item, result in zip(items, graded, strict=True):
-                out.append(
-                    {
-                        "item_id": item.item_id,
-                        "item_sha256": item_sha256(item.row),
-                        "pass_index": k,
-                        "seed": seed,
-                        "extracted_answer": "prefix-ok" if result["prefix_ok"] else "no-prefix",
-                        "target": None,
-                        "score": result["score"],
-                        "n_output_tokens": result["n_output_tokens"],
-                        "bin": bin_label(item.total_tokens),
-                    }
-                )
-    bins: dict[str, dict[str, Any]] = {}
-    for row in out:
-        entry = bins.setdefault(row["bin"], {"items": set(), "score_sum": 0.0, "responses": 0})
-        entry["items"].add(row["item_id"])
-        entry["responses"] += 1
-        entry["score_sum"] += row["score"]
+            out.extend(_mrcr_response_rows(items, graded, k, seed))
     extra = {
         "token_counter": counter.name,
         "n_needles": DEFAULT_NEEDLES,
         "max_model_len": max_len,
         "skipped_rows": skipped,
-        "bins": {
-            label: {
-                "items": len(b["items"]),
-                "responses": b["responses"],
-                "score": 100.0 * b["score_sum"] / b["responses"],
-            }
-            for label, b in sorted(bins.items())
-        },
+        "bins": _mrcr_bins(out),
     }
     runner = {
         "name": "byog-mrcr",
