@@ -184,6 +184,36 @@ def _mrcr_bins(out: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     }
 
 
+def _mrcr_items(
+    task: TaskSpec,
+    rows: list[dict[str, Any]],
+    ids: list[str],
+    counter: Any,
+    client: httpx.Client,
+    endpoint: Endpoint,
+    max_len: int,
+    limit: int | None,
+) -> tuple[list[mrcr.MrcrItem], dict[str, int]]:
+    """The rows that fit the server's context, as items; raises when none does."""
+    items, skipped = mrcr.prepare_items(
+        rows,
+        ids,
+        counter=counter,
+        client=client,
+        base_url=endpoint.base_url,
+        model=endpoint.model,
+        max_model_len=max_len,
+        n_needles=DEFAULT_NEEDLES,
+    )
+    if limit is not None:
+        items = items[:limit]
+    if not items:
+        raise ByogError(
+            f"no {task.name} row fits the server's max_model_len {max_len} ({skipped['over_context']} too long)"
+        )
+    return items, skipped
+
+
 def _mrcr_task(
     task: TaskSpec,
     source: DataSource,
@@ -202,22 +232,7 @@ def _mrcr_task(
     with httpx.Client(timeout=httpx.Timeout(3600.0, connect=30.0)) as client:
         counter = token_counter(data_dir, hub_offline(), client, endpoint.base_url, endpoint.model)
         status(f"{task.name}: counting tokens of {len(rows)} rows ({counter.name})")
-        items, skipped = mrcr.prepare_items(
-            rows,
-            ids,
-            counter=counter,
-            client=client,
-            base_url=endpoint.base_url,
-            model=endpoint.model,
-            max_model_len=max_len,
-            n_needles=DEFAULT_NEEDLES,
-        )
-        if limit is not None:
-            items = items[:limit]
-        if not items:
-            raise ByogError(
-                f"no {task.name} row fits the server's max_model_len {max_len} ({skipped['over_context']} too long)"
-            )
+        items, skipped = _mrcr_items(task, rows, ids, counter, client, endpoint, max_len, limit)
         out: list[dict[str, Any]] = []
         for k, seed in enumerate(seeds):
             status(f"{task.name}: pass {k + 1}/{len(seeds)} (seed {seed}), {len(items)} rows")
