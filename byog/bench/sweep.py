@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 from urllib.parse import urlsplit
@@ -22,6 +23,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -48,8 +50,8 @@ from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.plans.expand import BenchPoint, points_for_server, probe_point, search_workloads
-from byog.schemas.bench import ClientLoad, PointRecord, write_request_rows
-from byog.schemas.plan import Plan, ServerConfig, SyntheticSessions, TraceSource
+from byog.schemas.bench import ClientLoad, PointRecord, PowerTrace, write_request_rows
+from byog.schemas.plan import Plan, RateWorkload, ServerConfig, SyntheticSessions, TraceSource
 from byog.schemas.server import Endpoint, RunningServer
 
 MAX_RESTARTS = 1
@@ -235,6 +237,96 @@ def _prepare(
         tok.close()
 
 
+def _record_base(point: BenchPoint, server_name: str) -> dict[str, Any]:
+    """The fields a point's record has whether it completes or fails."""
+    repeat = bool(getattr(point.prompts, "repeat", False))
+    label = prompts_label(
+        point.prompts.kind, getattr(point.prompts, "dataset", None), repeat, sends_text(point.prompts)
+    )
+    return dict(server=server_name, point=point, prompts_label=label, started_at=_utc_now(), byog_version=__version__)
+
+
+def _write_failed(
+    run_dir: RunDir,
+    server: RunningServer,
+    base: dict[str, Any],
+    wall0: float,
+    error: str,
+    t_start_ns: int = 0,
+    t_end_ns: int = 0,
+) -> None:
+    record = PointRecord(
+        **base,
+        status="failed",
+        error=error,
+        log_tail=server.log_tail(LOG_TAIL_LINES),
+        duration_s=time.perf_counter() - wall0,
+        t_start_ns=t_start_ns,
+        t_end_ns=t_end_ns,
+    )
+    point: BenchPoint = base["point"]
+    atomic_write_json(run_dir.bench_point(base["server"], point.point_id), record.model_dump(mode="json"))
+
+
+def _raise_if_died(
+    run_dir: RunDir, server: RunningServer, base: dict[str, Any], wall0: float, run: PointRun, before: str | None
+) -> None:
+    """Write a failed record and raise ``ServerDied`` when the server did not survive the point."""
+    if _healthy(server, any(r.error for r in run.records)):
+        return
+    reason = root_cause(server.log_tail(REASON_TAIL_LINES))
+    # Served since it started: a request of this point succeeded, or its counters (reset by a
+    # restart) had generated tokens before the point began, in this sweep or an earlier one.
+    # A /metrics that did not answer before the point (a loaded box, a dying node) is no evidence
+    # that it never served: it gets its restart.
+    served = (
+        any(r.error is None for r in run.records)
+        or before is None
+        or bool(sm.counter_totals(before).get(sm.GENERATION_TOKENS))
+    )
+    suffix = f": {reason}" if reason else ""
+    _write_failed(
+        run_dir, server, base, wall0, "the server died during the point" + suffix, run.t_start_ns, run.t_end_ns
+    )
+    point: BenchPoint = base["point"]
+    raise ServerDied(f"server '{base['server']}' died during {point.point_id}" + suffix, served=served, reason=reason)
+
+
+def _client_load(run: PointRun) -> ClientLoad:
+    return ClientLoad(
+        cpu_share=run.cpu_share,
+        loop_lag_p99_s=run.loop_lag_p99_s,
+        loop_lag_max_s=run.loop_lag_max_s,
+        cpu_share_limit=CPU_SHARE_LIMIT,
+        loop_lag_share_of_itl=LOOP_LAG_SHARE_OF_ITL,
+        loop_lag_floor_s=LOOP_LAG_FLOOR_S,
+    )
+
+
+def _complete_record(
+    base: dict[str, Any],
+    wall0: float,
+    run: PointRun,
+    before: str | None,
+    measured: list[str | None],
+    after: str | None,
+    power: PowerTrace,
+    reset: bool | None,
+) -> PointRecord:
+    return PointRecord(
+        **base,
+        status="complete",
+        duration_s=time.perf_counter() - wall0,
+        t_start_ns=run.t_start_ns,
+        t_end_ns=run.t_end_ns,
+        client=_client_load(run),
+        counter_deltas=sm.counter_deltas(before, after),
+        measured_counter_deltas=sm.counter_deltas(measured[0], after) if measured and measured[0] is not None else None,
+        power=power,
+        prefix_cache_reset=reset,
+    )
+
+
 def run_one_point(
     point: BenchPoint,
     server_name: str,
@@ -256,32 +348,13 @@ def run_one_point(
     point's ``max_context`` resolved from the server when the plan left it open.
     """
     endpoint = server.endpoint
-    started_at, wall0 = _utc_now(), time.perf_counter()
-    repeat = bool(getattr(point.prompts, "repeat", False))
-    label = prompts_label(
-        point.prompts.kind, getattr(point.prompts, "dataset", None), repeat, sends_text(point.prompts)
-    )
-    base: dict[str, Any] = dict(
-        server=server_name, point=point, prompts_label=label, started_at=started_at, byog_version=__version__
-    )
-
-    def fail(error: str, t_start_ns: int = 0, t_end_ns: int = 0) -> None:
-        record = PointRecord(
-            **base,
-            status="failed",
-            error=error,
-            log_tail=server.log_tail(LOG_TAIL_LINES),
-            duration_s=time.perf_counter() - wall0,
-            t_start_ns=t_start_ns,
-            t_end_ns=t_end_ns,
-        )
-        atomic_write_json(run_dir.bench_point(server_name, point.point_id), record.model_dump(mode="json"))
-
+    base = _record_base(point, server_name)
+    wall0 = time.perf_counter()
     try:
         measure = _prepare(point, endpoint, tokenizer, data_dir, total)
     except ByogError as err:
         if not server.alive():
-            fail(f"the server died while byog built prompts: {err}")
+            _write_failed(run_dir, server, base, wall0, f"the server died while byog built prompts: {err}")
             raise ServerDied(str(err)) from None
         raise
     point = measure.point
@@ -298,50 +371,137 @@ def run_one_point(
         run = measure.run(progress, measure_start if point.kind == "batch" else None)
     finally:
         power = sampler.stop() if sampler is not None else unavailable(power_reason or "")
-    if not _healthy(server, any(r.error for r in run.records)):
-        reason = root_cause(server.log_tail(REASON_TAIL_LINES))
-        # Served since it started: a request of this point succeeded, or its counters (reset by a
-        # restart) had generated tokens before the point began, in this sweep or an earlier one.
-        # A /metrics that did not answer before the point (a loaded box, a dying node) is no evidence
-        # that it never served: it gets its restart.
-        served = (
-            any(r.error is None for r in run.records)
-            or before is None
-            or bool(sm.counter_totals(before).get(sm.GENERATION_TOKENS))
-        )
-        fail("the server died during the point" + (f": {reason}" if reason else ""), run.t_start_ns, run.t_end_ns)
-        raise ServerDied(
-            f"server '{server_name}' died during {point.point_id}" + (f": {reason}" if reason else ""),
-            served=served,
-            reason=reason,
-        )
+    _raise_if_died(run_dir, server, base, wall0, run, before)
     after = _snapshot(run_dir, server_name, point.point_id, "after", endpoint.base_url)
     write_request_rows(run_dir.bench_rows(server_name, point.point_id), run.records)
-    record = PointRecord(
-        **base,
-        status="complete",
-        duration_s=time.perf_counter() - wall0,
-        t_start_ns=run.t_start_ns,
-        t_end_ns=run.t_end_ns,
-        client=ClientLoad(
-            cpu_share=run.cpu_share,
-            loop_lag_p99_s=run.loop_lag_p99_s,
-            loop_lag_max_s=run.loop_lag_max_s,
-            cpu_share_limit=CPU_SHARE_LIMIT,
-            loop_lag_share_of_itl=LOOP_LAG_SHARE_OF_ITL,
-            loop_lag_floor_s=LOOP_LAG_FLOOR_S,
-        ),
-        counter_deltas=sm.counter_deltas(before, after),
-        measured_counter_deltas=sm.counter_deltas(measured[0], after) if measured and measured[0] is not None else None,
-        power=power,
-        prefix_cache_reset=reset,
-    )
+    record = _complete_record(base, wall0, run, before, measured, after, power, reset)
     atomic_write_json(run_dir.bench_point(server_name, point.point_id), record.model_dump(mode="json"))
     return {
         "point_id": point.point_id,
         "measuring_s": (run.t_end_ns - run.t_start_ns) / 1e9,
         "invalid_reasons": invalid_reasons(record, run.records),
     }
+
+
+def _empty_outcome(server_name: str, points: int) -> SweepOutcome:
+    return {
+        "server": server_name,
+        "points": points,
+        "run": [],
+        "skipped": [],
+        "failed": [],
+        "invalid": {},
+        "restarts": 0,
+        "aborted": None,
+        "measuring_s": 0.0,
+        "server_up_s": 0.0,  # both set once the sweep ends
+        "measuring_share": None,
+    }
+
+
+@dataclass
+class _ServerSweep:
+    """What measuring one point of a server's sweep needs; ``result`` collects the outcome."""
+
+    plan: Plan
+    server_name: str
+    server: RunningServer
+    run_dir: RunDir
+    console: Any
+    progress: Progress
+    result: SweepOutcome
+    tokenizer: str | None = None
+    data_dir: Path | None = None
+
+    def measure(self, point: BenchPoint) -> None:
+        """Measure ``point`` unless it is complete already or the sweep has been aborted."""
+        if self.run_dir.bench_point_complete(self.server_name, point.point_id):
+            self.result["skipped"].append(point.point_id)
+            return
+        if self.result["aborted"]:
+            return
+        task = self.progress.add_task(
+            f"{self.server_name} {point.point_id} ({point.load_label})", total=point.total_requests or None
+        )
+        try:
+            done = self._run_point(point, task)
+        except ServerDied as err:
+            self.result["failed"].append(point.point_id)
+            self.progress.update(task, description=f"[red]{self.server_name} {point.point_id}: server died")
+            self._after_server_died(point, err)
+            return
+        self._record(point, task, done)
+
+    def _run_point(self, point: BenchPoint, task: TaskID) -> PointDone:
+        config = self.plan.servers[self.server_name]
+        return run_one_point(
+            point,
+            self.server_name,
+            self.server,
+            self.run_dir,
+            tokenizer=self.tokenizer,
+            data_dir=self.data_dir,
+            progress=lambda n: self.progress.advance(task, n),
+            total=lambda n: self.progress.update(task, total=n),
+            gpus=gpu_indices(config),
+            power_reason=power_unknown_reason(config),
+        )
+
+    def _after_server_died(self, point: BenchPoint, err: ServerDied) -> None:
+        """Restart the server once, or abort its sweep when it cannot serve or already was restarted."""
+        if not err.served:
+            # It died on its first requests since it started, and none succeeded: a server
+            # that cannot serve this configuration (vLLM says why). A restart would only
+            # repeat it, so its remaining points are not run.
+            self.result["aborted"] = f"{err}; it served no request since it started, so its other points are not run"
+            self.console.print(Text(f"server '{self.server_name}' cannot serve: {err.reason or err}", style="red"))
+            return
+        if self.result["restarts"] >= MAX_RESTARTS:
+            self.result["aborted"] = f"{err}; it had already been restarted once"
+            return
+        self.result["restarts"] += 1
+        self.console.print(
+            f"server '{self.server_name}' died during {point.point_id}; restarting it once",
+            style="yellow",
+            markup=False,
+        )
+        try:
+            self.server.restart()
+        except ByogError as restart_err:
+            self.result["aborted"] = f"restart failed: {restart_err}"
+
+    def _record(self, point: BenchPoint, task: TaskID, done: PointDone) -> None:
+        self.result["run"].append(point.point_id)
+        self.result["measuring_s"] += done["measuring_s"]
+        if done["invalid_reasons"]:
+            self.result["invalid"][point.point_id] = done["invalid_reasons"]
+            self.progress.update(task, description=f"[yellow]{self.server_name} {point.point_id}: invalid")
+
+    def search_rates(self) -> None:
+        """Rate searches: each probe's rate follows from the probes already measured (on disk, so a
+        rerun resumes the search where it stopped)."""
+        for workload in search_workloads(self.plan):
+            if self.server_name not in self.plan.servers_for(workload):
+                continue
+            for isl in workload.isl:
+                for osl in workload.osl:
+                    self._search_one(workload, isl, osl)
+
+    def _search_one(self, workload: RateWorkload, isl: int, osl: int) -> None:
+        assert workload.search is not None and workload.slo is not None
+        rule = rule_of(workload.search, workload.slo)
+        name = workload.name or workload.kind
+        while not self.result["aborted"]:
+            probes = [
+                (p.rate, p.slo_share or 0.0) for p in search_probes(self.run_dir, self.server_name, name, isl, osl)
+            ]
+            rate = next_rate(probes, rule)
+            if rate is None:
+                return
+            point = probe_point(self.plan, workload, rate, isl, osl)
+            self.measure(point)
+            if not self.run_dir.bench_point_complete(self.server_name, point.point_id):
+                return  # a probe the server died in is retried by a rerun, not in a loop here
 
 
 def run_bench_for_server(
@@ -362,19 +522,7 @@ def run_bench_for_server(
 
     points = points_for_server(plan, server_name)
     t0 = time.perf_counter()
-    result: SweepOutcome = {
-        "server": server_name,
-        "points": len(points),
-        "run": [],
-        "skipped": [],
-        "failed": [],
-        "invalid": {},
-        "restarts": 0,
-        "aborted": None,
-        "measuring_s": 0.0,
-        "server_up_s": 0.0,  # both set once the sweep ends
-        "measuring_share": None,
-    }
+    result = _empty_outcome(server_name, len(points))
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -383,82 +531,12 @@ def run_bench_for_server(
         console=console,
         transient=False,
     ) as progress:
-
-        def measure(point: BenchPoint) -> None:
-            if run_dir.bench_point_complete(server_name, point.point_id):
-                result["skipped"].append(point.point_id)
-                return
-            if result["aborted"]:
-                return
-            task = progress.add_task(
-                f"{server_name} {point.point_id} ({point.load_label})", total=point.total_requests or None
-            )
-            try:
-                done = run_one_point(
-                    point,
-                    server_name,
-                    server,
-                    run_dir,
-                    tokenizer=tokenizer,
-                    data_dir=data_dir,
-                    progress=lambda n: progress.advance(task, n),
-                    total=lambda n: progress.update(task, total=n),
-                    gpus=gpu_indices(plan.servers[server_name]),
-                    power_reason=power_unknown_reason(plan.servers[server_name]),
-                )
-            except ServerDied as err:
-                result["failed"].append(point.point_id)
-                progress.update(task, description=f"[red]{server_name} {point.point_id}: server died")
-                if not err.served:
-                    # It died on its first requests since it started, and none succeeded: a server
-                    # that cannot serve this configuration (vLLM says why). A restart would only
-                    # repeat it, so its remaining points are not run.
-                    result["aborted"] = f"{err}; it served no request since it started, so its other points are not run"
-                    console.print(Text(f"server '{server_name}' cannot serve: {err.reason or err}", style="red"))
-                    return
-                if result["restarts"] >= MAX_RESTARTS:
-                    result["aborted"] = f"{err}; it had already been restarted once"
-                    return
-                result["restarts"] += 1
-                console.print(
-                    f"server '{server_name}' died during {point.point_id}; restarting it once",
-                    style="yellow",
-                    markup=False,
-                )
-                try:
-                    server.restart()
-                except ByogError as restart_err:
-                    result["aborted"] = f"restart failed: {restart_err}"
-                return
-            result["run"].append(point.point_id)
-            result["measuring_s"] += done["measuring_s"]
-            if done["invalid_reasons"]:
-                result["invalid"][point.point_id] = done["invalid_reasons"]
-                progress.update(task, description=f"[yellow]{server_name} {point.point_id}: invalid")
-
+        sweep = _ServerSweep(
+            plan, server_name, server, run_dir, console, progress, result, tokenizer=tokenizer, data_dir=data_dir
+        )
         for point in points:
-            measure(point)
-        # Rate searches: each probe's rate follows from the probes already measured (on disk, so a
-        # rerun resumes the search where it stopped).
-        for workload in search_workloads(plan):
-            if server_name not in plan.servers_for(workload):
-                continue
-            assert workload.search is not None and workload.slo is not None
-            rule = rule_of(workload.search, workload.slo)
-            for isl in workload.isl:
-                for osl in workload.osl:
-                    name = workload.name or workload.kind
-                    while not result["aborted"]:
-                        probes = [
-                            (p.rate, p.slo_share or 0.0) for p in search_probes(run_dir, server_name, name, isl, osl)
-                        ]
-                        rate = next_rate(probes, rule)
-                        if rate is None:
-                            break
-                        point = probe_point(plan, workload, rate, isl, osl)
-                        measure(point)
-                        if not run_dir.bench_point_complete(server_name, point.point_id):
-                            break  # a probe the server died in is retried by a rerun, not in a loop here
+            sweep.measure(point)
+        sweep.search_rates()
     result["server_up_s"] = time.perf_counter() - t0
     result["measuring_share"] = result["measuring_s"] / result["server_up_s"] if result["server_up_s"] > 0 else None
     return result

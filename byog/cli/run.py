@@ -208,8 +208,7 @@ def _render_time_parts(overview: PlanOverview) -> None:
         )
 
 
-def render_plan_overview(overview: PlanOverview) -> None:
-
+def _render_points(overview: PlanOverview) -> None:
     table = TextTable(
         f"plan '{overview['plan']}': {len(overview['points'])} bench points",
         ["server", "point", "load", "ISL", "OSL", "requests", "TPOT ms", "est. s", "from"],
@@ -228,6 +227,10 @@ def render_plan_overview(overview: PlanOverview) -> None:
             r["source"],
         )
     print_table(console, table)
+
+
+def _render_servers(overview: PlanOverview) -> None:
+    """Each server's launch command and estimate, then the bench total."""
     for s in overview["servers"]:
         launches = f", {s['launches']} launches" if s.get("launches", 1) > 1 else ""
         console.print(
@@ -247,6 +250,9 @@ def render_plan_overview(overview: PlanOverview) -> None:
         ),
         highlight=False,
     )
+
+
+def _render_launch_scripts(overview: PlanOverview) -> None:
     if overview["per_node_launch"]:
         console.print(
             Text.assemble(
@@ -264,10 +270,9 @@ def render_plan_overview(overview: PlanOverview) -> None:
             highlight=False,
         )
         console.print(overview["slurm_batch"], highlight=False, soft_wrap=True, markup=False, end="")
-    _render_time_parts(overview)
-    _render_kv(overview["kv_cache"])
-    console.print("pairs: " + ", ".join(f"{c} vs {b}" for c, b in overview["pairs"]), highlight=False)
-    _render_numerics_cost(overview.get("numerics") or [])
+
+
+def _render_tiers(overview: PlanOverview) -> None:
     tiers = TextTable(
         "tiers: bench wall time and GPU-hours (evals not timed here; without --from-run, a guess of "
         f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and the start-up estimate above)",
@@ -285,7 +290,10 @@ def render_plan_overview(overview: PlanOverview) -> None:
             str(t["eval_requests"]),
         )
     print_table(console, tiers)
-    render_eval_power(overview["evals"], overview["tier"], overview["eval_prior"])
+
+
+def _render_placeholders(overview: PlanOverview) -> None:
+    """Placeholder values still to set, each with where it occurs."""
     places: dict[str, list[str]] = {}
     for item in overview["placeholders"]:
         where, value = item.split(": ", 1)
@@ -296,6 +304,19 @@ def render_plan_overview(overview: PlanOverview) -> None:
             highlight=False,
             soft_wrap=True,
         )
+
+
+def render_plan_overview(overview: PlanOverview) -> None:
+    _render_points(overview)
+    _render_servers(overview)
+    _render_launch_scripts(overview)
+    _render_time_parts(overview)
+    _render_kv(overview["kv_cache"])
+    console.print("pairs: " + ", ".join(f"{c} vs {b}" for c, b in overview["pairs"]), highlight=False)
+    _render_numerics_cost(overview.get("numerics") or [])
+    _render_tiers(overview)
+    render_eval_power(overview["evals"], overview["tier"], overview["eval_prior"])
+    _render_placeholders(overview)
 
 
 def render_eval_power(rows: list[dict[str, Any]], current: str, prior: str | None = None) -> None:

@@ -146,6 +146,74 @@ def _mrcr_rows(
     return rows, ids
 
 
+def _mrcr_response_rows(
+    items: list[mrcr.MrcrItem], graded: list[dict[str, Any]], pass_index: int, seed: int
+) -> list[dict[str, Any]]:
+    """One pass's graded responses as per-item rows."""
+    return [
+        {
+            "item_id": item.item_id,
+            "item_sha256": item_sha256(item.row),
+            "pass_index": pass_index,
+            "seed": seed,
+            "extracted_answer": "prefix-ok" if result["prefix_ok"] else "no-prefix",
+            "target": None,
+            "score": result["score"],
+            "n_output_tokens": result["n_output_tokens"],
+            "bin": bin_label(item.total_tokens),
+        }
+        for item, result in zip(items, graded, strict=True)
+    ]
+
+
+def _mrcr_bins(out: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Items, responses and mean score (0-100) per context-length bin."""
+    bins: dict[str, dict[str, Any]] = {}
+    for row in out:
+        entry = bins.setdefault(row["bin"], {"items": set(), "score_sum": 0.0, "responses": 0})
+        entry["items"].add(row["item_id"])
+        entry["responses"] += 1
+        entry["score_sum"] += row["score"]
+    return {
+        label: {
+            "items": len(b["items"]),
+            "responses": b["responses"],
+            "score": 100.0 * b["score_sum"] / b["responses"],
+        }
+        for label, b in sorted(bins.items())
+    }
+
+
+def _mrcr_items(
+    task: TaskSpec,
+    rows: list[dict[str, Any]],
+    ids: list[str],
+    counter: Any,
+    client: httpx.Client,
+    endpoint: Endpoint,
+    max_len: int,
+    limit: int | None,
+) -> tuple[list[mrcr.MrcrItem], dict[str, int]]:
+    """The rows that fit the server's context, as items; raises when none does."""
+    items, skipped = mrcr.prepare_items(
+        rows,
+        ids,
+        counter=counter,
+        client=client,
+        base_url=endpoint.base_url,
+        model=endpoint.model,
+        max_model_len=max_len,
+        n_needles=DEFAULT_NEEDLES,
+    )
+    if limit is not None:
+        items = items[:limit]
+    if not items:
+        raise ByogError(
+            f"no {task.name} row fits the server's max_model_len {max_len} ({skipped['over_context']} too long)"
+        )
+    return items, skipped
+
+
 def _mrcr_task(
     task: TaskSpec,
     source: DataSource,
@@ -164,22 +232,7 @@ def _mrcr_task(
     with httpx.Client(timeout=httpx.Timeout(3600.0, connect=30.0)) as client:
         counter = token_counter(data_dir, hub_offline(), client, endpoint.base_url, endpoint.model)
         status(f"{task.name}: counting tokens of {len(rows)} rows ({counter.name})")
-        items, skipped = mrcr.prepare_items(
-            rows,
-            ids,
-            counter=counter,
-            client=client,
-            base_url=endpoint.base_url,
-            model=endpoint.model,
-            max_model_len=max_len,
-            n_needles=DEFAULT_NEEDLES,
-        )
-        if limit is not None:
-            items = items[:limit]
-        if not items:
-            raise ByogError(
-                f"no {task.name} row fits the server's max_model_len {max_len} ({skipped['over_context']} too long)"
-            )
+        items, skipped = _mrcr_items(task, rows, ids, counter, client, endpoint, max_len, limit)
         out: list[dict[str, Any]] = []
         for k, seed in enumerate(seeds):
             status(f"{task.name}: pass {k + 1}/{len(seeds)} (seed {seed}), {len(items)} rows")
@@ -194,39 +247,13 @@ def _mrcr_task(
                 max_model_len=max_len,
                 num_concurrent=num_concurrent,
             )
-            for item, result in zip(items, graded, strict=True):
-                out.append(
-                    {
-                        "item_id": item.item_id,
-                        "item_sha256": item_sha256(item.row),
-                        "pass_index": k,
-                        "seed": seed,
-                        "extracted_answer": "prefix-ok" if result["prefix_ok"] else "no-prefix",
-                        "target": None,
-                        "score": result["score"],
-                        "n_output_tokens": result["n_output_tokens"],
-                        "bin": bin_label(item.total_tokens),
-                    }
-                )
-    bins: dict[str, dict[str, Any]] = {}
-    for row in out:
-        entry = bins.setdefault(row["bin"], {"items": set(), "score_sum": 0.0, "responses": 0})
-        entry["items"].add(row["item_id"])
-        entry["responses"] += 1
-        entry["score_sum"] += row["score"]
+            out.extend(_mrcr_response_rows(items, graded, k, seed))
     extra = {
         "token_counter": counter.name,
         "n_needles": DEFAULT_NEEDLES,
         "max_model_len": max_len,
         "skipped_rows": skipped,
-        "bins": {
-            label: {
-                "items": len(b["items"]),
-                "responses": b["responses"],
-                "score": 100.0 * b["score_sum"] / b["responses"],
-            }
-            for label, b in sorted(bins.items())
-        },
+        "bins": _mrcr_bins(out),
     }
     runner = {
         "name": "byog-mrcr",

@@ -28,6 +28,7 @@ from byog.pipeline.kv_overview import check_plan_kv
 from byog.pipeline.slurm_submit import SubmitOptions, batch_script, default_run_dir
 from byog.pipeline.startup_estimate import (
     EvalEstimate,
+    MeasuredStart,
     StartupParts,
     eval_estimates,
     measured_starts,
@@ -200,12 +201,10 @@ def point_seconds(point: BenchPoint, tpot_s: float, ttft_s: float) -> float:
     return point.num_prompts / point.rate + one
 
 
-def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
-    """The matrix, the launch commands and the estimated wall time and GPU-hours of the bench part."""
-    measured: Measured = _measured(from_run) if from_run else {"startup": {}, "per_point": {}}
-    starts = measured_starts(from_run) if from_run else {}
+def _points_with_probes(plan: Plan) -> list[BenchPoint]:
+    """The matrix plus each rate search's probes: its budget, each timed at the first rate."""
     points = expand_plan(plan)
-    for workload in search_workloads(plan):  # a search's probes: its budget, each timed at the first rate
+    for workload in search_workloads(plan):
         assert workload.search is not None
         for isl in workload.isl:
             for osl in workload.osl:
@@ -214,59 +213,79 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
                     first.model_copy(update={"point_id": f"{first.point_id.rsplit('-r', 1)[0]}-probe{i + 1}"})
                     for i in range(workload.search.max_probes)
                 ]
-    servers: list[ServerEstimate] = []
+    return points
+
+
+def _point_rows(server: str, mine: list[BenchPoint], measured: Measured) -> list[PointEstimate]:
+    """Each point's estimate: its measured TPOT/TTFT, else the server's median, else a guess."""
+    server_tpots = [v[0] for (s, _), v in measured["per_point"].items() if s == server]
+    fallback_tpot = statistics.median(server_tpots) if server_tpots else TPOT_GUESS_S
     rows: list[PointEstimate] = []
-    total_s = 0.0
-    gpu_h = 0.0
-    for server in plan.servers:
-        mine = [p for p in points if server in p.servers]
-        server_tpots = [v[0] for (s, _), v in measured["per_point"].items() if s == server]
-        fallback_tpot = statistics.median(server_tpots) if server_tpots else TPOT_GUESS_S
-        parts = startup_parts(plan, plan.servers[server], server, starts)
-        startup = parts["total_s"]
-        seconds = startup
-        for p in mine:
-            tpot, ttft = measured["per_point"].get((server, p.point_id), (fallback_tpot, TTFT_GUESS_S))
-            source = (
-                "measured"
-                if (server, p.point_id) in measured["per_point"]
-                else ("server median" if server_tpots else "guess")
-            )
-            s = point_seconds(p, tpot, ttft)
-            seconds += s
-            rows.append(
-                {
-                    "server": server,
-                    "point_id": p.point_id,
-                    "kind": p.kind,
-                    "load": p.load_label,
-                    "isl": p.isl,
-                    "osl": p.osl,
-                    "requests": p.total_requests,
-                    "tpot_s": tpot,
-                    "estimate_s": s,
-                    "source": source,
-                }
-            )
-        config = plan.servers[server]
-        gpus = config.tensor_parallel_size * config.data_parallel_size
-        launches = plan.launches_of(server)
-        seconds *= launches  # every launch starts the server and runs every point again
-        servers.append(
+    for p in mine:
+        tpot, ttft = measured["per_point"].get((server, p.point_id), (fallback_tpot, TTFT_GUESS_S))
+        source = (
+            "measured"
+            if (server, p.point_id) in measured["per_point"]
+            else ("server median" if server_tpots else "guess")
+        )
+        rows.append(
             {
                 "server": server,
-                "runtime": config.runtime,
-                "command": launch_command(plan, server),
-                "startup_s": startup,
-                "startup_parts": parts,
-                "points": len(mine),
-                "launches": launches,
-                "estimate_s": seconds,
-                "gpus": gpus,
+                "point_id": p.point_id,
+                "kind": p.kind,
+                "load": p.load_label,
+                "isl": p.isl,
+                "osl": p.osl,
+                "requests": p.total_requests,
+                "tpot_s": tpot,
+                "estimate_s": point_seconds(p, tpot, ttft),
+                "source": source,
             }
         )
-        total_s += seconds
-        gpu_h += seconds / 3600 * gpus
+    return rows
+
+
+def _server_estimate(
+    plan: Plan, server: str, mine: list[BenchPoint], rows: list[PointEstimate], starts: dict[str, MeasuredStart]
+) -> ServerEstimate:
+    config = plan.servers[server]
+    parts = startup_parts(plan, config, server, starts)
+    startup = parts["total_s"]
+    seconds = startup
+    for row in rows:
+        seconds += row["estimate_s"]
+    launches = plan.launches_of(server)
+    seconds *= launches  # every launch starts the server and runs every point again
+    return {
+        "server": server,
+        "runtime": config.runtime,
+        "command": launch_command(plan, server),
+        "startup_s": startup,
+        "startup_parts": parts,
+        "points": len(mine),
+        "launches": launches,
+        "estimate_s": seconds,
+        "gpus": config.tensor_parallel_size * config.data_parallel_size,
+    }
+
+
+def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
+    """The matrix, the launch commands and the estimated wall time and GPU-hours of the bench part."""
+    measured: Measured = _measured(from_run) if from_run else {"startup": {}, "per_point": {}}
+    starts = measured_starts(from_run) if from_run else {}
+    points = _points_with_probes(plan)
+    servers: list[ServerEstimate] = []
+    rows: list[PointEstimate] = []
+    for server in plan.servers:
+        mine = [p for p in points if server in p.servers]
+        server_rows = _point_rows(server, mine, measured)
+        rows += server_rows
+        servers.append(_server_estimate(plan, server, mine, server_rows, starts))
+    total_s = 0.0
+    gpu_h = 0.0
+    for est in servers:
+        total_s += est["estimate_s"]
+        gpu_h += est["estimate_s"] / 3600 * est["gpus"]
     tpots = {
         name: statistics.median([v[0] for (s, _), v in measured["per_point"].items() if s == name] or [TPOT_GUESS_S])
         for name in plan.servers
