@@ -9,7 +9,7 @@ side's rows of the point are written as one file, each row with its visit (``int
 side, so the summary's bootstrap can resample blocks. Other points run whole, AB for even points and
 BA for odd ones. Evals and numerics passes follow on the same servers: A's, one swap, B's.
 
-Refused before anything starts (``check_interleave``) where the local vLLM's platform has no sleep
+Refused before anything starts (``interleave_check.check_interleave``) where the local vLLM's platform has no sleep
 mode or both sides' weights would not fit the host's memory; a server that answers 404 on
 ``/is_sleeping`` after it started (a runtime byog cannot probe beforehand) is refused then.
 """
@@ -42,27 +42,6 @@ from byog.runtimes import sleep_mode as sm_mode
 from byog.schemas.bench import ClientLoad, PointRecord, RequestRow, write_request_rows
 from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer
-
-
-def check_interleave(plan: Plan, facts: sm_mode.PlatformFacts | None = None, available: int | None = None) -> None:
-    """Refuse, in one sentence, an interleaved pair this host cannot run: no sleep mode, or no room
-    for both sides' weights in host memory. ``facts`` and ``available`` default to this host's."""
-    pairs = plan.interleaved_pairs
-    if not pairs:
-        return
-    if any(plan.servers[name].runtime == "local" for pair in pairs for name in pair):
-        facts = facts or sm_mode.local_platform_facts()
-        for candidate, baseline in pairs:
-            for name in (baseline, candidate):
-                refusal = sm_mode.platform_refusal(name, facts) if plan.servers[name].runtime == "local" else None
-                if refusal:
-                    raise UsageError(refusal)
-    weights = sm_mode.weights_bytes(plan.model.path) if plan.model.path else None
-    room = available if available is not None else sm_mode.available_host_bytes()
-    for pair in pairs:
-        refusal = sm_mode.host_memory_refusal(pair, weights, room)
-        if refusal:
-            raise UsageError(refusal)
 
 
 def interleaved_rounds(plan: Plan, rounds: list[tuple[int, str]]) -> list[tuple[int, str | tuple[str, str]]]:

@@ -14,7 +14,7 @@ from byog.core.paths import RunDir, new_run_id
 from byog.core.settings import runs_dir
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import check_model_reference
-from byog.pipeline.interleave import check_interleave
+from byog.pipeline.interleave_check import check_interleave
 from byog.pipeline.kv_overview import check_plan_kv
 from byog.plans.expand import check_plan_fits
 from byog.plans.load import load_plan, parse_plan

@@ -14,7 +14,7 @@ from byog.analysis.time_to_verdict import time_to_verdict, union_length
 from byog.core.errors import UsageError
 from byog.core.io import read_json
 from byog.core.paths import RunDir
-from byog.pipeline import interleave
+from byog.pipeline import interleave, interleave_check
 from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
 from byog.runtimes.record import utc_now, write_server_record
@@ -42,16 +42,16 @@ def _plan(text: str = PLAN) -> Plan:
 
 def test_the_cpu_platform_is_refused_before_anything_starts() -> None:
     with pytest.raises(UsageError, match="runs on CpuPlatform, which has no sleep mode"):
-        interleave.check_interleave(_plan(), facts=PlatformFacts("CpuPlatform", False), available=2**40)
-    interleave.check_interleave(_plan(), facts=PlatformFacts("CudaPlatform", True), available=2**40)
+        interleave_check.check_interleave(_plan(), facts=PlatformFacts("CpuPlatform", False), available=2**40)
+    interleave_check.check_interleave(_plan(), facts=PlatformFacts("CudaPlatform", True), available=2**40)
 
 
 def test_two_sides_that_do_not_fit_host_memory_are_refused(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors").write_bytes(b"\0" * 4096)
     plan = _plan(PLAN.replace('"builtin:smollm2-135m-instruct"', f'"{tmp_path}"'))
     with pytest.raises(UsageError, match="both need"):
-        interleave.check_interleave(plan, facts=PlatformFacts("CudaPlatform", True), available=8191)
-    interleave.check_interleave(plan, facts=PlatformFacts("CudaPlatform", True), available=8192)
+        interleave_check.check_interleave(plan, facts=PlatformFacts("CudaPlatform", True), available=8191)
+    interleave_check.check_interleave(plan, facts=PlatformFacts("CudaPlatform", True), available=8192)
 
 
 def test_a_server_in_two_interleaved_pairs_is_refused() -> None:
