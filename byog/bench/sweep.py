@@ -39,18 +39,12 @@ from byog.bench.agentic import run_agentic_point, scripts_for
 from byog.bench.nvml_sampler import PowerSampler, unavailable
 from byog.bench.prompts import Prompt, ServerTokenizer, build_prompts, prompts_label, sends_text, vocabulary
 from byog.bench.traces import replay_requests, run_trace_point
-from byog.bench.workloads import (
-    CPU_SHARE_LIMIT,
-    LOOP_LAG_FLOOR_S,
-    LOOP_LAG_SHARE_OF_ITL,
-    PointRun,
-    run_point,
-)
+from byog.bench.workloads import PointRun, client_load, run_point
 from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.plans.expand import BenchPoint, points_for_server, probe_point, search_workloads
-from byog.schemas.bench import ClientLoad, PointRecord, PowerTrace, write_request_rows
+from byog.schemas.bench import PointRecord, PowerTrace, write_request_rows
 from byog.schemas.plan import Plan, RateWorkload, ServerConfig, SyntheticSessions, TraceSource
 from byog.schemas.server import Endpoint, RunningServer
 
@@ -292,17 +286,6 @@ def _raise_if_died(
     raise ServerDied(f"server '{base['server']}' died during {point.point_id}" + suffix, served=served, reason=reason)
 
 
-def _client_load(run: PointRun) -> ClientLoad:
-    return ClientLoad(
-        cpu_share=run.cpu_share,
-        loop_lag_p99_s=run.loop_lag_p99_s,
-        loop_lag_max_s=run.loop_lag_max_s,
-        cpu_share_limit=CPU_SHARE_LIMIT,
-        loop_lag_share_of_itl=LOOP_LAG_SHARE_OF_ITL,
-        loop_lag_floor_s=LOOP_LAG_FLOOR_S,
-    )
-
-
 def _complete_record(
     base: dict[str, Any],
     wall0: float,
@@ -319,7 +302,7 @@ def _complete_record(
         duration_s=time.perf_counter() - wall0,
         t_start_ns=run.t_start_ns,
         t_end_ns=run.t_end_ns,
-        client=_client_load(run),
+        client=client_load(run.cpu_share, run.loop_lag_p99_s, run.loop_lag_max_s),
         counter_deltas=sm.counter_deltas(before, after),
         measured_counter_deltas=sm.counter_deltas(measured[0], after) if measured and measured[0] is not None else None,
         power=power,

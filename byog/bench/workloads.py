@@ -20,7 +20,7 @@ from byog.analysis.metrics import percentile
 from byog.bench.client import StreamingClient
 from byog.bench.prompts import Prompt
 from byog.plans.expand import BenchPoint
-from byog.schemas.bench import RequestRow
+from byog.schemas.bench import ClientLoad, RequestRow
 
 # Client saturation limits. A client over these limits was late to read its sockets, so its
 # timestamps measure itself, not the server. One core is the most one Python process can use.
@@ -34,6 +34,18 @@ LAG_TICK_S = 0.005
 
 Progress = Callable[[int], None]  # called with the number of requests just finished
 Hook = Callable[[], None]  # called between the warm-up and the measured waves (nothing in flight)
+
+
+def client_load(cpu_share: float | None, loop_lag_p99_s: float | None, loop_lag_max_s: float | None) -> ClientLoad:
+    """The client's own load over a point, with the limits its validity is judged by."""
+    return ClientLoad(
+        cpu_share=cpu_share,
+        loop_lag_p99_s=loop_lag_p99_s,
+        loop_lag_max_s=loop_lag_max_s,
+        cpu_share_limit=CPU_SHARE_LIMIT,
+        loop_lag_share_of_itl=LOOP_LAG_SHARE_OF_ITL,
+        loop_lag_floor_s=LOOP_LAG_FLOOR_S,
+    )
 
 
 @dataclass

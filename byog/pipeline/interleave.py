@@ -29,7 +29,7 @@ from byog.analysis.interleave import Side, side_of
 from byog.bench.nvml_sampler import unavailable
 from byog.bench.prompts import Prompt, ServerTokenizer, prompts_label, sends_text
 from byog.bench.sweep import _reset_prefix_cache, _snapshot, _utc_now, point_prompts, run_one_point
-from byog.bench.workloads import CPU_SHARE_LIMIT, LOOP_LAG_FLOOR_S, LOOP_LAG_SHARE_OF_ITL, PointRun, run_point
+from byog.bench.workloads import PointRun, client_load, run_point
 from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_json
 from byog.core.paths import RunDir
@@ -39,7 +39,7 @@ from byog.pipeline.numerics import run_numerics_for_server
 from byog.pipeline.runtimes import runtime_for
 from byog.plans.expand import BenchPoint, expand_plan
 from byog.runtimes import sleep_mode as sm_mode
-from byog.schemas.bench import ClientLoad, PointRecord, RequestRow, write_request_rows
+from byog.schemas.bench import PointRecord, RequestRow, write_request_rows
 from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer
 
@@ -220,13 +220,8 @@ class _SideRun:
             duration_s=self.duration_s,
             t_start_ns=self.runs[0].t_start_ns,
             t_end_ns=self.runs[-1].t_end_ns,
-            client=ClientLoad(
-                cpu_share=max(shares) if shares else None,
-                loop_lag_p99_s=max(lags) if lags else None,
-                loop_lag_max_s=max(lag_max) if lag_max else None,
-                cpu_share_limit=CPU_SHARE_LIMIT,
-                loop_lag_share_of_itl=LOOP_LAG_SHARE_OF_ITL,
-                loop_lag_floor_s=LOOP_LAG_FLOOR_S,
+            client=client_load(
+                max(shares) if shares else None, max(lags) if lags else None, max(lag_max) if lag_max else None
             ),
             counter_deltas=sm.counter_deltas(self.before, after),
             measured_counter_deltas=sm.counter_deltas(self.measured, after) if self.measured is not None else None,
