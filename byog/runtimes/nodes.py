@@ -71,12 +71,14 @@ class NodeRuntime(Protocol):
     def open(self, rank: int, host: str | None, gpus: list[int], marker: str) -> Node: ...
 
 
+def gpu_env(gpus: list[int]) -> dict[str, str]:
+    """The node's GPUs as the environment names them (nothing for a node without GPUs)."""
+    return {"CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus)} if gpus else {}
+
+
 def node_env(step_env: dict[str, str], marker: str, gpus: list[int]) -> dict[str, str]:
     """What every process on a node gets on top of the node's environment."""
-    env = {**step_env, NODE_MARKER_ENV: marker}
-    if gpus:
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
-    return env
+    return {**step_env, NODE_MARKER_ENV: marker, **gpu_env(gpus)}
 
 
 def probe_node(node: Node, python: str, env: dict[str, str]) -> dict[str, Any]:

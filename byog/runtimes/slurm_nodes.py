@@ -339,8 +339,12 @@ class SlurmNode:
             container=self.container if container else None,
         )
 
+    def step_name(self, label: str) -> str:
+        """The Slurm step's name: the node's marker and the step's role."""
+        return f"{self.marker}-{label}"
+
     def spawn(self, label: str, argv: list[str], env: dict[str, str], log_path: Path) -> SlurmProc:
-        name = f"{self.marker}-{label}"
+        name = self.step_name(label)
         full = self.argv(name, argv, env)
         log = log_path.open("ab")
         popen = subprocess.Popen(

@@ -57,8 +57,8 @@ def test_a_multi_node_server_goes_to_the_cluster_runtime() -> None:
         "/opt/py",
         ("-i", "k"),
     )
-    assert node_addresses(config) == ["tray0", "tray1"]
-    assert node_addresses(ServerConfig(nodes=3, tensor_parallel_size=3)) == ["127.0.0.1"] * 3
+    assert node_addresses(spec) == ["tray0", "tray1"]
+    assert node_addresses(cluster_spec(ServerConfig(nodes=3, tensor_parallel_size=3))) == ["127.0.0.1"] * 3
 
 
 def test_describe_shows_every_node_for_both_launchers_plans_first() -> None:
