@@ -29,6 +29,7 @@ from rich.console import Console
 
 from byog.analysis.bench_summary import summarize_bench
 from byog.bench.sweep import run_bench_for_server
+from byog.cli.console_reporter import ConsoleReporter
 from byog.core.paths import RunDir
 from byog.pipeline.runtimes import runtime_for
 from byog.schemas.plan import BatchWorkload, ModelSpec, Plan, ServerConfig
@@ -97,7 +98,7 @@ def main() -> int:
             "tp_served": running.endpoint.tensor_parallel_size,
         }
         try:
-            result = run_bench_for_server(plan, name, running, rd, console)
+            result = run_bench_for_server(plan, name, running, rd, ConsoleReporter(console))
             servers[name]["bench"] = {k: result[k] for k in ("run", "failed", "restarts", "aborted")}
         finally:
             running.stop()

@@ -19,15 +19,6 @@ from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 import httpx
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.text import Text
 
 from byog import __version__
 from byog.analysis import counters as sm
@@ -43,6 +34,7 @@ from byog.bench.workloads import PointRun, client_load, run_point
 from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
+from byog.core.reporter import NullReporter, ProgressBoard, ProgressTask, Reporter
 from byog.plans.expand import BenchPoint, points_for_server, probe_point, search_workloads
 from byog.schemas.bench import PointRecord, PowerTrace, write_request_rows
 from byog.schemas.plan import Plan, RateWorkload, ServerConfig, SyntheticSessions, TraceSource
@@ -390,8 +382,8 @@ class _ServerSweep:
     server_name: str
     server: RunningServer
     run_dir: RunDir
-    console: Any
-    progress: Progress
+    reporter: Reporter
+    progress: ProgressBoard
     result: SweepOutcome
     tokenizer: str | None = None
     data_dir: Path | None = None
@@ -403,19 +395,19 @@ class _ServerSweep:
             return
         if self.result["aborted"]:
             return
-        task = self.progress.add_task(
+        task = self.progress.task(
             f"{self.server_name} {point.point_id} ({point.load_label})", total=point.total_requests or None
         )
         try:
             done = self._run_point(point, task)
         except ServerDied as err:
             self.result["failed"].append(point.point_id)
-            self.progress.update(task, description=f"[red]{self.server_name} {point.point_id}: server died")
+            task.update(description=f"{self.server_name} {point.point_id}: server died", style="error")
             self._after_server_died(point, err)
             return
         self._record(point, task, done)
 
-    def _run_point(self, point: BenchPoint, task: TaskID) -> PointDone:
+    def _run_point(self, point: BenchPoint, task: ProgressTask) -> PointDone:
         config = self.plan.servers[self.server_name]
         return run_one_point(
             point,
@@ -424,8 +416,8 @@ class _ServerSweep:
             self.run_dir,
             tokenizer=self.tokenizer,
             data_dir=self.data_dir,
-            progress=lambda n: self.progress.advance(task, n),
-            total=lambda n: self.progress.update(task, total=n),
+            progress=task.advance,
+            total=lambda n: task.update(total=n),
             gpus=gpu_indices(config),
             power_reason=power_unknown_reason(config),
         )
@@ -437,28 +429,26 @@ class _ServerSweep:
             # that cannot serve this configuration (vLLM says why). A restart would only
             # repeat it, so its remaining points are not run.
             self.result["aborted"] = f"{err}; it served no request since it started, so its other points are not run"
-            self.console.print(Text(f"server '{self.server_name}' cannot serve: {err.reason or err}", style="red"))
+            self.reporter.line(f"server '{self.server_name}' cannot serve: {err.reason or err}", style="error")
             return
         if self.result["restarts"] >= MAX_RESTARTS:
             self.result["aborted"] = f"{err}; it had already been restarted once"
             return
         self.result["restarts"] += 1
-        self.console.print(
-            f"server '{self.server_name}' died during {point.point_id}; restarting it once",
-            style="yellow",
-            markup=False,
+        self.reporter.line(
+            f"server '{self.server_name}' died during {point.point_id}; restarting it once", style="warn"
         )
         try:
             self.server.restart()
         except ByogError as restart_err:
             self.result["aborted"] = f"restart failed: {restart_err}"
 
-    def _record(self, point: BenchPoint, task: TaskID, done: PointDone) -> None:
+    def _record(self, point: BenchPoint, task: ProgressTask, done: PointDone) -> None:
         self.result["run"].append(point.point_id)
         self.result["measuring_s"] += done["measuring_s"]
         if done["invalid_reasons"]:
             self.result["invalid"][point.point_id] = done["invalid_reasons"]
-            self.progress.update(task, description=f"[yellow]{self.server_name} {point.point_id}: invalid")
+            task.update(description=f"{self.server_name} {point.point_id}: invalid", style="warn")
 
     def search_rates(self) -> None:
         """Rate searches: each probe's rate follows from the probes already measured (on disk, so a
@@ -492,7 +482,7 @@ def run_bench_for_server(
     server_name: str,
     server: RunningServer,
     run_dir: RunDir,
-    console: Any,
+    reporter: Reporter = NullReporter(),
     *,
     tokenizer: str | None = None,
     data_dir: Path | None = None,
@@ -506,16 +496,9 @@ def run_bench_for_server(
     points = points_for_server(plan, server_name)
     t0 = time.perf_counter()
     result = _empty_outcome(server_name, len(points))
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    ) as progress:
+    with reporter.progress() as progress:
         sweep = _ServerSweep(
-            plan, server_name, server, run_dir, console, progress, result, tokenizer=tokenizer, data_dir=data_dir
+            plan, server_name, server, run_dir, reporter, progress, result, tokenizer=tokenizer, data_dir=data_dir
         )
         for point in points:
             sweep.measure(point)

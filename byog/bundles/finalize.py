@@ -9,15 +9,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from rich.text import Text
 
 from byog.bundles.pack import BUDGET_BYTES, BUNDLE_NAME, pack, seal
 from byog.bundles.sign import SigningKey, configured_key, sign_bytes
 from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from byog.core.paths import SIGNATURE_NAME, SIGNER_NAME, RunDir
+from byog.core.reporter import NullReporter, Reporter
 from byog.core.settings import SIGNING_KEY_ENV
 from byog.report.markdown import render_report
 from byog.report.plots import write_plots
@@ -96,18 +94,19 @@ def describe(packed: Packed) -> str:
     return f"bundle {packed.bundle} ({size}), NOT signed: no signing key is configured ({NO_KEY_HINT}){squeezed}"
 
 
-def finalize_run(run_dir: RunDir, console: Any, *, subject: str | BundleSubject | None = None) -> Path | None:
+def finalize_run(
+    run_dir: RunDir, reporter: Reporter = NullReporter(), *, subject: str | BundleSubject | None = None
+) -> Path | None:
     """Called at the end of ``byog run``: seal, sign when a key is configured, pack bundle.tar.gz in the run dir.
 
     Never fails the run: results stay in the run directory, and a problem is printed as one line
     (``byog bundle pack RUN_DIR`` retries it). Returns the bundle path, or None when none was made.
-    Messages are plain text (rich.text.Text, never markup: the hint's "[signing]" must show).
+    Messages are plain text (never markup: the hint's "[signing]" must show).
     """
     try:
         packed = seal_and_pack(run_dir, sign=True, plots=True, subject=subject)
     except ByogError as err:
-        console.print(Text.assemble(("bundle not made:", "bold red"), " ", str(err)), highlight=False, soft_wrap=True)
+        reporter.line(f" {err}", lead="bundle not made:", style="error")
         return None
-    style = "green" if packed.signed_by else "yellow"
-    console.print(Text(describe(packed), style=style), highlight=False, soft_wrap=True)
+    reporter.line(describe(packed), style="ok" if packed.signed_by else "warn")
     return packed.bundle

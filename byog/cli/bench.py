@@ -14,11 +14,12 @@ from byog.cli.common import (
     RunDirOpt,
     TokenizerOpt,
     console,
-    err_console,
     print_json,
+    reporter,
 )
-from byog.core.console_tables import TextTable, print_table
+from byog.cli.console_reporter import print_table
 from byog.core.errors import UsageError
+from byog.core.reporter import Table
 from byog.pipeline.bench_endpoint import BenchFlags, bench_endpoint
 from byog.report.format import struck
 from byog.schemas.bench import PointSummary
@@ -123,7 +124,7 @@ def bench_cmd(
         data_dir=data_dir,
     )
     result = bench_endpoint(
-        flags, run_dir, err_console
+        flags, run_dir, reporter(to_stderr=True)
     )  # progress on stderr: stdout is the result (a pipe gets the table alone)
     if as_json:
         print_json(result.to_json())
@@ -179,7 +180,7 @@ def render_points(points: list[PointSummary], title: str = "bench") -> None:
         "decode tok/s",
         "output tok/s",
     ]
-    table = TextTable(title, columns, right={c for c in columns if "ms" in c or "tok" in c})
+    table = Table(title, columns, right={c for c in columns if "ms" in c or "tok" in c})
     for p in points:
         m = p.metrics
         numbers = [
@@ -193,7 +194,9 @@ def render_points(points: list[PointSummary], title: str = "bench") -> None:
         ]
         if not p.valid:  # as report.md shows them: struck through, not results
             numbers = [cell if cell == "-" else struck(cell) for cell in numbers]
-        table.add_row(p.server, p.point_id, p.load_label, p.prompts or "-", "yes" if p.valid else "no", *numbers)
+        table = table.with_row(
+            p.server, p.point_id, p.load_label, p.prompts or "-", "yes" if p.valid else "no", *numbers
+        )
     print_table(console, table)
     for p in points:
         for reason in p.invalid_reasons:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from byog.cli.common import DataDirOpt, JsonOpt, PlanArg, RunDirOpt, TierOpt, command, console, err_console, print_json
+from byog.cli.common import DataDirOpt, JsonOpt, PlanArg, RunDirOpt, TierOpt, command, print_json, reporter
 from byog.pipeline.check import check_plan
 
 check_app = typer.Typer(
@@ -23,9 +23,7 @@ def numerics_cmd(
 ) -> None:
     """Logprob differential: each candidate scored on its baseline's greedy token path, against the baseline's own A/A
     noise (exit 1 unless numerically equivalent)."""
-    summary = check_plan(
-        plan_opt or plan, run_dir, err_console if as_json else console, "numerics", data_dir=data_dir, tier=tier
-    )
+    summary = check_plan(plan_opt or plan, run_dir, reporter(as_json), "numerics", data_dir=data_dir, tier=tier)
     if as_json:
         print_json(summary.to_json().get("numerics"))
 
@@ -39,6 +37,6 @@ def conformance_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Conformance suite on every server; each candidate held to what its baseline passes (exit 1 on a regression)."""
-    summary = check_plan(plan_opt or plan, run_dir, err_console if as_json else console, "conformance", tier=tier)
+    summary = check_plan(plan_opt or plan, run_dir, reporter(as_json), "conformance", tier=tier)
     if as_json:
         print_json(summary.to_json().get("numerics"))

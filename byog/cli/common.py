@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from byog.cli.console_reporter import ConsoleReporter
 from byog.core.errors import ByogError
 from byog.core.safe_text import one_line
 from byog.core.settings import debug
@@ -26,6 +27,12 @@ from byog.core.settings import debug
 # read as rich markup, so "[signing]" prints as written; styling is explicit (Text, style=).
 console = Console(soft_wrap=True, markup=False)  # a long line is one line in a log or pipe, never re-wrapped at 80
 err_console = Console(stderr=True, soft_wrap=True, markup=False)
+
+
+def reporter(to_stderr: bool = False) -> ConsoleReporter:
+    """What a command hands the layers below to say what they do: stderr when stdout is the result (--json)."""
+    return ConsoleReporter(err_console if to_stderr else console)
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -15,10 +15,11 @@ from byog.cli.common import (
     RunDirOpt,
     command,
     console,
-    err_console,
     print_json,
+    reporter,
 )
-from byog.core.console_tables import TextTable, print_table
+from byog.cli.console_reporter import print_table
+from byog.core.reporter import Table
 from byog.pipeline.eval_endpoint import EvalFlags, data_pull, eval_endpoint
 
 data_app = typer.Typer(help="Datasets for the evals: cache hub copies for offline runs.", no_args_is_help=True)
@@ -62,7 +63,7 @@ def eval_cmd(
         max_gen_toks=max_gen_toks,
         num_concurrent=num_concurrent,
     )
-    result = eval_endpoint(flags, run_dir, err_console if as_json else console)
+    result = eval_endpoint(flags, run_dir, reporter(as_json))
     if as_json:
         print_json(result)
     else:
@@ -90,13 +91,13 @@ def data_pull_cmd(
 
 def render_evals(result: dict[str, Any]) -> None:
 
-    table = TextTable(
+    table = Table(
         f"byog eval -> {result['run_dir']}  ({result['endpoint']['model']} at {result['endpoint']['base_url']})",
         ["task", "data", "items", "passes", "temp", "score", "± SE", "wall s"],
         right={"items", "passes", "temp", "score", "± SE", "wall s"},
     )
     for r in result["results"]:
-        table.add_row(
+        table = table.with_row(
             r["task"],
             r["data"],
             str(r["n_items"]),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import typer
 
 from byog.cli.common import JsonOpt, command, console, err_console, print_json
-from byog.core.console_tables import TextTable, print_table
+from byog.cli.console_reporter import print_table
+from byog.core.reporter import Table
 from byog.images.build import build_image
 from byog.images.inspect import inspect_image
 
@@ -59,16 +60,16 @@ def image_inspect_cmd(
         print_json(info)
         return
 
-    table = TextTable(image, ["field", "value"], show_header=False)
-    table.add_row("id", info["id"])
-    table.add_row("repo digests", "\n".join(info["repo_digests"]) or "none (built here, never pushed)")
-    table.add_row("tags", ", ".join(info["repo_tags"]))
-    table.add_row(
+    table = Table(image, ["field", "value"], show_header=False)
+    table = table.with_row("id", info["id"])
+    table = table.with_row("repo digests", "\n".join(info["repo_digests"]) or "none (built here, never pushed)")
+    table = table.with_row("tags", ", ".join(info["repo_tags"]))
+    table = table.with_row(
         "vLLM", f"{info['vllm_version']} (from {info['vllm_version_from']})" if info["vllm_version"] else "unknown"
     )
-    table.add_row("platform", info.get("platform") or "unknown")
-    table.add_row("size", f"{info['size_bytes'] / 1e6:.0f} MB")
-    table.add_row("created", str(info["created"]))
+    table = table.with_row("platform", info.get("platform") or "unknown")
+    table = table.with_row("size", f"{info['size_bytes'] / 1e6:.0f} MB")
+    table = table.with_row("created", str(info["created"]))
     for key, value in sorted(info["labels"].items()):
-        table.add_row(f"label {key}", value)
+        table = table.with_row(f"label {key}", value)
     print_table(console, table)

@@ -12,7 +12,8 @@ from byog.analysis import discordant as dc
 from byog.bundles.items import load_discordant
 from byog.cli.bundles import AllowUnsignedOpt
 from byog.cli.common import AllowedSignersOpt, JsonOpt, console, print_json
-from byog.core.console_tables import TextTable, print_table
+from byog.cli.console_reporter import print_table
+from byog.core.reporter import Table
 from byog.core.safe_text import json_safe, one_line
 
 
@@ -41,11 +42,9 @@ def items_cmd(
         if not flipped.items:
             console.print(Text(title), highlight=False)
             continue
-        table = TextTable(
-            title, dc.columns(flipped.gated), right={c for c in dc.columns(flipped.gated) if "score" in c}
-        )
+        table = Table(title, dc.columns(flipped.gated), right={c for c in dc.columns(flipped.gated) if "score" in c})
         for item in flipped.items:
-            table.add_row(*(one_line(cell, 200) for cell in dc.cells(item, flipped.gated)))
+            table = table.with_row(*(one_line(cell, 200) for cell in dc.cells(item, flipped.gated)))
         print_table(console, table)
 
 

@@ -13,8 +13,9 @@ from rich.text import Text
 
 from byog.analysis.reproduction import DEFAULT_RUN_NOISE
 from byog.bundles.finalize import describe
-from byog.cli.common import AllowedSignersOpt, DataDirOpt, JsonOpt, console, err_console, print_json
-from byog.core.console_tables import TextTable, print_table
+from byog.cli.common import AllowedSignersOpt, DataDirOpt, JsonOpt, console, print_json, reporter
+from byog.cli.console_reporter import print_table
+from byog.core.reporter import Table
 from byog.core.safe_text import one_line
 from byog.images.models import model_as_named
 from byog.pipeline.numerics import references
@@ -146,7 +147,7 @@ def reproduce_cmd(
         else:
             render_dry_run(planned)
         return
-    done = reproduce(bundle, opts, err_console if as_json else console)
+    done = reproduce(bundle, opts, reporter(as_json))
     if as_json:
         print_json(
             {
@@ -170,7 +171,7 @@ def _pct(log_value: float | None, signed: bool) -> str:
 
 def render(done: Reproduced) -> None:
     record: ReproductionRecord = done.record
-    table = TextTable(
+    table = Table(
         f"reproduction of {record.original.plan_name} ({record.original.bundle_sha256[:12]})",
         ["point", "server", "metric", "original", "reproduced", "deviation", "tolerance", "outcome"],
         right={"original", "reproduced", "deviation", "tolerance"},
@@ -179,7 +180,7 @@ def render(done: Reproduced) -> None:
         for c in point.checks:
             who = f"{c.server}/{c.baseline}" if c.kind == "ratio" else c.server
             metric = c.metric + (" ratio" if c.kind == "ratio" else "")
-            table.add_row(
+            table = table.with_row(
                 c.point_id,
                 who,
                 metric,

@@ -16,10 +16,11 @@ from byog.cli.common import (
     RunDirOpt,
     TierOpt,
     console,
-    err_console,
     print_json,
+    reporter,
 )
-from byog.core.console_tables import TextTable, print_table
+from byog.cli.console_reporter import print_table
+from byog.core.reporter import Table
 from byog.pipeline.derive import derive_and_write
 from byog.pipeline.planview import (
     TPOT_GUESS_S,
@@ -51,7 +52,7 @@ def run_cmd(
     result = run_plan(
         plan_opt or plan,
         run_dir=run_dir,
-        console=err_console if as_json else console,
+        reporter=reporter(as_json),
         data_dir=data_dir,
         tier=tier,
         subject=subject_for,
@@ -70,12 +71,12 @@ def serve_cmd(
     ),
 ) -> None:
     """Start one server config of a plan and keep it up until Ctrl-C (for byog bench/eval --endpoint)."""
-    serve_until_interrupted(plan, server, run_dir, console)
+    serve_until_interrupted(plan, server, run_dir, reporter())
 
 
 def derive_cmd(run_dir: Path = typer.Argument(..., help="A run directory."), as_json: JsonOpt = False) -> None:
     """Re-derive summary.json and report.md from a run directory's raw records."""
-    summary = derive_and_write(run_dir, console=err_console if as_json else console)
+    summary = derive_and_write(run_dir, reporter(as_json))
     if as_json:
         print_json(summary.to_json())
 
@@ -107,14 +108,14 @@ def _render_kv(kv: dict[str, Any]) -> None:
     if not kv["checked"]:
         console.print(Text(kv["note"], style="yellow"), highlight=False)
         return
-    table = TextTable(
+    table = Table(
         f"KV cache per GPU ({kv['note']})",
         ["server", "point", "TP", "DCP", "tokens/seq", "B", "needed GiB", "budget GiB", "max B", "fits"],
         right={"TP", "DCP", "tokens/seq", "B", "needed GiB", "budget GiB", "max B"},
     )
     for r in kv["rows"]:
         fits = "not stated" if r["fits"] is None else ("yes" if r["fits"] else "NO")
-        table.add_row(
+        table = table.with_row(
             r["server"],
             r["point_id"],
             str(r["tp"]),
@@ -152,7 +153,7 @@ def _render_numerics_cost(rows: list[dict[str, Any]]) -> None:
 
 def _render_time_parts(overview: PlanOverview) -> None:
     """Each server's start-up in its parts, the evals' time, and what an interleaved pair costs and saves."""
-    table = TextTable(
+    table = Table(
         "start-up estimate per server: weights per rank / load rate + compile + graph capture + rest",
         ["server", "GiB/rank", "GiB/s", "load s", "compile s", "capture s", "rest s", "total s", "from"],
         right={"GiB/rank", "GiB/s", "load s", "compile s", "capture s", "rest s", "total s"},
@@ -160,7 +161,7 @@ def _render_time_parts(overview: PlanOverview) -> None:
     for s in overview["servers"]:
         p = s["startup_parts"]
         gib = "?" if p["weights_gib_per_rank"] is None else f"{p['weights_gib_per_rank']:.1f}"
-        table.add_row(
+        table = table.with_row(
             s["server"],
             gib,
             f"{p['load_rate_gib_s']:.2f}",
@@ -173,13 +174,13 @@ def _render_time_parts(overview: PlanOverview) -> None:
         )
     print_table(console, table)
     if overview["eval_time"]:
-        evals = TextTable(
+        evals = Table(
             "eval estimate: ceil(requests / concurrency) x (TTFT + expected tokens x TPOT)",
             ["server", "task", "requests", "concurrency", "expected tokens", "TPOT ms", "est. min"],
             right={"requests", "concurrency", "expected tokens", "TPOT ms", "est. min"},
         )
         for e in overview["eval_time"]:
-            evals.add_row(
+            evals = evals.with_row(
                 e["server"],
                 e["task"],
                 str(e["requests"]),
@@ -209,13 +210,13 @@ def _render_time_parts(overview: PlanOverview) -> None:
 
 
 def _render_points(overview: PlanOverview) -> None:
-    table = TextTable(
+    table = Table(
         f"plan '{overview['plan']}': {len(overview['points'])} bench points",
         ["server", "point", "load", "ISL", "OSL", "requests", "TPOT ms", "est. s", "from"],
         right={"ISL", "OSL", "requests", "TPOT ms", "est. s"},
     )
     for r in overview["points"]:
-        table.add_row(
+        table = table.with_row(
             r["server"],
             r["point_id"],
             r["load"],
@@ -273,14 +274,14 @@ def _render_launch_scripts(overview: PlanOverview) -> None:
 
 
 def _render_tiers(overview: PlanOverview) -> None:
-    tiers = TextTable(
+    tiers = Table(
         "tiers: bench wall time and GPU-hours (evals not timed here; without --from-run, a guess of "
         f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and the start-up estimate above)",
         ["tier", "servers", "bench points", "max GPUs", "est. wall", "GPU-hours", "eval requests"],
     )
     for t in overview["tiers"]:
         mark = " <" if t["tier"] == overview["tier"] else ""
-        tiers.add_row(
+        tiers = tiers.with_row(
             t["tier"] + mark,
             str(t["servers"]),
             str(t["bench_points"]),
@@ -323,7 +324,7 @@ def render_eval_power(rows: list[dict[str, Any]], current: str, prior: str | Non
     """Per tier and eval: the design, the predicted false-fail rate and power, sound or screening."""
     if not rows:
         return
-    table = TextTable(
+    table = Table(
         "evals: planned false-fail (identical servers not equivalent) and power (a one-margin "
         "drop flagged); sound = false-fail <= 5%, else the verdict is screening (docs/statistics.md)",
         ["tier", "task", "items x passes", "decoding", "margin", "false-fail", "power", "gate", "model"],
@@ -336,7 +337,7 @@ def render_eval_power(rows: list[dict[str, Any]], current: str, prior: str | Non
         described = f"{source} mu={model['accuracy']:.2f} k={model['concentration']:.2g}"
         if r["decoding"] == "greedy":
             described += f" redraw={model['redraw']:.2f}"
-        table.add_row(
+        table = table.with_row(
             r["tier"] + mark,
             r["task"],
             f"{r['n']} x {r['passes']}",

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from rich.console import Console
 
 from byog.analysis import stats
 from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_json
 from byog.core.paths import RunDir
+from byog.core.reporter import NullReporter, Reporter
 from byog.core.settings import hub_data_dir, resolve_data_dir
 from byog.evals import mrcr
 from byog.evals.data import (
@@ -277,9 +277,8 @@ def run_task(
     data_dir: Path | None,
     num_concurrent: int = 8,
     gen_overrides: dict[str, Any] | None = None,
-    console: Console | None = None,
+    reporter: Reporter = NullReporter(),
 ) -> TaskRun:
-    console = console or Console(stderr=True)
     source = resolve_source(task, data_dir)
     if task.runner == "mrcr" and source.kind == "hub":
         # byog's own runner reads files: pull the pinned revision into a cache, then read it
@@ -288,7 +287,7 @@ def run_task(
         source = resolve_source(task, data_dir)
     overrides = dict(gen_overrides or {})
     started = time.perf_counter()
-    with console.status(f"eval {task.name} on {server}") as live:
+    with reporter.status(f"eval {task.name} on {server}") as live:
 
         def status(text: str) -> None:
             live.update(f"eval on {server}: {text}")
@@ -351,7 +350,7 @@ def write_task(run_dir: RunDir, server: str, task: str, run: TaskRun) -> None:
 
 
 def run_evals_for_server(
-    plan: Plan, server_name: str, endpoint: Endpoint, run_dir: RunDir, data_dir: Path | None, console: Any
+    plan: Plan, server_name: str, endpoint: Endpoint, run_dir: RunDir, data_dir: Path | None, reporter: Reporter
 ) -> None:
     """Every EvalSpec of the plan that names this server, skipping tasks already complete."""
     data_dir = resolve_data_dir(data_dir)
@@ -360,7 +359,7 @@ def run_evals_for_server(
             continue
         task = get_task(spec.task)
         if run_dir.eval_complete(server_name, task.name):
-            console.print(f"eval {task.name} on {server_name}: already complete, skipped")
+            reporter.line(f"eval {task.name} on {server_name}: already complete, skipped")
             continue
         run = run_task(
             task,
@@ -371,11 +370,11 @@ def run_evals_for_server(
             data_dir=data_dir,
             num_concurrent=spec.num_concurrent,
             gen_overrides=spec.gen_kwargs,
-            console=console,
+            reporter=reporter,
         )
         write_task(run_dir, server_name, task.name, run)
         r = run.results
-        console.print(
+        reporter.line(
             f"eval {task.name} on {server_name}: {r['score']:.1f} points over {r['n_items']} items x "
             f"{len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s, data: {r['data']['label']})"
         )

@@ -19,6 +19,7 @@ from byog.bench.sweep import SweepOutcome, run_bench_for_server
 from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import RunDir, new_run_id
+from byog.core.reporter import Reporter
 from byog.core.settings import runs_dir
 from byog.plans.expand import check_plan_fits
 from byog.plans.load import load_plan, parse_plan
@@ -137,7 +138,7 @@ def _served_model(endpoint: str) -> str:
     return str(cards[0]["id"])
 
 
-def bench_endpoint(flags: BenchFlags, run_dir: Path | None, console: Any) -> BenchResult:
+def bench_endpoint(flags: BenchFlags, run_dir: Path | None, reporter: Reporter) -> BenchResult:
     """Run the sweep against ``flags.endpoint`` into ``run_dir`` (resuming it) and summarize it."""
     endpoint = flags.endpoint.rstrip("/").removesuffix("/v1")
     if flags.plan:
@@ -165,7 +166,7 @@ def bench_endpoint(flags: BenchFlags, run_dir: Path | None, console: Any) -> Ben
     server = EndpointServer(server_name, config, prepared, folder.server_dir(server_name))
     check_plan_fits(plan, max_model_len=server.endpoint.max_model_len)
     sweep = run_bench_for_server(
-        plan, server_name, server, folder, console, tokenizer=flags.tokenizer or None, data_dir=flags.data_dir
+        plan, server_name, server, folder, reporter, tokenizer=flags.tokenizer or None, data_dir=flags.data_dir
     )
     points = [p for p in summarize_bench(folder, plan).points if p.server == server_name]
     return BenchResult(run_dir=folder.root, server=server_name, sweep=sweep, points=points)

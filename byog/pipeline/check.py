@@ -12,11 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from rich.console import Console
-from rich.text import Text
-
 from byog.core.errors import CheckFailed
 from byog.core.io import atomic_write_json, read_json
+from byog.core.reporter import Reporter
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
 from byog.pipeline.derive import derive_and_write
@@ -41,18 +39,18 @@ What = Literal["numerics", "conformance"]
 def check_plan(
     plan_ref: str | None,
     run_dir: Path | None,
-    console: Console,
+    reporter: Reporter,
     what: What,
     data_dir: Path | None = None,
     tier: str = "full",
 ) -> Summary:
     plan, rd = open_run_dir(plan_ref, run_dir, tier)
-    console.print(Text.assemble(f"byog check {what}: plan ", (plan.name, "bold"), f" -> {rd.root}"))
+    reporter.line(f"byog check {what}: plan {plan.name} -> {rd.root}")
     if not rd.env_json.is_file():
         atomic_write_json(rd.env_json, environment_fingerprint())
     plan = resolve_control(plan, read_json(rd.env_json))
     refs = references(plan)
-    with console.status("preparing the model…"):
+    with reporter.status("preparing the model…"):
         model = prepare_model(plan.model)
     with sigterm_as_interrupt():
         for name in server_order(plan, numerics=True):
@@ -60,25 +58,25 @@ def check_plan(
                 continue
             if what == "numerics" and skipped_as_insensitive(plan, name, rd):
                 why = f": not launched: its baseline '{refs[name]}' is insensitive"
-                console.print(Text.assemble((name, "bold"), why))
+                reporter.line(why, lead=name)
                 continue
             done = rd.numerics_complete(name) if what == "numerics" else rd.conformance_record(name).is_file()
             if done:
-                console.print(Text.assemble((name, "bold"), f": {what} already complete; not launched"))
+                reporter.line(f": {what} already complete; not launched", lead=name)
                 continue
             config = launch_config(plan, name)
-            with console.status(f"[bold]{name}[/]: starting vLLM ({config.runtime} runtime)…"):
+            with reporter.status(f": starting vLLM ({config.runtime} runtime)…", lead=name):
                 server = launch_for_numerics(plan, name, model, rd)
             try:
                 if what == "numerics":
-                    run_numerics(plan, name, server.endpoint, rd, data_dir, console)
+                    run_numerics(plan, name, server.endpoint, rd, data_dir, reporter)
                 else:
-                    run_conformance_checks(plan, name, server.endpoint, rd, console)
+                    run_conformance_checks(plan, name, server.endpoint, rd, reporter)
             finally:
-                with console.status(f"[bold]{name}[/]: stopping"):
+                with reporter.status(": stopping", lead=name):
                     server.stop()
-    summary = derive_and_write(rd.root, console)
-    print_numerics(summary, console)
+    summary = derive_and_write(rd.root, reporter)
+    print_numerics(summary, reporter)
     numerics = summary.numerics
     if numerics is not None:
         if what == "numerics":

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
-
 from byog.analysis.summary import derive_summary
 from byog.core.errors import UsageError
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
+from byog.core.reporter import NullReporter, Reporter
 from byog.report.markdown import render_report
 from byog.schemas.summary import Summary
 
 
-def derive_and_write(run_dir: Path, console: Console | None = None) -> Summary:
+def derive_and_write(run_dir: Path, reporter: Reporter = NullReporter()) -> Summary:
     rd = RunDir(run_dir)
     if not rd.plan_yaml.is_file():
         raise UsageError(f"{run_dir} is not a byog run directory (no plan.yaml)")
     summary = derive_summary(rd)
     atomic_write_json(rd.summary_json, summary.to_json())
     atomic_write_text(rd.report_md, render_report(rd, summary))
-    if console is not None:
-        console.print(f"summary: {rd.summary_json}\nreport:  {rd.report_md}")
+    reporter.line(f"summary: {rd.summary_json}")
+    reporter.line(f"report:  {rd.report_md}")
     return summary

@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from byog.core.errors import UsageError
 from byog.core.io import read_json
 from byog.core.paths import RunDir, new_run_id, safe_name
+from byog.core.reporter import Reporter
 from byog.core.settings import hub_data_dir, resolve_data_dir, runs_dir
 from byog.evals.data import pull
 from byog.evals.runner import describe_endpoint, run_task, write_task
@@ -51,7 +50,7 @@ def parse_seeds(text: str | None, passes: int) -> list[int]:
     return seeds[:passes]
 
 
-def eval_endpoint(flags: EvalFlags, run_dir: Path | None, console: Console) -> dict[str, Any]:
+def eval_endpoint(flags: EvalFlags, run_dir: Path | None, reporter: Reporter) -> dict[str, Any]:
     tasks = parse_task_list(flags.tasks)
     if flags.passes < 1:
         raise UsageError("--passes must be at least 1")
@@ -64,7 +63,7 @@ def eval_endpoint(flags: EvalFlags, run_dir: Path | None, console: Console) -> d
     results = []
     for task in tasks:
         if root.eval_complete(server, task.name):
-            console.print(f"eval {task.name}: already complete in {root.root}, skipped")
+            reporter.line(f"eval {task.name}: already complete in {root.root}, skipped")
         else:
             run = run_task(
                 task,
@@ -75,7 +74,7 @@ def eval_endpoint(flags: EvalFlags, run_dir: Path | None, console: Console) -> d
                 data_dir=data_dir,
                 num_concurrent=flags.num_concurrent,
                 gen_overrides=overrides,
-                console=console,
+                reporter=reporter,
             )
             write_task(root, server, task.name, run)
         results.append(read_json(root.eval_results(server, task.name)))

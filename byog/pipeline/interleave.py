@@ -20,9 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
-
 from byog import __version__
 from byog.analysis import counters as sm
 from byog.analysis.interleave import Side, side_of
@@ -33,6 +30,7 @@ from byog.bench.workloads import PointRun, client_load, run_point
 from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_json
 from byog.core.paths import RunDir
+from byog.core.reporter import Reporter
 from byog.evals.runner import run_evals_for_server
 from byog.pipeline.activity import add_span, merge_into_server_record, spent
 from byog.pipeline.numerics import run_numerics_for_server
@@ -263,7 +261,7 @@ def _whole_point(
             run_one_point(point, name, pair.servers[side], rd, data_dir=data_dir)
 
 
-def _bench(pair: Pair, rd: RunDir, data_dir: Path | None, console: Console) -> None:
+def _bench(pair: Pair, rd: RunDir, data_dir: Path | None, reporter: Reporter) -> None:
     for index, point in enumerate(expand_plan(pair.plan)):
         sides: list[Side] = [s for s in ("A", "B") if pair.names[s] in point.servers]
         if not sides:
@@ -271,7 +269,7 @@ def _bench(pair: Pair, rd: RunDir, data_dir: Path | None, console: Console) -> N
         done = all(rd.bench_point_complete(pair.names[s], point.point_id) for s in sides)
         if done:
             continue
-        console.print(Text(f"interleaved {point.point_id} ({point.load_label}): {' / '.join(sides)}"))
+        reporter.line(f"interleaved {point.point_id} ({point.load_label}): {' / '.join(sides)}")
         if point.kind == "batch" and len(sides) == 2:
             _batch_point(pair, point, rd, data_dir)
         else:
@@ -279,29 +277,29 @@ def _bench(pair: Pair, rd: RunDir, data_dir: Path | None, console: Console) -> N
 
 
 def run_interleaved_pair(
-    plan: Plan, pair_names: tuple[str, str], model: PreparedModel, rd: RunDir, data_dir: Path | None, console: Console
+    plan: Plan, pair_names: tuple[str, str], model: PreparedModel, rd: RunDir, data_dir: Path | None, reporter: Reporter
 ) -> None:
     """Start both servers of the pair, measure every point ABBA, run evals and numerics, stop both."""
     candidate, baseline = pair_names
     names: dict[Side, str] = {"A": baseline, "B": candidate}
     pair = Pair(plan, names, rd)
     try:
-        with console.status(Text.assemble((baseline, "bold"), ": starting vLLM with sleep mode (side A)…")):
+        with reporter.status(": starting vLLM with sleep mode (side A)…", lead=baseline):
             pair.start("A", model)
         pair.put_to_sleep("A")
-        with console.status(Text.assemble((candidate, "bold"), ": starting vLLM with sleep mode (side B)…")):
+        with reporter.status(": starting vLLM with sleep mode (side B)…", lead=candidate):
             pair.start("B", model)
-        console.print(Text(f"interleaved pair up: A = {baseline}, B = {candidate}"))
-        _bench(pair, rd, data_dir, console)
+        reporter.line(f"interleaved pair up: A = {baseline}, B = {candidate}")
+        _bench(pair, rd, data_dir, reporter)
         for side in ("A", "B"):
             name = names[side]
             pair.on(side, -1, None)
             endpoint = pair.servers[side].endpoint
             with spent(rd, name, "eval"):
-                run_evals_for_server(plan, name, endpoint, rd, data_dir, console)
+                run_evals_for_server(plan, name, endpoint, rd, data_dir, reporter)
             if plan.numerics is not None:
                 with spent(rd, name, "numerics"):
-                    run_numerics_for_server(plan, name, endpoint, rd, data_dir, console)
+                    run_numerics_for_server(plan, name, endpoint, rd, data_dir, reporter)
     finally:
-        with console.status(f"stopping {baseline} and {candidate}"):
+        with reporter.status(f"stopping {baseline} and {candidate}"):
             pair.stop()

@@ -16,9 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from rich.console import Console
-from rich.text import Text
-
 from byog.analysis import numerics as nm
 from byog.analysis.numerics_summary import REFERENCE_PASS, load_pass, read_conformance_record, read_numerics_record
 from byog.analysis.server_log import root_cause
@@ -26,6 +23,7 @@ from byog.bench.prompts import ServerTokenizer, build_prompts
 from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import RunDir
+from byog.core.reporter import Reporter
 from byog.correctness.conformance import run_conformance
 from byog.correctness.differential import TokenPath, plain_decode_wall_s, run_pass
 from byog.correctness.prompts import NamedPrompt, build_prompt_set
@@ -157,9 +155,9 @@ def _timed_pass(
     endpoint: Endpoint,
     prompts: list[TokenPath],
     spec: NumericsSpec,
-    console: Console,
+    reporter: Reporter,
 ) -> PassInfo:
-    with console.status(f"[bold]{server}[/]: numerics pass '{name}' ({len(prompts)} prompts)…"):
+    with reporter.status(f": numerics pass '{name}' ({len(prompts)} prompts)…", lead=server):
         started = time.monotonic()
         rows = run_pass(
             endpoint.base_url, endpoint.model, prompts, k=spec.top_k, max_tokens=spec.max_tokens, composition=name
@@ -170,7 +168,7 @@ def _timed_pass(
 
 
 def run_numerics(
-    plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, data_dir: Path | None, console: Console
+    plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, data_dir: Path | None, reporter: Reporter
 ) -> None:
     """Every pass of this server's role; the record last. Skipped when already complete."""
     spec = plan.numerics or NumericsSpec()
@@ -196,7 +194,7 @@ def run_numerics(
     prompts = [TokenPath(p.prompt, list(p.ids)) for p in infos]
     # one short request first, so the first pass measures a warm server
     run_pass(endpoint.base_url, endpoint.model, prompts[:1], k=spec.top_k, max_tokens=1, composition="alone")
-    passes = [_timed_pass(rd, server, name, endpoint, prompts, spec, console) for name in names]
+    passes = [_timed_pass(rd, server, name, endpoint, prompts, spec, reporter) for name in names]
     if reference == server:
         plain_s = round(plain_decode_wall_s(endpoint.base_url, endpoint.model, prompts, max_tokens=spec.max_tokens), 3)
     record = NumericsRecord(
@@ -209,17 +207,15 @@ def run_numerics(
         plain_decode_wall_s=plain_s,
     )
     atomic_write_json(rd.numerics_record(server), record.model_dump(mode="json"))
-    console.print(
-        Text.assemble(
-            (server, "bold"),
-            f": numerics passes done in {sum(p.wall_s for p in passes):.1f} s "
-            f"({sum(p.positions for p in passes)} positions)"
-            + (f"; the same tokens without logprobs: {plain_s:.1f} s" if plain_s is not None else ""),
-        )
+    reporter.line(
+        f": numerics passes done in {sum(p.wall_s for p in passes):.1f} s "
+        f"({sum(p.positions for p in passes)} positions)"
+        + (f"; the same tokens without logprobs: {plain_s:.1f} s" if plain_s is not None else ""),
+        lead=server,
     )
 
 
-def run_conformance_checks(plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, console: Console) -> None:
+def run_conformance_checks(plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, reporter: Reporter) -> None:
     """The conformance suite on this server; a candidate must accept its baseline's longest prompt."""
     reference = references(plan).get(server, server)
     if rd.conformance_record(server).is_file():
@@ -232,7 +228,7 @@ def run_conformance_checks(plan: Plan, server: str, endpoint: Endpoint, rd: RunD
             if check.check == "longest_prompt_accepted" and check.passed:
                 longest = int(check.detail["prompt_tokens"])
     seed = plan.numerics.seed if plan.numerics is not None else 0
-    with console.status(f"[bold]{server}[/]: conformance checks…"):
+    with reporter.status(": conformance checks…", lead=server):
         started = time.monotonic()
         records = run_conformance(endpoint.base_url, endpoint.model, longest_prompt=longest, seed=seed)
         wall_s = time.monotonic() - started
@@ -241,12 +237,9 @@ def run_conformance_checks(plan: Plan, server: str, endpoint: Endpoint, rd: RunD
     )
     atomic_write_json(rd.conformance_record(server), record.model_dump(mode="json"))
     failed = [c for c in record.checks if not c.passed]
-    lines = Text.assemble(
-        (server, "bold"), f": conformance {len(record.checks) - len(failed)}/{len(record.checks)} passed"
-    )
-    for c in failed:  # a reason quotes the server's output: text, never markup
-        lines.append_text(Text.assemble("\n  ", (f"✗ {c.check}", "red"), f": {c.reason}"))
-    console.print(lines, highlight=False)
+    reporter.line(f": conformance {len(record.checks) - len(failed)}/{len(record.checks)} passed", lead=server)
+    for c in failed:
+        reporter.line(f": {c.reason}", lead=f"  ✗ {c.check}", style="error")
 
 
 def run_numerics_for_server(
@@ -255,7 +248,7 @@ def run_numerics_for_server(
     endpoint: Endpoint,
     rd: RunDir,
     data_dir: Path | None,
-    console: Console,
+    reporter: Reporter,
     *,
     numerics: bool = True,
     conformance: bool = True,
@@ -264,6 +257,6 @@ def run_numerics_for_server(
     if server not in references(plan) or skipped_as_insensitive(plan, server, rd):
         return
     if numerics:
-        run_numerics(plan, server, endpoint, rd, data_dir, console)
+        run_numerics(plan, server, endpoint, rd, data_dir, reporter)
     if conformance and runs_conformance(plan, server):
-        run_conformance_checks(plan, server, endpoint, rd, console)
+        run_conformance_checks(plan, server, endpoint, rd, reporter)

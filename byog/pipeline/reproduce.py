@@ -30,9 +30,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rich.console import Console
-from rich.text import Text
-
 from byog.analysis import hardware
 from byog.analysis.reproduction import (
     DEFAULT_EVAL_MIN_AGREEMENT,
@@ -52,6 +49,7 @@ from byog.bundles.verify import load_policy, verify_bundle
 from byog.core.errors import CheckFailed, UsageError
 from byog.core.io import atomic_write_json, atomic_write_text, read_json
 from byog.core.paths import MANIFEST_NAME, RunDir, new_run_id
+from byog.core.reporter import Reporter
 from byog.core.safe_text import one_line
 from byog.core.settings import runs_dir
 from byog.images.fingerprint import environment_fingerprint
@@ -263,7 +261,7 @@ def plan_reproduction(bundle: Path, opts: ReproduceOptions) -> Planned:
         return _plan(RunDir(extracted.root), opts)[0]
 
 
-def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reproduced:
+def reproduce(bundle: Path, opts: ReproduceOptions, reporter: Reporter) -> Reproduced:
     started = utc_now()
     with _verified_copy(bundle, opts) as (copy, principal, fingerprint), Extracted(copy) as extracted:
         assert extracted.root is not None
@@ -274,14 +272,12 @@ def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reprodu
         root = opts.run_dir or runs_dir() / f"reproduce-{new_run_id()}"
         rd = _open_run_dir(root, repro_plan)
         if planned.dropped:
-            console.print(Text(DROPPED_HEADER), highlight=False)
+            reporter.line(DROPPED_HEADER)
         for line in dropped_lines(planned):
-            console.print(Text(f"  {line}"), highlight=False, soft_wrap=True)
-        console.print(
-            Text(
-                f"byog reproduce: {len(points)} point(s) ({', '.join(points) or 'none'}) on "
-                f"{', '.join(servers)}, {opts.eval_items} eval item(s) each -> {rd.root}"
-            )
+            reporter.line(f"  {line}")
+        reporter.line(
+            f"byog reproduce: {len(points)} point(s) ({', '.join(points) or 'none'}) on "
+            f"{', '.join(servers)}, {opts.eval_items} eval item(s) each -> {rd.root}"
         )
         if not rd.env_json.is_file():
             atomic_write_json(rd.env_json, environment_fingerprint())
@@ -289,9 +285,9 @@ def reproduce(bundle: Path, opts: ReproduceOptions, console: Console) -> Reprodu
         with sigterm_as_interrupt():
             for name in planned.servers:  # a numerics baseline before its candidates
                 if server_work_done(repro_plan, name, rd):
-                    console.print(Text(f"{name}: every point and eval is already complete; not launched"))
+                    reporter.line(f"{name}: every point and eval is already complete; not launched")
                     continue
-                run_server(repro_plan, name, model, rd, opts.data_dir, console)
+                run_server(repro_plan, name, model, rd, opts.data_dir, reporter)
         r_summary = derive_and_write(rd.root)
         o_env, r_env = (EnvRecord.model_validate(read_json(p)) for p in (original.env_json, rd.env_json))
         same = hardware.same_kind(o_env, r_env)

@@ -19,17 +19,13 @@ import time
 from pathlib import Path
 from typing import Any, TypedDict
 
-from rich.console import Console
-from rich.status import Status
-from rich.text import Text
-
 from byog.analysis.numerics_headline import numerics_headline, weakness
 from byog.analysis.validity import comparison_invalid_reasons
 from byog.bench.sweep import run_bench_for_server
 from byog.bundles.finalize import finalize_run
-from byog.core.console_tables import TextTable, print_table
 from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import RunDir
+from byog.core.reporter import NullReporter, Reporter, Status, Table
 from byog.evals.runner import run_evals_for_server
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
@@ -72,43 +68,43 @@ def _label(name: str, rd: RunDir) -> str:
 
 
 def run_server(
-    plan: Plan, name: str, model: PreparedModel, rd: RunDir, data_dir: Path | None, console: Console
+    plan: Plan, name: str, model: PreparedModel, rd: RunDir, data_dir: Path | None, reporter: Reporter
 ) -> None:
     config = launch_config(plan, name)
     label = _label(name, rd)
     starting = f": starting vLLM ({config.runtime} runtime)"
-    with console.status(Text.assemble((label, "bold"), f"{starting}…")) as status:
-        with watch_start(rd.server_log(name), lambda p: _show_start(console, status, label, starting, p)):
+    with reporter.status(f"{starting}…", lead=label) as status:
+        with watch_start(rd.server_log(name), lambda p: _show_start(reporter, status, label, starting, p)):
             server: RunningServer = launch_for_numerics(plan, name, model, rd)
     try:
-        console.print(Text.assemble((label, "bold"), f": up at {server.endpoint.base_url}"))
+        reporter.line(f": up at {server.endpoint.base_url}", lead=label)
         with spent(rd, name, "measure"):
-            run_bench_for_server(plan, name, server, rd, console, data_dir=data_dir)
+            run_bench_for_server(plan, name, server, rd, reporter, data_dir=data_dir)
         if rd.launch == 1:
             with spent(rd, name, "eval"):
-                run_evals_for_server(plan, name, server.endpoint, rd, data_dir, console)
+                run_evals_for_server(plan, name, server.endpoint, rd, data_dir, reporter)
             if plan.numerics is not None:
                 with spent(rd, name, "numerics"):
-                    run_numerics_for_server(plan, name, server.endpoint, rd, data_dir, console)
+                    run_numerics_for_server(plan, name, server.endpoint, rd, data_dir, reporter)
     finally:
-        with console.status(Text.assemble((label, "bold"), ": stopping")):
+        with reporter.status(": stopping", lead=label):
             server.stop()
 
 
-def _show_start(console: Console, status: Status, label: str, starting: str, progress: StartProgress) -> None:
+def _show_start(reporter: Reporter, status: Status, label: str, starting: str, progress: StartProgress) -> None:
     """A starting server's phase: the live line on a terminal; in a log or pipe, a plain line when
     the phase changes and one a minute while it lasts."""
     said = f"{progress.phase} ({elapsed(progress.elapsed_s)})"
-    if console.is_terminal:
-        status.update(Text.assemble((label, "bold"), f"{starting}: {said}"))
+    if reporter.live:
+        status.update(f"{starting}: {said}", lead=label)
     elif progress.changed or progress.new_minute:
-        console.print(Text(f"{label}{starting}: {said}"), highlight=False)
+        reporter.line(f"{label}{starting}: {said}")
 
 
-def _print_outcome(summary: Summary, console: Console) -> None:
+def _print_outcome(summary: Summary, reporter: Reporter) -> None:
     comparisons = [c for c in summary.bench.comparisons if c.metric == "decode_tok_s"]
     if comparisons:
-        table = TextTable(
+        table = Table(
             "decode tok/s, candidate / baseline",
             ["pair", "point", "candidate", "baseline", "ratio", "95% CI", "note"],
             right={"candidate", "baseline", "ratio"},
@@ -122,10 +118,10 @@ def _print_outcome(summary: Summary, console: Console) -> None:
             if invalid:
                 cells = [struck(cell) for cell in cells]
                 note = "invalid: " + " / ".join(invalid)
-            table.add_row(f"{c.candidate} vs {c.baseline}", c.point_id, *cells, note)
-        print_table(console, table)
+            table = table.with_row(f"{c.candidate} vs {c.baseline}", c.point_id, *cells, note)
+        reporter.table(table)
     if summary.evals.verdicts:
-        table = TextTable(
+        table = Table(
             "accuracy, candidate − baseline (points)",
             ["task", "pair", "n", "d", "SE", "margin", "verdict", "|d| ≤ 1 SE", "observed re-draw"],
             right={"n", "d", "SE", "margin", "observed re-draw"},
@@ -136,7 +132,7 @@ def _print_outcome(summary: Summary, console: Console) -> None:
                 + (f" ({', '.join(v.degenerate)})" if v.degenerate else "")
                 + (f" [{v.screening_label or 'screening'}]" if v.screening else "")
             )
-            table.add_row(
+            table = table.with_row(
                 v.task,
                 f"{v.candidate} vs {v.baseline}",
                 str(v.n),
@@ -147,16 +143,16 @@ def _print_outcome(summary: Summary, console: Console) -> None:
                 "—" if v.within_1se is None else ("yes" if v.within_1se else "no"),
                 "—" if v.observed_redraw is None else f"{v.observed_redraw:.0%}",
             )
-        print_table(console, table)
-    print_numerics(summary, console)
+        reporter.table(table)
+    print_numerics(summary, reporter)
 
 
-def print_numerics(summary: Summary, console: Console) -> None:
+def print_numerics(summary: Summary, reporter: Reporter) -> None:
     numerics = summary.numerics
     if numerics is None:
         return
     if numerics.comparisons:
-        table = TextTable(
+        table = Table(
             "numerics, candidate vs baseline (envelope: stock against itself under another batch and its variant)",
             ["pair", "headline", "prefill", "decode", "max distance (envelopes)", "greedy outputs diverged"],
         )
@@ -166,7 +162,7 @@ def print_numerics(summary: Summary, console: Console) -> None:
             decode = fams.get("decode")
             div = decode.candidate_divergence if decode else None
             aa_div = decode.aa_divergence if decode else None
-            table.add_row(
+            table = table.with_row(
                 f"{c.candidate} vs {c.baseline}",
                 numerics_headline(c, sensitivity.get(c.baseline)),
                 fams["prefill"].verdict if "prefill" in fams else "—",
@@ -176,14 +172,13 @@ def print_numerics(summary: Summary, console: Console) -> None:
             )
         for sens in numerics.sensitivity:
             if not sens.sensitive:
-                table.add_row(f"(baseline {sens.baseline})", "insensitive", "", "", "", weakness(sens))
-        print_table(console, table)
+                table = table.with_row(f"(baseline {sens.baseline})", "insensitive", "", "", "", weakness(sens))
+        reporter.table(table)
     for pair in numerics.conformance:
         failed = [r for r in pair.checks if r.outcome == "fail"]
-        console.print(
+        reporter.line(
             f"conformance {pair.candidate} vs {pair.baseline}: "
-            + ("conforms" if pair.conforms else "; ".join(f"{r.check}: {r.reason}" for r in failed)),
-            highlight=False,
+            + ("conforms" if pair.conforms else "; ".join(f"{r.check}: {r.reason}" for r in failed))
         )
 
 
@@ -222,7 +217,7 @@ def with_candidate_commit(subject: BundleSubject | None, plan: Plan, rd: RunDir)
 def run_plan(
     plan_ref: str | None,
     run_dir: Path | None,
-    console: Console,
+    reporter: Reporter = NullReporter(),
     data_dir: Path | None = None,
     tier: str = "full",
     subject: str | None = None,
@@ -231,32 +226,28 @@ def run_plan(
     started = time.monotonic()
     bundle_subject = subject_arg(subject)
     plan, rd = open_run_dir(plan_ref, run_dir, tier)
-    console.print(Text.assemble("byog run: plan ", (plan.name, "bold"), f" -> {rd.root}"))
+    reporter.line(f"byog run: plan {plan.name} -> {rd.root}")
     if not rd.env_json.is_file():
         atomic_write_json(rd.env_json, environment_fingerprint())
     plan = resolve_control(plan, read_json(rd.env_json))
-    with console.status("preparing the model (the built-in default converts once, ~20 s)…"):
+    with reporter.status("preparing the model (the built-in default converts once, ~20 s)…"):
         model = prepare_model(plan.model)
     with sigterm_as_interrupt():
         for launch, name in interleaved_rounds(plan, launch_rounds(plan)):
             if isinstance(name, tuple):
                 if not all(server_work_done(plan, n, rd) for n in name):
-                    run_interleaved_pair(plan, name, model, rd, data_dir, console)
+                    run_interleaved_pair(plan, name, model, rd, data_dir, reporter)
                 continue
             launch_dir = rd.for_launch(launch)
             if server_work_done(plan, name, launch_dir):
-                console.print(
-                    Text.assemble(
-                        (_label(name, launch_dir), "bold"), ": every point and eval is already complete; not launched"
-                    )
-                )
+                reporter.line(": every point and eval is already complete; not launched", lead=_label(name, launch_dir))
                 continue
-            run_server(plan, name, model, launch_dir, data_dir, console)
-    summary = derive_and_write(rd.root, console)
-    _print_outcome(summary, console)
-    bundle = finalize_run(rd, console, subject=with_candidate_commit(bundle_subject, plan, rd))
+            run_server(plan, name, model, launch_dir, data_dir, reporter)
+    summary = derive_and_write(rd.root, reporter)
+    _print_outcome(summary, reporter)
+    bundle = finalize_run(rd, reporter, subject=with_candidate_commit(bundle_subject, plan, rd))
     wall_s = time.monotonic() - started
-    console.print(Text(f"run directory: {rd.root}   wall time: {wall_s:.0f} s"))
+    reporter.line(f"run directory: {rd.root}   wall time: {wall_s:.0f} s")
     return {
         "run_dir": str(rd.root),
         "bundle": str(bundle) if bundle else None,

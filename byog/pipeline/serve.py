@@ -5,11 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rich.console import Console
-from rich.text import Text
-
 from byog.core.errors import UsageError
 from byog.core.paths import RunDir
+from byog.core.reporter import Reporter
 from byog.core.settings import runs_dir
 from byog.images.models import prepare_model
 from byog.pipeline.runtimes import runtime_for
@@ -17,7 +15,7 @@ from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.load import load_plan
 
 
-def serve_until_interrupted(plan_ref: str | None, server: str | None, run_dir: Path | None, console: Console) -> None:
+def serve_until_interrupted(plan_ref: str | None, server: str | None, run_dir: Path | None, reporter: Reporter) -> None:
     """``run_dir`` None: ``serve`` under the runs folder (``$BYOG_RUNS_DIR``, else ./runs)."""
     plan, _ = load_plan(plan_ref)
     name = server or plan.baseline
@@ -27,18 +25,17 @@ def serve_until_interrupted(plan_ref: str | None, server: str | None, run_dir: P
     config = plan.servers[name]
     rd = RunDir(run_dir or runs_dir() / "serve")
     with sigterm_as_interrupt():
-        with console.status(Text.assemble((name, "bold"), ": starting vLLM…")):
+        with reporter.status(": starting vLLM…", lead=name):
             running = runtime_for(config).launch(name, config, model, rd.server_dir(name))
         try:
-            console.print(
-                Text.assemble(
-                    (name, "bold"),
-                    f" is up: {running.endpoint.base_url}  model={running.endpoint.model}  "
-                    f"tokenizer={running.endpoint.tokenizer}\nCtrl-C stops it.",
-                )
+            reporter.line(
+                f" is up: {running.endpoint.base_url}  model={running.endpoint.model}  "
+                f"tokenizer={running.endpoint.tokenizer}",
+                lead=name,
             )
+            reporter.line("Ctrl-C stops it.")
             while running.alive():
                 time.sleep(1.0)
-            console.print(Text.assemble((f"{name} exited", "bold red"), f"; last log lines:\n{running.log_tail()}"))
+            reporter.line(f"; last log lines:\n{running.log_tail()}", lead=f"{name} exited", style="error")
         finally:
             running.stop()

@@ -25,13 +25,13 @@ from typing import Any
 
 import httpx
 import pytest
-from rich.console import Console
 
 from byog.analysis.bench_summary import summarize_bench
 from byog.bench.prompts import random_token_ids
 from byog.bench.sweep import run_bench_for_server
 from byog.core.io import atomic_write_text
 from byog.core.paths import RunDir
+from byog.core.reporter import NullReporter
 from byog.plans.load import parse_plan
 from byog.schemas.bench import read_request_rows
 
@@ -72,10 +72,6 @@ workloads:
 """
 
 
-def _console() -> Console:
-    return Console(file=open("/dev/null", "w"), force_terminal=False)
-
-
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunDir, Any, Any]]:
     from byog.images.models import prepare_model
@@ -86,7 +82,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunDir,
     atomic_write_text(run_dir.plan_yaml, PLAN)
     server = LocalRuntime().launch("cpu", plan.servers["cpu"], prepare_model(plan.model), run_dir.server_dir("cpu"))
     try:
-        result = run_bench_for_server(plan, "cpu", server, run_dir, _console())
+        result = run_bench_for_server(plan, "cpu", server, run_dir, NullReporter())
         assert result["failed"] == [] and result["aborted"] is None, result
         yield run_dir, plan, server.endpoint
     finally:

@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from byog.analysis.bench_summary import summarize_bench
 from byog.bench.sweep import run_bench_for_server
 from byog.core.paths import RunDir
+from byog.core.reporter import NullReporter
 from byog.plans.load import parse_plan
 from byog.runtimes.local import LocalRuntime, group_alive
 from byog.schemas.bench import read_request_rows
@@ -47,7 +47,7 @@ def test_kill_9_mid_sweep_then_rerun_completes_without_loss_or_duplicates(smollm
     plan = parse_plan(PLAN, "kill.yaml")
     run_dir = RunDir(tmp_path / "run")
     server = LocalRuntime().launch("s", plan.servers["s"], smollm2, run_dir.server_dir("s"))
-    console = Console(file=open(os.devnull, "w"))
+    console = NullReporter()
     try:
         killed: list[int] = []
 

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from rich.console import Console
 
 from byog.bench.sweep import run_bench_for_server
 from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.paths import RunDir
+from byog.core.reporter import NullReporter
 from byog.evals.runner import run_evals_for_server
 from byog.images.models import prepare_model
 from byog.pipeline.runtimes import runtime_for
@@ -44,7 +44,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.slurm]
 NODES = 3
 MAX_MODEL_LEN = 2048  # GSM8K's 5-shot prompts are ~900 tokens
 REPO = Path(__file__).resolve().parents[2]
-QUIET = Console(file=open(os.devnull, "w"))
+QUIET = NullReporter()
 ENV_KEYS = ("SLURM_CONF", "SLURM_JOB_ID", "SLURM_JOB_NODELIST")
 
 

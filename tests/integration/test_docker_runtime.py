@@ -18,9 +18,9 @@ import time
 
 import httpx
 import pytest
-from rich.console import Console
 
 from byog.core.errors import ByogError, EnvironmentProblem
+from byog.core.reporter import NullReporter
 from byog.images.build import default_tag
 from byog.images.engine import docker_client
 from byog.runtimes import cleanup
@@ -104,7 +104,7 @@ def test_docker_server_benches_records_and_leaves_nothing(
         mounts = {m["Destination"]: m for m in container.attrs["Mounts"]}
         assert mounts[smollm2.path]["RW"] is False and mounts[sys.prefix]["RW"] is False
 
-        result = run_bench_for_server(plan, "docker", server, rd, Console(file=open(os.devnull, "w")))
+        result = run_bench_for_server(plan, "docker", server, rd, NullReporter())
         assert result["run"] and not result["failed"], result
         # Validity is the bench's business; here only a loaded 2-core box may flag the client.
         reasons = [r for rs in result["invalid"].values() for r in rs]

@@ -9,16 +9,15 @@ printed (pytest -s) so CI logs show them.
 from __future__ import annotations
 
 import json
-import os
 import time
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from byog.analysis.metrics import CROSSCHECK_TOLERANCE
 from byog.core.paths import RunDir
+from byog.core.reporter import NullReporter
 from byog.core.safe_text import md_text
 from byog.schemas.bench import read_request_rows
 from byog.schemas.summary import read_summary
@@ -138,7 +137,7 @@ workloads:
     )
     try:
         t0 = time.monotonic()
-        result = run_bench_for_server(plan, "synthetic", server, run_dir, Console(file=open(os.devnull, "w")))
+        result = run_bench_for_server(plan, "synthetic", server, run_dir, NullReporter())
         elapsed = time.monotonic() - t0
     finally:
         server.stop()

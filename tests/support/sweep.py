@@ -1,9 +1,7 @@
 """What a test of the real sweep (byog.bench.sweep) hands it besides a plan: a RunningServer over
-byog's loopback SSE fake (byog.bench.ceiling) and a console that prints nowhere."""
+byog's loopback SSE fake (byog.bench.ceiling); it reports to nobody by default (NullReporter)."""
 
 from __future__ import annotations
-
-from rich.console import Console
 
 from byog.schemas.server import Endpoint
 
@@ -31,8 +29,3 @@ class FakeRunning:
 
     def stop(self) -> None:
         pass
-
-
-def quiet_console() -> Console:
-    """A console the sweep may print its progress to: /dev/null, so a test's output is its own."""
-    return Console(file=open("/dev/null", "w"), force_terminal=False)

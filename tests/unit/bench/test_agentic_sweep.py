@@ -18,6 +18,7 @@ from byog.bench.ceiling import FakeConfig, FakeServerThread
 from byog.bench.sweep import run_bench_for_server
 from byog.core.io import atomic_write_text
 from byog.core.paths import RunDir
+from byog.core.reporter import NullReporter
 from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
 from byog.report.agentic import (
@@ -30,7 +31,7 @@ from byog.report.agentic import (
 from byog.schemas.bench import read_request_rows
 from byog.schemas.evals import EvalSummary
 from byog.schemas.summary import Summary, SummaryPlan
-from tests.support.sweep import FakeRunning, quiet_console
+from tests.support.sweep import FakeRunning
 
 PLAN = """
 name: agentic-fake
@@ -76,9 +77,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, object]:
     atomic_write_text(run_dir.plan_yaml, PLAN)
     with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
         for name in plan.servers:
-            result = run_bench_for_server(plan, name, FakeRunning(fake.base_url, name), run_dir, quiet_console())
+            result = run_bench_for_server(plan, name, FakeRunning(fake.base_url, name), run_dir, NullReporter())
             assert result["failed"] == [] and result["aborted"] is None
-        again = run_bench_for_server(plan, "cand", FakeRunning(fake.base_url, "cand"), run_dir, quiet_console())
+        again = run_bench_for_server(plan, "cand", FakeRunning(fake.base_url, "cand"), run_dir, NullReporter())
     return run_dir, (plan, again)
 
 

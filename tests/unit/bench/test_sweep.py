@@ -13,11 +13,12 @@ from byog.analysis.bench_summary import summarize_bench
 from byog.bench.ceiling import FakeConfig, FakeServerThread
 from byog.bench.sweep import run_bench_for_server
 from byog.core.paths import RunDir
+from byog.core.reporter import NullReporter
 from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
 from byog.schemas.bench import read_request_rows
 from tests.support import metrics_oracle as oracle
-from tests.support.sweep import FakeRunning, quiet_console
+from tests.support.sweep import FakeRunning
 
 PLAN = """
 name: t
@@ -36,7 +37,7 @@ def test_sweep_writes_raw_files_and_a_rerun_skips_complete_points(tmp_path: Path
     plan = parse_plan(PLAN, "t.yaml")
     run_dir = RunDir(tmp_path)
     with FakeServerThread(FakeConfig(tokens_per_chunk=1, step_s=0.002)) as fake:
-        first = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, quiet_console())
+        first = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, NullReporter())
         assert first["run"] == ["decode-b1-isl5-osl12", "decode-b3-isl5-osl12", "cl-c2-isl1-osl16"]
         assert 0 < first["measuring_share"] <= 1
         rows = read_request_rows(run_dir.bench_rows("base", "decode-b3-isl5-osl12"))
@@ -54,12 +55,12 @@ def test_sweep_writes_raw_files_and_a_rerun_skips_complete_points(tmp_path: Path
         assert record["power"]["available"] is False and record["power"]["t_ns"] is None  # no NVIDIA GPU here
         snapshot = {p: p.read_bytes() for p in (tmp_path / "bench").rglob("*") if p.is_file()}
 
-        again = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, quiet_console())
+        again = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, NullReporter())
         assert again["run"] == [] and len(again["skipped"]) == 3
         assert {p: p.read_bytes() for p in (tmp_path / "bench").rglob("*") if p.is_file()} == snapshot
 
         run_dir.bench_point("base", "cl-c2-isl1-osl16").unlink()  # an interrupted point: rows without record
-        third = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, quiet_console())
+        third = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, NullReporter())
         assert third["run"] == ["cl-c2-isl1-osl16"]
 
 
@@ -68,7 +69,7 @@ def test_prompts_are_identical_across_servers_and_differ_across_points(tmp_path:
     run_dir = RunDir(tmp_path)
     with FakeServerThread(FakeConfig(step_s=0.005)) as fake:
         for name in ("cand", "base"):
-            run_bench_for_server(plan, name, FakeRunning(fake.base_url, name), run_dir, quiet_console())
+            run_bench_for_server(plan, name, FakeRunning(fake.base_url, name), run_dir, NullReporter())
         assert fake.app is not None and fake.app.requests == 2 * (4 + 12 + 6)
     summary = summarize_bench(run_dir, plan).model_dump(mode="json")
     assert [(p["server"], p["point_id"]) for p in summary["points"]][:2] == [
@@ -116,7 +117,7 @@ def test_a_server_dying_mid_point_gets_a_failed_record_a_restart_and_a_retry(
             return result
 
         monkeypatch.setattr(sweep, "run_point", dying_run_point)
-        result = run_bench_for_server(plan, "base", server, run_dir, quiet_console())
+        result = run_bench_for_server(plan, "base", server, run_dir, NullReporter())
         assert result["failed"] == ["decode-b3-isl5-osl12"] and result["restarts"] == 1
         assert result["run"] == ["decode-b1-isl5-osl12", "cl-c2-isl1-osl16"]  # the sweep went on
         record = json.loads(run_dir.bench_point("base", "decode-b3-isl5-osl12").read_text())
@@ -129,7 +130,7 @@ def test_a_server_dying_mid_point_gets_a_failed_record_a_restart_and_a_retry(
         )
         assert failed["valid"] is False and failed["invalid_reasons"][0].startswith("point failed")
 
-        rerun = run_bench_for_server(plan, "base", server, run_dir, quiet_console())
+        rerun = run_bench_for_server(plan, "base", server, run_dir, NullReporter())
         assert rerun["run"] == ["decode-b3-isl5-osl12"] and sorted(rerun["skipped"]) == [
             "cl-c2-isl1-osl16",
             "decode-b1-isl5-osl12",
@@ -141,7 +142,7 @@ def test_speculative_chunks_are_counted_by_tokens(tmp_path: Path) -> None:
     plan = parse_plan(PLAN, "t.yaml")
     run_dir = RunDir(tmp_path)
     with FakeServerThread(FakeConfig(tokens_per_chunk=4, step_s=0.002)) as fake:
-        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, quiet_console())
+        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, NullReporter())
     rows = read_request_rows(run_dir.bench_rows("base", "decode-b1-isl5-osl12"))
     assert all(r.chunk_tokens == [4, 4, 4] for r in rows)
     point = next(
@@ -178,7 +179,7 @@ def test_plan_estimate_uses_measured_tpot_and_startup_from_an_earlier_run(tmp_pa
     run_dir = RunDir(tmp_path)
     (tmp_path / "plan.yaml").write_text(PLAN)
     with FakeServerThread(FakeConfig(step_s=0.003)) as fake:
-        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, quiet_console())
+        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, NullReporter())
     measured = estimate_plan(plan, from_run=tmp_path)
     tpot = next(
         p
@@ -273,7 +274,7 @@ def test_a_server_that_cannot_serve_is_not_restarted_and_says_why(
         _die_during_points(
             monkeypatch, server, "EngineCore encountered an issue. See stack trace (above) for the root cause."
         )
-        result = run_bench_for_server(plan, "base", server, run_dir, quiet_console())
+        result = run_bench_for_server(plan, "base", server, run_dir, NullReporter())
     assert result["restarts"] == 0 and server.restarts == 0
     assert result["failed"] == ["decode-b1-isl5-osl12"] and result["run"] == []
     assert "AssertionError: Synthetic acceptance not supported with CPU sampling" in result["aborted"]
@@ -296,12 +297,12 @@ def test_a_server_that_served_before_this_sweep_is_restarted_not_given_up(
     run_dir = RunDir(tmp_path)
     with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
         server = FakeRunning(fake.base_url, "base")
-        assert run_bench_for_server(plan, "base", server, run_dir, quiet_console())["failed"] == []
+        assert run_bench_for_server(plan, "base", server, run_dir, NullReporter())["failed"] == []
         again = "decode-b3-isl5-osl12"
         run_dir.bench_point(server.name, again).unlink()  # one point to measure again
 
         _die_during_points(monkeypatch, server, "connection reset")
-        result = run_bench_for_server(plan, "base", server, run_dir, quiet_console())
+        result = run_bench_for_server(plan, "base", server, run_dir, NullReporter())
     assert result["failed"] == [again] and result["restarts"] == 1 and server.restarts == 1
     assert result["aborted"] is None, result["aborted"]
 
@@ -324,7 +325,7 @@ def test_a_server_whose_metrics_did_not_answer_before_the_point_gets_its_restart
         real_snapshot = sweep._snapshot
         _die_during_points(monkeypatch, server, "connection reset")
         monkeypatch.setattr(sweep, "_snapshot", no_metrics_before)
-        result = run_bench_for_server(plan, "base", server, run_dir, quiet_console())
+        result = run_bench_for_server(plan, "base", server, run_dir, NullReporter())
     assert result["restarts"] == 1 and server.restarts == 1
     assert "served no request" not in (result["aborted"] or "")
 

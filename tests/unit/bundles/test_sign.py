@@ -216,12 +216,13 @@ def test_finalize_run_signs_when_a_key_is_configured_and_says_so_when_not(
     from rich.console import Console
 
     from byog.bundles.finalize import finalize_run
+    from byog.cli.console_reporter import ConsoleReporter
     from tests.support.bundles_kit import TINY
     from tests.support.synthetic import make_run_dir
 
     run_dir = make_run_dir(tmp_path / "run", TINY)
     out = io.StringIO()
-    bundle = finalize_run(run_dir, Console(file=out, width=300))
+    bundle = finalize_run(run_dir, ConsoleReporter(Console(file=out, width=300)))
     assert bundle == run_dir.root / "bundle.tar.gz" and bundle.is_file()
     assert "NOT signed: no signing key is configured (set BYOG_SIGNING_KEY" in out.getvalue()
     assert "'key = PATH' under [signing] in ~/.config/byog/config" in out.getvalue()  # never read as rich markup
@@ -230,7 +231,7 @@ def test_finalize_run_signs_when_a_key_is_configured_and_says_so_when_not(
     key, _ = make_key(tmp_path, "alice")
     monkeypatch.setenv("BYOG_SIGNING_KEY", str(key.path))
     out = io.StringIO()
-    assert finalize_run(run_dir, Console(file=out, width=300)) == bundle
+    assert finalize_run(run_dir, ConsoleReporter(Console(file=out, width=300))) == bundle
     assert f"signed with key {key.fingerprint()}" in out.getvalue()
     assert (run_dir.root / "manifest.intoto.json.sig").read_bytes().startswith(b"-----BEGIN SSH SIGNATURE-----")
     assert sorted(p.name for p in run_dir.plots_dir.iterdir()) == [
@@ -242,7 +243,7 @@ def test_finalize_run_signs_when_a_key_is_configured_and_says_so_when_not(
 
     monkeypatch.setenv("BYOG_SIGNING_KEY", str(tmp_path / "missing-key"))
     out = io.StringIO()
-    assert finalize_run(run_dir, Console(file=out, width=300)) is None
+    assert finalize_run(run_dir, ConsoleReporter(Console(file=out, width=300))) is None
     assert "bundle not made:" in out.getvalue() and "missing-key" in out.getvalue()
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from byog.core.errors import ByogError
+from byog.core.reporter import NullReporter
 from byog.core.settings import RUNS_DIR_ENV
 from byog.pipeline.bench_endpoint import BenchFlags, _plan_from_flags, bench_endpoint
 
@@ -34,7 +34,7 @@ def test_a_new_run_directory_goes_under_byog_runs_dir(monkeypatch: pytest.Monkey
     monkeypatch.chdir(elsewhere)
     monkeypatch.setenv(RUNS_DIR_ENV, str(runs))
     with pytest.raises(ByogError):
-        bench_endpoint(BenchFlags(endpoint="http://127.0.0.1:9", model="m", tokenizer="t"), None, Console(quiet=True))
+        bench_endpoint(BenchFlags(endpoint="http://127.0.0.1:9", model="m", tokenizer="t"), None, NullReporter())
     (made,) = runs.iterdir()
     assert made.name.startswith("bench-") and (made / "plan.yaml").is_file()
     assert list(elsewhere.iterdir()) == []

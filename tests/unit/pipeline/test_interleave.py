@@ -229,11 +229,10 @@ class _NoSwap:
 
 
 def test_an_interleaved_sweep_writes_abba_rows_that_the_summary_pairs(tmp_path: Path) -> None:
-    from rich.console import Console
-
     from byog.analysis.bench_summary import summarize_bench
     from byog.analysis.interleave import side_of
     from byog.bench.ceiling import FakeConfig, FakeServerThread
+    from byog.core.reporter import NullReporter
     from byog.schemas.bench import read_request_rows
 
     plan = _plan(SWEEP_PLAN)
@@ -247,7 +246,7 @@ def test_an_interleaved_sweep_writes_abba_rows_that_the_summary_pairs(tmp_path: 
             pair.controls[side] = _NoSwap(log, name)  # type: ignore[index,assignment]
             pair.records[side] = {"swaps": []}  # type: ignore[index]
         pair.awake = "B"
-        interleave._bench(pair, rd, None, Console(quiet=True))
+        interleave._bench(pair, rd, None, NullReporter())
     batch = [p for p in expand_plan(plan) if p.kind == "batch"][0]
     rows = {name: read_request_rows(rd.bench_rows(name, batch.point_id)) for name in ("base", "cand")}
     for name, side in (("base", "A"), ("cand", "B")):

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from rich.console import Console
 
 from byog.analysis.summary import derive_summary
 from byog.core.errors import UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import RunDir
+from byog.core.reporter import NullReporter
 from byog.pipeline.numerics import references, run_numerics, server_order
 from byog.plans.load import parse_plan
 from byog.schemas.server import Endpoint
@@ -54,7 +54,7 @@ def test_baseline_first_then_candidates_on_its_paths(servers: dict[str, FakeVllm
     assert references(plan) == {s: "stock" for s in ("stock", "stock.control", "stock.variant", "cand", "changed")}
     rd = RunDir(tmp_path / "run")
     atomic_write_text(rd.plan_yaml, PLAN)
-    console = Console(quiet=True)
+    console = NullReporter()
     endpoint = {name: Endpoint(base_url=fake.base_url, model="fake") for name, fake in servers.items()}
     with pytest.raises(UsageError, match="run 'stock' first"):
         run_numerics(plan, "cand", endpoint["cand"], rd, None, console)

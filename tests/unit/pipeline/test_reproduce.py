@@ -5,7 +5,6 @@ reproduction is itself a bundle that verifies, and `byog report` shows it beside
 
 from __future__ import annotations
 
-import io
 import json
 import shlex
 import shutil
@@ -13,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 from typer.testing import CliRunner
 
 from byog.bench.ceiling import server_process
 from byog.bundles.verify import verify_bundle
 from byog.cli import app
+from byog.core.reporter import NullReporter
 from byog.pipeline.reproduce import DROPPED_HEADER, ReproduceOptions, reproduce
 from byog.pipeline.run import run_plan
 from byog.plans.subset import Overrides
@@ -56,7 +55,7 @@ def made(fake: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, objec
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BYOG_SIGNING_KEY", str(contributor.path))
         mp.setenv("HF_HUB_OFFLINE", "1")
-        run_plan(str(plan), run_dir, Console(file=io.StringIO()))
+        run_plan(str(plan), run_dir, NullReporter())
     shipped = folder / "shipped" / "bundle.tar.gz"  # as a maintainer downloads it
     shipped.parent.mkdir()
     shutil.copy(run_dir / "bundle.tar.gz", shipped)
@@ -88,7 +87,7 @@ def _reproduce(
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BYOG_SIGNING_KEY", str(made["maintainer"].path))
         mp.setenv("HF_HUB_OFFLINE", "1")
-        return reproduce(bundle, opts, Console(file=io.StringIO()))
+        return reproduce(bundle, opts, NullReporter())
 
 
 def test_an_honest_bundle_reproduces_and_the_reproduction_is_a_signed_bundle(
@@ -326,7 +325,7 @@ def test_a_bundle_with_numerics_reproduces_its_baseline_first(tmp_path: Path) ->
         )
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("BYOG_SIGNING_KEY", str(contributor.path))
-            run_plan(str(plan), tmp_path / "run", Console(file=io.StringIO()))
+            run_plan(str(plan), tmp_path / "run", NullReporter())
         opts = ReproduceOptions(
             run_dir=tmp_path / "reproduction",
             allowed_signers=signers,
@@ -335,7 +334,7 @@ def test_a_bundle_with_numerics_reproduces_its_baseline_first(tmp_path: Path) ->
         )
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("BYOG_SIGNING_KEY", str(maintainer.path))
-            done = reproduce(tmp_path / "run" / "bundle.tar.gz", opts, Console(file=io.StringIO()))
+            done = reproduce(tmp_path / "run" / "bundle.tar.gz", opts, NullReporter())
     finally:
         for fake in fakes.values():
             fake.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from byog.cli.console_reporter import ConsoleReporter
 from byog.pipeline.run import _print_outcome
 from byog.report.markdown import render_report
 from byog.schemas.summary import read_summary
@@ -29,7 +30,7 @@ def test_the_closing_table_marks_an_invalid_point_as_the_report_does(tmp_path: P
     ]
     summary = summary.model_copy(update={"bench": summary.bench.model_copy(update={"points": points})})
     out = io.StringIO()
-    _print_outcome(summary, Console(file=out, force_terminal=False, width=300))
+    _print_outcome(summary, ConsoleReporter(Console(file=out, force_terminal=False, width=300)))
     rows = {line.split(" | ")[1]: line for line in out.getvalue().splitlines() if line.startswith("| ")}  # pair | point
     assert f"~~{flagged.ratio:.3f}~~ ⚠" in rows[flagged.point_id]
     assert f"invalid: {flagged.baseline}: {REASON}" in rows[flagged.point_id]
@@ -40,8 +41,6 @@ def test_the_closing_table_marks_an_invalid_point_as_the_report_does(tmp_path: P
 
 
 def test_the_numerics_table_shows_an_insensitive_baseline(tmp_path: Path) -> None:
-    from rich.console import Console
-
     from byog.analysis.summary import derive_summary
     from byog.core.io import atomic_write_text
     from byog.core.paths import RunDir
@@ -56,7 +55,7 @@ def test_the_numerics_table_shows_an_insensitive_baseline(tmp_path: Path) -> Non
     )
     write_server(flat, "stock", "stock", noise=1e-6, seed=1, scale=1e-6)
     console = Console(record=True, width=300)
-    print_numerics(derive_summary(flat), console)
+    print_numerics(derive_summary(flat), ConsoleReporter(console))
     text = console.export_text()
     assert "| same vs stock | ➖ insensitive: the baseline's next-token distributions are flat" in text
     assert "(baseline stock) | insensitive" in text

@@ -3,11 +3,9 @@ and how it is shown: a live line on a terminal, plain lines in a log."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
-from rich.console import Console
-
+from byog.core.reporter import NullStatus, RecordingReporter
 from byog.pipeline.run import _show_start
 from byog.pipeline.start_progress import FIRST_PHASE, LogPhases, StartProgress, elapsed
 from tests.support.server_logs import real_log_lines
@@ -36,16 +34,15 @@ def test_the_phase_follows_the_log_as_it_grows_even_mid_line(tmp_path: Path) -> 
 
 
 def test_off_a_terminal_a_line_per_phase_and_per_minute() -> None:
-    out = io.StringIO()
-    console = Console(file=out, force_terminal=False, width=200)
+    reporter = RecordingReporter()
     for progress in (
         StartProgress("loading weights", 12.0, 0.0, True, False),
         StartProgress("loading weights", 13.0, 1.0, False, False),  # nothing new: no line
         StartProgress("compiling", 20.0, 0.0, True, False),
         StartProgress("compiling", 81.0, 61.0, False, True),
     ):
-        _show_start(console, None, "candidate", ": starting vLLM (local runtime)", progress)  # type: ignore[arg-type]
-    assert out.getvalue().splitlines() == [
+        _show_start(reporter, NullStatus(), "candidate", ": starting vLLM (local runtime)", progress)
+    assert reporter.lines == [
         "candidate: starting vLLM (local runtime): loading weights (12 s)",
         "candidate: starting vLLM (local runtime): compiling (20 s)",
         "candidate: starting vLLM (local runtime): compiling (1 min 21 s)",
@@ -56,16 +53,16 @@ def test_on_a_terminal_the_live_line_is_updated() -> None:
     class Status:
         shown: list[str] = []
 
-        def update(self, text: object) -> None:
-            self.shown.append(str(text))
+        def update(self, text: str, *, lead: str = "") -> None:
+            self.shown.append(lead + text)
 
     status = Status()
-    console = Console(file=io.StringIO(), force_terminal=True)
+    reporter = RecordingReporter(is_live=True)
     _show_start(
-        console, status, "base", ": starting vLLM (local runtime)", StartProgress("compiling", 125, 5, False, False)
-    )  # type: ignore[arg-type]
+        reporter, status, "base", ": starting vLLM (local runtime)", StartProgress("compiling", 125, 5, False, False)
+    )
     assert status.shown == ["base: starting vLLM (local runtime): compiling (2 min 05 s)"]
-    assert console.file.getvalue() == ""  # type: ignore[attr-defined]
+    assert reporter.lines == []
 
 
 def test_elapsed_reads_like_a_clock() -> None:

@@ -1,0 +1,118 @@
+"""The one ``Reporter`` that prints: rich, on the console a command picked (stdout, or stderr under --json).
+
+Tables stay readable wherever they are printed. On a terminal a table is a rich table fitted to the
+window. Anywhere else (a pipe, a CI log, a file) rich would squeeze it into 80 columns and print "…"
+for every cell, so it is printed as a markdown table instead: nothing truncated, no width limit,
+greppable, and pasteable into a PR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.status import Status as RichStatus
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from byog.core.reporter import ProgressBoard, ProgressTask, Status, Style, Table
+
+COLOURS: dict[Style, str] = {"bold": "bold", "dim": "dim", "ok": "green", "warn": "yellow", "error": "red"}
+
+
+def styled_line(text: str, *, style: Style | None = None, lead: str = "") -> Text:
+    colour = COLOURS[style] if style else ""
+    if not lead:
+        return Text(text, style=colour)
+    return Text.assemble((lead, f"bold {colour}".strip()), text)
+
+
+def _markdown(table: Table) -> str:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = [f"{table.title}", ""] if table.title else []
+    if table.show_header:
+        lines.append("| " + " | ".join(cell(c) for c in table.columns) + " |")
+        lines.append("|" + "|".join("---:" if c in table.right else "---" for c in table.columns) + "|")
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in table.rows]
+    return "\n".join(lines)
+
+
+def print_table(console: Console, table: Table) -> None:
+    if not console.is_terminal:
+        console.print(_markdown(table), markup=False, highlight=False, soft_wrap=True)
+        console.print()
+    else:
+        rich_table = RichTable(title=Text(table.title), show_header=table.show_header)
+        for column in table.columns:
+            rich_table.add_column(Text(column), justify="right" if column in table.right else "left")
+        for row in table.rows:
+            rich_table.add_row(*(Text(c) for c in row))
+        console.print(rich_table)
+    for note in table.notes:
+        console.print(Text(note), highlight=False, soft_wrap=True)
+
+
+class _ConsoleStatus:
+    def __init__(self, status: RichStatus) -> None:
+        self._status = status
+
+    def update(self, text: str, *, lead: str = "") -> None:
+        self._status.update(styled_line(text, lead=lead))
+
+
+class _ConsoleTask:
+    def __init__(self, progress: Progress, task: TaskID, description: str) -> None:
+        self._progress, self._task, self._description = progress, task, description
+        self._style: Style | None = None
+
+    def advance(self, n: int = 1) -> None:
+        self._progress.advance(self._task, n)
+
+    def update(self, *, description: str | None = None, total: int | None = None, style: Style | None = None) -> None:
+        self._description = description if description is not None else self._description
+        self._style = style if style is not None else self._style
+        # the column adds its own markup around the description: the text itself is escaped
+        text = escape(self._description)
+        marked = f"[{COLOURS[self._style]}]{text}" if self._style else text
+        self._progress.update(self._task, description=marked, total=total)
+
+
+class _ConsoleBoard:
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+
+    def task(self, description: str, total: int | None = None) -> ProgressTask:
+        return _ConsoleTask(self._progress, self._progress.add_task(escape(description), total=total), description)
+
+
+class ConsoleReporter:
+    """Lines are plain text (never parsed as markup), one line each in a log or pipe."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    @property
+    def live(self) -> bool:
+        return self.console.is_terminal
+
+    def line(self, text: str, *, style: Style | None = None, lead: str = "") -> None:
+        self.console.print(styled_line(text, style=style, lead=lead), highlight=False, soft_wrap=True)
+
+    def table(self, table: Table) -> None:
+        print_table(self.console, table)
+
+    @contextmanager
+    def status(self, text: str, *, lead: str = "") -> Iterator[Status]:
+        with self.console.status(styled_line(text, lead=lead)) as status:
+            yield _ConsoleStatus(status)
+
+    @contextmanager
+    def progress(self) -> Iterator[ProgressBoard]:
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=self.console, transient=False) as progress:
+            yield _ConsoleBoard(progress)
