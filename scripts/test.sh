@@ -14,15 +14,19 @@ if [ "${1:-}" = "--unit" ]; then
   venv=$(byog_venv)
   # A developer's loop: install once (install.sh --test where the venv lacks byog's test extras), then
   # only pytest. A service or tool that is not there skips its tests (no BYOG_REQUIRE_*).
-  [ -x "$venv/bin/byog" ] && "$venv/bin/python" -c 'import pytest_timeout, importlinter' 2>/dev/null \
+  [ -x "$venv/bin/byog" ] && "$venv/bin/python" -c 'import pytest_timeout, importlinter, xdist' 2>/dev/null \
     || bash scripts/install.sh --test
   export PATH="$venv/bin:$PATH" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
-  exec "$venv/bin/python" -m pytest -ra -q --durations=30 "$@" tests/unit
+  # On every core, but the modules that time a fake server (marker "serial"): those run alone after.
+  unit=0
+  "$venv/bin/python" -m pytest -ra -q --durations=30 -n auto --dist loadfile -m "not serial" "$@" tests/unit || unit=$?
+  "$venv/bin/python" -m pytest -ra -q --durations=10 -m serial "$@" tests/unit || { [ $? = 5 ] || unit=1; }
+  exit "$unit"
 fi
 # The services the tests use (Docker, sshd, cmark-gfm, mermaid-cli, Slurm) install from apt while
 # pip installs byog; their log is shown once both are done.
-services_log=$(mktemp) services_env=$(mktemp) mypy_log=$(mktemp)
-trap 'rm -f "$services_log" "$services_env" "$mypy_log"' EXIT
+services_log=$(mktemp) services_env=$(mktemp) mypy_log=$(mktemp) results=$(mktemp -d)
+trap 'rm -rf "$services_log" "$services_env" "$mypy_log" "$results"' EXIT
 bash scripts/test-services.sh "$services_env" >"$services_log" 2>&1 &
 services=$!
 installed=0
@@ -48,8 +52,16 @@ echo "checking types (mypy), beside the tests"
 nice -n 19 "$venv/bin/mypy" byog >"$mypy_log" 2>&1 &
 mypy=$!
 tested=0
-# --durations=30: the 30 slowest tests are printed at the end of every run, where CI time goes.
-"$venv/bin/python" -m pytest -ra -q --durations=30 "$@" tests || tested=$?
+# The integration tests one after another (each starts real servers and reads their timing); then
+# the unit suite on every core, a module per worker (pytest-xdist), but for the modules that time a
+# fake server (marker "serial"), which run alone after it. The 30 slowest tests of the three runs
+# are printed at the end of every run, where CI time goes.
+# PYTEST ARGS go to both runs; one that they leave with no test (exit 5) is not a failure.
+run_pytest() { "$venv/bin/python" -m pytest -ra -q "$@" || { code=$?; [ "$code" = 5 ] || tested=$code; }; }
+run_pytest --junitxml="$results/integration.xml" "$@" tests/integration
+run_pytest -n auto --dist loadfile -m "not serial" --junitxml="$results/unit.xml" "$@" tests/unit
+run_pytest -m serial --junitxml="$results/serial.xml" "$@" tests/unit
+"$venv/bin/python" scripts/slowest_tests.py 30 "$results"/*.xml
 typed=0
 wait "$mypy" || typed=$?
 echo "mypy: $(tail -n 1 "$mypy_log")"

@@ -1,7 +1,7 @@
 """Shared fixtures. Integration fixtures start the REAL CPU vLLM (SmolLM2-135M, eager mode).
 
-One eager server is started per test session and shared; tests that must kill or restart a
-server start their own through the same runtime.
+One eager server is started per test session and shared (tests/support/session_server.py says
+with what); tests that must kill or restart a server start their own through the same runtime.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ def smollm2():  # -> PreparedModel
 @pytest.fixture(scope="session")
 def eager_config():  # -> ServerConfig
     from byog.schemas.plan import ServerConfig
+    from tests.support.session_server import SESSION_SERVER_ARGS
 
-    return ServerConfig(runtime="local", args=["--enforce-eager"])
+    return ServerConfig(runtime="local", args=SESSION_SERVER_ARGS)
 
 
 @pytest.fixture(scope="session")

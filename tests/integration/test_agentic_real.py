@@ -1,8 +1,9 @@
 """The agentic workload and the Mooncake trace on the real CPU vLLM, prefix cache on: what reuse really does.
 
-One server for the module (SmolLM2-135M, eager, 2,048-token context, ``--block-size 32`` so a
-32-token hash block of the trace is one KV block, ``--enable-prompt-tokens-details`` so every turn
-reports its cached tokens). Pinned, against the server's own counts:
+On the session's server (tests/support/session_server.py: SmolLM2-135M, eager, ``--block-size 32``
+so a 32-token hash block of the trace is one KV block, ``--enable-prompt-tokens-details`` so every
+turn reports its cached tokens); every prompt here is new to it. Pinned, against the server's own
+counts:
 
 - each turn's prompt is the previous prompt + its answer + new input (the server counts it);
 - every later turn and every sub-agent's first turn is served from the cache for exactly the whole
@@ -16,9 +17,9 @@ reports its cached tokens). Pinned, against the server's own counts:
 
 from __future__ import annotations
 
+import json
 import statistics
 import uuid
-from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -34,20 +35,19 @@ from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter
 from byog.plans.load import parse_plan
 from byog.schemas.bench import read_request_rows
+from tests.support.session_server import KV_BLOCK, SESSION_SERVER_ARGS
 
 pytestmark = pytest.mark.integration
 
-KV_BLOCK = 32
 # Two sessions in Mooncake's format, written for this test: at x2 the later turns go out 15 s apart,
 # long after their predecessors (~3 s each here) finished, so each must find its context cached. (The
 # shipped sample's later turns come 2-36 s after six concurrent first turns that take ~50 s on 2 cores.)
 TRACE = Path(__file__).resolve().parents[1] / "fixtures" / "mooncake" / "two-sessions.jsonl"
 PLAN = f"""
 name: agentic-real
-model: {{path: builtin:smollm2-135m-instruct, max_model_len: 2048}}
+model: {{path: builtin:smollm2-135m-instruct, max_model_len: 4096}}
 servers:
-  cpu: {{runtime: local, args: [--enforce-eager, --enable-prompt-tokens-details, --block-size, "{KV_BLOCK}"],
-         env: {{VLLM_CPU_KVCACHE_SPACE: "1"}}}}
+  cpu: {{runtime: local, args: {json.dumps(SESSION_SERVER_ARGS)}}}
 baseline: cpu
 workloads:
   - kind: agentic
@@ -73,20 +73,14 @@ workloads:
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunDir, Any, Any]]:
-    from byog.images.models import prepare_model
-    from byog.runtimes.local import LocalRuntime
-
+def measured(cpu_server: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Any, Any]:
+    """The plan's server 'cpu' is the session's (the plan says its flags, for the run directory)."""
     plan = parse_plan(PLAN, "agentic test plan")
     run_dir = RunDir(tmp_path_factory.mktemp("agentic") / "run")
     atomic_write_text(run_dir.plan_yaml, PLAN)
-    server = LocalRuntime().launch("cpu", plan.servers["cpu"], prepare_model(plan.model), run_dir.server_dir("cpu"))
-    try:
-        result = run_bench_for_server(plan, "cpu", server, run_dir, NullReporter())
-        assert result["failed"] == [] and result["aborted"] is None, result
-        yield run_dir, plan, server.endpoint
-    finally:
-        server.stop()
+    result = run_bench_for_server(plan, "cpu", cpu_server, run_dir, NullReporter())
+    assert result["failed"] == [] and result["aborted"] is None, result
+    return run_dir, plan, cpu_server.endpoint
 
 
 def _cold_ttft_s(endpoint: Any, n_in: int, seed: int) -> float:

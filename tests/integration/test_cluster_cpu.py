@@ -4,9 +4,11 @@ One cluster start per node runtime (module-scoped, parametrized): three local pr
 three containers on the real Docker engine (the ``cpu-host`` image, host network), three
 processes over SSH to this machine's own sshd on 127.0.0.1. Against each: server.json records
 every node, the TP size is read back from the server; a bench point and a GSM8K eval (2 items)
-run; a node killed mid-point fails that point with the node's log tail, the group is torn down
-and restarted by the sweep, and (on local nodes) a rerun resumes the point. After each runtime's module part,
-nothing is left: no process carrying a node marker, no container of the run.
+run. On local nodes, a node killed mid-point fails that point with the node's log tail, the group
+is torn down and restarted by the sweep, and a rerun resumes the point (the sweep's doing, the same
+on every node runtime). Last, on every kind, a node killed while the cluster is idle is seen dead
+and the group torn down (the node runtime's part). After each runtime's module part, nothing is
+left: no process carrying a node marker, no container of the run.
 
 Budget on 2 cores: a start is ~100 s (three ranks share two cores), a token ~1 s at TP3, so the
 points are tiny (B=1, ISL 32, OSL 16; the killed point OSL 24, long enough that the kill lands
@@ -207,6 +209,12 @@ def killed_plan(config: ServerConfig) -> Plan:
 
 
 def test_a_node_killed_mid_point_fails_it_tears_down_and_restarts(cluster: ClusterServer) -> None:
+    """The point fails with the node's log tail and the sweep restarts the group: the sweep's doing,
+    the same on every node runtime, so it runs on local nodes only (a restart is another TP3 start,
+    ~100 s); what each runtime must do itself, see its node die and tear its group down, is
+    test_a_killed_node_is_seen_dead_and_its_group_torn_down, on every kind."""
+    if cluster.test_kind != "local":  # type: ignore[attr-defined]
+        pytest.skip("the failed point and the restart are the sweep's, not the node runtime's: measured on local nodes")
     rd = RunDir(cluster.test_run_root)  # type: ignore[attr-defined]
     plan = killed_plan(cluster.config)
     point_id = points_for_server(plan, "tp3")[0].point_id
@@ -264,3 +272,20 @@ def test_nothing_but_the_cluster_runs_vllm(cluster: ClusterServer) -> None:
         if port in (p.info["cmdline"] or []) and "byog.images.vllm_entry" in (p.info["cmdline"] or [])
     ]
     assert serving and all(p.pid in ours for p in serving)
+
+
+def test_a_killed_node_is_seen_dead_and_its_group_torn_down(cluster: ClusterServer) -> None:
+    """Last, on every kind: node 2 SIGKILLed from outside while the cluster is idle; byog sees it
+    dead, records it in server.json and tears the whole group down (nothing carries a marker)."""
+    markers = [n.marker for n in cluster.nodes]
+    failures_before = len(json.loads(cluster.record_path.read_text()).get("failures", []))
+    _kill_node(cluster, 2)
+    deadline = time.monotonic() + 120
+    while cluster.alive():
+        assert time.monotonic() < deadline, "the killed node was never seen dead"
+        time.sleep(0.2)
+    assert cluster.failure is not None and "node 2 (headless) exited" in cluster.failure
+    assert "the group was torn down" in cluster.failure
+    assert [p.pid for m in markers for p in marked_processes(m)] == []
+    failures = json.loads(cluster.record_path.read_text())["failures"]
+    assert len(failures) == failures_before + 1 and failures[-1]["rank"] == 2

@@ -5,11 +5,12 @@ byog an allocation (``salloc --no-shell``); byog runs "inside" it as a batch scr
 (SLURM_JOB_ID, SLURM_JOB_NODELIST). First the refusals, each before anything starts and leaving
 no step: outside an allocation, too few nodes, too few GPUs, a node of another architecture.
 Then one cluster start (module-scoped) shared by: server.json's job id, step ids, node names and
-srun argv; a bench point and a GSM8K eval; node 2's step cancelled mid-point (``scancel J.S``)
-and then node 1's vLLM process SIGKILLed mid-point, each failing the point, tearing the group
-down and restarting it once, a rerun measuring the point; afterwards squeue lists no step of
-byog's and no vLLM process is left. ``squeue`` and the vLLM processes are printed before, during
-and after each kill (run with -s to see them).
+srun argv; a bench point and a GSM8K eval; node 2's step cancelled mid-point (``scancel J.S``),
+failing the point, tearing the group down and restarting it once, a rerun measuring the point;
+then, the restarted cluster idle, node 1's vLLM process SIGKILLed: seen dead, its steps ended, the
+group torn down (no second restart: that part is the sweep's and the scancel measured it);
+afterwards squeue lists no step of byog's and no vLLM process is left. ``squeue`` and the vLLM
+processes are printed before, during and after each kill (run with -s to see them).
 """
 
 from __future__ import annotations
@@ -251,27 +252,24 @@ def _vllm_task_of(server: ClusterServer, rank: int) -> psutil.Process:
     raise AssertionError(f"no vLLM task of node {rank} found")
 
 
-def _kill_mid_point(tp3: ClusterServer, slurm_cluster, rank: int, how: str, point_osl: int) -> None:
+def _cancel_mid_point(tp3: ClusterServer, slurm_cluster, rank: int, point_osl: int) -> None:
     rd = RunDir(tp3.test_run_root)  # type: ignore[attr-defined]
     plan = plan_for(tp3.config, osl=point_osl)
     point_id = points_for_server(plan, "tp3")[0].point_id
     before = rd.metrics_snapshot("tp3", point_id, "before")
     old_steps = [_step_of(tp3, r).step_id() for r in range(NODES)]
-    show(slurm_cluster, f"before the {how}")
+    show(slurm_cluster, "before the scancel")
 
     def killer() -> None:
         deadline = time.monotonic() + 300
         while not before.is_file() and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(1.0)  # requests in flight
-        if how == "scancel":
-            slurm_cluster.run("scancel", old_steps[rank])
-        else:
-            os.kill(_vllm_task_of(tp3, rank).pid, signal.SIGKILL)
+        slurm_cluster.run("scancel", old_steps[rank])
         time.sleep(0.3)
-        show(slurm_cluster, f"during the {how} (node {rank}), 0.3 s after")
+        show(slurm_cluster, f"during the scancel (node {rank}), 0.3 s after")
         time.sleep(2.7)
-        show(slurm_cluster, f"during the {how} (node {rank}), 3 s after")
+        show(slurm_cluster, f"during the scancel (node {rank}), 3 s after")
 
     t0 = time.monotonic()
     thread = threading.Thread(target=killer)
@@ -286,22 +284,44 @@ def _kill_mid_point(tp3: ClusterServer, slurm_cluster, rank: int, how: str, poin
     listed = slurm_cluster.squeue_steps()
     assert not any(s.split()[0] in old_steps for s in listed), listed  # the old steps are gone
     assert tp3.alive() and [_step_of(tp3, r).step_id() for r in range(NODES)] != old_steps
-    show(slurm_cluster, f"after the {how}: restarted")
+    show(slurm_cluster, "after the scancel: restarted")
     again = run_bench_for_server(plan, "tp3", tp3, rd, QUIET)
     assert again["run"] == [point_id] and not again["failed"], again
     assert rd.bench_point_complete("tp3", point_id)
     print(
-        f"[slurm] {how} of node {rank}: failed, torn down, restarted, rerun measured in {time.monotonic() - t0:.1f} s"
+        f"[slurm] scancel of node {rank}: failed, torn down, restarted, rerun measured in {time.monotonic() - t0:.1f} s"
     )
 
 
 def test_a_step_cancelled_mid_point_fails_it_and_a_rerun_resumes(tp3: ClusterServer, slurm_cluster) -> None:
-    _kill_mid_point(tp3, slurm_cluster, rank=2, how="scancel", point_osl=64)
+    _cancel_mid_point(tp3, slurm_cluster, rank=2, point_osl=64)
     record = json.loads(tp3.record_path.read_text())
     assert len(record["starts"]) == 2 and record["failures"][0]["rank"] == 2
 
 
-def test_a_vllm_process_killed_mid_point_fails_it_and_a_rerun_resumes(tp3: ClusterServer, slurm_cluster) -> None:
-    _kill_mid_point(tp3, slurm_cluster, rank=1, how="kill -9", point_osl=48)
+def test_a_vllm_process_killed_is_seen_dead_and_its_steps_end(tp3: ClusterServer, slurm_cluster) -> None:
+    """kill -9 of node 1's vLLM task, the cluster idle: its step ends, byog sees the node dead, records
+    it and tears the group down. What a death mid-point adds (the point failed with the node's tail,
+    the restart, the rerun) is the sweep's, the same for any death: the scancel test above measures it."""
+    old_steps = [_step_of(tp3, r).step_id() for r in range(NODES)]
+    markers = [n.marker for n in tp3.nodes]
+    os.kill(_vllm_task_of(tp3, 1).pid, signal.SIGKILL)
+    assert wait_until_dead(tp3, timeout_s=120), "the killed node was never seen dead"
+    show(slurm_cluster, "after the kill -9 of node 1's vLLM (idle)")
+    assert tp3.failure is not None and "node 1 (headless) exited" in tp3.failure
+    assert "the group was torn down" in tp3.failure
+    listed = slurm_cluster.squeue_steps()
+    assert not any(s.split()[0] in old_steps for s in listed), listed
+    assert [p.pid for m in markers for p in marked_processes(m)] == []
     record = json.loads(tp3.record_path.read_text())
-    assert len(record["starts"]) == 3 and record["failures"][-1]["rank"] == 1
+    assert len(record["starts"]) == 2 and record["failures"][-1]["rank"] == 1
+
+
+def wait_until_dead(server: ClusterServer, timeout_s: float) -> bool:
+    """Whether ``server`` saw one of its nodes die within ``timeout_s`` (``alive`` notes the death)."""
+    deadline = time.monotonic() + timeout_s
+    while server.alive():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True

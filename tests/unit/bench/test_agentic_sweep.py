@@ -33,6 +33,9 @@ from byog.schemas.evals import EvalSummary
 from byog.schemas.summary import Summary, SummaryPlan
 from tests.support.sweep import FakeRunning
 
+# a real bench against a loopback fake: its timing is this box's (scripts/test.sh runs these alone)
+pytestmark = pytest.mark.serial
+
 PLAN = """
 name: agentic-fake
 model: {path: /m, max_model_len: 1024}

@@ -20,6 +20,9 @@ from byog.schemas.bench import read_request_rows
 from tests.support import metrics_oracle as oracle
 from tests.support.sweep import FakeRunning
 
+# a real bench against a loopback fake: its timing is this box's (scripts/test.sh runs these alone)
+pytestmark = pytest.mark.serial
+
 PLAN = """
 name: t
 model: {path: /m}

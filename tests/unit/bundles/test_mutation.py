@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import tarfile
 from pathlib import Path
 
@@ -25,9 +26,10 @@ def signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, Path]:
 
 
 def _scratch(tmp_path: Path) -> Path:
-    # Thousands of writes: tmpfs when the machine has it (the disk here takes ~1 ms per write).
+    # Thousands of writes: tmpfs when the machine has it (the disk here takes ~1 ms per write). The
+    # name is the test's own: pytest-xdist runs tests of other modules beside it.
     shm = Path("/dev/shm")
-    return (shm if shm.is_dir() else tmp_path) / f"byog-mutant-{id(tmp_path)}.tar.gz"
+    return (shm if shm.is_dir() else tmp_path) / f"byog-mutant-{os.getpid()}-{tmp_path.name}.tar.gz"
 
 
 def _verdicts(mutants: list[tuple[int, bytes]], allowed: Path, target: Path) -> tuple[list[int], int]:

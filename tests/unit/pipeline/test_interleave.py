@@ -23,6 +23,9 @@ from byog.schemas.plan import Plan, ServerConfig
 from byog.schemas.server import Endpoint, PreparedModel, ServerRecord
 from tests.support.fake_vllm import FakeVllm
 
+# a real bench against a loopback fake: its timing is this box's (scripts/test.sh runs these alone)
+pytestmark = pytest.mark.serial
+
 PLAN = """\
 name: interleave-fake
 model: {path: "builtin:smollm2-135m-instruct"}

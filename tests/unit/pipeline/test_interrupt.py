@@ -17,6 +17,9 @@ import pytest
 from byog.bench.ceiling import server_process
 from tests.support.processes import byog_process, interrupt_once_started
 
+# a real bench against a loopback fake: its timing is this box's (scripts/test.sh runs these alone)
+pytestmark = pytest.mark.serial
+
 PLAN = """\
 name: interrupt
 model: {{path: fake-org/fake-model, max_model_len: 4096}}

@@ -25,6 +25,9 @@ from tests.support.doctor import doctored_bundle
 from tests.support.hostile import HONEST_SERVERS, reproduce_servers
 from tests.support.keys import allowed_signers, make_key
 
+# a real bench against a loopback fake: its timing is this box's (scripts/test.sh runs these alone)
+pytestmark = pytest.mark.serial
+
 runner = CliRunner()
 DECODE_METRICS = ("decode_tok_s", "tpot_s.p50")  # TTFT of a fake that does no prefill is scheduler noise
 
