@@ -9,6 +9,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh
+# One pytest run; PYTEST ARGS go to every run, and one that they leave with no test (exit 5) is not a failure.
+tested=0
+run_pytest() { "$(byog_venv)/bin/python" -m pytest -ra -q "$@" || { code=$?; [ "$code" = 5 ] || tested=$code; }; }
+# The unit suite on every core, a module per worker (pytest-xdist), but for the modules that time a
+# fake server (marker "serial"), which run alone after it. unit_tests RESULTS_DIR|"" [PYTEST ARGS]
+unit_tests() {
+  local dir=$1
+  shift
+  run_pytest -n auto --dist loadfile -m "not serial" ${dir:+--junitxml="$dir/unit.xml"} "$@" tests/unit
+  run_pytest -m serial ${dir:+--junitxml="$dir/serial.xml"} "$@" tests/unit
+}
 if [ "${1:-}" = "--unit" ]; then
   shift
   venv=$(byog_venv)
@@ -17,11 +28,8 @@ if [ "${1:-}" = "--unit" ]; then
   [ -x "$venv/bin/byog" ] && "$venv/bin/python" -c 'import pytest_timeout, importlinter, xdist' 2>/dev/null \
     || bash scripts/install.sh --test
   export PATH="$venv/bin:$PATH" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
-  # On every core, but the modules that time a fake server (marker "serial"): those run alone after.
-  unit=0
-  "$venv/bin/python" -m pytest -ra -q --durations=30 -n auto --dist loadfile -m "not serial" "$@" tests/unit || unit=$?
-  "$venv/bin/python" -m pytest -ra -q --durations=10 -m serial "$@" tests/unit || { [ $? = 5 ] || unit=1; }
-  exit "$unit"
+  unit_tests "" --durations=30 "$@"
+  exit "$tested"
 fi
 # The services the tests use (Docker, sshd, cmark-gfm, mermaid-cli, Slurm) install from apt while
 # pip installs byog; their log is shown once both are done.
@@ -51,16 +59,11 @@ echo "checking style (ruff check, ruff format --check)"
 echo "checking types (mypy), beside the tests"
 nice -n 19 "$venv/bin/mypy" byog >"$mypy_log" 2>&1 &
 mypy=$!
-tested=0
-# The integration tests one after another (each starts real servers and reads their timing); then
-# the unit suite on every core, a module per worker (pytest-xdist), but for the modules that time a
-# fake server (marker "serial"), which run alone after it. The 30 slowest tests of the three runs
-# are printed at the end of every run, where CI time goes.
-# PYTEST ARGS go to both runs; one that they leave with no test (exit 5) is not a failure.
-run_pytest() { "$venv/bin/python" -m pytest -ra -q "$@" || { code=$?; [ "$code" = 5 ] || tested=$code; }; }
+# The integration tests one after another (each starts real servers and reads their timing), then
+# the unit suite. The 30 slowest tests of the three runs are printed at the end of every run, where
+# CI time goes.
 run_pytest --junitxml="$results/integration.xml" "$@" tests/integration
-run_pytest -n auto --dist loadfile -m "not serial" --junitxml="$results/unit.xml" "$@" tests/unit
-run_pytest -m serial --junitxml="$results/serial.xml" "$@" tests/unit
+unit_tests "$results" "$@"
 "$venv/bin/python" scripts/slowest_tests.py 30 "$results"/*.xml
 typed=0
 wait "$mypy" || typed=$?
