@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from byog.cli.common import JsonOpt, command, console, err_console, print_json
@@ -9,6 +11,7 @@ from byog.cli.console_reporter import print_table
 from byog.core.reporter import Table
 from byog.images.build import build_image
 from byog.images.inspect import inspect_image
+from byog.images.wheel_layer import build_wheel_image, wheel_rows
 
 image_app = typer.Typer(help="Build and inspect byog's eval images (docker SDK).", no_args_is_help=True)
 
@@ -26,16 +29,23 @@ def image_build_cmd(
     platform: str | None = typer.Option(
         None, "--platform", help="linux/arm64 (GB200/GB300 Grace trays) or linux/amd64 (default: the engine's own)."
     ),
+    vllm_wheel: Path | None = typer.Option(
+        None,
+        "--vllm-wheel",
+        help="A vLLM wheel (a PR's build) to install over the flavour's image, one layer; the labels record its "
+        "sha256, commit and the base image's id.",
+    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Build an eval image on the local Docker engine and print its tag, id, build time and size."""
-    result = build_image(
-        flavour,
-        tag,
-        log=lambda line: err_console.print(line, style="dim", highlight=False, markup=False),
-        nocache=no_cache,
-        platform=platform,
-    )
+
+    def log(line: str) -> None:
+        err_console.print(line, style="dim", highlight=False, markup=False)
+
+    if vllm_wheel is not None:
+        result = build_wheel_image(flavour, vllm_wheel, tag, log=log, nocache=no_cache, platform=platform)
+    else:
+        result = build_image(flavour, tag, log=log, nocache=no_cache, platform=platform)
     if as_json:
         print_json(result.to_dict())
     else:
@@ -67,6 +77,8 @@ def image_inspect_cmd(
     table = table.with_row(
         "vLLM", f"{info['vllm_version']} (from {info['vllm_version_from']})" if info["vllm_version"] else "unknown"
     )
+    for field, value in wheel_rows(info["labels"]):
+        table = table.with_row(field, value)
     table = table.with_row("platform", info.get("platform") or "unknown")
     table = table.with_row("size", f"{info['size_bytes'] / 1e6:.0f} MB")
     table = table.with_row("created", str(info["created"]))

@@ -167,7 +167,7 @@ def build_image(
     steps: dict[str, float] = {}
     t0 = time.monotonic()
     if flavour == "gpu":
-        image_id = _docker_build(
+        image_id = docker_build(
             client,
             root,
             DOCKERFILES["gpu"],
@@ -184,7 +184,7 @@ def build_image(
         steps["rootfs_and_import_s"] = round(time.monotonic() - t0, 1)
     else:
         base_tag = default_tag("cpu-host")
-        if nocache or not _image_exists(client, base_tag):
+        if nocache or not image_exists(client, base_tag):
             import_cpu_host_image(client, root, base_tag, log)
         steps["base_s"] = round(time.monotonic() - t0, 1)
         with tempfile.TemporaryDirectory(prefix="byog-image-") as tmp:
@@ -199,7 +199,7 @@ def build_image(
             }
             steps["context_s"] = round(time.monotonic() - t, 1)
             t = time.monotonic()
-            image_id = _docker_build(
+            image_id = docker_build(
                 client, context, "Dockerfile", tag, buildargs, log, nocache=nocache, flavour=flavour
             )
             steps["docker_build_s"] = round(time.monotonic() - t, 1)
@@ -215,7 +215,7 @@ def build_image(
     )
 
 
-def _image_exists(client: Any, ref: str) -> bool:
+def image_exists(client: Any, ref: str) -> bool:
     from docker.errors import ImageNotFound
 
     try:
@@ -230,7 +230,7 @@ def gpu_buildargs(root: Path) -> dict[str, str]:
     return {"BYOG_VERSION": __version__, "LM_EVAL_VERSION": lm_eval}
 
 
-def _docker_build(
+def docker_build(
     client: Any,
     context: Path,
     dockerfile: str,

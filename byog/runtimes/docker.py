@@ -20,6 +20,7 @@ exactly as the local runtime runs it.
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 from pathlib import Path
@@ -62,17 +63,30 @@ LOG_JOIN_S = 10.0
 # --- engine side ---------------------------------------------------------------------------------
 
 
+IMAGE_ID = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
 def resolve_image(client: Any, ref: str) -> Any:
-    """The image object; a missing byog image says how to build it, a missing registry image is pulled."""
+    """The image object; a missing byog image says how to build it, a missing registry image is pulled.
+
+    ``ref`` is a tag, a RepoDigest (``repo@sha256:<manifest digest>``), an image id, or
+    ``TAG@sha256:<image id>``: an image built here was never pushed, so it has no RepoDigest and its
+    id is what pins it (``byog image inspect`` prints it).
+    """
     from docker.errors import APIError, ImageNotFound
 
     try:
         image = client.images.get(ref)
     except ImageNotFound:
-        pass
-    else:
+        image = _local_image_by_id(client, ref)
+    if image is not None:
         check_image_platform(ref, image.attrs, client.info())
         return image
+    if IMAGE_ID.match(ref):
+        raise EnvironmentProblem(
+            f"image {ref} is not on this Docker engine: an image id names a build of this engine (or one pulled "
+            "into it); build it here (`byog image build`) or name the image by a pushed digest"
+        )
     if ref.split(":")[0].split("@")[0] == IMAGE_REPO:
         raise EnvironmentProblem(f"image {ref} is not on this Docker engine: {build_hint(ref)}")
     try:
@@ -84,6 +98,24 @@ def resolve_image(client: Any, ref: str) -> Any:
         ) from None
     check_image_platform(ref, pulled.attrs, client.info())
     return pulled
+
+
+def _local_image_by_id(client: Any, ref: str) -> Any:
+    """The image whose id is the digest of ``TAG@sha256:<id>``, or None."""
+    from docker.errors import ImageNotFound
+
+    digest = ref.rpartition("@")[2]
+    if "@" not in ref or not IMAGE_ID.match(digest):
+        return None
+    try:
+        return client.images.get(digest)
+    except ImageNotFound:
+        return None
+
+
+def run_ref(ref: str, image: Any) -> str:
+    """What ``containers.run`` is given: ``ref``, except ``TAG@<image id>``, which the engine knows by the id only."""
+    return str(image.id) if "@" in ref and ref.rpartition("@")[2] == image.id else ref
 
 
 def check_image_platform(ref: str, image_attrs: dict[str, Any], engine_info: dict[str, Any]) -> None:
@@ -150,8 +182,8 @@ class DockerServer:
         self.log_path = server_dir / "server.log"
         self.record_path = server_dir / "server.json"
         self.run_id = run_id_of(server_dir)
-        self.image_ref = config.image
         self.image = resolve_image(client, config.image)
+        self.image_ref = run_ref(config.image, self.image)
         self.image_info = image_record(config.image, self.image)
         self.bridge = engine_has_bridge(client)
         self.spec = self._spec(free_port())

@@ -36,7 +36,7 @@ from byog.images.engine import IMAGE_LABEL_ACCELERATOR, IMAGE_LABEL_HOST_PYTHON,
 from byog.images.host_python import host_python_volumes
 from byog.runtimes.cleanup import remove_container, sweep_orphans
 from byog.runtimes.container import CONTAINER_HF_HOME, PASSTHROUGH_ENV, container_name, hf_cache_dir, run_labels
-from byog.runtimes.docker import image_record, resolve_image
+from byog.runtimes.docker import image_record, resolve_image, run_ref
 from byog.runtimes.nodes import RUN_TIMEOUT_S, node_env
 from byog.runtimes.ssh_nodes import parse_host
 from byog.schemas.server import PreparedModel
@@ -194,6 +194,14 @@ def _import_path_volumes(mounted: set[str]) -> dict[str, dict[str, str]]:
     return out
 
 
+def mounted_python_path(image_attrs: dict[str, Any], byog_parent: Path) -> str:
+    """PYTHONPATH of a node that mounts this Python: the image's own first (a vLLM wheel layered over
+    cpu-host is there), then the directory byog is imported from."""
+    env = (image_attrs.get("Config") or {}).get("Env") or []
+    own = next((entry.split("=", 1)[1] for entry in env if entry.startswith("PYTHONPATH=")), "")
+    return ":".join(p for p in [*own.split(":"), str(byog_parent)] if p)
+
+
 class DockerNodes:
     """Opens one container per node of ``image``; the image decides the Python the steps run."""
 
@@ -212,7 +220,6 @@ class DockerNodes:
         env: dict[str, str] | None = None,
         gpus_requested: bool | None = None,
     ) -> None:
-        self.image = image
         self.model = model
         self.name = name
         self.run_id = run_id
@@ -221,14 +228,17 @@ class DockerNodes:
         self.passthrough = {k: os.environ[k] for k in PASSTHROUGH_ENV if os.environ.get(k)}
         self.extra_env = dict(env or {})
         self.gpus_requested = gpus_requested
-        labels = image_record(image, resolve_image(self.client(None), image))["image_labels"]
+        resolved = resolve_image(self.client(None), image)
+        self.image = run_ref(image, resolved)
+        labels = image_record(image, resolved)["image_labels"]
         self.image_labels = labels
         self.cpu_image = labels.get(IMAGE_LABEL_ACCELERATOR) == "cpu"
         self.cpu_build = self.cpu_image
         self.mount_python = labels.get(IMAGE_LABEL_HOST_PYTHON) == "mount"
         self.python = sys.executable if self.mount_python else "python3"
         if self.mount_python:  # the mounted byog is importable from where it lies, editable install or not
-            self.extra_env.setdefault("PYTHONPATH", str(Path(byog.__file__).resolve().parent.parent))
+            byog_parent = Path(byog.__file__).resolve().parents[1]
+            self.extra_env.setdefault("PYTHONPATH", mounted_python_path(resolved.attrs, byog_parent))
 
     def client(self, engine: str | None) -> Any:
         key = engine or ""
