@@ -92,3 +92,4 @@ def test_a_wheel_layer_records_the_wheel_and_the_container_reports_its_commit(cl
         assert reported["version"] == wheel_id.version
     finally:
         client.images.remove(result.image_id, force=True)
+        wheel.unlink()  # ~0.5 GB; pytest keeps the last runs' tmp_path
