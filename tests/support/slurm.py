@@ -82,10 +82,34 @@ class SlurmCluster:
         return {**self.env, "SLURM_JOB_ID": job_id, "SLURM_JOB_NODELIST": fields["NodeList"]}
 
     def cancel(self, job_id: str) -> None:
+        """scancel the job, then wait until every node is idle again: a node a test left drained (a step
+        Slurm could not kill) fails here, naming it, not as the next job pending for ever."""
         self.run("scancel", job_id, check=False)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and job_id in self.run("squeue", "--noheader", "--format=%i").stdout.split():
+        deadline = time.monotonic() + 90
+        while job_id in self.run("squeue", "--noheader", "--format=%i").stdout.split() or self.busy_nodes():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"job {job_id} cancelled but the cluster is not idle after 90 s: {self.diagnosis()}")
             time.sleep(0.2)
+
+    def node_states(self) -> dict[str, str]:
+        out = self.run("sinfo", "--noheader", "--Node", "--format=%N %t", check=False).stdout
+        return dict(line.split()[:2] for line in out.splitlines() if len(line.split()) >= 2)
+
+    def busy_nodes(self) -> list[str]:
+        """Nodes not idle while no job of the cluster runs: allocated, completing, drained or down."""
+        if self.run("squeue", "--noheader", "--format=%i", check=False).stdout.split():
+            return []
+        return [f"{node} {state}" for node, state in self.node_states().items() if state != "idle"]
+
+    def diagnosis(self) -> str:
+        """Node states with their reasons, the queue with each job's reason, slurmctld's last lines."""
+        reasons = self.run("sinfo", "--list-reasons", "--noheader", check=False).stdout.strip() or "(none)"
+        queue = self.run("squeue", "--noheader", "--format=%i %j %T %r", check=False).stdout.strip() or "(empty)"
+        states = ", ".join(f"{n} {s}" for n, s in self.node_states().items())
+        return (
+            f"nodes: {states}; drained/down reasons: {reasons}; queue: {queue}\n"
+            f"slurmctld.log:\n{_tail(self.root / 'slurmctld.log')}"
+        )
 
 
 def _write_config(root: Path, ctld_port: int, munge_socket: Path) -> Path:

@@ -12,6 +12,9 @@ from tests.support.cli import byog, byog_env
 from tests.support.keys import ContributorKey
 
 SMOKE_JOB_TIMEOUT_S = 2400
+# The test cluster runs nothing else when the smoke job is submitted: a job pending this long waits on
+# a node that will not come back (drained, down), and the run says why instead of waiting out the limit.
+SMOKE_PENDING_LIMIT_S = 180
 ACTIVE_JOB_STATES = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING")
 
 
@@ -43,14 +46,24 @@ def submitted_smoke_run(cluster, work: Path, key: ContributorKey) -> SmokeRun:
         return SmokeRun(run_dir, out.returncode or 1, submitted, "slurm", submitted)
     job_id = found.group(1)
     deadline = time.monotonic() + SMOKE_JOB_TIMEOUT_S
+    pending_since = time.monotonic()
+    stuck = ""
     while (state := slurm_job_state(cluster, job_id)) in ACTIVE_JOB_STATES:
-        if time.monotonic() > deadline:
+        if state != "PENDING":
+            pending_since = time.monotonic()
+        elif time.monotonic() - pending_since > SMOKE_PENDING_LIMIT_S:
+            stuck = f"pending for {SMOKE_PENDING_LIMIT_S} s with an idle queue: {cluster.diagnosis()}"
+        if stuck or time.monotonic() > deadline:
+            stuck = stuck or f"still {state} after {SMOKE_JOB_TIMEOUT_S} s: {cluster.diagnosis()}"
             cluster.run("scancel", job_id, check=False)
             break
         time.sleep(2)
     log = run_dir / f"slurm-{job_id}.out"
     output = log.read_text() if log.is_file() else "(no job output)"
     print(f"\n[slurm] smoke run: job {job_id} {state} after {time.monotonic() - started:.1f} s")
+    if stuck:
+        print(f"[slurm] smoke job {job_id} {stuck}")
+    submitted += f"\n[slurm] job {job_id} {stuck}" if stuck else ""
     return SmokeRun(run_dir, 0 if state == "COMPLETED" else 1, output, "slurm", submitted, job_id, state)
 
 
