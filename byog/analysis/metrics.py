@@ -238,18 +238,21 @@ def tokens_per_request_step(generated: float, accepted: float) -> float | None:
 def ttft_s_columns(c: RequestColumns) -> np.ndarray:
     """``ttft_s`` of every ok request, in request order."""
     ok = c.ok
-    return (c.first_ns[ok] - c.t_send_ns[ok]) / NS_PER_S
+    ttft: np.ndarray = (c.first_ns[ok] - c.t_send_ns[ok]) / NS_PER_S
+    return ttft
 
 
 def tpot_s_columns(c: RequestColumns) -> np.ndarray:
     """``tpot_s`` of every ok request with n_out >= 2, in request order."""
     keep = c.ok & (c.n_out >= 2)
-    return (c.last_ns[keep] - c.first_ns[keep]) / NS_PER_S / (c.n_out[keep] - 1)
+    tpot: np.ndarray = (c.last_ns[keep] - c.first_ns[keep]) / NS_PER_S / (c.n_out[keep] - 1)
+    return tpot
 
 
 def e2e_latency_s_columns(c: RequestColumns) -> np.ndarray:
     ok = c.ok
-    return (c.last_ns[ok] - c.t_send_ns[ok]) / NS_PER_S
+    e2e: np.ndarray = (c.last_ns[ok] - c.t_send_ns[ok]) / NS_PER_S
+    return e2e
 
 
 def _itl_parts(c: RequestColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -357,7 +360,8 @@ def achieved_concurrency_columns(c: RequestColumns, start_ns: int, end_ns: int) 
 
 def _finite_array(values: Floats) -> np.ndarray:
     data = np.asarray(values if isinstance(values, np.ndarray) else [v for v in values if v is not None], dtype=float)
-    return data[np.isfinite(data)]
+    finite: np.ndarray = data[np.isfinite(data)]
+    return finite
 
 
 def percentiles(values: Floats, qs: Sequence[float]) -> list[float | None]:

@@ -198,7 +198,7 @@ def topk_overlap(ref_ids: np.ndarray, oth_ids: np.ndarray) -> np.ndarray:
     if ref_ids.shape[0] == 0:
         return np.zeros(0)
     k = ref_ids.shape[1]
-    shared = (ref_ids[:, :, None] == oth_ids[:, None, :]).any(axis=2).sum(axis=1)
+    shared: np.ndarray = (ref_ids[:, :, None] == oth_ids[:, None, :]).any(axis=2).sum(axis=1)
     return shared / float(k)
 
 

@@ -48,9 +48,12 @@ def pooled_median_of_rows(arrays: Sequence[np.ndarray]) -> Callable[[np.ndarray]
         low = _kth_smallest(counts, below, ordered, first)
         high = _kth_smallest(counts, below, ordered, first + 1) if virtual > first else low
         gamma = virtual - first
+        median: np.ndarray
         if gamma >= 0.5:  # numpy's _lerp, both branches, for the same last bits
-            return high - (high - low) * (1 - gamma)
-        return low + (high - low) * gamma
+            median = high - (high - low) * (1 - gamma)
+        else:
+            median = low + (high - low) * gamma
+        return median
 
     return medians
 

@@ -322,7 +322,7 @@ def run_agentic_point(
         raise ValueError(
             f"{point.point_id} needs {point.warmup_sessions + point.sessions} sessions, got {len(scripts)}"
         )
-    coro: Any = _run(base_url, model, point, prefix, scripts, progress, timeout_s)
+    coro = _run(base_url, model, point, prefix, scripts, progress, timeout_s)
     try:
         import uvloop
 

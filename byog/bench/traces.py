@@ -35,7 +35,6 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -330,7 +329,7 @@ def run_trace_point(
 ) -> PointRun:
     """Send every request at its (sped-up) trace time, whatever the server's state: an open loop."""
     assert isinstance(point.source, TraceSource)
-    coro: Any = _replay(base_url, model, point.source.block_tokens, requests, progress, timeout_s)
+    coro = _replay(base_url, model, point.source.block_tokens, requests, progress, timeout_s)
     try:
         import uvloop
 

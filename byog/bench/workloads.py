@@ -150,7 +150,8 @@ async def _concurrency(
 def poisson_offsets_s(rate: float, count: int, seed: int) -> list[float]:
     """Send times (s after start) of a Poisson process: cumulative sums of Exp(rate) gaps, seeded."""
     gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=count)
-    return np.cumsum(gaps).tolist()
+    offsets: list[float] = np.cumsum(gaps).tolist()
+    return offsets
 
 
 async def _rate(
@@ -228,7 +229,7 @@ def run_point(
     """
     if len(prompts) < point.total_requests:
         raise ValueError(f"{point.point_id} needs {point.total_requests} prompts, got {len(prompts)}")
-    coro: Any = _run(base_url, model, point, prompts, progress, timeout_s, extra_body, on_measure_start)
+    coro = _run(base_url, model, point, prompts, progress, timeout_s, extra_body, on_measure_start)
     try:
         import uvloop
 

@@ -106,7 +106,7 @@ class VerifyReport:
 
     def as_json(self) -> dict[str, Any]:
         """Valid JSON whatever the bundle held (json_safe: no NaN, no lone surrogates)."""
-        return json_safe(
+        document: dict[str, Any] = json_safe(
             {
                 "bundle": self.bundle,
                 "verified": self.verified,
@@ -117,6 +117,7 @@ class VerifyReport:
                 "details": self.details,
             }
         )
+        return document
 
     def verdict(self) -> str:
         if not self.verified:

@@ -120,7 +120,8 @@ def quiet_git_probe() -> Iterator[None]:
             done = None
         if done is not None and done.returncode == 0:
             return done.stdout.strip()
-        return get_commit_from_path(os.getcwd())
+        commit = get_commit_from_path(os.getcwd())
+        return commit if isinstance(commit, str) else None
 
     original = evaluator.get_git_commit_hash
     evaluator.get_git_commit_hash = probe

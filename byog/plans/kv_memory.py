@@ -258,7 +258,7 @@ def parse_bytes(value: str) -> int:
         return int(float(number) * 10 ** (3 * "kmgt".index(suffix) + 3))
     if "." in number:
         raise ValueError(f"'{value}': vLLM allows no decimals with a binary suffix")
-    return int(number) * 2 ** (10 * "KMGT".index(suffix) + 10)
+    return int(number) << (10 * "KMGT".index(suffix) + 10)
 
 
 def stated_budget(args: list[str], env: Mapping[str, str], cpu_build: bool) -> tuple[int | None, str | None]:

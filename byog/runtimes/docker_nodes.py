@@ -162,7 +162,8 @@ class DockerNode:
 
     @property
     def rpc_dir(self) -> str:
-        return next(host for host, bind in self.run_kwargs["volumes"].items() if bind["bind"] == CONTAINER_RPC_DIR)
+        volumes: dict[str, dict[str, str]] = self.run_kwargs["volumes"]
+        return next(host for host, bind in volumes.items() if bind["bind"] == CONTAINER_RPC_DIR)
 
     def record(self) -> dict[str, Any]:
         return {

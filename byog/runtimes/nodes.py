@@ -87,9 +87,12 @@ def probe_node(node: Node, python: str, env: dict[str, str]) -> dict[str, Any]:
     if code != 0:
         return {"error": f"exit {code}: {out.strip()[-300:]}"}
     try:
-        return json.loads(out.strip().splitlines()[-1])
+        found = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
+        found = None
+    if not isinstance(found, dict):
         return {"error": f"unreadable probe output: {out.strip()[-300:]}"}
+    return found
 
 
 def marked_processes(marker: str) -> list[psutil.Process]:

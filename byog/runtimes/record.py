@@ -113,8 +113,9 @@ def served_parallel_config(base_url: str) -> dict[str, int] | None:
 
 def served_max_model_len(models: dict[str, Any] | None) -> int | None:
     for card in (models or {}).get("data", []):
-        if isinstance(card.get("max_model_len"), int):
-            return card["max_model_len"]
+        max_model_len = card.get("max_model_len")
+        if isinstance(max_model_len, int):
+            return max_model_len
     return None
 
 
