@@ -10,7 +10,7 @@ server is restarted once, and the sweep goes on.
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from byog import __version__
-from byog.analysis import counters as sm
+from byog.analysis import counters
 from byog.analysis.bench_summary import search_probes
 from byog.analysis.goodput import next_rate, rule_of
 from byog.analysis.server_log import root_cause
@@ -86,7 +86,7 @@ class ServerDied(Exception):
 
 
 def _utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _get_text(url: str, timeout_s: float = 30.0) -> str | None:
@@ -268,7 +268,7 @@ def _raise_if_died(
     served = (
         any(r.error is None for r in run.records)
         or before is None
-        or bool(sm.counter_totals(before).get(sm.GENERATION_TOKENS))
+        or bool(counters.counter_totals(before).get(counters.GENERATION_TOKENS))
     )
     suffix = f": {reason}" if reason else ""
     _write_failed(
@@ -295,8 +295,10 @@ def _complete_record(
         t_start_ns=run.t_start_ns,
         t_end_ns=run.t_end_ns,
         client=client_load(run.cpu_share, run.loop_lag_p99_s, run.loop_lag_max_s),
-        counter_deltas=sm.counter_deltas(before, after),
-        measured_counter_deltas=sm.counter_deltas(measured[0], after) if measured and measured[0] is not None else None,
+        counter_deltas=counters.counter_deltas(before, after),
+        measured_counter_deltas=counters.counter_deltas(measured[0], after)
+        if measured and measured[0] is not None
+        else None,
         power=power,
         prefix_cache_reset=reset,
     )

@@ -110,7 +110,7 @@ def quiet_git_probe() -> Iterator[None]:
     to byog's stderr: outside a checkout, ``fatal: not a git repository``. Within this, lm-eval runs
     the same probe with git's stderr kept from the console (Python's redirect_stderr cannot reach a
     child's file descriptor 2)."""
-    import lm_eval.evaluator as evaluator
+    from lm_eval import evaluator
     from lm_eval.loggers.utils import get_commit_from_path
 
     def probe() -> str | None:

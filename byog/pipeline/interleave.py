@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from byog import __version__
-from byog.analysis import counters as sm
+from byog.analysis import counters
 from byog.analysis.interleave import Side, side_of
 from byog.bench.nvml_sampler import unavailable
 from byog.bench.prompts import Prompt, ServerTokenizer, prompts_label, sends_text
@@ -36,7 +36,7 @@ from byog.pipeline.activity import add_span, merge_into_server_record, spent
 from byog.pipeline.numerics import run_numerics_for_server
 from byog.pipeline.runtimes import runtime_for
 from byog.plans.expand import BenchPoint, expand_plan
-from byog.runtimes import sleep_mode as sm_mode
+from byog.runtimes import sleep_mode
 from byog.schemas.bench import PointRecord, RequestRow, write_request_rows
 from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer
@@ -61,26 +61,26 @@ class Pair:
     def __init__(self, plan: Plan, names: dict[Side, str], rd: RunDir) -> None:
         self.plan, self.names, self.rd = plan, names, rd
         self.servers: dict[Side, RunningServer] = {}
-        self.controls: dict[Side, sm_mode.SleepControl] = {}
+        self.controls: dict[Side, sleep_mode.SleepControl] = {}
         self.records: dict[Side, dict[str, Any]] = {}
         self.awake: Side | None = None
 
     def start(self, side: Side, model: PreparedModel) -> None:
         name = self.names[side]
-        config = sm_mode.with_sleep_mode(self.plan.servers[name])
+        config = sleep_mode.with_sleep_mode(self.plan.servers[name])
         server = runtime_for(config).launch(name, config, model, self.rd.server_dir(name))
         self.servers[side] = server
-        control = sm_mode.SleepControl(name, server.endpoint.base_url)
+        control = sleep_mode.SleepControl(name, server.endpoint.base_url)
         try:
             control.is_sleeping()
-        except sm_mode.SleepModeAbsent as err:
+        except sleep_mode.SleepModeAbsent as err:
             raise UsageError(f"{err}; run the pair sequentially (interleave: false)") from None
         self.controls[side] = control
         other: Side = "B" if side == "A" else "A"
         self.records[side] = {
             "partner": self.names[other],
             "side": side,
-            "level": sm_mode.SLEEP_LEVEL,
+            "level": sleep_mode.SLEEP_LEVEL,
             "swaps": [],
         }
         self.awake = side
@@ -91,8 +91,8 @@ class Pair:
         seconds = self.controls[side].sleep()
         record = self.records[side]
         if record.get("asleep_host_rss_bytes") is None:
-            record["asleep_host_rss_bytes"] = sm_mode.process_rss_bytes(getattr(self.servers[side], "pid", None))
-            record["asleep_gpu_used_bytes"] = sm_mode.gpu_used_bytes()
+            record["asleep_host_rss_bytes"] = sleep_mode.process_rss_bytes(getattr(self.servers[side], "pid", None))
+            record["asleep_gpu_used_bytes"] = sleep_mode.gpu_used_bytes()
             self._write(side)
         if self.awake == side:
             self.awake = None
@@ -110,7 +110,7 @@ class Pair:
         self.awake = side
         record = self.records[side]
         if record.get("awake_gpu_used_bytes") is None:
-            record["awake_gpu_used_bytes"] = sm_mode.gpu_used_bytes()
+            record["awake_gpu_used_bytes"] = sleep_mode.gpu_used_bytes()
         record["swaps"].append(
             {
                 "seq": seq,
@@ -221,8 +221,10 @@ class _SideRun:
             client=client_load(
                 max(shares) if shares else None, max(lags) if lags else None, max(lag_max) if lag_max else None
             ),
-            counter_deltas=sm.counter_deltas(self.before, after),
-            measured_counter_deltas=sm.counter_deltas(self.measured, after) if self.measured is not None else None,
+            counter_deltas=counters.counter_deltas(self.before, after),
+            measured_counter_deltas=counters.counter_deltas(self.measured, after)
+            if self.measured is not None
+            else None,
             power=unavailable("interleaved pair: both servers share the GPUs, NVML samples are not per visit"),
             prefix_cache_reset=self.reset,
             byog_version=__version__,
