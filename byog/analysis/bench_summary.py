@@ -58,7 +58,7 @@ HIGHER_IS_BETTER = {"decode_tok_s": True, "tpot_s.p50": False, "ttft_s.p50": Fal
 # --- units: a wave (batch) or a request (other workloads) ------------------------------------
 
 
-class _Unit:
+class Unit:
     """What the statistics of one resampling unit need."""
 
     __slots__ = ("tpots", "ttfts", "itls", "window", "tokens", "steps", "window_s", "n_out", "seq")
@@ -90,7 +90,7 @@ class _Unit:
         return None if self.seq is None else self.seq // 2
 
     @classmethod
-    def of(cls, reqs: RequestColumns, window: tuple[int, int] | None) -> _Unit:
+    def of(cls, reqs: RequestColumns, window: tuple[int, int] | None) -> Unit:
         unit = cls(
             tpots=metrics.tpot_s_columns(reqs),
             ttfts=metrics.ttft_s_columns(reqs),
@@ -105,31 +105,31 @@ class _Unit:
         return unit
 
 
-def _units(point: BenchPoint, rows: RequestColumns) -> list[_Unit]:
+def _units(point: BenchPoint, rows: RequestColumns) -> list[Unit]:
     """Batch: one unit per measured wave (waves in order); else one per measured request (by request index)."""
     measured = rows.take(~rows.warmup)
     if point.kind == "batch":
         waves = [measured.take(measured.wave == w) for w in sorted(set(measured.wave.tolist()))]
-        return [_Unit.of(wave, metrics.decode_window_ns_columns(wave)) for wave in waves]
+        return [Unit.of(wave, metrics.decode_window_ns_columns(wave)) for wave in waves]
     ordered = measured.take(np.argsort(measured.request_index, kind="stable"))
     return _request_units(ordered)
 
 
-def _request_units(reqs: RequestColumns) -> list[_Unit]:
+def _request_units(reqs: RequestColumns) -> list[Unit]:
     """One unit per request, from the per-request formulas computed once over all of them."""
     ok = reqs.ok
     with_tpot = ok & (reqs.n_out >= 2)
     tpot_at = np.cumsum(with_tpot) - 1
     ttft_at = np.cumsum(ok) - 1
     tpots, ttfts = metrics.tpot_s_columns(reqs), metrics.ttft_s_columns(reqs)
-    values, k, owner = metrics._itl_parts(reqs)
+    values, k, owner = metrics.itl_parts(reqs)
     itl_counts = np.bincount(owner, weights=k, minlength=len(reqs)).astype(np.int64)
     itl_split = np.split(np.repeat(values, k), np.cumsum(itl_counts)[:-1]) if len(reqs) else []
     empty = np.empty(0)
     units = []
     for i in range(len(reqs)):
         units.append(
-            _Unit(
+            Unit(
                 tpots=tpots[tpot_at[i] : tpot_at[i] + 1] if with_tpot[i] else empty,
                 ttfts=ttfts[ttft_at[i] : ttft_at[i] + 1] if ok[i] else empty,
                 itls=itl_split[i],
@@ -146,11 +146,11 @@ def _inverse(x: float | None) -> float | None:
     return 1.0 / x if x else None
 
 
-def _pool(units: Sequence[_Unit], attr: str) -> np.ndarray:
+def _pool(units: Sequence[Unit], attr: str) -> np.ndarray:
     return np.concatenate([getattr(u, attr) for u in units]) if units else np.empty(0)
 
 
-def _decode_tok_s(units: Sequence[_Unit], kind: str) -> float | None:
+def _decode_tok_s(units: Sequence[Unit], kind: str) -> float | None:
     if kind != "batch":
         return None
     windows = [u for u in units if u.window_s > 0]
@@ -159,7 +159,7 @@ def _decode_tok_s(units: Sequence[_Unit], kind: str) -> float | None:
     return metrics.decode_tok_s(sum(u.tokens for u in windows), math.fsum(u.window_s for u in windows))
 
 
-_STATISTICS: dict[str, Callable[[Sequence[_Unit], str], float | None]] = {
+_STATISTICS: dict[str, Callable[[Sequence[Unit], str], float | None]] = {
     "decode_tok_s": _decode_tok_s,
     "tpot_s.p50": lambda units, kind: metrics.percentile(_pool(units, "tpots"), 50),
     "ttft_s.p50": lambda units, kind: metrics.percentile(_pool(units, "ttfts"), 50),
@@ -208,7 +208,7 @@ def point_metrics(
     point: BenchPoint,
     rows: RequestColumns,
     deltas: dict[str, Any],
-    units: list[_Unit] | None = None,
+    units: list[Unit] | None = None,
     power: PowerTrace | None = None,
 ) -> PointMetrics:
     """Every metric of one point from its measured (non-warm-up) requests, counter deltas and NVML samples.
@@ -290,7 +290,7 @@ def _point_entry(
     point: BenchPoint,
     record: PointRecord | None,
     rows: RequestColumns | None,
-    units: list[_Unit] | None = None,
+    units: list[Unit] | None = None,
     row_list: Sequence[RequestRow] | None = None,
 ) -> PointSummary:
     entry = PointSummary(
@@ -399,7 +399,7 @@ def _rate_searches(run_dir: RunDir, plan: Plan) -> list[RateSearchSummary]:
 # --- A/B ------------------------------------------------------------------------------------
 
 
-def _pooled_p50_rows(units: Sequence[_Unit], attr: str) -> Callable[[np.ndarray], np.ndarray] | None:
+def _pooled_p50_rows(units: Sequence[Unit], attr: str) -> Callable[[np.ndarray], np.ndarray] | None:
     """P50 of the pooled values of many resamples at once: rows of unit indices -> one P50 per row.
 
     Only when every unit holds the same number of values (a batch wave of B requests), so the
@@ -415,7 +415,7 @@ def _pooled_p50_rows(units: Sequence[_Unit], attr: str) -> Callable[[np.ndarray]
     return lambda rows: np.percentile(matrix[rows].reshape(len(rows), -1), 50, axis=1)
 
 
-def _vectorised(metric: str, units: Sequence[_Unit]) -> Callable[[np.ndarray], np.ndarray] | None:
+def _vectorised(metric: str, units: Sequence[Unit]) -> Callable[[np.ndarray], np.ndarray] | None:
     """The statistic over many resamples in one numpy call, where it has such a form."""
     if metric == "tpot_s.p50":
         return _pooled_p50_rows(units, "tpots")
@@ -427,7 +427,7 @@ def _vectorised(metric: str, units: Sequence[_Unit]) -> Callable[[np.ndarray], n
     return None
 
 
-def _resample_rows(seed: list[int], n_cand: int, n_base: int, resamples: int) -> tuple[np.ndarray, np.ndarray]:
+def resample_rows(seed: list[int], n_cand: int, n_base: int, resamples: int) -> tuple[np.ndarray, np.ndarray]:
     """Unit indices of every resample, drawn in one fixed order: candidate row r, then baseline row r.
 
     With as many units on both sides (the usual case) one call draws them all: numpy's Generator
@@ -447,7 +447,7 @@ def _resample_rows(seed: list[int], n_cand: int, n_base: int, resamples: int) ->
     return cand_rows, base_rows
 
 
-def abba_paired(cand: Sequence[_Unit], base: Sequence[_Unit]) -> bool:
+def abba_paired(cand: Sequence[Unit], base: Sequence[Unit]) -> bool:
     """Both sides' waves come from one interleaved ABBA sequence, one wave of each side per block,
     listed in the same block order: the bootstrap then resamples blocks, both sides together."""
     blocks_c, blocks_b = [u.block for u in cand], [u.block for u in base]
@@ -455,9 +455,9 @@ def abba_paired(cand: Sequence[_Unit], base: Sequence[_Unit]) -> bool:
 
 
 def bootstrap_ratios(
-    cand: Sequence[_Unit],
-    base: Sequence[_Unit],
-    stat: Callable[[Sequence[_Unit]], float | None],
+    cand: Sequence[Unit],
+    base: Sequence[Unit],
+    stat: Callable[[Sequence[Unit]], float | None],
     seed: list[int],
     resamples: int = BOOTSTRAP_RESAMPLES,
     metric: str | None = None,
@@ -476,7 +476,7 @@ def bootstrap_ratios(
     if abba_paired(cand, base):
         cand_rows = base_rows = np.random.default_rng(seed).integers(0, len(cand), (resamples, len(cand)))
     else:
-        cand_rows, base_rows = _resample_rows(seed, len(cand), len(base), resamples)
+        cand_rows, base_rows = resample_rows(seed, len(cand), len(base), resamples)
     fast_cand, fast_base = (_vectorised(metric, cand), _vectorised(metric, base)) if metric else (None, None)
     if fast_cand is not None and fast_base is not None:
         sc, sb = fast_cand(cand_rows), fast_base(base_rows)
@@ -496,17 +496,17 @@ def _interval(ratios: Sequence[float], level: float) -> tuple[float | None, floa
     return metrics.percentile(ratios, alpha), metrics.percentile(ratios, 100 - alpha)
 
 
-def _stat_for(metric: str, kind: str) -> Callable[[Sequence[_Unit]], float | None]:
-    def stat(units: Sequence[_Unit]) -> float | None:
+def stat_for(metric: str, kind: str) -> Callable[[Sequence[Unit]], float | None]:
+    def stat(units: Sequence[Unit]) -> float | None:
         return _STATISTICS[metric](units, kind)
 
     return stat
 
 
-Launches = list[list[_Unit]]  # per complete launch of one server at one point, its units
+Launches = list[list[Unit]]  # per complete launch of one server at one point, its units
 
 
-def _flat(launches: Launches) -> list[_Unit]:
+def _flat(launches: Launches) -> list[Unit]:
     return [u for launch in launches for u in launch]
 
 
@@ -515,7 +515,7 @@ def _ratio_cis(
 ) -> tuple[tuple[float | None, float | None], tuple[float, float] | None]:
     """(95% CI, 90% CI) of one comparison: the wave bootstrap with one launch per side (same draws
     as ever), the hierarchical bootstrap with more."""
-    stat = _stat_for(metric, point.kind)
+    stat = stat_for(metric, point.kind)
     if len(cand) == 1 and len(base) == 1:
         ratios = bootstrap_ratios(cand[0], base[0], stat, seed, metric=metric)
         if ratios is None:
@@ -551,7 +551,7 @@ def _aa_margins(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, 
                 launches = units_of.get((baseline, point.point_id)) or []
                 if len(launches) < 2:
                     continue
-                stat = _stat_for(metric, point.kind)
+                stat = stat_for(metric, point.kind)
                 a1, a2 = stat(launches[0]), stat(launches[1])
                 if a1 and a2 and a1 > 0 and a2 > 0:
                     rows.append(AAPoint(point_id=point.point_id, ratio=a2 / a1))
@@ -575,7 +575,7 @@ def _comparisons(
             if not base or not cand:
                 continue
             for metric in HEADLINE:
-                stat = _stat_for(metric, point.kind)
+                stat = stat_for(metric, point.kind)
                 cv, bv = stat(_flat(cand)), stat(_flat(base))
                 if cv is None or not bv:
                     continue
@@ -620,7 +620,7 @@ def _launch_shares(
             if len(launches) < 2:
                 continue
             for metric in HEADLINE:
-                stat = _stat_for(metric, point.kind)
+                stat = stat_for(metric, point.kind)
                 groups = [[v for v in (stat([u]) for u in launch) if v is not None] for launch in launches]
                 share = perf_equivalence.between_launch_share(groups)
                 if share is not None:
@@ -690,7 +690,7 @@ def _wake_effects(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str
                 continue
             woken = [u for u in units if u.seq is not None and follows_wake(u.seq)]
             continued = [u for u in units if u.seq is not None and not follows_wake(u.seq)]
-            stat = _stat_for("decode_tok_s", point.kind)
+            stat = stat_for("decode_tok_s", point.kind)
             w, c = stat(woken) if woken else None, stat(continued) if continued else None
             effect = WakeEffect(
                 server=server,
@@ -738,8 +738,8 @@ def _invalid_if_a_launch_is(pooled: list[PointSummary], launches: list[PointSumm
 
 
 def bootstrap_value_ci(
-    units: Sequence[_Unit],
-    stat: Callable[[Sequence[_Unit]], float | None],
+    units: Sequence[Unit],
+    stat: Callable[[Sequence[Unit]], float | None],
     seed: list[int],
     resamples: int = BOOTSTRAP_RESAMPLES,
     metric: str | None = None,
@@ -779,7 +779,7 @@ def point_estimate(
         return None, None, None
     units = _units(record.point, rows)
 
-    def stat(chosen: Sequence[_Unit]) -> float | None:
+    def stat(chosen: Sequence[Unit]) -> float | None:
         return _STATISTICS[metric](chosen, record.point.kind)
 
     value = stat(units)

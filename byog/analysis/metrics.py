@@ -255,7 +255,7 @@ def e2e_latency_s_columns(c: RequestColumns) -> np.ndarray:
     return e2e
 
 
-def _itl_parts(c: RequestColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def itl_parts(c: RequestColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(gap / k per contributing chunk, k per contributing chunk, owning request per contributing chunk)."""
     counts = c.counts
     owner = np.repeat(np.arange(len(c)), counts)
@@ -269,7 +269,7 @@ def _itl_parts(c: RequestColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def itl_s_columns(c: RequestColumns) -> np.ndarray:
     """``pooled_itl_s`` of the requests: every chunk's gap / k, k times, in request and chunk order."""
-    values, k, _ = _itl_parts(c)
+    values, k, _ = itl_parts(c)
     return np.repeat(values, k)
 
 
@@ -277,7 +277,7 @@ def itl_mean_s_columns(c: RequestColumns) -> list[float]:
     """Per-request mean ITL of every request that has ITL values: ``(t_last - t_first) / (n_out - k_first)``,
     k_first = tokens of the first chunk (math.fsum per request: exact). Equals TPOT when the first chunk
     carries one token (the usual case)."""
-    values, k, owner = _itl_parts(c)
+    values, k, owner = itl_parts(c)
     if values.size == 0:
         return []
     repeated = np.repeat(values, k).tolist()  # grouped by request: owner never decreases

@@ -85,7 +85,7 @@ class ServerDied(Exception):
         self.reason = reason
 
 
-def _utc_now() -> str:
+def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
@@ -98,7 +98,7 @@ def _get_text(url: str, timeout_s: float = 30.0) -> str | None:
         return None
 
 
-def _reset_prefix_cache(base_url: str) -> bool:
+def reset_prefix_cache(base_url: str) -> bool:
     """vLLM serves POST /reset_prefix_cache only in dev mode (VLLM_SERVER_DEV_MODE=1); False = refused."""
 
     try:
@@ -121,7 +121,7 @@ def _healthy(server: RunningServer, requests_failed: bool) -> bool:
         return False
 
 
-def _snapshot(run_dir: RunDir, server_name: str, point_id: str, when: str, base_url: str) -> str | None:
+def snapshot_metrics(run_dir: RunDir, server_name: str, point_id: str, when: str, base_url: str) -> str | None:
     text = _get_text(f"{base_url}/metrics")
     if text is not None:
         atomic_write_text(run_dir.metrics_snapshot(server_name, point_id, when), text)
@@ -229,7 +229,7 @@ def _record_base(point: BenchPoint, server_name: str) -> dict[str, Any]:
     label = prompts_label(
         point.prompts.kind, getattr(point.prompts, "dataset", None), repeat, sends_text(point.prompts)
     )
-    return dict(server=server_name, point=point, prompts_label=label, started_at=_utc_now(), byog_version=__version__)
+    return dict(server=server_name, point=point, prompts_label=label, started_at=utc_now(), byog_version=__version__)
 
 
 def _write_failed(
@@ -336,12 +336,12 @@ def run_one_point(
         raise
     point = measure.point
     base["point"] = point
-    reset = _reset_prefix_cache(endpoint.base_url) if point.reset_prefix_cache else None
-    before = _snapshot(run_dir, server_name, point.point_id, "before", endpoint.base_url)
+    reset = reset_prefix_cache(endpoint.base_url) if point.reset_prefix_cache else None
+    before = snapshot_metrics(run_dir, server_name, point.point_id, "before", endpoint.base_url)
     measured: list[str | None] = []
 
     def measure_start() -> None:
-        measured.append(_snapshot(run_dir, server_name, point.point_id, "measured", endpoint.base_url))
+        measured.append(snapshot_metrics(run_dir, server_name, point.point_id, "measured", endpoint.base_url))
 
     sampler = PowerSampler(gpus).start() if power_reason is None else None
     try:
@@ -349,7 +349,7 @@ def run_one_point(
     finally:
         power = sampler.stop() if sampler is not None else unavailable(power_reason or "")
     _raise_if_died(run_dir, server, base, wall0, run, before)
-    after = _snapshot(run_dir, server_name, point.point_id, "after", endpoint.base_url)
+    after = snapshot_metrics(run_dir, server_name, point.point_id, "after", endpoint.base_url)
     write_request_rows(run_dir.bench_rows(server_name, point.point_id), run.records)
     record = _complete_record(base, wall0, run, before, measured, after, power, reset)
     atomic_write_json(run_dir.bench_point(server_name, point.point_id), record.model_dump(mode="json"))

@@ -39,7 +39,7 @@ _WORDS = (
 _ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
 
 
-def _ordinal(k: int) -> str:
+def ordinal(k: int) -> str:
     return _ORDINAL.get(k, f"{k}th")
 
 
@@ -104,7 +104,7 @@ def generate_rows(
         messages.append(
             {
                 "role": "user",
-                "content": f"Prepend {prefix} to the {_ordinal(k)} (1 indexed) {form} about {topic}. Do not include "
+                "content": f"Prepend {prefix} to the {ordinal(k)} (1 indexed) {form} about {topic}. Do not include "
                 "any other text in your response.",
             }
         )

@@ -61,7 +61,7 @@ def cpu_vllm_installed() -> bool:
         return False
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Runs in the child between fork and exec.
 
     Caveat: Linux delivers the death signal when the *thread* that forked exits, not the
@@ -148,7 +148,7 @@ class LocalServer:
             stdin=subprocess.DEVNULL,
             env={**os.environ, **self.env},
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         try:
             ready_s = wait_for_health(

@@ -27,7 +27,7 @@ import psutil
 
 from byog.core.settings import NODE_MARKER_ENV
 from byog.images.vllm_entry import installed_vllm_version
-from byog.runtimes.local import _die_with_parent, kill_process_group
+from byog.runtimes.local import die_with_parent, kill_process_group
 
 NODE_PROBE = "byog.runtimes.node_probe"
 RUN_TIMEOUT_S = 120.0
@@ -173,7 +173,7 @@ class LocalNode:
             stdin=subprocess.DEVNULL,
             env={**os.environ, **node_env(env, self.marker, self.gpus)},
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         proc = LocalProc(label, popen, log)
         self.procs.append(proc)

@@ -33,7 +33,7 @@ import byog
 from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.settings import NODE_MARKER_ENV
 from byog.images.fingerprint import oci_arch
-from byog.runtimes.local import _die_with_parent
+from byog.runtimes.local import die_with_parent
 from byog.runtimes.nodes import RUN_TIMEOUT_S
 
 STOP_GRACE_S = 20.0
@@ -354,7 +354,7 @@ class SlurmNode:
             stdin=subprocess.DEVNULL,
             env={**slurm_env(), **self._env(env)},
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         proc = SlurmProc(label, self, name, full, popen, log)
         self.procs.append(proc)
