@@ -161,9 +161,9 @@ def _decode_tok_s(units: Sequence[Unit], kind: str) -> float | None:
 
 _STATISTICS: dict[str, Callable[[Sequence[Unit], str], float | None]] = {
     "decode_tok_s": _decode_tok_s,
-    "tpot_s.p50": lambda units, kind: metrics.percentile(_pool(units, "tpots"), 50),
-    "ttft_s.p50": lambda units, kind: metrics.percentile(_pool(units, "ttfts"), 50),
-    "tok_s_user.p50": lambda units, kind: _inverse(metrics.percentile(_pool(units, "tpots"), 50)),
+    "tpot_s.p50": lambda units, _kind: metrics.percentile(_pool(units, "tpots"), 50),
+    "ttft_s.p50": lambda units, _kind: metrics.percentile(_pool(units, "ttfts"), 50),
+    "tok_s_user.p50": lambda units, _kind: _inverse(metrics.percentile(_pool(units, "tpots"), 50)),
 }
 
 
@@ -250,11 +250,11 @@ def point_metrics(
         if step_s:
             out.crosscheck_decode_tok_s = metrics.crosscheck_decode_tok_s(1.0 / step_s, al or 1.0, batch)
             out.crosscheck_ratio = out.crosscheck_decode_tok_s / out.decode_tok_s if out.decode_tok_s else None
-    elif point.kind in ("concurrency", "agentic"):  # agentic: requests in flight (sessions pause between turns)
-        if len(measured) > 1:
-            out.achieved_concurrency = metrics.achieved_concurrency_columns(
-                rows, int(measured.t_send_ns.min()), int(measured.t_send_ns.max())
-            )
+    elif point.kind in ("concurrency", "agentic") and len(measured) > 1:
+        # agentic: requests in flight (sessions pause between turns)
+        out.achieved_concurrency = metrics.achieved_concurrency_columns(
+            rows, int(measured.t_send_ns.min()), int(measured.t_send_ns.max())
+        )
     done = measured.take(measured.ok)
     span = (int(measured.t_send_ns.min()), int(done.last_ns.max())) if len(done) else None
     out.power = energy.point_power(

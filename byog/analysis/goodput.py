@@ -56,9 +56,7 @@ def meets_slo(ok: bool, ttft_s: float | None, tpot_s: float | None, e2e_s: float
         return False
     if slo.tpot_s is not None and tpot_s is not None and tpot_s > slo.tpot_s:
         return False
-    if slo.e2e_s is not None and (e2e_s is None or e2e_s > slo.e2e_s):
-        return False
-    return True
+    return not (slo.e2e_s is not None and (e2e_s is None or e2e_s > slo.e2e_s))
 
 
 @dataclass(frozen=True)

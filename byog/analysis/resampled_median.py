@@ -48,11 +48,8 @@ def pooled_median_of_rows(arrays: Sequence[np.ndarray]) -> Callable[[np.ndarray]
         low = _kth_smallest(counts, below, ordered, first)
         high = _kth_smallest(counts, below, ordered, first + 1) if virtual > first else low
         gamma = virtual - first
-        median: np.ndarray
-        if gamma >= 0.5:  # numpy's _lerp, both branches, for the same last bits
-            median = high - (high - low) * (1 - gamma)
-        else:
-            median = low + (high - low) * gamma
+        # numpy's _lerp, both branches, for the same last bits
+        median: np.ndarray = high - (high - low) * (1 - gamma) if gamma >= 0.5 else low + (high - low) * gamma
         return median
 
     return medians

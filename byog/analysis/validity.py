@@ -13,7 +13,15 @@ from typing import Any
 from byog.analysis import counters, energy, metrics
 from byog.analysis.request_columns import RequestColumns
 from byog.core.io import read_json
-from byog.schemas.bench import BenchPoint, PointComparison, PointRecord, PointSummary, PowerTrace, RequestRow
+from byog.schemas.bench import (
+    BenchPoint,
+    ClientLoad,
+    PointComparison,
+    PointRecord,
+    PointSummary,
+    PowerTrace,
+    RequestRow,
+)
 from byog.schemas.migrate import migrate
 
 # A closed loop that keeps fewer than this share of its target in flight measured a lighter load.
@@ -73,17 +81,24 @@ def invalid_reasons(record: PointRecord, rows: Sequence[RequestRow] | RequestCol
         )
     reasons += _concurrency_reasons(point, columns)
     reasons += _counter_reasons(record.counter_deltas, columns, cache_expected=point.kind == "agentic")
-    reasons += _throttle_reasons(record.power, columns.take(done & ~columns.warmup))
-    client = record.client
-    if client is None:
-        return reasons
+    measured = columns.take(done & ~columns.warmup)
+    reasons += _throttle_reasons(record.power, measured)
+    if record.client is not None:
+        reasons += _client_reasons(record.client, measured)
+    return reasons
+
+
+def _client_reasons(client: ClientLoad, measured: RequestColumns) -> list[str]:
+    """The load generator's own saturation: its CPU share and its event loop's lag (``measured``: the
+    completed requests after the warm-up)."""
+    reasons: list[str] = []
     if client.cpu_share is not None and client.cpu_share > client.cpu_share_limit:
         reasons.append(
             f"client saturated: it used {client.cpu_share:.0%} of a core (limit {client.cpu_share_limit:.0%})"
         )
     lag = client.loop_lag_p99_s
     if lag is not None:
-        itl = metrics.percentile(metrics.itl_s_columns(columns.take(done & ~columns.warmup)), 50)
+        itl = metrics.percentile(metrics.itl_s_columns(measured), 50)
         limit = max(client.loop_lag_floor_s, client.loop_lag_share_of_itl * (itl or 0.0))
         # share 0: a fixed limit (what records of schema v1 written before the ITL-relative rule hold)
         rule = (

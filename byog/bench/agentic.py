@@ -310,7 +310,7 @@ def run_agentic_point(
     point: BenchPoint,
     prefix: Sequence[int],
     scripts: Sequence[SessionScript],
-    progress: Progress = lambda n: None,
+    progress: Progress = lambda _: None,
     timeout_s: float = 3600.0,
 ) -> PointRun:
     """Run the sessions (warm-up sessions first) in a fresh event loop; one ``RequestRow`` per turn sent.

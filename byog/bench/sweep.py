@@ -312,8 +312,8 @@ def run_one_point(
     *,
     tokenizer: str | None = None,
     data_dir: Path | None = None,
-    progress: Callable[[int], None] = lambda n: None,
-    total: Callable[[int], None] = lambda n: None,
+    progress: Callable[[int], None] = lambda _: None,
+    total: Callable[[int], None] = lambda _: None,
     gpus: list[int] | None = None,
     power_reason: str | None = None,
 ) -> PointDone:

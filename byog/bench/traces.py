@@ -324,7 +324,7 @@ def run_trace_point(
     model: str,
     point: BenchPoint,
     requests: Sequence[ReplayRequest],
-    progress: Progress = lambda n: None,
+    progress: Progress = lambda _: None,
     timeout_s: float = 3600.0,
 ) -> PointRun:
     """Send every request at its (sped-up) trace time, whatever the server's state: an open loop."""

@@ -8,6 +8,7 @@ failures are recorded per request; the sweep decides what they mean.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -89,10 +90,8 @@ class LoadMonitor:
         self.cpu_share = (self._cpu_s() - self._cpu0) / wall if wall > 0 else None
         if self._task:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
 
 
 async def _batch(
@@ -216,7 +215,7 @@ def run_point(
     model: str,
     point: BenchPoint,
     prompts: Sequence[Prompt],
-    progress: Progress = lambda n: None,
+    progress: Progress = lambda _: None,
     timeout_s: float = 3600.0,
     extra_body: dict[str, Any] | None = None,
     on_measure_start: Hook | None = None,

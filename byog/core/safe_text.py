@@ -84,7 +84,7 @@ def json_safe(value: Any, *, _depth: int = 0) -> Any:
     """A copy of ``value`` that ``json.dumps(..., allow_nan=False)`` always accepts and any parser reads."""
     if _depth > 64:
         return "(nested too deeply)"
-    if value is None or isinstance(value, bool) or isinstance(value, int):
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None

@@ -29,11 +29,46 @@ _TOPICS = [
 ]
 
 
-_WORDS = (
-    "quiet river morning silver stone window lantern harbor meadow thunder paper garden copper "
-    "shadow orchard signal winter compass velvet canyon ember tide whisper marble feather engine "
-    "sparrow cedar prism ladder violet clockwork salt horizon pebble meadowlark basalt drift"
-).split()
+_WORDS = [
+    "quiet",
+    "river",
+    "morning",
+    "silver",
+    "stone",
+    "window",
+    "lantern",
+    "harbor",
+    "meadow",
+    "thunder",
+    "paper",
+    "garden",
+    "copper",
+    "shadow",
+    "orchard",
+    "signal",
+    "winter",
+    "compass",
+    "velvet",
+    "canyon",
+    "ember",
+    "tide",
+    "whisper",
+    "marble",
+    "feather",
+    "engine",
+    "sparrow",
+    "cedar",
+    "prism",
+    "ladder",
+    "violet",
+    "clockwork",
+    "salt",
+    "horizon",
+    "pebble",
+    "meadowlark",
+    "basalt",
+    "drift",
+]
 
 
 _ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}

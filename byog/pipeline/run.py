@@ -73,9 +73,11 @@ def run_server(
     config = launch_config(plan, name)
     label = _label(name, rd)
     starting = f": starting vLLM ({config.runtime} runtime)"
-    with reporter.status(f"{starting}…", lead=label) as status:
-        with watch_start(rd.server_log(name), lambda p: show_start(reporter, status, label, starting, p)):
-            server: RunningServer = launch_for_numerics(plan, name, model, rd)
+    with (
+        reporter.status(f"{starting}…", lead=label) as status,
+        watch_start(rd.server_log(name), lambda p: show_start(reporter, status, label, starting, p)),
+    ):
+        server: RunningServer = launch_for_numerics(plan, name, model, rd)
     try:
         reporter.line(f": up at {server.endpoint.base_url}", lead=label)
         with spent(rd, name, "measure"):

@@ -17,6 +17,7 @@ container or Ray node outlives it.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import shlex
 import sys
@@ -670,7 +671,5 @@ def launch_cluster(
 
 def _quietly(stop: Any, grace_s: float) -> None:
     """Stop one process; one already gone must not keep the others (or the node close) from running."""
-    try:
+    with contextlib.suppress(Exception):  # the node's close() still removes whatever is left
         stop(grace_s)
-    except Exception:  # the node's close() still removes whatever is left
-        pass

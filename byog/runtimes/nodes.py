@@ -14,6 +14,7 @@ did not start is ever signalled.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -113,16 +114,12 @@ def kill_marked(marker: str, grace_s: float = 5.0) -> list[int]:
     """SIGTERM, then SIGKILL, every process carrying the marker; returns the pids found."""
     procs = [p for p in marked_processes(marker) if p.pid != os.getpid()]
     for proc in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.send_signal(signal.SIGTERM)
-        except psutil.Error:
-            pass
     _, left = psutil.wait_procs(procs, timeout=grace_s)
     for proc in left:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
     psutil.wait_procs(left, timeout=grace_s)
     return [p.pid for p in procs]
 

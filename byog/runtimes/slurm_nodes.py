@@ -20,6 +20,7 @@ Slurm started and never connects to a node by ssh. Nodes are known by their Slur
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -295,10 +296,8 @@ class SlurmProc:
 
 
 def _wait(popen: subprocess.Popen[bytes], timeout_s: float) -> None:
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         popen.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 class SlurmNode:
@@ -445,7 +444,7 @@ class SlurmNodes:
     def addresses(self) -> list[str]:
         return [self.alloc.addresses[n] for n in self.slurm_nodes]
 
-    def open(self, rank: int, host: str | None, gpus: list[int], marker: str) -> SlurmNode:
+    def open(self, rank: int, host: str | None, gpus: list[int], marker: str) -> SlurmNode:  # noqa: ARG002 (NodeRuntime.open; srun places the node)
         name = self.slurm_nodes[rank]
         return SlurmNode(
             rank, name, self.alloc.addresses[name], self.alloc.job_id, marker, self.gpus_per_node, self.container
