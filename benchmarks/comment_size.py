@@ -25,7 +25,7 @@ from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan, resolve_plan_path
 from byog.report.context import ReportInputs
 from byog.report.markdown import render_report
-from tests.support.synthetic import SyntheticSpec, _eval_files, _rows, write_point
+from tests.support.synthetic import SyntheticSpec, synthetic_rows, write_eval_files, write_point
 
 LIMIT = 65_536
 
@@ -54,9 +54,9 @@ def kimi_shaped_run(root: Path, profile: str) -> RunDir:
             if point.kind != "batch" or (point.servers and server not in point.servers):
                 continue
             small = point.model_copy(update={"waves": 2, "warmup_waves": 0})
-            write_point(run_dir, server, small, _rows(rng, small, tpot * (1 + 0.05 * (point.batch_size - 1))))
+            write_point(run_dir, server, small, synthetic_rows(rng, small, tpot * (1 + 0.05 * (point.batch_size - 1))))
         for task in {e.task for e in plan.evals}:
-            _eval_files(run_dir, server, spec, rng, task)
+            write_eval_files(run_dir, server, spec, rng, task)
     atomic_write_json(run_dir.summary_json, derive_summary(run_dir).to_json())
     return run_dir
 

@@ -19,10 +19,7 @@ from typing import Any, Literal, TypedDict
 
 import numpy as np
 
-from byog.analysis import counters as sm
-from byog.analysis import energy
-from byog.analysis import metrics as m
-from byog.analysis import perf_equivalence as pe
+from byog.analysis import counters, energy, metrics, perf_equivalence
 from byog.analysis.goodput import point_goodput, rule_of, search_result
 from byog.analysis.interleave import follows_wake
 from byog.analysis.request_columns import RequestColumns, read_request_columns
@@ -61,7 +58,7 @@ HIGHER_IS_BETTER = {"decode_tok_s": True, "tpot_s.p50": False, "ttft_s.p50": Fal
 # --- units: a wave (batch) or a request (other workloads) ------------------------------------
 
 
-class _Unit:
+class Unit:
     """What the statistics of one resampling unit need."""
 
     __slots__ = ("tpots", "ttfts", "itls", "window", "tokens", "steps", "window_s", "n_out", "seq")
@@ -83,7 +80,7 @@ class _Unit:
         self.window = window
         self.tokens = tokens
         self.steps = steps
-        self.window_s = (window[1] - window[0]) / m.NS_PER_S if window else 0.0
+        self.window_s = (window[1] - window[0]) / metrics.NS_PER_S if window else 0.0
         self.n_out = n_out
         self.seq: int | None = None  # an interleaved pair's wave: its visit in the ABBA sequence
 
@@ -93,14 +90,14 @@ class _Unit:
         return None if self.seq is None else self.seq // 2
 
     @classmethod
-    def of(cls, reqs: RequestColumns, window: tuple[int, int] | None) -> _Unit:
+    def of(cls, reqs: RequestColumns, window: tuple[int, int] | None) -> Unit:
         unit = cls(
-            tpots=m.tpot_s_columns(reqs),
-            ttfts=m.ttft_s_columns(reqs),
-            itls=m.itl_s_columns(reqs),
+            tpots=metrics.tpot_s_columns(reqs),
+            ttfts=metrics.ttft_s_columns(reqs),
+            itls=metrics.itl_s_columns(reqs),
             window=window,
-            tokens=m.tokens_in_window_columns(reqs, window) if window else 0,
-            steps=m.steps_in_window_columns(reqs, window) if window else 0.0,
+            tokens=metrics.tokens_in_window_columns(reqs, window) if window else 0,
+            steps=metrics.steps_in_window_columns(reqs, window) if window else 0.0,
             n_out=int(reqs.n_out[reqs.ok].sum()),
         )
         if reqs.interleave_seq is not None and len(set(reqs.interleave_seq.tolist())) == 1:
@@ -108,31 +105,31 @@ class _Unit:
         return unit
 
 
-def _units(point: BenchPoint, rows: RequestColumns) -> list[_Unit]:
+def _units(point: BenchPoint, rows: RequestColumns) -> list[Unit]:
     """Batch: one unit per measured wave (waves in order); else one per measured request (by request index)."""
     measured = rows.take(~rows.warmup)
     if point.kind == "batch":
         waves = [measured.take(measured.wave == w) for w in sorted(set(measured.wave.tolist()))]
-        return [_Unit.of(wave, m.decode_window_ns_columns(wave)) for wave in waves]
+        return [Unit.of(wave, metrics.decode_window_ns_columns(wave)) for wave in waves]
     ordered = measured.take(np.argsort(measured.request_index, kind="stable"))
     return _request_units(ordered)
 
 
-def _request_units(reqs: RequestColumns) -> list[_Unit]:
+def _request_units(reqs: RequestColumns) -> list[Unit]:
     """One unit per request, from the per-request formulas computed once over all of them."""
     ok = reqs.ok
     with_tpot = ok & (reqs.n_out >= 2)
     tpot_at = np.cumsum(with_tpot) - 1
     ttft_at = np.cumsum(ok) - 1
-    tpots, ttfts = m.tpot_s_columns(reqs), m.ttft_s_columns(reqs)
-    values, k, owner = m._itl_parts(reqs)
+    tpots, ttfts = metrics.tpot_s_columns(reqs), metrics.ttft_s_columns(reqs)
+    values, k, owner = metrics.itl_parts(reqs)
     itl_counts = np.bincount(owner, weights=k, minlength=len(reqs)).astype(np.int64)
     itl_split = np.split(np.repeat(values, k), np.cumsum(itl_counts)[:-1]) if len(reqs) else []
     empty = np.empty(0)
     units = []
     for i in range(len(reqs)):
         units.append(
-            _Unit(
+            Unit(
                 tpots=tpots[tpot_at[i] : tpot_at[i] + 1] if with_tpot[i] else empty,
                 ttfts=ttfts[ttft_at[i] : ttft_at[i] + 1] if ok[i] else empty,
                 itls=itl_split[i],
@@ -149,24 +146,24 @@ def _inverse(x: float | None) -> float | None:
     return 1.0 / x if x else None
 
 
-def _pool(units: Sequence[_Unit], attr: str) -> np.ndarray:
+def _pool(units: Sequence[Unit], attr: str) -> np.ndarray:
     return np.concatenate([getattr(u, attr) for u in units]) if units else np.empty(0)
 
 
-def _decode_tok_s(units: Sequence[_Unit], kind: str) -> float | None:
+def _decode_tok_s(units: Sequence[Unit], kind: str) -> float | None:
     if kind != "batch":
         return None
     windows = [u for u in units if u.window_s > 0]
     if not windows:
         return None
-    return m.decode_tok_s(sum(u.tokens for u in windows), math.fsum(u.window_s for u in windows))
+    return metrics.decode_tok_s(sum(u.tokens for u in windows), math.fsum(u.window_s for u in windows))
 
 
-_STATISTICS: dict[str, Callable[[Sequence[_Unit], str], float | None]] = {
+_STATISTICS: dict[str, Callable[[Sequence[Unit], str], float | None]] = {
     "decode_tok_s": _decode_tok_s,
-    "tpot_s.p50": lambda units, kind: m.percentile(_pool(units, "tpots"), 50),
-    "ttft_s.p50": lambda units, kind: m.percentile(_pool(units, "ttfts"), 50),
-    "tok_s_user.p50": lambda units, kind: _inverse(m.percentile(_pool(units, "tpots"), 50)),
+    "tpot_s.p50": lambda units, _kind: metrics.percentile(_pool(units, "tpots"), 50),
+    "ttft_s.p50": lambda units, _kind: metrics.percentile(_pool(units, "ttfts"), 50),
+    "tok_s_user.p50": lambda units, _kind: _inverse(metrics.percentile(_pool(units, "tpots"), 50)),
 }
 
 
@@ -189,21 +186,21 @@ class Speculation(_AcceptanceLength, total=False):
 
 def _speculation(deltas: dict[str, Any]) -> Speculation:
     """AL, per-position acceptance (with CIs), draft coverage and tokens per request-step from counter deltas."""
-    drafts, accepted = deltas.get(sm.SPEC_DRAFTS, 0.0), deltas.get(sm.SPEC_ACCEPTED, 0.0)
-    per_pos = deltas.get(sm.SPEC_ACCEPTED_PER_POS)
+    drafts, accepted = deltas.get(counters.SPEC_DRAFTS, 0.0), deltas.get(counters.SPEC_ACCEPTED, 0.0)
+    per_pos = deltas.get(counters.SPEC_ACCEPTED_PER_POS)
     per_pos = per_pos if isinstance(per_pos, list) else None
-    out: Speculation = {"acceptance_length": m.acceptance_length(accepted, drafts)}
+    out: Speculation = {"acceptance_length": metrics.acceptance_length(accepted, drafts)}
     if out["acceptance_length"] is None:
         return out
-    generated = deltas.get(sm.GENERATION_TOKENS)
+    generated = deltas.get(counters.GENERATION_TOKENS)
     if per_pos is not None:
-        out["acceptance_per_position"] = m.acceptance_per_position(per_pos, drafts)
-        out["acceptance_per_position_ci"] = [list(m.wilson_interval(a, drafts) or ()) for a in per_pos]
-        ci = m.acceptance_length_ci(per_pos, drafts)
+        out["acceptance_per_position"] = metrics.acceptance_per_position(per_pos, drafts)
+        out["acceptance_per_position_ci"] = [list(metrics.wilson_interval(a, drafts) or ()) for a in per_pos]
+        ci = metrics.acceptance_length_ci(per_pos, drafts)
         out["acceptance_length_ci"] = list(ci) if ci else None
     if generated is not None:
-        out["draft_coverage"] = m.draft_coverage(drafts, generated, accepted)
-        out["tokens_per_request_step"] = m.tokens_per_request_step(generated, accepted)
+        out["draft_coverage"] = metrics.draft_coverage(drafts, generated, accepted)
+        out["tokens_per_request_step"] = metrics.tokens_per_request_step(generated, accepted)
     return out
 
 
@@ -211,7 +208,7 @@ def point_metrics(
     point: BenchPoint,
     rows: RequestColumns,
     deltas: dict[str, Any],
-    units: list[_Unit] | None = None,
+    units: list[Unit] | None = None,
     power: PowerTrace | None = None,
 ) -> PointMetrics:
     """Every metric of one point from its measured (non-warm-up) requests, counter deltas and NVML samples.
@@ -225,13 +222,13 @@ def point_metrics(
     spec = _speculation(deltas)
     al = spec["acceptance_length"]
     out = PointMetrics(
-        ttft_s=Percentiles(**m.latency_stats(_pool(units, "ttfts"))),
-        tpot_s=Percentiles(**m.latency_stats(tpots)),
-        itl_s=Percentiles(**m.latency_stats(_pool(units, "itls"))),
-        itl_request_mean_s=Percentiles(**m.latency_stats(m.itl_mean_s_columns(measured))),
-        e2e_latency_s=Percentiles(**m.latency_stats(m.e2e_latency_s_columns(measured))),
-        tok_s_user=Percentiles(**m.interactivity_stats(tpots)),
-        output_tok_s=m.output_tok_s_columns(measured),
+        ttft_s=Percentiles(**metrics.latency_stats(_pool(units, "ttfts"))),
+        tpot_s=Percentiles(**metrics.latency_stats(tpots)),
+        itl_s=Percentiles(**metrics.latency_stats(_pool(units, "itls"))),
+        itl_request_mean_s=Percentiles(**metrics.latency_stats(metrics.itl_mean_s_columns(measured))),
+        e2e_latency_s=Percentiles(**metrics.latency_stats(metrics.e2e_latency_s_columns(measured))),
+        tok_s_user=Percentiles(**metrics.interactivity_stats(tpots)),
+        output_tok_s=metrics.output_tok_s_columns(measured),
         decode_tok_s=_decode_tok_s(units, point.kind),
         **spec,
     )
@@ -244,20 +241,20 @@ def point_metrics(
         # not Δgenerated / Δiterations: the server's counters also count prefill steps and the
         # tail steps after the first requests finished, when fewer than B requests decode.
         decode_steps = math.fsum(u.steps for u in windows)
-        step_s = m.decode_step_s(window_s, decode_steps)
+        step_s = metrics.decode_step_s(window_s, decode_steps)
         out.decode_window_s = window_s or None
         out.tokens_in_window = tokens
         out.decode_steps = decode_steps or None
         out.tokens_per_step = tokens / decode_steps if decode_steps else None
         out.decode_step_s = step_s
         if step_s:
-            out.crosscheck_decode_tok_s = m.crosscheck_decode_tok_s(1.0 / step_s, al or 1.0, batch)
+            out.crosscheck_decode_tok_s = metrics.crosscheck_decode_tok_s(1.0 / step_s, al or 1.0, batch)
             out.crosscheck_ratio = out.crosscheck_decode_tok_s / out.decode_tok_s if out.decode_tok_s else None
-    elif point.kind in ("concurrency", "agentic"):  # agentic: requests in flight (sessions pause between turns)
-        if len(measured) > 1:
-            out.achieved_concurrency = m.achieved_concurrency_columns(
-                rows, int(measured.t_send_ns.min()), int(measured.t_send_ns.max())
-            )
+    elif point.kind in ("concurrency", "agentic") and len(measured) > 1:
+        # agentic: requests in flight (sessions pause between turns)
+        out.achieved_concurrency = metrics.achieved_concurrency_columns(
+            rows, int(measured.t_send_ns.min()), int(measured.t_send_ns.max())
+        )
     done = measured.take(measured.ok)
     span = (int(measured.t_send_ns.min()), int(done.last_ns.max())) if len(done) else None
     out.power = energy.point_power(
@@ -293,7 +290,7 @@ def _point_entry(
     point: BenchPoint,
     record: PointRecord | None,
     rows: RequestColumns | None,
-    units: list[_Unit] | None = None,
+    units: list[Unit] | None = None,
     row_list: Sequence[RequestRow] | None = None,
 ) -> PointSummary:
     entry = PointSummary(
@@ -325,8 +322,8 @@ def _point_entry(
         entry.metrics = point_metrics(record.point, rows, deltas, units, record.power)
         if point.kind == "agentic" and row_list is not None:
             hits, queries = (
-                record.counter_deltas.get(sm.PREFIX_CACHE_HITS),
-                record.counter_deltas.get(sm.PREFIX_CACHE_QUERIES),
+                record.counter_deltas.get(counters.PREFIX_CACHE_HITS),
+                record.counter_deltas.get(counters.PREFIX_CACHE_QUERIES),
             )
             entry.sessions = session_summary(
                 row_list, hits if isinstance(hits, float) else None, queries if isinstance(queries, float) else None
@@ -402,7 +399,7 @@ def _rate_searches(run_dir: RunDir, plan: Plan) -> list[RateSearchSummary]:
 # --- A/B ------------------------------------------------------------------------------------
 
 
-def _pooled_p50_rows(units: Sequence[_Unit], attr: str) -> Callable[[np.ndarray], np.ndarray] | None:
+def _pooled_p50_rows(units: Sequence[Unit], attr: str) -> Callable[[np.ndarray], np.ndarray] | None:
     """P50 of the pooled values of many resamples at once: rows of unit indices -> one P50 per row.
 
     Only when every unit holds the same number of values (a batch wave of B requests), so the
@@ -418,7 +415,7 @@ def _pooled_p50_rows(units: Sequence[_Unit], attr: str) -> Callable[[np.ndarray]
     return lambda rows: np.percentile(matrix[rows].reshape(len(rows), -1), 50, axis=1)
 
 
-def _vectorised(metric: str, units: Sequence[_Unit]) -> Callable[[np.ndarray], np.ndarray] | None:
+def _vectorised(metric: str, units: Sequence[Unit]) -> Callable[[np.ndarray], np.ndarray] | None:
     """The statistic over many resamples in one numpy call, where it has such a form."""
     if metric == "tpot_s.p50":
         return _pooled_p50_rows(units, "tpots")
@@ -430,7 +427,7 @@ def _vectorised(metric: str, units: Sequence[_Unit]) -> Callable[[np.ndarray], n
     return None
 
 
-def _resample_rows(seed: list[int], n_cand: int, n_base: int, resamples: int) -> tuple[np.ndarray, np.ndarray]:
+def resample_rows(seed: list[int], n_cand: int, n_base: int, resamples: int) -> tuple[np.ndarray, np.ndarray]:
     """Unit indices of every resample, drawn in one fixed order: candidate row r, then baseline row r.
 
     With as many units on both sides (the usual case) one call draws them all: numpy's Generator
@@ -450,7 +447,7 @@ def _resample_rows(seed: list[int], n_cand: int, n_base: int, resamples: int) ->
     return cand_rows, base_rows
 
 
-def abba_paired(cand: Sequence[_Unit], base: Sequence[_Unit]) -> bool:
+def abba_paired(cand: Sequence[Unit], base: Sequence[Unit]) -> bool:
     """Both sides' waves come from one interleaved ABBA sequence, one wave of each side per block,
     listed in the same block order: the bootstrap then resamples blocks, both sides together."""
     blocks_c, blocks_b = [u.block for u in cand], [u.block for u in base]
@@ -458,9 +455,9 @@ def abba_paired(cand: Sequence[_Unit], base: Sequence[_Unit]) -> bool:
 
 
 def bootstrap_ratios(
-    cand: Sequence[_Unit],
-    base: Sequence[_Unit],
-    stat: Callable[[Sequence[_Unit]], float | None],
+    cand: Sequence[Unit],
+    base: Sequence[Unit],
+    stat: Callable[[Sequence[Unit]], float | None],
     seed: list[int],
     resamples: int = BOOTSTRAP_RESAMPLES,
     metric: str | None = None,
@@ -479,7 +476,7 @@ def bootstrap_ratios(
     if abba_paired(cand, base):
         cand_rows = base_rows = np.random.default_rng(seed).integers(0, len(cand), (resamples, len(cand)))
     else:
-        cand_rows, base_rows = _resample_rows(seed, len(cand), len(base), resamples)
+        cand_rows, base_rows = resample_rows(seed, len(cand), len(base), resamples)
     fast_cand, fast_base = (_vectorised(metric, cand), _vectorised(metric, base)) if metric else (None, None)
     if fast_cand is not None and fast_base is not None:
         sc, sb = fast_cand(cand_rows), fast_base(base_rows)
@@ -496,20 +493,20 @@ def bootstrap_ratios(
 
 def _interval(ratios: Sequence[float], level: float) -> tuple[float | None, float | None]:
     alpha = (1.0 - level) / 2 * 100
-    return m.percentile(ratios, alpha), m.percentile(ratios, 100 - alpha)
+    return metrics.percentile(ratios, alpha), metrics.percentile(ratios, 100 - alpha)
 
 
-def _stat_for(metric: str, kind: str) -> Callable[[Sequence[_Unit]], float | None]:
-    def stat(units: Sequence[_Unit]) -> float | None:
+def stat_for(metric: str, kind: str) -> Callable[[Sequence[Unit]], float | None]:
+    def stat(units: Sequence[Unit]) -> float | None:
         return _STATISTICS[metric](units, kind)
 
     return stat
 
 
-Launches = list[list[_Unit]]  # per complete launch of one server at one point, its units
+Launches = list[list[Unit]]  # per complete launch of one server at one point, its units
 
 
-def _flat(launches: Launches) -> list[_Unit]:
+def _flat(launches: Launches) -> list[Unit]:
     return [u for launch in launches for u in launch]
 
 
@@ -518,7 +515,7 @@ def _ratio_cis(
 ) -> tuple[tuple[float | None, float | None], tuple[float, float] | None]:
     """(95% CI, 90% CI) of one comparison: the wave bootstrap with one launch per side (same draws
     as ever), the hierarchical bootstrap with more."""
-    stat = _stat_for(metric, point.kind)
+    stat = stat_for(metric, point.kind)
     if len(cand) == 1 and len(base) == 1:
         ratios = bootstrap_ratios(cand[0], base[0], stat, seed, metric=metric)
         if ratios is None:
@@ -527,7 +524,7 @@ def _ratio_cis(
         return _interval(ratios, CI_LEVEL), (lo90, hi90) if lo90 is not None and hi90 is not None else None
     c_flat, b_flat = _flat(cand), _flat(base)
     rows = (_vectorised(metric, c_flat), _vectorised(metric, b_flat))
-    ci = pe.hierarchical_ratio_ci(
+    ci = perf_equivalence.hierarchical_ratio_ci(
         cand,
         base,
         stat,
@@ -554,11 +551,11 @@ def _aa_margins(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, 
                 launches = units_of.get((baseline, point.point_id)) or []
                 if len(launches) < 2:
                     continue
-                stat = _stat_for(metric, point.kind)
+                stat = stat_for(metric, point.kind)
                 a1, a2 = stat(launches[0]), stat(launches[1])
                 if a1 and a2 and a1 > 0 and a2 > 0:
                     rows.append(AAPoint(point_id=point.point_id, ratio=a2 / a1))
-            margin = pe.aa_margin([math.log(r.ratio) for r in rows])
+            margin = perf_equivalence.aa_margin([math.log(r.ratio) for r in rows])
             if margin is not None:
                 out.append(AAMargin(baseline=baseline, metric=metric, margin=margin, points=rows))
     return out
@@ -578,7 +575,7 @@ def _comparisons(
             if not base or not cand:
                 continue
             for metric in HEADLINE:
-                stat = _stat_for(metric, point.kind)
+                stat = stat_for(metric, point.kind)
                 cv, bv = stat(_flat(cand)), stat(_flat(base))
                 if cv is None or not bv:
                     continue
@@ -606,7 +603,7 @@ def _comparisons(
                     if ci90 is not None:
                         comparison.ci90_low, comparison.ci90_high = ci90
                     ci95 = (low, high) if low is not None and high is not None else None
-                    comparison.label = pe.label(cv / bv, ci90, ci95, margin, HIGHER_IS_BETTER[metric])
+                    comparison.label = perf_equivalence.label(cv / bv, ci90, ci95, margin, HIGHER_IS_BETTER[metric])
                 out.append(comparison)
     return out
 
@@ -623,9 +620,9 @@ def _launch_shares(
             if len(launches) < 2:
                 continue
             for metric in HEADLINE:
-                stat = _stat_for(metric, point.kind)
+                stat = stat_for(metric, point.kind)
                 groups = [[v for v in (stat([u]) for u in launch) if v is not None] for launch in launches]
-                share = pe.between_launch_share(groups)
+                share = perf_equivalence.between_launch_share(groups)
                 if share is not None:
                     out.append(
                         LaunchShare(
@@ -693,7 +690,7 @@ def _wake_effects(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str
                 continue
             woken = [u for u in units if u.seq is not None and follows_wake(u.seq)]
             continued = [u for u in units if u.seq is not None and not follows_wake(u.seq)]
-            stat = _stat_for("decode_tok_s", point.kind)
+            stat = stat_for("decode_tok_s", point.kind)
             w, c = stat(woken) if woken else None, stat(continued) if continued else None
             effect = WakeEffect(
                 server=server,
@@ -741,8 +738,8 @@ def _invalid_if_a_launch_is(pooled: list[PointSummary], launches: list[PointSumm
 
 
 def bootstrap_value_ci(
-    units: Sequence[_Unit],
-    stat: Callable[[Sequence[_Unit]], float | None],
+    units: Sequence[Unit],
+    stat: Callable[[Sequence[Unit]], float | None],
     seed: list[int],
     resamples: int = BOOTSTRAP_RESAMPLES,
     metric: str | None = None,
@@ -766,7 +763,7 @@ def bootstrap_value_ci(
     if len(values) < resamples // 2:
         return None, None
     alpha = (1.0 - CI_LEVEL) / 2 * 100
-    return m.percentile(values, alpha), m.percentile(values, 100 - alpha)
+    return metrics.percentile(values, alpha), metrics.percentile(values, 100 - alpha)
 
 
 def point_estimate(
@@ -782,7 +779,7 @@ def point_estimate(
         return None, None, None
     units = _units(record.point, rows)
 
-    def stat(chosen: Sequence[_Unit]) -> float | None:
+    def stat(chosen: Sequence[Unit]) -> float | None:
         return _STATISTICS[metric](chosen, record.point.kind)
 
     value = stat(units)

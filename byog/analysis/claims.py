@@ -99,10 +99,7 @@ def evaluate_claim(summary: Summary, claim: Claim) -> ClaimOutcome:
     """The claim's outcome as data (the report's headline); the same rule as ``check_claim``."""
     label = claim_label(claim)
     claimed: str
-    if isinstance(claim, VerdictClaim):
-        claimed = claim.verdict
-    else:
-        claimed = f"{claim.value:g} (±{claim.tolerance:.0%})"
+    claimed = claim.verdict if isinstance(claim, VerdictClaim) else f"{claim.value:g} (±{claim.tolerance:.0%})"
     if claim.not_checked:
         return ClaimOutcome(label, "not checked", claimed, claim.not_checked)
     try:

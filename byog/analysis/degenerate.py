@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from byog.schemas.evals import DegenerateReason as Reason
+from byog.schemas.evals import DegenerateReason
 
 
 @dataclass(frozen=True)
 class Degenerate:
-    reason: Reason
+    reason: DegenerateReason
     why: str
 
 

@@ -125,7 +125,8 @@ def _binom_pmf(k: int, p: np.ndarray) -> np.ndarray:
     from scipy.special import gammaln, xlog1py, xlogy
 
     x, q = np.arange(k + 1)[None, :], p[:, None]
-    return np.exp(gammaln(k + 1) - gammaln(x + 1) - gammaln(k - x + 1) + xlogy(x, q) + xlog1py(k - x, -q))
+    pmf: np.ndarray = np.exp(gammaln(k + 1) - gammaln(x + 1) - gammaln(k - x + 1) + xlogy(x, q) + xlog1py(k - x, -q))
+    return pmf
 
 
 def difference_pmf(

@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from byog.analysis import metrics as m
+from byog.analysis import metrics
 from byog.schemas.bench import GoodputSummary, RequestRow
 from byog.schemas.plan import RateSearch, SloSpec
 
@@ -56,9 +56,7 @@ def meets_slo(ok: bool, ttft_s: float | None, tpot_s: float | None, e2e_s: float
         return False
     if slo.tpot_s is not None and tpot_s is not None and tpot_s > slo.tpot_s:
         return False
-    if slo.e2e_s is not None and (e2e_s is None or e2e_s > slo.e2e_s):
-        return False
-    return True
+    return not (slo.e2e_s is not None and (e2e_s is None or e2e_s > slo.e2e_s))
 
 
 @dataclass(frozen=True)
@@ -218,8 +216,8 @@ def point_goodput(slo: SloSpec, rows: Sequence[RequestRow]) -> GoodputSummary:
     limits = SloLimits(ttft_s=slo.ttft_s, tpot_s=slo.tpot_s, e2e_s=slo.e2e_s)
     measured = [r for r in rows if not r.warmup]
     done = [r for r in measured if r.ok]
-    span = (max(r.t_last_ns for r in done) - min(r.t_send_ns for r in measured)) / m.NS_PER_S if done else None
-    met = [meets_slo(r.ok, m.ttft_s(r), m.tpot_s(r), m.e2e_latency_s(r), limits) for r in measured]
+    span = (max(r.t_last_ns for r in done) - min(r.t_send_ns for r in measured)) / metrics.NS_PER_S if done else None
+    met = [meets_slo(r.ok, metrics.ttft_s(r), metrics.tpot_s(r), metrics.e2e_latency_s(r), limits) for r in measured]
     g = goodput(met, [r.n_out for r in measured], span)
     return GoodputSummary(
         ttft_s=slo.ttft_s,

@@ -238,21 +238,24 @@ def tokens_per_request_step(generated: float, accepted: float) -> float | None:
 def ttft_s_columns(c: RequestColumns) -> np.ndarray:
     """``ttft_s`` of every ok request, in request order."""
     ok = c.ok
-    return (c.first_ns[ok] - c.t_send_ns[ok]) / NS_PER_S
+    ttft: np.ndarray = (c.first_ns[ok] - c.t_send_ns[ok]) / NS_PER_S
+    return ttft
 
 
 def tpot_s_columns(c: RequestColumns) -> np.ndarray:
     """``tpot_s`` of every ok request with n_out >= 2, in request order."""
     keep = c.ok & (c.n_out >= 2)
-    return (c.last_ns[keep] - c.first_ns[keep]) / NS_PER_S / (c.n_out[keep] - 1)
+    tpot: np.ndarray = (c.last_ns[keep] - c.first_ns[keep]) / NS_PER_S / (c.n_out[keep] - 1)
+    return tpot
 
 
 def e2e_latency_s_columns(c: RequestColumns) -> np.ndarray:
     ok = c.ok
-    return (c.last_ns[ok] - c.t_send_ns[ok]) / NS_PER_S
+    e2e: np.ndarray = (c.last_ns[ok] - c.t_send_ns[ok]) / NS_PER_S
+    return e2e
 
 
-def _itl_parts(c: RequestColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def itl_parts(c: RequestColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(gap / k per contributing chunk, k per contributing chunk, owning request per contributing chunk)."""
     counts = c.counts
     owner = np.repeat(np.arange(len(c)), counts)
@@ -266,7 +269,7 @@ def _itl_parts(c: RequestColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def itl_s_columns(c: RequestColumns) -> np.ndarray:
     """``pooled_itl_s`` of the requests: every chunk's gap / k, k times, in request and chunk order."""
-    values, k, _ = _itl_parts(c)
+    values, k, _ = itl_parts(c)
     return np.repeat(values, k)
 
 
@@ -274,7 +277,7 @@ def itl_mean_s_columns(c: RequestColumns) -> list[float]:
     """Per-request mean ITL of every request that has ITL values: ``(t_last - t_first) / (n_out - k_first)``,
     k_first = tokens of the first chunk (math.fsum per request: exact). Equals TPOT when the first chunk
     carries one token (the usual case)."""
-    values, k, owner = _itl_parts(c)
+    values, k, owner = itl_parts(c)
     if values.size == 0:
         return []
     repeated = np.repeat(values, k).tolist()  # grouped by request: owner never decreases
@@ -357,7 +360,8 @@ def achieved_concurrency_columns(c: RequestColumns, start_ns: int, end_ns: int) 
 
 def _finite_array(values: Floats) -> np.ndarray:
     data = np.asarray(values if isinstance(values, np.ndarray) else [v for v in values if v is not None], dtype=float)
-    return data[np.isfinite(data)]
+    finite: np.ndarray = data[np.isfinite(data)]
+    return finite
 
 
 def percentiles(values: Floats, qs: Sequence[float]) -> list[float | None]:

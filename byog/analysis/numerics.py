@@ -77,13 +77,13 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from byog.schemas.numerics import NumericsVerdict as Verdict
-from byog.schemas.plan import NumericsTolerance as Tolerance
+from byog.schemas.numerics import NumericsVerdict
+from byog.schemas.plan import NumericsTolerance
 
 RESIDUAL_FLOOR = 1e-12
 FIRST_BUCKET_END = 64  # the first bucket is [0, 64); then powers of two
 DRIFT_METRICS = ("mean_abs_dlogprob", "mean_kl")
-DEFAULT_TOLERANCE = Tolerance()
+DEFAULT_TOLERANCE = NumericsTolerance()
 SEVERITY: dict[str, int] = {"numerically equivalent": 0, "drifts": 1, "diverges": 2}
 
 
@@ -198,7 +198,7 @@ def topk_overlap(ref_ids: np.ndarray, oth_ids: np.ndarray) -> np.ndarray:
     if ref_ids.shape[0] == 0:
         return np.zeros(0)
     k = ref_ids.shape[1]
-    shared = (ref_ids[:, :, None] == oth_ids[:, None, :]).any(axis=2).sum(axis=1)
+    shared: np.ndarray = (ref_ids[:, :, None] == oth_ids[:, None, :]).any(axis=2).sum(axis=1)
     return shared / float(k)
 
 
@@ -364,7 +364,7 @@ def aggregate(metrics: PositionMetrics) -> list[dict[str, Any]]:
 def envelope(
     aa_bucket: Mapping[str, Any] | None,
     variant_bucket: Mapping[str, Any] | None,
-    tolerance: Tolerance = DEFAULT_TOLERANCE,
+    tolerance: NumericsTolerance = DEFAULT_TOLERANCE,
 ) -> dict[str, float]:
     """envelope[m] = max(AA[m], AA'[m], floor[m] / factor) for each drift metric m (a missing side counts 0)."""
     sides = [b for b in (aa_bucket, variant_bucket) if b is not None]
@@ -376,7 +376,7 @@ def distances(
     candidate: Sequence[Mapping[str, Any]],
     aa: Sequence[Mapping[str, Any]],
     variant: Sequence[Mapping[str, Any]],
-    tolerance: Tolerance = DEFAULT_TOLERANCE,
+    tolerance: NumericsTolerance = DEFAULT_TOLERANCE,
 ) -> list[dict[str, Any]]:
     """Per candidate bucket: the envelope, the distance (max over metrics of candidate / envelope) and
     whether the bucket is judged (the A/A run covers it and neither side is thin)."""
@@ -406,8 +406,8 @@ def verdict(
     candidate: Sequence[Mapping[str, Any]],
     aa: Sequence[Mapping[str, Any]],
     variant: Sequence[Mapping[str, Any]] = (),
-    tolerance: Tolerance = DEFAULT_TOLERANCE,
-) -> tuple[Verdict, list[str]]:
+    tolerance: NumericsTolerance = DEFAULT_TOLERANCE,
+) -> tuple[NumericsVerdict, list[str]]:
     """The rule of the module docstring over bucket rows of one comparison; returns (verdict, reasons).
 
     Reasons name each bucket that decided the verdict, with the numbers; a bucket the A/A run does

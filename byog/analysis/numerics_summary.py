@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from byog.analysis import numerics as nm
+from byog.analysis import numerics
 from byog.analysis.conformance_stats import chi_square, hold_to_baseline
 from byog.core.io import read_json
 from byog.core.paths import RunDir
@@ -57,46 +57,48 @@ OTHER_PASS = "together"
 FAMILIES: tuple[Family, ...] = ("prefill", "decode")
 
 
-def load_pass(run_dir: RunDir, server: str, pass_name: str) -> dict[Family, nm.PassArrays]:
+def load_pass(run_dir: RunDir, server: str, pass_name: str) -> dict[Family, numerics.PassArrays]:
     """One pass's rows, split into its prefill (prompt) and decode (output) positions."""
     cols = read_columns(run_dir.numerics_rows(server, pass_name), NUMERICS_COLUMNS)
     output = cols.pop("output")
     rows = [dict(zip(cols, values, strict=True)) for values in zip(*cols.values(), strict=True)]
     return {
-        "prefill": nm.PassArrays.from_rows([r for r, out in zip(rows, output, strict=True) if not out]),
-        "decode": nm.PassArrays.from_rows([r for r, out in zip(rows, output, strict=True) if out]),
+        "prefill": numerics.PassArrays.from_rows([r for r, out in zip(rows, output, strict=True) if not out]),
+        "decode": numerics.PassArrays.from_rows([r for r, out in zip(rows, output, strict=True) if out]),
     }
 
 
-def _buckets(metrics: nm.PositionMetrics) -> list[NumericsBucket]:
-    return [NumericsBucket(**row) for row in nm.aggregate(metrics)]
+def _buckets(metrics: numerics.PositionMetrics) -> list[NumericsBucket]:
+    return [NumericsBucket(**row) for row in numerics.aggregate(metrics)]
 
 
 def family_side(
-    family: Family, ref: nm.PassArrays, other: nm.PassArrays
+    family: Family, ref: numerics.PassArrays, other: numerics.PassArrays
 ) -> tuple[list[NumericsBucket], DivergenceStats | None]:
     """Bucket rows of one family for one (reference, other) pair, and for ``decode`` the divergences."""
     if family == "prefill":
-        return _buckets(nm.compare_positions(ref, other)), None
-    found = nm.divergences(ref, other)
-    metrics = nm.compare_positions(nm.before_divergence(ref, found), nm.before_divergence(other, found))
-    stats = DivergenceStats(**nm.divergence_stats(found), first_divergence=found)
+        return _buckets(numerics.compare_positions(ref, other)), None
+    found = numerics.divergences(ref, other)
+    metrics = numerics.compare_positions(
+        numerics.before_divergence(ref, found), numerics.before_divergence(other, found)
+    )
+    stats = DivergenceStats(**numerics.divergence_stats(found), first_divergence=found)
     return _buckets(metrics), stats
 
 
 def compare_family(
     family: Family,
-    reference: nm.PassArrays,
-    aa_other: nm.PassArrays,
-    variant: nm.PassArrays | None,
-    candidate: nm.PassArrays,
+    reference: numerics.PassArrays,
+    aa_other: numerics.PassArrays,
+    variant: numerics.PassArrays | None,
+    candidate: numerics.PassArrays,
     tolerance: NumericsTolerance,
 ) -> FamilyComparison:
     aa, aa_div = family_side(family, reference, aa_other)
     var, var_div = family_side(family, reference, variant) if variant is not None else ([], None)
     cand, cand_div = family_side(family, reference, candidate)
     rows = [b.model_dump() for b in cand], [b.model_dump() for b in aa], [b.model_dump() for b in var]
-    verdict, reasons = nm.verdict(*rows, tolerance=tolerance)
+    verdict, reasons = numerics.verdict(*rows, tolerance=tolerance)
     return FamilyComparison(
         family=family,
         verdict=verdict,
@@ -104,7 +106,7 @@ def compare_family(
         candidate=cand,
         aa=aa,
         variant=var,
-        distances=[BucketDistance(**d) for d in nm.distances(*rows, tolerance=tolerance)],
+        distances=[BucketDistance(**d) for d in numerics.distances(*rows, tolerance=tolerance)],
         candidate_divergence=cand_div,
         aa_divergence=aa_div,
         variant_divergence=var_div,
@@ -112,7 +114,7 @@ def compare_family(
 
 
 def _worst(families: list[FamilyComparison]) -> RuleVerdict:
-    return max(families, key=lambda f: nm.SEVERITY[f.verdict]).verdict
+    return max(families, key=lambda f: numerics.SEVERITY[f.verdict]).verdict
 
 
 def _max_distance(families: list[FamilyComparison]) -> float | None:
@@ -181,8 +183,8 @@ def baseline_sensitivity(
     context: ControlContext | None = None,
 ) -> BaselineSensitivity:
     """Flat next-token distributions, or a control the differential does not see: insensitive."""
-    reference = nm.PassArrays.concat([loaded.reference[f] for f in FAMILIES])
-    ratio, top1 = nm.head_ratio(reference), nm.mean_top1_prob(reference)
+    reference = numerics.PassArrays.concat([loaded.reference[f] for f in FAMILIES])
+    ratio, top1 = numerics.head_ratio(reference), numerics.mean_top1_prob(reference)
     variant = roles.variant if roles is not None and roles.variant in complete else None
     control = roles.control if roles is not None and roles.control in complete else None
     base: dict[str, Any] = {"baseline": baseline, "head_ratio": ratio, "mean_top1_prob": top1, "variant": variant}

@@ -24,7 +24,7 @@ def _equal(a: Any, b: Any) -> bool:
         and not isinstance(b, bool)
     ):
         return float(a) == float(b)
-    return a == b
+    return bool(a == b)
 
 
 def _matches(point: PointSummary, select: dict[str, Any]) -> bool:

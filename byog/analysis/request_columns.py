@@ -57,7 +57,8 @@ class RequestColumns:
         """sum(chunk_tokens) per request (int64, exact)."""
         running = np.zeros(self.chunk_tokens.size + 1, dtype=np.int64)
         np.cumsum(self.chunk_tokens, out=running[1:])
-        return running[self.offsets[1:]] - running[self.offsets[:-1]]
+        sums: np.ndarray = running[self.offsets[1:]] - running[self.offsets[:-1]]
+        return sums
 
     @property
     def ok(self) -> np.ndarray:
@@ -143,6 +144,7 @@ def _numpy(array: Any, default: int = 0) -> np.ndarray:
     0.4 s); nulls become ``default``. Another type (a foreign writer's) goes through Python values."""
     import pyarrow as pa
 
+    values: np.ndarray
     if pa.types.is_int64(array.type):
         values = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset : array.offset + len(array)].copy()
     elif pa.types.is_boolean(array.type):

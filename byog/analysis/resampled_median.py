@@ -48,9 +48,9 @@ def pooled_median_of_rows(arrays: Sequence[np.ndarray]) -> Callable[[np.ndarray]
         low = _kth_smallest(counts, below, ordered, first)
         high = _kth_smallest(counts, below, ordered, first + 1) if virtual > first else low
         gamma = virtual - first
-        if gamma >= 0.5:  # numpy's _lerp, both branches, for the same last bits
-            return high - (high - low) * (1 - gamma)
-        return low + (high - low) * gamma
+        # numpy's _lerp, both branches, for the same last bits
+        median: np.ndarray = high - (high - low) * (1 - gamma) if gamma >= 0.5 else low + (high - low) * gamma
+        return median
 
     return medians
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from byog.analysis import metrics as m
+from byog.analysis import metrics
 from byog.schemas.bench import Percentiles, RequestRow, SessionSummary, TurnLatency
 
 NS_PER_S = 1_000_000_000
@@ -102,7 +102,7 @@ def turn_facts(row: RequestRow) -> TurnFacts:
         agent=row.agent or 0,
         turn=row.turn or 0,
         ok=row.ok,
-        ttft_s=m.ttft_s(row),
+        ttft_s=metrics.ttft_s(row),
         n_in=row.n_in,
         cached_tokens=row.cached_tokens,
         reusable_tokens=row.reusable_tokens or 0,
@@ -123,11 +123,13 @@ def session_summary(
         sessions_complete=len(session_seconds(facts)),
         turns=len(facts),
         subagent_turns=sum(1 for f in facts if f.agent > 0),
-        ttft_s_by_turn=[TurnLatency(turn=k, n=len(v), **m.latency_stats(v)) for k, v in ttft_by_turn(facts).items()],
-        ttft_s_subagent=Percentiles(**m.latency_stats(sub)),
-        prompt_tokens=Percentiles(**m.latency_stats(prompts)),
+        ttft_s_by_turn=[
+            TurnLatency(turn=k, n=len(v), **metrics.latency_stats(v)) for k, v in ttft_by_turn(facts).items()
+        ],
+        ttft_s_subagent=Percentiles(**metrics.latency_stats(sub)),
+        prompt_tokens=Percentiles(**metrics.latency_stats(prompts)),
         prefix_hit_rate=prefix_hit_rate(facts),
         prefix_hit_rate_counters=counter_hit_rate(hits_delta, queries_delta),
         reusable_share=reusable_share(facts),
-        session_s=Percentiles(**m.latency_stats(session_seconds(facts))),
+        session_s=Percentiles(**metrics.latency_stats(session_seconds(facts))),
     )

@@ -12,7 +12,7 @@ measuring share is measuring / wall: what fraction of the run produced the numbe
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -27,7 +27,7 @@ KINDS = {"measure": "measuring_s", "eval": "evaluating_s", "numerics": "evaluati
 
 
 def _unix(iso: str) -> float:
-    return _dt.datetime.fromisoformat(iso).timestamp()
+    return datetime.datetime.fromisoformat(iso).timestamp()
 
 
 def union_length(intervals: Iterable[Interval]) -> float:

@@ -10,12 +10,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from byog.analysis import counters as sm
-from byog.analysis import energy
-from byog.analysis import metrics as m
+from byog.analysis import counters, energy, metrics
 from byog.analysis.request_columns import RequestColumns
 from byog.core.io import read_json
-from byog.schemas.bench import BenchPoint, PointComparison, PointRecord, PointSummary, PowerTrace, RequestRow
+from byog.schemas.bench import (
+    BenchPoint,
+    ClientLoad,
+    PointComparison,
+    PointRecord,
+    PointSummary,
+    PowerTrace,
+    RequestRow,
+)
 from byog.schemas.migrate import migrate
 
 # A closed loop that keeps fewer than this share of its target in flight measured a lighter load.
@@ -75,17 +81,24 @@ def invalid_reasons(record: PointRecord, rows: Sequence[RequestRow] | RequestCol
         )
     reasons += _concurrency_reasons(point, columns)
     reasons += _counter_reasons(record.counter_deltas, columns, cache_expected=point.kind == "agentic")
-    reasons += _throttle_reasons(record.power, columns.take(done & ~columns.warmup))
-    client = record.client
-    if client is None:
-        return reasons
+    measured = columns.take(done & ~columns.warmup)
+    reasons += _throttle_reasons(record.power, measured)
+    if record.client is not None:
+        reasons += _client_reasons(record.client, measured)
+    return reasons
+
+
+def _client_reasons(client: ClientLoad, measured: RequestColumns) -> list[str]:
+    """The load generator's own saturation: its CPU share and its event loop's lag (``measured``: the
+    completed requests after the warm-up)."""
+    reasons: list[str] = []
     if client.cpu_share is not None and client.cpu_share > client.cpu_share_limit:
         reasons.append(
             f"client saturated: it used {client.cpu_share:.0%} of a core (limit {client.cpu_share_limit:.0%})"
         )
     lag = client.loop_lag_p99_s
     if lag is not None:
-        itl = m.percentile(m.itl_s_columns(columns.take(done & ~columns.warmup)), 50)
+        itl = metrics.percentile(metrics.itl_s_columns(measured), 50)
         limit = max(client.loop_lag_floor_s, client.loop_lag_share_of_itl * (itl or 0.0))
         # share 0: a fixed limit (what records of schema v1 written before the ITL-relative rule hold)
         rule = (
@@ -104,7 +117,7 @@ def _concurrency_reasons(point: BenchPoint, rows: RequestColumns) -> list[str]:
     measured = rows.take(~rows.warmup)
     if point.kind == "batch":
         waves = sorted(set(measured.wave.tolist()))
-        empty = [w for w in waves if m.decode_window_ns_columns(measured.take(measured.wave == w)) is None]
+        empty = [w for w in waves if metrics.decode_window_ns_columns(measured.take(measured.wave == w)) is None]
         if empty:
             return [
                 f"waves {_some(empty)} have no decode window: the {point.batch_size} requests never all decoded at once"
@@ -113,7 +126,7 @@ def _concurrency_reasons(point: BenchPoint, rows: RequestColumns) -> list[str]:
     if point.kind == "concurrency":
         target = min(point.concurrency or 1, len(measured))
         achieved = (
-            m.achieved_concurrency_columns(rows, int(measured.t_send_ns.min()), int(measured.t_send_ns.max()))
+            metrics.achieved_concurrency_columns(rows, int(measured.t_send_ns.min()), int(measured.t_send_ns.max()))
             if len(measured) > 1
             else None
         )
@@ -148,13 +161,13 @@ def _counter_reasons(deltas: dict[str, Any], rows: RequestColumns, cache_expecte
     """Counter deltas that contradict the point. Prefix-cache hits do, except where reuse is the
     workload (agentic sessions resend their context; the hit rate is then a result)."""
     reasons = []
-    hits = deltas.get(sm.PREFIX_CACHE_HITS)
+    hits = deltas.get(counters.PREFIX_CACHE_HITS)
     if hits and not cache_expected:
         reasons.append(f"prefix cache hit {hits:.0f} prompt tokens: prefill was partly skipped")
-    preempted = deltas.get(sm.PREEMPTIONS)
+    preempted = deltas.get(counters.PREEMPTIONS)
     if preempted:
         reasons.append(f"the server preempted {preempted:.0f} requests (KV cache too small for the load)")
-    generated = deltas.get(sm.GENERATION_TOKENS)
+    generated = deltas.get(counters.GENERATION_TOKENS)
     client_total = int(rows.n_out.sum())
     if generated is not None and int(generated) != client_total:
         reasons.append(

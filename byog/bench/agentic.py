@@ -310,7 +310,7 @@ def run_agentic_point(
     point: BenchPoint,
     prefix: Sequence[int],
     scripts: Sequence[SessionScript],
-    progress: Progress = lambda n: None,
+    progress: Progress = lambda _: None,
     timeout_s: float = 3600.0,
 ) -> PointRun:
     """Run the sessions (warm-up sessions first) in a fresh event loop; one ``RequestRow`` per turn sent.
@@ -322,7 +322,7 @@ def run_agentic_point(
         raise ValueError(
             f"{point.point_id} needs {point.warmup_sessions + point.sessions} sessions, got {len(scripts)}"
         )
-    coro: Any = _run(base_url, model, point, prefix, scripts, progress, timeout_s)
+    coro = _run(base_url, model, point, prefix, scripts, progress, timeout_s)
     try:
         import uvloop
 

@@ -117,6 +117,35 @@ class StreamingClient:
         return record
 
 
+def _read_event(event: Any, record: RequestRow, t: int, seen_tokens: int, output_ids: list[int] | None) -> int:
+    """One SSE event (received at ``t``) into ``record``; returns the completion tokens seen so far."""
+    if "error" in event and not event.get("choices"):
+        err = event["error"]
+        record.error = str(err.get("message", err) if isinstance(err, dict) else err)[:500]
+        return seen_tokens
+    usage = event.get("usage")
+    choices = event.get("choices")
+    if choices:
+        if output_ids is not None:
+            output_ids.extend(choices[0].get("token_ids") or ())
+        if usage is not None:
+            k = usage["completion_tokens"] - seen_tokens
+            seen_tokens = usage["completion_tokens"]
+        else:
+            record.usage_per_chunk = False
+            k = 1
+            seen_tokens += 1
+        if k > 0:
+            record.chunk_t_ns.append(t)
+            record.chunk_tokens.append(k)
+    elif usage is not None:  # the final usage chunk (choices = [])
+        record.n_in = usage.get("prompt_tokens")
+        record.n_out = usage.get("completion_tokens") or 0
+        # vLLM reports it only when started with --enable-prompt-tokens-details
+        record.cached_tokens = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    return seen_tokens
+
+
 async def _consume_stream(content: Any, record: RequestRow, perf_ns: Any, output_ids: list[int] | None = None) -> None:
     buffer = b""
     seen_tokens = 0
@@ -132,31 +161,7 @@ async def _consume_stream(content: Any, record: RequestRow, perf_ns: Any, output
             if payload == b"[DONE]":
                 done = True
                 continue
-            event = _json_decode(payload)
-            if "error" in event and not event.get("choices"):
-                err = event["error"]
-                record.error = str(err.get("message", err) if isinstance(err, dict) else err)[:500]
-                continue
-            usage = event.get("usage")
-            choices = event.get("choices")
-            if choices and output_ids is not None:
-                output_ids.extend(choices[0].get("token_ids") or ())
-            if choices:
-                if usage is not None:
-                    k = usage["completion_tokens"] - seen_tokens
-                    seen_tokens = usage["completion_tokens"]
-                else:
-                    record.usage_per_chunk = False
-                    k = 1
-                    seen_tokens += 1
-                if k > 0:
-                    record.chunk_t_ns.append(t)
-                    record.chunk_tokens.append(k)
-            elif usage is not None:  # the final usage chunk (choices = [])
-                record.n_in = usage.get("prompt_tokens")
-                record.n_out = usage.get("completion_tokens") or 0
-                # vLLM reports it only when started with --enable-prompt-tokens-details
-                record.cached_tokens = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+            seen_tokens = _read_event(_json_decode(payload), record, t, seen_tokens, output_ids)
     if not done and record.error is None:
         record.error = "stream closed before [DONE]"
     if record.n_out == 0 and not record.usage_per_chunk:

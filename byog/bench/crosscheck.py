@@ -18,8 +18,7 @@ from typing import Any
 
 import httpx
 
-from byog.analysis import counters as sm
-from byog.analysis import metrics as m
+from byog.analysis import counters, metrics
 from byog.bench.prompts import Prompt, ServerTokenizer, build_prompts
 from byog.bench.workloads import run_point
 from byog.schemas.bench import BenchPoint, write_request_rows
@@ -33,14 +32,14 @@ def _metrics_text(base_url: str) -> str:
 def _server_side(deltas: dict[str, Any]) -> dict[str, Any]:
     """The server's own view of the same requests: its mean TPOT and inter-token gap."""
     return {
-        "server_generation_tokens": deltas.get(sm.GENERATION_TOKENS),
-        "server_prompt_tokens": deltas.get(sm.PROMPT_TOKENS),
-        "server_mean_tpot_s": sm.histogram_mean(deltas, sm.SERVER_TPOT_SUM, sm.SERVER_TPOT_COUNT),
-        "server_mean_itl_s": sm.histogram_mean(deltas, sm.SERVER_ITL_SUM, sm.SERVER_ITL_COUNT),
-        "server_steps": deltas.get(sm.ITERATIONS),
+        "server_generation_tokens": deltas.get(counters.GENERATION_TOKENS),
+        "server_prompt_tokens": deltas.get(counters.PROMPT_TOKENS),
+        "server_mean_tpot_s": counters.histogram_mean(deltas, counters.SERVER_TPOT_SUM, counters.SERVER_TPOT_COUNT),
+        "server_mean_itl_s": counters.histogram_mean(deltas, counters.SERVER_ITL_SUM, counters.SERVER_ITL_COUNT),
+        "server_steps": deltas.get(counters.ITERATIONS),
         # prefix-cache hits shorten prefills and so change every decode step they share
-        "server_prefix_cache_hits": deltas.get(sm.PREFIX_CACHE_HITS),
-        "server_prefix_cache_queries": deltas.get(sm.PREFIX_CACHE_QUERIES),
+        "server_prefix_cache_hits": deltas.get(counters.PREFIX_CACHE_HITS),
+        "server_prefix_cache_queries": deltas.get(counters.PREFIX_CACHE_QUERIES),
     }
 
 
@@ -95,19 +94,19 @@ def run_byog(
             tok.close()
     before = _metrics_text(base_url)
     run = run_point(base_url, model, point, prompts, extra_body=extra_body)
-    deltas = sm.counter_deltas(before, _metrics_text(base_url))
+    deltas = counters.counter_deltas(before, _metrics_text(base_url))
     if rows_path is not None:
         write_request_rows(rows_path, run.records)
     traces = run.records
     errors = [r.error for r in run.records if r.error]
-    tpots = [x for x in map(m.tpot_s, traces) if x is not None]
+    tpots = [x for x in map(metrics.tpot_s, traces) if x is not None]
     return {
         "tool": "byog",
-        "median_tpot_s": m.percentile(tpots, 50),
-        "mean_tpot_s": m.mean(tpots),
-        "median_ttft_s": m.percentile([x for x in map(m.ttft_s, traces) if x is not None], 50),
-        "median_itl_s": m.percentile(m.pooled_itl_s(traces), 50),
-        "output_tok_s": m.output_tok_s(traces),
+        "median_tpot_s": metrics.percentile(tpots, 50),
+        "mean_tpot_s": metrics.mean(tpots),
+        "median_ttft_s": metrics.percentile([x for x in map(metrics.ttft_s, traces) if x is not None], 50),
+        "median_itl_s": metrics.percentile(metrics.pooled_itl_s(traces), 50),
+        "output_tok_s": metrics.output_tok_s(traces),
         "completed": len(traces) - len(errors),
         "errors": errors[:3],
         "total_output_tokens": sum(r.n_out for r in run.records),
@@ -223,7 +222,7 @@ def run_vllm_bench(
     if result_path is not None:
         result_path.parent.mkdir(parents=True, exist_ok=True)
         result_path.write_text(json.dumps(result))
-    return _vllm_bench_serve_summary(result, sm.counter_deltas(before, after)), shown
+    return _vllm_bench_serve_summary(result, counters.counter_deltas(before, after)), shown
 
 
 def run_vllm_bench_serve(

@@ -79,7 +79,8 @@ def random_token_ids(
         while bad.any():
             ids[bad] = rng.integers(low, vocab_size, size=int(bad.sum()))
             bad = np.isin(ids, list(exclude))
-    return ids.tolist()
+    rows: list[list[int]] = ids.tolist()
+    return rows
 
 
 class ServerTokenizer:

@@ -10,7 +10,7 @@ server is restarted once, and the sweep goes on.
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from byog import __version__
-from byog.analysis import counters as sm
+from byog.analysis import counters
 from byog.analysis.bench_summary import search_probes
 from byog.analysis.goodput import next_rate, rule_of
 from byog.analysis.server_log import root_cause
@@ -85,8 +85,8 @@ class ServerDied(Exception):
         self.reason = reason
 
 
-def _utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _get_text(url: str, timeout_s: float = 30.0) -> str | None:
@@ -98,7 +98,7 @@ def _get_text(url: str, timeout_s: float = 30.0) -> str | None:
         return None
 
 
-def _reset_prefix_cache(base_url: str) -> bool:
+def reset_prefix_cache(base_url: str) -> bool:
     """vLLM serves POST /reset_prefix_cache only in dev mode (VLLM_SERVER_DEV_MODE=1); False = refused."""
 
     try:
@@ -121,7 +121,7 @@ def _healthy(server: RunningServer, requests_failed: bool) -> bool:
         return False
 
 
-def _snapshot(run_dir: RunDir, server_name: str, point_id: str, when: str, base_url: str) -> str | None:
+def snapshot_metrics(run_dir: RunDir, server_name: str, point_id: str, when: str, base_url: str) -> str | None:
     text = _get_text(f"{base_url}/metrics")
     if text is not None:
         atomic_write_text(run_dir.metrics_snapshot(server_name, point_id, when), text)
@@ -229,7 +229,7 @@ def _record_base(point: BenchPoint, server_name: str) -> dict[str, Any]:
     label = prompts_label(
         point.prompts.kind, getattr(point.prompts, "dataset", None), repeat, sends_text(point.prompts)
     )
-    return dict(server=server_name, point=point, prompts_label=label, started_at=_utc_now(), byog_version=__version__)
+    return dict(server=server_name, point=point, prompts_label=label, started_at=utc_now(), byog_version=__version__)
 
 
 def _write_failed(
@@ -268,7 +268,7 @@ def _raise_if_died(
     served = (
         any(r.error is None for r in run.records)
         or before is None
-        or bool(sm.counter_totals(before).get(sm.GENERATION_TOKENS))
+        or bool(counters.counter_totals(before).get(counters.GENERATION_TOKENS))
     )
     suffix = f": {reason}" if reason else ""
     _write_failed(
@@ -295,8 +295,10 @@ def _complete_record(
         t_start_ns=run.t_start_ns,
         t_end_ns=run.t_end_ns,
         client=client_load(run.cpu_share, run.loop_lag_p99_s, run.loop_lag_max_s),
-        counter_deltas=sm.counter_deltas(before, after),
-        measured_counter_deltas=sm.counter_deltas(measured[0], after) if measured and measured[0] is not None else None,
+        counter_deltas=counters.counter_deltas(before, after),
+        measured_counter_deltas=counters.counter_deltas(measured[0], after)
+        if measured and measured[0] is not None
+        else None,
         power=power,
         prefix_cache_reset=reset,
     )
@@ -310,8 +312,8 @@ def run_one_point(
     *,
     tokenizer: str | None = None,
     data_dir: Path | None = None,
-    progress: Callable[[int], None] = lambda n: None,
-    total: Callable[[int], None] = lambda n: None,
+    progress: Callable[[int], None] = lambda _: None,
+    total: Callable[[int], None] = lambda _: None,
     gpus: list[int] | None = None,
     power_reason: str | None = None,
 ) -> PointDone:
@@ -334,12 +336,12 @@ def run_one_point(
         raise
     point = measure.point
     base["point"] = point
-    reset = _reset_prefix_cache(endpoint.base_url) if point.reset_prefix_cache else None
-    before = _snapshot(run_dir, server_name, point.point_id, "before", endpoint.base_url)
+    reset = reset_prefix_cache(endpoint.base_url) if point.reset_prefix_cache else None
+    before = snapshot_metrics(run_dir, server_name, point.point_id, "before", endpoint.base_url)
     measured: list[str | None] = []
 
     def measure_start() -> None:
-        measured.append(_snapshot(run_dir, server_name, point.point_id, "measured", endpoint.base_url))
+        measured.append(snapshot_metrics(run_dir, server_name, point.point_id, "measured", endpoint.base_url))
 
     sampler = PowerSampler(gpus).start() if power_reason is None else None
     try:
@@ -347,7 +349,7 @@ def run_one_point(
     finally:
         power = sampler.stop() if sampler is not None else unavailable(power_reason or "")
     _raise_if_died(run_dir, server, base, wall0, run, before)
-    after = _snapshot(run_dir, server_name, point.point_id, "after", endpoint.base_url)
+    after = snapshot_metrics(run_dir, server_name, point.point_id, "after", endpoint.base_url)
     write_request_rows(run_dir.bench_rows(server_name, point.point_id), run.records)
     record = _complete_record(base, wall0, run, before, measured, after, power, reset)
     atomic_write_json(run_dir.bench_point(server_name, point.point_id), record.model_dump(mode="json"))

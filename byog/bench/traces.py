@@ -35,7 +35,6 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -325,12 +324,12 @@ def run_trace_point(
     model: str,
     point: BenchPoint,
     requests: Sequence[ReplayRequest],
-    progress: Progress = lambda n: None,
+    progress: Progress = lambda _: None,
     timeout_s: float = 3600.0,
 ) -> PointRun:
     """Send every request at its (sped-up) trace time, whatever the server's state: an open loop."""
     assert isinstance(point.source, TraceSource)
-    coro: Any = _replay(base_url, model, point.source.block_tokens, requests, progress, timeout_s)
+    coro = _replay(base_url, model, point.source.block_tokens, requests, progress, timeout_s)
     try:
         import uvloop
 

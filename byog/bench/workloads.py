@@ -8,6 +8,7 @@ failures are recorded per request; the sweep decides what they mean.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -89,10 +90,8 @@ class LoadMonitor:
         self.cpu_share = (self._cpu_s() - self._cpu0) / wall if wall > 0 else None
         if self._task:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
 
 
 async def _batch(
@@ -150,7 +149,8 @@ async def _concurrency(
 def poisson_offsets_s(rate: float, count: int, seed: int) -> list[float]:
     """Send times (s after start) of a Poisson process: cumulative sums of Exp(rate) gaps, seeded."""
     gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=count)
-    return np.cumsum(gaps).tolist()
+    offsets: list[float] = np.cumsum(gaps).tolist()
+    return offsets
 
 
 async def _rate(
@@ -215,7 +215,7 @@ def run_point(
     model: str,
     point: BenchPoint,
     prompts: Sequence[Prompt],
-    progress: Progress = lambda n: None,
+    progress: Progress = lambda _: None,
     timeout_s: float = 3600.0,
     extra_body: dict[str, Any] | None = None,
     on_measure_start: Hook | None = None,
@@ -228,7 +228,7 @@ def run_point(
     """
     if len(prompts) < point.total_requests:
         raise ValueError(f"{point.point_id} needs {point.total_requests} prompts, got {len(prompts)}")
-    coro: Any = _run(base_url, model, point, prompts, progress, timeout_s, extra_body, on_measure_start)
+    coro = _run(base_url, model, point, prompts, progress, timeout_s, extra_body, on_measure_start)
     try:
         import uvloop
 

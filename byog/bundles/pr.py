@@ -167,6 +167,26 @@ def launch_lines(verify: dict[str, Any]) -> list[str]:
     return [*lines, ""] if lines else []
 
 
+def _title(verify: dict[str, Any], failed: int) -> str:
+    if not verify.get("verified"):
+        return f"❌ not verified ({failed} check(s) failed)"
+    if verify.get("trust") == "unsigned":
+        return "⚠️ verified UNSIGNED (content checked, no trusted signer)"
+    return "✅ verified"
+
+
+def _signer_line(verify: dict[str, Any], checks: list[dict[str, Any]]) -> str:
+    """Who signed, then the subject check's message (marked when it failed)."""
+    signer = verify.get("signer")
+    who = f"Signed by {md_code(signer)}" if signer else "Signed by: nobody verified"
+    subject = next((c for c in checks if c.get("name") == "subject"), None)
+    if subject and subject.get("status") == "pass":
+        who += f"; {md_text(subject.get('message', ''))}"
+    elif subject and subject.get("status") == "fail":
+        who += f"; ❌ FAIL subject: {md_text(subject.get('message', ''))}"
+    return who
+
+
 def comment_body(
     verify: dict[str, Any],
     report: str | None,
@@ -182,19 +202,9 @@ def comment_body(
     verified = bool(verify.get("verified"))
     checks = [c for c in verify.get("checks", []) if isinstance(c, dict)]
     counts = {status: sum(1 for c in checks if c.get("status") == status) for status in STATUS}
-    title = "✅ verified" if verified else f"❌ not verified ({counts['fail']} check(s) failed)"
-    if verified and verify.get("trust") == "unsigned":
-        title = "⚠️ verified UNSIGNED (content checked, no trusted signer)"
     lines = [COMMENT_MARKER] if marker else []
-    lines += [f"## byog verify: {title}", ""]
-    signer = verify.get("signer")
-    who = f"Signed by {md_code(signer)}" if signer else "Signed by: nobody verified"
-    subject = next((c for c in checks if c.get("name") == "subject"), None)
-    if subject and subject.get("status") == "pass":
-        who += f"; {md_text(subject.get('message', ''))}"
-    elif subject and subject.get("status") == "fail":
-        who += f"; ❌ FAIL subject: {md_text(subject.get('message', ''))}"
-    lines += [who + ".", ""]
+    lines += [f"## byog verify: {_title(verify, counts['fail'])}", ""]
+    lines += [_signer_line(verify, checks) + ".", ""]
     if bundle_url:
         digest = f" (sha256 {md_code(bundle_sha256)})" if bundle_sha256 else ""
         lines += [f"Bundle: {md_code(bundle_url)}{digest}", ""]

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import datetime as _dt
+import datetime
 import fnmatch
 import hashlib
 import os
@@ -393,16 +393,16 @@ def match_pattern_list(name: str, pattern_list: str) -> bool:
 _TIME = re.compile(r"^(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2})?)?(Z?)$")
 
 
-def _timestamp(value: str) -> _dt.datetime:
+def _timestamp(value: str) -> datetime.datetime:
     found = _TIME.match(value)
     if not found:
         raise SshsigError(f"timestamp {value[:30]!r} is not YYYYMMDD[Z] or YYYYMMDDHHMM[SS][Z]")
     year, month, day, hour, minute, second, zulu = found.groups()
     try:
-        moment = _dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0))
+        moment = datetime.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0))
     except ValueError:
         raise SshsigError(f"timestamp {value[:30]!r} is not a valid date") from None
-    return moment.replace(tzinfo=_dt.timezone.utc) if zulu else moment.astimezone()
+    return moment.replace(tzinfo=datetime.timezone.utc) if zulu else moment.astimezone()
 
 
 @dataclass(frozen=True)
@@ -412,11 +412,11 @@ class AllowedSigner:
     key_blob: bytes  # compared byte for byte with the signing key's blob; parsed only to check a signature
     namespaces: str | None = None  # a pattern-list; None: any namespace
     cert_authority: bool = False
-    valid_after: _dt.datetime | None = None
-    valid_before: _dt.datetime | None = None
+    valid_after: datetime.datetime | None = None
+    valid_before: datetime.datetime | None = None
     line: int = 0
 
-    def valid_at(self, when: _dt.datetime) -> bool:
+    def valid_at(self, when: datetime.datetime) -> bool:
         if self.valid_after is not None and when < self.valid_after:
             return False
         return self.valid_before is None or when <= self.valid_before
@@ -491,24 +491,24 @@ def parse_allowed_signers(text: str) -> list[AllowedSigner]:
     return signers
 
 
-def _usable(signer: AllowedSigner, key_blob: bytes, when: _dt.datetime) -> bool:
+def _usable(signer: AllowedSigner, key_blob: bytes, when: datetime.datetime) -> bool:
     return not signer.cert_authority and signer.key_blob == key_blob and signer.valid_at(when)
 
 
-def find_principals(signers: list[AllowedSigner], key_blob: bytes, when: _dt.datetime | None = None) -> list[str]:
+def find_principals(signers: list[AllowedSigner], key_blob: bytes, when: datetime.datetime | None = None) -> list[str]:
     """The principals of the first line that lists the key and is valid at ``when``, split at commas:
     what ``ssh-keygen -Y find-principals`` prints (it does not look at namespaces)."""
-    when = when or _dt.datetime.now(_dt.timezone.utc)
+    when = when or datetime.datetime.now(datetime.timezone.utc)
     first = next((s for s in signers if _usable(s, key_blob, when)), None)
     return first.principals.split(",") if first else []
 
 
 def authorizes(
-    signers: list[AllowedSigner], principal: str, key_blob: bytes, namespace: str, when: _dt.datetime | None = None
+    signers: list[AllowedSigner], principal: str, key_blob: bytes, namespace: str, when: datetime.datetime | None = None
 ) -> bool:
     """Whether some line lets ``principal`` sign with the key in ``namespace`` at ``when``: what
     ``ssh-keygen -Y verify -I principal -n namespace`` decides once the signature itself holds."""
-    when = when or _dt.datetime.now(_dt.timezone.utc)
+    when = when or datetime.datetime.now(datetime.timezone.utc)
     return any(
         _usable(s, key_blob, when)
         and match_pattern_list(principal, s.principals)

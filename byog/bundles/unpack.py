@@ -8,7 +8,7 @@ Headers are parsed by hand (``parse_header``), and only one shape is read: the p
 byog writes (``archive.member_header``). Any other (pax or GNU records, sparse maps, links,
 devices, fifos, folders, other metadata) is refused in one sentence; no archive library ever sees
 the bytes. Refused too, each with one sentence: a file that is not byog's gzip container (one
-member, the header byog writes, nothing after its trailer: ``_Container``), a path that is not a
+member, the header byog writes, nothing after its trailer: ``Container``), a path that is not a
 regular file (opened with O_NONBLOCK, then fstat), a gzip stream that expands past the cap (read
 through a counting reader, so a bomb stops at the cap, not at the end), a member out of byog's
 order (stops there), path traversal, absolute paths, names that are not plain '/'-separated
@@ -79,7 +79,7 @@ def _open_regular(path: Path) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-class _Container:
+class Container:
     """byog's gzip container, read in one pass: exactly the header the packer writes, one deflate
     stream, its CRC-32 and length, and nothing after them.
 
@@ -426,7 +426,7 @@ class _Pass:
         if member.kept is not None:
             self.found.held[member.name] = b"".join(member.kept)
 
-    def end(self, stream: _Container) -> None:
+    def end(self, stream: Container) -> None:
         """tar's end of archive (two zero blocks, zeros to a whole record), then nothing but zeros."""
         self.canonical.write(bytes(2 * BLOCK))
         self.canonical.write(bytes(-self.canonical.count % RECORD))
@@ -435,7 +435,7 @@ class _Pass:
                 raise UnsafeBundle("unsafe bundle: data follows the end of the tar archive")
 
 
-def _read_members(stream: _Container, scan: _Pass, gate_only: bool) -> bool:
+def _read_members(stream: Container, scan: _Pass, gate_only: bool) -> bool:
     """Read the archive's members, each header parsed by hand (``parse_header``); True once the end of
     the archive was read. ``gate_only`` (in byog's order) stops at the header of the first member after
     the gate members: what the signature check needs has streamed by, and nothing more is inflated."""
@@ -462,7 +462,7 @@ def _one_pass(
     path: Path, limits: Limits, dest: Path | None, keep: frozenset[str], gate_only: bool, legacy_ok: bool
 ) -> _Scan:
     scan = _Pass(limits, dest, keep, legacy_ok)
-    stream = _Container(path, limits)
+    stream = Container(path, limits)
     try:
         complete = _read_members(stream, scan, gate_only)
         if complete:
@@ -481,7 +481,7 @@ def _one_pass(
     return scan.found
 
 
-def _scan(
+def scan_bundle(
     path: Path,
     limits: Limits,
     dest: Path | None,
@@ -571,7 +571,7 @@ class Extracted:
         try:
             if self.gate_only:
                 self._take(
-                    _scan(self.bundle, self.limits, None, self.keep, gate_only=True, legacy_ok=self.legacy_order)
+                    scan_bundle(self.bundle, self.limits, None, self.keep, gate_only=True, legacy_ok=self.legacy_order)
                 )
             else:
                 self.extract()
@@ -585,7 +585,7 @@ class Extracted:
         assert self.root is not None, "extract() runs inside the with block"
         if self.written:
             return
-        scan = _scan(self.bundle, self.limits, self.root, self.keep, legacy_ok=self.legacy_order)
+        scan = scan_bundle(self.bundle, self.limits, self.root, self.keep, legacy_ok=self.legacy_order)
         if self.names:
             first = self.names
             same = scan.names[: len(first)] == first and scan.held == self.held

@@ -34,7 +34,7 @@ slowness and memory included), 2 for usage errors (a missing file, a bad --polic
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -106,7 +106,7 @@ class VerifyReport:
 
     def as_json(self) -> dict[str, Any]:
         """Valid JSON whatever the bundle held (json_safe: no NaN, no lone surrogates)."""
-        return json_safe(
+        document: dict[str, Any] = json_safe(
             {
                 "bundle": self.bundle,
                 "verified": self.verified,
@@ -117,6 +117,7 @@ class VerifyReport:
                 "details": self.details,
             }
         )
+        return document
 
     def verdict(self) -> str:
         if not self.verified:
@@ -238,8 +239,16 @@ def _content_phase(
 
     outcome = run_isolated(work, limits, preload=CONTENT_LIBRARIES)
     phase = ContentPhase(isolated=outcome.isolated)
+    started = _read_events(parse_events(outcome.events), phase)
+    if outcome.stopped is not None:
+        _fail_unfinished(checks, phase.results, started, outcome.stopped)
+    return phase
+
+
+def _read_events(events: Iterable[ChildEvent], phase: ContentPhase) -> str | None:
+    """The child's events into ``phase``; returns the check that started and never finished (None: none)."""
     started: str | None = None
-    for event in parse_events(outcome.events):
+    for event in events:
         if isinstance(event, Started):
             started = event.name
         elif isinstance(event, Finished):
@@ -258,20 +267,20 @@ def _content_phase(
             phase.render_error = event.message
         elif isinstance(event, MachineLacks):
             raise EnvironmentProblem(event.message)
-    results = phase.results
+    return started
+
+
+def _fail_unfinished(checks: list[Check], results: list[CheckResult], started: str | None, stopped: str) -> None:
+    """The child stopped (``stopped`` says how): the check it was in fails, those after it are skipped."""
     done = {r.name for r in results}
-    if outcome.stopped is not None:
-        for item in checks:
-            if item.name in done:
-                continue
-            if item.name == started or started is None:
-                results.append(
-                    CheckResult(item.name, "fail", f"could not be checked: the checking process {outcome.stopped}")
-                )
-                started = item.name
-            else:
-                results.append(CheckResult(item.name, "skip", f"not checked: {started} did not finish"))
-    return phase
+    for item in checks:
+        if item.name in done:
+            continue
+        if item.name == started or started is None:
+            results.append(CheckResult(item.name, "fail", f"could not be checked: the checking process {stopped}"))
+            started = item.name
+        else:
+            results.append(CheckResult(item.name, "skip", f"not checked: {started} did not finish"))
 
 
 def verify_bundle(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 from rich.text import Text
 
@@ -16,6 +18,7 @@ from byog.cli.common import (
     console,
     print_json,
     reporter,
+    server_option,
 )
 from byog.cli.console_reporter import print_table
 from byog.core.errors import UsageError
@@ -86,9 +89,9 @@ def bench_cmd(
     plan: str | None = typer.Option(
         None, "--plan", help="Take the workloads of this plan's server instead of the flags."
     ),
-    server: str | None = typer.Option(
-        None, "--server", help="With --plan: which server config the endpoint runs (default: the baseline)."
-    ),
+    server: Annotated[
+        str | None, server_option("With --plan: which server config the endpoint runs (default: the baseline).")
+    ] = None,
     data_dir: DataDirOpt = None,
     run_dir: RunDirOpt = None,
     as_json: JsonOpt = False,

@@ -83,12 +83,21 @@ PlanArg = Annotated[str | None, typer.Argument(help="Plan file or built-in profi
 TierOpt = Annotated[
     str, typer.Option("--tier", help="smoke | standard | full: cut a profile down (full = as written).")
 ]
-RunDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--run-dir", help="Run directory; an existing one resumes (default: a new one under BYOG_RUNS_DIR, else runs/)."
-    ),
-]
+
+
+def run_dir_option(
+    help_text: str = "Run directory; an existing one resumes (default: a new one under BYOG_RUNS_DIR, else runs/).",
+) -> Any:
+    """``--run-dir``; a command whose run directory defaults elsewhere or must be shared says so in ``help_text``."""
+    return typer.Option("--run-dir", help=help_text)
+
+
+def server_option(help_text: str) -> Any:
+    """``--server``: a server config of the plan by name (a ``list[str]`` parameter makes it repeatable)."""
+    return typer.Option("--server", help=help_text)
+
+
+RunDirOpt = Annotated[Path | None, run_dir_option()]
 DataDirOpt = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Offline datasets (default: BYOG_DATA_DIR, then the copy shipped inside byog)."),

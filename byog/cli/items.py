@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.text import Text
 
-from byog.analysis import discordant as dc
+from byog.analysis import discordant
 from byog.bundles.items import load_discordant
 from byog.cli.bundles import AllowUnsignedOpt
 from byog.cli.common import AllowedSignersOpt, JsonOpt, console, print_json
@@ -42,13 +42,17 @@ def items_cmd(
         if not flipped.items:
             console.print(Text(title), highlight=False)
             continue
-        table = Table(title, dc.columns(flipped.gated), right={c for c in dc.columns(flipped.gated) if "score" in c})
+        table = Table(
+            title,
+            discordant.columns(flipped.gated),
+            right={c for c in discordant.columns(flipped.gated) if "score" in c},
+        )
         for item in flipped.items:
-            table = table.with_row(*(one_line(cell, 200) for cell in dc.cells(item, flipped.gated)))
+            table = table.with_row(*(one_line(cell, 200) for cell in discordant.cells(item, flipped.gated)))
         print_table(console, table)
 
 
-def _as_json(flipped: dc.DiscordantItems) -> dict[str, object]:
+def _as_json(flipped: discordant.DiscordantItems) -> dict[str, object]:
     return {
         "task": flipped.task,
         "candidate": flipped.candidate,

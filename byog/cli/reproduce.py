@@ -6,14 +6,23 @@ import json
 import math
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.text import Text
 
 from byog.analysis.reproduction import DEFAULT_RUN_NOISE
 from byog.bundles.finalize import describe
-from byog.cli.common import AllowedSignersOpt, DataDirOpt, JsonOpt, console, print_json, reporter
+from byog.cli.common import (
+    AllowedSignersOpt,
+    DataDirOpt,
+    JsonOpt,
+    console,
+    print_json,
+    reporter,
+    run_dir_option,
+    server_option,
+)
 from byog.cli.console_reporter import print_table
 from byog.core.reporter import Table
 from byog.core.safe_text import one_line
@@ -53,9 +62,10 @@ def reproduce_cmd(
     sample: int = typer.Option(
         DEFAULT_SAMPLE, "--sample", min=0, help="How many points to draw when --points is not given."
     ),
-    server: list[str] = typer.Option(
-        [], "--server", help="Re-run only this server (repeatable; default: every server that ran the points)."
-    ),
+    server: Annotated[
+        list[str] | None,
+        server_option("Re-run only this server (repeatable; default: every server that ran the points)."),
+    ] = None,
     eval_items: int = typer.Option(
         DEFAULT_EVAL_ITEMS, "--eval-items", min=0, help="Items of each eval task to re-run greedily (0: none)."
     ),
@@ -101,9 +111,10 @@ def reproduce_cmd(
         min=0.0,
         help="Between-run noise allowed per value, relative (docs/reproduce.md).",
     ),
-    run_dir: Path | None = typer.Option(
-        None, "--run-dir", help="Reproduction run directory; an existing one resumes (default: runs/reproduce-<id>/)."
-    ),
+    run_dir: Annotated[
+        Path | None,
+        run_dir_option("Reproduction run directory; an existing one resumes (default: runs/reproduce-<id>/)."),
+    ] = None,
     out: Path | None = typer.Option(
         None, "-o", "--out", help="Reproduction bundle (default: <bundle>.reproduction.tar.gz beside the bundle)."
     ),
@@ -118,7 +129,7 @@ def reproduce_cmd(
     opts = ReproduceOptions(
         points=[p.strip() for p in (points or "").split(",") if p.strip()],
         sample=sample,
-        servers=server,
+        servers=server or [],
         eval_items=eval_items,
         run_noise=run_noise,
         run_dir=run_dir,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.text import Text
@@ -18,6 +18,8 @@ from byog.cli.common import (
     console,
     print_json,
     reporter,
+    run_dir_option,
+    server_option,
 )
 from byog.cli.console_reporter import print_table
 from byog.core.reporter import Table
@@ -63,12 +65,11 @@ def run_cmd(
 
 def serve_cmd(
     plan: PlanArg = None,
-    server: str | None = typer.Option(None, "--server", help="Which server config to start (default: the baseline)."),
-    run_dir: Path | None = typer.Option(
-        None,
-        "--run-dir",
-        help="Where server.json and the log go (default: serve under BYOG_RUNS_DIR, else runs/serve).",
-    ),
+    server: Annotated[str | None, server_option("Which server config to start (default: the baseline).")] = None,
+    run_dir: Annotated[
+        Path | None,
+        run_dir_option("Where server.json and the log go (default: serve under BYOG_RUNS_DIR, else runs/serve)."),
+    ] = None,
 ) -> None:
     """Start one server config of a plan and keep it up until Ctrl-C (for byog bench/eval --endpoint)."""
     serve_until_interrupted(plan, server, run_dir, reporter())

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from byog.cli.common import PlanArg, TierOpt, command, console
+from byog.cli.common import PlanArg, TierOpt, command, console, run_dir_option
 from byog.pipeline.slurm_submit import SubmitOptions, default_run_dir, prepare_submission, submit
 
 slurm_app = typer.Typer(help="Run plans under Slurm (sbatch; multi-node servers as srun steps).", no_args_is_help=True)
@@ -16,9 +17,10 @@ slurm_app = typer.Typer(help="Run plans under Slurm (sbatch; multi-node servers 
 def submit_cmd(
     plan: PlanArg = None,
     tier: TierOpt = "full",
-    run_dir: Path | None = typer.Option(
-        None, "--run-dir", help="Run directory, on a file system every node sees (default: a new one under runs/)."
-    ),
+    run_dir: Annotated[
+        Path | None,
+        run_dir_option("Run directory, on a file system every node sees (default: a new one under runs/)."),
+    ] = None,
     time: str | None = typer.Option(None, "--time", help="The job's time limit (sbatch --time), e.g. 4:00:00."),
     partition: str | None = typer.Option(None, "--partition", help="Slurm partition (sbatch --partition)."),
     account: str | None = typer.Option(None, "--account", help="Slurm account (sbatch --account)."),

@@ -22,7 +22,7 @@ A file exists only once complete (atomic writes), so "complete" is "present".
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import re
 import secrets
 from dataclasses import dataclass
@@ -46,7 +46,7 @@ def safe_name(name: str, what: str) -> str:
 
 
 def new_run_id() -> str:
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{secrets.token_hex(3)}"
 
 

@@ -88,7 +88,7 @@ class _NullTask:
 
 
 class _NullBoard:
-    def task(self, description: str, total: int | None = None) -> ProgressTask:
+    def task(self, description: str, total: int | None = None) -> ProgressTask:  # noqa: ARG002 (ProgressBoard.task)
         return _NullTask()
 
 
@@ -106,7 +106,7 @@ class NullReporter:
         pass
 
     @contextmanager
-    def status(self, text: str, *, lead: str = "") -> Iterator[Status]:
+    def status(self, text: str, *, lead: str = "") -> Iterator[Status]:  # noqa: ARG002 (Reporter.status)
         yield NullStatus()
 
     @contextmanager

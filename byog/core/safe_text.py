@@ -71,20 +71,20 @@ _ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 def one_line(text: Any, limit: int | None = None) -> str:
     """``text`` as one printable line; cut to ``limit`` characters (with an ellipsis) when given."""
-    text = text if isinstance(text, str) else str(text)
-    if not text.isascii() or _ASCII_CONTROL.search(text):
-        text = "".join(_escape_char(c) for c in text)
-    text = _WHITESPACE_RUN.sub(" ", text)
-    if limit is not None and len(text) > limit:
-        text = text[: max(limit - 1, 0)] + "…"
-    return text
+    line = text if isinstance(text, str) else str(text)
+    if not line.isascii() or _ASCII_CONTROL.search(line):
+        line = "".join(_escape_char(c) for c in line)
+    line = _WHITESPACE_RUN.sub(" ", line)
+    if limit is not None and len(line) > limit:
+        line = line[: max(limit - 1, 0)] + "…"
+    return line
 
 
 def json_safe(value: Any, *, _depth: int = 0) -> Any:
     """A copy of ``value`` that ``json.dumps(..., allow_nan=False)`` always accepts and any parser reads."""
     if _depth > 64:
         return "(nested too deeply)"
-    if value is None or isinstance(value, bool) or isinstance(value, int):
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None

@@ -128,7 +128,7 @@ class Conformance:
     def stop_string(self) -> Check:
         ids = self.text_ids[:24]
         free = self.greedy(ids, ignore_eos=True)["text"]
-        stop = _stop_candidate(free)
+        stop = stop_candidate(free)
         if stop is None:
             return Check(
                 "stop_string", False, f"the greedy output {free[:60]!r} has no word to stop on", {"text": free}
@@ -281,7 +281,7 @@ class Conformance:
             return Check(
                 "structured_output", False, f"not valid JSON ({err.msg} at char {err.pos}): {text[:60]!r}", detail
             )
-        problem = _schema_problem(value)
+        problem = schema_problem(value)
         if problem:
             return Check("structured_output", False, f"valid JSON but {problem}: {text[:60]!r}", detail)
         return Check("structured_output", True, f"schema-valid JSON: {text[:60]!r}", detail)
@@ -445,7 +445,7 @@ def _error_message(response: httpx.Response) -> str:
     return str(body.get("message") or body.get("detail") or body) if isinstance(body, dict) else str(body)
 
 
-def _stop_candidate(text: str) -> str | None:
+def stop_candidate(text: str) -> str | None:
     """A word from the middle of a greedy output to stop on (its first occurrence is where output must end)."""
     words = [w for w in text.split() if len(w) >= 3 and w.isalpha()]
     for word in words[1:]:
@@ -454,7 +454,7 @@ def _stop_candidate(text: str) -> str | None:
     return None
 
 
-def _schema_problem(value: Any) -> str | None:
+def schema_problem(value: Any) -> str | None:
     """What JSON_SCHEMA's object rule the value breaks, or None."""
     if not isinstance(value, dict):
         return f"a {type(value).__name__}, not an object"

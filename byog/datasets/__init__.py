@@ -1,2 +1,2 @@
-"""byog's own copy of the offline eval data (GSM8K, AIME 2025, MT-Bench), each folder with its
-upstream licence and PROVENANCE.md. ``byog.core.settings.resolve_data_dir`` finds it."""
+"""byog's own copy of the offline data (GSM8K, AIME 2025, MT-Bench, the arithmetic task's rows, a
+sample of Mooncake's conversation trace), each folder with its PROVENANCE.md (and its upstream licence). ``byog.core.settings.resolve_data_dir`` finds it."""

@@ -194,7 +194,7 @@ def builder_for(paths: Iterable[Path]) -> str:
 # --- byog data pull ----------------------------------------------------------------------------
 
 
-def _pull_failure(err: Exception, gated: bool) -> str:
+def _pull_failure(err: Exception) -> str:
     name, text = type(err).__name__, str(err)
     if "Gated" in name or "401" in text or "403" in text:
         return "access denied (a gated dataset: accept its terms on the hub and set HF_TOKEN)"
@@ -236,7 +236,7 @@ def pull(tasks: list[TaskSpec], data_dir: Path, token: str | None = None) -> lis
             )
         except Exception as err:  # network, auth (gated), missing revision: all one sentence
             raise EnvironmentProblem(
-                f"could not pull {ref.hub_id}@{ref.revision or 'main'}: {_pull_failure(err, ref.gated)}; "
+                f"could not pull {ref.hub_id}@{ref.revision or 'main'}: {_pull_failure(err)}; "
                 "run `byog data pull` where the hub is reachable and pass that folder as --data-dir"
             ) from None
         files = _hub_cached_files(data_dir, task) or {}

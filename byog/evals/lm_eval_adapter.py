@@ -110,7 +110,7 @@ def quiet_git_probe() -> Iterator[None]:
     to byog's stderr: outside a checkout, ``fatal: not a git repository``. Within this, lm-eval runs
     the same probe with git's stderr kept from the console (Python's redirect_stderr cannot reach a
     child's file descriptor 2)."""
-    import lm_eval.evaluator as evaluator
+    from lm_eval import evaluator
     from lm_eval.loggers.utils import get_commit_from_path
 
     def probe() -> str | None:
@@ -120,7 +120,8 @@ def quiet_git_probe() -> Iterator[None]:
             done = None
         if done is not None and done.returncode == 0:
             return done.stdout.strip()
-        return get_commit_from_path(os.getcwd())
+        commit = get_commit_from_path(os.getcwd())
+        return commit if isinstance(commit, str) else None
 
     original = evaluator.get_git_commit_hash
     evaluator.get_git_commit_hash = probe

@@ -69,7 +69,10 @@ def _post_chat(client: Any, base_url: str, payload: dict[str, Any], retries: int
                 raise RuntimeError(f"HTTP {resp.status_code}")
             if resp.status_code >= 400:
                 raise ByogError(f"the server refused an MRCR request (HTTP {resp.status_code}): {resp.text[:200]}")
-            return resp.json()
+            reply = resp.json()
+            if not isinstance(reply, dict):
+                raise ByogError(f"the server's MRCR reply is not a JSON object: {resp.text[:200]}")
+            return reply
         except ByogError:
             raise
         except Exception as err:  # transient: connection reset, 5xx

@@ -29,17 +29,52 @@ _TOPICS = [
 ]
 
 
-_WORDS = (
-    "quiet river morning silver stone window lantern harbor meadow thunder paper garden copper "
-    "shadow orchard signal winter compass velvet canyon ember tide whisper marble feather engine "
-    "sparrow cedar prism ladder violet clockwork salt horizon pebble meadowlark basalt drift"
-).split()
+_WORDS = [
+    "quiet",
+    "river",
+    "morning",
+    "silver",
+    "stone",
+    "window",
+    "lantern",
+    "harbor",
+    "meadow",
+    "thunder",
+    "paper",
+    "garden",
+    "copper",
+    "shadow",
+    "orchard",
+    "signal",
+    "winter",
+    "compass",
+    "velvet",
+    "canyon",
+    "ember",
+    "tide",
+    "whisper",
+    "marble",
+    "feather",
+    "engine",
+    "sparrow",
+    "cedar",
+    "prism",
+    "ladder",
+    "violet",
+    "clockwork",
+    "salt",
+    "horizon",
+    "pebble",
+    "meadowlark",
+    "basalt",
+    "drift",
+]
 
 
 _ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
 
 
-def _ordinal(k: int) -> str:
+def ordinal(k: int) -> str:
     return _ORDINAL.get(k, f"{k}th")
 
 
@@ -104,7 +139,7 @@ def generate_rows(
         messages.append(
             {
                 "role": "user",
-                "content": f"Prepend {prefix} to the {_ordinal(k)} (1 indexed) {form} about {topic}. Do not include "
+                "content": f"Prepend {prefix} to the {ordinal(k)} (1 indexed) {form} about {topic}. Do not include "
                 "any other text in your response.",
             }
         )

@@ -32,7 +32,6 @@ def load_o200k_base(data_dir: Path | None, offline: bool) -> Any | None:
     """tiktoken's o200k_base from a cached file, or None. Never touches the network when offline."""
     try:
         import tiktoken
-        import tiktoken.load as tk_load
     except ImportError:
         return None
     cache = _tiktoken_cache(data_dir)
@@ -46,7 +45,6 @@ def load_o200k_base(data_dir: Path | None, offline: bool) -> Any | None:
     try:
         return tiktoken.get_encoding("o200k_base")
     except Exception:  # no network, corrupt cache: the caller falls back and labels it
-        _ = tk_load
         return None
 
 

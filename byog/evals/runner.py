@@ -122,9 +122,7 @@ def _lm_eval_task(
     return rows, gen, runner, {}
 
 
-def _mrcr_rows(
-    task: TaskSpec, source: DataSource, limit: int | None, max_model_len: int, data_dir: Path | None
-) -> tuple[list[dict[str, Any]], list[str]]:
+def _mrcr_rows(source: DataSource, limit: int | None, max_model_len: int) -> tuple[list[dict[str, Any]], list[str]]:
     if source.kind == "generated":
         targets = [t for t in GENERATED_TARGETS if t <= max_model_len * 0.75] or [min(GENERATED_TARGETS)]
         n = limit or 2 * len(targets)
@@ -228,7 +226,7 @@ def _mrcr_task(
     gen = dict(task.generation)
     gen.update(overrides)
     max_len = _max_model_len(endpoint)
-    rows, ids = _mrcr_rows(task, source, limit, max_len, data_dir)
+    rows, ids = _mrcr_rows(source, limit, max_len)
     with httpx.Client(timeout=httpx.Timeout(3600.0, connect=30.0)) as client:
         counter = token_counter(data_dir, hub_offline(), client, endpoint.base_url, endpoint.model)
         status(f"{task.name}: counting tokens of {len(rows)} rows ({counter.name})")

@@ -80,7 +80,7 @@ def import_cpu_host_image(client: Any, root: Path, tag: str, log: Log) -> str:
     log(f"image: docker import {tarball.name} as {tag}")
     repository, _, version = tag.rpartition(":")
     client.api.import_image_from_file(str(tarball), repository=repository or tag, tag=version or None, changes=changes)
-    return client.images.get(tag).id
+    return str(client.images.get(tag).id)
 
 
 SYSTEM_PYTHON = re.compile(r"^(?:\./)?usr/bin/python(3\.\d+)$")
@@ -244,7 +244,7 @@ def docker_build(
 ) -> str:
     from docker.errors import APIError
 
-    image_id = None
+    image_id: str | None = None
     try:
         stream = client.api.build(
             path=str(context),
@@ -275,7 +275,7 @@ def docker_build(
                 "build it where Docker Hub is reachable"
             ) from None
         raise ByogError(f"building {tag} failed: {message}") from None
-    return image_id or client.images.get(tag).id
+    return image_id or str(client.images.get(tag).id)
 
 
 class _BuildFailed(Exception):

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata as metadata
 import os
 import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 
 if sys.version_info >= (3, 11):

@@ -7,9 +7,9 @@ NVLink/P2P topology). Nothing here fails a run: a missing part is recorded as mi
 
 from __future__ import annotations
 
-import importlib.metadata as metadata
 import os
 import platform
+from importlib import metadata
 from typing import Any
 
 import psutil

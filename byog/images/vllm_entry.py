@@ -12,7 +12,7 @@ The ``__main__`` guard matters: vLLM's engine spawns processes that re-import th
 
 from __future__ import annotations
 
-import importlib.metadata as metadata
+from importlib import metadata
 
 _original_version = metadata.version
 

@@ -72,7 +72,7 @@ class BenchResult:
         }
 
 
-def _plan_from_flags(flags: BenchFlags, model: str) -> tuple[Plan, str]:
+def plan_from_flags(flags: BenchFlags, model: str) -> tuple[Plan, str]:
     prompts: dict[str, Any] = (
         {"kind": "random", "send": "text" if flags.prompts == "random-text" else "ids"}
         if flags.prompts.startswith("random")
@@ -150,7 +150,7 @@ def bench_endpoint(flags: BenchFlags, run_dir: Path | None, reporter: Reporter) 
         model = flags.model or plan.model.served_name or _served_model(endpoint)
     else:
         model = flags.model or _served_model(endpoint)
-        plan, text = _plan_from_flags(flags, model)
+        plan, text = plan_from_flags(flags, model)
         server_name = ENDPOINT_SERVER
         config = plan.servers[server_name]
     folder = RunDir(Path(run_dir) if run_dir else runs_dir() / f"bench-{new_run_id()}")

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from byog import __version__
-from byog.analysis import counters as sm
+from byog.analysis import counters
 from byog.analysis.interleave import Side, side_of
 from byog.bench.nvml_sampler import unavailable
 from byog.bench.prompts import Prompt, ServerTokenizer, prompts_label, sends_text
-from byog.bench.sweep import _reset_prefix_cache, _snapshot, _utc_now, point_prompts, run_one_point
+from byog.bench.sweep import point_prompts, reset_prefix_cache, run_one_point, snapshot_metrics, utc_now
 from byog.bench.workloads import PointRun, client_load, run_point
 from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_json
@@ -36,7 +36,7 @@ from byog.pipeline.activity import add_span, merge_into_server_record, spent
 from byog.pipeline.numerics import run_numerics_for_server
 from byog.pipeline.runtimes import runtime_for
 from byog.plans.expand import BenchPoint, expand_plan
-from byog.runtimes import sleep_mode as sm_mode
+from byog.runtimes import sleep_mode
 from byog.schemas.bench import PointRecord, RequestRow, write_request_rows
 from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer
@@ -61,26 +61,26 @@ class Pair:
     def __init__(self, plan: Plan, names: dict[Side, str], rd: RunDir) -> None:
         self.plan, self.names, self.rd = plan, names, rd
         self.servers: dict[Side, RunningServer] = {}
-        self.controls: dict[Side, sm_mode.SleepControl] = {}
+        self.controls: dict[Side, sleep_mode.SleepControl] = {}
         self.records: dict[Side, dict[str, Any]] = {}
         self.awake: Side | None = None
 
     def start(self, side: Side, model: PreparedModel) -> None:
         name = self.names[side]
-        config = sm_mode.with_sleep_mode(self.plan.servers[name])
+        config = sleep_mode.with_sleep_mode(self.plan.servers[name])
         server = runtime_for(config).launch(name, config, model, self.rd.server_dir(name))
         self.servers[side] = server
-        control = sm_mode.SleepControl(name, server.endpoint.base_url)
+        control = sleep_mode.SleepControl(name, server.endpoint.base_url)
         try:
             control.is_sleeping()
-        except sm_mode.SleepModeAbsent as err:
+        except sleep_mode.SleepModeAbsent as err:
             raise UsageError(f"{err}; run the pair sequentially (interleave: false)") from None
         self.controls[side] = control
         other: Side = "B" if side == "A" else "A"
         self.records[side] = {
             "partner": self.names[other],
             "side": side,
-            "level": sm_mode.SLEEP_LEVEL,
+            "level": sleep_mode.SLEEP_LEVEL,
             "swaps": [],
         }
         self.awake = side
@@ -91,8 +91,8 @@ class Pair:
         seconds = self.controls[side].sleep()
         record = self.records[side]
         if record.get("asleep_host_rss_bytes") is None:
-            record["asleep_host_rss_bytes"] = sm_mode.process_rss_bytes(getattr(self.servers[side], "pid", None))
-            record["asleep_gpu_used_bytes"] = sm_mode.gpu_used_bytes()
+            record["asleep_host_rss_bytes"] = sleep_mode.process_rss_bytes(getattr(self.servers[side], "pid", None))
+            record["asleep_gpu_used_bytes"] = sleep_mode.gpu_used_bytes()
             self._write(side)
         if self.awake == side:
             self.awake = None
@@ -110,7 +110,7 @@ class Pair:
         self.awake = side
         record = self.records[side]
         if record.get("awake_gpu_used_bytes") is None:
-            record["awake_gpu_used_bytes"] = sm_mode.gpu_used_bytes()
+            record["awake_gpu_used_bytes"] = sleep_mode.gpu_used_bytes()
         record["swaps"].append(
             {
                 "seq": seq,
@@ -132,7 +132,7 @@ class Pair:
             server.stop()
 
 
-def _visits(point: BenchPoint) -> list[tuple[int, Side, int, int]]:
+def visits(point: BenchPoint) -> list[tuple[int, Side, int, int]]:
     """(seq, side, first wave, end wave) of each visit of a batch point: one measured wave per visit,
     a side's first visit also its warm-up waves."""
     out, next_wave = [], {"A": 0, "B": 0}
@@ -155,7 +155,7 @@ class _SideRun:
         self.before: str | None = None
         self.measured: str | None = None
         self.reset: bool | None = None
-        self.started_at = _utc_now()
+        self.started_at = utc_now()
         self.duration_s = 0.0
 
     def visit(self, rd: RunDir, seq: int, side: Side, first: int, end: int) -> None:
@@ -163,12 +163,12 @@ class _SideRun:
         base_url = self.server.endpoint.base_url
         warmup = max(point.warmup_waves - first, 0)
         if first == 0:
-            self.reset = _reset_prefix_cache(base_url) if point.reset_prefix_cache else None
-            self.before = _snapshot(rd, self.name, point.point_id, "before", base_url)
+            self.reset = reset_prefix_cache(base_url) if point.reset_prefix_cache else None
+            self.before = snapshot_metrics(rd, self.name, point.point_id, "before", base_url)
         part = point.model_copy(update={"warmup_waves": warmup, "waves": end - first - warmup})
 
         def measure_start() -> None:
-            self.measured = _snapshot(rd, self.name, point.point_id, "measured", base_url)
+            self.measured = snapshot_metrics(rd, self.name, point.point_id, "measured", base_url)
 
         t0 = time.perf_counter()
         run = run_point(
@@ -199,7 +199,7 @@ class _SideRun:
 
     def write(self, rd: RunDir) -> None:
         point, base_url = self.point, self.server.endpoint.base_url
-        after = _snapshot(rd, self.name, point.point_id, "after", base_url)
+        after = snapshot_metrics(rd, self.name, point.point_id, "after", base_url)
         write_request_rows(rd.bench_rows(self.name, point.point_id), self.rows)
         shares = [r.cpu_share for r in self.runs if r.cpu_share is not None]
         lags = [r.loop_lag_p99_s for r in self.runs if r.loop_lag_p99_s is not None]
@@ -221,8 +221,10 @@ class _SideRun:
             client=client_load(
                 max(shares) if shares else None, max(lags) if lags else None, max(lag_max) if lag_max else None
             ),
-            counter_deltas=sm.counter_deltas(self.before, after),
-            measured_counter_deltas=sm.counter_deltas(self.measured, after) if self.measured is not None else None,
+            counter_deltas=counters.counter_deltas(self.before, after),
+            measured_counter_deltas=counters.counter_deltas(self.measured, after)
+            if self.measured is not None
+            else None,
             power=unavailable("interleaved pair: both servers share the GPUs, NVML samples are not per visit"),
             prefix_cache_reset=self.reset,
             byog_version=__version__,
@@ -240,7 +242,7 @@ def _batch_point(pair: Pair, point: BenchPoint, rd: RunDir, data_dir: Path | Non
         finally:
             tok.close()
         runs[side] = _SideRun(pair.names[side], server, point, prompts)
-    for seq, side, first, end in _visits(point):
+    for seq, side, first, end in visits(point):
         pair.on(side, seq, point.point_id)
         with spent(rd, pair.names[side], "measure"):
             runs[side].visit(rd, seq, side, first, end)
@@ -261,7 +263,7 @@ def _whole_point(
             run_one_point(point, name, pair.servers[side], rd, data_dir=data_dir)
 
 
-def _bench(pair: Pair, rd: RunDir, data_dir: Path | None, reporter: Reporter) -> None:
+def bench_pair(pair: Pair, rd: RunDir, data_dir: Path | None, reporter: Reporter) -> None:
     for index, point in enumerate(expand_plan(pair.plan)):
         sides: list[Side] = [s for s in ("A", "B") if pair.names[s] in point.servers]
         if not sides:
@@ -290,7 +292,7 @@ def run_interleaved_pair(
         with reporter.status(": starting vLLM with sleep mode (side B)…", lead=candidate):
             pair.start("B", model)
         reporter.line(f"interleaved pair up: A = {baseline}, B = {candidate}")
-        _bench(pair, rd, data_dir, reporter)
+        bench_pair(pair, rd, data_dir, reporter)
         for side in ("A", "B"):
             name = names[side]
             pair.on(side, -1, None)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from byog.analysis import numerics as nm
+from byog.analysis.numerics import PassArrays, head_ratio
 from byog.analysis.numerics_summary import REFERENCE_PASS, load_pass, read_conformance_record, read_numerics_record
 from byog.analysis.server_log import root_cause
 from byog.bench.prompts import ServerTokenizer, build_prompts
@@ -100,7 +100,7 @@ def baseline_is_flat(plan: Plan, baseline: str, rd: RunDir) -> bool:
     if not rd.numerics_complete(baseline):
         return False
     tolerance = (plan.numerics or NumericsSpec()).tolerance
-    ratio = nm.head_ratio(nm.PassArrays.concat(list(load_pass(rd, baseline, REFERENCE_PASS).values())))
+    ratio = head_ratio(PassArrays.concat(list(load_pass(rd, baseline, REFERENCE_PASS).values())))
     return ratio is not None and ratio <= tolerance.flat_head_ratio
 
 

@@ -73,9 +73,11 @@ def run_server(
     config = launch_config(plan, name)
     label = _label(name, rd)
     starting = f": starting vLLM ({config.runtime} runtime)"
-    with reporter.status(f"{starting}…", lead=label) as status:
-        with watch_start(rd.server_log(name), lambda p: _show_start(reporter, status, label, starting, p)):
-            server: RunningServer = launch_for_numerics(plan, name, model, rd)
+    with (
+        reporter.status(f"{starting}…", lead=label) as status,
+        watch_start(rd.server_log(name), lambda p: show_start(reporter, status, label, starting, p)),
+    ):
+        server: RunningServer = launch_for_numerics(plan, name, model, rd)
     try:
         reporter.line(f": up at {server.endpoint.base_url}", lead=label)
         with spent(rd, name, "measure"):
@@ -91,7 +93,7 @@ def run_server(
             server.stop()
 
 
-def _show_start(reporter: Reporter, status: Status, label: str, starting: str, progress: StartProgress) -> None:
+def show_start(reporter: Reporter, status: Status, label: str, starting: str, progress: StartProgress) -> None:
     """A starting server's phase: the live line on a terminal; in a log or pipe, a plain line when
     the phase changes and one a minute while it lasts."""
     said = f"{progress.phase} ({elapsed(progress.elapsed_s)})"
@@ -101,7 +103,7 @@ def _show_start(reporter: Reporter, status: Status, label: str, starting: str, p
         reporter.line(f"{label}{starting}: {said}")
 
 
-def _print_outcome(summary: Summary, reporter: Reporter) -> None:
+def print_outcome(summary: Summary, reporter: Reporter) -> None:
     comparisons = [c for c in summary.bench.comparisons if c.metric == "decode_tok_s"]
     if comparisons:
         table = Table(
@@ -244,7 +246,7 @@ def run_plan(
                 continue
             run_server(plan, name, model, launch_dir, data_dir, reporter)
     summary = derive_and_write(rd.root, reporter)
-    _print_outcome(summary, reporter)
+    print_outcome(summary, reporter)
     bundle = finalize_run(rd, reporter, subject=with_candidate_commit(bundle_subject, plan, rd))
     wall_s = time.monotonic() - started
     reporter.line(f"run directory: {rd.root}   wall time: {wall_s:.0f} s")

@@ -1,4 +1,5 @@
-"""Plans: the pydantic model, YAML loading, matrix expansion and the built-in profiles."""
+"""Plans: YAML loading (the model is ``byog.schemas.plan``'s ``Plan``), matrix expansion, tiers and
+subsets, the eval task registry, server flags and KV-memory estimates, and the built-in profiles and claims."""
 
 from byog.plans.load import load_plan, parse_plan
 from byog.schemas.plan import Plan

@@ -6,6 +6,8 @@ server, so the same id on every server pairs candidate with baseline.
 
 from __future__ import annotations
 
+from typing import Any
+
 from byog.core.argv import arg_value
 from byog.core.errors import UsageError
 from byog.core.paths import safe_name
@@ -121,12 +123,7 @@ def expand_plan(plan: Plan) -> list[BenchPoint]:
             continue
         if isinstance(workload, RateWorkload) and workload.search is not None:
             continue
-        if isinstance(workload, BatchWorkload):
-            loads: list[float] = list(workload.batch_sizes)
-        elif isinstance(workload, ConcurrencyWorkload):
-            loads = list(workload.concurrencies)
-        else:
-            loads = list(workload.rates)
+        loads = _loads(workload)
         for isl in workload.isl:
             for osl in workload.osl:
                 for load in loads:
@@ -148,29 +145,33 @@ def expand_plan(plan: Plan) -> list[BenchPoint]:
                         servers=servers,
                         slo=workload.slo,
                     )
-                    if isinstance(workload, BatchWorkload):
-                        points.append(
-                            BenchPoint(
-                                **common, batch_size=int(load), warmup_waves=workload.warmup_waves, waves=workload.waves
-                            )
-                        )
-                    elif isinstance(workload, ConcurrencyWorkload):
-                        points.append(
-                            BenchPoint(
-                                **common,
-                                concurrency=int(load),
-                                num_prompts=workload.num_prompts,
-                                warmup_prompts=workload.warmup_prompts,
-                            )
-                        )
-                    else:
-                        assert isinstance(workload, RateWorkload)
-                        points.append(
-                            BenchPoint(
-                                **common, rate=float(load), num_prompts=workload.num_prompts, arrival_seed=workload.seed
-                            )
-                        )
+                    points.append(_load_point(workload, load, common))
     return points
+
+
+def _loads(workload: BatchWorkload | ConcurrencyWorkload | RateWorkload) -> list[float]:
+    """The workload's load axis: batch sizes, concurrencies or rates."""
+    if isinstance(workload, BatchWorkload):
+        return list(workload.batch_sizes)
+    if isinstance(workload, ConcurrencyWorkload):
+        return list(workload.concurrencies)
+    return list(workload.rates)
+
+
+def _load_point(
+    workload: BatchWorkload | ConcurrencyWorkload | RateWorkload, load: float, common: dict[str, Any]
+) -> BenchPoint:
+    """The point at one load of the workload; ``common``: the fields every kind shares."""
+    if isinstance(workload, BatchWorkload):
+        return BenchPoint(**common, batch_size=int(load), warmup_waves=workload.warmup_waves, waves=workload.waves)
+    if isinstance(workload, ConcurrencyWorkload):
+        return BenchPoint(
+            **common,
+            concurrency=int(load),
+            num_prompts=workload.num_prompts,
+            warmup_prompts=workload.warmup_prompts,
+        )
+    return BenchPoint(**common, rate=float(load), num_prompts=workload.num_prompts, arrival_seed=workload.seed)
 
 
 def points_for_server(plan: Plan, server: str) -> list[BenchPoint]:

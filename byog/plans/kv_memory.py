@@ -100,6 +100,20 @@ def dtype_bytes_of(name: str) -> int:
     return _DTYPE_BYTES[key]
 
 
+def _cache_dtype(cfg: Mapping[str, Any], kv_cache_dtype: str, model_dtype: str, caveats: list[str]) -> str:
+    """The dtype the KV cache is stored in (vLLM's choice for "auto"); an assumption made goes to ``caveats``."""
+    if kv_cache_dtype != "auto":
+        return kv_cache_dtype
+    if model_dtype != "auto":
+        return model_dtype
+    dtype = str(cfg.get("dtype") or cfg.get("torch_dtype") or "bfloat16").replace("torch.", "")
+    if "dtype" not in cfg and "torch_dtype" not in cfg:
+        caveats.append("config.json names no dtype: bfloat16 assumed")
+    if dtype in ("float32", "float"):
+        return "bfloat16"  # vLLM's auto dtype downcasts float32 checkpoints
+    return dtype
+
+
 def kv_shape(config: Mapping[str, Any], kv_cache_dtype: str = "auto", model_dtype: str = "auto") -> KvShape:
     """The KV shape of a Hugging Face config.json (a dict).
 
@@ -110,16 +124,7 @@ def kv_shape(config: Mapping[str, Any], kv_cache_dtype: str = "auto", model_dtyp
     cfg = _text_config(config)
     layers = int(cfg["num_hidden_layers"])
     caveats: list[str] = []
-    if kv_cache_dtype != "auto":
-        dtype = kv_cache_dtype
-    elif model_dtype != "auto":
-        dtype = model_dtype
-    else:
-        dtype = str(cfg.get("dtype") or cfg.get("torch_dtype") or "bfloat16").replace("torch.", "")
-        if "dtype" not in cfg and "torch_dtype" not in cfg:
-            caveats.append("config.json names no dtype: bfloat16 assumed")
-        if dtype in ("float32", "float"):
-            dtype = "bfloat16"  # vLLM's auto dtype downcasts float32 checkpoints
+    dtype = _cache_dtype(cfg, kv_cache_dtype, model_dtype, caveats)
     mla = "kv_lora_rank" in cfg and cfg.get("kv_lora_rank") is not None
     if mla:
         heads, head_k, head_v = 1, int(cfg["kv_lora_rank"]) + int(cfg.get("qk_rope_head_dim") or 0), 0
@@ -258,7 +263,7 @@ def parse_bytes(value: str) -> int:
         return int(float(number) * 10 ** (3 * "kmgt".index(suffix) + 3))
     if "." in number:
         raise ValueError(f"'{value}': vLLM allows no decimals with a binary suffix")
-    return int(number) * 2 ** (10 * "KMGT".index(suffix) + 10)
+    return int(number) << (10 * "KMGT".index(suffix) + 10)
 
 
 def stated_budget(args: list[str], env: Mapping[str, str], cpu_build: bool) -> tuple[int | None, str | None]:

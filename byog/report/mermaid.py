@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from byog.analysis import numerics as nm
+from byog.analysis.numerics import envelope
 from byog.core.safe_text import md_text, mermaid_text
 from byog.report.format import load_label, metric, num, speedup_axis
 from byog.schemas.bench import PointSummary
@@ -173,8 +173,8 @@ def numerics_charts(numerics: NumericsSummary | None) -> list[str]:
         if len(buckets) < MIN_CATEGORIES:
             continue
         variant = {v.start: v.model_dump() for v in family.variant}
-        envelope: list[float | None] = [
-            nm.envelope(aa[b.start].model_dump(), variant.get(b.start), numerics.tolerance)["mean_abs_dlogprob"]
+        envelope_line: list[float | None] = [
+            envelope(aa[b.start].model_dump(), variant.get(b.start), numerics.tolerance)["mean_abs_dlogprob"]
             for b in buckets
         ]
         lines += _chart(
@@ -182,7 +182,7 @@ def numerics_charts(numerics: NumericsSummary | None) -> list[str]:
             "context position: mean abs logprob difference per bucket",
             [b.bucket for b in buckets],
             "nats",
-            [("bar", [b.mean_abs_dlogprob for b in buckets]), ("line", envelope)],
+            [("bar", [b.mean_abs_dlogprob for b in buckets]), ("line", envelope_line)],
         )
     return lines
 

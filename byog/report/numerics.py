@@ -11,7 +11,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from byog.analysis import numerics as nm
+from byog.analysis.numerics import before_divergence, compare_positions, divergences, envelope
 from byog.analysis.numerics_summary import OTHER_PASS, REFERENCE_PASS, load_pass
 from byog.core.paths import RunDir
 from byog.core.safe_text import md_text
@@ -267,10 +267,10 @@ def plot_numerics(run_dir: RunDir, numerics: NumericsSummary, save: Any) -> None
                     continue  # one A/A per baseline is enough
                 other = load_pass(run_dir, server, OTHER_PASS)[family]
                 if family == "decode":
-                    found = nm.divergences(ref, other)
-                    metrics = nm.compare_positions(nm.before_divergence(ref, found), nm.before_divergence(other, found))
+                    found = divergences(ref, other)
+                    metrics = compare_positions(before_divergence(ref, found), before_divergence(other, found))
                 else:
-                    metrics = nm.compare_positions(ref, other)
+                    metrics = compare_positions(ref, other)
                 ax.scatter(
                     metrics.position + 1, [max(v, floor) for v in metrics.abs_dlogprob], s=2, alpha=0.25, color=color
                 )
@@ -284,7 +284,7 @@ def plot_numerics(run_dir: RunDir, numerics: NumericsSummary, save: Any) -> None
                 _, env_ys = _step(
                     fam.aa,
                     [
-                        max(nm.envelope(b.model_dump(), variant.get(b.start), tolerance)["mean_abs_dlogprob"], floor)
+                        max(envelope(b.model_dump(), variant.get(b.start), tolerance)["mean_abs_dlogprob"], floor)
                         for b in fam.aa
                     ],
                 )

@@ -5,6 +5,7 @@ runtime sweeps the orphans of dead owners before it starts."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from typing import Any
 
@@ -44,7 +45,5 @@ def remove_container(container: Any, grace_s: int = STOP_GRACE_S) -> None:
         return
     except APIError:
         pass
-    try:
+    with contextlib.suppress(NotFound):
         container.remove(force=True)
-    except NotFound:
-        pass

@@ -17,6 +17,7 @@ container or Ray node outlives it.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import shlex
 import sys
@@ -171,7 +172,7 @@ def cluster_launch(
 
 
 @dataclass
-class _Running:
+class Running:
     """One started step: which node, which process, which log."""
 
     step: NodeStep
@@ -205,7 +206,7 @@ class ClusterServer:
         self.gpus_per_node = self.launch.gpus_per_node
         self.endpoint = Endpoint(base_url=self.plan.base_url, model=model.served_name, tokenizer=model.tokenizer)
         self.nodes: list[Node] = []
-        self.running: list[_Running] = []
+        self.running: list[Running] = []
         self.fingerprints: list[dict[str, Any]] = []
         self.identities: list[dict[str, Any]] = []
         self.starts: list[dict[str, Any]] = []
@@ -324,7 +325,7 @@ class ClusterServer:
                     f"{' '.join(step.argv)}\n".encode()
                 )
             proc = self.nodes[step.rank].spawn(step.role, step.argv, step.env, log)
-            self.running.append(_Running(step, proc, log))
+            self.running.append(Running(step, proc, log))
 
     def _wait_for_ray(self, nodes: int) -> None:
         head = self.nodes[0]
@@ -407,7 +408,7 @@ class ClusterServer:
         }
 
     # --- watching -------------------------------------------------------------------------------
-    def _first_dead(self) -> _Running | None:
+    def _first_dead(self) -> Running | None:
         """A dead step; of several, one that does not serve: the API server exits because a rank it
         waits on is gone (seen together where a node's end reaches byog late, as Slurm's does)."""
         dead = [r for r in self.running if not r.proc.alive()]
@@ -416,7 +417,7 @@ class ClusterServer:
     def _all_alive(self) -> bool:
         return bool(self.running) and self._first_dead() is None
 
-    def _died_starting(self, dead: _Running, when: str) -> ByogError:
+    def _died_starting(self, dead: Running, when: str) -> ByogError:
         """One sentence (the node, and the error it logged last), then that node's log tail."""
         tail = tail_file(dead.log, TAIL_LINES)
         cause = root_cause(tail)
@@ -426,7 +427,7 @@ class ClusterServer:
             + f"; its last log lines:\n{tail}"
         )
 
-    def _describe_dead(self, dead: _Running) -> str:
+    def _describe_dead(self, dead: Running) -> str:
         code = dead.proc.record().get("returncode")
         return f"node {dead.step.rank} ({dead.step.role}) exited" + (f" with code {code}" if code is not None else "")
 
@@ -670,7 +671,5 @@ def launch_cluster(
 
 def _quietly(stop: Any, grace_s: float) -> None:
     """Stop one process; one already gone must not keep the others (or the node close) from running."""
-    try:
+    with contextlib.suppress(Exception):  # the node's close() still removes whatever is left
         stop(grace_s)
-    except Exception:  # the node's close() still removes whatever is left
-        pass

@@ -20,6 +20,7 @@ exactly as the local runtime runs it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import threading
@@ -215,7 +216,7 @@ class DockerServer:
         hf_cache_dir().mkdir(parents=True, exist_ok=True)
         for attempt in range(PORT_ATTEMPTS):
             try:
-                ready_s = self._start_once()
+                self._start_once()
                 break
             except _PortTaken:
                 self.stop()
@@ -230,7 +231,7 @@ class DockerServer:
                 raise
         if self.identity is None:  # a restart runs the same image on the same files
             self.identity = container_identity(self._container, self._python(), self.model, self.image_info)
-        self._write_record(ready_s)
+        self._write_record()
         return self
 
     def _python(self) -> str:
@@ -239,7 +240,7 @@ class DockerServer:
             return sys.executable
         return "python3"
 
-    def _start_once(self) -> float:
+    def _start_once(self) -> None:
         from docker.errors import APIError
 
         self._remove_leftover()
@@ -275,18 +276,15 @@ class DockerServer:
         self.starts.append(
             {"started_at": started_at, "ready_after_s": round(ready_s, 3), "container_id": self._container.id}
         )
-        return ready_s
 
     def _remove_leftover(self) -> None:
         """A container of the same name (an earlier attempt, a crashed run resumed) is removed first."""
         from docker.errors import NotFound
 
-        try:
+        with contextlib.suppress(NotFound):
             remove_container(self.client.containers.get(self.spec.name))
-        except NotFound:
-            pass
 
-    def _write_record(self, ready_s: float) -> None:
+    def _write_record(self) -> None:
         probe = probe_server(self.base_url)
         self.endpoint = endpoint_after_start(self.base_url, self.model, self.config, self.spec.command, probe)
         entrypoint = self.spec.entrypoint or list((self.image.attrs.get("Config") or {}).get("Entrypoint") or [])

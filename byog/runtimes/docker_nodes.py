@@ -23,6 +23,7 @@ hosts every node is a container on this machine's engine (a test, or one host sp
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -82,7 +83,7 @@ class DockerProc:
     def alive(self) -> bool:
         return bool(self._inspect().get("Running"))
 
-    def stop(self, grace_s: float = 0.0) -> None:
+    def stop(self, grace_s: float = 0.0) -> None:  # noqa: ARG002 (NodeProc.stop)
         """Nothing to signal one by one: closing the node removes the container and all in it."""
         self._follower.join(0 if self.alive() else LOG_JOIN_S)
 
@@ -118,10 +119,8 @@ class DockerNode:
     def start(self) -> DockerNode:
         from docker.errors import APIError, NotFound
 
-        try:
-            remove_container(self.client.containers.get(self.run_kwargs["name"]))  # a leftover of a crashed run
-        except NotFound:
-            pass
+        with contextlib.suppress(NotFound):  # a leftover of a crashed run
+            remove_container(self.client.containers.get(self.run_kwargs["name"]))
         try:
             self.container = self.client.containers.run(**self.run_kwargs)
         except APIError as err:
@@ -146,7 +145,10 @@ class DockerNode:
         return proc
 
     def run(
-        self, argv: list[str], env: dict[str, str] | None = None, timeout_s: float = RUN_TIMEOUT_S
+        self,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        timeout_s: float = RUN_TIMEOUT_S,  # noqa: ARG002 (Node.run; docker exec takes no timeout)
     ) -> tuple[int, str]:
         result = self.container.exec_run(argv, environment=node_env(env or {}, self.marker, []), demux=False)
         return int(result.exit_code), (result.output or b"").decode(errors="replace")
@@ -162,7 +164,8 @@ class DockerNode:
 
     @property
     def rpc_dir(self) -> str:
-        return next(host for host, bind in self.run_kwargs["volumes"].items() if bind["bind"] == CONTAINER_RPC_DIR)
+        volumes: dict[str, dict[str, str]] = self.run_kwargs["volumes"]
+        return next(host for host, bind in volumes.items() if bind["bind"] == CONTAINER_RPC_DIR)
 
     def record(self) -> dict[str, Any]:
         return {

@@ -72,7 +72,7 @@ class EndpointServer:
         except httpx.HTTPError:
             return False
 
-    def log_tail(self, lines: int = 30) -> str:
+    def log_tail(self, lines: int = 30) -> str:  # noqa: ARG002 (RunningServer.log_tail)
         return "(an endpoint runtime has no server log: byog did not launch it)"
 
     def restart(self) -> None:

@@ -7,6 +7,7 @@ the kernel sends the child SIGTERM (PR_SET_PDEATHSIG), so no server outlives its
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -61,16 +62,14 @@ def cpu_vllm_installed() -> bool:
         return False
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Runs in the child between fork and exec.
 
     Caveat: Linux delivers the death signal when the *thread* that forked exits, not the
     process; launch servers from a thread that lives as long as they should (the main one).
     """
-    try:
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass
 
 
 def group_alive(pgid: int) -> bool:
@@ -106,10 +105,8 @@ def kill_process_group(leader: subprocess.Popen[bytes], grace_s: float = STOP_GR
         (lambda: os.killpg(pgid, signal.SIGKILL), 5.0),
     )
     for send, wait_s in steps:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             send()
-        except ProcessLookupError:
-            pass
         if _wait_group_gone(leader, wait_s):
             return
 
@@ -148,7 +145,7 @@ class LocalServer:
             stdin=subprocess.DEVNULL,
             env={**os.environ, **self.env},
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         try:
             ready_s = wait_for_health(

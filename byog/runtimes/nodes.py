@@ -14,6 +14,7 @@ did not start is ever signalled.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -27,7 +28,7 @@ import psutil
 
 from byog.core.settings import NODE_MARKER_ENV
 from byog.images.vllm_entry import installed_vllm_version
-from byog.runtimes.local import _die_with_parent, kill_process_group
+from byog.runtimes.local import die_with_parent, kill_process_group
 
 NODE_PROBE = "byog.runtimes.node_probe"
 RUN_TIMEOUT_S = 120.0
@@ -87,9 +88,12 @@ def probe_node(node: Node, python: str, env: dict[str, str]) -> dict[str, Any]:
     if code != 0:
         return {"error": f"exit {code}: {out.strip()[-300:]}"}
     try:
-        return json.loads(out.strip().splitlines()[-1])
+        found = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
+        found = None
+    if not isinstance(found, dict):
         return {"error": f"unreadable probe output: {out.strip()[-300:]}"}
+    return found
 
 
 def marked_processes(marker: str) -> list[psutil.Process]:
@@ -110,16 +114,12 @@ def kill_marked(marker: str, grace_s: float = 5.0) -> list[int]:
     """SIGTERM, then SIGKILL, every process carrying the marker; returns the pids found."""
     procs = [p for p in marked_processes(marker) if p.pid != os.getpid()]
     for proc in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.send_signal(signal.SIGTERM)
-        except psutil.Error:
-            pass
     _, left = psutil.wait_procs(procs, timeout=grace_s)
     for proc in left:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
     psutil.wait_procs(left, timeout=grace_s)
     return [p.pid for p in procs]
 
@@ -170,7 +170,7 @@ class LocalNode:
             stdin=subprocess.DEVNULL,
             env={**os.environ, **node_env(env, self.marker, self.gpus)},
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         proc = LocalProc(label, popen, log)
         self.procs.append(proc)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import time
 from collections import deque
 from collections.abc import Callable
@@ -23,7 +23,7 @@ HEALTH_POLL_S = 0.5
 
 
 def utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def tail_file(path: Path, lines: int = 30) -> str:
@@ -113,8 +113,9 @@ def served_parallel_config(base_url: str) -> dict[str, int] | None:
 
 def served_max_model_len(models: dict[str, Any] | None) -> int | None:
     for card in (models or {}).get("data", []):
-        if isinstance(card.get("max_model_len"), int):
-            return card["max_model_len"]
+        max_model_len = card.get("max_model_len")
+        if isinstance(max_model_len, int):
+            return max_model_len
     return None
 
 

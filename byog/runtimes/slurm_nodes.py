@@ -20,6 +20,7 @@ Slurm started and never connects to a node by ssh. Nodes are known by their Slur
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -33,7 +34,7 @@ import byog
 from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.settings import NODE_MARKER_ENV
 from byog.images.fingerprint import oci_arch
-from byog.runtimes.local import _die_with_parent
+from byog.runtimes.local import die_with_parent
 from byog.runtimes.nodes import RUN_TIMEOUT_S
 
 STOP_GRACE_S = 20.0
@@ -295,10 +296,8 @@ class SlurmProc:
 
 
 def _wait(popen: subprocess.Popen[bytes], timeout_s: float) -> None:
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         popen.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 class SlurmNode:
@@ -354,7 +353,7 @@ class SlurmNode:
             stdin=subprocess.DEVNULL,
             env={**slurm_env(), **self._env(env)},
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         proc = SlurmProc(label, self, name, full, popen, log)
         self.procs.append(proc)
@@ -445,7 +444,7 @@ class SlurmNodes:
     def addresses(self) -> list[str]:
         return [self.alloc.addresses[n] for n in self.slurm_nodes]
 
-    def open(self, rank: int, host: str | None, gpus: list[int], marker: str) -> SlurmNode:
+    def open(self, rank: int, host: str | None, gpus: list[int], marker: str) -> SlurmNode:  # noqa: ARG002 (NodeRuntime.open; srun places the node)
         name = self.slurm_nodes[rank]
         return SlurmNode(
             rank, name, self.alloc.addresses[name], self.alloc.job_id, marker, self.gpus_per_node, self.container

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from byog.core.errors import UsageError
 from byog.core.settings import NODE_MARKER_ENV
-from byog.runtimes.local import _die_with_parent, kill_process_group
+from byog.runtimes.local import die_with_parent, kill_process_group
 from byog.runtimes.nodes import RUN_TIMEOUT_S, node_env
 
 STOP_GRACE_S = 20.0
@@ -208,7 +208,7 @@ class SshNode:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         proc = SshProc(label, self, popen, log, log_path, log_start)
         self.procs.append(proc)

@@ -455,17 +455,28 @@ class Plan(Strict):
 
     @model_validator(mode="after")
     def _references(self) -> Plan:
+        self._check_server_names()
+        self._check_workloads_and_evals()
+        self._check_interleaved()
+        if self.numerics is not None:
+            self._check_numerics(self.numerics)
+        return self
+
+    def _check_server_names(self) -> None:
+        """Every server a pair, workload or eval names is defined."""
         if self.baseline not in self.servers:
             raise ValueError(f"baseline '{self.baseline}' is not one of the servers {sorted(self.servers)}")
         for pair in self.pairs or []:
             for server in (pair.candidate, pair.baseline):
                 if server not in self.servers:
                     raise ValueError(f"pair server '{server}' is not defined under 'servers'")
-        names: set[str] = set()
         for item in [*self.workloads, *self.evals]:
             for server in item.servers or []:
                 if server not in self.servers:
                     raise ValueError(f"server '{server}' is not defined under 'servers'")
+
+    def _check_workloads_and_evals(self) -> None:
+        names: set[str] = set()
         for workload in self.workloads:
             name = workload.name or workload.kind
             if name in names:
@@ -476,6 +487,8 @@ class Plan(Strict):
                 raise ValueError(
                     f"eval '{spec.task}' asks for {spec.passes} passes but only {len(self.seeds)} seeds are listed"
                 )
+
+    def _check_interleaved(self) -> None:
         interleaved = [s for c, b in self.interleaved_pairs for s in (c, b)]
         if len(set(interleaved)) != len(interleaved):
             raise ValueError("a server can be in one interleaved pair only (interleave: true)")
@@ -484,30 +497,28 @@ class Plan(Strict):
         for name in interleaved:
             if self.servers[name].runtime not in ("local", "docker") or self.servers[name].multi_node:
                 raise ValueError(f"server '{name}' of an interleaved pair must be a single-node local or docker server")
-        if self.numerics is not None:
-            # a candidate is scored on its baseline's token path: one baseline each, and no chains
-            baselines: dict[str, str] = {}
-            for candidate, baseline in self.comparisons:
-                if baselines.setdefault(candidate, baseline) != baseline:
+
+    def _check_numerics(self, numerics: NumericsSpec) -> None:
+        # a candidate is scored on its baseline's token path: one baseline each, and no chains
+        baselines: dict[str, str] = {}
+        for candidate, baseline in self.comparisons:
+            if baselines.setdefault(candidate, baseline) != baseline:
+                raise ValueError(f"numerics: server '{candidate}' is a candidate of two baselines; pair it with one")
+        if isinstance(numerics.conformance, list):
+            for server in numerics.conformance:
+                if server not in self.servers:
+                    raise ValueError(f"numerics.conformance names '{server}', which is not defined under 'servers'")
+                if baselines.get(server, server) not in numerics.conformance:
                     raise ValueError(
-                        f"numerics: server '{candidate}' is a candidate of two baselines; pair it with one"
+                        f"numerics.conformance lists the candidate '{server}' without its baseline "
+                        f"'{baselines[server]}', to which it is held"
                     )
-            if isinstance(self.numerics.conformance, list):
-                for server in self.numerics.conformance:
-                    if server not in self.servers:
-                        raise ValueError(f"numerics.conformance names '{server}', which is not defined under 'servers'")
-                    if baselines.get(server, server) not in self.numerics.conformance:
-                        raise ValueError(
-                            f"numerics.conformance lists the candidate '{server}' without its baseline "
-                            f"'{baselines[server]}', to which it is held"
-                        )
-            for candidate in baselines:
-                if candidate in baselines.values():
-                    raise ValueError(
-                        f"numerics: server '{candidate}' is both a candidate and a baseline; "
-                        "compare each candidate with a stock baseline directly"
-                    )
-        return self
+        for candidate in baselines:
+            if candidate in baselines.values():
+                raise ValueError(
+                    f"numerics: server '{candidate}' is both a candidate and a baseline; "
+                    "compare each candidate with a stock baseline directly"
+                )
 
     @property
     def comparisons(self) -> list[tuple[str, str]]:

@@ -39,7 +39,7 @@ class SchemaEntry:
         return self._pattern.match(path) is not None  # the globs as one regex: asked once per bundle file
 
 
-_REGISTRY: dict[str, SchemaEntry] = {}
+REGISTRY: dict[str, SchemaEntry] = {}
 
 # Modules of byog.schemas that hold no models of their own.
 _NOT_SCHEMA_MODULES = {"registry", "export", "migrate"}
@@ -49,10 +49,10 @@ def register(
     name: str, model: type[BaseModel], *, version: int, files: tuple[str, ...] = (), kind: FileKind = "json"
 ) -> type[BaseModel]:
     """Register ``model`` under ``name``; re-registering the same model is a no-op (module reloads)."""
-    existing = _REGISTRY.get(name)
+    existing = REGISTRY.get(name)
     if existing is not None and existing.model.__qualname__ != model.__qualname__:
         raise ValueError(f"schema name '{name}' is already registered for {existing.model.__qualname__}")
-    _REGISTRY[name] = SchemaEntry(name=name, model=model, version=version, files=tuple(files), kind=kind)
+    REGISTRY[name] = SchemaEntry(name=name, model=model, version=version, files=tuple(files), kind=kind)
     return model
 
 
@@ -67,7 +67,7 @@ def _import_schema_modules() -> None:
 def load_all() -> dict[str, SchemaEntry]:
     """Import every module of ``byog.schemas`` (each registers its models) and return the registry."""
     _import_schema_modules()
-    return dict(sorted(_REGISTRY.items()))
+    return dict(sorted(REGISTRY.items()))
 
 
 def entry_for(path: str) -> SchemaEntry | None:

@@ -96,7 +96,7 @@ def _drop(node: Any, path: tuple[str, ...], keys: frozenset[str]) -> Any:
 
 def as_of_version(document: dict[str, Any], version: int) -> dict[str, Any]:
     """A summary.json document of the current version, cut to what an older ``version`` holds."""
-    out: Any = dict(document, schema_version=version)
+    out: dict[str, Any] = dict(document, schema_version=version)
     for changed_in, changes in CHANGED_IN.items():
         if changed_in > version:
             for path, keys in changes:

@@ -39,16 +39,26 @@ def _non_null(annotation: Any) -> Any:
     return annotation
 
 
+def _named_arrow_type(name: str) -> pa.DataType:
+    """``pyarrow.<name>()``, e.g. ``int64`` or ``large_string``."""
+    import pyarrow as pa
+
+    made = getattr(pa, name)()
+    if not isinstance(made, pa.DataType):
+        raise TypeError(f"pyarrow.{name}() is not an arrow type")
+    return made
+
+
 def _arrow_type(annotation: Any, override: str | None) -> pa.DataType:
     import pyarrow as pa
 
     if override:
-        return getattr(pa, override)()
+        return _named_arrow_type(override)
     annotation = _non_null(annotation)
     if typing.get_origin(annotation) is list:
         (inner,) = typing.get_args(annotation)
-        return pa.list_(getattr(pa, _SCALARS[inner])())
-    return getattr(pa, _SCALARS[annotation])()
+        return pa.list_(_named_arrow_type(_SCALARS[inner]))
+    return _named_arrow_type(_SCALARS[annotation])
 
 
 def arrow_schema(model: type[BaseModel]) -> pa.Schema:

@@ -149,9 +149,11 @@ def test_outside_an_allocation_is_refused(slurm_cluster, tmp_path) -> None:
 def test_too_few_nodes_is_refused(slurm_cluster, tmp_path) -> None:
     job = slurm_cluster.allocate(2)
     try:
-        with inside(slurm_cluster.job_env(job)):
-            with pytest.raises(EnvironmentProblem, match=f"needs 3 nodes but Slurm job {job} holds 2") as err:
-                launch(server_config(), tmp_path / "runs" / "r")
+        with (
+            inside(slurm_cluster.job_env(job)),
+            pytest.raises(EnvironmentProblem, match=f"needs 3 nodes but Slurm job {job} holds 2") as err,
+        ):
+            launch(server_config(), tmp_path / "runs" / "r")
         assert err.value.exit_code == 3
         assert_nothing_left(slurm_cluster)
     finally:

@@ -8,6 +8,7 @@ BYOG_REQUIRE_DOCKER=1 (CI) makes that a failure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -63,6 +64,36 @@ def containers_of_run(client, run_id: str) -> list[str]:
     return [c.name for c in client.containers.list(all=True, filters={"label": f"byog.run={run_id}"})]
 
 
+def _assert_container_setup(container, run_id: str, model_path: str) -> None:
+    container.reload()
+    assert container.labels["byog.run"] == run_id and container.labels["byog.server"] == "docker"
+    assert container.attrs["HostConfig"]["IpcMode"] == "host"
+    assert container.attrs["HostConfig"]["NetworkMode"] == "host"
+    assert not container.attrs["HostConfig"].get("DeviceRequests")  # the CPU flavour asks for no GPU
+    assert f"HF_TOKEN={FAKE_TOKEN}" in container.attrs["Config"]["Env"]  # passed through (never recorded)
+    mounts = {m["Destination"]: m for m in container.attrs["Mounts"]}
+    assert mounts[model_path]["RW"] is False and mounts[sys.prefix]["RW"] is False
+
+
+def _streamed_completion_tokens(base_url: str, model: str, max_tokens: int) -> int:
+    """One streamed completion: the tokens its final usage chunk counts (the server's own count)."""
+    with httpx.stream(
+        "POST",
+        f"{base_url}/v1/completions",
+        timeout=120,
+        json={
+            "model": model,
+            "prompt": "1 2 3",
+            "max_tokens": max_tokens,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+    ) as response:
+        chunks = [line for line in response.iter_lines() if line.startswith("data: ") and line != "data: [DONE]"]
+    return int(json.loads(chunks[-1][6:])["usage"]["completion_tokens"])
+
+
 def test_docker_server_benches_records_and_leaves_nothing(
     client, cpu_host_image, smollm2, tmp_path, monkeypatch
 ) -> None:
@@ -94,15 +125,7 @@ def test_docker_server_benches_records_and_leaves_nothing(
         held.close()
     try:
         assert server.spec.host_port != taken_port
-        container = server._container
-        container.reload()
-        assert container.labels["byog.run"] == run_id and container.labels["byog.server"] == "docker"
-        assert container.attrs["HostConfig"]["IpcMode"] == "host"
-        assert container.attrs["HostConfig"]["NetworkMode"] == "host"
-        assert not container.attrs["HostConfig"].get("DeviceRequests")  # the CPU flavour asks for no GPU
-        assert f"HF_TOKEN={FAKE_TOKEN}" in container.attrs["Config"]["Env"]  # passed through ...
-        mounts = {m["Destination"]: m for m in container.attrs["Mounts"]}
-        assert mounts[smollm2.path]["RW"] is False and mounts[sys.prefix]["RW"] is False
+        _assert_container_setup(server._container, run_id, smollm2.path)
 
         result = run_bench_for_server(plan, "docker", server, rd, NullReporter())
         assert result["run"] and not result["failed"], result
@@ -112,26 +135,11 @@ def test_docker_server_benches_records_and_leaves_nothing(
         point = json.loads(rd.bench_point("docker", result["run"][0]).read_text())
         assert point  # the raw point record exists and parses
 
-        # One streamed completion, counted by the server itself.
-        with httpx.stream(
-            "POST",
-            f"{server.endpoint.base_url}/v1/completions",
-            timeout=120,
-            json={
-                "model": server.endpoint.model,
-                "prompt": "1 2 3",
-                "max_tokens": 8,
-                "ignore_eos": True,
-                "stream": True,
-                "stream_options": {"include_usage": True},
-            },
-        ) as response:
-            chunks = [line for line in response.iter_lines() if line.startswith("data: ") and line != "data: [DONE]"]
-        assert json.loads(chunks[-1][6:])["usage"]["completion_tokens"] == 8
+        assert _streamed_completion_tokens(server.endpoint.base_url, server.endpoint.model, 8) == 8
 
         record = json.loads(rd.server_record("docker").read_text())
         text = rd.server_record("docker").read_text()
-        assert FAKE_TOKEN not in text and record["env"]["HF_TOKEN"] == "<redacted>"  # ... never recorded
+        assert FAKE_TOKEN not in text and record["env"]["HF_TOKEN"] == "<redacted>"
         assert record["runtime"] == "docker" and record["image"] == cpu_host_image
         assert record["image_id"] == client.images.get(cpu_host_image).id
         assert record["image_labels"]["byog.flavour"] == "cpu-host"
@@ -192,10 +200,8 @@ def test_orphans_of_a_dead_byog_are_swept(client, cpu_host_image) -> None:
         assert containers_of_run(client, "orphan-test") == [mine.name]
     finally:
         for container in (orphan, mine):
-            try:
+            with contextlib.suppress(Exception):
                 container.remove(force=True)
-            except Exception:
-                pass
 
 
 PLAN = """\

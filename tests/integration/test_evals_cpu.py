@@ -37,7 +37,7 @@ def test_gsm8k_three_items(endpoint, shared_datasets: Path, tmp_path: Path) -> N
     print(f"\ngsm8k 3 items: score {results['score']:.1f}, wall {results['wall_s']:.1f} s")
 
 
-def test_mrcr_on_generated_rows(endpoint, tmp_path: Path) -> None:
+def test_mrcr_on_generated_rows(endpoint) -> None:
     run = run_task(get_task("mrcr_generated"), "shared", endpoint, seeds=[7], limit=2, data_dir=None)
     r = run.results
     assert (

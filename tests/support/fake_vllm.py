@@ -35,63 +35,7 @@ class FakeVllm:
         self.requests: list[dict[str, Any]] = []
         self.sleeping = False
         self.calls: list[str] = []  # the sleep-mode calls, in order: "sleep?level=1", "wake_up", "is_sleeping"
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, body: Any, status: int = 200) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                if self.path == "/is_sleeping":
-                    if not server.sleep_mode:
-                        return self._send({"detail": "Not Found"}, 404)
-                    server.calls.append("is_sleeping")
-                    return self._send({"is_sleeping": server.sleeping})
-                self._send({"data": [{"id": "fake", "max_model_len": server.max_model_len}]})
-
-            def do_POST(self) -> None:
-                path, _, query = self.path.partition("?")
-                if path in ("/sleep", "/wake_up"):
-                    return self._sleep_call(path, query)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                if server.sleeping and path.startswith("/v1/"):
-                    self._send({"error": {"message": "The model is sleeping", "code": 503}}, 503)
-                elif self.path == "/tokenize":
-                    self._send({"tokens": [256 + (ord(c) % 40) for c in body["prompt"]]})
-                elif self.path == "/detokenize":
-                    self._send({"prompt": "".join("x" for t in body["tokens"] if t < VOCAB)})
-                else:
-                    self._send(server.complete(body))
-
-            def _sleep_call(self, path: str, query: str) -> None:
-                if not server.sleep_mode:
-                    return self._send({"detail": "Not Found"}, 404)
-                if path == "/sleep":
-                    level = int(dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("level", 1))
-                    server.calls.append(f"sleep?level={level}")
-                    server.sleeping = True
-                    return self._swapped({"status": "sleeping", "level": level})
-                server.calls.append("wake_up")
-                server.sleeping = False
-                self._swapped({"status": "awake", "tags": None})
-
-            def _swapped(self, body: dict[str, Any]) -> None:
-                if server.swap_bodies:
-                    return self._send(body)
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _FakeHTTPServer(self)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
@@ -134,3 +78,70 @@ class FakeVllm:
         if k:
             choice["logprobs"] = {"tokens": [f"token_id:{t}" for t in out], "token_logprobs": lps, "top_logprobs": tops}
         return {"choices": [choice], "usage": {"prompt_tokens": len(body["prompt"]), "completion_tokens": len(out)}}
+
+
+class _FakeHTTPServer(ThreadingHTTPServer):
+    def __init__(self, fake: FakeVllm) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.fake = fake
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _FakeHTTPServer
+
+    @property
+    def fake(self) -> FakeVllm:
+        return self.server.fake
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, body: Any, status: int = 200) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/is_sleeping":
+            if not self.fake.sleep_mode:
+                return self._send({"detail": "Not Found"}, 404)
+            self.fake.calls.append("is_sleeping")
+            return self._send({"is_sleeping": self.fake.sleeping})
+        self._send({"data": [{"id": "fake", "max_model_len": self.fake.max_model_len}]})
+
+    def do_POST(self) -> None:
+        path, _, query = self.path.partition("?")
+        if path in ("/sleep", "/wake_up"):
+            return self._sleep_call(path, query)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.fake.requests.append(body)
+        if self.fake.sleeping and path.startswith("/v1/"):
+            self._send({"error": {"message": "The model is sleeping", "code": 503}}, 503)
+        elif self.path == "/tokenize":
+            self._send({"tokens": [256 + (ord(c) % 40) for c in body["prompt"]]})
+        elif self.path == "/detokenize":
+            self._send({"prompt": "".join("x" for t in body["tokens"] if t < VOCAB)})
+        else:
+            self._send(self.fake.complete(body))
+
+    def _sleep_call(self, path: str, query: str) -> None:
+        if not self.fake.sleep_mode:
+            return self._send({"detail": "Not Found"}, 404)
+        if path == "/sleep":
+            level = int(dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("level", 1))
+            self.fake.calls.append(f"sleep?level={level}")
+            self.fake.sleeping = True
+            return self._swapped({"status": "sleeping", "level": level})
+        self.fake.calls.append("wake_up")
+        self.fake.sleeping = False
+        self._swapped({"status": "awake", "tags": None})
+
+    def _swapped(self, body: dict[str, Any]) -> None:
+        if self.fake.swap_bodies:
+            return self._send(body)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()

@@ -8,6 +8,7 @@ too) for given strings; tests run it with the GPQA fixture's texts.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 from collections.abc import Iterable
@@ -42,10 +43,8 @@ def _readable(path: Path) -> str:
     elif path.suffix == ".gz":
         import gzip
 
-        try:
+        with contextlib.suppress(OSError):
             text += gzip.decompress(path.read_bytes()).decode("utf-8", errors="ignore")
-        except OSError:
-            pass
     return text
 
 

@@ -14,6 +14,7 @@ socket); client commands find the cluster through ``SLURM_CONF``. ``start_cluste
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -180,10 +181,8 @@ def _tail(path: Path, lines: int = 30) -> str:
 
 def _stop(pids: dict[str, int]) -> None:
     for pid in pids.values():
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
     deadline = time.monotonic() + 15
     for pid in pids.values():
         while time.monotonic() < deadline:
@@ -193,10 +192,8 @@ def _stop(pids: dict[str, int]) -> None:
                 break
             time.sleep(0.1)
         else:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 def start_cluster(root: Path) -> Iterator[SlurmCluster]:

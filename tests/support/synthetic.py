@@ -68,7 +68,7 @@ def plan_yaml(spec: SyntheticSpec) -> str:
     )
 
 
-def _rows(rng: random.Random, point: Any, tpot_s: float) -> list[Any]:
+def synthetic_rows(rng: random.Random, point: Any, tpot_s: float) -> list[Any]:
     rows = []
     t = 10 * NS
     index = 0
@@ -96,7 +96,9 @@ def _rows(rng: random.Random, point: Any, tpot_s: float) -> list[Any]:
     return rows
 
 
-def _eval_files(run_dir: RunDir, server: str, spec: SyntheticSpec, rng: random.Random, task: str = "gsm8k") -> None:
+def write_eval_files(
+    run_dir: RunDir, server: str, spec: SyntheticSpec, rng: random.Random, task: str = "gsm8k"
+) -> None:
     rows = []
     for i in range(spec.eval_items):
         correct = rng.random() < spec.eval_accuracy
@@ -225,8 +227,8 @@ def make_run_dir(root: Path, spec: SyntheticSpec = SyntheticSpec(), *, plan_text
             "".join(f"INFO synthetic log line {i} of {server}\n" for i in range(spec.log_lines)),
         )
         for point in expand_plan(plan):
-            write_point(run_dir, server, point, _rows(rng, point, tpot * (1 + 0.05 * (point.batch_size - 1))))
-        _eval_files(run_dir, server, spec, rng)
+            write_point(run_dir, server, point, synthetic_rows(rng, point, tpot * (1 + 0.05 * (point.batch_size - 1))))
+        write_eval_files(run_dir, server, spec, rng)
     for server in plan.servers:  # launches 2..R after everything else, so launch 1 keeps its numbers
         for launch in range(2, plan.launches_of(server) + 1):
             launch_rng = random.Random(spec.seed * 1000 + launch * 10 + sorted(plan.servers).index(server))
@@ -237,7 +239,7 @@ def make_run_dir(root: Path, spec: SyntheticSpec = SyntheticSpec(), *, plan_text
                     run_dir.for_launch(launch),
                     server,
                     point,
-                    _rows(launch_rng, point, tpot * (1 + 0.05 * (point.batch_size - 1))),
+                    synthetic_rows(launch_rng, point, tpot * (1 + 0.05 * (point.batch_size - 1))),
                 )
     summary = derive_summary(run_dir)
     atomic_write_json(run_dir.summary_json, summary.to_json())

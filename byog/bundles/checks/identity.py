@@ -48,7 +48,7 @@ def _record(ctx: VerifyContext, name: str) -> ServerRecord:
         raise CheckFailed(f"{path} is not a valid server record") from None
 
 
-def _unlaunched(ctx: VerifyContext, name: str) -> bool:
+def unlaunched(ctx: VerifyContext, name: str) -> bool:
     """No file of the server at all: one byog chose not to launch (the candidate of a numerics baseline
     whose distributions are flat), not a record left out; a server with any file but its server.json is not."""
     prefixes = tuple(f"{top}/{name}/" for top in ("servers", "bench", "evals", "numerics"))
@@ -122,7 +122,7 @@ def pairs_are_fair(ctx: VerifyContext) -> Found:
     host = _host(ctx)
     lines, failures = [], []
     for pair in pairs:
-        idle = [name for name in (pair.candidate, pair.baseline) if _unlaunched(ctx, name)]
+        idle = [name for name in (pair.candidate, pair.baseline) if unlaunched(ctx, name)]
         if idle:
             lines.append(f"{pair.candidate} vs {pair.baseline}: not compared, '{idle[0]}' was not launched")
             continue
@@ -133,7 +133,7 @@ def pairs_are_fair(ctx: VerifyContext) -> Found:
         failures += _pair_failures(pair, differences, ctx)
     stock = ctx.policy.stock if ctx.policy is not None else None
     if stock is not None:
-        for baseline in dict.fromkeys(pair.baseline for pair in pairs if not _unlaunched(ctx, pair.baseline)):
+        for baseline in dict.fromkeys(pair.baseline for pair in pairs if not unlaunched(ctx, pair.baseline)):
             why = stock_failure(baseline, _record(ctx, baseline), stock)
             if why:
                 failures.append(why)
@@ -157,7 +157,7 @@ def _same_commit(a: str, b: str) -> bool:
 @check("commit", requires=("schemas",))
 def bound_to_commit(ctx: VerifyContext) -> Found:
     plan = _plan(ctx)
-    measured = {name: _commits(_record(ctx, name)) for name in plan.candidates if not _unlaunched(ctx, name)}
+    measured = {name: _commits(_record(ctx, name)) for name in plan.candidates if not unlaunched(ctx, name)}
     said = [f"{name}: {', '.join(dict.fromkeys(c or 'no commit' for c in found))}" for name, found in measured.items()]
     head = ctx.subject_for.commit if ctx.subject_for is not None and ctx.subject_for.pr is not None else None
     details = {"measured": said, "head": [head] if head else []}

@@ -11,6 +11,8 @@ from byog.analysis.points import describe, one_point
 from byog.bundles.checks.base import Skipped, VerifyContext, check
 from byog.bundles.checks.recompute import derived_summary
 from byog.core.errors import CheckFailed
+from byog.schemas.policy import Policy
+from byog.schemas.summary import Summary
 
 
 def _digest_of(reference: str) -> str:
@@ -45,6 +47,14 @@ def meets_policy(ctx: VerifyContext) -> str:
     summary = derived_summary(ctx)
     if policy.allowed_image_digests is not None:
         _check_images(ctx, policy.allowed_image_digests)
+    _check_required_points(policy, summary)
+    _check_verdicts(policy, summary)
+    _check_bench_points(policy, summary)
+    _check_eval_items(policy, summary)
+    return "meets the policy"
+
+
+def _check_required_points(policy: Policy, summary: Summary) -> None:
     for required in policy.required_points:
         try:
             one_point(summary, required.server, point=required.point, select=required.select)
@@ -52,6 +62,9 @@ def meets_policy(ctx: VerifyContext) -> str:
             raise CheckFailed(
                 f"required point {describe(required.server, required.point, required.select)} is not in the bundle"
             ) from None
+
+
+def _check_verdicts(policy: Policy, summary: Summary) -> None:
     verdicts = summary.evals.verdicts
     if policy.required_tasks and not summary.plan.candidates:
         raise CheckFailed(
@@ -77,6 +90,9 @@ def meets_policy(ctx: VerifyContext) -> str:
                 f"{len(named)} verdict(s) come from a design that cannot keep the gate sound (screening), "
                 f"which the policy forbids: {'; '.join(named[:5])}"
             )
+
+
+def _check_bench_points(policy: Policy, summary: Summary) -> None:
     points = summary.bench.points
     if (policy.require_valid_points or policy.min_samples.requests) and not points:
         raise CheckFailed("the policy sets requirements on bench points, but the bundle has none")
@@ -92,17 +108,19 @@ def meets_policy(ctx: VerifyContext) -> str:
                     f"point {point.server}/{point.point_id} measured {n} requests, fewer than the policy's "
                     f"{policy.min_samples.requests}"
                 )
-    if policy.min_samples.eval_items:
-        scores = summary.evals.scores  # one per (server, task), n_items recomputed from items.parquet
-        if not scores:
+
+
+def _check_eval_items(policy: Policy, summary: Summary) -> None:
+    if not policy.min_samples.eval_items:
+        return
+    scores = summary.evals.scores  # one per (server, task), n_items recomputed from items.parquet
+    if not scores:
+        raise CheckFailed(
+            f"the policy requires at least {policy.min_samples.eval_items} items per eval, but the bundle has no eval"
+        )
+    for score in scores:
+        if score.n_items < policy.min_samples.eval_items:
             raise CheckFailed(
-                f"the policy requires at least {policy.min_samples.eval_items} items per eval, but the bundle has no "
-                "eval"
+                f"eval {score.server}/{score.task} scored {score.n_items} items, fewer than the policy's "
+                f"{policy.min_samples.eval_items}"
             )
-        for score in scores:
-            if score.n_items < policy.min_samples.eval_items:
-                raise CheckFailed(
-                    f"eval {score.server}/{score.task} scored {score.n_items} items, fewer than the policy's "
-                    f"{policy.min_samples.eval_items}"
-                )
-    return "meets the policy"

@@ -27,31 +27,42 @@ def first_difference(shipped: Any, derived: Any, path: str) -> str | None:
     if isinstance(shipped, bool) or isinstance(derived, bool):
         return None if shipped is derived else f"{path}: shipped {shipped!r}, recomputed {derived!r}"
     if isinstance(shipped, float) or isinstance(derived, float):
-        if isinstance(shipped, numbers) and isinstance(derived, numbers):
-            if math.isclose(float(shipped), float(derived), rel_tol=FLOAT_REL_TOL, abs_tol=FLOAT_ABS_TOL):
-                return None
+        if (
+            isinstance(shipped, numbers)
+            and isinstance(derived, numbers)
+            and math.isclose(float(shipped), float(derived), rel_tol=FLOAT_REL_TOL, abs_tol=FLOAT_ABS_TOL)
+        ):
+            return None
         return f"{path}: shipped {shipped!r}, recomputed {derived!r}"
     if isinstance(shipped, dict) and isinstance(derived, dict):
-        if set(shipped) != set(derived):
-            extra = sorted(set(shipped) - set(derived))
-            lacking = sorted(set(derived) - set(shipped))
-            detail = f"extra keys {extra}" if extra else f"missing keys {lacking}"
-            return f"{path}: {detail}"
-        for key in sorted(shipped):
-            found = first_difference(shipped[key], derived[key], f"{path}.{key}")
-            if found:
-                return found
-        return None
+        return _dict_difference(shipped, derived, path)
     if isinstance(shipped, list) and isinstance(derived, list):
-        if len(shipped) != len(derived):
-            return f"{path}: shipped {len(shipped)} entries, recomputed {len(derived)}"
-        for index, (a, b) in enumerate(zip(shipped, derived, strict=True)):
-            found = first_difference(a, b, f"{path}[{index}]")
-            if found:
-                return found
-        return None
+        return _list_difference(shipped, derived, path)
     if type(shipped) is not type(derived) or shipped != derived:
         return f"{path}: shipped {shipped!r}, recomputed {derived!r}"
+    return None
+
+
+def _dict_difference(shipped: dict[str, Any], derived: dict[str, Any], path: str) -> str | None:
+    if set(shipped) != set(derived):
+        extra = sorted(set(shipped) - set(derived))
+        lacking = sorted(set(derived) - set(shipped))
+        detail = f"extra keys {extra}" if extra else f"missing keys {lacking}"
+        return f"{path}: {detail}"
+    for key in sorted(shipped):
+        found = first_difference(shipped[key], derived[key], f"{path}.{key}")
+        if found:
+            return found
+    return None
+
+
+def _list_difference(shipped: list[Any], derived: list[Any], path: str) -> str | None:
+    if len(shipped) != len(derived):
+        return f"{path}: shipped {len(shipped)} entries, recomputed {len(derived)}"
+    for index, (a, b) in enumerate(zip(shipped, derived, strict=True)):
+        found = first_difference(a, b, f"{path}[{index}]")
+        if found:
+            return found
     return None
 
 

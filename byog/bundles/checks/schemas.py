@@ -74,7 +74,8 @@ def _arrow_kind(arrow_type: Any) -> set[str]:
 @functools.cache
 def _json_properties(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON-schema properties, built once per model (a bundle has a parquet file per point)."""
-    return model.model_json_schema()["properties"]
+    properties: dict[str, Any] = model.model_json_schema()["properties"]
+    return properties
 
 
 def _validate_parquet_columns(entry: SchemaEntry, name: str, path: Path) -> None:

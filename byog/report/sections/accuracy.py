@@ -3,7 +3,7 @@ then (report format 4 on) the items each pair scored differently, folded (``byog
 
 from __future__ import annotations
 
-from byog.analysis import discordant as dc
+from byog.analysis import discordant
 from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
 from byog.report.format import fixed, num, table
@@ -105,7 +105,9 @@ def _flipped(ctx: ReportContext) -> list[str]:
             "",
         ]
         shown = found.items[:SHOWN_ITEMS]
-        lines += table(dc.columns(found.gated), [[md_text(c) for c in dc.cells(i, found.gated)] for i in shown])
+        lines += table(
+            discordant.columns(found.gated), [[md_text(c) for c in discordant.cells(i, found.gated)] for i in shown]
+        )
         if len(found.items) > len(shown):
             lines += [f"… and {len(found.items) - len(shown)} more: `byog items` lists them all.", ""]
         lines += ["</details>", ""]

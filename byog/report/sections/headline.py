@@ -60,7 +60,7 @@ def _verdict_rows(ctx: ReportContext) -> list[list[str]]:
     return rows
 
 
-def _speedup_lines(ctx: ReportContext) -> list[str]:
+def speedup_lines(ctx: ReportContext) -> list[str]:
     """Per pair: the range of the first headline metric it has, over points valid on both sides."""
     lines = []
     pairs = list(dict.fromkeys((c.candidate, c.baseline) for c in ctx.summary.bench.comparisons))
@@ -131,7 +131,7 @@ def section(ctx: ReportContext) -> list[str]:
         lines += table(["", "Claim or verdict", "Stated", "Measured"], rows)
     else:
         lines += ["No claims and no accuracy verdicts in this bundle.", ""]
-    bullets = _speedup_lines(ctx) + (_numerics_lines(ctx) if ctx.report_format >= 3 else []) + _invalid_line(ctx)
+    bullets = speedup_lines(ctx) + (_numerics_lines(ctx) if ctx.report_format >= 3 else []) + _invalid_line(ctx)
     if bullets:
         lines += [*bullets, ""]
     return lines

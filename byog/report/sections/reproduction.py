@@ -12,15 +12,14 @@ import math
 
 from byog.core.safe_text import md_code, md_text
 from byog.report.context import ReportContext, ReproductionView
-from byog.report.format import METRICS as SHOWN
-from byog.report.format import fixed, num, scaled, table
+from byog.report.format import METRICS, fixed, num, scaled, table
 from byog.schemas.reproduction import MetricCheck, ReproductionRecord
 
 MARK = {"reproduced": "✅ reproduced", "not reproduced": "❌ not reproduced", "not compared": "➖ not compared"}
 
 
 def _scale(metric: str) -> float:
-    return SHOWN.get(metric, (metric, 1.0, True))[1]
+    return METRICS.get(metric, (metric, 1.0, True))[1]
 
 
 def _value(value: float | None, low: float | None, high: float | None, metric: str, ratio: bool) -> str:
@@ -43,7 +42,7 @@ def _percent(log_value: float | None, signed: bool) -> str:
 
 def _check_row(check: MetricCheck) -> list[str]:
     ratio = check.kind == "ratio"
-    label = SHOWN.get(check.metric, (check.metric,))[0]
+    label = METRICS.get(check.metric, (check.metric,))[0]
     who = f"{md_text(check.server)} / {md_text(check.baseline)}" if ratio else md_text(check.server)
     return [
         md_text(check.point_id),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from byog.analysis.bench_summary import _resample_rows
+from byog.analysis.bench_summary import resample_rows
 
 
 def _row_by_row(seed: list[int], n_cand: int, n_base: int, resamples: int) -> tuple[np.ndarray, np.ndarray]:
@@ -21,8 +21,8 @@ def _row_by_row(seed: list[int], n_cand: int, n_base: int, resamples: int) -> tu
 def test_one_call_draws_what_row_by_row_draws_give() -> None:
     for n in (2, 3, 4, 5, 7, 16, 33, 100, 257):
         for seed in ([1234, 1], [7, 2**31 + 5]):
-            fast = _resample_rows(seed, n, n, 1000)
+            fast = resample_rows(seed, n, n, 1000)
             slow = _row_by_row(seed, n, n, 1000)
             assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1]), (n, seed)
-    uneven = _resample_rows([1, 2], 3, 5, 50)
+    uneven = resample_rows([1, 2], 3, 5, 50)
     assert all(np.array_equal(a, b) for a, b in zip(uneven, _row_by_row([1, 2], 3, 5, 50), strict=True))

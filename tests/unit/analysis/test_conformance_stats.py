@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from byog.analysis import conformance_stats as cf
-from byog.correctness.conformance import _schema_problem, _stop_candidate
+from byog.correctness.conformance import schema_problem, stop_candidate
 
 
 def test_chi_square_categories_merge_small_expected_counts_into_other() -> None:
@@ -52,9 +52,9 @@ def test_candidate_is_held_to_what_the_baseline_passes() -> None:
 
 
 def test_stop_candidate_and_schema_rule() -> None:
-    assert _stop_candidate(" the history of printing began") == "history"
-    assert _stop_candidate("12 34") is None
-    assert _schema_problem({"name": "Ann", "age": 31}) is None
-    assert _schema_problem({"name": "Ann", "age": "31"}) == "'age' is missing or not an integer"
-    assert _schema_problem({"name": "Ann", "age": True}) == "'age' is missing or not an integer"
-    assert _schema_problem([1]) == "a list, not an object"
+    assert stop_candidate(" the history of printing began") == "history"
+    assert stop_candidate("12 34") is None
+    assert schema_problem({"name": "Ann", "age": 31}) is None
+    assert schema_problem({"name": "Ann", "age": "31"}) == "'age' is missing or not an integer"
+    assert schema_problem({"name": "Ann", "age": True}) == "'age' is missing or not an integer"
+    assert schema_problem([1]) == "a list, not an object"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from byog.analysis.bench_summary import _stat_for, _Unit, abba_paired, bootstrap_ratios
+from byog.analysis.bench_summary import Unit, abba_paired, bootstrap_ratios, stat_for
 from byog.analysis.interleave import abba_order, follows_wake, side_of, swaps_in
 
 
@@ -19,13 +19,13 @@ def test_a_visit_follows_a_wake_when_the_other_side_ran_before_it() -> None:
     assert swaps_in(4) == 4  # before visits 1, 3, 5, 7
 
 
-def _wave(tok_s: float, seq: int | None) -> _Unit:
-    unit = _Unit(np.array([1 / tok_s]), np.array([0.1]), np.array([]), (0, 1_000_000_000), int(tok_s), 1.0, 1)
+def _wave(tok_s: float, seq: int | None) -> Unit:
+    unit = Unit(np.array([1 / tok_s]), np.array([0.1]), np.array([]), (0, 1_000_000_000), int(tok_s), 1.0, 1)
     unit.seq = seq
     return unit
 
 
-def _drifting_pair(paired: bool) -> tuple[list[_Unit], list[_Unit]]:
+def _drifting_pair(paired: bool) -> tuple[list[Unit], list[Unit]]:
     """Eight blocks; the machine's speed drifts from 100 to 30 tok/s over them, the candidate is 10 % faster
     in every block. Side A (baseline) runs visits 2k or 2k+1 of block k, B the other."""
     base, cand = [], []
@@ -38,7 +38,7 @@ def _drifting_pair(paired: bool) -> tuple[list[_Unit], list[_Unit]]:
 
 
 def test_the_bootstrap_resamples_abba_blocks_together() -> None:
-    stat = _stat_for("decode_tok_s", "batch")
+    stat = stat_for("decode_tok_s", "batch")
     cand, base = _drifting_pair(paired=True)
     assert abba_paired(cand, base)
     ratios = bootstrap_ratios(cand, base, stat, [1, 2])

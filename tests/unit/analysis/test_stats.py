@@ -46,7 +46,7 @@ def test_equivalent_when_ci90_inside_margin() -> None:
     cand = [50.5, 49.5, 50.0, 50.0, 50.0]  # d = 0, sd = sqrt(0.125)
     c = stats.paired_comparison(cand, base, margin=3.0)
     assert c.d == pytest.approx(0.0)
-    assert -3.0 < c.ci90_low and c.ci90_high < 3.0
+    assert c.ci90_low > -3.0 and c.ci90_high < 3.0
     assert c.verdict == "equivalent"
     # a margin narrower than the interval's half width is no longer equivalent
     half = T95_4 * math.sqrt(0.125) / math.sqrt(5)

@@ -325,9 +325,9 @@ def test_a_server_whose_metrics_did_not_answer_before_the_point_gets_its_restart
         def no_metrics_before(run_dir, server_name, point_id, when, base_url):  # type: ignore[no-untyped-def]
             return None if when == "before" else real_snapshot(run_dir, server_name, point_id, when, base_url)
 
-        real_snapshot = sweep._snapshot
+        real_snapshot = sweep.snapshot_metrics
         _die_during_points(monkeypatch, server, "connection reset")
-        monkeypatch.setattr(sweep, "_snapshot", no_metrics_before)
+        monkeypatch.setattr(sweep, "snapshot_metrics", no_metrics_before)
         result = run_bench_for_server(plan, "base", server, run_dir, NullReporter())
     assert result["restarts"] == 1 and server.restarts == 1
     assert "served no request" not in (result["aborted"] or "")

@@ -87,5 +87,5 @@ def test_the_h200_smollm2_run_re_derived_with_eager_as_the_variant_reads_the_fp1
         server: [d.distance for f in passes.families(rd, server, tolerance) for d in f.distances if d.judged]
         for server in ("stock.control", "fp8kv")
     }
-    assert 0.6 < min(judged["stock.control"]) and max(judged["stock.control"]) < 1.1
+    assert min(judged["stock.control"]) > 0.6 and max(judged["stock.control"]) < 1.1
     assert min(judged["fp8kv"]) > 4 and max(judged["fp8kv"]) < 61

@@ -30,7 +30,7 @@ def test_a_short_name_gets_the_header_tarfile_writes(name: str, size: int) -> No
         assert out.getvalue().startswith(member_header(name, size))
 
 
-def test_a_long_path_goes_into_the_prefix_field_and_reads_back(tmp_path: Path) -> None:
+def test_a_long_path_goes_into_the_prefix_field_and_reads_back() -> None:
     name = "evals/" + "s" * 90 + "/" + "t" * 60 + "/items.parquet"  # 172 characters
     out = io.BytesIO()
     write_tar(out, [(name, 4, io.BytesIO(b"data"))])

@@ -97,7 +97,7 @@ def test_the_checking_child_is_stopped_at_its_memory_cpu_and_time_limits() -> No
 
 
 def test_a_verify_killed_mid_way_leaves_a_temp_dir_the_next_verify_removes(
-    kit: Kit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import os
     import subprocess

@@ -149,7 +149,7 @@ class _FakeGitHub(BaseHTTPRequestHandler):
 
 
 @pytest.fixture()
-def github(tmp_path: Path) -> Iterator[str]:
+def github() -> Iterator[str]:
     server = HTTPServer(("127.0.0.1", 0), _FakeGitHub)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -15,7 +15,7 @@ import pytest
 
 from byog.bundles import unpack
 from byog.bundles.archive import GATE_ORDER, UnsafeBundle, bundle_gzip, member_header
-from byog.bundles.unpack import Extracted, Limits, _scan
+from byog.bundles.unpack import Extracted, Limits, scan_bundle
 from byog.bundles.verify import GATE_MEMBERS, verify_bundle
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, SIGNER_NAME
 from tests.support.hostile import SMALL, Kit, Payload, member_info
@@ -129,7 +129,7 @@ def test_members_out_of_byogs_order_are_refused_at_the_first_one(tmp_path: Path)
     for what, members in cases.items():
         bundle = tmp_path / "order.tar.gz"
         bundle.write_bytes(bundle_gzip(_raw(members)))
-        assert "is out of byog's order" in _refusal(lambda path=bundle: _scan(path, SMALL, None)), what
+        assert "is out of byog's order" in _refusal(lambda path=bundle: scan_bundle(path, SMALL, None)), what
 
 
 def test_a_bundle_without_its_manifest_first_is_read_only_with_allow_unsigned(tmp_path: Path) -> None:
@@ -148,14 +148,14 @@ def test_an_unsigned_big_bundle_is_refused_after_inflating_only_its_manifest(
     big = Payload(unit=bytes(range(256)) * 16, count=320)  # 1.3 MB behind the manifest
     bundle = kit.forge("unsigned-big", {"bench/baseline/zz.parquet": big, SIGNATURE_NAME: None, SIGNER_NAME: None})
     inflated: list[int] = []
-    real_read = unpack._Container.read
+    real_read = unpack.Container.read
 
-    def counting(self: unpack._Container, size: int = -1) -> bytes:
+    def counting(self: unpack.Container, size: int = -1) -> bytes:
         data = real_read(self, size)
         inflated.append(len(data))
         return data
 
-    monkeypatch.setattr(unpack._Container, "read", counting)
+    monkeypatch.setattr(unpack.Container, "read", counting)
     report = verify_bundle(bundle)
     assert report.trust == "untrusted" and "unsigned" in " ".join(report.failures)
     manifest_size = len(_member(bundle, MANIFEST_NAME))
@@ -235,14 +235,14 @@ def test_a_fifo_swapped_in_between_the_two_passes_is_refused_without_blocking(ki
 def test_one_member_over_the_count_cap_is_refused_on_the_count(tmp_path: Path) -> None:
     bundle = tmp_path / "many.tar.gz"
     bundle.write_bytes(bundle_gzip(_raw([(MANIFEST_NAME, b"{}"), *((f"m{i:02d}", b"x") for i in range(20))])))
-    assert _refusal(lambda: _scan(bundle, SMALL, None)) == "unsafe bundle: more than 20 members"
+    assert _refusal(lambda: scan_bundle(bundle, SMALL, None)) == "unsafe bundle: more than 20 members"
 
 
 def test_the_hand_reader_hashes_and_keeps_what_it_is_asked_to(tmp_path: Path) -> None:
     plain = {MANIFEST_NAME: b"{}", "a.json": b"{}", "plots/b.png": b"x" * 700, "z": b""}
     bundle = tmp_path / "plain.tar.gz"
     bundle.write_bytes(bundle_gzip(_raw(list(plain.items()))))
-    found = _scan(bundle, Limits(), None, frozenset({"a.json"}))
+    found = scan_bundle(bundle, Limits(), None, frozenset({"a.json"}))
     assert found.complete and found.names == list(plain)
     assert found.digests == {name: hashlib.sha256(data).hexdigest() for name, data in plain.items()}
     assert found.held == {"a.json": b"{}"}

@@ -12,7 +12,7 @@ from byog.bench.sweep import run_bench_for_server
 from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, RecordingReporter, Reporter, Table
 from byog.pipeline.derive import derive_and_write
-from byog.pipeline.run import _print_outcome
+from byog.pipeline.run import print_outcome
 from byog.plans.load import parse_plan
 from tests.support.bundles_kit import TINY
 from tests.support.sweep import FakeRunning
@@ -74,7 +74,7 @@ def test_derive_says_where_it_wrote_the_summary_and_the_report(tmp_path: Path) -
 def test_the_closing_table_reaches_the_reporter_as_plain_strings(tmp_path: Path) -> None:
     run_dir = make_run_dir(tmp_path / "run", TINY)
     reporter = RecordingReporter()
-    _print_outcome(derive_and_write(run_dir.root), reporter)
+    print_outcome(derive_and_write(run_dir.root), reporter)
     decode = reporter.tables[0]
     assert decode.title == "decode tok/s, candidate / baseline" and decode.columns[0] == "pair"
     assert decode.rows and all(row[0] == "candidate vs baseline" for row in decode.rows)

@@ -64,7 +64,7 @@ def test_generated_rows_are_consistent(target: int) -> None:
         assert len(needle_asks) == row["n_needles"] == 8
         # the final ask names the right ordinal of the needle
         k = needle_asks.index(row["desired_msg_index"] - 1) + 1
-        assert f"the {mrcr_generate._ordinal(k)} (1 indexed)" in messages[-1]["content"]
+        assert f"the {mrcr_generate.ordinal(k)} (1 indexed)" in messages[-1]["content"]
         assert row["random_string_to_prepend"] in messages[-1]["content"]
         # length lands near the target (chars/4 heuristic)
         assert 0.5 * target < row["n_chars"] / 4 < 2.0 * target

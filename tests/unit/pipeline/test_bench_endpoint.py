@@ -9,21 +9,21 @@ import pytest
 from byog.core.errors import ByogError
 from byog.core.reporter import NullReporter
 from byog.core.settings import RUNS_DIR_ENV
-from byog.pipeline.bench_endpoint import BenchFlags, _plan_from_flags, bench_endpoint
+from byog.pipeline.bench_endpoint import BenchFlags, bench_endpoint, plan_from_flags
 
 
 def test_warmup_prompts_reach_the_closed_loop_workload() -> None:
     flags = BenchFlags(
         endpoint="http://127.0.0.1:8000", workload="concurrency", concurrencies=[8], num_prompts=32, warmup_prompts=8
     )
-    plan, text = _plan_from_flags(flags, "m")
+    plan, text = plan_from_flags(flags, "m")
     (workload,) = plan.workloads
     assert (workload.kind, workload.warmup_prompts, workload.num_prompts) == ("concurrency", 8, 32)
     assert "warmup_prompts: 8" in text  # the plan.yaml the run directory keeps says so too
 
 
 def test_without_the_flag_nothing_is_warmed_up() -> None:
-    plan, _ = _plan_from_flags(BenchFlags(endpoint="http://127.0.0.1:8000", workload="concurrency"), "m")
+    plan, _ = plan_from_flags(BenchFlags(endpoint="http://127.0.0.1:8000", workload="concurrency"), "m")
     assert plan.workloads[0].warmup_prompts == 0
 
 

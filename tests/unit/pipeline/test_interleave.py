@@ -74,7 +74,7 @@ def test_the_pair_is_one_round_where_its_first_server_was() -> None:
 
 def test_a_batch_point_visits_one_wave_at_a_time_in_abba_order() -> None:
     point = expand_plan(_plan())[0]
-    visits = interleave._visits(point)
+    visits = interleave.visits(point)
     assert [(seq, side) for seq, side, _, _ in visits] == list(enumerate("ABBAABBA"))
     # each side's first visit carries the warm-up wave, then one measured wave per visit
     assert [(first, end) for _, side, first, end in visits if side == "A"] == [(0, 2), (2, 3), (3, 4), (4, 5)]
@@ -249,7 +249,7 @@ def test_an_interleaved_sweep_writes_abba_rows_that_the_summary_pairs(tmp_path: 
             pair.controls[side] = _NoSwap(log, name)  # type: ignore[index,assignment]
             pair.records[side] = {"swaps": []}  # type: ignore[index]
         pair.awake = "B"
-        interleave._bench(pair, rd, None, NullReporter())
+        interleave.bench_pair(pair, rd, None, NullReporter())
     batch = [p for p in expand_plan(plan) if p.kind == "batch"][0]
     rows = {name: read_request_rows(rd.bench_rows(name, batch.point_id)) for name in ("base", "cand")}
     for name, side in (("base", "A"), ("cand", "B")):

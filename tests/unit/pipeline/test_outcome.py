@@ -9,7 +9,7 @@ from rich.console import Console
 
 from byog.analysis.summary import derive_summary
 from byog.cli.console_reporter import ConsoleReporter
-from byog.pipeline.run import _print_outcome
+from byog.pipeline.run import print_outcome
 from tests.support.bundles_kit import TINY
 from tests.support.synthetic import make_run_dir
 
@@ -22,7 +22,7 @@ def test_every_row_of_the_closing_table_names_its_pair(tmp_path: Path) -> None:
         p.model_copy(update={"server": "cand-fp8"}) for p in summary.bench.points if p.server == "candidate"
     ]
     out = io.StringIO()
-    _print_outcome(summary, ConsoleReporter(Console(file=out, force_terminal=False, width=200)))
+    print_outcome(summary, ConsoleReporter(Console(file=out, force_terminal=False, width=200)))
     table = out.getvalue().split("decode tok/s, candidate / baseline")[1].split("\n\n")[1]
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
     point = summary.bench.comparisons[0].point_id

@@ -22,7 +22,7 @@ numerics: {envelope_variant: {args: [--max-num-batched-tokens, "256"]}}
 """
 
 
-def test_the_control_reuses_a_plan_server_and_the_variant_costs_one_start(tmp_path: Path) -> None:
+def test_the_control_reuses_a_plan_server_and_the_variant_costs_one_start() -> None:
     rows = numerics_cost(parse_plan(PLAN, "plan"))
     control, variant = rows
     assert (control["role"], control["server"], control["extra_launch"]) == ("control", "fp16", False)

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from byog.cli.console_reporter import ConsoleReporter
-from byog.pipeline.run import _print_outcome
+from byog.pipeline.run import print_outcome
 from byog.report.markdown import render_report
 from byog.schemas.summary import read_summary
 from tests.support.synthetic import make_run_dir
@@ -30,7 +30,7 @@ def test_the_closing_table_marks_an_invalid_point_as_the_report_does(tmp_path: P
     ]
     summary = summary.model_copy(update={"bench": summary.bench.model_copy(update={"points": points})})
     out = io.StringIO()
-    _print_outcome(summary, ConsoleReporter(Console(file=out, force_terminal=False, width=300)))
+    print_outcome(summary, ConsoleReporter(Console(file=out, force_terminal=False, width=300)))
     rows = {line.split(" | ")[1]: line for line in out.getvalue().splitlines() if line.startswith("| ")}  # pair | point
     assert f"~~{flagged.ratio:.3f}~~ ⚠" in rows[flagged.point_id]
     assert f"invalid: {flagged.baseline}: {REASON}" in rows[flagged.point_id]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from byog.core.reporter import NullStatus, RecordingReporter
-from byog.pipeline.run import _show_start
+from byog.pipeline.run import show_start
 from byog.pipeline.start_progress import FIRST_PHASE, LogPhases, StartProgress, elapsed
 from tests.support.server_logs import real_log_lines
 
@@ -41,7 +41,7 @@ def test_off_a_terminal_a_line_per_phase_and_per_minute() -> None:
         StartProgress("compiling", 20.0, 0.0, True, False),
         StartProgress("compiling", 81.0, 61.0, False, True),
     ):
-        _show_start(reporter, NullStatus(), "candidate", ": starting vLLM (local runtime)", progress)
+        show_start(reporter, NullStatus(), "candidate", ": starting vLLM (local runtime)", progress)
     assert reporter.lines == [
         "candidate: starting vLLM (local runtime): loading weights (12 s)",
         "candidate: starting vLLM (local runtime): compiling (20 s)",
@@ -58,7 +58,7 @@ def test_on_a_terminal_the_live_line_is_updated() -> None:
 
     status = Status()
     reporter = RecordingReporter(is_live=True)
-    _show_start(
+    show_start(
         reporter, status, "base", ": starting vLLM (local runtime)", StartProgress("compiling", 125, 5, False, False)
     )
     assert status.shown == ["base: starting vLLM (local runtime): compiling (2 min 05 s)"]

@@ -12,7 +12,7 @@ from byog.analysis.summary import derive_summary
 from byog.core.paths import RunDir
 from byog.report.context import ReportContext
 from byog.report.markdown import REPORT_VERSION, render_report
-from byog.report.sections.headline import _speedup_lines
+from byog.report.sections.headline import speedup_lines
 from tests.support.cmark import render_gfm
 from tests.support.flipped import HOSTILE_ANSWER, arithmetic_rows, write_task
 from tests.support.synthetic import SyntheticSpec, make_run_dir
@@ -100,7 +100,7 @@ def test_two_ends_with_one_label_are_told_apart_by_point(tmp_path: Path) -> None
         base.model_copy(update={"point_id": twin.point_id}),
     ]
     line = next(
-        x for x in _speedup_lines(ReportContext(run_dir, summary, report_format=REPORT_VERSION)) if "decode tok/s" in x
+        x for x in speedup_lines(ReportContext(run_dir, summary, report_format=REPORT_VERSION)) if "decode tok/s" in x
     )
     assert f"(B=1, ISL 32, {comps[0].point_id})" in line
     assert "(B=1, ISL 32, decode-b1-isl32-osl128)" in line

@@ -111,7 +111,7 @@ def test_plots_draw_invalid_points_in_red_and_valid_ones_not(
         assert _red_pixels(tmp_path / "invalid" / plot) > 50, plot
 
 
-def test_plot_links_are_relative_and_name_the_drawn_files(valid_run: tuple[RunDir, Summary], tmp_path: Path) -> None:
+def test_plot_links_are_relative_and_name_the_drawn_files(valid_run: tuple[RunDir, Summary]) -> None:
     run_dir, summary = valid_run
     text = render_report(run_dir, summary)
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
@@ -146,7 +146,7 @@ def test_bundle_text_never_becomes_markdown(tmp_path: Path) -> None:
     assert not re.search(r"(?<!\\)<img", outside_code)
 
 
-def test_claims_are_judged_in_the_headline(valid_run: tuple[RunDir, Summary], tmp_path: Path) -> None:
+def test_claims_are_judged_in_the_headline(valid_run: tuple[RunDir, Summary]) -> None:
     run_dir, summary = valid_run
     ratio = next(
         c for c in summary.bench.comparisons if c.point_id == "decode-b1-isl4-osl8" and c.metric == "decode_tok_s"

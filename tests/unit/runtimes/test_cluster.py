@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from byog.runtimes.cluster import ClusterServer, ClusterSpec, _Running
+from byog.runtimes.cluster import ClusterServer, ClusterSpec, Running
 from byog.runtimes.nodes import LocalNode, LocalNodes
 from byog.runtimes.ssh_nodes import SshNodes
 from byog.schemas.plan import ServerConfig
@@ -36,7 +36,7 @@ def _cluster_of_sleepers(tmp_path: Path) -> ClusterServer:
             log = tmp_path / f"node{rank}.log"
             log.write_text(f"node {rank} says goodbye\n")
             proc = node.spawn(step.role, [sys.executable, "-c", "import time; time.sleep(600)"], {}, log)
-            cluster.running.append(_Running(step, proc, log))
+            cluster.running.append(Running(step, proc, log))
     return cluster
 
 

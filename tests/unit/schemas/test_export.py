@@ -57,8 +57,8 @@ def test_migration_hook_upgrades_and_refuses_the_future(monkeypatch: pytest.Monk
     # A v7 summary would add one step; simulate it.
     from byog.schemas import registry
 
-    entry = registry._REGISTRY["summary"]
-    monkeypatch.setitem(registry._REGISTRY, "summary", type(entry)(entry.name, entry.model, 7, entry.files, entry.kind))
+    entry = registry.REGISTRY["summary"]
+    monkeypatch.setitem(registry.REGISTRY, "summary", type(entry)(entry.name, entry.model, 7, entry.files, entry.kind))
     monkeypatch.setitem(
         MIGRATIONS, ("summary", 6), lambda doc: {"schema_version": doc["schema_version"], "renamed": doc["old"]}
     )

@@ -140,8 +140,8 @@ def test_only_a_server_with_no_file_at_all_counts_as_not_launched() -> None:
     missing was left out, and its pair is still compared (and fails for the missing record)."""
     from types import SimpleNamespace
 
-    from byog.bundles.checks.identity import _unlaunched
+    from byog.bundles.checks.identity import unlaunched
 
     names = ["plan.yaml", "servers/stock/server.json", "numerics/stock/record.json", "bench/hidden/p.parquet"]
     ctx: Any = SimpleNamespace(names=names)
-    assert _unlaunched(ctx, "dummy-compiled") and not _unlaunched(ctx, "stock") and not _unlaunched(ctx, "hidden")
+    assert unlaunched(ctx, "dummy-compiled") and not unlaunched(ctx, "stock") and not unlaunched(ctx, "hidden")
