@@ -16,6 +16,7 @@ from byog.bundles.sign import default_allowed_signers
 from byog.bundles.verify import VerifyReport, verify_bundle
 from byog.cli.common import (
     AllowedSignersOpt,
+    ForOpt,
     JsonOpt,
     OutOpt,
     command,
@@ -36,9 +37,13 @@ AllowUnsignedOpt = Annotated[
         "--allow-unsigned", help="Check an unsigned bundle's content instead of failing it (the verdict says so)."
     ),
 ]
-ForOpt = Annotated[
+VerifyForOpt = Annotated[
     str | None,
-    typer.Option("--for", help="OWNER/REPO#PR (or OWNER/REPO@COMMIT) the bundle is for, signed into its manifest."),
+    typer.Option(
+        "--for",
+        help="OWNER/REPO#PR, OWNER/REPO#PR@HEAD_SHA or OWNER/REPO@COMMIT: the bundle's signed subject must be this; "
+        "with @HEAD_SHA every candidate's measured commit must be that head.",
+    ),
 ]
 
 
@@ -64,9 +69,7 @@ def verify_cmd(
     policy: PolicyOpt = None,
     claims: ClaimsOpt = None,
     allow_unsigned: AllowUnsignedOpt = False,
-    subject_for: str | None = typer.Option(
-        None, "--for", help="OWNER/REPO#PR (or OWNER/REPO@COMMIT): the bundle's signed subject must be this."
-    ),
+    subject_for: VerifyForOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check a bundle: safe extraction, hashes, signer; then, for a trusted signer only: bounds, schemas, every number

@@ -115,3 +115,7 @@ AllowedSignersOpt = Annotated[
     typer.Option("--allowed-signers", help="OpenSSH allowed_signers file (default: ~/.config/byog/allowed_signers)."),
 ]
 OutOpt = Annotated[Path | None, typer.Option("-o", "--out", help="Where to write (default: beside the input).")]
+ForOpt = Annotated[
+    str | None,
+    typer.Option("--for", help="OWNER/REPO#PR (or OWNER/REPO@COMMIT) the bundle is for, signed into its manifest."),
+]

@@ -11,6 +11,7 @@ from rich.text import Text
 from byog import __version__
 from byog.cli.common import (
     DataDirOpt,
+    ForOpt,
     JsonOpt,
     PlanArg,
     RunDirOpt,
@@ -45,9 +46,7 @@ def run_cmd(
     run_dir: RunDirOpt = None,
     data_dir: DataDirOpt = None,
     tier: TierOpt = "full",
-    subject_for: str | None = typer.Option(
-        None, "--for", help="OWNER/REPO#PR (or OWNER/REPO@COMMIT) the bundle is for, signed into its manifest."
-    ),
+    subject_for: ForOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Launch every server of the plan, run its sweeps and evals, derive the verdict, write the run directory."""
