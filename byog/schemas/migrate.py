@@ -146,23 +146,31 @@ _PLAN_V3_KEYS_OF: dict[str, set[str]] = {
 }
 
 
+# What version 2's ``byog reproduce`` wrote on an endpoint it did not launch (the maintainer's --env, the
+# bundle's start-up timeout): never read, dropped whatever it holds.
+_PLAN_V2_UNREAD_OF: dict[str, set[str]] = {"endpoint": {"env", "startup_timeout_s"}}
+
+
 @register_migration("plan", 2)
 def _plan_server_per_runtime(data: dict[str, Any]) -> dict[str, Any]:
     """plan 2 -> 3: a server holds only its runtime's fields (``image`` is docker's and slurm's, ``url``
     an endpoint's, ...). A version-2 server recorded every field; one its runtime does not take
-    is dropped while it holds the default, which is what version 2 did with it. One set to
-    something else stays, so the plan's validation names it."""
+    is dropped while it holds the default, which is what version 2 did with it, and so is what a
+    version-2 reproduction wrote on an endpoint and nothing read. One set to something else stays,
+    so the plan's validation names it."""
     servers = data.get("servers")
     if not isinstance(servers, dict):
         return data
     upgraded: dict[str, Any] = {}
     for name, server in servers.items():
         if isinstance(server, dict):
-            keys = _PLAN_V3_KEYS_OF.get(server.get("runtime", "local"), set(server))
+            runtime = server.get("runtime", "local")
+            keys, unread = _PLAN_V3_KEYS_OF.get(runtime, set(server)), _PLAN_V2_UNREAD_OF.get(runtime, set())
             server = {
                 k: v
                 for k, v in server.items()
-                if k in keys or k not in _PLAN_V2_SERVER_DEFAULTS or v != _PLAN_V2_SERVER_DEFAULTS[k]
+                if k not in unread
+                and (k in keys or k not in _PLAN_V2_SERVER_DEFAULTS or v != _PLAN_V2_SERVER_DEFAULTS[k])
             }
         upgraded[name] = server
     data["servers"] = upgraded

@@ -19,7 +19,9 @@ from byog.schemas.plan import (
     server_config,
 )
 
+# Written for this byog: no migration runs (an unversioned plan reads as version 1 and is upgraded).
 PLAN = """\
+schema_version: 3
 name: t
 model: {path: builtin:smollm2-135m-instruct, max_model_len: 4096}
 servers:
@@ -93,11 +95,11 @@ servers:
     runtime: endpoint
     url: http://127.0.0.1:8000
     args: [--max-num-seqs, '4']
-    env: {}
+    env: {HF_TOKEN: x}  # a version-2 reproduction wrote the maintainer's --env and the bundle's timeout
     tensor_parallel_size: 1
     data_parallel_size: 1
     decode_context_parallel_size: 1
-    startup_timeout_s: 900.0
+    startup_timeout_s: 1800.0
     nodes: 1
     launcher: native
     hosts: []
@@ -128,6 +130,7 @@ def test_a_recorded_version_2_plan_loads_with_what_it_ran() -> None:
     assert plan.schema_version == 3
     candidate, baseline = plan.servers["candidate"], plan.servers["baseline"]
     assert isinstance(candidate, EndpointConfig) and candidate.args == ["--max-num-seqs", "4"]
+    assert not hasattr(candidate, "env") and not hasattr(candidate, "startup_timeout_s")  # nothing read them
     assert isinstance(baseline, LocalConfig)
     assert (baseline.env, baseline.startup_timeout_s, baseline.args) == ({"A": "1"}, 600.0, ["--enforce-eager"])
 
