@@ -17,13 +17,13 @@ import httpx
 from byog.images.models import prepare_model
 from byog.images.tags import default_tag
 from byog.runtimes.docker import DockerRuntime
-from byog.schemas.plan import BUILTIN_MODEL, ModelSpec, ServerConfig
+from byog.schemas.plan import BUILTIN_MODEL, ModelSpec, server_config
 
 IMAGE = sys.argv[1] if len(sys.argv) > 1 else default_tag("cpu")
 RUN_DIR = Path(tempfile.mkdtemp(prefix="byog-cpu-check-")) / "runs" / "cpu-check"
 
 model = prepare_model(ModelSpec(path=BUILTIN_MODEL, max_model_len=4096))
-config = ServerConfig(runtime="docker", image=IMAGE, args=["--enforce-eager"])
+config = server_config(runtime="docker", image=IMAGE, args=["--enforce-eager"])
 t0 = time.monotonic()
 server = DockerRuntime().launch("full", config, model, RUN_DIR / "servers" / "full")
 try:

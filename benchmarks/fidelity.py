@@ -118,11 +118,11 @@ def main() -> int:
     if args.launch:
         from byog.images.models import prepare_model
         from byog.runtimes.local import LocalRuntime
-        from byog.schemas.plan import BUILTIN_MODEL, ModelSpec, ServerConfig
+        from byog.schemas.plan import BUILTIN_MODEL, ModelSpec, server_config
 
         model = prepare_model(ModelSpec(path=BUILTIN_MODEL, max_model_len=4096))
         server = LocalRuntime().launch(
-            "fidelity", ServerConfig(args=["--enforce-eager"]), model, Path(tempfile.mkdtemp(prefix="byog-fidelity-"))
+            "fidelity", server_config(args=["--enforce-eager"]), model, Path(tempfile.mkdtemp(prefix="byog-fidelity-"))
         )
         base_url, served, tokenizer = server.endpoint.base_url, model.served_name, args.tokenizer or model.tokenizer
     elif args.endpoint:

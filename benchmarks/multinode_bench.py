@@ -32,7 +32,7 @@ from byog.bench.sweep import run_bench_for_server
 from byog.cli.console_reporter import ConsoleReporter
 from byog.core.paths import RunDir
 from byog.pipeline.runtimes import runtime_for
-from byog.schemas.plan import BatchWorkload, ModelSpec, Plan, ServerConfig
+from byog.schemas.plan import BatchWorkload, ModelSpec, Plan, server_config
 from byog.schemas.server import PreparedModel
 
 NAMES = {"single": "tp2-1node", "native": "tp2-2nodes-native", "ray": "tp2-2nodes-ray"}
@@ -63,9 +63,9 @@ def main() -> int:
     )
     common = dict(tensor_parallel_size=2, args=shlex.split(opts.args), startup_timeout_s=opts.startup_timeout)
     variants = {
-        "single": ServerConfig(**common, env={"CUDA_VISIBLE_DEVICES": "0,1"}),
-        "native": ServerConfig(**common, nodes=2, gpus_per_node=1, launcher="native"),
-        "ray": ServerConfig(**common, nodes=2, gpus_per_node=1, launcher="ray", ray_args=shlex.split(opts.ray_args)),
+        "single": server_config(**common, env={"CUDA_VISIBLE_DEVICES": "0,1"}),
+        "native": server_config(**common, nodes=2, gpus_per_node=1, launcher="native"),
+        "ray": server_config(**common, nodes=2, gpus_per_node=1, launcher="ray", ray_args=shlex.split(opts.ray_args)),
     }
     plan = Plan(
         name="tp2-one-node-vs-two",

@@ -20,7 +20,7 @@ import psutil
 
 from byog.images.models import prepare_model
 from byog.runtimes.cluster import ClusterSpec, launch_cluster
-from byog.schemas.plan import BUILTIN_MODEL, ModelSpec, ServerConfig
+from byog.schemas.plan import BUILTIN_MODEL, ModelSpec, server_config
 
 kind, launcher = sys.argv[1], sys.argv[2]
 do_kill = "kill" in sys.argv[3:]
@@ -39,9 +39,14 @@ if kind == "ssh":
     )
 model = prepare_model(ModelSpec(path=BUILTIN_MODEL, max_model_len=1024))
 env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-config = ServerConfig(
-    runtime="docker" if kind == "docker" else "local",
-    image="byog-eval:0.1.0-cpu-host" if kind == "docker" else None,
+# the server as the plan would name it: the node runtime's own fields (ssh: hosts and options; docker: image)
+where = {k: list(v) for k, v in extra.items()}
+where |= {"image": "byog-eval:0.1.0-cpu-host"} if kind == "docker" else {}
+config = server_config(
+    runtime=kind,
+    nodes=3,
+    launcher=launcher,
+    **where,
     tensor_parallel_size=3,
     args=["--enforce-eager"],
     env=env,

@@ -37,10 +37,10 @@ def smollm2():  # -> PreparedModel
 
 @pytest.fixture(scope="session")
 def eager_config():  # -> ServerConfig
-    from byog.schemas.plan import ServerConfig
+    from byog.schemas.plan import server_config
     from tests.support.session_server import SESSION_SERVER_ARGS
 
-    return ServerConfig(runtime="local", args=SESSION_SERVER_ARGS)
+    return server_config(runtime="local", args=SESSION_SERVER_ARGS)
 
 
 @pytest.fixture(scope="session")

@@ -37,7 +37,17 @@ from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, ProgressBoard, ProgressTask, Reporter
 from byog.plans.expand import BenchPoint, points_for_server, probe_point, search_workloads
 from byog.schemas.bench import PointRecord, PowerTrace, write_request_rows
-from byog.schemas.plan import Plan, RateWorkload, ServerConfig, SyntheticSessions, TraceSource
+from byog.schemas.plan import (
+    DockerConfig,
+    EndpointConfig,
+    Plan,
+    RateWorkload,
+    ServerConfig,
+    SlurmConfig,
+    SshConfig,
+    SyntheticSessions,
+    TraceSource,
+)
 from byog.schemas.server import Endpoint, RunningServer
 
 MAX_RESTARTS = 1
@@ -134,11 +144,11 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 def power_unknown_reason(config: ServerConfig) -> str | None:
     """Why this machine's NVML would not measure the server's GPUs, or None when it would: an
     endpoint on another host runs on GPUs byog cannot see."""
-    if config.runtime == "endpoint" and urlsplit(config.url or "").hostname not in LOCAL_HOSTS:
+    if isinstance(config, EndpointConfig) and urlsplit(config.url).hostname not in LOCAL_HOSTS:
         return f"the server runs elsewhere ({config.url}): this machine's GPUs are not its GPUs"
-    if config.runtime == "ssh" or (config.runtime == "docker" and config.hosts):
+    if isinstance(config, SshConfig) or (isinstance(config, DockerConfig) and config.hosts):
         return f"the server runs on other hosts ({', '.join(config.hosts)}): NVML here does not see their GPUs"
-    if config.runtime == "slurm":
+    if isinstance(config, SlurmConfig):
         return "the server runs as srun steps on the Slurm job's nodes: NVML here does not see their GPUs"
     return None
 
@@ -146,7 +156,9 @@ def power_unknown_reason(config: ServerConfig) -> str | None:
 def gpu_indices(config: ServerConfig) -> list[int] | None:
     """The GPUs a server runs on, for the NVML sampler: docker ``gpus: [ids]``, else the ids in its
     env's ``CUDA_VISIBLE_DEVICES``; None (every GPU NVML sees) when neither names them."""
-    if isinstance(config.gpus, list):
+    if isinstance(config, EndpointConfig):
+        return None
+    if isinstance(config, DockerConfig) and isinstance(config.gpus, list):
         return list(config.gpus)
     visible = config.env.get("CUDA_VISIBLE_DEVICES")
     if visible:

@@ -25,7 +25,7 @@ from byog.plans.expand import check_plan_fits
 from byog.plans.load import load_plan, parse_plan
 from byog.runtimes.endpoint import EndpointServer
 from byog.schemas.bench import PointSummary
-from byog.schemas.plan import Plan
+from byog.schemas.plan import EndpointConfig, Plan, ServerBase
 from byog.schemas.server import PreparedModel
 
 ENDPOINT_SERVER = "endpoint"
@@ -146,13 +146,17 @@ def bench_endpoint(flags: BenchFlags, run_dir: Path | None, reporter: Reporter) 
         server_name = flags.server or plan.baseline
         if server_name not in plan.servers:
             raise UsageError(f"--server '{server_name}' is not one of the plan's servers {sorted(plan.servers)}")
-        config = plan.servers[server_name].model_copy(update={"runtime": "endpoint", "url": endpoint})
+        # the plan's server as the endpoint it already is: its vLLM settings, none of its launch
+        vllm_settings = plan.servers[server_name].model_dump(include=set(ServerBase.model_fields))
+        config = EndpointConfig(url=endpoint, **vllm_settings)
         model = flags.model or plan.model.served_name or _served_model(endpoint)
     else:
         model = flags.model or _served_model(endpoint)
         plan, text = plan_from_flags(flags, model)
         server_name = ENDPOINT_SERVER
-        config = plan.servers[server_name]
+        written = plan.servers[server_name]
+        assert isinstance(written, EndpointConfig)  # _plan_from_flags writes an endpoint
+        config = written
     folder = RunDir(Path(run_dir) if run_dir else runs_dir() / f"bench-{new_run_id()}")
     if folder.plan_yaml.is_file() and folder.plan_yaml.read_text(encoding="utf-8") != text:
         raise UsageError(f"{folder.root} holds a different plan.yaml: give a new --run-dir or the same flags to resume")

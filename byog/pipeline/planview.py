@@ -48,7 +48,7 @@ from byog.plans.tiers import TIERS, apply_tier, eval_items, find_placeholders
 from byog.runtimes.cluster import describe_cluster
 from byog.runtimes.launch import local_vllm_argv, server_env, vllm_serve_args
 from byog.schemas.bench import BenchPoint
-from byog.schemas.plan import Plan, SyntheticSessions, TraceSource
+from byog.schemas.plan import LaunchedConfig, Plan, SyntheticSessions, TraceSource
 from byog.schemas.server import PreparedModel
 
 TPOT_GUESS_S = 0.030  # CPU vLLM + SmolLM2-135M at batch 1 decodes ~38 tok/s
@@ -415,7 +415,11 @@ def per_node_launches(plan: Plan) -> dict[str, list[str]]:
         tokenizer=plan.model.tokenizer or plan.model.path,
         max_model_len=plan.model.max_model_len,
     )
-    return {name: describe_cluster(name, config, model) for name, config in plan.servers.items() if config.multi_node}
+    return {
+        name: describe_cluster(name, config, model)
+        for name, config in plan.servers.items()
+        if isinstance(config, LaunchedConfig) and config.multi_node
+    }
 
 
 def slurm_batch(plan_ref: str | None, plan: Plan, tier: str) -> str | None:

@@ -10,7 +10,7 @@ from byog.runtimes.cluster import ClusterRuntime
 from byog.runtimes.docker import DockerRuntime
 from byog.runtimes.endpoint import EndpointRuntime
 from byog.runtimes.local import LocalRuntime
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import DockerConfig, EndpointConfig, ServerConfig, SlurmConfig, SshConfig
 from byog.schemas.server import PreparedModel, RunningServer
 
 
@@ -21,10 +21,8 @@ class Runtime(Protocol):
 
 
 def runtime_for(config: ServerConfig) -> Runtime:
-    if config.multi_node or config.runtime == "ssh":
+    if isinstance(config, EndpointConfig):
+        return EndpointRuntime()
+    if config.multi_node or isinstance(config, SshConfig | SlurmConfig):
         return ClusterRuntime()
-    if config.runtime == "local":
-        return LocalRuntime()
-    if config.runtime == "docker":
-        return DockerRuntime()
-    return EndpointRuntime()
+    return DockerRuntime() if isinstance(config, DockerConfig) else LocalRuntime()

@@ -31,7 +31,7 @@ from byog.plans.load import builtin_profiles, load_plan
 from byog.plans.tiers import apply_tier
 from byog.runtimes.launchers import world_size
 from byog.runtimes.local import cpu_vllm_installed
-from byog.schemas.plan import Plan, ServerConfig
+from byog.schemas.plan import DockerConfig, LaunchedConfig, Plan, SlurmConfig
 
 BATCH_FILE = "slurm-batch.sh"
 OUTPUT_NAME = "slurm-%j.out"  # Slurm writes the job's output there (%j: the job id)
@@ -52,26 +52,28 @@ class SubmitOptions:
     extra: tuple[str, ...] = ()  # further #SBATCH options, verbatim
 
 
-def server_gpus_per_node(config: ServerConfig, cpu: bool) -> int:
+def server_gpus_per_node(config: LaunchedConfig, cpu: bool) -> int:
     if cpu:
         return 0
     if config.multi_node:
         return config.gpus_per_node if config.gpus_per_node is not None else world_size(config) // config.nodes
-    if isinstance(config.gpus, list):
+    if isinstance(config, DockerConfig) and isinstance(config.gpus, list):
         return len(config.gpus)
     return world_size(config)
 
 
 def _cpu_plan(plan: Plan) -> bool:
     """The embedded default (CPU vLLM, no image): the job asks for no GPUs."""
-    return all(not c.image for c in plan.servers.values()) and cpu_vllm_installed()
+    images = [c.image for c in plan.servers.values() if isinstance(c, DockerConfig | SlurmConfig)]
+    return not any(images) and cpu_vllm_installed()
 
 
 def job_shape(plan: Plan) -> tuple[int, int]:
     """(nodes, GPUs per node) of the plan's largest server."""
     cpu = _cpu_plan(plan)
-    nodes = max((c.nodes for c in plan.servers.values() if c.runtime != "endpoint"), default=1)
-    gpus = max((server_gpus_per_node(c, cpu) for c in plan.servers.values() if c.runtime != "endpoint"), default=0)
+    launched = [c for c in plan.servers.values() if isinstance(c, LaunchedConfig)]
+    nodes = max((c.nodes for c in launched), default=1)
+    gpus = max((server_gpus_per_node(c, cpu) for c in launched), default=0)
     return nodes, gpus
 
 

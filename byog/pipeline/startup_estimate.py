@@ -26,7 +26,7 @@ from byog.core.paths import RunDir
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import eval_items
 from byog.runtimes.sleep_mode import weights_bytes
-from byog.schemas.plan import Plan, ServerConfig
+from byog.schemas.plan import HostedConfig, Plan, ServerConfig
 
 GB = 1e9
 GIB = 2**30
@@ -67,7 +67,7 @@ class MeasuredStart(TypedDict):
 def storage_class(config: ServerConfig) -> str:
     """Where the weights are read from, as the estimate assumes it: a shared filesystem for servers
     on a scheduler's or other hosts' nodes, else the local disk."""
-    remote = config.runtime in ("slurm", "ssh") or config.multi_node or bool(config.hosts)
+    remote = config.multi_node or (isinstance(config, HostedConfig) and bool(config.hosts))  # ssh, slurm: multi-node
     return "shared filesystem" if remote else "local disk"
 
 

@@ -26,7 +26,10 @@ from byog.schemas.plan import (
     ComparisonPair,
     ConcurrencyWorkload,
     DatasetPrompts,
+    DockerConfig,
+    EndpointConfig,
     EvalSpec,
+    LocalConfig,
     ModelSpec,
     NumericsSpec,
     NumericsTolerance,
@@ -34,10 +37,26 @@ from byog.schemas.plan import (
     RandomPrompts,
     RateSearch,
     RateWorkload,
-    ServerConfig,
     SloSpec,
+    SlurmConfig,
+    SshConfig,
     StockVariant,
 )
+
+# Every server's vLLM settings, and a launched server's layout: measurement, copied.
+_SERVER = frozenset(
+    {
+        "args",  # vetted: byog.plans.server_flags
+        "additional_config",  # vetted
+        "speculative_config",  # vetted
+        "tensor_parallel_size",
+        "data_parallel_size",
+        "decode_context_parallel_size",
+    }
+)
+_LAUNCHED = _SERVER | {"startup_timeout_s", "nodes", "launcher", "gpus_per_node"}
+# Where and how a server runs: the maintainer's.
+_LAUNCHED_OWNED = frozenset({"runtime", "env", "node_python", "ray_args"})
 
 _WORKLOAD = ("kind", "name", "servers", "isl", "osl", "prompts", "api", "reset_prefix_cache", "request_body", "slo")
 
@@ -45,20 +64,11 @@ COPIED: dict[type[BaseModel], frozenset[str]] = {
     Plan: frozenset({"name", "model", "servers", "baseline", "pairs", "workloads", "evals", "seeds"})
     | {"launches", "aa_pair", "numerics"},
     ModelSpec: frozenset({"max_model_len"}),
-    ServerConfig: frozenset(
-        {
-            "args",  # vetted: byog.plans.server_flags
-            "additional_config",  # vetted
-            "speculative_config",  # vetted
-            "tensor_parallel_size",
-            "data_parallel_size",
-            "decode_context_parallel_size",
-            "startup_timeout_s",
-            "nodes",
-            "launcher",
-            "gpus_per_node",
-        }
-    ),
+    EndpointConfig: _SERVER,
+    LocalConfig: _LAUNCHED,
+    DockerConfig: _LAUNCHED,
+    SshConfig: _LAUNCHED,
+    SlurmConfig: _LAUNCHED,
     BatchWorkload: frozenset({*_WORKLOAD, "batch_sizes", "warmup_waves", "waves"}),
     ConcurrencyWorkload: frozenset({*_WORKLOAD, "concurrencies", "num_prompts", "warmup_prompts"}),
     RateWorkload: frozenset({*_WORKLOAD, "rates", "num_prompts", "seed", "search"}),
@@ -84,9 +94,11 @@ MAINTAINER_OWNED: dict[type[BaseModel], frozenset[str]] = {
     Plan: frozenset({"schema_version", "description"}),  # byog's: the current version, a description it writes
     # --model-path (byog's built-in model by default); weights_gib only sizes byog plan's start-up estimate
     ModelSpec: frozenset({"path", "served_name", "tokenizer", "weights_gib"}),
-    ServerConfig: frozenset(
-        {"runtime", "image", "platform", "gpus", "url", "env", "hosts", "ssh_options", "node_python", "ray_args"}
-    ),
+    EndpointConfig: frozenset({"runtime", "url"}),
+    LocalConfig: _LAUNCHED_OWNED,
+    DockerConfig: _LAUNCHED_OWNED | {"image", "platform", "gpus", "hosts"},
+    SshConfig: _LAUNCHED_OWNED | {"hosts", "ssh_options"},
+    SlurmConfig: _LAUNCHED_OWNED | {"image", "platform", "hosts"},
     EvalSpec: frozenset({"passes"}),  # one greedy pass: byog's
     ComparisonPair: frozenset({"interleave"}),  # sleep mode is the maintainer's platform's: sequential by default
 }

@@ -11,7 +11,10 @@ from pydantic import ValidationError
 from byog.core.errors import UsageError
 from byog.plans.numerics_menu import check_menu_names
 from byog.schemas.migrate import migrate
-from byog.schemas.plan import Plan
+from byog.schemas.plan import RUNTIMES, Plan
+
+# Discriminated unions add the tag to the location; dropped so the key reads as written.
+WORKLOAD_TAGS = frozenset({"batch", "concurrency", "rate", "agentic", "random", "dataset"})
 
 DEFAULT_PROFILE = "smoke"
 
@@ -46,6 +49,33 @@ def _key_path(loc: tuple[object, ...]) -> str:
     return "".join(parts) or "(top level)"
 
 
+def _a_server_of(runtime: str) -> str:
+    return f"{'an' if runtime in ('endpoint', 'ssh') else 'a'} {runtime} server"
+
+
+def validation_message(err: ValidationError) -> str:
+    """The first problem as one sentence: "'servers.x': `image` is not a field of a local server"."""
+    first = err.errors()[0]
+    loc, message = list(first["loc"]), first["msg"].removeprefix("Value error, ")
+    # A server's runtime tag follows its name; the workloads' and prompts' tags follow a list index or a key.
+    runtime = None
+    if len(loc) >= 3 and loc[0] == "servers" and loc[2] in RUNTIMES:
+        runtime = str(loc.pop(2))
+    loc = [x for x in loc if x not in WORKLOAD_TAGS]
+    if runtime is not None and len(loc) == 3 and first["type"] in ("extra_forbidden", "missing"):
+        field = loc.pop()
+        server = _a_server_of(runtime)
+        message = (
+            f"`{field}` is not a field of {server}"
+            if first["type"] == "extra_forbidden"
+            else f"{server} needs `{field}`"
+        )
+    elif first["type"] == "extra_forbidden":
+        message = "unknown key"
+    more = f" (and {len(err.errors()) - 1} more problem(s))" if len(err.errors()) > 1 else ""
+    return f"'{_key_path(tuple(loc))}': {message}{more}"
+
+
 def parse_plan(text: str, label: str) -> Plan:
     try:
         data = yaml.safe_load(text)
@@ -59,16 +89,7 @@ def parse_plan(text: str, label: str) -> Plan:
     try:
         plan = Plan.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        # Discriminated unions add the tag to the location; drop it so the key reads as written.
-        loc = tuple(
-            x for x in first["loc"] if x not in {"batch", "concurrency", "rate", "agentic", "random", "dataset"}
-        )
-        message = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
-            message = "unknown key"
-        more = f" (and {len(err.errors()) - 1} more problem(s))" if len(err.errors()) > 1 else ""
-        raise UsageError(f"{label}: '{_key_path(loc)}': {message}{more}") from None
+        raise UsageError(f"{label}: {validation_message(err)}") from None
     check_menu_names(plan, label)
     return plan
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from byog.core.errors import UsageError
 from byog.plans.numerics_menu import (
@@ -38,7 +38,7 @@ from byog.plans.numerics_menu import (
     menu_change,
     menu_name_of,
 )
-from byog.schemas.plan import Plan, ServerConfig, StockChange, StockVariant
+from byog.schemas.plan import LaunchedConfig, Plan, ServerConfig, StockChange, StockVariant
 
 CONTROL_SUFFIX = ".control"
 VARIANT_SUFFIX = ".variant"
@@ -78,7 +78,7 @@ def parsed_args(args: list[str]) -> dict[str, str | None]:
 def _launch_key(config: ServerConfig) -> str:
     """Two launches with the same key run the same server: arguments as parsed, environment, the rest."""
     rest = config.model_dump(mode="json", exclude={"args", "env"})
-    return json.dumps([parsed_args(config.args), config.env, rest], sort_keys=True)
+    return json.dumps([parsed_args(config.args), getattr(config, "env", {}), rest], sort_keys=True)
 
 
 ROPE_PLACEHOLDER = "<the model's rope_theta x1.05, from its config.json at launch>"
@@ -107,7 +107,10 @@ def _model_dependent(change: StockChange | None) -> bool:
     return isinstance(change, str) and change in MENU and MENU[change].model_dependent
 
 
-def derive(baseline: ServerConfig, change: StockVariant) -> ServerConfig:
+Launched = TypeVar("Launched", bound=LaunchedConfig)
+
+
+def derive(baseline: Launched, change: StockVariant) -> Launched:
     return baseline.model_copy(update={"args": [*baseline.args, *change.args], "env": {**baseline.env, **change.env}})
 
 
@@ -226,6 +229,8 @@ def derived_servers(plan: Plan, model_config: Mapping[str, Any] | None = None) -
     out: dict[str, ServerConfig] = {}
     for role in stock_roles(plan).values():
         base = plan.servers[role.baseline]
+        if not isinstance(base, LaunchedConfig):  # an endpoint's roles are not derived
+            continue
         for name, change in ((role.control, plan.numerics.control), (role.variant, plan.numerics.envelope_variant)):
             if name is not None and name not in plan.servers:
                 out[name] = derive(base, change_of(change, model_config))

@@ -34,10 +34,21 @@ from byog.core.settings import config_file, config_setting
 from byog.plans.copied_fields import copied
 from byog.plans.expand import expand_plan
 from byog.plans.gen_kwargs import vet_gen_kwargs, vet_task
+from byog.plans.load import validation_message
 from byog.plans.numerics_menu import is_menu_name
 from byog.plans.numerics_roles import describe_change, menu_name
 from byog.plans.server_flags import vet_server, vet_stock_change
-from byog.schemas.plan import AgenticWorkload, Plan, ServerConfig, StockChange
+from byog.schemas.plan import (
+    AgenticWorkload,
+    DockerConfig,
+    EndpointConfig,
+    HostedConfig,
+    Plan,
+    ServerConfig,
+    SshConfig,
+    StockChange,
+    server_config,
+)
 
 _LOADS = {"batch": "batch_sizes", "concurrency": "concurrencies", "rate": "rates"}
 
@@ -139,18 +150,26 @@ def _runtime_fields(
         return {"runtime": "endpoint", "url": chosen["url"][-1]}
     image = chosen["image"][-1] if chosen["image"] else None
     if chosen["hosts"]:
-        return {"runtime": "docker" if image else "ssh", "image": image, "hosts": chosen["hosts"]}
+        return (
+            {"runtime": "docker", "image": image, "hosts": chosen["hosts"]}
+            if image
+            else {
+                "runtime": "ssh",
+                "hosts": chosen["hosts"],
+            }
+        )
     if image:
         return {"runtime": "docker", "image": image}
-    if bundle.runtime == "ssh" or bundle.hosts:
+    if isinstance(bundle, SshConfig) or (isinstance(bundle, HostedConfig) and bundle.hosts):
         shown = ", ".join(bundle.hosts) or "no hosts"
-        options = f" with ssh options {' '.join(bundle.ssh_options)}" if bundle.ssh_options else ""
+        ssh_options = getattr(bundle, "ssh_options", [])
+        options = f" with ssh options {' '.join(ssh_options)}" if ssh_options else ""
         raise UsageError(
             f"server '{name}' of the bundle runs on other hosts ({shown}){options}; byog reproduce runs nothing "
             f"remote that you did not name: pass --host {name}=HOST for each of its {bundle.nodes} nodes, or leave it "
             "out with --server"
         )
-    if bundle.runtime == "docker":
+    if isinstance(bundle, DockerConfig):
         digest = _digest(bundle.image)
         if digest is None or digest not in overrides.allowed_image_digests:
             raise UsageError(
@@ -282,11 +301,11 @@ def _servers(plan: Plan, kept: list[str], overrides: Overrides) -> dict[str, Any
         if config["runtime"] in ("local", "ssh") and overrides.node_python:
             config["node_python"] = overrides.node_python
         if config["runtime"] == "endpoint":
-            config = {k: v for k, v in config.items() if k not in ("nodes", "launcher", "gpus_per_node")}
+            config = {k: v for k, v in config.items() if k in EndpointConfig.model_fields}
         try:
-            servers[name] = ServerConfig.model_validate(config).model_dump(mode="json")
-        except ValueError as err:
-            raise UsageError(f"server '{name}' as you run it: {err}") from None
+            servers[name] = server_config(**config).model_dump(mode="json")
+        except ValidationError as err:
+            raise UsageError(f"server '{name}' as you run it: {validation_message(err)}") from None
     return servers
 
 
@@ -359,22 +378,30 @@ class Dropped:
 
 
 def _dropped_server(name: str, bundle: ServerConfig, ran: ServerConfig) -> list[Dropped]:
-    out = [Dropped(name, "env", v, "--env", key=k) for k, v in bundle.env.items() if ran.env.get(k) != v]
-    if bundle.image and bundle.image != ran.image:
-        out.append(Dropped(name, "image", bundle.image, "--image"))
-    if bundle.url and bundle.url != ran.url:
-        out.append(Dropped(name, "url", bundle.url, "--endpoint"))
-    if bundle.hosts and bundle.hosts != ran.hosts:
-        out += [Dropped(name, "host", host, "--host") for host in bundle.hosts]
-    if bundle.ssh_options and bundle.ssh_options != ran.ssh_options:
-        out += [Dropped(name, "ssh option", o, "--ssh-option", per_server=False) for o in bundle.ssh_options]
-    if bundle.node_python and bundle.node_python != ran.node_python:
-        out.append(Dropped(name, "node python", bundle.node_python, "--node-python", per_server=False))
-    for what, value in (("platform", bundle.platform), ("gpus", bundle.gpus)):
-        if value is not None and value != getattr(ran, what):
-            out.append(Dropped(name, what, str(value), None))
-    if bundle.ray_args:
-        out.append(Dropped(name, "ray start args", shlex.join(bundle.ray_args), None))
+    """What the bundle's server set that the reproduction's does not: a field either runtime lacks reads as unset."""
+
+    def mine(field: str) -> Any:
+        return getattr(bundle, field, None)
+
+    def theirs(field: str) -> Any:
+        return getattr(ran, field, None)
+
+    ran_env = theirs("env") or {}
+    out = [Dropped(name, "env", v, "--env", key=k) for k, v in (mine("env") or {}).items() if ran_env.get(k) != v]
+    for key, option in (("image", "--image"), ("url", "--endpoint")):
+        if mine(key) and mine(key) != theirs(key):
+            out.append(Dropped(name, key, mine(key), option))
+    if mine("hosts") and mine("hosts") != theirs("hosts"):
+        out += [Dropped(name, "host", host, "--host") for host in mine("hosts")]
+    if mine("ssh_options") and mine("ssh_options") != theirs("ssh_options"):
+        out += [Dropped(name, "ssh option", o, "--ssh-option", per_server=False) for o in mine("ssh_options")]
+    if mine("node_python") and mine("node_python") != theirs("node_python"):
+        out.append(Dropped(name, "node python", mine("node_python"), "--node-python", per_server=False))
+    for what in ("platform", "gpus"):
+        if mine(what) is not None and mine(what) != theirs(what):
+            out.append(Dropped(name, what, str(mine(what)), None))
+    if mine("ray_args"):
+        out.append(Dropped(name, "ray start args", shlex.join(mine("ray_args")), None))
     return out
 
 

@@ -59,7 +59,7 @@ from byog.runtimes.record import (
 )
 from byog.runtimes.slurm_nodes import SlurmNode, SlurmNodes, container_for, current_allocation, pick_nodes
 from byog.runtimes.ssh_nodes import SshNodes, parse_host, ssh_address
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import DockerConfig, HostedConfig, LaunchedConfig, ServerConfig, SlurmConfig, SshConfig
 from byog.schemas.server import Endpoint, PreparedModel
 
 NodeRuntimeKind = Literal["local", "docker", "ssh", "slurm"]
@@ -102,7 +102,7 @@ def default_rendezvous_port(launcher: Launcher) -> int:
     return DEFAULT_RAY_PORT if launcher == "ray" else DEFAULT_MASTER_PORT
 
 
-def gpus_per_node_of(spec: ClusterSpec, config: ServerConfig, *, cpu_build: bool) -> int:
+def gpus_per_node_of(spec: ClusterSpec, config: LaunchedConfig, *, cpu_build: bool) -> int:
     """The plan's GPUs per node, else TP x PP x DP / nodes; a CPU build's nodes take none."""
     if spec.gpus_per_node is not None:
         return spec.gpus_per_node
@@ -134,7 +134,7 @@ class ClusterLaunch:
 
 def cluster_launch(
     name: str,
-    config: ServerConfig,
+    config: LaunchedConfig,
     model: PreparedModel,
     spec: ClusterSpec,
     *,
@@ -184,7 +184,7 @@ class ClusterServer:
     def __init__(
         self,
         name: str,
-        config: ServerConfig,
+        config: LaunchedConfig,
         model: PreparedModel,
         server_dir: Path,
         spec: ClusterSpec,
@@ -521,30 +521,18 @@ def run_id_of(server_dir: Path) -> str:
 
 
 def node_runtime_for(
-    spec: ClusterSpec, config: ServerConfig, model: PreparedModel, name: str, server_dir: Path
+    spec: ClusterSpec, config: LaunchedConfig, model: PreparedModel, name: str, server_dir: Path
 ) -> tuple[NodeRuntime, list[str]]:
     """The node runtime and every node's address (rank order)."""
-    hosts = list(spec.hosts)
-    if hosts and len(hosts) != spec.nodes:
-        raise UsageError(f"server '{name}': {spec.nodes} nodes but {len(hosts)} hosts")
-    if spec.node_runtime == "local":
-        if hosts:
-            raise UsageError(
-                f"server '{name}': local nodes all run on this machine; 'hosts' is for ssh and docker nodes"
-            )
-        return LocalNodes(), node_addresses(spec)
-    if spec.node_runtime == "slurm":
+    if isinstance(config, SlurmConfig):
         return slurm_runtime(spec, config, model, name, server_dir)
-    if spec.node_runtime == "ssh":
-        if not hosts:
-            raise UsageError(f"server '{name}': ssh nodes need 'hosts', one ssh destination per node")
+    if isinstance(config, SshConfig):
         return SshNodes(list(spec.ssh_options)), node_addresses(spec)
-    from byog.runtimes.docker_nodes import DockerNodes  # loads the docker SDK
+    if isinstance(config, DockerConfig):
+        from byog.runtimes.docker_nodes import DockerNodes  # loads the docker SDK
 
-    if not config.image:
-        raise UsageError(f"server '{name}': docker nodes need 'image' (the same image on every node)")
-    runtime = DockerNodes(config.image, model, name=name, run_id=run_id_of(server_dir))
-    return runtime, node_addresses(spec)
+        return DockerNodes(config.image, model, name=name, run_id=run_id_of(server_dir)), node_addresses(spec)
+    return LocalNodes(), node_addresses(spec)
 
 
 def node_addresses(spec: ClusterSpec) -> list[str]:
@@ -561,7 +549,7 @@ def node_addresses(spec: ClusterSpec) -> list[str]:
 
 
 def slurm_runtime(
-    spec: ClusterSpec, config: ServerConfig, model: PreparedModel, name: str, server_dir: Path
+    spec: ClusterSpec, config: SlurmConfig, model: PreparedModel, name: str, server_dir: Path
 ) -> tuple[NodeRuntime, list[str]]:
     """The allocation's nodes (checked against the plan: count, GPUs) as the slurm node runtime."""
     alloc = current_allocation()
@@ -573,17 +561,17 @@ def slurm_runtime(
     return runtime, runtime.addresses()
 
 
-def cluster_spec(config: ServerConfig) -> ClusterSpec:
+def cluster_spec(config: LaunchedConfig) -> ClusterSpec:
     """The plan's multi-node fields, as the runtime takes them."""
     return ClusterSpec(
         nodes=config.nodes,
         launcher=config.launcher,
-        node_runtime=config.runtime,  # type: ignore[arg-type]
+        node_runtime=config.runtime,
         gpus_per_node=config.gpus_per_node,
-        hosts=tuple(config.hosts),
+        hosts=tuple(config.hosts) if isinstance(config, HostedConfig) else (),
         python=config.node_python,
         ray_args=tuple(config.ray_args),
-        ssh_options=tuple(config.ssh_options),
+        ssh_options=tuple(config.ssh_options) if isinstance(config, SshConfig) else (),
     )
 
 
@@ -591,10 +579,12 @@ class ClusterRuntime:
     """Launches server configs with ``nodes > 1`` (any node runtime) or ``runtime: ssh``."""
 
     def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> ClusterServer:
+        if not isinstance(config, LaunchedConfig):
+            raise UsageError(f"server '{name}' is an endpoint: byog launches nothing for it")
         return launch_cluster(name, config, model, server_dir, cluster_spec(config))
 
 
-def planned_launch(name: str, config: ServerConfig, model: PreparedModel, launcher: Launcher) -> ClusterLaunch:
+def planned_launch(name: str, config: LaunchedConfig, model: PreparedModel, launcher: Launcher) -> ClusterLaunch:
     """The launch ``launcher`` would make of ``config``, as far as the plan alone says.
 
     Ports are vLLM's and Ray's defaults (nodes that are all this machine get free ports at launch);
@@ -603,7 +593,7 @@ def planned_launch(name: str, config: ServerConfig, model: PreparedModel, launch
     build gets none at launch).
     """
     spec = replace(cluster_spec(config), launcher=launcher)
-    in_image = config.runtime == "docker" or (config.runtime == "slurm" and bool(config.image))
+    in_image = isinstance(config, DockerConfig) or (isinstance(config, SlurmConfig) and bool(config.image))
     return cluster_launch(
         name,
         config,
@@ -618,18 +608,12 @@ def planned_launch(name: str, config: ServerConfig, model: PreparedModel, launch
     )
 
 
-def describe_cluster(name: str, config: ServerConfig, model: PreparedModel) -> list[str]:
+def describe_cluster(name: str, config: LaunchedConfig, model: PreparedModel) -> list[str]:
     """Per node, what runs where, for the plan's launcher and then the other one (``byog plan``):
     each ``planned_launch``, as lines."""
     other: Launcher = "ray" if config.launcher == "native" else "native"
     launches = [planned_launch(name, config, model, launcher) for launcher in (config.launcher, other)]
-    where = {
-        "local": "process groups on this machine",
-        "ssh": "processes over ssh",
-        "docker": f"one container per node of {config.image} (host network)",
-        "slurm": "one srun step per node of the Slurm job"
-        + (f", in {config.image} through Pyxis" if config.image else ""),
-    }[config.runtime]
+    where = _where_nodes_run(config)
     lines = [
         f"{name}: {config.nodes} nodes x {launches[0].gpus_per_node} GPU(s), TP={config.tensor_parallel_size}, "
         f"{where}; launcher: {config.launcher}"
@@ -642,12 +626,22 @@ def describe_cluster(name: str, config: ServerConfig, model: PreparedModel) -> l
             f"endpoint {plan.base_url}:"
         )
         lines.extend(f"    {line}" for line in launch.process_plan().describe())
-        if config.runtime == "slurm" and mine:
+        if isinstance(config, SlurmConfig) and mine:
             lines.extend(f"    {line}" for line in describe_srun(name, config, model, launch))
     return lines
 
 
-def describe_srun(name: str, config: ServerConfig, model: PreparedModel, launch: ClusterLaunch) -> list[str]:
+def _where_nodes_run(config: LaunchedConfig) -> str:
+    if isinstance(config, DockerConfig):
+        return f"one container per node of {config.image} (host network)"
+    if isinstance(config, SlurmConfig):
+        return "one srun step per node of the Slurm job" + (
+            f", in {config.image} through Pyxis" if config.image else ""
+        )
+    return "processes over ssh" if isinstance(config, SshConfig) else "process groups on this machine"
+
+
+def describe_srun(name: str, config: SlurmConfig, model: PreparedModel, launch: ClusterLaunch) -> list[str]:
     """Each step as the srun command the slurm runtime runs ($SLURM_JOB_ID, $NODEr, $RUN_DIR and
     $START_ID: the job's, its nodes', the run's and the start's own)."""
     container = container_for(config.image, model.path, Path("$RUN_DIR")) if config.image else None
@@ -662,7 +656,7 @@ def describe_srun(name: str, config: ServerConfig, model: PreparedModel, launch:
 
 
 def launch_cluster(
-    name: str, config: ServerConfig, model: PreparedModel, server_dir: Path, spec: ClusterSpec
+    name: str, config: LaunchedConfig, model: PreparedModel, server_dir: Path, spec: ClusterSpec
 ) -> ClusterServer:
     """Start a multi-node server and return it healthy, or raise with the failing node's log tail."""
     runtime, addresses = node_runtime_for(spec, config, model, name, server_dir)

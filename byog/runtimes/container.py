@@ -20,7 +20,7 @@ from byog.images.engine import (
 )
 from byog.images.host_python import host_python_volumes
 from byog.runtimes.launch import SECRET_ENV, redact_env, server_env, vllm_serve_args
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import DockerConfig
 from byog.schemas.server import PreparedModel
 
 HOST = "127.0.0.1"
@@ -111,9 +111,9 @@ def hf_cache_dir() -> Path:
     return Path.home() / ".cache" / "huggingface"
 
 
-def gpus_for(config: ServerConfig, image_labels: dict[str, str]) -> str | list[str] | None:
+def gpus_for(config: DockerConfig, image_labels: dict[str, str]) -> str | list[str] | None:
     """The device request: the server config's choice, else all GPUs for a GPU image, none for a CPU one."""
-    chosen = getattr(config, "gpus", None)
+    chosen = config.gpus
     if chosen == "none":
         return None
     if chosen == "all":
@@ -140,7 +140,7 @@ def run_labels(run_id: str, server: str) -> dict[str, str]:
 
 def container_spec(
     name: str,
-    config: ServerConfig,
+    config: DockerConfig,
     model: PreparedModel,
     *,
     image_ref: str,

@@ -53,7 +53,7 @@ from byog.runtimes.record import (
     wait_for_health,
     write_server_record,
 )
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import DockerConfig, ServerConfig
 from byog.schemas.server import SERVER_START_MARKER, Endpoint, PreparedModel
 
 PORT_ATTEMPTS = 3
@@ -172,8 +172,8 @@ class _LogFollower(threading.Thread):
 class DockerServer:
     """A vLLM server in a container; ``restart`` removes it and starts an identical one."""
 
-    def __init__(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path, client: Any) -> None:
-        if not config.image:
+    def __init__(self, name: str, config: DockerConfig, model: PreparedModel, server_dir: Path, client: Any) -> None:
+        if not config.image:  # a copy the plan's validation did not see
             raise UsageError(f"server '{name}' uses the docker runtime but names no 'image'")
         self.name = name
         self.config = config
@@ -379,7 +379,7 @@ class DockerRuntime:
         return self._client
 
     def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> DockerServer:
-        if config.runtime != "docker":
+        if not isinstance(config, DockerConfig):
             raise UsageError(f"server '{name}' asks for the '{config.runtime}' runtime, not 'docker'")
         if not self._swept:
             sweep_orphans(self.client)

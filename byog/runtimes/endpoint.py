@@ -18,13 +18,12 @@ from byog.runtimes.record import (
     utc_now,
     write_server_record,
 )
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import EndpointConfig, ServerConfig
 from byog.schemas.server import Endpoint, PreparedModel
 
 
 class EndpointServer:
-    def __init__(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> None:
-        assert config.url is not None
+    def __init__(self, name: str, config: EndpointConfig, model: PreparedModel, server_dir: Path) -> None:
         self.name = name
         base_url = config.url.rstrip("/").removesuffix("/v1")
         try:
@@ -84,4 +83,6 @@ class EndpointServer:
 
 class EndpointRuntime:
     def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> EndpointServer:
+        if not isinstance(config, EndpointConfig):
+            raise ByogError(f"server '{name}' asks for the '{config.runtime}' runtime, not 'endpoint'")
         return EndpointServer(name, config, model, server_dir)

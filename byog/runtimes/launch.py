@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import LaunchedConfig, ServerBase
 from byog.schemas.server import PreparedModel
 
 # Defaults a CPU build of vLLM needs (a bounded KV cache: several servers share one small
@@ -20,7 +20,7 @@ CPU_DEFAULT_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2"}
 SECRET_ENV = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
 
 
-def vllm_serve_args(config: ServerConfig, model: PreparedModel, host: str, port: int) -> list[str]:
+def vllm_serve_args(config: ServerBase, model: PreparedModel, host: str, port: int) -> list[str]:
     """Arguments after `vllm serve` (the model first), identical for every runtime."""
     args = [model.path, "--host", host, "--port", str(port), "--served-model-name", model.served_name]
     if model.max_model_len:
@@ -38,13 +38,14 @@ def vllm_serve_args(config: ServerConfig, model: PreparedModel, host: str, port:
     return args + list(config.args)
 
 
-def local_vllm_argv(config: ServerConfig, model: PreparedModel, host: str, port: int) -> list[str]:
+def local_vllm_argv(config: ServerBase, model: PreparedModel, host: str, port: int) -> list[str]:
     """The local runtime's full argv: vLLM's CLI through byog's entry point (see vllm_entry)."""
     return [sys.executable, "-m", "byog.images.vllm_entry", "serve", *vllm_serve_args(config, model, host, port)]
 
 
-def server_env(config: ServerConfig, cpu_build: bool = False) -> dict[str, str]:
-    return {**(CPU_DEFAULT_ENV if cpu_build else {}), **config.env}
+def server_env(config: ServerBase, cpu_build: bool = False) -> dict[str, str]:
+    """What the server's processes get: byog's CPU defaults under the plan's ``env`` (an endpoint: none)."""
+    return {**(CPU_DEFAULT_ENV if cpu_build else {}), **(config.env if isinstance(config, LaunchedConfig) else {})}
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:

@@ -30,7 +30,7 @@ from typing import Literal
 from byog.core.argv import arg_value
 from byog.core.errors import UsageError
 from byog.runtimes.launch import vllm_serve_args
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import ServerBase
 from byog.schemas.server import PreparedModel
 
 Launcher = Literal["native", "ray"]
@@ -102,13 +102,13 @@ class ClusterPlan:
         return lines
 
 
-def world_size(config: ServerConfig) -> int:
+def world_size(config: ServerBase) -> int:
     """GPUs (or CPU ranks) one server uses: TP x PP x DP; PP is read from the server's args."""
     pp = int(arg_value(list(config.args), "--pipeline-parallel-size") or arg_value(list(config.args), "-pp") or 1)
     return config.tensor_parallel_size * pp * config.data_parallel_size
 
 
-def check_split(config: ServerConfig, nodes: int, gpus_per_node: int, name: str) -> None:
+def check_split(config: ServerBase, nodes: int, gpus_per_node: int, name: str) -> None:
     """The sizes must fill the nodes exactly: vLLM's native launcher puts world/N ranks on each node."""
     if nodes < 2:
         raise UsageError(f"server '{name}': a multi-node server needs nodes >= 2 (got {nodes})")
@@ -131,7 +131,7 @@ def serve_prefix(python: str) -> list[str]:
 
 
 def native_plan(
-    config: ServerConfig, model: PreparedModel, addresses: list[str], *, python: str, api_port: int, master_port: int
+    config: ServerBase, model: PreparedModel, addresses: list[str], *, python: str, api_port: int, master_port: int
 ) -> ClusterPlan:
     nodes = len(addresses)
     head = addresses[0]
@@ -161,7 +161,7 @@ def native_plan(
 
 
 def ray_plan(
-    config: ServerConfig,
+    config: ServerBase,
     model: PreparedModel,
     addresses: list[str],
     *,

@@ -30,7 +30,7 @@ from byog.runtimes.record import (
     wait_for_health,
     write_server_record,
 )
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import LocalConfig, ServerConfig
 from byog.schemas.server import SERVER_START_MARKER, Endpoint, PreparedModel
 
 HOST = "127.0.0.1"
@@ -114,7 +114,7 @@ def kill_process_group(leader: subprocess.Popen[bytes], grace_s: float = STOP_GR
 class LocalServer:
     """A running local vLLM; ``restart`` relaunches it on the same port with the same argv."""
 
-    def __init__(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> None:
+    def __init__(self, name: str, config: LocalConfig, model: PreparedModel, server_dir: Path) -> None:
         self.name = name
         self.config = config
         self.model = model
@@ -219,6 +219,6 @@ class LocalServer:
 
 class LocalRuntime:
     def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> LocalServer:
-        if config.runtime != "local":
+        if not isinstance(config, LocalConfig):
             raise ByogError(f"server '{name}' asks for the '{config.runtime}' runtime, not 'local'")
         return LocalServer(name, config, model, server_dir).start()

@@ -16,7 +16,7 @@ from byog.analysis.server_log import root_cause
 from byog.core.argv import arg_value
 from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import ServerBase
 from byog.schemas.server import Endpoint, PreparedModel
 
 HEALTH_POLL_S = 0.5
@@ -124,7 +124,7 @@ def write_server_record(path: Path, record: dict[str, Any]) -> None:
 
 
 def endpoint_after_start(
-    base_url: str, model: PreparedModel, config: ServerConfig, argv: list[str], probe: dict[str, Any]
+    base_url: str, model: PreparedModel, config: ServerBase, argv: list[str], probe: dict[str, Any]
 ) -> Endpoint:
     """The Endpoint of a server byog launched: limits as the server reports them, else as launched."""
     max_num_seqs = arg_value(argv, "--max-num-seqs")

@@ -18,12 +18,15 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
 from byog.core.errors import ByogError
 from byog.core.safe_text import one_line
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import LaunchedConfig
+
+Launched = TypeVar("Launched", bound=LaunchedConfig)
 
 SLEEP_ARGS = ("--enable-sleep-mode",)
 DEV_MODE_ENV = {"VLLM_SERVER_DEV_MODE": "1"}
@@ -38,7 +41,7 @@ _PLATFORM_PROBE = (
 )
 
 
-def with_sleep_mode(config: ServerConfig) -> ServerConfig:
+def with_sleep_mode(config: Launched) -> Launched:
     """The server config as an interleaved pair launches it: sleep mode on, dev endpoints served."""
     args = list(config.args) + [a for a in SLEEP_ARGS if a not in config.args]
     return config.model_copy(update={"args": args, "env": {**config.env, **DEV_MODE_ENV}})

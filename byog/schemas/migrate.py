@@ -118,3 +118,60 @@ def _summary_time_to_verdict(data: dict[str, Any]) -> dict[str, Any]:
     """summary 5 -> 6: the time to verdict and an interleaved pair's wake-up effects were added
     (absent from a schema-5 summary; verify compares it as of version 5: ``CHANGED_IN``)."""
     return data
+
+
+# A version-2 server's fields at their defaults (a version-2 plan.yaml records every field but the null ones).
+_PLAN_V2_SERVER_DEFAULTS: dict[str, Any] = {
+    **dict.fromkeys(("image", "platform", "gpus", "url", "additional_config", "speculative_config"), None),
+    **dict.fromkeys(("gpus_per_node", "node_python"), None),
+    **dict.fromkeys(("args", "hosts", "ssh_options", "ray_args"), []),
+    **dict.fromkeys(("tensor_parallel_size", "data_parallel_size", "decode_context_parallel_size", "nodes"), 1),
+    "env": {},
+    "startup_timeout_s": 900.0,
+    "launcher": "native",
+}
+_PLAN_V3_SERVER_KEYS = {"runtime", "args", "tensor_parallel_size", "data_parallel_size"} | {
+    "decode_context_parallel_size",
+    "additional_config",
+    "speculative_config",
+}
+_PLAN_V3_LAUNCHED_KEYS = _PLAN_V3_SERVER_KEYS | {"env", "startup_timeout_s", "nodes", "launcher", "gpus_per_node"}
+_PLAN_V3_LAUNCHED_KEYS |= {"node_python", "ray_args"}
+_PLAN_V3_KEYS_OF: dict[str, set[str]] = {
+    "endpoint": _PLAN_V3_SERVER_KEYS | {"url"},
+    "local": _PLAN_V3_LAUNCHED_KEYS,
+    "docker": _PLAN_V3_LAUNCHED_KEYS | {"hosts", "image", "platform", "gpus"},
+    "ssh": _PLAN_V3_LAUNCHED_KEYS | {"hosts", "ssh_options"},
+    "slurm": _PLAN_V3_LAUNCHED_KEYS | {"hosts", "image", "platform"},
+}
+
+
+# What version 2's ``byog reproduce`` wrote on an endpoint it did not launch (the maintainer's --env, the
+# bundle's start-up timeout): never read, dropped whatever it holds.
+_PLAN_V2_UNREAD_OF: dict[str, set[str]] = {"endpoint": {"env", "startup_timeout_s"}}
+
+
+@register_migration("plan", 2)
+def _plan_server_per_runtime(data: dict[str, Any]) -> dict[str, Any]:
+    """plan 2 -> 3: a server holds only its runtime's fields (``image`` is docker's and slurm's, ``url``
+    an endpoint's, ...). A version-2 server recorded every field; one its runtime does not take
+    is dropped while it holds the default, which is what version 2 did with it, and so is what a
+    version-2 reproduction wrote on an endpoint and nothing read. One set to something else stays,
+    so the plan's validation names it."""
+    servers = data.get("servers")
+    if not isinstance(servers, dict):
+        return data
+    upgraded: dict[str, Any] = {}
+    for name, server in servers.items():
+        if isinstance(server, dict):
+            runtime = server.get("runtime", "local")
+            keys, unread = _PLAN_V3_KEYS_OF.get(runtime, set(server)), _PLAN_V2_UNREAD_OF.get(runtime, set())
+            server = {
+                k: v
+                for k, v in server.items()
+                if k not in unread
+                and (k in keys or k not in _PLAN_V2_SERVER_DEFAULTS or v != _PLAN_V2_SERVER_DEFAULTS[k])
+            }
+        upgraded[name] = server
+    data["servers"] = upgraded
+    return data

@@ -6,20 +6,25 @@ names the key). Expanding a plan into concrete bench points lives in ``byog.plan
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from functools import cache
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import (
+    ConfigDict,
+    Discriminator,
     Field,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    Tag,
+    TypeAdapter,
     model_validator,
 )
 
 from byog.schemas.base import Strict
 from byog.schemas.registry import register
 
-PLAN_SCHEMA_VERSION: Final = 2
+PLAN_SCHEMA_VERSION: Final = 3
 
 BUILTIN_MODEL = "builtin:smollm2-135m-instruct"
 
@@ -35,31 +40,50 @@ class ModelSpec(Strict):
     weights_gib: PositiveFloat | None = None
 
 
-class ServerConfig(Strict):
-    """One server under test. Its name is its key in ``Plan.servers``.
+class ServerBase(Strict):
+    """What every server under test is, launched by byog or not: vLLM's own settings. An endpoint's
+    are what it was started with, which byog reads to plan (context, ``--max-num-seqs``, TP)."""
 
-    A server may span several nodes (``nodes: N``): N copies of vLLM cooperating on one model,
-    each a share of TP x PP x DP, started through a node runtime (``runtime``: local process
-    groups on this machine, docker containers, hosts reached over ``ssh``, or ``slurm`` steps of the
-    allocation byog runs in) by one of vLLM's
-    launchers (``launcher``: ``native`` = ``--nnodes/--node-rank/--master-addr``, or ``ray``).
-    """
-
-    runtime: Literal["local", "docker", "endpoint", "ssh", "slurm"] = "local"
-    # docker runtime: image reference (pinned by digest in real runs); slurm: the steps' container (Pyxis)
-    image: str | None = None
-    # The image's platform; a node of another architecture is refused before anything starts.
-    platform: Literal["linux/amd64", "linux/arm64"] | None = None
-    # docker runtime: GPUs to request: "all", "none", or device ids; unset = all for a GPU image, none for a CPU one
-    gpus: Literal["all", "none"] | list[NonNegativeInt] | None = None
-    url: str | None = None  # endpoint runtime: an already-running server
     args: list[str] = Field(default_factory=list)  # extra `vllm serve` arguments, verbatim
-    env: dict[str, str] = Field(default_factory=dict)
     tensor_parallel_size: PositiveInt = 1
     data_parallel_size: PositiveInt = 1
     decode_context_parallel_size: PositiveInt = 1
     additional_config: dict[str, Any] | None = None  # vLLM --additional-config (e.g. the decode switch)
     speculative_config: dict[str, Any] | None = None  # vLLM --speculative-config
+
+    @property
+    def multi_node(self) -> bool:
+        return False
+
+    @property
+    def speculative(self) -> bool:
+        return self.speculative_config is not None
+
+
+def _names_its_runtime(schema: dict[str, Any]) -> None:
+    """In the JSON schema, a server of any runtime but ``local`` (a plan's default) names it: one branch matches."""
+    schema["required"] = [*schema.get("required", []), "runtime"]
+
+
+class EndpointConfig(ServerBase):
+    """An already-running server at ``url``: byog launches nothing."""
+
+    model_config = ConfigDict(json_schema_extra=_names_its_runtime)
+
+    runtime: Literal["endpoint"] = "endpoint"
+    url: str
+
+
+class LaunchedConfig(ServerBase):
+    """A server byog launches. It may span several nodes (``nodes: N``): N copies of vLLM cooperating
+    on one model, each a share of TP x PP x DP, started through the node runtime (local process
+    groups on this machine, docker containers, hosts reached over ssh, or slurm steps of the
+    allocation byog runs in) by one of vLLM's launchers (``launcher``: ``native`` =
+    ``--nnodes/--node-rank/--master-addr``, or ``ray``).
+    """
+
+    runtime: Literal["local", "docker", "ssh", "slurm"]
+    env: dict[str, str] = Field(default_factory=dict)
     startup_timeout_s: float = Field(default=900.0, gt=0)
     # --- multi-node (nodes > 1) ---
     nodes: PositiveInt = 1
@@ -67,35 +91,15 @@ class ServerConfig(Strict):
     # GPUs each node uses (CUDA_VISIBLE_DEVICES, or the container's device request); nodes sharing a
     # host get disjoint ranges. Unset: TP x PP x DP / nodes, and none for a CPU build.
     gpus_per_node: NonNegativeInt | None = None
-    # One per node, rank 0 (the API server, the Ray head) first: ssh destinations (user@host,
-    # ssh://user@host:port) for `ssh`, Docker engines (ssh://user@host) for `docker`, Slurm node
-    # names for `slurm` (default: the allocation's first N); none for `local`.
-    hosts: list[str] = Field(default_factory=list)
-    ssh_options: list[str] = Field(default_factory=list)  # extra `ssh` options, e.g. ["-i", "~/.ssh/tray"]
-    node_python: str | None = None  # the interpreter on every node (local, ssh); default: byog's own
+    node_python: str | None = None  # the interpreter on every node; default: byog's own (an image's python3)
     ray_args: list[str] = Field(default_factory=list)  # extra `ray start` arguments on every node
+    # Set by a runtime that runs multi-node servers only: why it needs ``nodes``.
+    multi_node_only: ClassVar[str | None] = None
 
     @model_validator(mode="after")
-    def _runtime_fields(self) -> ServerConfig:
-        if self.runtime == "endpoint" and not self.url:
-            raise ValueError("an 'endpoint' server needs 'url'")
-        if self.runtime == "docker" and not self.image:
-            raise ValueError("a 'docker' server needs 'image'")
-        if self.runtime == "endpoint" and self.nodes > 1:
-            raise ValueError("an 'endpoint' server is already running: 'nodes' is for servers byog launches")
-        if self.runtime == "ssh" and self.nodes < 2:
-            raise ValueError("the 'ssh' runtime runs multi-node servers: set 'nodes' (and one 'hosts' entry per node)")
-        if self.runtime == "slurm" and self.nodes < 2:
-            raise ValueError(
-                "the 'slurm' runtime runs multi-node servers as srun steps: set 'nodes' "
-                "(a one-node server runs as 'local' or 'docker' inside the job)"
-            )
-        if self.hosts and self.runtime not in ("ssh", "docker", "slurm"):
-            raise ValueError(f"'hosts' names ssh destinations or Docker engines; '{self.runtime}' nodes all run here")
-        if self.runtime == "ssh" and len(self.hosts) != self.nodes:
-            raise ValueError(f"'ssh' needs one 'hosts' entry per node: {self.nodes} nodes, {len(self.hosts)} hosts")
-        if self.hosts and len(self.hosts) != self.nodes:
-            raise ValueError(f"{self.nodes} nodes but {len(self.hosts)} 'hosts': one per node, rank 0 first")
+    def _node_fields(self) -> LaunchedConfig:
+        if self.multi_node_only is not None and self.nodes < 2:
+            raise ValueError(self.multi_node_only)
         if self.nodes == 1 and (self.launcher != "native" or self.gpus_per_node is not None):
             raise ValueError("'launcher' and 'gpus_per_node' are for multi-node servers: set 'nodes' too")
         return self
@@ -104,9 +108,105 @@ class ServerConfig(Strict):
     def multi_node(self) -> bool:
         return self.nodes > 1
 
-    @property
-    def speculative(self) -> bool:
-        return self.speculative_config is not None
+
+class LocalConfig(LaunchedConfig):
+    """vLLM as process groups on this machine (one per node)."""
+
+    runtime: Literal["local"] = "local"
+
+
+class HostedConfig(LaunchedConfig):
+    """A launched server whose nodes may run elsewhere, one ``hosts`` entry per node, rank 0 (the API
+    server, the Ray head) first."""
+
+    model_config = ConfigDict(json_schema_extra=_names_its_runtime)
+    hosts: list[str] = Field(default_factory=list)
+    hosts_required: ClassVar[bool] = False
+
+    @model_validator(mode="after")
+    def _one_host_per_node(self) -> HostedConfig:
+        if self.hosts_required and len(self.hosts) != self.nodes:
+            raise ValueError(
+                f"'{self.runtime}' needs one 'hosts' entry per node: {self.nodes} nodes, {len(self.hosts)} hosts"
+            )
+        if self.hosts and len(self.hosts) != self.nodes:
+            raise ValueError(f"{self.nodes} nodes but {len(self.hosts)} 'hosts': one per node, rank 0 first")
+        return self
+
+
+Platform = Literal["linux/amd64", "linux/arm64"]
+
+
+class DockerConfig(HostedConfig):
+    """vLLM in ``image``; ``hosts``: Docker engines (ssh://user@host), default this machine's."""
+
+    runtime: Literal["docker"] = "docker"
+    image: str  # pinned by digest in real runs
+    # The image's platform; a node of another architecture is refused before anything starts.
+    platform: Platform | None = None
+    # GPUs to request: "all", "none", or device ids; unset = all for a GPU image, none for a CPU one
+    gpus: Literal["all", "none"] | list[NonNegativeInt] | None = None
+
+
+class SshConfig(HostedConfig):
+    """A multi-node server on ``hosts``: ssh destinations (user@host, ssh://user@host:port)."""
+
+    runtime: Literal["ssh"] = "ssh"
+    ssh_options: list[str] = Field(default_factory=list)  # extra `ssh` options, e.g. ["-i", "~/.ssh/tray"]
+    hosts_required: ClassVar[bool] = True
+    multi_node_only: ClassVar[str | None] = (
+        "the 'ssh' runtime runs multi-node servers: set 'nodes' (and one 'hosts' entry per node)"
+    )
+
+
+class SlurmConfig(HostedConfig):
+    """A multi-node server as srun steps of the allocation byog runs in; ``hosts``: Slurm node names
+    (default: the allocation's first N)."""
+
+    runtime: Literal["slurm"] = "slurm"
+    image: str | None = None  # the steps' container (Pyxis)
+    platform: Platform | None = None
+    multi_node_only: ClassVar[str | None] = (
+        "the 'slurm' runtime runs multi-node servers as srun steps: set 'nodes' "
+        "(a one-node server runs as 'local' or 'docker' inside the job)"
+    )
+
+
+RUNTIMES: Final = ("endpoint", "local", "docker", "ssh", "slurm")
+DEFAULT_RUNTIME: Final = "local"
+
+
+def _runtime_of(value: Any) -> Any:
+    """The tag of a server as written: its ``runtime``, ``local`` when it names none."""
+    if isinstance(value, dict):
+        return value.get("runtime", DEFAULT_RUNTIME)
+    return getattr(value, "runtime", DEFAULT_RUNTIME)
+
+
+# One server under test (its name is its key in ``Plan.servers``): the class its ``runtime`` names, so a
+# field another runtime takes (``image`` on a local server, ``nodes`` on an endpoint) is an error naming it.
+ServerConfig = Annotated[
+    Annotated[EndpointConfig, Tag("endpoint")]
+    | Annotated[LocalConfig, Tag("local")]
+    | Annotated[DockerConfig, Tag("docker")]
+    | Annotated[SshConfig, Tag("ssh")]
+    | Annotated[SlurmConfig, Tag("slurm")],
+    Discriminator(
+        _runtime_of,
+        custom_error_type="runtime",
+        custom_error_message=f"'runtime' is one of {', '.join(RUNTIMES)}",
+    ),
+]
+
+
+@cache
+def _server_adapter() -> TypeAdapter[ServerConfig]:
+    return TypeAdapter(ServerConfig)
+
+
+def server_config(**fields: Any) -> ServerConfig:
+    """The server ``fields`` describe, of the class its ``runtime`` (default ``local``) names."""
+    return _server_adapter().validate_python(fields)
 
 
 class RandomPrompts(Strict):
@@ -434,7 +534,7 @@ class ComparisonPair(Strict):
 
 
 class Plan(Strict):
-    schema_version: Literal[2] = PLAN_SCHEMA_VERSION
+    schema_version: Literal[3] = PLAN_SCHEMA_VERSION
     name: str
     description: str = ""
     model: ModelSpec
@@ -495,7 +595,8 @@ class Plan(Strict):
         if interleaved and (self.launches > 1 or self.aa_pair):
             raise ValueError("an interleaved pair runs one launch of each server: drop 'launches' and 'aa_pair'")
         for name in interleaved:
-            if self.servers[name].runtime not in ("local", "docker") or self.servers[name].multi_node:
+            config = self.servers[name]
+            if not isinstance(config, (LocalConfig, DockerConfig)) or config.multi_node:
                 raise ValueError(f"server '{name}' of an interleaved pair must be a single-node local or docker server")
 
     def _check_numerics(self, numerics: NumericsSpec) -> None:

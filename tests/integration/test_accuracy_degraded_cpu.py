@@ -17,7 +17,7 @@ from byog.core.paths import RunDir
 from byog.evals.runner import run_task, write_task
 from byog.plans.tasks import get_task
 from byog.runtimes.local import LocalRuntime
-from byog.schemas.plan import Plan, ServerConfig
+from byog.schemas.plan import Plan, server_config
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +28,7 @@ def test_a_perturbed_model_is_different_from_stock(endpoint, smollm2, tmp_path: 
     task = get_task("arithmetic_generated")
     rd = RunDir(tmp_path)
     write_task(rd, "baseline", task.name, run_task(task, "baseline", endpoint, seeds=[1234], limit=200, data_dir=None))
-    server = LocalRuntime().launch("degraded", ServerConfig(runtime="local", args=DEGRADE), smollm2, tmp_path / "srv")
+    server = LocalRuntime().launch("degraded", server_config(runtime="local", args=DEGRADE), smollm2, tmp_path / "srv")
     try:
         degraded = run_task(task, "degraded", server.endpoint, seeds=[1234], limit=200, data_dir=None)
     finally:

@@ -39,7 +39,7 @@ from byog.plans.expand import points_for_server
 from byog.runtimes.cluster import ClusterServer
 from byog.runtimes.nodes import LocalProc, marked_processes
 from byog.runtimes.ssh_nodes import SshProc
-from byog.schemas.plan import BUILTIN_MODEL, BatchWorkload, EvalSpec, ModelSpec, Plan, ServerConfig
+from byog.schemas.plan import BUILTIN_MODEL, BatchWorkload, EvalSpec, ModelSpec, Plan, ServerConfig, server_config
 from tests.support.sshd import sshd_available, start_loopback_sshd
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
@@ -50,7 +50,7 @@ REPO = Path(__file__).resolve().parents[2]
 QUIET = NullReporter()
 
 
-def server_config(kind: str, image: str | None = None, **extra: object) -> ServerConfig:
+def cluster_server(kind: str, image: str | None = None, **extra: object) -> ServerConfig:
     """The plan's server: 3 nodes, TP3, the native launcher, on ``kind`` nodes."""
     env = {
         "VLLM_CPU_KVCACHE_SPACE": "1",
@@ -58,9 +58,9 @@ def server_config(kind: str, image: str | None = None, **extra: object) -> Serve
         "HF_DATASETS_OFFLINE": "1",
         "PYTHONPATH": str(REPO),
     }  # ssh nodes start with sshd's environment: byog's source must be importable
-    return ServerConfig(
+    return server_config(
         runtime=kind,
-        image=image,
+        **({"image": image} if image else {}),
         nodes=NODES,
         launcher="native",
         tensor_parallel_size=NODES,
@@ -117,7 +117,7 @@ def cluster(request, tmp_path_factory) -> Iterator[ClusterServer]:
         extra = {"hosts": [sshd.destination] * NODES, "ssh_options": list(sshd.options), "gpus_per_node": 0}
     model = prepare_model(ModelSpec(path=BUILTIN_MODEL, max_model_len=MAX_MODEL_LEN))
     run_root = tmp_path_factory.mktemp(f"cluster-{kind}") / "runs" / f"cluster-{kind}-{os.getpid()}"
-    config = server_config(kind, image, **extra)
+    config = cluster_server(kind, image, **extra)
     started = time.monotonic()
     server = runtime_for(config).launch("tp3", config, model, RunDir(run_root).server_dir("tp3"))
     assert isinstance(server, ClusterServer)

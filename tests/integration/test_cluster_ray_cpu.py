@@ -20,7 +20,7 @@ from byog.core.errors import ByogError
 from byog.images.models import prepare_model
 from byog.runtimes.cluster import ClusterServer, cluster_spec, node_runtime_for
 from byog.runtimes.nodes import marked_processes
-from byog.schemas.plan import BUILTIN_MODEL, ModelSpec, ServerConfig
+from byog.schemas.plan import BUILTIN_MODEL, ModelSpec, server_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_ray_cluster_joins_then_the_cpu_build_refusal_is_one_sentence_and_nothing_is_left(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="the Ray launcher needs ray (pip install 'byog[ray]')")
     model = prepare_model(ModelSpec(path=BUILTIN_MODEL, max_model_len=1024))
-    config = ServerConfig(
+    config = server_config(
         nodes=3,
         launcher="ray",
         tensor_parallel_size=3,

@@ -38,7 +38,7 @@ from byog.plans.expand import points_for_server
 from byog.runtimes.cluster import ClusterServer
 from byog.runtimes.nodes import marked_processes
 from byog.runtimes.slurm_nodes import SlurmProc
-from byog.schemas.plan import BUILTIN_MODEL, BatchWorkload, EvalSpec, ModelSpec, Plan, ServerConfig
+from byog.schemas.plan import BUILTIN_MODEL, BatchWorkload, EvalSpec, ModelSpec, Plan, ServerConfig, server_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.slurm]
 
@@ -49,7 +49,7 @@ QUIET = NullReporter()
 ENV_KEYS = ("SLURM_CONF", "SLURM_JOB_ID", "SLURM_JOB_NODELIST")
 
 
-def server_config(**extra: object) -> ServerConfig:
+def slurm_server(**extra: object) -> ServerConfig:
     env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": str(REPO)}
     fields: dict = {
         "runtime": "slurm",
@@ -60,7 +60,7 @@ def server_config(**extra: object) -> ServerConfig:
         "startup_timeout_s": 900,
         **extra,
     }
-    return ServerConfig(**fields)
+    return server_config(**fields)
 
 
 def plan_for(config: ServerConfig, osl: int, evals: list[EvalSpec] | None = None) -> Plan:
@@ -141,7 +141,7 @@ def test_outside_an_allocation_is_refused(slurm_cluster, tmp_path) -> None:
     with inside({"SLURM_CONF": str(slurm_cluster.conf)}):
         os.environ.pop("SLURM_JOB_ID", None)
         with pytest.raises(UsageError, match="runs inside a Slurm allocation and SLURM_JOB_ID is unset") as err:
-            launch(server_config(), tmp_path / "runs" / "r")
+            launch(slurm_server(), tmp_path / "runs" / "r")
     assert err.value.exit_code == 2 and "\n" not in str(err.value)
     assert_nothing_left(slurm_cluster)
 
@@ -153,7 +153,7 @@ def test_too_few_nodes_is_refused(slurm_cluster, tmp_path) -> None:
             inside(slurm_cluster.job_env(job)),
             pytest.raises(EnvironmentProblem, match=f"needs 3 nodes but Slurm job {job} holds 2") as err,
         ):
-            launch(server_config(), tmp_path / "runs" / "r")
+            launch(slurm_server(), tmp_path / "runs" / "r")
         assert err.value.exit_code == 3
         assert_nothing_left(slurm_cluster)
     finally:
@@ -165,10 +165,10 @@ def test_too_few_gpus_and_another_architecture_are_refused(slurm_cluster, tmp_pa
     try:
         with inside(slurm_cluster.job_env(job)):
             with pytest.raises(EnvironmentProblem, match="needs 1 GPUs per node but Slurm job .* holds fewer") as gpus:
-                launch(server_config(gpus_per_node=1), tmp_path / "runs" / "g")
+                launch(slurm_server(gpus_per_node=1), tmp_path / "runs" / "g")
             t0 = time.monotonic()
             with pytest.raises(EnvironmentProblem, match="Slurm node n1 is amd64 but the image is linux/arm64") as arch:
-                launch(server_config(platform="linux/arm64"), tmp_path / "runs" / "a")
+                launch(slurm_server(platform="linux/arm64"), tmp_path / "runs" / "a")
             print(f"\n[slurm] another architecture refused after {time.monotonic() - t0:.1f} s: {arch.value}")
         assert gpus.value.exit_code == 3 and arch.value.exit_code == 3
         assert "\n" not in str(arch.value)
@@ -187,7 +187,7 @@ def tp3(slurm_cluster, tmp_path_factory) -> Iterator[ClusterServer]:
     run_root = tmp_path_factory.mktemp("cluster-slurm") / "runs" / f"cluster-slurm-{os.getpid()}"
     with inside(env):
         started = time.monotonic()
-        server = launch(server_config(), run_root)
+        server = launch(slurm_server(), run_root)
         print(f"\n[slurm] 3-node TP3 over srun steps of job {job} healthy after {time.monotonic() - started:.1f} s")
         server.test_run_root = run_root  # type: ignore[attr-defined]
         server.test_job = job  # type: ignore[attr-defined]

@@ -32,7 +32,7 @@ from byog.schemas.plan import (
     BatchWorkload,
     ModelSpec,
     Plan,
-    ServerConfig,
+    server_config,
 )
 from tests.support.containers import wait_until_gone
 from tests.support.images import cpu_host_image as ensure_cpu_host_image
@@ -103,7 +103,7 @@ def test_docker_server_benches_records_and_leaves_nothing(
     monkeypatch.setenv("HF_TOKEN", FAKE_TOKEN)
     run_id = f"dockertest-{os.getpid()}"
     rd = RunDir(tmp_path / "runs" / run_id)
-    config = ServerConfig(runtime="docker", image=cpu_host_image, args=["--enforce-eager"])
+    config = server_config(runtime="docker", image=cpu_host_image, args=["--enforce-eager"])
     plan = Plan(
         name="docker-one-point",
         model=ModelSpec(path=BUILTIN_MODEL, max_model_len=4096),
@@ -156,7 +156,7 @@ def test_docker_server_benches_records_and_leaves_nothing(
 
 
 def test_exit_before_healthy_fails_fast_with_log_tail(client, cpu_host_image, smollm2, tmp_path) -> None:
-    config = ServerConfig(runtime="docker", image=cpu_host_image, args=["--enforce-eager", "--no-such-flag"])
+    config = server_config(runtime="docker", image=cpu_host_image, args=["--enforce-eager", "--no-such-flag"])
     run_dir = tmp_path / "runs" / f"dockerfail-{os.getpid()}"
     started = time.monotonic()
     with pytest.raises(ByogError) as err:
@@ -167,7 +167,7 @@ def test_exit_before_healthy_fails_fast_with_log_tail(client, cpu_host_image, sm
 
 
 def test_missing_image_says_how_to_build(client, smollm2, tmp_path) -> None:
-    config = ServerConfig(runtime="docker", image="byog-eval:0.0.0-nope-cpu-host")
+    config = server_config(runtime="docker", image="byog-eval:0.0.0-nope-cpu-host")
     with pytest.raises(EnvironmentProblem) as err:
         dk.DockerRuntime(client).launch("x", config, smollm2, tmp_path / "runs" / "r" / "servers" / "x")
     assert "is not on this Docker engine" in str(err.value)

@@ -12,7 +12,7 @@ import pytest
 
 from byog.core.errors import ByogError
 from byog.runtimes.local import LocalRuntime, group_alive
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import server_config
 from tests.support.processes import byog_process, interrupt_once_started
 
 pytestmark = pytest.mark.integration
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_failed_start_fails_fast_with_log_tail_and_leaves_nothing(smollm2, tmp_path: Path) -> None:
-    config = ServerConfig(runtime="local", args=["--enforce-eager", "--no-such-flag"])
+    config = server_config(runtime="local", args=["--enforce-eager", "--no-such-flag"])
     started = time.monotonic()
     with pytest.raises(ByogError) as err:
         LocalRuntime().launch("broken", config, smollm2, tmp_path / "servers" / "broken")

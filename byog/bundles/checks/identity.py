@@ -24,17 +24,19 @@ from byog.analysis.launch_diff import (
     unrecorded,
 )
 from byog.bundles.checks.base import Found, Skipped, VerifyContext, check
-from byog.core.errors import CheckFailed
+from byog.core.errors import CheckFailed, UsageError
 from byog.schemas.env import EnvRecord
+from byog.schemas.migrate import migrate
 from byog.schemas.plan import ComparisonPair, Plan
 from byog.schemas.policy import Stock
 from byog.schemas.server import ServerIdentity, ServerRecord
 
 
 def _plan(ctx: VerifyContext) -> Plan:
+    data = ctx.parsed.get("plan.yaml")
     try:
-        return Plan.model_validate(ctx.parsed.get("plan.yaml"))
-    except ValidationError:
+        return Plan.model_validate(migrate("plan", data, label="plan.yaml") if isinstance(data, dict) else data)
+    except (ValidationError, UsageError):
         raise CheckFailed("plan.yaml is not a valid plan") from None
 
 

@@ -11,10 +11,12 @@ from pydantic import ValidationError
 
 from byog.analysis.hardware import describe
 from byog.analysis.launch_diff import code_label
+from byog.core.errors import UsageError
 from byog.core.safe_text import md_code, md_text
 from byog.report.context import ReportContext
 from byog.report.format import table
 from byog.schemas.env import EnvRecord
+from byog.schemas.migrate import migrate
 from byog.schemas.plan import ComparisonPair, Plan
 from byog.schemas.server import ModelFilesIdentity, ServerIdentity, ServerRecord
 
@@ -95,8 +97,9 @@ def _identity_rows(servers: list[ServerRecord]) -> list[list[str]]:
 
 def _plan(ctx: ReportContext) -> Plan | None:
     try:
-        return Plan.model_validate(yaml.safe_load(ctx.run_dir.plan_yaml.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError):
+        data = yaml.safe_load(ctx.run_dir.plan_yaml.read_text(encoding="utf-8"))
+        return Plan.model_validate(migrate("plan", data, label="plan.yaml") if isinstance(data, dict) else data)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError, UsageError):
         return None
 
 

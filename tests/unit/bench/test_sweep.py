@@ -335,16 +335,16 @@ def test_a_server_whose_metrics_did_not_answer_before_the_point_gets_its_restart
 
 def test_power_is_sampled_only_where_the_servers_gpus_are() -> None:
     from byog.bench.sweep import gpu_indices, power_unknown_reason
-    from byog.schemas.plan import ServerConfig
+    from byog.schemas.plan import server_config
 
-    assert gpu_indices(ServerConfig(runtime="local", env={"CUDA_VISIBLE_DEVICES": "2,3"})) == [2, 3]
-    assert gpu_indices(ServerConfig(runtime="docker", image="i", gpus=[1])) == [1]
-    assert gpu_indices(ServerConfig(runtime="local")) is None  # every GPU NVML sees
+    assert gpu_indices(server_config(runtime="local", env={"CUDA_VISIBLE_DEVICES": "2,3"})) == [2, 3]
+    assert gpu_indices(server_config(runtime="docker", image="i", gpus=[1])) == [1]
+    assert gpu_indices(server_config(runtime="local")) is None  # every GPU NVML sees
     assert (
-        gpu_indices(ServerConfig(runtime="local", env={"CUDA_VISIBLE_DEVICES": "GPU-5f2e"})) is None
+        gpu_indices(server_config(runtime="local", env={"CUDA_VISIBLE_DEVICES": "GPU-5f2e"})) is None
     )  # UUIDs: not mapped
-    assert power_unknown_reason(ServerConfig(runtime="endpoint", url="http://127.0.0.1:8000")) is None
-    reason = power_unknown_reason(ServerConfig(runtime="endpoint", url="http://gpu-box:8000"))
+    assert power_unknown_reason(server_config(runtime="endpoint", url="http://127.0.0.1:8000")) is None
+    reason = power_unknown_reason(server_config(runtime="endpoint", url="http://gpu-box:8000"))
     assert reason and "runs elsewhere" in reason
-    remote = ServerConfig(runtime="ssh", nodes=2, hosts=["u@tray0", "u@tray1"])
+    remote = server_config(runtime="ssh", nodes=2, hosts=["u@tray0", "u@tray1"])
     assert "u@tray0, u@tray1" in (power_unknown_reason(remote) or "")

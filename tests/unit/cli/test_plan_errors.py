@@ -24,6 +24,11 @@ workloads:
 """
 
 
+LOCAL_IMAGE = "'servers.baseline': `image` is not a field of a local server"
+LOCAL_URL = "'servers.candidate': `url` is not a field of a local server"  # no runtime: local
+ENDPOINT_URL = "'servers.candidate': an endpoint server needs `url`"
+
+
 def _run(tmp_path: Path, text: str) -> tuple[int, str]:
     plan = tmp_path / "bad.yaml"
     plan.write_text(text)
@@ -40,6 +45,11 @@ def _run(tmp_path: Path, text: str) -> tuple[int, str]:
         (GOOD.replace("baseline: baseline", "baseline: stock"), "baseline 'stock' is not one of the servers"),
         (GOOD.replace("isl: [32]", "isl: [4090]"), "max_model_len = 4096"),
         ("name: [unclosed", "is not valid YAML"),
+        # a server holds only its runtime's fields, and the error names the field and the runtime
+        (GOOD.replace("{runtime: local, args:", "{runtime: local, image: vllm:1, args:"), LOCAL_IMAGE),
+        (GOOD.replace("candidate: {runtime: local}", "candidate: {url: 'http://x'}"), LOCAL_URL),
+        (GOOD.replace("candidate: {runtime: local}", "candidate: {runtime: endpoint}"), ENDPOINT_URL),
+        (GOOD.replace("candidate: {runtime: local}", "candidate: {runtime: k8s}"), "'runtime' is one of endpoint,"),
     ],
 )
 def test_bad_plan_is_one_sentence_exit_2(tmp_path: Path, text: str, expected: str) -> None:

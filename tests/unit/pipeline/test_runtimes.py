@@ -12,7 +12,7 @@ from byog.analysis.server_log import root_cause
 from byog.cli import app
 from byog.pipeline.runtimes import runtime_for
 from byog.runtimes.cluster import cluster_spec, describe_cluster, node_addresses
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import server_config
 from byog.schemas.server import PreparedModel
 
 MODEL = PreparedModel(path="/models/m", served_name="m", tokenizer="/models/m", max_model_len=1024)
@@ -24,8 +24,9 @@ HOSTS = ["ubuntu@tray0", "ubuntu@tray1"]
     [
         ({"runtime": "ssh", "nodes": 2, "hosts": HOSTS[:1]}, "one 'hosts' entry per node"),
         ({"runtime": "ssh", "hosts": HOSTS[:1]}, "the 'ssh' runtime runs multi-node servers"),
-        ({"runtime": "local", "nodes": 2, "hosts": HOSTS}, "'local' nodes all run here"),
-        ({"runtime": "endpoint", "url": "http://x:1", "nodes": 2}, "'nodes' is for servers byog launches"),
+        # a field the runtime does not take: refused naming the runtime and the field
+        ({"runtime": "local", "nodes": 2, "hosts": HOSTS}, r"local\.hosts\s+Extra inputs are not permitted"),
+        ({"runtime": "endpoint", "url": "http://x:1", "nodes": 2}, r"endpoint\.nodes\s+Extra inputs are not permitted"),
         ({"runtime": "docker", "image": "i", "nodes": 3, "hosts": HOSTS}, "3 nodes but 2 'hosts'"),
         ({"launcher": "ray"}, "for multi-node servers"),
         ({"nodes": 2, "launcher": "mpi"}, "launcher"),
@@ -33,11 +34,11 @@ HOSTS = ["ubuntu@tray0", "ubuntu@tray1"]
 )
 def test_multi_node_fields_are_checked(fields: dict, message: str) -> None:
     with pytest.raises(ValidationError, match=message):
-        ServerConfig(**fields)
+        server_config(**fields)
 
 
 def test_a_multi_node_server_goes_to_the_cluster_runtime() -> None:
-    config = ServerConfig(
+    config = server_config(
         runtime="ssh",
         nodes=2,
         hosts=HOSTS,
@@ -47,7 +48,7 @@ def test_a_multi_node_server_goes_to_the_cluster_runtime() -> None:
         node_python="/opt/py",
     )
     assert type(runtime_for(config)).__name__ == "ClusterRuntime"
-    assert type(runtime_for(ServerConfig())).__name__ == "LocalRuntime"
+    assert type(runtime_for(server_config())).__name__ == "LocalRuntime"
     spec = cluster_spec(config)
     assert (spec.nodes, spec.launcher, spec.node_runtime, spec.hosts, spec.python, spec.ssh_options) == (
         2,
@@ -58,11 +59,11 @@ def test_a_multi_node_server_goes_to_the_cluster_runtime() -> None:
         ("-i", "k"),
     )
     assert node_addresses(spec) == ["tray0", "tray1"]
-    assert node_addresses(cluster_spec(ServerConfig(nodes=3, tensor_parallel_size=3))) == ["127.0.0.1"] * 3
+    assert node_addresses(cluster_spec(server_config(nodes=3, tensor_parallel_size=3))) == ["127.0.0.1"] * 3
 
 
 def test_describe_shows_every_node_for_both_launchers_plans_first() -> None:
-    config = ServerConfig(runtime="ssh", nodes=2, hosts=HOSTS, tensor_parallel_size=8, node_python="/opt/py")
+    config = server_config(runtime="ssh", nodes=2, hosts=HOSTS, tensor_parallel_size=8, node_python="/opt/py")
     lines = describe_cluster("tp8", config, MODEL)
     assert lines[0] == "tp8: 2 nodes x 4 GPU(s), TP=8, processes over ssh; launcher: native"
     native, ray = (
@@ -77,7 +78,7 @@ def test_describe_shows_every_node_for_both_launchers_plans_first() -> None:
         and "[serve] (once Ray lists 2 nodes)" in lines[ray + 3]
     )
     # Two nodes on one host get disjoint GPUs.
-    same_host = describe_cluster("x", ServerConfig(nodes=2, tensor_parallel_size=2), MODEL)
+    same_host = describe_cluster("x", server_config(nodes=2, tensor_parallel_size=2), MODEL)
     assert "CUDA_VISIBLE_DEVICES=0 " in same_host[2] and "CUDA_VISIBLE_DEVICES=1 " in same_host[3]
 
 

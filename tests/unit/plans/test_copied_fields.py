@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from byog.plans.copied_fields import COPIED, LEFT_OUT, MAINTAINER_OWNED, copied, listed
-from byog.schemas.plan import Plan, ServerConfig
+from byog.schemas.plan import LocalConfig, Plan
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
@@ -77,11 +77,13 @@ def test_the_census_shows_every_field_as_copied_or_maintainer_owned(capsys: Any)
         print(
             f"{model.__name__}: copied {', '.join(sorted(copy)) or '-'}; maintainer's {', '.join(sorted(mine)) or '-'}"
         )
-    assert "ServerConfig: copied additional_config, args," in capsys.readouterr().out
+    census = capsys.readouterr().out
+    assert "LocalConfig: copied additional_config, args," in census
+    assert "EndpointConfig: copied additional_config, args," in census and "maintainer's runtime, url" in census
 
 
 def test_a_field_added_later_fails_the_census_and_is_left_out_of_a_reproduction() -> None:
-    class GrownServer(ServerConfig):
+    class GrownServer(LocalConfig):
         pre_start_hook: str | None = None
 
     assert unlisted(GrownServer) == ["GrownServer.pre_start_hook"]

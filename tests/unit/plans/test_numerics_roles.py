@@ -179,7 +179,7 @@ def test_a_version_1_plan_still_loads() -> None:
         "envelope_variant: {args: [--max-num-seqs, '8']}}\n",
         "p",
     )
-    assert plan.schema_version == 2
+    assert plan.schema_version == 3
     assert describe_change(plan.numerics.control).startswith("fp8-kv")  # type: ignore[union-attr]
     assert describe_change(plan.numerics.envelope_variant) == "custom: --max-num-seqs 8"  # type: ignore[union-attr]
     assert detect_platform(None).kind == "unknown"

@@ -9,7 +9,7 @@ import pytest
 
 from byog.core.errors import UsageError
 from byog.plans.server_flags import LISTS, SWITCHES, VALUES, WHY, vet_args, vet_server
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import server_config
 
 
 @pytest.fixture(scope="module")
@@ -106,16 +106,16 @@ def test_the_maintainer_may_allow_a_flag_and_its_value() -> None:
 
 
 def test_config_keys_pass_through_their_own_lists() -> None:
-    ok = ServerConfig(
+    ok = server_config(
         additional_config={"decode_backend": "latency_specialized"},
         speculative_config={"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4},
     )
     vet_server("candidate", ok)
     with pytest.raises(UsageError, match="additional_config.plugin, which is not a key"):
-        vet_server("candidate", ServerConfig(additional_config={"plugin": "x"}))
+        vet_server("candidate", server_config(additional_config={"plugin": "x"}))
     with pytest.raises(UsageError, match="additional_config.decode_backend, which is given something other"):
-        vet_server("candidate", ServerConfig(additional_config={"decode_backend": {"path": "/x"}}))
-    drafter = ServerConfig(speculative_config={"method": "eagle", "model": "/data/drafter"})
+        vet_server("candidate", server_config(additional_config={"decode_backend": {"path": "/x"}}))
+    drafter = server_config(speculative_config={"method": "eagle", "model": "/data/drafter"})
     with pytest.raises(UsageError, match="speculative_config.model, which is not a key"):
         vet_server("candidate", drafter)
     vet_server("candidate", drafter, allowed=["speculative_config.model"])

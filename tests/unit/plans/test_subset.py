@@ -62,7 +62,7 @@ def test_nothing_of_where_and_how_comes_from_the_bundle() -> None:
     plan = reproduction_plan(_plan(), Overrides())
     candidate, baseline = plan.servers["candidate"], plan.servers["baseline"]
     assert candidate.runtime == baseline.runtime == "local"  # the bundle's endpoint URL is never contacted
-    assert candidate.env == {} and candidate.node_python is None and baseline.url is None
+    assert candidate.env == {} and candidate.node_python is None and not hasattr(baseline, "url")
     assert plan.model.tokenizer is None
     # what is measured stays the bundle's
     assert candidate.args == ["--enforce-eager", "--max-num-seqs", "8"] and candidate.tensor_parallel_size == 2

@@ -19,12 +19,12 @@ from pathlib import Path
 from byog.runtimes.cluster import ClusterServer, ClusterSpec, Running
 from byog.runtimes.nodes import LocalNode, LocalNodes
 from byog.runtimes.ssh_nodes import SshNodes
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import server_config
 from byog.schemas.server import PreparedModel
 
 
 def _cluster_of_sleepers(tmp_path: Path) -> ClusterServer:
-    config = ServerConfig(runtime="local", nodes=3, launcher="native", tensor_parallel_size=3)
+    config = server_config(runtime="local", nodes=3, launcher="native", tensor_parallel_size=3)
     model = PreparedModel(path="/models/m", served_name="m", tokenizer="/models/m", max_model_len=1024)
     cluster = ClusterServer(
         "tp3", config, model, tmp_path, ClusterSpec(nodes=3, gpus_per_node=0), LocalNodes(), ["127.0.0.1"] * 3

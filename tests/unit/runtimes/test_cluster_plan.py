@@ -31,7 +31,7 @@ from byog.runtimes.launchers import ClusterPlan, NodeStep
 from byog.runtimes.nodes import LocalNodes, NodeRuntime
 from byog.runtimes.slurm_nodes import Allocation, SlurmNodes, SlurmProc, container_for
 from byog.runtimes.ssh_nodes import SshNodes
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import ServerConfig, server_config
 from byog.schemas.server import PreparedModel
 
 MODEL = PreparedModel(path="/models/m", served_name="m", tokenizer="/models/m", max_model_len=1024)
@@ -100,14 +100,16 @@ def section(lines: list[str], launcher: str) -> list[str]:
 
 
 CONFIGS = {
-    "native, two local nodes": ServerConfig(nodes=2, tensor_parallel_size=2, env={"A": "1"}),
-    "ray, two local nodes": ServerConfig(nodes=2, tensor_parallel_size=4, launcher="ray", ray_args=["--num-cpus=8"]),
-    "native over ssh": ServerConfig(
+    "native, two local nodes": server_config(nodes=2, tensor_parallel_size=2, env={"A": "1"}),
+    "ray, two local nodes": server_config(nodes=2, tensor_parallel_size=4, launcher="ray", ray_args=["--num-cpus=8"]),
+    "native over ssh": server_config(
         runtime="ssh", nodes=2, hosts=["u@tray0", "u@tray1"], tensor_parallel_size=8, node_python="/opt/py"
     ),
-    "ray over ssh": ServerConfig(runtime="ssh", nodes=3, hosts=["a", "b", "c"], tensor_parallel_size=3, launcher="ray"),
-    "slurm, 4 GPUs per node": ServerConfig(runtime="slurm", nodes=2, tensor_parallel_size=8, gpus_per_node=4),
-    "slurm in an image, ray": ServerConfig(
+    "ray over ssh": server_config(
+        runtime="ssh", nodes=3, hosts=["a", "b", "c"], tensor_parallel_size=3, launcher="ray"
+    ),
+    "slurm, 4 GPUs per node": server_config(runtime="slurm", nodes=2, tensor_parallel_size=8, gpus_per_node=4),
+    "slurm in an image, ray": server_config(
         runtime="slurm", nodes=2, tensor_parallel_size=4, gpus_per_node=2, image=IMAGE, launcher="ray"
     ),
 }

@@ -12,7 +12,7 @@ from byog.images import build, context, tags
 from byog.images.engine import docker_client
 from byog.runtimes import container as dk
 from byog.runtimes.docker import DockerRuntime, DockerServer
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import ServerConfig, server_config
 from byog.schemas.server import PreparedModel
 
 # what `byog image build --flavour cpu-host` labels (its python3 is the host suite's: this Python's version)
@@ -50,7 +50,7 @@ def spec(
 
 
 def test_host_network_spec_binds_loopback_and_passes_args_through(model: PreparedModel) -> None:
-    config = ServerConfig(
+    config = server_config(
         runtime="docker", image="img:1", args=["--enforce-eager", "--max-num-seqs", "8"], tensor_parallel_size=2
     )
     s = spec(config, model, GPU_LABELS, bridge=False)
@@ -65,7 +65,7 @@ def test_host_network_spec_binds_loopback_and_passes_args_through(model: Prepare
 
 
 def test_bridge_spec_publishes_on_loopback_only(model: PreparedModel) -> None:
-    s = spec(ServerConfig(runtime="docker", image="img:1"), model, GPU_LABELS, bridge=True)
+    s = spec(server_config(runtime="docker", image="img:1"), model, GPU_LABELS, bridge=True)
     assert s.network_mode is None
     assert s.ports == {"8000/tcp": ("127.0.0.1", 40123)}
     assert s.command[1:5] == ["--host", "0.0.0.0", "--port", "8000"]
@@ -74,23 +74,23 @@ def test_bridge_spec_publishes_on_loopback_only(model: PreparedModel) -> None:
 def test_gpu_requests_follow_image_and_config(model: PreparedModel) -> None:
     from docker.types import DeviceRequest
 
-    gpu_all = spec(ServerConfig(runtime="docker", image="img:1"), model, GPU_LABELS, bridge=False)
+    gpu_all = spec(server_config(runtime="docker", image="img:1"), model, GPU_LABELS, bridge=False)
     assert gpu_all.gpus == "all"
     request = gpu_all.run_kwargs()["device_requests"][0]
     assert isinstance(request, DeviceRequest) and request["Count"] == -1 and request["Capabilities"] == [["gpu"]]
 
-    chosen = spec(ServerConfig(runtime="docker", image="img:1", gpus=[2, 3]), model, GPU_LABELS, bridge=False)
+    chosen = spec(server_config(runtime="docker", image="img:1", gpus=[2, 3]), model, GPU_LABELS, bridge=False)
     assert chosen.run_kwargs()["device_requests"][0]["DeviceIDs"] == ["2", "3"]
 
-    cpu = spec(ServerConfig(runtime="docker", image="img:1"), model, CPU_HOST_LABELS, bridge=False)
+    cpu = spec(server_config(runtime="docker", image="img:1"), model, CPU_HOST_LABELS, bridge=False)
     assert cpu.gpus is None and "device_requests" not in cpu.run_kwargs()
-    none = spec(ServerConfig(runtime="docker", image="img:1", gpus="none"), model, GPU_LABELS, bridge=False)
+    none = spec(server_config(runtime="docker", image="img:1", gpus="none"), model, GPU_LABELS, bridge=False)
     assert "device_requests" not in none.run_kwargs()
 
 
 def test_hf_token_passed_through_and_redacted_in_record(model: PreparedModel) -> None:
     environ = {"HF_TOKEN": "hf_secret_value", "HF_HUB_OFFLINE": "1", "UNRELATED": "x"}
-    config = ServerConfig(runtime="docker", image="img:1", env={"VLLM_CPU_KVCACHE_SPACE": "4"})
+    config = server_config(runtime="docker", image="img:1", env={"VLLM_CPU_KVCACHE_SPACE": "4"})
     s = spec(config, model, GPU_LABELS, bridge=False, environ=environ)
     assert s.environment["HF_TOKEN"] == "hf_secret_value"
     assert s.environment["HF_HUB_OFFLINE"] == "1" and "UNRELATED" not in s.environment
@@ -102,19 +102,19 @@ def test_hf_token_passed_through_and_redacted_in_record(model: PreparedModel) ->
 
 def test_mounts_hf_cache_and_model_read_only(model: PreparedModel, monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    s = spec(ServerConfig(runtime="docker", image="img:1"), model, GPU_LABELS, bridge=False)
+    s = spec(server_config(runtime="docker", image="img:1"), model, GPU_LABELS, bridge=False)
     assert s.volumes[str(tmp_path / "hf")] == {"bind": "/root/.cache/huggingface", "mode": "rw"}
     assert s.volumes[model.path] == {"bind": model.path, "mode": "ro"}
     assert s.environment["HF_HOME"] == "/root/.cache/huggingface"
     hub = PreparedModel(path="org/model", served_name="m", tokenizer="org/model")
-    s_hub = spec(ServerConfig(runtime="docker", image="img:1"), hub, GPU_LABELS, bridge=False)
+    s_hub = spec(server_config(runtime="docker", image="img:1"), hub, GPU_LABELS, bridge=False)
     assert list(s_hub.volumes) == [str(tmp_path / "hf")]  # a hub id is not a path to mount
 
 
 def test_cpu_host_image_mounts_this_python_read_only(model: PreparedModel) -> None:
     import byog
 
-    s = spec(ServerConfig(runtime="docker", image="img:1"), model, CPU_HOST_LABELS, bridge=False)
+    s = spec(server_config(runtime="docker", image="img:1"), model, CPU_HOST_LABELS, bridge=False)
     assert s.entrypoint == [sys.executable, "-m", "byog.images.vllm_entry", "serve"]
     prefix = str(Path(sys.prefix).resolve())
     assert s.volumes[prefix] == {"bind": prefix, "mode": "ro"}
@@ -132,27 +132,27 @@ def test_a_venv_of_the_system_python_mounts_the_venv_only_and_the_system_python_
     monkeypatch.setattr(sys, "base_prefix", "/usr")  # Debian's python3 -m venv
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     carrying = {**CPU_HOST_LABELS, "byog.system-python": version}
-    s = spec(ServerConfig(runtime="docker", image="img:1"), model, carrying, bridge=False)
+    s = spec(server_config(runtime="docker", image="img:1"), model, carrying, bridge=False)
     assert str(venv.resolve()) in s.volumes and "/usr" not in s.volumes  # the image's own python3 runs it
     older = {k: v for k, v in CPU_HOST_LABELS.items() if k != "byog.system-python"}
     with pytest.raises(EnvironmentProblem, match="built before byog added it"):  # an image from before
-        spec(ServerConfig(runtime="docker", image="img:1"), model, older, bridge=False)
+        spec(server_config(runtime="docker", image="img:1"), model, older, bridge=False)
     with pytest.raises(EnvironmentProblem, match="carries Python 3.0"):
         spec(
-            ServerConfig(runtime="docker", image="img:1"),
+            server_config(runtime="docker", image="img:1"),
             model,
             {**CPU_HOST_LABELS, "byog.system-python": "3.0"},
             bridge=False,
         )
     monkeypatch.setattr(sys, "prefix", "/usr")
     with pytest.raises(EnvironmentProblem, match="system's own"):
-        spec(ServerConfig(runtime="docker", image="img:1"), model, CPU_HOST_LABELS, bridge=False)
+        spec(server_config(runtime="docker", image="img:1"), model, CPU_HOST_LABELS, bridge=False)
 
 
 def test_labels_name_run_server_and_owner(model: PreparedModel) -> None:
     import os
 
-    s = spec(ServerConfig(runtime="docker", image="img:1"), model, GPU_LABELS, bridge=False)
+    s = spec(server_config(runtime="docker", image="img:1"), model, GPU_LABELS, bridge=False)
     assert s.labels["byog.managed"] == "1" and s.labels["byog.run"] == "r1" and s.labels["byog.server"] == "cand"
     assert s.labels["byog.owner-pid"] == str(os.getpid())
     assert s.name == "byog-r1-cand"
@@ -209,12 +209,12 @@ def test_unknown_flavour_is_a_usage_error() -> None:
 def test_a_docker_server_without_an_image_is_bad_input(model: PreparedModel, tmp_path: Path) -> None:
     """A config the plan's validation did not see (a copy with the image taken out) is refused
     before any engine is asked, as bad input (exit 2), not as a failed check (exit 1)."""
-    no_image = ServerConfig(runtime="docker", image="img:1").model_copy(update={"image": None})
+    no_image = server_config(runtime="docker", image="img:1").model_copy(update={"image": None})
     with pytest.raises(UsageError, match="names no 'image'") as caught:
         DockerServer("cand", no_image, model, tmp_path / "cand", client=None)
     assert caught.value.exit_code == 2
     with pytest.raises(UsageError, match="asks for the 'local' runtime") as caught:
-        DockerRuntime(client=object()).launch("cand", ServerConfig(runtime="local"), model, tmp_path / "cand")
+        DockerRuntime(client=object()).launch("cand", server_config(runtime="local"), model, tmp_path / "cand")
     assert caught.value.exit_code == 2
 
 

@@ -7,7 +7,7 @@ import pytest
 from byog.core.errors import UsageError
 from byog.runtimes.launchers import check_split, gpu_ids, native_plan, ray_live_nodes, ray_plan
 from byog.runtimes.ssh_nodes import ssh_address
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import server_config
 from byog.schemas.server import PreparedModel
 
 MODEL = PreparedModel(path="/models/m", served_name="m", tokenizer="/models/m", max_model_len=1024)
@@ -19,7 +19,7 @@ def flag(argv: list[str], name: str) -> str:
 
 
 def test_native_three_nodes_rank0_serves_the_rest_are_headless() -> None:
-    config = ServerConfig(tensor_parallel_size=3, args=["--enforce-eager"])
+    config = server_config(tensor_parallel_size=3, args=["--enforce-eager"])
     plan = native_plan(config, MODEL, ["10.0.0.1", "10.0.0.2", "10.0.0.3"], python=PY, api_port=8123, master_port=29511)
     assert [(s.rank, s.role, s.phase) for s in plan.steps] == [(0, "serve", 0), (1, "headless", 0), (2, "headless", 0)]
     for step in plan.steps:
@@ -37,7 +37,7 @@ def test_native_three_nodes_rank0_serves_the_rest_are_headless() -> None:
 
 
 def test_ray_head_workers_then_serve_on_the_head_after_every_node_joined() -> None:
-    config = ServerConfig(tensor_parallel_size=2)
+    config = server_config(tensor_parallel_size=2)
     plan = ray_plan(
         config,
         MODEL,
@@ -68,18 +68,18 @@ def test_ray_head_workers_then_serve_on_the_head_after_every_node_joined() -> No
 
 
 def test_sizes_must_fill_the_nodes_and_byog_owns_the_launch_flags() -> None:
-    check_split(ServerConfig(tensor_parallel_size=3), 3, 0, "s")
-    check_split(ServerConfig(tensor_parallel_size=2, args=["--pipeline-parallel-size", "2"]), 2, 2, "s")
+    check_split(server_config(tensor_parallel_size=3), 3, 0, "s")
+    check_split(server_config(tensor_parallel_size=2, args=["--pipeline-parallel-size", "2"]), 2, 2, "s")
     with pytest.raises(UsageError, match="do not split evenly over 2 nodes"):
-        check_split(ServerConfig(tensor_parallel_size=3), 2, 0, "s")
+        check_split(server_config(tensor_parallel_size=3), 2, 0, "s")
     with pytest.raises(UsageError, match="2 nodes x 4 GPUs = 8"):
-        check_split(ServerConfig(tensor_parallel_size=4), 2, 4, "s")
+        check_split(server_config(tensor_parallel_size=4), 2, 4, "s")
     with pytest.raises(UsageError, match="byog sets --nnodes"):
-        check_split(ServerConfig(tensor_parallel_size=2, args=["--nnodes", "2"]), 2, 0, "s")
+        check_split(server_config(tensor_parallel_size=2, args=["--nnodes", "2"]), 2, 0, "s")
     with pytest.raises(UsageError, match="byog sets --headless"):
-        check_split(ServerConfig(tensor_parallel_size=2, args=["--headless"]), 2, 0, "s")
+        check_split(server_config(tensor_parallel_size=2, args=["--headless"]), 2, 0, "s")
     with pytest.raises(UsageError, match="nodes >= 2"):
-        check_split(ServerConfig(), 1, 0, "s")
+        check_split(server_config(), 1, 0, "s")
 
 
 def test_nodes_sharing_a_host_get_disjoint_gpus() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from byog.core.errors import ByogError
 from byog.runtimes import sleep_mode
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import server_config
 from tests.support.fake_vllm import FakeVllm
 
 
@@ -74,7 +74,7 @@ def test_both_sides_weights_must_fit_host_memory(tmp_path: Path) -> None:
 
 
 def test_with_sleep_mode_adds_the_flag_and_dev_mode_once() -> None:
-    config = ServerConfig(args=["--enforce-eager", "--enable-sleep-mode"], env={"A": "1"})
+    config = server_config(args=["--enforce-eager", "--enable-sleep-mode"], env={"A": "1"})
     out = sleep_mode.with_sleep_mode(config)
     assert out.args == ["--enforce-eager", "--enable-sleep-mode"]
     assert out.env == {"A": "1", "VLLM_SERVER_DEV_MODE": "1"}

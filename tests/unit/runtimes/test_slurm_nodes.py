@@ -22,7 +22,7 @@ from byog.runtimes.slurm_nodes import (
     pick_nodes,
     srun_argv,
 )
-from byog.schemas.plan import ServerConfig
+from byog.schemas.plan import server_config
 
 # Pyxis's srun flags (github.com/NVIDIA/pyxis, wiki "Usage": `srun --help` with pyxis loaded).
 PYXIS_FLAGS = {
@@ -138,8 +138,8 @@ def test_architecture_names() -> None:
 
 def test_the_slurm_runtime_is_for_multi_node_servers() -> None:
     with pytest.raises(ValueError, match="'slurm' runtime runs multi-node servers"):
-        ServerConfig(runtime="slurm")
-    config = ServerConfig(runtime="slurm", nodes=2, hosts=["a", "b"], platform="linux/arm64")
+        server_config(runtime="slurm")
+    config = server_config(runtime="slurm", nodes=2, hosts=["a", "b"], platform="linux/arm64")
     assert config.hosts == ["a", "b"] and config.platform == "linux/arm64"
     with pytest.raises(ValueError):
-        ServerConfig(runtime="slurm", nodes=2, platform="linux/ppc64le")
+        server_config(runtime="slurm", nodes=2, platform="linux/ppc64le")
