@@ -74,8 +74,12 @@ class Difference:
         return f"{self.key} {_short(self.candidate)} (baseline {_short(self.baseline)})"
 
 
+SHORT_VALUE_CHARS = 80  # a code label (distribution, version, commit, wheel and files digests) fits whole
+
+
 def _short(value: str) -> str:
-    return value if len(value) <= 40 else value[:37] + "..."
+    """A long value (a JSON flag) cut to one readable line."""
+    return value if len(value) <= SHORT_VALUE_CHARS else value[: SHORT_VALUE_CHARS - 3] + "..."
 
 
 def serve_flags(argv: list[str]) -> dict[str, str]:
