@@ -19,7 +19,18 @@ def test_a_long_json_value_is_cut_to_one_line() -> None:
 
 
 def test_byog_flags_aside_a_flag_and_its_value_are_read() -> None:
-    argv = ["vllm", "serve", "/m", "--host", "127.0.0.1", "--port", "8000", "--kv-cache-dtype", "fp8", "--enforce-eager"]
+    argv = [
+        "vllm",
+        "serve",
+        "/m",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8000",
+        "--kv-cache-dtype",
+        "fp8",
+        "--enforce-eager",
+    ]
     flags = serve_flags(argv)
     assert flags["--kv-cache-dtype"] == "fp8" and "--enforce-eager" in flags
     assert "--host" not in flags and "--port" not in flags
