@@ -38,7 +38,10 @@ import pytest
 
 from tests.support.cli import byog, byog_env
 
-pytestmark = pytest.mark.integration
+# seven server starts in one `byog run` (7 min on CI's two cores): the subprocess's limit comes
+# before pytest's, so a run that overstays is killed with its servers, never left beside the next test
+RUN_TIMEOUT_S = 1700
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(RUN_TIMEOUT_S + 100)]
 
 CPU_ENV = "{VLLM_CPU_KVCACHE_SPACE: '1'}"
 ROPE = """{"rope_parameters": {"rope_theta": 105000.0, "rope_type": "default"}}"""
@@ -78,7 +81,7 @@ def numerics_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subpro
         str(work / "run"),
         cwd=work,
         env=byog_env(unsigned=True),
-        timeout=2400,
+        timeout=RUN_TIMEOUT_S,
     )
 
 
@@ -177,7 +180,7 @@ def test_verify_recomputes_every_verdict(
         "--allow-unsigned",
         cwd=run_dir.parent,
         env=byog_env(unsigned=True),
-        timeout=2400,
+        timeout=RUN_TIMEOUT_S,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
@@ -193,7 +196,9 @@ def test_a_variant_flag_vllm_refuses_is_one_sentence_and_no_verdict(numerics_run
     shutil.rmtree(copy / "servers" / "stock.variant")
     plan = (copy / "plan.yaml").read_text()
     (copy / "plan.yaml").write_text(plan.replace('--max-num-batched-tokens, "256"', "--max-num-batched-tokens, lots"))
-    result = byog("check", "numerics", "--run-dir", str(copy), cwd=tmp_path, env=byog_env(unsigned=True), timeout=2400)
+    result = byog(
+        "check", "numerics", "--run-dir", str(copy), cwd=tmp_path, env=byog_env(unsigned=True), timeout=RUN_TIMEOUT_S
+    )
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
     message = result.stderr.strip().splitlines()[-1]
     assert "numerics.envelope_variant: the server 'stock.variant' did not start" in message, message

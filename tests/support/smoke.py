@@ -4,6 +4,7 @@ key: tests/support/keys.py)."""
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,10 +12,11 @@ from pathlib import Path
 from tests.support.cli import byog, byog_env
 from tests.support.keys import ContributorKey
 
-SMOKE_JOB_TIMEOUT_S = 2400
+SMOKE_JOB_TIMEOUT_S = 1100  # under pytest's 1200 s per test, so the fixture cancels the job itself
 # The test cluster runs nothing else when the smoke job is submitted: a job pending this long waits on
 # a node that will not come back (drained, down), and the run says why instead of waiting out the limit.
 SMOKE_PENDING_LIMIT_S = 180
+SMOKE_UNREADABLE_LIMIT_S = 120
 ACTIVE_JOB_STATES = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING")
 
 
@@ -29,10 +31,44 @@ class SmokeRun:
     job_state: str = ""
 
 
-def slurm_job_state(cluster, job_id: str) -> str:
-    shown = cluster.run("scontrol", "show", "job", job_id, "--oneliner", check=False).stdout
+def slurm_job_state(cluster, job_id: str) -> str | None:
+    """The job's state, or None when slurmctld did not answer (on a loaded box ``scontrol`` can time
+    out): not knowing is not an end, so the caller polls again."""
+    try:
+        shown = cluster.run("scontrol", "show", "job", job_id, "--oneliner", check=False).stdout
+    except subprocess.TimeoutExpired:
+        return None
     found = re.search(r"JobState=(\S+)", shown)
-    return found.group(1) if found else "UNKNOWN"
+    return found.group(1) if found else None
+
+
+def wait_for_job(cluster, job_id: str) -> tuple[str, str]:
+    """Poll until the job ends: (its last state, why it was cancelled or ""). A job still active at the
+    limit, pending on an idle cluster, or whose state stays unreadable is cancelled, so nothing it
+    started outlives the fixture and slows the tests after it."""
+    deadline = time.monotonic() + SMOKE_JOB_TIMEOUT_S
+    pending_since = answered = time.monotonic()
+    state = "UNKNOWN"
+    while True:
+        now = time.monotonic()
+        seen = slurm_job_state(cluster, job_id)
+        if seen is not None:
+            state, answered = seen, now
+            if state not in ACTIVE_JOB_STATES:
+                return state, ""
+            if state != "PENDING":
+                pending_since = now
+        stuck = ""
+        if now - answered > SMOKE_UNREADABLE_LIMIT_S:
+            stuck = f"state unreadable for {SMOKE_UNREADABLE_LIMIT_S} s (last {state})"
+        elif state == "PENDING" and now - pending_since > SMOKE_PENDING_LIMIT_S:
+            stuck = f"pending for {SMOKE_PENDING_LIMIT_S} s with an idle queue"
+        elif now > deadline:
+            stuck = f"still {state} after {SMOKE_JOB_TIMEOUT_S} s"
+        if stuck:
+            cluster.run("scancel", job_id, check=False)
+            return state, f"{stuck}: {cluster.diagnosis()}"
+        time.sleep(2)
 
 
 def submitted_smoke_run(cluster, work: Path, key: ContributorKey) -> SmokeRun:
@@ -45,25 +81,13 @@ def submitted_smoke_run(cluster, work: Path, key: ContributorKey) -> SmokeRun:
     if out.returncode != 0 or found is None:
         return SmokeRun(run_dir, out.returncode or 1, submitted, "slurm", submitted)
     job_id = found.group(1)
-    deadline = time.monotonic() + SMOKE_JOB_TIMEOUT_S
-    pending_since = time.monotonic()
-    stuck = ""
-    while (state := slurm_job_state(cluster, job_id)) in ACTIVE_JOB_STATES:
-        if state != "PENDING":
-            pending_since = time.monotonic()
-        elif time.monotonic() - pending_since > SMOKE_PENDING_LIMIT_S:
-            stuck = f"pending for {SMOKE_PENDING_LIMIT_S} s with an idle queue: {cluster.diagnosis()}"
-        if stuck or time.monotonic() > deadline:
-            stuck = stuck or f"still {state} after {SMOKE_JOB_TIMEOUT_S} s: {cluster.diagnosis()}"
-            cluster.run("scancel", job_id, check=False)
-            break
-        time.sleep(2)
+    state, stuck = wait_for_job(cluster, job_id)
     log = run_dir / f"slurm-{job_id}.out"
     output = log.read_text() if log.is_file() else "(no job output)"
     print(f"\n[slurm] smoke run: job {job_id} {state} after {time.monotonic() - started:.1f} s")
     if stuck:
-        print(f"[slurm] smoke job {job_id} {stuck}")
-    submitted += f"\n[slurm] job {job_id} {stuck}" if stuck else ""
+        print(f"[slurm] smoke job {job_id} cancelled, {stuck}")
+        submitted += f"\n[slurm] job {job_id} cancelled, {stuck}"
     return SmokeRun(run_dir, 0 if state == "COMPLETED" else 1, output, "slurm", submitted, job_id, state)
 
 
