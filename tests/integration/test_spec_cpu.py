@@ -146,5 +146,5 @@ workloads:
     assert result["restarts"] == 0 and result["failed"] == ["spec-b1-isl16-osl16"] and result["run"] == []
     record = json.loads(run_dir.bench_point("synthetic", "spec-b1-isl16-osl16").read_text())
     assert record["status"] == "failed" and "Synthetic acceptance not supported with CPU sampling" in record["error"]
-    assert not run_dir.bench_point("synthetic", "spec-b2-isl16-osl16").is_file()  # not tried
-    assert elapsed < 120
+    # fast by construction, not by the clock: no restart (above) and the next point never tried
+    assert not run_dir.bench_point("synthetic", "spec-b2-isl16-osl16").is_file()
