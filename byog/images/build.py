@@ -203,16 +203,7 @@ def build_image(
                 client, context, "Dockerfile", tag, buildargs, log, nocache=nocache, flavour=flavour
             )
             steps["docker_build_s"] = round(time.monotonic() - t, 1)
-    built = client.images.get(image_id)
-    return BuildResult(
-        flavour=flavour,
-        tag=tag,
-        image_id=image_id,
-        build_s=round(time.monotonic() - t0, 1),
-        size_bytes=int(built.attrs.get("Size") or 0),
-        steps_s=steps,
-        platform=image_platform(built),
-    )
+    return build_result(client, flavour, tag, image_id, t0, steps)
 
 
 def image_exists(client: Any, ref: str) -> bool:
@@ -283,3 +274,19 @@ class _BuildFailed(Exception):
 
 
 # --- inspect --------------------------------------------------------------------------------------
+
+
+def build_result(
+    client: Any, flavour: str, tag: str, image_id: str, started: float, steps: dict[str, float]
+) -> BuildResult:
+    """What a build made: the image's id, size and platform, read back from the engine."""
+    built = client.images.get(image_id)
+    return BuildResult(
+        flavour=flavour,
+        tag=tag,
+        image_id=image_id,
+        build_s=round(time.monotonic() - started, 1),
+        size_bytes=int(built.attrs.get("Size") or 0),
+        steps_s=steps,
+        platform=image_platform(built),
+    )

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from byog.core.errors import ByogError, UsageError
-from byog.images.build import BuildResult, build_image, docker_build, image_exists, image_platform
+from byog.images.build import BuildResult, build_image, build_result, docker_build, image_exists
 from byog.images.context import Log
 from byog.images.engine import (
     IMAGE_LABEL_VLLM_VERSION,
@@ -131,16 +131,7 @@ def build_wheel_image(
             client, context, "Dockerfile", tag, {}, log, nocache=nocache, flavour=f"{flavour} + vLLM wheel"
         )
         steps["docker_build_s"] = round(time.monotonic() - t, 1)
-    built = client.images.get(image_id)
-    return BuildResult(
-        flavour=flavour,
-        tag=tag,
-        image_id=image_id,
-        build_s=round(time.monotonic() - t0, 1),
-        size_bytes=int(built.attrs.get("Size") or 0),
-        steps_s=steps,
-        platform=image_platform(built),
-    )
+    return build_result(client, flavour, tag, image_id, t0, steps)
 
 
 def install_for_host_python(wheel: Path, identity: WheelIdentity, target: Path, log: Log) -> None:

@@ -23,7 +23,6 @@ import pytest
 from byog.core.errors import ByogError, EnvironmentProblem
 from byog.core.reporter import NullReporter
 from byog.images.build import default_tag
-from byog.images.engine import docker_client
 from byog.runtimes import cleanup
 from byog.runtimes import container as spec_module
 from byog.runtimes import docker as dk
@@ -36,6 +35,7 @@ from byog.schemas.plan import (
 )
 from tests.support.containers import wait_until_gone
 from tests.support.images import cpu_host_image as ensure_cpu_host_image
+from tests.support.images import docker_client_or_skip
 from tests.support.processes import byog_process, interrupt_once_started
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
@@ -46,12 +46,7 @@ FAKE_TOKEN = "hf_byog_test_token_not_a_secret"
 
 @pytest.fixture(scope="module")
 def client():
-    try:
-        return docker_client()
-    except EnvironmentProblem as err:
-        if os.environ.get("BYOG_REQUIRE_DOCKER") == "1":
-            pytest.fail(str(err))
-        pytest.skip(str(err))
+    return docker_client_or_skip()
 
 
 @pytest.fixture(scope="module")

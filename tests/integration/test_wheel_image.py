@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from byog.core.errors import EnvironmentProblem
 from byog.images.engine import (
     IMAGE_LABEL_WHEEL_BASE_ID,
     IMAGE_LABEL_WHEEL_COMMIT,
@@ -25,7 +24,6 @@ from byog.images.engine import (
     LABEL_MANAGED,
     LABEL_OWNER_HOST,
     LABEL_OWNER_PID,
-    docker_client,
 )
 from byog.images.host_python import host_python_volumes
 from byog.images.wheel import read_wheel_identity
@@ -34,7 +32,7 @@ from byog.runtimes import identity_probe
 from byog.runtimes.docker import resolve_image, run_ref
 from byog.runtimes.identity import parse_probe
 from tests.support.cli import byog, byog_env
-from tests.support.images import cpu_host_image
+from tests.support.images import cpu_host_image, docker_client_or_skip
 from tests.support.wheels import FAKE_COMMIT, repack_installed_vllm
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
@@ -42,12 +40,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.docker]
 
 @pytest.fixture(scope="module")
 def client():
-    try:
-        return docker_client()
-    except EnvironmentProblem as err:
-        if os.environ.get("BYOG_REQUIRE_DOCKER") == "1":
-            pytest.fail(str(err))
-        pytest.skip(str(err))
+    return docker_client_or_skip()
 
 
 def test_a_wheel_layer_records_the_wheel_and_the_container_reports_its_commit(client, tmp_path: Path) -> None:
