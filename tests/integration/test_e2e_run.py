@@ -59,6 +59,8 @@ def test_smoke_run_writes_the_run_directory(smoke_run: SmokeRun) -> None:
     assert re.search(r"^\| B \| candidate \| baseline \| speed-up", report, re.M), report[:3000]
     # a number in the B = 4 row, struck through where this box flagged the point invalid (client saturated)
     assert re.search(r"^\| 4 \| (~~)?[0-9]", report, re.M) and "gsm8k" in report
+    # the smoke profile declares its pair's difference: the report names it and says the baseline is not stock
+    assert "candidate vs baseline: differs on purpose in `--enforce-eager`" in report and "is not stock" in report
 
 
 def test_rerun_resumes_without_launching_and_derives_the_same_summary(
