@@ -150,14 +150,9 @@ def _runtime_fields(
         return {"runtime": "endpoint", "url": chosen["url"][-1]}
     image = chosen["image"][-1] if chosen["image"] else None
     if chosen["hosts"]:
-        return (
-            {"runtime": "docker", "image": image, "hosts": chosen["hosts"]}
-            if image
-            else {
-                "runtime": "ssh",
-                "hosts": chosen["hosts"],
-            }
-        )
+        if image:
+            return {"runtime": "docker", "image": image, "hosts": chosen["hosts"]}
+        return {"runtime": "ssh", "hosts": chosen["hosts"]}
     if image:
         return {"runtime": "docker", "image": image}
     if isinstance(bundle, SshConfig) or (isinstance(bundle, HostedConfig) and bundle.hosts):

@@ -83,11 +83,15 @@ class SlurmCluster:
         return {**self.env, "SLURM_JOB_ID": job_id, "SLURM_JOB_NODELIST": fields["NodeList"]}
 
     def cancel(self, job_id: str) -> None:
-        """scancel the job, then wait until every node is idle again: a node a test left drained (a step
-        Slurm could not kill) fails here, naming it, not as the next job pending for ever."""
+        """scancel the job, then wait until it has left the queue and, the queue empty, every node is
+        idle again: a node a test left drained (a step Slurm could not kill) fails here, naming it, not
+        as the next job pending for ever."""
         self.run("scancel", job_id, check=False)
         deadline = time.monotonic() + 90
-        while job_id in self.run("squeue", "--noheader", "--format=%i").stdout.split() or self.busy_nodes():
+        while True:
+            queued = self.run("squeue", "--noheader", "--format=%i", check=False).stdout.split()
+            if job_id not in queued and (queued or self.all_idle()):
+                return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"job {job_id} cancelled but the cluster is not idle after 90 s: {self.diagnosis()}")
             time.sleep(0.2)
@@ -96,11 +100,9 @@ class SlurmCluster:
         out = self.run("sinfo", "--noheader", "--Node", "--format=%N %t", check=False).stdout
         return dict(line.split()[:2] for line in out.splitlines() if len(line.split()) >= 2)
 
-    def busy_nodes(self) -> list[str]:
-        """Nodes not idle while no job of the cluster runs: allocated, completing, drained or down."""
-        if self.run("squeue", "--noheader", "--format=%i", check=False).stdout.split():
-            return []
-        return [f"{node} {state}" for node, state in self.node_states().items() if state != "idle"]
+    def all_idle(self) -> bool:
+        states = self.node_states()
+        return bool(states) and all(state == "idle" for state in states.values())
 
     def diagnosis(self) -> str:
         """Node states with their reasons, the queue with each job's reason, slurmctld's last lines."""
@@ -236,14 +238,10 @@ def start_cluster(root: Path) -> Iterator[SlurmCluster]:
             pids[f"slurmd-{node}"] = _wait_pidfile(root / f"slurmd-{node}.pid", 20, root / f"slurmd-{node}.log")
         cluster = SlurmCluster(root, conf, env, pids, 0.0)
         deadline = time.monotonic() + 60
-        states = ""
-        while time.monotonic() < deadline:
-            states = cluster.run("sinfo", "--noheader", "--Node", "--format=%N %t", check=False).stdout
-            if states.split() and all(line.split()[-1] == "idle" for line in states.strip().splitlines()):
-                break
+        while not cluster.all_idle():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nodes not idle after 60 s: {cluster.diagnosis()}")
             time.sleep(0.2)
-        else:
-            raise RuntimeError(f"nodes not idle after 60 s: {states}\n{_tail(root / 'slurmctld.log')}")
         cluster.started_s = time.monotonic() - t0
         yield cluster
     finally:
