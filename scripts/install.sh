@@ -50,7 +50,9 @@ if command -v uv >/dev/null; then
   pip_uninstall() { uv pip uninstall -q --python "$vpy" "$@"; }
 else
   # grep: a pip config that names local index folders warns once per package they lack; noise.
-  pip_install() { "$vpy" -m pip install -q --disable-pip-version-check "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
+  # --no-compile, as uv does by default: pip would byte-compile every module of torch, vLLM and
+  # transformers (most never imported) one file at a time; Python compiles what it imports, once.
+  pip_install() { "$vpy" -m pip install -q --no-compile --disable-pip-version-check "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
   pip_uninstall() { "$vpy" -m pip uninstall -q -y "$@"; }
 fi
 

@@ -96,11 +96,14 @@ def kill_process_group(leader: subprocess.Popen[bytes], grace_s: float = STOP_GR
 
     SIGTERM goes to the leader first so vLLM's API server shuts its engine down in order
     (signalling the whole group at once kills the engine under it); then the group gets
-    SIGTERM and finally SIGKILL, so nothing survives.
+    SIGTERM and finally SIGKILL, so nothing survives. A leader that already died (a crash, a
+    kill -9) can shut nothing down: its engine gets the group's SIGTERM at once, not after
+    the leader's grace.
     """
     pgid = leader.pid  # the leader of its own session: pid == pgid
+    leader_grace_s = grace_s if leader.poll() is None else 0.0
     steps = (
-        (lambda: leader.send_signal(signal.SIGTERM), grace_s),
+        (lambda: leader.send_signal(signal.SIGTERM), leader_grace_s),
         (lambda: os.killpg(pgid, signal.SIGTERM), 5.0),
         (lambda: os.killpg(pgid, signal.SIGKILL), 5.0),
     )

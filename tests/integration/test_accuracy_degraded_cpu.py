@@ -3,7 +3,9 @@
 The degraded candidate is the real CPU vLLM with ``--hf-overrides '{"rms_norm_eps": 0.05}'`` (the
 model's own epsilon is 1e-5: every RMSNorm now flattens its activations); the baseline is the
 session's shared eager server, the smoke plan's baseline config. Both answer byog's generated
-arithmetic (200 items, not a published benchmark). One extra server start.
+arithmetic (100 items, not a published benchmark). One extra server start. The degraded server
+scores about 0 against stock's ~50%: 100 items put the difference tens of standard errors outside
+the margin.
 """
 
 from __future__ import annotations
@@ -21,16 +23,19 @@ from byog.schemas.plan import Plan, server_config
 
 pytestmark = pytest.mark.integration
 
+ITEMS = 100
 DEGRADE = ["--enforce-eager", "--hf-overrides", '{"rms_norm_eps": 0.05}']
 
 
 def test_a_perturbed_model_is_different_from_stock(endpoint, smollm2, tmp_path: Path) -> None:
     task = get_task("arithmetic_generated")
     rd = RunDir(tmp_path)
-    write_task(rd, "baseline", task.name, run_task(task, "baseline", endpoint, seeds=[1234], limit=200, data_dir=None))
+    write_task(
+        rd, "baseline", task.name, run_task(task, "baseline", endpoint, seeds=[1234], limit=ITEMS, data_dir=None)
+    )
     server = LocalRuntime().launch("degraded", server_config(runtime="local", args=DEGRADE), smollm2, tmp_path / "srv")
     try:
-        degraded = run_task(task, "degraded", server.endpoint, seeds=[1234], limit=200, data_dir=None)
+        degraded = run_task(task, "degraded", server.endpoint, seeds=[1234], limit=ITEMS, data_dir=None)
     finally:
         server.stop()
     write_task(rd, "degraded", task.name, degraded)
@@ -39,7 +44,7 @@ def test_a_perturbed_model_is_different_from_stock(endpoint, smollm2, tmp_path: 
         model={"path": "m"},
         servers={"degraded": {"args": DEGRADE}, "baseline": {"args": ["--enforce-eager"]}},
         baseline="baseline",
-        evals=[{"task": task.name, "limit": 200, "passes": 1}],
+        evals=[{"task": task.name, "limit": ITEMS, "passes": 1}],
         seeds=[1234],
     )
     summary = summarize_evals(rd, plan)

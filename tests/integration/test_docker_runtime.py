@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -36,7 +37,7 @@ from byog.schemas.plan import (
 from tests.support.containers import wait_until_gone
 from tests.support.images import cpu_host_image as ensure_cpu_host_image
 from tests.support.images import docker_client_or_skip
-from tests.support.processes import byog_process, interrupt_once_started
+from tests.support.processes import byog_process, interrupt_when
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
 
@@ -211,18 +212,24 @@ workloads:
 
 
 def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_path) -> None:
-    """SIGTERM, as a CI runner or an orchestrator stops a job (Ctrl-C is the local runtime's test; both
-    signals take the one path, tests/unit/pipeline/test_interrupt.py)."""
+    """SIGTERM while vLLM is still starting in its container, as a CI runner or an orchestrator stops a
+    job at any moment: the start is abandoned and the container removed. (Ctrl-C mid-point is the
+    local runtime's test; both signals take the one path, tests/unit/pipeline/test_interrupt.py.)"""
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN.format(image=cpu_host_image))
     run_dir = tmp_path / f"dockerint-sigterm-{os.getpid()}"
+    log = run_dir / "servers" / "only" / "server.log"
+
+    def vllm_starting_in_its_container() -> bool:
+        return bool(containers_of_run(client, run_dir.name)) and "non-default args" in _text(log)
+
     with byog_process("run", "--plan", str(plan), "--run-dir", str(run_dir), cwd=tmp_path) as proc:
-        record = run_dir / "servers" / "only" / "server.json"
-
-        def container_is_up() -> None:
-            assert containers_of_run(client, run_dir.name), "the server's container should be up mid-run"
-
-        output = interrupt_once_started(proc, record, signal.SIGTERM, container_is_up)
+        output = interrupt_when(proc, vllm_starting_in_its_container, "saw vLLM start in its container", signal.SIGTERM)
     assert proc.returncode == 130, output[-3000:]
     assert "Traceback" not in output
+    assert not (run_dir / "servers" / "only" / "server.json").exists()  # interrupted before it was healthy
     assert wait_until_gone(client, f"byog.run={run_dir.name}", timeout_s=30) == []
+
+
+def _text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.is_file() else ""

@@ -44,18 +44,30 @@ def byog_process(*args: str, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
                 proc.communicate()
 
 
+def interrupt_when(proc: subprocess.Popen[bytes], ready: Callable[[], bool], what: str, sig: signal.Signals) -> str:
+    """Wait (<= 10 min) until ``ready()`` holds while byog runs, send SIG; byog's output. ``what`` names
+    the moment waited for, in the failure message."""
+    deadline = time.monotonic() + 600
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert ready(), f"never {what}: " + proc.communicate(timeout=30)[0].decode()[-3000:]
+    proc.send_signal(sig)
+    return proc.communicate(timeout=120)[0].decode()
+
+
 def interrupt_once_started(
     proc: subprocess.Popen[bytes], record: Path, sig: signal.Signals, while_running: Callable[[], None] = lambda: None
 ) -> str:
-    """Wait (<= 10 min) for the server record a launch writes, let requests go out, send SIG; byog's output.
+    """Wait for the server record a launch writes, let requests go out, send SIG; byog's output.
 
     `while_running` asserts what must hold mid-run, before the signal.
     """
-    deadline = time.monotonic() + 600
-    while not record.is_file() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert record.is_file(), proc.communicate(timeout=30)[0].decode()[-3000:]
-    while_running()
-    time.sleep(3)  # the first requests are in flight: the interrupt lands mid-point
-    proc.send_signal(sig)
-    return proc.communicate(timeout=120)[0].decode()
+
+    def first_requests_in_flight() -> bool:
+        if not record.is_file():
+            return False
+        while_running()
+        time.sleep(3)  # the first requests are in flight: the interrupt lands mid-point
+        return True
+
+    return interrupt_when(proc, first_requests_in_flight, f"started ({record} written)", sig)
