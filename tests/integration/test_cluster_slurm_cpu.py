@@ -6,8 +6,8 @@ byog an allocation (``salloc --no-shell``); byog runs "inside" it as a batch scr
 no step: outside an allocation, too few nodes, too few GPUs, a node of another architecture.
 Then one cluster start (module-scoped) shared by: server.json's job id, step ids, node names and
 srun argv; a bench point (an eval sees only the endpoint: test_cluster_cpu runs one on local
-nodes, and the Slurm smoke job runs GSM8K under sbatch); node 2's step cancelled mid-point (``scancel J.S``),
-failing the point, tearing the group down and restarting it once, a rerun measuring the point;
+nodes, and the Slurm smoke job runs GSM8K under sbatch); node 2's step cancelled mid-point
+(``scancel J.S``), failing the point, tearing the group down and restarting it once, a rerun measuring the point;
 then, the restarted cluster idle, node 1's vLLM process SIGKILLed: seen dead, its steps ended, the
 group torn down (no second restart: that part is the sweep's and the scancel measured it);
 afterwards squeue lists no step of byog's and no vLLM process is left. ``squeue`` and the vLLM

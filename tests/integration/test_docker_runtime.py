@@ -37,7 +37,7 @@ from byog.schemas.plan import (
 from tests.support.containers import wait_until_gone
 from tests.support.images import cpu_host_image as ensure_cpu_host_image
 from tests.support.images import docker_client_or_skip
-from tests.support.processes import byog_process, interrupt_when
+from tests.support.processes import byog_process, interrupt, wait_while_running
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
 
@@ -224,7 +224,8 @@ def test_interrupted_byog_run_removes_its_container(client, cpu_host_image, tmp_
         return bool(containers_of_run(client, run_dir.name)) and "non-default args" in _text(log)
 
     with byog_process("run", "--plan", str(plan), "--run-dir", str(run_dir), cwd=tmp_path) as proc:
-        output = interrupt_when(proc, vllm_starting_in_its_container, "saw vLLM start in its container", signal.SIGTERM)
+        wait_while_running(proc, vllm_starting_in_its_container, "saw vLLM start in its container")
+        output = interrupt(proc, signal.SIGTERM)
     assert proc.returncode == 130, output[-3000:]
     assert "Traceback" not in output
     assert not (run_dir / "servers" / "only" / "server.json").exists()  # interrupted before it was healthy

@@ -44,13 +44,18 @@ def byog_process(*args: str, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
                 proc.communicate()
 
 
-def interrupt_when(proc: subprocess.Popen[bytes], ready: Callable[[], bool], what: str, sig: signal.Signals) -> str:
-    """Wait (<= 10 min) until ``ready()`` holds while byog runs, send SIG; byog's output. ``what`` names
-    the moment waited for, in the failure message."""
+def wait_while_running(proc: subprocess.Popen[bytes], ready: Callable[[], bool], what: str) -> None:
+    """Poll ``ready()`` (<= 10 min) while byog runs; fail with byog's output, ``what`` naming the moment,
+    if byog exits or time runs out first."""
     deadline = time.monotonic() + 600
-    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+    while not ready():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"never {what}: " + proc.communicate(timeout=30)[0].decode()[-3000:])
         time.sleep(0.5)
-    assert ready(), f"never {what}: " + proc.communicate(timeout=30)[0].decode()[-3000:]
+
+
+def interrupt(proc: subprocess.Popen[bytes], sig: signal.Signals) -> str:
+    """Send SIG to byog and wait for it to exit; its output."""
     proc.send_signal(sig)
     return proc.communicate(timeout=120)[0].decode()
 
@@ -62,12 +67,7 @@ def interrupt_once_started(
 
     `while_running` asserts what must hold mid-run, before the signal.
     """
-
-    def first_requests_in_flight() -> bool:
-        if not record.is_file():
-            return False
-        while_running()
-        time.sleep(3)  # the first requests are in flight: the interrupt lands mid-point
-        return True
-
-    return interrupt_when(proc, first_requests_in_flight, f"started ({record} written)", sig)
+    wait_while_running(proc, record.is_file, f"started ({record} written)")
+    while_running()
+    time.sleep(3)  # the first requests are in flight: the interrupt lands mid-point
+    return interrupt(proc, sig)

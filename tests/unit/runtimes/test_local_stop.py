@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from byog.runtimes.local import group_alive, kill_process_group
@@ -26,8 +27,10 @@ def _family(tmp_path: Path, leader_script: str) -> tuple[subprocess.Popen[bytes]
         ["sh", "-c", leader_script, "leader", str(tmp_path / "child.sh"), str(termed), str(up)],
         start_new_session=True,
     )
+    deadline = time.monotonic() + 60
     while not up.exists():
-        threading.Event().wait(0.05)
+        assert leader.poll() is None and time.monotonic() < deadline, "the child never started"
+        time.sleep(0.05)
     return leader, termed
 
 
