@@ -9,6 +9,7 @@ by ``byog --help`` paths and the docs test without building a DataFrame.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -56,7 +57,7 @@ LOAD = (
 PER_REQUEST = "Per-request metrics"
 PER_POINT = "Per-point metrics"
 AB = "A/B comparisons"
-VALIDITY = "Validity"
+VALIDITY = "Validity (a point is kept and flagged, never dropped)"
 
 REQUESTS: Final = (
     SOURCE,
@@ -276,6 +277,17 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _formula_link(formula: str) -> str:
+    """A section of docs/metrics.md (or a doc named by path) as a link from docs/analysis.md."""
+    if not formula:
+        return ""
+    if formula.startswith("docs/"):
+        name = formula.removeprefix("docs/")
+        return f"[{name}]({name})"
+    anchor = re.sub(r"[^a-z0-9 -]", "", formula.lower()).replace(" ", "-")
+    return f"[metrics.md: {formula}](metrics.md#{anchor})"
+
+
 def markdown() -> str:
     """docs/analysis.md's column reference: one table per table, generated from the spec above."""
     parts = []
@@ -283,6 +295,6 @@ def markdown() -> str:
         parts.append(f"### `{table}`: {ROW_IS[table]}\n")
         parts.append("| column | unit | meaning | formula |\n|---|---|---|---|")
         for c in columns:
-            parts.append(f"| `{c.name}` | {_cell(c.unit)} | {_cell(c.meaning)} | {_cell(c.formula)} |")
+            parts.append(f"| `{c.name}` | {_cell(c.unit)} | {_cell(c.meaning)} | {_formula_link(c.formula)} |")
         parts.append("")
     return "\n".join(parts)
