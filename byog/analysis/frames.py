@@ -50,12 +50,16 @@ def frame(table: str, rows: Iterable[Row] | pd.DataFrame) -> pd.DataFrame:
 
     spec = frame_columns.TABLES[table]
     names = [c.name for c in spec]
-    data = rows.reindex(columns=names) if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=names)
-    for c in spec:
-        if c.dtype == "string" and data[c.name].dtype == object:  # bundle text: no lone surrogate reaches a writer
-            data[c.name] = data[c.name].map(lambda v: valid_utf8(v) if isinstance(v, str) else v)
+    if isinstance(rows, pd.DataFrame):
+        data = rows.reindex(columns=names)
+    else:  # bundle text from JSON may hold lone surrogates, which no UTF-8 writer (arrow, CSV) takes
+        data = pd.DataFrame([{k: _text(v) for k, v in row.items()} for row in rows], columns=names)
     typed: pd.DataFrame = data.astype({c.name: c.dtype for c in spec})
     return typed
+
+
+def _text(value: Any) -> Any:
+    return valid_utf8(value) if isinstance(value, str) else value
 
 
 def _ints(values: np.ndarray, valid: np.ndarray) -> Any:

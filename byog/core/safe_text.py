@@ -91,7 +91,7 @@ def json_safe(value: Any, *, _depth: int = 0) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8") if _has_surrogate(value) else value
+        return valid_utf8(value)
     if isinstance(value, dict):
         return {json_safe(str(k)): json_safe(v, _depth=_depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -100,8 +100,9 @@ def json_safe(value: Any, *, _depth: int = 0) -> Any:
 
 
 def valid_utf8(text: str) -> str:
-    """``text`` with its lone surrogates as U+FFFD: a string every UTF-8 writer (CSV, parquet) accepts."""
-    return text.encode("utf-8", "replace").decode("utf-8") if _has_surrogate(text) else text
+    """``text`` with its lone surrogates escaped (``\\udcXX``, as ``json_safe`` does): a string every UTF-8
+    writer (CSV, parquet) accepts."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if _has_surrogate(text) else text
 
 
 # What makes a spreadsheet read a cell as a formula (OWASP's CSV injection list), and the quote
