@@ -72,7 +72,7 @@ def verified_run_dir(
         )
         if not report.verified:
             first = report.failures[0] if report.failures else "no check ran"
-            raise CheckFailed(f"{bundle} does not verify, so it is not opened: {one_line(first, 300)}")
+            raise CheckFailed(f"{one_line(bundle, 200)} does not verify, so it is not opened: {one_line(first, 300)}")
         target = bundle_cache_dir() / sha256_file(copy)
         if not target.is_dir():
             _unpack(copy, target, legacy_ok=allow_unsigned)
