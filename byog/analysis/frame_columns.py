@@ -192,8 +192,11 @@ ITEMS: Final = (
     _f("baseline_score", "points", "the baseline's score of the item: mean over passes, 0-100"),
     _b("flipped", "the two servers scored the item differently (what `byog items` lists)"),
     _b("lost", "flipped and the baseline scored it higher (✓→✗)"),
-    _s("candidate_answers", "the candidate's extracted answers, each distinct one once in pass order, ' | '"),
-    _s("baseline_answers", "the baseline's extracted answers"),
+    _s(
+        "candidate_answers",
+        "the candidate's extracted answers, each distinct one once in pass order, ' | ' (null: gated)",
+    ),
+    _s("baseline_answers", "the baseline's extracted answers (null: gated)"),
 )
 
 VERDICTS: Final = (

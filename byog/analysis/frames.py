@@ -3,8 +3,8 @@
 Built from the raw records, never from report.md: per-request rows from each point's parquet read
 through ``read_request_columns`` with the per-request formulas of ``byog.analysis.metrics``; the
 per-point, per-comparison and eval-verdict rows from the summary derived from those same files
-(``summarize_bench``, ``summarize_evals``: the numbers verify recomputes); per-item scores from
-``item_scores`` and ``discordant_items`` (the pairing the verdict and ``byog items`` use); each
+(``summarize_bench``, ``summarize_evals``: the numbers verify recomputes); per-item scores and answers
+from ``item_scores`` and ``item_answers`` (the pairing the verdict and ``byog items`` use); each
 server's identity and launch from its server.json. Columns, units and dtypes are declared once in
 ``byog.analysis.frame_columns``. pandas is imported only here, inside the functions that build a
 frame: ``import byog`` does not load it.
@@ -22,7 +22,7 @@ import numpy as np
 
 from byog.analysis import counters, frame_columns, metrics
 from byog.analysis.bench_summary import summarize_bench
-from byog.analysis.discordant import answers_text, discordant_items, is_gated
+from byog.analysis.discordant import answers_text, is_gated, item_answers
 from byog.analysis.eval_summary import item_scores, summarize_evals
 from byog.analysis.request_columns import RequestColumns, read_request_columns
 from byog.analysis.summary import plan_of
@@ -253,10 +253,12 @@ class RunTables:
         for task, candidate, baseline in self._eval_pairs():
             cand, base = item_scores(self.run_dir, candidate, task), item_scores(self.run_dir, baseline, task)
             gated = is_gated(self.run_dir, candidate, task) or is_gated(self.run_dir, baseline, task)
-            flips = discordant_items(self.run_dir, task, candidate, baseline).items
-            shown = {(i.item_id, i.item_sha256): i for i in flips}
+            # a gated task's answers and gold are never read (byog.analysis.discordant)
+            cand_answers = {} if gated else item_answers(self.run_dir, candidate, task)
+            base_answers = {} if gated else item_answers(self.run_dir, baseline, task)
             for key in sorted(set(cand) & set(base)):
-                flipped = shown.get(key)
+                c_answers, target = cand_answers.get(key, ((), None))
+                b_answers, _ = base_answers.get(key, ((), None))
                 rows.append(
                     {
                         "source": self.source,
@@ -266,13 +268,13 @@ class RunTables:
                         "item_id": key[0],
                         "item_sha256": key[1],
                         "gated": gated,
-                        "target": flipped.target if flipped else None,
+                        "target": target,
                         "candidate_score": cand[key],
                         "baseline_score": base[key],
                         "flipped": cand[key] != base[key],
                         "lost": cand[key] < base[key],
-                        "candidate_answers": _answers(flipped.candidate.answers) if flipped else None,
-                        "baseline_answers": _answers(flipped.baseline.answers) if flipped else None,
+                        "candidate_answers": _answers(c_answers),
+                        "baseline_answers": _answers(b_answers),
                     }
                 )
         return frame("items", rows)

@@ -14,7 +14,8 @@ from byog.analysis.frames import RunTables
 from byog.analysis.request_columns import read_request_columns
 from byog.core.paths import RunDir
 from byog.schemas.bench import read_request_rows
-from tests.support.report_runs import INVALID_POINT, invalid_run_dir
+from tests.support.flipped import arithmetic_rows, write_task
+from tests.support.report_runs import INVALID_POINT, derive, invalid_run_dir
 from tests.support.synthetic import SyntheticSpec, make_run_dir
 
 
@@ -101,3 +102,19 @@ def test_per_request_columns_of_a_real_cpu_run(tmp_path: Path) -> None:
     ok = requests[requests.ok]
     assert (ok.tpot_s > 0).all() and np.isfinite(ok.ttft_s).all()
     assert (requests.tokens_in_window.dropna() > 0).all()
+
+
+def test_items_show_answers_and_gold_except_for_a_gated_task(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path / "run", SyntheticSpec(batch_sizes=(1,), waves=2, eval_items=6, log_lines=2))
+    rows = arithmetic_rows(8)
+    for task in ("arithmetic_generated", "gpqa_diamond"):
+        write_task(run_dir, "candidate", task, rows, set(range(5)))
+        write_task(run_dir, "baseline", task, rows, set(range(1, 6)))
+    derive(run_dir)
+    items = RunTables(run_dir, "run").items().set_index("task")
+    shown = items.loc["arithmetic_generated"]
+    assert shown.target.notna().all() and shown.candidate_answers.notna().all() and not shown.gated.any()
+    assert list(shown.target) == [str(r["answer"]) for r in sorted(rows, key=lambda r: str(r["id"]))]
+    hidden = items.loc["gpqa_diamond"]
+    assert hidden.gated.all() and hidden[["target", "candidate_answers", "baseline_answers"]].isna().all().all()
+    assert list(hidden.flipped) == list(shown.flipped) and hidden.flipped.sum() == 2
