@@ -27,9 +27,10 @@ from byog.analysis.eval_summary import item_scores, summarize_evals
 from byog.analysis.request_columns import RequestColumns, read_request_columns
 from byog.analysis.summary import plan_of
 from byog.analysis.validity import load_point_record
+from byog.core.errors import CheckFailed
 from byog.core.io import read_json
 from byog.core.paths import RunDir
-from byog.core.safe_text import valid_utf8
+from byog.core.safe_text import one_line, valid_utf8
 from byog.schemas.bench import BenchPoint, BenchSummary, PointRecord, PointSummary
 from byog.schemas.evals import EvalSummary
 from byog.schemas.plan import Plan
@@ -54,7 +55,10 @@ def frame(table: str, rows: Iterable[Row] | pd.DataFrame) -> pd.DataFrame:
         data = rows.reindex(columns=names)
     else:  # bundle text from JSON may hold lone surrogates, which no UTF-8 writer (arrow, CSV) takes
         data = pd.DataFrame([{k: _text(v) for k, v in row.items()} for row in rows], columns=names)
-    typed: pd.DataFrame = data.astype({c.name: c.dtype for c in spec})
+    try:
+        typed: pd.DataFrame = data.astype({c.name: c.dtype for c in spec})
+    except (OverflowError, TypeError, ValueError) as err:  # e.g. a server.json number past int64
+        raise CheckFailed(f"the {table} table cannot hold a value of the run: {one_line(err, 200)}") from None
     return typed
 
 
@@ -158,7 +162,8 @@ class RunTables:
         summary = self._summaries.get((p.server, p.launch, point.point_id))
         start, end, tokens, chunks = _windows(rows) if point.kind == "batch" else _no_windows(n)
         in_window = start >= 0
-        n_in = np.array([-1 if v is None else v for v in rows.n_in], dtype=np.int64)
+        n_in_known = np.array([v is not None for v in rows.n_in], dtype=bool)
+        n_in = np.array([0 if v is None else v for v in rows.n_in], dtype=np.int64)
         expected_in = np.asarray(rows.expected_n_in, dtype=np.int64)
         columns: dict[str, Any] = {name: [value] * n for name, value in self._head(p.server, p.launch, point).items()}
         columns |= {
@@ -171,11 +176,11 @@ class RunTables:
             ),
             "ok": ok,
             "error": rows.error,
-            "n_in": _ints(n_in, n_in >= 0),
+            "n_in": _ints(n_in, n_in_known),
             "expected_n_in": expected_in,
             "n_out": rows.n_out,
             "n_out_is_osl": [None] * n if point.kind == "agentic" else (rows.n_out == point.osl).tolist(),
-            "n_in_is_expected": (n_in == expected_in).tolist(),
+            "n_in_is_expected": (n_in_known & (n_in == expected_in)).tolist(),
             "usage_per_chunk": rows.usage_per_chunk,
             "point_valid": [summary.valid if summary else None] * n,
             "t_send_ns": rows.t_send_ns,

@@ -10,8 +10,9 @@ import pytest
 
 from byog.analysis import metrics
 from byog.analysis.frame_columns import TABLES, dtypes
-from byog.analysis.frames import RunTables
+from byog.analysis.frames import RunTables, frame
 from byog.analysis.request_columns import read_request_columns
+from byog.core.errors import CheckFailed
 from byog.core.paths import RunDir
 from byog.schemas.bench import read_request_rows
 from tests.support.flipped import arithmetic_rows, write_task
@@ -118,3 +119,8 @@ def test_items_show_answers_and_gold_except_for_a_gated_task(tmp_path: Path) -> 
     hidden = items.loc["gpqa_diamond"]
     assert hidden.gated.all() and hidden[["target", "candidate_answers", "baseline_answers"]].isna().all().all()
     assert list(hidden.flipped) == list(shown.flipped) and hidden.flipped.sum() == 2
+
+
+def test_a_number_no_column_can_hold_is_one_sentence() -> None:
+    with pytest.raises(CheckFailed, match="the servers table cannot hold a value of the run"):
+        frame("servers", [{"source": "run", "server": "a", "tensor_parallel_size": 10**30}])
