@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh
 die() { echo "install.sh: $*" >&2; exit 1; }
-extras="cpu,evals,docker,report"
+extras="cpu,evals,docker,report,analysis"
 case "${1:-}" in
   "") ;;
   --test) extras="$extras,test,ray" ;;  # ray: the multi-node Ray launcher's test

@@ -88,10 +88,10 @@ def is_gated(run_dir: RunDir, server: str, task: str) -> bool:
     return known is None and recorded is not False
 
 
-def _answers(
+def item_answers(
     run_dir: RunDir, server: str, task: str
 ) -> dict[tuple[str, str], tuple[tuple[str | None, ...], str | None]]:
-    """(item_id, item_sha256) -> (extracted answer per pass in pass order, target)."""
+    """(item_id, item_sha256) -> (extracted answer per pass in pass order, target). Never for a gated task."""
     import pyarrow.parquet as pq
 
     columns = ["item_id", "item_sha256", "pass_index", "extracted_answer", "target"]
@@ -142,8 +142,8 @@ def discordant_items(run_dir: RunDir, task: str, candidate: str, baseline: str) 
     flipped = [k for k in keys if cand[k] != base[k]]
     items: list[DiscordantItem] = []
     if flipped:
-        cand_answers = {} if gated else _answers(run_dir, candidate, task)
-        base_answers = {} if gated else _answers(run_dir, baseline, task)
+        cand_answers = {} if gated else item_answers(run_dir, candidate, task)
+        base_answers = {} if gated else item_answers(run_dir, baseline, task)
         prompts = {} if gated else prompts_for(task)
         for key in flipped:
             c_answers, target = cand_answers.get(key, ((), None))

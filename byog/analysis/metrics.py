@@ -301,9 +301,7 @@ def steps_in_window_columns(wave: RequestColumns, window: tuple[int, int]) -> fl
     """
     if len(wave) == 0:
         return 0.0
-    start, end = window
-    chunks = int(((wave.chunk_t_ns > start) & (wave.chunk_t_ns <= end)).sum())
-    return chunks / len(wave)
+    return int(in_window_columns(wave, window)[1].sum()) / len(wave)
 
 
 def decode_window_ns_columns(wave: RequestColumns) -> tuple[int, int] | None:
@@ -327,9 +325,21 @@ def tokens_in_window_columns(wave: RequestColumns, window: tuple[int, int]) -> i
     ``start`` (the last request's first token, i.e. its prefill) is excluded and the chunk at
     ``end`` included.
     """
+    return int(in_window_columns(wave, window)[0].sum())
+
+
+def in_window_columns(wave: RequestColumns, window: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per request of the wave: (output tokens, chunks) of its chunks arriving in ``(start, end]``.
+
+    The per-request parts of ``tokens_in_window_columns`` and ``steps_in_window_columns`` (int64:
+    their sums are exact), for tables that keep one row per request.
+    """
     start, end = window
     inside = (wave.chunk_t_ns > start) & (wave.chunk_t_ns <= end)
-    return int(wave.chunk_tokens[inside].sum())
+    owner = np.repeat(np.arange(len(wave)), wave.counts)
+    tokens = np.bincount(owner[inside], weights=wave.chunk_tokens[inside], minlength=len(wave)).astype(np.int64)
+    chunks = np.bincount(owner[inside], minlength=len(wave)).astype(np.int64)
+    return tokens, chunks
 
 
 def output_tok_s_columns(c: RequestColumns) -> float | None:

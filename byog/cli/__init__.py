@@ -1,8 +1,9 @@
 """The byog command line: parse, call one function, render. No logic lives here.
 
-One module per command group (``run``, ``bench``, ``evals``, ``check``, ``bundles``, ``items``, ``reproduce``,
-``pr``, ``images``, ``slurm``); options are declared once in ``byog.cli.common``, and so is the mapping of errors to
-one sentence and an exit code (0 ok, 1 check failed, 2 usage, 3 environment; ``BYOG_DEBUG=1`` shows the traceback).
+One module per command group (``run``, ``bench``, ``evals``, ``check``, ``bundles``, ``items``, ``export``,
+``reproduce``, ``pr``, ``images``, ``slurm``); options are declared once in ``byog.cli.common``, and so is the
+mapping of errors to one sentence and an exit code (0 ok, 1 check failed, 2 usage, 3 environment; ``BYOG_DEBUG=1``
+shows the traceback).
 
 A command imports only its own module: ``byog verify`` never loads the load generator, the
 runtimes or lm-eval. ``COMMANDS`` is the one list of commands: each name and the attribute of
@@ -35,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "verify": "bundles:verify_cmd",
     "report": "bundles:report_cmd",
     "items": "items:items_cmd",
+    "export": "export:export_cmd",
     "attach": "bundles:attach_cmd",
     "bundle": "bundles:bundle_app",
     "keys": "bundles:keys_app",

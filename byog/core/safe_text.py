@@ -16,6 +16,8 @@ and HTML that turn a PR comment into links, images and @mentions.
   and nothing that ends the span or block. Every markdown byog writes (report.md, the PR
   comment, ``byog attach``) takes bundle text through these, once, where it enters the markdown;
   ``mermaid_text`` does the same for a label inside a Mermaid chart.
+- ``csv_cell``, ``csv_cell_read``: a string cell of a CSV file that a spreadsheet opens as text,
+  never as a formula (``=HYPERLINK(...)`` in a bundle's error text), and back, exactly.
 """
 
 from __future__ import annotations
@@ -89,12 +91,33 @@ def json_safe(value: Any, *, _depth: int = 0) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8") if _has_surrogate(value) else value
+        return valid_utf8(value)
     if isinstance(value, dict):
         return {json_safe(str(k)): json_safe(v, _depth=_depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(v, _depth=_depth + 1) for v in value]
     return json_safe(str(value))
+
+
+def valid_utf8(text: str) -> str:
+    """``text`` with its lone surrogates escaped (``\\udcXX``, as ``json_safe`` does): a string every UTF-8
+    writer (CSV, parquet) accepts."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if _has_surrogate(text) else text
+
+
+# What makes a spreadsheet read a cell as a formula (OWASP's CSV injection list), and the quote
+# that marks one as text; a cell that already starts with the quote gets one more, so reading is exact.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def csv_cell(text: str) -> str:
+    """A string cell for CSV: one leading ``'`` when it would start a formula (or starts with ``'``)."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def csv_cell_read(text: str) -> str:
+    """What ``csv_cell`` was given."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(_FORMULA_START) else text
 
 
 def _has_surrogate(text: str) -> bool:

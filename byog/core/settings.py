@@ -4,7 +4,7 @@
 |-----------------------------|---------------------------------------------------------------------------|
 | BYOG_DATA_DIR               | offline datasets (default: the copy shipped inside the package)           |
 | BYOG_RUNS_DIR               | where new run directories go (run, serve, --endpoint, reproduce; ./runs)  |
-| BYOG_CACHE_DIR              | converted models, hub datasets pulled by `byog data pull`                 |
+| BYOG_CACHE_DIR              | converted models, hub datasets, bundles `byog.open` verified and unpacked |
 | BYOG_SIGNING_KEY            | the SSH key bundles are signed with                                       |
 | BYOG_SIGNING_KEY_PASSPHRASE | the passphrase of an encrypted signing key (signed in Python)             |
 | BYOG_SSH_BACKEND            | auto, ssh-keygen or python: who signs and verifies                        |
@@ -76,6 +76,11 @@ def config_setting(section: str, name: str) -> str:
 def cache_dir() -> Path:
     """``$BYOG_CACHE_DIR``, else ``~/.cache/byog``."""
     return Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "byog").expanduser()
+
+
+def bundle_cache_dir() -> Path:
+    """Where ``byog.open`` and ``byog export`` unpack a verified bundle, one folder per sha256 of the bundle file."""
+    return cache_dir() / "bundles"
 
 
 def runs_dir() -> Path:

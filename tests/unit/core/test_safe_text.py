@@ -6,7 +6,9 @@ import json
 import re
 from html.parser import HTMLParser
 
-from byog.core.safe_text import json_safe, md_code, md_fence, md_text, mermaid_text, one_line
+import pytest
+
+from byog.core.safe_text import csv_cell, csv_cell_read, json_safe, md_code, md_fence, md_text, mermaid_text, one_line
 from tests.support.cmark import LINK_FORMS, render_gfm
 
 
@@ -105,3 +107,12 @@ def test_no_generated_string_of_prefix_scheme_host_and_separator_becomes_a_link(
     assert "a" not in rendered.tags and "img" not in rendered.tags
     visible = [item.replace("\u2060", "").strip() for item in rendered.items]
     assert visible == [f"x {' '.join(text.split())}" for text in texts]
+
+
+@pytest.mark.parametrize(
+    "text", ['=HYPERLINK("x")', "+1", "-5", "@SUM(A1)", "\tx", "\rx", "'", "'=x", "''", "plain", ""]
+)
+def test_a_csv_cell_never_starts_a_formula_and_reads_back_exactly(text: str) -> None:
+    cell = csv_cell(text)
+    assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
+    assert csv_cell_read(cell) == text
