@@ -100,7 +100,8 @@ SECRET_FIELDS: dict[str, str] = {
     "vllm_config.model_config.hf_token": "--hf-token, echoed in plain text",
     "vllm_config.speculative_config.draft_model_config.hf_token": "the draft model's copy of --hf-token",
 }
-MAX_SERVER_INFO_BYTES = 1 << 20  # a real answer is ~25 kB; a larger one is not kept (resolved: unknown)
+MAX_SERVER_INFO_BYTES = 256 << 10  # a real answer is ~25 kB; a larger one is not kept (resolved: unknown), so
+# server.json stays well within verify's 1 MiB bound on it
 SERVER_INFO_TIMEOUT_S = 60.0  # the first answer collects the system env (1.6-3.1 s on a CPU host)
 PARALLEL_SIZES = (
     "tensor_parallel_size",
@@ -111,14 +112,14 @@ PARALLEL_SIZES = (
 
 
 def remove_secrets(info: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """``info`` without the fields of SECRET_FIELDS that it holds, and the paths removed."""
+    """``info`` without the fields of SECRET_FIELDS that it holds (null or not), and the paths removed."""
     removed = []
     for path in SECRET_FIELDS:
         *parents, leaf = path.split(".")
         node: Any = info
         for key in parents:
             node = node.get(key) if isinstance(node, dict) else None
-        if isinstance(node, dict) and node.get(leaf) is not None:
+        if isinstance(node, dict) and leaf in node:
             del node[leaf]
             removed.append(path)
     return info, removed
@@ -160,23 +161,15 @@ def resolved_config(base_url: str, log_path: Path | None = None) -> Resolved:
     config = (answer or {}).get("vllm_config", {})
     attention = config.get("attention_config") if isinstance(config, dict) else None
     backend = attention.get("backend") if isinstance(attention, dict) else None
-    if isinstance(backend, str) and backend:
-        return Resolved(
-            server_info=answer,
-            answer_bytes=size,
-            removed=removed,
-            unknown=unknown,
-            attention_backend=backend,
-            attention_backend_from="server_info",
-        )
-    logged = _logged_backend(log_path)
+    said = backend if isinstance(backend, str) and backend else None
+    logged = None if said else _logged_backend(log_path)
     return Resolved(
         server_info=answer,
         answer_bytes=size,
         removed=removed,
         unknown=unknown,
-        attention_backend=logged or "unknown",
-        attention_backend_from="server.log" if logged else None,
+        attention_backend=said or logged or "unknown",
+        attention_backend_from="server_info" if said else "server.log" if logged else None,
     )
 
 

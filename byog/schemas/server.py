@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from byog.schemas.env import EnvRecord
+from byog.schemas.env import EnvRecord, GpuRecord
 from byog.schemas.registry import register
 
 SERVER_SCHEMA_VERSION = 2
@@ -127,17 +127,11 @@ class ServerIdentity(BaseModel):
     error: str | None = None  # the probe did not answer
 
 
-class GpuFacts(BaseModel):
-    """One GPU a server saw, as NVML reports it."""
+class GpuFacts(GpuRecord):
+    """One GPU a server saw, as NVML reports it (``index``: NVML's on its host)."""
 
-    model_config = ConfigDict(extra="allow", defer_build=True)
-
-    index: int | None = None  # NVML's index on its host
     uuid: str | None = None
-    name: str | None = None
-    memory_total_bytes: int | None = None
     power_limit_w: float | None = None
-    driver_version: str | None = None
 
 
 class ServerGpus(BaseModel):
