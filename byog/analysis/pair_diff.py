@@ -29,7 +29,7 @@ def missing(name: str, record: ServerRecord) -> list[str]:
     found = []
     resolved = record.resolved
     if resolved is None:
-        found.append(f"server '{name}' has no resolved config (its record predates /server_info){endpoint}")
+        found.append(f"server '{name}' has no resolved config (none recorded){endpoint}")
     elif resolved.server_info is None:
         found.append(f"server '{name}' has no resolved config ({resolved.unknown or 'not recorded'}){endpoint}")
     identity = record.identity

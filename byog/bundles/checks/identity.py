@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from byog.analysis.launch_diff import ALWAYS_SAME, unrecorded
+from byog.analysis.launch_diff import ALWAYS_SAME, NOT_RECORDED, unrecorded
 from byog.analysis.pair_diff import PairDiff, compare_pair
 from byog.analysis.resolved_diff import covered
 from byog.bundles.checks.base import Found, Skipped, VerifyContext, check
@@ -92,13 +92,12 @@ def derived_lines(pair: ComparisonPair, diff: PairDiff) -> list[str]:
 
 def _pair_failures(pair: ComparisonPair, diff: PairDiff, ctx: VerifyContext) -> list[str]:
     failures = list(diff.contradictions)
-    facts = diff.facts()
     policy = ctx.policy
     if diff.unknown and policy is not None and (policy.pairs_may_differ_in is not None or policy.stock is not None):
         failures.append(f"{pair.candidate} vs {pair.baseline}: unknown: cannot check: {'; '.join(diff.unknown)}")
     # a side that recorded nothing is unknown (above, or "records no ... identity" below), not different
-    recorded = [d for d in diff.identity if not unrecorded(d)]
-    kinds = [d.label for d in recorded if d.key in ALWAYS_SAME and not covered(d.key, pair.differs_in)]
+    facts = [(key, label) for key, label in diff.facts() if NOT_RECORDED not in label]
+    kinds = [label for key, label in facts if key in ALWAYS_SAME and not covered(key, pair.differs_in)]
     if kinds:
         failures.append(
             f"{pair.candidate} and {pair.baseline} differ in {', '.join(kinds)}, which the plan's pair does not "
@@ -113,7 +112,7 @@ def _pair_failures(pair: ComparisonPair, diff: PairDiff, ctx: VerifyContext) -> 
                 "which the policy's pairs_may_differ_in does not allow"
             )
         blind = [d.key for d in diff.identity if unrecorded(d)]
-        if blind:
+        if blind and not diff.unknown:
             failures.append(f"{pair.candidate} or {pair.baseline} records no {', '.join(blind)} identity to compare")
     return failures
 

@@ -46,7 +46,7 @@ def test_asked_differences_vllm_resolved_the_same_or_does_not_hold_are_said() ->
 def test_a_side_without_resolved_config_or_identity_is_unknown() -> None:
     endpoint = ServerRecord(name="e", runtime="endpoint", argv=None)
     assert missing("e", endpoint) == [
-        "server 'e' has no resolved config (its record predates /server_info) (an endpoint: byog did not launch it)",
+        "server 'e' has no resolved config (none recorded) (an endpoint: byog did not launch it)",
         "server 'e' has no identity (an endpoint: byog did not launch it)",
     ]
     refused = record("r", None, EAGER, resolved=Resolved(unknown="/server_info answered HTTP 404"))

@@ -101,7 +101,7 @@ def test_pair_line_names_what_vllm_resolved_and_a_policy_refuses_it(tmp_path: Pa
         ("candidate", {"runtime": "endpoint", "argv": None, "identity": None, "resolved": None}, "no resolved config"),
         ("baseline", {"resolved": {"unknown": "/server_info answered HTTP 404"}}, "HTTP 404"),
         ("baseline", {"identity": {"error": "probe timed out"}}, "has no identity (probe timed out)"),
-        ("candidate", {"schema_version": 1, "resolved": None}, "predates /server_info"),
+        ("candidate", {"schema_version": 1, "resolved": None}, "no resolved config (none recorded)"),
     ],
 )
 def test_an_unknown_side_cannot_be_checked_and_a_strict_policy_fails_it(
