@@ -129,17 +129,16 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-def code_label(identity: ServerIdentity | None) -> str | None:
+def code_label(identity: ServerIdentity | None, digits: int | None = None) -> str | None:
+    """'vllm 0.32.0 commit ... wheel ... files ...': digests whole (the pair check compares these),
+    or cut to ``digits`` for display (the report's table, which must render as it always has)."""
     vllm = identity.vllm if identity is not None else None
     if vllm is None or vllm.error or not vllm.version:
         return None
     parts = [f"{vllm.distribution or 'vllm'} {vllm.version}"]
-    if vllm.commit:
-        parts.append(f"commit {vllm.commit}")
-    if vllm.wheel_sha256:
-        parts.append(f"wheel {vllm.wheel_sha256}")
-    if vllm.record_sha256:
-        parts.append(f"files {vllm.record_sha256}")
+    for name, value in (("commit", vllm.commit), ("wheel", vllm.wheel_sha256), ("files", vllm.record_sha256)):
+        if value:
+            parts.append(f"{name} {value[:digits]}")
     return " ".join(parts)
 
 
