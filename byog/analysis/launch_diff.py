@@ -32,20 +32,30 @@ from byog.schemas.env import EnvRecord
 from byog.schemas.server import ModelFilesIdentity, ServerGpus, ServerIdentity, ServerRecord
 
 JSON_FLAGS = frozenset({"--additional-config", "--speculative-config", "--compilation-config", "--kv-transfer-config"})
-# vLLM 0.32's short flags (its `vllm serve --help`), read as their long names.
+# vLLM 0.32's short flags (vllm/engine/arg_utils.py), read as their long names; -O is special-cased
+# there too (-O3, -O=3, -O 3: --optimization-level).
 FLAG_ALIASES = {
     "-tp": "--tensor-parallel-size",
     "-pp": "--pipeline-parallel-size",
     "-dp": "--data-parallel-size",
+    "-dpn": "--data-parallel-rank",
+    "-dpr": "--data-parallel-start-rank",
     "-dpl": "--data-parallel-size-local",
     "-dpa": "--data-parallel-address",
     "-dpp": "--data-parallel-rpc-port",
-    "-dpr": "--data-parallel-start-rank",
+    "-dpb": "--data-parallel-backend",
+    "-dph": "--data-parallel-hybrid-lb",
+    "-dpe": "--data-parallel-external-lb",
+    "-dpm": "--data-parallel-multi-port-external-lb",
     "-dcp": "--decode-context-parallel-size",
     "-pcp": "--prefill-context-parallel-size",
     "-ep": "--enable-expert-parallel",
     "-q": "--quantization",
+    "-n": "--nnodes",
+    "-r": "--node-rank",
     "-O": "--optimization-level",
+    "-sc": "--speculative-config",
+    "-dc": "--diffusion-config",
     "-cc": "--compilation-config",
     "-ac": "--attention-config",
 }
@@ -97,15 +107,21 @@ def serve_flags(argv: list[str]) -> dict[str, str]:
         if not token.startswith("-") or _is_value(token):
             continue  # a positional (the model, when argv names no serve)
         name, has_value, value = token.partition("=")
-        if not token.startswith("--") and not has_value and len(name) > 2 and name[:2] in FLAG_ALIASES:
-            name, has_value, value = name[:2], "=", name[2:]  # -O3: the short flag and its value joined
+        if name.startswith("-O") and len(name) > 2 and not has_value:
+            name, has_value, value = "-O", "=", name[2:]  # -O3: the level joined to the flag
+        if name.startswith("--"):  # vLLM reads --enforce_eager as --enforce-eager (a JSON key keeps its name)
+            head, dot, rest = name[2:].partition(".")
+            name = f"--{head.replace('_', '-')}{dot}{rest}"
         name = FLAG_ALIASES.get(name, name)
         if not has_value and index < len(args) and _is_value(args[index]):
             value = args[index]
             index += 1
         if name in IGNORED_FLAGS:
             continue
-        if name in JSON_FLAGS:
+        flag, dot, path = name.partition(".")
+        if dot and flag in JSON_FLAGS:  # --additional-config.beta=2: one key of the JSON flag
+            found[f"{flag[2:].replace('-', '_')}.{path}"] = value
+        elif name in JSON_FLAGS:
             prefix = name.lstrip("-").replace("-", "_")
             found = {k: v for k, v in found.items() if not covered(k, [prefix])}  # vLLM keeps the last
             found.update(_json_facts(name, value))

@@ -78,7 +78,39 @@ IGNORED_FLAGS: dict[str, str] = {
     "--data-parallel-address": "where the DP ranks meet: the node's address",
     "--data-parallel-rpc-port": "where the DP ranks meet: a free port",
     "--data-parallel-start-rank": "byog's multi-node launch",
+    "--data-parallel-rank": "byog's multi-node launch",
 }
+# Fields a vLLM flag sets directly, not derived from another one: a difference in one is a fact of its
+# own under its flag's name even where neither command line (as byog reads it) gave that flag, so a
+# policy allowing one flag never allows, as "derived", a parallel size or dtype set some other way.
+DIRECT_FIELDS = frozenset(
+    {
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "data_parallel_size",
+        "decode_context_parallel_size",
+        "prefill_context_parallel_size",
+        "enable_expert_parallel",
+        "distributed_executor_backend",
+        "dtype",
+        "quantization",
+        "cache_dtype",
+        "max_model_len",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "block_size",
+        "gpu_memory_utilization",
+        "enable_prefix_caching",
+        "enable_chunked_prefill",
+        "enforce_eager",
+        "optimization_level",
+        "seed",
+        "tokenizer_mode",
+        "load_format",
+        "revision",
+        "kv_cache_memory_bytes",
+    }
+)
 # Derived differences named in a group's line before the count (the rest are "+N derived").
 HEADLINE_FIELDS = (
     "config.compilation_config.mode",
@@ -199,8 +231,9 @@ def _cause(key: str, asked: set[str]) -> str | None:
     inner = key.removeprefix("config.")
     if inner in asked or inner.startswith("additional_config."):
         return inner
-    flag = "--" + key.rsplit(".", 1)[-1].replace("_", "-")
-    return flag if flag in asked else None
+    leaf = key.rsplit(".", 1)[-1]
+    flag = "--" + leaf.replace("_", "-")
+    return flag if flag in asked or leaf in DIRECT_FIELDS else None
 
 
 CAUSE_PREFIXES = (

@@ -64,3 +64,13 @@ def test_the_aggregate_digest_is_the_probes_formula_and_a_contradiction_is_named
     assert digest_contradictions("s", lying) == [
         f"server 's' records weights sha256 {'f' * 64}, but its per-file hashes give {weights}"
     ]
+
+
+def test_vllms_other_spellings_of_a_flag_are_read_as_it_reads_them() -> None:
+    argv = ["vllm", "serve", "/m", "--enforce_eager", "-O=3", "-q", "fp8", "--additional-config.decode_backend=x"]
+    assert serve_flags(argv) == {
+        "--enforce-eager": "",
+        "--optimization-level": "3",
+        "--quantization": "fp8",
+        "additional_config.decode_backend": "x",
+    }

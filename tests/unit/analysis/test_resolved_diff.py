@@ -81,9 +81,20 @@ def test_a_flags_derived_fields_are_counted_under_it() -> None:
 
 
 def test_a_config_difference_no_asked_flag_explains_stands_alone() -> None:
-    """A flag byog cannot read (an unknown short flag) still shows, as the field vLLM resolved."""
-    found = [Change("config.parallel_config.tensor_parallel_size", "2", "1")]
-    assert [g.label for g in group(found, set())] == ["config.parallel_config.tensor_parallel_size 1→2"]
+    """A flag byog cannot read still shows, as the field vLLM resolved."""
+    found = [Change("config.scheduler_config.long_prefill_token_threshold", "2", "1")]
+    assert [g.label for g in group(found, set())] == ["config.scheduler_config.long_prefill_token_threshold 1→2"]
+
+
+def test_a_field_a_flag_sets_directly_is_never_counted_as_another_flags_derived() -> None:
+    """TP 2 set in a way byog's reading of the command line missed, beside an allowed --enforce-eager."""
+    found = [
+        Change("config.model_config.enforce_eager", "true", "false"),
+        Change("config.parallel_config.tensor_parallel_size", "2", "1"),
+        Change("config.compilation_config.mode", "0", "2"),
+    ]
+    groups = group(found, {"--enforce-eager"})
+    assert [(g.key, len(g.derived)) for g in groups] == [("--enforce-eager", 1), ("--tensor-parallel-size", 0)]
 
 
 def test_derived_fields_of_several_causes_name_the_others() -> None:
