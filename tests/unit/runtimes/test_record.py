@@ -74,3 +74,37 @@ def test_the_gpus_a_server_saw_are_those_cuda_visible_devices_names() -> None:
     assert gpus_seen({"available": False, "reason": "NVML did not initialise"}, None).unknown == (
         "NVML did not initialise"
     )
+
+
+def test_an_answer_over_the_bound_or_an_error_is_unknown_with_why() -> None:
+    """Failures the real vLLM does not produce on demand: a huge answer, a refusal, no JSON."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from byog.runtimes.record import MAX_SERVER_INFO_BYTES, resolved_config
+
+    bodies = {"/big": (200, b"{" + b" " * MAX_SERVER_INFO_BYTES + b"}"), "/refused": (404, b"{}")}
+    bodies["/text"] = (200, b"not json")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status, body = bodies[self.path.split("/server_info")[0]]
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        found = {name: resolved_config(base + name) for name in bodies}
+    finally:
+        server.shutdown()
+    assert found["/big"].unknown == f"/server_info answered over {MAX_SERVER_INFO_BYTES} bytes"
+    assert found["/refused"].unknown == "/server_info answered HTTP 404 (no dev mode, or a vLLM without it)"
+    assert found["/text"].unknown == "/server_info answered something that is not JSON"
+    assert all(r.server_info is None and r.attention_backend == "unknown" for r in found.values())
