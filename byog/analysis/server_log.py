@@ -39,6 +39,9 @@ ARGPARSE_LINE = re.compile(r"^[^:]+: error: (\S.*)$")
 # vLLM's per-process prefix: ``(EngineCore_DP0 pid=12)``, ``(VllmWorker-0 pid=13)``, ``(RayWorkerWrapper pid=9, ip=..)``
 PROCESS_PREFIX = re.compile(r"^\((?P<process>[A-Za-z_][\w-]*)(?: [^)]*)?\) ")
 FRONT_END = ("APIServer",)  # the process that serves HTTP: its errors wrap the engine's
+# vLLM's own line naming the attention backend it chose (platforms/cuda.py, cpu.py): "Using FLASH_ATTN
+# backend.", "Using AttentionBackendEnum.FLASH_ATTN backend.", "Using FLASH_ATTN attention backend out of ..."
+BACKEND_LINE = re.compile(r"\bUsing (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]+) (?:attention )?backend\b")
 
 
 def _sentence(line: str) -> str | None:
@@ -131,3 +134,9 @@ def start_phase(line: str) -> str | None:
         if any(phrase in line for phrase in phrases):
             return phase
     return None
+
+
+def attention_backend(log: str) -> str | None:
+    """The attention backend vLLM's last start says it used (its last such line), or None where it says none."""
+    found = BACKEND_LINE.findall(log.rsplit(SERVER_START_MARKER, 1)[-1])
+    return found[-1] if found else None

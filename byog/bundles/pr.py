@@ -157,6 +157,8 @@ def launch_lines(verify: dict[str, Any]) -> list[str]:
     pair_check = details.get("pairs")
     pairs = pair_check.get("pairs") if isinstance(pair_check, dict) else None
     lines = [f"- {md_text(line, 300)}" for line in pairs or [] if isinstance(line, str)]
+    derived = pair_check.get("derived") if isinstance(pair_check, dict) else None
+    folded = [f"- {md_text(line, 300)}" for line in derived or [] if isinstance(line, str)]
     commit_check = details.get("commit")
     commit: dict[str, Any] = commit_check if isinstance(commit_check, dict) else {}
     measured = [m for m in commit.get("measured") or [] if isinstance(m, str)]
@@ -164,6 +166,8 @@ def launch_lines(verify: dict[str, Any]) -> list[str]:
     if measured:
         shown = "; ".join(md_text(m, 120) for m in measured)
         lines.append(f"- Commit measured: {shown}; PR head: {md_code(head[0]) if head else 'not given'}")
+    if folded:  # a flag's derived config differences, each line's "+N derived" in full
+        lines += ["", *_details(f"Derived differences ({len(folded)}), as vLLM resolved them", folded)[:-1]]
     return [*lines, ""] if lines else []
 
 

@@ -75,10 +75,12 @@ def gpu_fingerprint() -> dict[str, Any]:
         gpus = []
         for index, handle in enumerate(handles):
             name = pynvml.nvmlDeviceGetName(handle)
+            uuid = pynvml.nvmlDeviceGetUUID(handle)
             memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
             gpus.append(
                 {
                     "index": index,
+                    "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
                     "name": name.decode() if isinstance(name, bytes) else name,
                     "memory_total_bytes": int(memory.total),
                     "sm_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),

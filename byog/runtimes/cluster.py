@@ -50,8 +50,11 @@ from byog.runtimes.local import free_port
 from byog.runtimes.nodes import LocalNodes, Node, NodeProc, NodeRuntime, gpu_env, probe_node
 from byog.runtimes.record import (
     endpoint_after_start,
+    gpus_seen,
+    listen_of,
+    parallel_sizes,
     probe_server,
-    served_parallel_config,
+    resolved_config,
     tail_file,
     utc_now,
     wait_for_health,
@@ -60,7 +63,7 @@ from byog.runtimes.record import (
 from byog.runtimes.slurm_nodes import SlurmNode, SlurmNodes, container_for, current_allocation, pick_nodes
 from byog.runtimes.ssh_nodes import SshNodes, parse_host, ssh_address
 from byog.schemas.plan import DockerConfig, HostedConfig, LaunchedConfig, ServerConfig, SlurmConfig, SshConfig
-from byog.schemas.server import Endpoint, PreparedModel
+from byog.schemas.server import Endpoint, PreparedModel, ServerRecord
 
 NodeRuntimeKind = Literal["local", "docker", "ssh", "slurm"]
 WATCH_S = 0.5
@@ -215,7 +218,7 @@ class ClusterServer:
         self._lock = threading.RLock()
         self._watch_stop = threading.Event()
         self._watcher: threading.Thread | None = None
-        self._record: dict[str, Any] = {}
+        self._record: ServerRecord | None = None
 
     # --- what runs where ------------------------------------------------------------------------
     @property
@@ -350,7 +353,8 @@ class ClusterServer:
         probe = probe_server(self.plan.base_url)
         serve = next(r for r in self.running if r.step.serves)
         endpoint = endpoint_after_start(self.plan.base_url, self.model, self.config, serve.step.argv, probe)
-        parallel = served_parallel_config(self.plan.base_url)
+        resolved = resolved_config(self.plan.base_url, self.log_path)
+        parallel = parallel_sizes(resolved)
         served_tp = (parallel or {}).get("tensor_parallel_size")
         if served_tp is not None and served_tp != self.config.tensor_parallel_size:
             raise ByogError(
@@ -367,32 +371,36 @@ class ClusterServer:
                 "processes": [{"rank": r.step.rank, "role": r.step.role, **r.proc.record()} for r in self.running],
             }
         )
-        self._record = {
-            "name": self.name,
-            "runtime": self.runtime.kind,
-            "launcher": self.plan.launcher,
-            "nodes": [self._node_record(rank) for rank in range(self.spec.nodes)],
-            "argv": serve.step.argv,
-            "env": redact_env(serve.step.env),
-            "base_url": self.plan.base_url,
-            "model": self.model.served_name,
-            "model_path": self.model.path,
-            "tensor_parallel_size": self.config.tensor_parallel_size,
-            "served_parallel_config": parallel,
-            "identity": self.identities[0] if self.identities else None,
-            "max_model_len": self.endpoint.max_model_len,
-            "image": getattr(self.runtime, "image", None),
-            "starts": self.starts,
-            "failures": self.failures,
+        self._record = ServerRecord(
+            name=self.name,
+            runtime=self.runtime.kind,
+            launcher=self.plan.launcher,
+            nodes=[self._node_record(rank) for rank in range(self.spec.nodes)],
+            argv=serve.step.argv,
+            env=redact_env(serve.step.env),
+            base_url=self.plan.base_url,
+            model=self.model.served_name,
+            model_path=self.model.path,
+            tensor_parallel_size=self.config.tensor_parallel_size,
+            identity=self.identities[0] if self.identities else None,
+            max_model_len=self.endpoint.max_model_len,
+            image=getattr(self.runtime, "image", None),
+            starts=self.starts,
+            failures=self.failures,
+            listen=listen_of(serve.step.argv, serve.step.env),
+            resolved=resolved,
             **probe,
-        }
+        )
         write_server_record(self.record_path, self._record)
 
     def _node_record(self, rank: int) -> dict[str, Any]:
+        node = self.nodes[rank].record()
+        visible = ",".join(str(g) for g in node.get("gpus") or []) or None
         return {
             "rank": rank,
             "address": self.addresses[rank],
-            **self.nodes[rank].record(),
+            **node,
+            "hardware": gpus_seen(self.fingerprints[rank].get("gpu") or {}, visible),
             "steps": [
                 {
                     "role": s.role,
@@ -451,8 +459,9 @@ class ClusterServer:
                 {"at": utc_now(), "rank": dead.step.rank, "role": dead.step.role, "log_tail": tail.splitlines()[-10:]}
             )
             self._teardown(grace_s=0.0)  # a dead rank: the rest cannot finish anything
-            if self._record:
-                write_server_record(self.record_path, {**self._record, "failures": self.failures})
+            if self._record is not None:
+                self._record.failures = self.failures
+                write_server_record(self.record_path, self._record)
             return True
 
     def _watch(self) -> None:

@@ -32,7 +32,7 @@ from byog.images.engine import (
     IMAGE_LABEL_HOST_PYTHON,
     docker_client,
 )
-from byog.images.fingerprint import oci_arch
+from byog.images.fingerprint import gpu_fingerprint, oci_arch
 from byog.images.tags import IMAGE_REPO, build_hint
 from byog.runtimes.cleanup import remove_container, sweep_orphans
 from byog.runtimes.container import (
@@ -40,6 +40,7 @@ from byog.runtimes.container import (
     ContainerSpec,
     container_spec,
     free_port,
+    gpus_for,
     hf_cache_dir,
     run_id_of,
 )
@@ -47,14 +48,17 @@ from byog.runtimes.identity import container_identity
 from byog.runtimes.launch import redact_env
 from byog.runtimes.record import (
     endpoint_after_start,
+    gpus_seen,
+    listen_of,
     probe_server,
+    resolved_config,
     tail_file,
     utc_now,
     wait_for_health,
     write_server_record,
 )
 from byog.schemas.plan import DockerConfig, ServerConfig
-from byog.schemas.server import SERVER_START_MARKER, Endpoint, PreparedModel
+from byog.schemas.server import SERVER_START_MARKER, Endpoint, PreparedModel, ServerGpus, ServerRecord
 
 PORT_ATTEMPTS = 3
 PORT_CONFLICT_MARKERS = ("address already in use", "port is already allocated", "errno 98")
@@ -290,24 +294,34 @@ class DockerServer:
         entrypoint = self.spec.entrypoint or list((self.image.attrs.get("Config") or {}).get("Entrypoint") or [])
         write_server_record(
             self.record_path,
-            {
-                "name": self.name,
-                "runtime": "docker",
-                "argv": [*entrypoint, *self.spec.command],
-                "env": redact_env(self.spec.environment),
-                "base_url": self.base_url,
-                "model": self.model.served_name,
-                "model_path": self.model.path,
-                "tensor_parallel_size": self.config.tensor_parallel_size,
-                "max_model_len": self.endpoint.max_model_len,
+            ServerRecord(
+                name=self.name,
+                runtime="docker",
+                argv=[*entrypoint, *self.spec.command],
+                env=redact_env(self.spec.environment),
+                base_url=self.base_url,
+                model=self.model.served_name,
+                model_path=self.model.path,
+                tensor_parallel_size=self.config.tensor_parallel_size,
+                max_model_len=self.endpoint.max_model_len,
                 **self.image_info,
-                "container": self.spec.record(),
-                "engine": _engine_summary(self.client),
-                "starts": self.starts,
-                "identity": self.identity,
+                container=self.spec.record(),
+                engine=_engine_summary(self.client),
+                starts=self.starts,
+                identity=self.identity,
+                listen=listen_of(self.spec.command, self.spec.environment),
+                resolved=resolved_config(self.base_url, self.log_path),
+                hardware=self._gpus(),
                 **probe,
-            },
+            ),
         )
+
+    def _gpus(self) -> ServerGpus:
+        """The host's GPUs the container was given (its device request), none for a CPU image."""
+        chosen = gpus_for(self.config, self.image_info["image_labels"])
+        if chosen is None:
+            return ServerGpus(unknown="the container was given no GPU")
+        return gpus_seen(gpu_fingerprint(), None if chosen == "all" else ",".join(chosen))
 
     def alive(self) -> bool:
         from docker.errors import NotFound

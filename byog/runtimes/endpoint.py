@@ -12,14 +12,15 @@ import httpx
 
 from byog.core.errors import ByogError, EnvironmentProblem
 from byog.runtimes.record import (
+    parallel_sizes,
     probe_server,
+    resolved_config,
     served_max_model_len,
-    served_parallel_config,
     utc_now,
     write_server_record,
 )
 from byog.schemas.plan import EndpointConfig, ServerConfig
-from byog.schemas.server import Endpoint, PreparedModel
+from byog.schemas.server import Endpoint, PreparedModel, ServerGpus, ServerRecord
 
 
 class EndpointServer:
@@ -35,8 +36,9 @@ class EndpointServer:
         probe = probe_server(base_url)
         served = [card.get("id") for card in (probe.get("models") or {}).get("data", [])]
         model_name = model.served_name if model.served_name in served or not served else served[0]
-        # The server's own TP size when it says (vLLM dev mode), else the plan's.
-        parallel = served_parallel_config(base_url)
+        # What the server resolved when it says (vLLM dev mode); its TP size, else the plan's.
+        resolved = resolved_config(base_url)
+        parallel = parallel_sizes(resolved)
         tp = (parallel or {}).get("tensor_parallel_size") or config.tensor_parallel_size
         self.endpoint = Endpoint(
             base_url=base_url,
@@ -47,22 +49,22 @@ class EndpointServer:
         )
         write_server_record(
             server_dir / "server.json",
-            {
-                "name": name,
-                "runtime": "endpoint",
-                "argv": None,
-                "env": {},
-                "base_url": base_url,
-                "model": model_name,
-                "model_path": model.path,
-                "tensor_parallel_size": tp,
-                "tensor_parallel_size_from": "server" if parallel and parallel.get("tensor_parallel_size") else "plan",
-                "parallel_config": parallel,
-                "max_model_len": self.endpoint.max_model_len,
-                "image": None,
-                "starts": [{"started_at": utc_now(), "ready_after_s": 0.0, "pid": None}],
+            ServerRecord(
+                name=name,
+                runtime="endpoint",
+                argv=None,
+                base_url=base_url,
+                model=model_name,
+                model_path=model.path,
+                tensor_parallel_size=tp,
+                tensor_parallel_size_from="server" if parallel and parallel.get("tensor_parallel_size") else "plan",
+                parallel_config=parallel,
+                max_model_len=self.endpoint.max_model_len,
+                starts=[{"started_at": utc_now(), "ready_after_s": 0.0, "pid": None}],
+                resolved=resolved,
+                hardware=ServerGpus(unknown="an endpoint: byog cannot see its GPUs"),
                 **probe,
-            },
+            ),
         )
 
     def alive(self) -> bool:

@@ -16,8 +16,22 @@ from byog.schemas.server import PreparedModel
 # machine); a server config's own env overrides them. GPU builds get none of these.
 CPU_DEFAULT_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2"}
 
-# Env var names whose values are secrets: passed to the server, never written to a record.
-SECRET_ENV = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
+# Env var names whose values are secrets: passed to the server, never written to a record. By name,
+# never by a substring of one: VLLM_MAX_BAD_WORDS_TOTAL_TOKENS is a setting whose differences must show.
+SECRET_ENV = {
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "VLLM_API_KEY",
+    "OPENAI_API_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "WANDB_API_KEY",
+}
+# Every server byog launches serves vLLM's dev routes: /server_info (what it resolved, recorded in
+# server.json) and the sleep/wake of interleaved pairs. They are not behind --api-key, so such a
+# server listens only where byog's client reaches it (loopback unless the plan names an interface).
+DEV_MODE_ENV = {"VLLM_SERVER_DEV_MODE": "1"}
 
 
 def vllm_serve_args(config: ServerBase, model: PreparedModel, host: str, port: int) -> list[str]:
@@ -44,12 +58,12 @@ def local_vllm_argv(config: ServerBase, model: PreparedModel, host: str, port: i
 
 
 def server_env(config: ServerBase, cpu_build: bool = False) -> dict[str, str]:
-    """What the server's processes get: byog's CPU defaults under the plan's ``env`` (an endpoint: none)."""
-    return {**(CPU_DEFAULT_ENV if cpu_build else {}), **(config.env if isinstance(config, LaunchedConfig) else {})}
+    """What the server's processes get: byog's CPU defaults under the plan's ``env``, dev mode on (endpoint: none)."""
+    if not isinstance(config, LaunchedConfig):
+        return {}
+    return {**(CPU_DEFAULT_ENV if cpu_build else {}), **config.env, **DEV_MODE_ENV}
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
-    return {
-        key: ("<redacted>" if key in SECRET_ENV or "TOKEN" in key or "SECRET" in key else value)
-        for key, value in env.items()
-    }
+    """``env`` with the values of SECRET_ENV's names replaced by ``<redacted>``."""
+    return {key: ("<redacted>" if key in SECRET_ENV else value) for key, value in env.items()}

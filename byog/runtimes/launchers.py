@@ -29,7 +29,7 @@ from typing import Literal
 
 from byog.core.argv import arg_value
 from byog.core.errors import UsageError
-from byog.runtimes.launch import vllm_serve_args
+from byog.runtimes.launch import DEV_MODE_ENV, vllm_serve_args
 from byog.schemas.plan import ServerBase
 from byog.schemas.server import PreparedModel
 
@@ -48,8 +48,6 @@ OWNED_FLAGS = (
 RAY_MODULE = "ray.scripts.scripts"  # `python -m ray.scripts.scripts start` is the `ray` command
 # A Ray node never phones home and starts no dashboard (no network here, and it costs a core).
 RAY_QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0"}
-# /server_info (the served parallel config) is answered only in vLLM's dev mode.
-DEV_MODE_ENV = {"VLLM_SERVER_DEV_MODE": "1"}
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,17 @@ from byog.runtimes.identity import local_identity
 from byog.runtimes.launch import local_vllm_argv, redact_env, server_env
 from byog.runtimes.record import (
     endpoint_after_start,
+    listen_of,
+    local_gpus,
     probe_server,
+    resolved_config,
     tail_file,
     utc_now,
     wait_for_health,
     write_server_record,
 )
 from byog.schemas.plan import LocalConfig, ServerConfig
-from byog.schemas.server import SERVER_START_MARKER, Endpoint, PreparedModel
+from byog.schemas.server import SERVER_START_MARKER, Endpoint, PreparedModel, ServerRecord
 
 HOST = "127.0.0.1"
 STOP_GRACE_S = 20.0
@@ -169,21 +172,23 @@ class LocalServer:
             self.identity = local_identity(self.argv[0], self.model)
         write_server_record(
             self.record_path,
-            {
-                "name": self.name,
-                "runtime": "local",
-                "argv": self.argv,
-                "env": redact_env(self.env),
-                "base_url": self.base_url,
-                "model": self.model.served_name,
-                "model_path": self.model.path,
-                "tensor_parallel_size": self.config.tensor_parallel_size,
-                "max_model_len": self.endpoint.max_model_len,
-                "image": None,
-                "starts": self.starts,
-                "identity": self.identity,
+            ServerRecord(
+                name=self.name,
+                runtime="local",
+                argv=self.argv,
+                env=redact_env(self.env),
+                base_url=self.base_url,
+                model=self.model.served_name,
+                model_path=self.model.path,
+                tensor_parallel_size=self.config.tensor_parallel_size,
+                max_model_len=self.endpoint.max_model_len,
+                starts=self.starts,
+                identity=self.identity,
+                listen=listen_of(self.argv, self.env),
+                resolved=resolved_config(self.base_url, self.log_path),
+                hardware=local_gpus(self.env),
                 **probe,
-            },
+            ),
         )
         return self
 

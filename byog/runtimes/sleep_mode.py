@@ -24,12 +24,12 @@ import httpx
 
 from byog.core.errors import ByogError
 from byog.core.safe_text import one_line
+from byog.runtimes.launch import DEV_MODE_ENV
 from byog.schemas.plan import LaunchedConfig
 
 Launched = TypeVar("Launched", bound=LaunchedConfig)
 
 SLEEP_ARGS = ("--enable-sleep-mode",)
-DEV_MODE_ENV = {"VLLM_SERVER_DEV_MODE": "1"}
 SLEEP_LEVEL = 1  # weights kept in host memory: a wake-up copies them back instead of reloading
 SWAP_TIMEOUT_S = 600.0
 SWAP_POLL_S = 0.02  # between /is_sleeping reads while a swap finishes

@@ -175,3 +175,10 @@ def _plan_server_per_runtime(data: dict[str, Any]) -> dict[str, Any]:
         upgraded[name] = server
     data["servers"] = upgraded
     return data
+
+
+@register_migration("server", 1)
+def _server_resolved_config(data: dict[str, Any]) -> dict[str, Any]:
+    """server 1 -> 2: records gained where the server listened, what vLLM resolved (/server_info) and
+    the GPUs it saw; a schema-1 record has none of them, so its resolved config is unknown (None)."""
+    return data

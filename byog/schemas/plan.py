@@ -519,7 +519,7 @@ class ComparisonPair(Strict):
 
     ``differs_in`` declares what the pair differs in on purpose (launch facts as ``byog verify``
     names them: ``--enforce-eager``, ``additional_config.decode_backend``, ``weights``); a pair
-    differing in hardware, weights or tokenizer fails verify unless declared here, and the
+    differing in hardware, GPUs, weights or tokenizer fails verify unless declared here, and the
     report's headline then says so. ``baseline_is_stock: false`` says the baseline is not a
     stock launch, which the report says too.
     """

@@ -6,10 +6,10 @@ to send requests to, liveness, the log tail for error messages, ``restart`` (a s
 server that died mid-point once) and ``stop``. bench and evals see only these types, never a
 runtime.
 
-``servers/<name>/server.json`` (``ServerRecord``) is written by the runtimes (argv, image id and
-RepoDigests, ``/version``, ``/v1/models``, the identity read where the server runs; for a
-multi-node server every node too). Unknown keys are kept so a runtime
-can record more without a schema bump.
+``servers/<name>/server.json`` (``ServerRecord``) is written by the runtimes (argv, env, image id
+and RepoDigests, ``/version``, ``/v1/models``, the identity read where the server runs, where it
+listened, what vLLM resolved (``GET /server_info``) and the GPUs it saw; for a multi-node server
+every node too). Unknown keys are kept so a runtime can record more without a schema bump.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from byog.schemas.env import EnvRecord
+from byog.schemas.env import EnvRecord, GpuRecord
 from byog.schemas.registry import register
 
-SERVER_SCHEMA_VERSION = 1
+SERVER_SCHEMA_VERSION = 2
 
 # The line a runtime writes into servers/<name>/server.log before each (re)start, so a reader of
 # the log (the sweep looking for vLLM's error) can tell this start's lines from an earlier one's.
@@ -127,8 +127,24 @@ class ServerIdentity(BaseModel):
     error: str | None = None  # the probe did not answer
 
 
+class GpuFacts(GpuRecord):
+    """One GPU a server saw, as NVML reports it (``index``: NVML's on its host)."""
+
+    uuid: str | None = None
+    power_limit_w: float | None = None
+
+
+class ServerGpus(BaseModel):
+    """The GPUs a server (or one node of it) saw: those its CUDA_VISIBLE_DEVICES names, else all."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    gpus: list[GpuFacts] = []
+    unknown: str | None = None  # why there are no facts (a CPU host: NVML is absent)
+
+
 class NodeRecord(BaseModel):
-    """One node of a multi-node server; the node runtime adds what it knows (pid, marker, GPUs)."""
+    """One node of a multi-node server; the node runtime adds what it knows (pid, marker)."""
 
     model_config = ConfigDict(extra="allow", defer_build=True)
 
@@ -138,6 +154,38 @@ class NodeRecord(BaseModel):
     steps: list[NodeStep] = []
     fingerprint: EnvRecord | None = None  # the node's own env.json, or {"error": ...} when its probe failed
     identity: ServerIdentity | None = None  # the node's own vLLM and weights
+    hardware: ServerGpus | None = None  # the GPUs of this node its steps saw
+
+
+class Listen(BaseModel):
+    """Where a launched server listened, and whether vLLM's dev routes (unauthenticated) were on."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    host: str | None = None  # vLLM's --host (inside a container: the container's side)
+    port: int | None = None
+    dev_mode: bool = False  # VLLM_SERVER_DEV_MODE=1: /server_info, /sleep, /wake_up, /reset_prefix_cache
+
+
+class Resolved(BaseModel):
+    """What vLLM resolved, in its own words: ``GET /server_info?config_format=json``.
+
+    ``server_info`` is the whole answer (``vllm_config``, ``vllm_env``, ``system_env``) with the
+    fields of ``byog.runtimes.record.SECRET_FIELDS`` removed (their paths in ``removed``); None
+    with ``unknown`` saying why when the server did not answer (an endpoint without dev mode, an
+    older vLLM, an answer over the size bound).
+    """
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    server_info: dict[str, Any] | None = None
+    answer_bytes: int | None = None
+    removed: list[str] = []
+    unknown: str | None = None
+    # The attention backend vLLM used: vllm_config.attention_config.backend, else vLLM's own
+    # "Using X backend" log line (CUDA builds leave the config's null), else "unknown".
+    attention_backend: str = "unknown"
+    attention_backend_from: Literal["server_info", "server.log"] | None = None
 
 
 ActivityKind = Literal["measure", "eval", "numerics", "swap"]
@@ -189,10 +237,15 @@ class ServerRecord(BaseModel):
     model_config = ConfigDict(extra="allow", defer_build=True)
 
     schema_version: int = SERVER_SCHEMA_VERSION
+    byog_version: str | None = None
     name: str
     runtime: str | None = None
     argv: list[str] | None = []  # None: an endpoint runtime, which launched nothing
+    env: dict[str, str] = {}  # what byog set for the server (secret values redacted by name)
     base_url: str | None = None
+    model: str | None = None  # the served name
+    model_path: str | None = None
+    max_model_len: int | None = None
     tensor_parallel_size: int | None = None
     image: str | None = None
     image_id: str | None = None
@@ -204,8 +257,12 @@ class ServerRecord(BaseModel):
     # GPUs, every step's argv and environment (secrets redacted) and the node's own fingerprint.
     launcher: str | None = None
     nodes: list[NodeRecord] | None = None
-    served_parallel_config: dict[str, int] | None = None  # /server_info (vLLM dev mode), when it answers
+    served_parallel_config: dict[str, int] | None = None  # older records: /server_info's parallel sizes only
     identity: ServerIdentity | None = None  # rank 0's for a multi-node server; absent from older records
+    listen: Listen | None = None  # None: an endpoint, or a record older than schema 2
+    resolved: Resolved | None = None  # None: a record older than schema 2 (unknown)
+    hardware: ServerGpus | None = None  # the GPUs the server saw (a multi-node server: per node)
+    failures: list[dict[str, Any]] = []  # a multi-node server's node deaths (at, rank, role, log_tail)
     # each start: started_at (UTC), ready_after_s, and what the runtime adds (pid, ...)
     starts: list[dict[str, Any]] = []
     activity: list[ActivitySpan] = []  # measuring, evals, numerics passes, swaps (time to verdict)

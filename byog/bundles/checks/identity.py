@@ -1,10 +1,12 @@
 """What ran: each pair's launch difference, the stock baseline, and the candidate's commit.
 
-``pairs``: every pair's launch difference (``byog.analysis.launch_diff``) from the servers'
-records, one line per pair ("candidate differs from baseline in: --kv-cache-dtype fp8"). A
-difference in hardware, weights or tokenizer fails unless the plan's pair declares it; under a
-policy, any difference ``pairs_may_differ_in`` does not cover fails, and so does a baseline
-whose code or image is not ``stock``.
+``pairs``: every pair's difference (``byog.analysis.pair_diff``) from the servers' records, what
+vLLM resolved first, one line per pair ("candidate differs from baseline in: --enforce-eager:
+enforce_eager false→true, compilation_config.mode 2→0, +9 derived"). A difference in hardware,
+GPUs, weights or tokenizer fails unless the plan's pair declares it, and so does a digest its own
+per-file hashes deny; under a policy, any difference ``pairs_may_differ_in`` does not cover fails,
+and so does a baseline whose code or image is not ``stock``. A side whose resolved config or
+identity is unknown makes the pair "unknown: cannot check", which any such policy fails.
 
 ``commit``: under ``--for OWNER/REPO#N@SHA`` every candidate's recorded commit (every node's)
 must be that head. A released build records no commit: "not bound to a commit", which fails
@@ -15,14 +17,9 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from byog.analysis.launch_diff import (
-    ALWAYS_SAME,
-    Difference,
-    covered,
-    launch_differences,
-    launch_facts,
-    unrecorded,
-)
+from byog.analysis.launch_diff import ALWAYS_SAME, NOT_RECORDED, unrecorded
+from byog.analysis.pair_diff import PairDiff, compare_pair
+from byog.analysis.resolved_diff import covered
 from byog.bundles.checks.base import Found, Skipped, VerifyContext, check
 from byog.core.errors import CheckFailed, UsageError
 from byog.schemas.env import EnvRecord
@@ -44,9 +41,10 @@ def _record(ctx: VerifyContext, name: str) -> ServerRecord:
     path = f"servers/{name}/server.json"
     if path not in ctx.parsed:
         raise CheckFailed(f"server '{name}' has no {path}, so its launch cannot be compared")
+    data = ctx.parsed[path]
     try:
-        return ServerRecord.model_validate(ctx.parsed[path])
-    except ValidationError:
+        return ServerRecord.model_validate(migrate("server", data, label=path) if isinstance(data, dict) else data)
+    except (ValidationError, UsageError):
         raise CheckFailed(f"{path} is not a valid server record") from None
 
 
@@ -64,31 +62,57 @@ def _host(ctx: VerifyContext) -> EnvRecord:
         return EnvRecord()
 
 
-def pair_line(pair: ComparisonPair, differences: list[Difference]) -> str:
-    shown = "; ".join(d.label for d in differences) if differences else "nothing"
+def pair_line(pair: ComparisonPair, diff: PairDiff) -> str:
     stock = "" if pair.baseline_is_stock else " (the plan says the baseline is not stock)"
-    return f"{pair.candidate} differs from {pair.baseline} in: {shown}{stock}"
+    if diff.unknown:
+        asked = "; ".join(d.label for d in diff.asked)
+        return (
+            f"{pair.candidate} vs {pair.baseline}: unknown: cannot check ({'; '.join(diff.unknown)})"
+            + (f"; asked: {asked}" if asked else "")
+            + stock
+        )
+    shown = [*(d.label for d in diff.identity), *(g.label for g in diff.groups)]
+    shown += [f"{d.label} (asked; not in vLLM's resolved config)" for d in diff.asked_only]
+    same = "; ".join(d.label for d in diff.resolved_same)
+    return (
+        f"{pair.candidate} differs from {pair.baseline} in: {'; '.join(shown) or 'nothing'}"
+        + (f"; asked, but vLLM resolved the same: {same}" if same else "")
+        + stock
+    )
 
 
-def _pair_failures(pair: ComparisonPair, differences: list[Difference], ctx: VerifyContext) -> list[str]:
-    failures = []
-    kinds = [d.label for d in differences if d.key in ALWAYS_SAME and not covered(d.key, pair.differs_in)]
+def derived_lines(pair: ComparisonPair, diff: PairDiff) -> list[str]:
+    """Every derived difference of a pair, under its cause (the report folds them)."""
+    return [
+        f"{pair.candidate} vs {pair.baseline}, {g.key}: {c.shown(c.key.removeprefix('config.'))}"
+        for g in diff.groups
+        for c in g.derived
+    ]
+
+
+def _pair_failures(pair: ComparisonPair, diff: PairDiff, ctx: VerifyContext) -> list[str]:
+    failures = list(diff.contradictions)
+    policy = ctx.policy
+    if diff.unknown and policy is not None and (policy.pairs_may_differ_in is not None or policy.stock is not None):
+        failures.append(f"{pair.candidate} vs {pair.baseline}: unknown: cannot check: {'; '.join(diff.unknown)}")
+    # a side that recorded nothing is unknown (above, or "records no ... identity" below), not different
+    facts = [(key, label) for key, label in diff.facts() if NOT_RECORDED not in label]
+    kinds = [label for key, label in facts if key in ALWAYS_SAME and not covered(key, pair.differs_in)]
     if kinds:
         failures.append(
             f"{pair.candidate} and {pair.baseline} differ in {', '.join(kinds)}, which the plan's pair does not "
             "declare: that compares machines or models, not implementations"
         )
-    allowed = ctx.policy.pairs_may_differ_in if ctx.policy is not None else None
+    allowed = policy.pairs_may_differ_in if policy is not None else None
     if allowed is not None:
-        refused = [d.label for d in differences if not covered(d.key, allowed) and d.key not in ALWAYS_SAME]
-        refused += [d.label for d in differences if d.key in ALWAYS_SAME and not covered(d.key, allowed)]
+        refused = [label for key, label in facts if not covered(key, allowed)]
         if refused:
             failures.append(
-                f"{pair.candidate} differs from {pair.baseline} in {', '.join(dict.fromkeys(refused))}, "
+                f"{pair.candidate} differs from {pair.baseline} in {'; '.join(dict.fromkeys(refused))}, "
                 "which the policy's pairs_may_differ_in does not allow"
             )
-        blind = [d.key for d in differences if unrecorded(d)]
-        if blind:
+        blind = [d.key for d in diff.identity if unrecorded(d)]
+        if blind and not diff.unknown:
             failures.append(f"{pair.candidate} or {pair.baseline} records no {', '.join(blind)} identity to compare")
     return failures
 
@@ -122,24 +146,24 @@ def pairs_are_fair(ctx: VerifyContext) -> Found:
     if not pairs:
         raise Skipped("the plan has one server: no pair to compare")
     host = _host(ctx)
-    lines, failures = [], []
+    lines, failures, derived = [], [], []
     for pair in pairs:
         idle = [name for name in (pair.candidate, pair.baseline) if unlaunched(ctx, name)]
         if idle:
             lines.append(f"{pair.candidate} vs {pair.baseline}: not compared, '{idle[0]}' was not launched")
             continue
-        differences = launch_differences(
-            launch_facts(_record(ctx, pair.candidate), host), launch_facts(_record(ctx, pair.baseline), host)
-        )
-        lines.append(pair_line(pair, differences))
-        failures += _pair_failures(pair, differences, ctx)
+        names = (pair.candidate, pair.baseline)
+        diff = compare_pair(names, (_record(ctx, pair.candidate), _record(ctx, pair.baseline)), host)
+        lines.append(pair_line(pair, diff))
+        derived += derived_lines(pair, diff)
+        failures += _pair_failures(pair, diff, ctx)
     stock = ctx.policy.stock if ctx.policy is not None else None
     if stock is not None:
         for baseline in dict.fromkeys(pair.baseline for pair in pairs if not unlaunched(ctx, pair.baseline)):
             why = stock_failure(baseline, _record(ctx, baseline), stock)
             if why:
                 failures.append(why)
-    details = {"pairs": lines, "failed": failures}
+    details = {"pairs": lines, "derived": derived, "failed": failures}
     if failures:
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
         return Found(f"{failures[0]}{more}", failed=True, details=details)

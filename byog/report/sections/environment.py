@@ -72,7 +72,7 @@ def _files(files: ModelFilesIdentity | None, digest: str | None) -> str:
 
 def _identity_row(name: str, identity: ServerIdentity) -> list[str]:
     vllm = identity.vllm
-    code = md_text(code_label(identity) or (vllm.error if vllm and vllm.error else identity.error) or "–")
+    code = md_text(code_label(identity, digits=12) or (vllm.error if vllm and vllm.error else identity.error) or "–")
     commit = md_code(vllm.commit) if vllm and vllm.commit else "none (a released build)"
     source = f" ({md_text(vllm.commit_source)})" if vllm and vllm.commit and vllm.commit_source else ""
     weights = identity.weights

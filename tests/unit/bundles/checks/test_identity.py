@@ -20,6 +20,20 @@ from tests.support.synthetic import SyntheticSpec, make_run_dir
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 WEIGHTS = "a" * 64
+SERVER_INFO = Path(__file__).resolve().parents[3] / "fixtures" / "server-info"
+EAGER = ["vllm", "serve", "/m", "--enforce-eager", "--enable-prompt-tokens-details", "--block-size", "32"]
+# What the variant server was launched with (tests/fixtures/server-info/README.md)
+VARIANT = [*EAGER, "-O", "3", "--additional-config", '{"alpha": 1}', "--additional-config", '{"beta": 2}']
+VARIANT_ENV = {"VLLM_MAX_BAD_WORDS_TOTAL_TOKENS": "4096"}
+VARIANT_LINE = (
+    "candidate differs from baseline in: --optimization-level: optimization_level 2→3; "
+    "additional_config.beta (none)→2; env.VLLM_MAX_BAD_WORDS_TOTAL_TOKENS 1024→4096"
+)
+
+
+def resolved(name: str) -> dict[str, Any]:
+    """A real CPU vLLM 0.32's /server_info answer as server.json keeps it."""
+    return {"server_info": json.loads((SERVER_INFO / f"{name}.json").read_text()), "answer_bytes": 25149}
 
 
 def identity(commit: str | None = COMMIT, weights: str = WEIGHTS) -> dict[str, Any]:
@@ -53,8 +67,8 @@ def policy_file(folder: Path, **fields: Any) -> Path:
 @pytest.fixture
 def run_dir(tmp_path: Path) -> RunDir:
     rd = make_run_dir(tmp_path / "run", SyntheticSpec(batch_sizes=(1,), eval_items=5))
-    for name in ("candidate", "baseline"):
-        edit_server(rd, name, identity=identity())
+    edit_server(rd, "candidate", identity=identity(), argv=VARIANT, env=VARIANT_ENV, resolved=resolved("variant"))
+    edit_server(rd, "baseline", identity=identity(), argv=EAGER, resolved=resolved("stock"))
     return rd
 
 
@@ -62,21 +76,61 @@ def check(report: Any, name: str) -> Any:
     return next(r for r in report.results if r.name == name)
 
 
-def test_pair_line_names_the_flag_and_a_policy_refuses_it(tmp_path: Path, run_dir: RunDir) -> None:
+def test_pair_line_names_what_vllm_resolved_and_a_policy_refuses_it(tmp_path: Path, run_dir: RunDir) -> None:
+    """-O after a switch, a repeated --additional-config and a VLLM_* env: each named from /server_info."""
     bundle, allowed = pack(tmp_path, run_dir)
     plain = verify_bundle(bundle, allowed_signers=allowed)
     assert plain.verified
-    assert check(plain, "pairs").message == "candidate differs from baseline in: --enforce-eager (baseline only)"
-    policy = policy_file(tmp_path, pairs_may_differ_in=["additional_config"])
+    assert check(plain, "pairs").message == VARIANT_LINE
+    policy = policy_file(tmp_path, pairs_may_differ_in=["additional_config", "env.VLLM_MAX_BAD_WORDS_TOTAL_TOKENS"])
     strict = verify_bundle(bundle, allowed_signers=allowed, policy=policy)
     assert strict.failures == [
-        "pairs: candidate differs from baseline in --enforce-eager (baseline only), which the policy's "
+        "pairs: candidate differs from baseline in --optimization-level: optimization_level 2→3, which the policy's "
         "pairs_may_differ_in does not allow"
     ]
-    allowing = verify_bundle(
-        bundle, allowed_signers=allowed, policy=policy_file(tmp_path, pairs_may_differ_in=["--enforce-eager"])
+    allowing = policy_file(
+        tmp_path,
+        pairs_may_differ_in=["additional_config", "env.VLLM_MAX_BAD_WORDS_TOTAL_TOKENS", "--optimization-level"],
     )
-    assert allowing.verified
+    assert verify_bundle(bundle, allowed_signers=allowed, policy=allowing).verified
+
+
+@pytest.mark.parametrize(
+    ("side", "changes", "missing"),
+    [
+        ("candidate", {"runtime": "endpoint", "argv": None, "identity": None, "resolved": None}, "no resolved config"),
+        ("baseline", {"resolved": {"unknown": "/server_info answered HTTP 404"}}, "HTTP 404"),
+        ("baseline", {"identity": {"error": "probe timed out"}}, "has no identity (probe timed out)"),
+        ("candidate", {"schema_version": 1, "resolved": None}, "no resolved config (none recorded)"),
+    ],
+)
+def test_an_unknown_side_cannot_be_checked_and_a_strict_policy_fails_it(
+    tmp_path: Path, run_dir: RunDir, side: str, changes: dict[str, Any], missing: str
+) -> None:
+    edit_server(run_dir, side, **changes)
+    bundle, allowed = pack(tmp_path, run_dir)
+    plain = verify_bundle(bundle, allowed_signers=allowed)
+    message = check(plain, "pairs").message
+    assert plain.verified, plain.failures
+    assert message.startswith("candidate vs baseline: unknown: cannot check ("), message
+    assert f"server '{side}' " in message and missing in message
+    for fields in ({"pairs_may_differ_in": ["--optimization-level"]}, {"stock": {"vllm_versions": ["0.32.0"]}}):
+        strict = verify_bundle(bundle, allowed_signers=allowed, policy=policy_file(tmp_path, **fields))
+        assert not strict.verified
+        assert strict.failures[0].startswith("pairs: candidate vs baseline: unknown: cannot check: ")
+        assert f"server '{side}' " in strict.failures[0] and missing in strict.failures[0]
+
+
+def test_a_weights_digest_its_own_files_deny_fails(tmp_path: Path, run_dir: RunDir) -> None:
+    lying = identity()
+    lying["weights"]["files"] = {"model.safetensors": "c" * 64, "config.json": "d" * 64}
+    edit_server(run_dir, "candidate", identity=lying)
+    edit_server(run_dir, "baseline", identity=lying)
+    bundle, allowed = pack(tmp_path, run_dir)
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert report.failures[0].startswith(
+        f"pairs: server 'candidate' records weights sha256 {WEIGHTS}, but its per-file"
+    )
 
 
 def test_different_weights_fail_without_a_policy(tmp_path: Path, run_dir: RunDir) -> None:
@@ -85,14 +139,15 @@ def test_different_weights_fail_without_a_policy(tmp_path: Path, run_dir: RunDir
     report = verify_bundle(bundle, allowed_signers=allowed)
     assert not report.verified
     assert check(report, "pairs").message.startswith(
-        "candidate and baseline differ in weights sha256 aaaaaaaaaaaa (baseline sha256 cccccccccccc), which the "
+        f"candidate and baseline differ in weights sha256 {WEIGHTS} (baseline sha256 {'c' * 64}), which the "
         "plan's pair does not declare"
     )
 
 
 def test_stock_names_the_baseline_version(tmp_path: Path, run_dir: RunDir) -> None:
     bundle, allowed = pack(tmp_path, run_dir)
-    policy = policy_file(tmp_path, stock={"vllm_versions": ["0.31.0"]}, pairs_may_differ_in=["--enforce-eager"])
+    allowed_all = ["additional_config", "env", "--optimization-level"]
+    policy = policy_file(tmp_path, stock={"vllm_versions": ["0.31.0"]}, pairs_may_differ_in=allowed_all)
     report = verify_bundle(bundle, allowed_signers=allowed, policy=policy)
     assert report.failures == ["pairs: baseline 'baseline' runs vLLM 0.32.0, not a stock version (0.31.0)"]
 
