@@ -167,6 +167,15 @@ def launch_lines(verify: dict[str, Any]) -> list[str]:
     return [*lines, ""] if lines else []
 
 
+def _failed_items(verify: dict[str, Any], check: dict[str, Any]) -> list[str]:
+    """Every failure a check named in verify --json's details, when it named more than one."""
+    details = verify.get("details")
+    found = details.get(str(check.get("name"))) if isinstance(details, dict) else None
+    failed = found.get("failed") if isinstance(found, dict) else None
+    items = [item for item in failed if isinstance(item, str)] if isinstance(failed, list) else []
+    return items if len(items) > 1 else []
+
+
 def _title(verify: dict[str, Any], failed: int) -> str:
     if not verify.get("verified"):
         return f"❌ not verified ({failed} check(s) failed)"
@@ -211,7 +220,9 @@ def comment_body(
     lines += launch_lines(verify)
     failed = [c for c in checks if c.get("status") == "fail"]
     if failed:
-        lines += [f"- ❌ FAIL {md_text(c.get('name', '?'))}: {md_text(c.get('message', ''), 300)}" for c in failed]
+        for c in failed:
+            lines.append(f"- ❌ FAIL {md_text(c.get('name', '?'))}: {md_text(c.get('message', ''), 300)}")
+            lines += [f"  - {md_text(item, 300)}" for item in _failed_items(verify, c)]
         lines.append("")
     if note:
         lines += [md_text(note, 500), ""]
