@@ -231,8 +231,9 @@ def comment_body(
         lines += ["### Headline", "", *_headline(sections["Headline"]), ""]
     elif report is None or not verified:
         lines += ["The report is not shown: its numbers are only worth reading once the bundle verifies.", ""]
-    if "Charts" in sections:
-        lines += ["### Charts", *sections["Charts"].rstrip().split("\n")[1:], ""]
+    charts = sections.get("Charts", "")
+    if "```mermaid" in charts:  # folded: the first screen is the headline; a chart backs it up
+        lines += _details("Charts", charts.rstrip().split("\n")[1:])
     summary = ", ".join(f"{counts[s]} {STATUS[s].split(' ', 1)[1]}" for s in STATUS)
     rows = [
         [STATUS.get(str(c.get("status")), "? unknown"), md_text(c.get("name", "?")), md_text(c.get("message", ""), 500)]

@@ -104,9 +104,13 @@ def speedup_charts(summary: Summary, report_format: int = REPORT_FORMAT) -> list
         ok = {c.point_id: _valid(points, candidate, c.point_id) and _valid(points, baseline, c.point_id) for c in mine}
         valid = [c for c in mine if ok[c.point_id]][:MAX_CATEGORIES]
         several = len({points[(candidate, c.point_id)].isl for c in mine}) > 1
-        workloads = report_format >= 5 and len({points[(candidate, c.point_id)].workload for c in mine}) > 1
         if len(valid) >= MIN_CATEGORIES:
-            labels = [_label(points[(candidate, c.point_id)], several, workloads) for c in valid]
+            labels = [_label(points[(candidate, c.point_id)], several) for c in valid]
+            if report_format >= 5:  # a load two workloads share is named with its workload
+                labels = [
+                    f"{label} {points[(candidate, c.point_id)].workload}" if labels.count(label) > 1 else label
+                    for label, c in zip(labels, valid, strict=True)
+                ]
             series: list[tuple[str, list[float | None]]] = [
                 ("bar", [c.ratio for c in valid]),
                 ("line", [c.ci_low for c in valid]),
@@ -132,9 +136,8 @@ def _key(p: PointSummary) -> tuple[int, int, float]:
     return (p.isl, p.osl, float(p.batch_size or p.concurrency or p.rate or 0))
 
 
-def _label(p: PointSummary, with_isl: bool, with_workload: bool = False) -> str:
-    label = f"{load_label(p)} ISL {p.isl}" if with_isl else load_label(p)
-    return f"{label} {p.workload}" if with_workload else label
+def _label(p: PointSummary, with_isl: bool) -> str:
+    return f"{load_label(p)} ISL {p.isl}" if with_isl else load_label(p)
 
 
 def tok_s_charts(summary: Summary) -> list[str]:
