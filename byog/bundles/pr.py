@@ -241,7 +241,8 @@ def comment_body(
     ]
     lines += _details(f"Checks: {summary}", table(["", "Check", "Result"], rows))
     if sections:
-        rest = "".join(text for title, text in sections.items() if title != "Charts").rstrip()  # charts: above
+        folded = "```mermaid" in charts  # charts with a chart are folded above; plot names alone stay in the report
+        rest = "".join(text for title, text in sections.items() if title != "Charts" or not folded).rstrip()
         room = COMMENT_LIMIT - len("\n".join(lines)) - 1_000  # what follows the report is under 1,000 characters
         if len(rest) > room:
             rest = f"The full report ({len(rest):,} characters) does not fit in a comment: see `byog report`'s output."

@@ -42,6 +42,8 @@ class Change:
     def verdict(self) -> str:
         if self.n == 1:
             return "⚠ slower" if self.slower else "not slower"
+        if self.slower == self.n:
+            return f"⚠ slower at all {self.n} points"
         if self.slower:
             return f"⚠ slower at {self.slower} of {self.n} points"
         return f"not slower at any of {self.n} points"

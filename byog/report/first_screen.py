@@ -83,8 +83,17 @@ def claim_lines(ctx: ReportContext) -> list[str]:
     return lines + table(["", "Claim", "Stated", "Measured"], rest)
 
 
-def _scores(ctx: ReportContext, v: EvalVerdict) -> dict[str, tuple[int, int]]:
-    return {s.server: (s.passes, s.n_items) for s in ctx.summary.evals.scores if s.task == v.task}
+def _scores(ctx: ReportContext, v: EvalVerdict) -> dict[str, str]:
+    """Per server: its score on the task in words, '16.7% of 6 items'."""
+    return {
+        s.server: f"{fixed(s.score, 1)}% of {_items(s.n_items)}"
+        for s in ctx.summary.evals.scores
+        if s.task == v.task and s.score is not None
+    }
+
+
+def _items(n: int) -> str:
+    return f"{n} item" if n == 1 else f"{n} items"
 
 
 def _accuracy_line(ctx: ReportContext, v: EvalVerdict) -> str:
@@ -92,20 +101,20 @@ def _accuracy_line(ctx: ReportContext, v: EvalVerdict) -> str:
     who = f"{md_text(v.candidate)} vs {md_text(v.baseline)}" + (", speculative" if v.speculative else "")
     scores = _scores(ctx, v)
     a, b = scores.get(v.candidate), scores.get(v.baseline)
-    scored = (
-        f"the candidate scores {a[0]} of {a[1]}, the baseline {b[0]} of {b[1]}" if a is not None and b is not None else ""
-    )
+    scored = f"the candidate scores {a}, the baseline {b}" if a is not None and b is not None else ""
+    if a is not None and a == b:
+        scored = f"both score {a}"
     if v.degenerate:
         why = "; ".join(md_text(w) for w in v.degenerate_why) or ", ".join(v.degenerate)
         return f"- ⚠ {task} ({who}) tells nothing: {scored or 'no scores'} ({why})."
     flipped = ctx.discordant.get((v.task, v.candidate, v.baseline))
-    items = f"; {flipped.lost} items the candidate lost, {flipped.won} it gained" if flipped is not None else ""
+    items = f"; {_items(flipped.lost)} the candidate lost, {flipped.won} it gained" if flipped is not None else ""
     mark = {"equivalent": "✅", "different": "❌", "inconclusive": "❔"}.get(v.verdict, "⚠")
     screening = "; a screening result (the design cannot keep the gate sound), never a pass" if v.screening else ""
     return (
         f"- {mark} {task} ({who}): {v.verdict} within ±{fixed(v.margin)} percentage points; "
         f"d = {fixed(v.d)} percentage points (candidate − baseline), {EVAL_CI} CI [{fixed(v.ci90_low)}, "
-        f"{fixed(v.ci90_high)}], {v.n} items; {scored}{items}{screening}."
+        f"{fixed(v.ci90_high)}], {_items(v.n)}; {scored}{items}{screening}."
     )
 
 

@@ -103,13 +103,12 @@ def _invalid_warnings(ctx: ReportContext) -> list[str]:
     invalid = ctx.invalid
     if not invalid:
         return []
-    total = len(ctx.summary.bench.points)
     lines = []
     for p in invalid:
         reason = p.invalid_reasons[0] if p.invalid_reasons else "no reason recorded"
         lines.append(
-            f"- ⚠ Invalid point ({len(lines) + 1} of {len(invalid)}; {total} measured), {md_text(p.server)} "
-            f"{_where(p)}: {md_text(reason, 200)}. Its numbers are not results; remedy: {_remedy(reason)}."
+            f"- ⚠ Invalid point, {md_text(p.server)} {_where(p)}: {md_text(reason, 200)}. Its numbers are not "
+            f"results; remedy: {_remedy(reason)}."
         )
     for candidate, baseline in pairs(ctx):
         ids = dict.fromkeys(c.point_id for c in ctx.summary.bench.comparisons if c.candidate == candidate)

@@ -126,7 +126,7 @@ def test_mermaid_cli_parses_charts_with_numbers_of_five_digits_and_two_workloads
     for p in summary.bench.points:
         p.workload = "decode"
     numbered = "\n".join(speedup_charts(summary))
-    assert '["1. B=1", "2. B=1"]' in numbered  # one workload: numbered
+    assert '["1. B=1 decode", "2. B=1 decode"]' in numbered  # still one label: numbered
     assert '["B=1", "B=1"]' in "\n".join(speedup_charts(summary, report_format=4))  # format 4 re-renders as it was
     markdown += "\n" + numbered
     sources = re.findall(r"```mermaid\n(.*?)```", markdown, flags=re.S)
@@ -134,4 +134,4 @@ def test_mermaid_cli_parses_charts_with_numbers_of_five_digits_and_two_workloads
     assert len(drawn) == len(sources) == 3
     for source, svg in zip(sources, drawn, strict=True):
         assert re.search(r'title "(.*)"', source).group(1) in svg  # type: ignore[union-attr]
-    assert drawn[2].count(">1. B=1<") == 1 and drawn[2].count(">2. B=1<") == 1
+    assert drawn[2].count(">1. B=1 decode<") == 1 and drawn[2].count(">2. B=1 decode<") == 1
