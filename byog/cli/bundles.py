@@ -9,11 +9,11 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from byog.bundles.checks.base import failure_list
 from byog.bundles.finalize import describe, seal_and_pack
 from byog.bundles.keys import add_github_user
 from byog.bundles.publish import attach, write_report
 from byog.bundles.sign import default_allowed_signers
-from byog.bundles.checks.base import failure_list
 from byog.bundles.verify import VerifyReport, verify_bundle
 from byog.cli.common import (
     AllowedSignersOpt,

@@ -24,8 +24,8 @@ from byog.cli.common import (
     server_option,
 )
 from byog.cli.console_reporter import print_table
-from byog.core.reporter import Table
 from byog.core.errors import UsageError
+from byog.core.reporter import Table
 from byog.core.safe_text import one_line
 from byog.images.models import model_as_named
 from byog.pipeline.numerics import references

@@ -180,7 +180,9 @@ def _choose_points(plan: Plan, summary: Summary, opts: ReproduceOptions, seed_he
     if opts.sample < 0:
         raise UsageError("--sample must be 0 or more")
     measured = {
-        p.point_id for p in summary.bench.points if p.metrics is not None and (not opts.servers or p.server in opts.servers)
+        p.point_id
+        for p in summary.bench.points
+        if p.metrics is not None and (not opts.servers or p.server in opts.servers)
     }
     valid = _valid_pool(plan, summary, opts)
     return sample_points(valid or [pid for pid in ids if pid in measured], seed_hex, opts.sample)
@@ -210,9 +212,7 @@ def _left_out(plan: Plan, repro: Plan, summary: Summary, points: list[str], opts
     """What of the bundle the reproduction does not re-run, each with the option that would."""
     ids = list(dict.fromkeys(p.point_id for p in expand_plan(plan)))
     rest = [pid for pid in ids if pid not in points]
-    lines = (
-        [f"{len(rest)} of {len(ids)} points: {', '.join(rest)} (--points or --sample re-runs them)"] if rest else []
-    )
+    lines = [f"{len(rest)} of {len(ids)} points: {', '.join(rest)} (--points or --sample re-runs them)"] if rest else []
     for score in summary.evals.scores:
         if score.n_items > opts.eval_items:
             lines.append(
@@ -247,8 +247,9 @@ def _warnings(plan: Plan, summary: Summary, opts: ReproduceOptions, points: list
                 f"its numbers there are not results, so the reproduction has nothing to compare them with; {remedy}"
             )
     if original.env_json.is_file():
-        theirs, ours = EnvRecord.model_validate(read_json(original.env_json)), EnvRecord.model_validate(
-            environment_fingerprint()
+        theirs, ours = (
+            EnvRecord.model_validate(read_json(original.env_json)),
+            EnvRecord.model_validate(environment_fingerprint()),
         )
         if not hardware.same_kind(theirs, ours):
             lines.append(

@@ -1,6 +1,7 @@
 """The headline. Report format 5 on: ``byog.report.first_screen`` (setup, warnings, what changed,
-claims collapsed, accuracy in plain words). Formats 2 to 4, kept re-renderable: every claim and every accuracy verdict with pass/fail at a glance, the speed-up
-range of each candidate/baseline pair over its valid points, and how many points are invalid.
+claims collapsed, accuracy in plain words). Formats 2 to 4, kept re-renderable: every claim and
+every accuracy verdict with pass/fail at a glance, the speed-up range of each candidate/baseline
+pair over its valid points, and how many points are invalid.
 
 Claims are the bundle's claims.yaml plus any the re-render was given (the PR's claims file),
 judged by ``byog.analysis.claims`` exactly as ``byog verify`` judges them.

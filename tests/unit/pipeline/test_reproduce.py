@@ -333,8 +333,14 @@ def test_a_dry_run_warns_when_the_drawn_point_is_invalid_and_previews_without_th
     doc = json.loads(
         runner.invoke(
             app,
-            ["reproduce", str(synthetic["invalid"]), "--allowed-signers", str(synthetic["signers"]), "--dry-run",
-             "--json"],
+            [
+                "reproduce",
+                str(synthetic["invalid"]),
+                "--allowed-signers",
+                str(synthetic["signers"]),
+                "--dry-run",
+                "--json",
+            ],
         ).output
     )
     assert "--points" in doc["warnings"][0] and "ratios only" in doc["warnings"][1] and doc["model_needed"] is None

@@ -46,8 +46,12 @@ def test_the_headline_comes_first_and_the_marker_names_the_format(valid_run: tup
     headline = text.split("## Headline", 1)[1].split("## Performance", 1)[0]
     order = ["- **candidate vs baseline**: ", "**What changed**", "**Accuracy**", "- ❔ gsm8k (candidate vs baseline)"]
     assert [headline.index(part) for part in order] == sorted(headline.index(part) for part in order)
-    assert "| decode B=1…4, ISL 4, OSL 8 | decode tok/s | 1." in headline and "not slower at any of 3 points" in headline
-    old = render_report(run_dir, summary, report_format=4).split("## Performance", 1)[0]  # format 4 re-renders as it was
+    assert (
+        "| decode B=1…4, ISL 4, OSL 8 | decode tok/s | 1." in headline and "not slower at any of 3 points" in headline
+    )
+    old = render_report(run_dir, summary, report_format=4).split("## Performance", 1)[
+        0
+    ]  # format 4 re-renders as it was
     assert "accuracy: gsm8k, candidate vs baseline" in old and "All 6 bench points are valid." in old
 
 
