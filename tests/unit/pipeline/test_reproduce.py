@@ -308,19 +308,8 @@ def test_a_dry_run_warns_when_the_drawn_point_is_invalid_and_previews_without_th
 ) -> None:
     """No point is valid on both servers, so the draw falls back to an invalid one: said, with --points;
     a model folder that is not there yet is named as what the run needs, not a refusal."""
-    result = runner.invoke(
-        app,
-        [
-            "reproduce",
-            str(synthetic["invalid"]),
-            "--allowed-signers",
-            str(synthetic["signers"]),
-            "--dry-run",
-            "--model-path",
-            str(tmp_path / "not-downloaded"),
-        ],
-        env={"COLUMNS": "400"},
-    )
+    dry_run = ["reproduce", str(synthetic["invalid"]), "--allowed-signers", str(synthetic["signers"]), "--dry-run"]
+    result = runner.invoke(app, [*dry_run, "--model-path", str(tmp_path / "not-downloaded")], env={"COLUMNS": "400"})
     assert result.exit_code == 0, result.output
     warnings = [line for line in result.output.splitlines() if line.startswith("⚠ ")]
     assert warnings[0].startswith("⚠ point decode-b1-isl32-osl64 is invalid in the bundle on candidate (candidate: ")
@@ -330,19 +319,7 @@ def test_a_dry_run_warns_when_the_drawn_point_is_invalid_and_previews_without_th
     )
     assert warnings[-1].startswith(f"⚠ the model {tmp_path / 'not-downloaded'} is not on this machine")
     assert f"serve '<{tmp_path / 'not-downloaded'}>'" in result.output
-    doc = json.loads(
-        runner.invoke(
-            app,
-            [
-                "reproduce",
-                str(synthetic["invalid"]),
-                "--allowed-signers",
-                str(synthetic["signers"]),
-                "--dry-run",
-                "--json",
-            ],
-        ).output
-    )
+    doc = json.loads(runner.invoke(app, [*dry_run, "--json"]).output)
     assert "--points" in doc["warnings"][0] and "ratios only" in doc["warnings"][1] and doc["model_needed"] is None
     assert sorted(p.name for p in nothing_runs.iterdir()) == []
 
