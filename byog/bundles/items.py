@@ -26,21 +26,28 @@ def _pairs_of(run_dir: RunDir, task: str) -> list[tuple[str, str]]:
     return [(c, b) for c, b in plan.comparisons if run_dir.eval_complete(c, task) and run_dir.eval_complete(b, task)]
 
 
-def _read(run_dir: RunDir, candidate: str | None, task: str | None) -> list[DiscordantItems]:
+def _read(run_dir: RunDir, candidate: str | None, task: str | None, label: Path) -> list[DiscordantItems]:
+    """``label``: the run directory or bundle as the user named it (a bundle's extraction folder is gone
+    by the time they read the message)."""
     tasks = sorted({t for server in run_dir.eval_servers() for t in run_dir.eval_tasks(server)})
+    if not tasks:
+        raise UsageError(f"{label} holds no eval: no eval task ran, so there are no items to compare")
     if task is not None and task not in tasks:
-        shown = ", ".join(one_line(t, 40) for t in tasks) or "none"
-        raise UsageError(f"no eval of task '{one_line(task, 60)}' in {run_dir.root} (tasks: {shown})")
+        shown = ", ".join(one_line(t, 40) for t in tasks)
+        raise UsageError(f"no eval of task '{one_line(task, 60)}' in {label} (tasks: {shown})")
     found = []
+    pairs: dict[tuple[str, str], None] = {}
     for name in [task] if task is not None else tasks:
         for cand, base in _pairs_of(run_dir, name):
+            pairs[(cand, base)] = None
             if candidate is None or cand == candidate:
                 found.append(discordant_items(run_dir, name, cand, base))
     if candidate is not None and not found:
+        valid = ", ".join(f"{one_line(c, 60)} (vs {one_line(b, 60)})" for c, b in pairs) or "none"
         raise UsageError(
-            f"no pair with candidate '{one_line(candidate, 60)}' ran "
+            f"--pair {one_line(candidate, 60)}: no pair with that candidate ran "
             + (f"task '{one_line(task, 60)}'" if task else "an eval")
-            + f" in {run_dir.root}"
+            + f" in {label}; the candidates that did: {valid}"
         )
     return found
 
@@ -55,7 +62,7 @@ def load_discordant(
 ) -> list[DiscordantItems]:
     """Per (task, pair) of a run directory or a verified bundle: the items the two servers scored differently."""
     if target.is_dir():
-        return _read(RunDir(target), candidate, task)
+        return _read(RunDir(target), candidate, task, target)
     if not target.is_file():
         raise UsageError(f"{target} is neither a run directory nor a bundle file")
     with tempfile.TemporaryDirectory(prefix="byog-items-") as private:
@@ -63,8 +70,8 @@ def load_discordant(
         shutil.copyfile(target, copy)
         report = verify_bundle(copy, allowed_signers=allowed_signers, allow_unsigned=allow_unsigned)
         if not report.verified:
-            first = report.failures[0] if report.failures else "no check ran"
-            raise CheckFailed(f"{target} does not verify, so its items are not shown: {one_line(first, 300)}")
+            failed = "; ".join(one_line(f, 300) for f in report.failures) or "no check ran"
+            raise CheckFailed(f"{target} does not verify, so its items are not shown: {failed}")
         with Extracted(copy) as extracted:
             assert extracted.root is not None
-            return _read(RunDir(extracted.root), candidate, task)
+            return _read(RunDir(extracted.root), candidate, task, target)

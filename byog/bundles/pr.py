@@ -171,6 +171,15 @@ def launch_lines(verify: dict[str, Any]) -> list[str]:
     return [*lines, ""] if lines else []
 
 
+def _failed_items(verify: dict[str, Any], check: dict[str, Any]) -> list[str]:
+    """Every failure a check named in verify --json's details, when it named more than one."""
+    details = verify.get("details")
+    found = details.get(str(check.get("name"))) if isinstance(details, dict) else None
+    failed = found.get("failed") if isinstance(found, dict) else None
+    items = [item for item in failed if isinstance(item, str)] if isinstance(failed, list) else []
+    return items if len(items) > 1 else []
+
+
 def _title(verify: dict[str, Any], failed: int) -> str:
     if not verify.get("verified"):
         return f"❌ not verified ({failed} check(s) failed)"
@@ -215,7 +224,9 @@ def comment_body(
     lines += launch_lines(verify)
     failed = [c for c in checks if c.get("status") == "fail"]
     if failed:
-        lines += [f"- ❌ FAIL {md_text(c.get('name', '?'))}: {md_text(c.get('message', ''), 300)}" for c in failed]
+        for c in failed:
+            lines.append(f"- ❌ FAIL {md_text(c.get('name', '?'))}: {md_text(c.get('message', ''), 300)}")
+            lines += [f"  - {md_text(item, 300)}" for item in _failed_items(verify, c)]
         lines.append("")
     if note:
         lines += [md_text(note, 500), ""]
@@ -224,8 +235,9 @@ def comment_body(
         lines += ["### Headline", "", *_headline(sections["Headline"]), ""]
     elif report is None or not verified:
         lines += ["The report is not shown: its numbers are only worth reading once the bundle verifies.", ""]
-    if "Charts" in sections:
-        lines += ["### Charts", *sections["Charts"].rstrip().split("\n")[1:], ""]
+    charts = sections.get("Charts", "")
+    if "```mermaid" in charts:  # folded: the first screen is the headline; a chart backs it up
+        lines += _details("Charts", charts.rstrip().split("\n")[1:])
     summary = ", ".join(f"{counts[s]} {STATUS[s].split(' ', 1)[1]}" for s in STATUS)
     rows = [
         [STATUS.get(str(c.get("status")), "? unknown"), md_text(c.get("name", "?")), md_text(c.get("message", ""), 500)]
@@ -233,7 +245,8 @@ def comment_body(
     ]
     lines += _details(f"Checks: {summary}", table(["", "Check", "Result"], rows))
     if sections:
-        rest = "".join(text for title, text in sections.items() if title != "Charts").rstrip()  # charts: above
+        folded = "```mermaid" in charts  # charts with a chart are folded above; plot names alone stay in the report
+        rest = "".join(text for title, text in sections.items() if title != "Charts" or not folded).rstrip()
         room = COMMENT_LIMIT - len("\n".join(lines)) - 1_000  # what follows the report is under 1,000 characters
         if len(rest) > room:
             rest = f"The full report ({len(rest):,} characters) does not fit in a comment: see `byog report`'s output."

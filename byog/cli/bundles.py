@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from byog.bundles.checks.base import failure_list
 from byog.bundles.finalize import describe, seal_and_pack
 from byog.bundles.keys import add_github_user
 from byog.bundles.publish import attach, write_report
@@ -91,7 +92,8 @@ def verify_cmd(
 
 
 def print_checks(report: VerifyReport) -> None:
-    """One line per check. Bundle strings are printed as plain text (rich.text.Text: never markup),
+    """One line per check, and under a check that failed more than once each failure on its own line
+    (none hidden behind "and N more"). Bundle strings are printed as plain text (rich.text.Text: never markup),
     escaped to one line (safe_text.one_line); on a terminal each line is cut to its width, so
     nothing wraps into what could pass for another check's line."""
     marks = {"pass": ("ok  ", "green"), "skip": ("skip", "dim"), "fail": ("FAIL", "bold red")}
@@ -101,6 +103,8 @@ def print_checks(report: VerifyReport) -> None:
         console.print(
             Text.assemble((mark, style), " ", f"{result.name}: {one_line(result.message, 400)}"), highlight=False, **fit
         )
+        for failure in failure_list(result):
+            console.print(Text.assemble("       - ", one_line(failure, 400)), highlight=False, **fit)
     style = "bold green" if report.verified else "bold red"
     console.print(Text.assemble(one_line(report.bundle, 200), ": ", (report.verdict(), style)), highlight=False, **fit)
 

@@ -24,6 +24,7 @@ from byog.cli.common import (
     server_option,
 )
 from byog.cli.console_reporter import print_table
+from byog.core.errors import UsageError
 from byog.core.reporter import Table
 from byog.core.safe_text import one_line
 from byog.images.models import model_as_named
@@ -48,6 +49,7 @@ from byog.runtimes.launch import local_vllm_argv, redact_env, server_env, vllm_s
 from byog.runtimes.local import cpu_vllm_installed
 from byog.schemas.plan import AgenticWorkload, EvalSpec, Plan
 from byog.schemas.reproduction import ReproductionRecord
+from byog.schemas.server import PreparedModel
 
 STYLE = {"reproduced": "bold green", "not reproduced": "bold red", "not compared": "yellow"}  # the outcome line
 
@@ -234,7 +236,7 @@ def _launch(planned: Planned, name: str) -> dict[str, Any]:
     config = launch_config(planned.plan, name)
     if config.runtime == "endpoint":
         return {"server": name, "runtime": "endpoint", "url": config.url, "argv": None, "env": {}}
-    model = model_as_named(planned.plan.model)
+    model = _model(planned)
     if config.multi_node:
         argv = ["vllm", "serve", *vllm_serve_args(config, model, "<node address>", 0), "<launcher rank flags>"]
     elif config.runtime == "docker":  # the image's entry point, bridged (or host networking)
@@ -254,6 +256,29 @@ def _launch(planned: Planned, name: str) -> dict[str, Any]:
         "argv": argv,
         "env": redact_env(server_env(config, cpu_build=config.runtime != "docker" and cpu_vllm_installed())),
     }
+
+
+def _model(planned: Planned) -> PreparedModel:
+    """The model as the run would name it; one not on this machine yet is named as a placeholder
+    (``model_needed`` says what the run needs), so a dry run previews before any download."""
+    spec = planned.plan.model
+    try:
+        return model_as_named(spec)
+    except UsageError:
+        return PreparedModel(path=f"<{spec.path}>", served_name=spec.served_name or spec.path, tokenizer=spec.path)
+
+
+def model_needed(planned: Planned) -> str | None:
+    """What the run needs that this machine lacks: the model's folder, or None when it is there."""
+    spec = planned.plan.model
+    try:
+        model_as_named(spec)
+    except UsageError:
+        return (
+            f"the model {spec.path} is not on this machine (no config.json there): the run needs its folder "
+            "(config.json, tokenizer and weights), named with --model-path"
+        )
+    return None
 
 
 def _eval_request(plan: Plan, spec: EvalSpec) -> dict[str, Any]:
@@ -293,6 +318,10 @@ def dry_run_json(planned: Planned) -> dict[str, Any]:
         "numerics": numerics,
         "seed": plan.seeds[0],
         "dropped": dropped_shown(planned),
+        "why": planned.why,
+        "left_out": planned.left_out,
+        "warnings": planned.warnings,
+        "model_needed": model_needed(planned),
     }
 
 
@@ -337,8 +366,15 @@ def render_dry_run(planned: Planned) -> None:
             f"{numerics['random_isl']} tokens, {numerics['dataset_prompts']} {numerics['dataset']} prompt(s) of "
             f"{numerics['dataset_isl']}, contexts {numerics['contexts']}, {numerics['max_tokens']} tokens each"
         )
+    _line(f"why these points: {shown['why']}")
+    if shown["left_out"]:
+        _line("the bundle's work this reproduction leaves out:")
+    for line in shown["left_out"]:
+        _line(line, 2)
     if shown["dropped"]:
         _line(DROPPED_HEADER)
     for line in dropped_lines(planned):
         _line(line, 2)
+    for warning in [*shown["warnings"], *([shown["model_needed"]] if shown["model_needed"] else [])]:
+        console.print(Text("⚠ " + one_line(warning), style="yellow"), highlight=False, soft_wrap=True)
     _line(f"seed {shown['seed']}; nothing was started (--dry-run)")

@@ -111,6 +111,9 @@ class Planned:
     servers: list[str]  # launch order
     manifest_sha256: str
     dropped: list[Dropped] = field(default_factory=list)  # what the bundle had that this reproduction leaves out
+    why: str = ""  # how the points were chosen
+    left_out: list[str] = field(default_factory=list)  # the bundle's points, items and interleaving not re-run
+    warnings: list[str] = field(default_factory=list)  # what keeps the reproduction from comparing, and its remedy
 
 
 def dropped_shown(planned: Planned) -> list[dict[str, str | None]]:
@@ -176,12 +179,84 @@ def _choose_points(plan: Plan, summary: Summary, opts: ReproduceOptions, seed_he
         return list(dict.fromkeys(opts.points))
     if opts.sample < 0:
         raise UsageError("--sample must be 0 or more")
+    measured = {
+        p.point_id
+        for p in summary.bench.points
+        if p.metrics is not None and (not opts.servers or p.server in opts.servers)
+    }
+    valid = _valid_pool(plan, summary, opts)
+    return sample_points(valid or [pid for pid in ids if pid in measured], seed_hex, opts.sample)
+
+
+def _why(plan: Plan, summary: Summary, opts: ReproduceOptions, points: list[str]) -> str:
+    if opts.points:
+        return f"points named by --points: {', '.join(points)}"
+    pool = _valid_pool(plan, summary, opts)
+    if not pool:
+        return f"drawn (--sample {opts.sample}) by the bundle's manifest hash among all measured points: none is valid"
+    return (
+        f"drawn (--sample {opts.sample}) by the bundle's manifest hash among the {len(pool)} point(s) valid on every "
+        f"server that ran them: {', '.join(points) or 'none'}"
+    )
+
+
+def _valid_pool(plan: Plan, summary: Summary, opts: ReproduceOptions) -> list[str]:
     measured: dict[str, list[bool]] = {}
     for p in summary.bench.points:
         if p.metrics is not None and (not opts.servers or p.server in opts.servers):
             measured.setdefault(p.point_id, []).append(p.valid)
-    valid = [pid for pid in ids if measured.get(pid) and all(measured[pid])]
-    return sample_points(valid or [pid for pid in ids if pid in measured], seed_hex, opts.sample)
+    return [p.point_id for p in expand_plan(plan) if measured.get(p.point_id) and all(measured[p.point_id])]
+
+
+def _left_out(plan: Plan, repro: Plan, summary: Summary, points: list[str], opts: ReproduceOptions) -> list[str]:
+    """What of the bundle the reproduction does not re-run, each with the option that would."""
+    ids = list(dict.fromkeys(p.point_id for p in expand_plan(plan)))
+    rest = [pid for pid in ids if pid not in points]
+    lines = [f"{len(rest)} of {len(ids)} points: {', '.join(rest)} (--points or --sample re-runs them)"] if rest else []
+    for score in summary.evals.scores:
+        if score.n_items > opts.eval_items:
+            lines.append(
+                f"{score.n_items - opts.eval_items} of {score.n_items} items of eval {score.task} on {score.server} "
+                f"(--eval-items {score.n_items} re-runs them all)"
+            )
+    kept = set(repro.interleaved_pairs)
+    lines += [
+        f"interleaving of {candidate} vs {baseline}: the bundle ran them in ABBA waves with sleep mode; the "
+        "reproduction runs them one after the other"
+        for candidate, baseline in plan.interleaved_pairs
+        if (candidate, baseline) not in kept
+    ]
+    return lines
+
+
+def _warnings(plan: Plan, summary: Summary, opts: ReproduceOptions, points: list[str], original: RunDir) -> list[str]:
+    """A drawn point invalid on a side (nothing to compare there), and hardware unlike this machine's."""
+    lines = []
+    pool = _valid_pool(plan, summary, opts)
+    for pid in points:
+        bad = [p for p in summary.bench.points if p.point_id == pid and not p.valid]
+        if bad:
+            remedy = (
+                f"--points {','.join(pool)} keeps only the {len(pool)} point(s) valid on every server"
+                if pool
+                else "no point of the bundle is valid on every server, so --points cannot pick a comparable one"
+            )
+            sides = "; ".join(f"{p.server}: {'; '.join(p.invalid_reasons) or 'flagged invalid'}" for p in bad)
+            lines.append(
+                f"point {pid} is invalid in the bundle on {', '.join(p.server for p in bad)} ({sides}): "
+                f"its numbers there are not results, so the reproduction has nothing to compare them with; {remedy}"
+            )
+    if original.env_json.is_file():
+        theirs, ours = (
+            EnvRecord.model_validate(read_json(original.env_json)),
+            EnvRecord.model_validate(environment_fingerprint()),
+        )
+        if not hardware.same_kind(theirs, ours):
+            lines.append(
+                f"the bundle ran on {hardware.describe(theirs)}, this machine is {hardware.describe(ours)}: ratios "
+                "only (candidate / baseline is compared, absolute numbers are not)"
+            )
+    return lines
 
 
 def _choose_servers(plan: Plan, summary: Summary, points: list[str], opts: ReproduceOptions) -> list[str]:
@@ -250,7 +325,16 @@ def _plan(original: RunDir, opts: ReproduceOptions) -> tuple[Planned, Summary]:
         )
     repro_plan = reproduction_plan(plan, overrides, Selection(points, servers, opts.eval_items))
     check_stock_roles(repro_plan)  # as byog run does: a hand-made bundle may set them up wrongly
-    planned = Planned(repro_plan, points, server_order(repro_plan), manifest_sha, dropped(plan, repro_plan))
+    planned = Planned(
+        repro_plan,
+        points,
+        server_order(repro_plan),
+        manifest_sha,
+        dropped(plan, repro_plan),
+        why=_why(plan, o_summary, opts, points),
+        left_out=_left_out(plan, repro_plan, o_summary, points, opts),
+        warnings=_warnings(plan, o_summary, opts, points, original),
+    )
     return planned, o_summary
 
 
@@ -271,6 +355,8 @@ def reproduce(bundle: Path, opts: ReproduceOptions, reporter: Reporter) -> Repro
         manifest_sha = planned.manifest_sha256
         root = opts.run_dir or runs_dir() / f"reproduce-{new_run_id()}"
         rd = _open_run_dir(root, repro_plan)
+        for warning in planned.warnings:
+            reporter.line(f"⚠ {warning}")
         if planned.dropped:
             reporter.line(DROPPED_HEADER)
         for line in dropped_lines(planned):

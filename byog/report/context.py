@@ -26,6 +26,7 @@ from byog.schemas.claims import Claim, ClaimsFile
 from byog.schemas.env import EnvRecord
 from byog.schemas.manifest import SignerRecord
 from byog.schemas.migrate import migrate
+from byog.schemas.plan import Plan
 from byog.schemas.reproduction import REPRODUCTION_NAME, ReproductionRecord
 from byog.schemas.server import ServerRecord
 from byog.schemas.summary import Summary
@@ -83,6 +84,15 @@ class ReportContext:
     @cached_property
     def servers(self) -> list[ServerRecord]:
         return server_records(self.run_dir)
+
+    @cached_property
+    def plan(self) -> Plan | None:
+        """plan.yaml of the run directory (None when unreadable: verify's schema check says why)."""
+        try:
+            data = yaml.safe_load(self.run_dir.plan_yaml.read_text(encoding="utf-8"))
+            return Plan.model_validate(migrate("plan", data, label="plan.yaml") if isinstance(data, dict) else data)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError, ByogError):
+            return None
 
     @cached_property
     def tensor_parallel(self) -> dict[str, int]:

@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from byog.core.numbers import decimal
 from byog.core.paths import RunDir
 from byog.schemas.bench import PointComparison, PointSummary
 from byog.schemas.server import ServerRecord
@@ -26,13 +29,30 @@ from byog.schemas.server import ServerRecord
 M = TypeVar("M", bound=BaseModel)
 
 
+# Report formats 1 to 4 wrote %g, e-notation included (1.33e+04); from format 5 every number is a plain
+# decimal. ``render_report`` sets this for the format it renders, so an old bundle re-renders byte for byte.
+_E_NOTATION: ContextVar[bool] = ContextVar("e_notation", default=False)
+PLAIN_FROM = 5  # the first report format without e-notation
+
+
+@contextmanager
+def number_style(report_format: int) -> Iterator[None]:
+    """Numbers as ``report_format`` wrote them, within the block."""
+    token = _E_NOTATION.set(report_format < PLAIN_FROM)
+    try:
+        yield
+    finally:
+        _E_NOTATION.reset(token)
+
+
 def num(value: Any, digits: int = 4) -> str:
-    """Fixed significant digits: stable across machines whose floats differ in the last bits."""
+    """Fixed significant digits: stable across machines whose floats differ in the last bits; a
+    plain decimal (``byog.core.numbers.decimal``), unless an old report format is being rendered."""
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "–"
     if isinstance(value, int):
         return str(value)
-    return f"{value:.{digits}g}"
+    return f"{value:.{digits}g}" if _E_NOTATION.get() else decimal(value, digits)
 
 
 def fixed(value: Any, places: int = 2) -> str:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from byog.core.paths import RunDir
 from byog.core.safe_text import md_text
 from byog.report.context import ReportContext, ReportInputs
-from byog.report.format import align_numbers
+from byog.report.format import align_numbers, number_style
 from byog.report.sections import (
     accuracy,
     agentic,
@@ -50,7 +50,7 @@ from byog.report.sections import (
 )
 from byog.schemas.summary import Summary
 
-REPORT_VERSION = 4
+REPORT_VERSION = 5
 MARKER_PREFIX = "<!-- byog report v"
 MARKER = f"{MARKER_PREFIX}{REPORT_VERSION} -->"  # report.md's first line: which renderer wrote it
 
@@ -91,8 +91,9 @@ def render_report(
     """report.md in ``report_format`` (2 or the current one; format 1 is ``byog.report.legacy_v1``)."""
     ctx = ReportContext(run_dir, summary, inputs or ReportInputs(), report_format=report_format)
     lines = _title(ctx)
-    for section in SECTIONS:
-        lines += section(ctx)
+    with number_style(report_format):
+        for section in SECTIONS:
+            lines += section(ctx)
     if report_format >= 3:
         lines = align_numbers(lines)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -25,7 +25,7 @@ PALETTE = "#4c78a8, #f58518, #f58518"  # bars blue, lines orange (the second lin
 SPEEDUP_PALETTE = f"{PALETTE}, #555555"  # and the line at 1.0 (no effect) grey
 HEIGHT = 300  # px; GitHub's default (500) makes three charts fill two screens
 MAX_CATEGORIES = 24  # wider than this and GitHub's column squeezes the labels into each other
-REPORT_FORMAT = 4  # the report format whose charts these are by default (byog.report.markdown.REPORT_VERSION)
+REPORT_FORMAT = 5  # the report format whose charts these are by default (byog.report.markdown.REPORT_VERSION)
 MIN_CATEGORIES = 2  # a line needs two points; one number is in the headline already
 
 
@@ -42,6 +42,7 @@ def _chart(
     *,
     axis: tuple[float, float] | None = None,
     palette: str = PALETTE,
+    unique: bool = True,
 ) -> list[str]:
     """One xychart-beta block; the y axis starts at 0 so bar heights compare honestly, unless
     ``axis`` gives the range (a speed-up chart: around the data, with the line at 1.0)."""
@@ -59,11 +60,20 @@ def _chart(
         "---",
         "xychart-beta",
         f'    title "{title}"',  # composed by the callers, bundle names through mermaid_text
-        f'    x-axis "{x_title}" [' + ", ".join(f'"{mermaid_text(c, 24)}"' for c in categories) + "]",
+        f'    x-axis "{x_title}" [' + ", ".join(f'"{c}"' for c in _categories(categories, unique)) + "]",
         f'    y-axis "{y_title}" {num(low, 3)} --> {num(high, 3)}',
     ]
     lines += [f"    {kind} {_series(values)}" for kind, values in series]
     return [*lines, "```", ""]
+
+
+def _categories(labels: list[str], unique: bool) -> list[str]:
+    """The x-axis labels as Mermaid takes them; with ``unique`` (report format 5 on), numbered when
+    two would read the same, since xychart draws two bars of one label at one x (one hidden)."""
+    shown = [mermaid_text(label, 24) for label in labels]
+    if unique and len(set(shown)) < len(shown):
+        shown = [mermaid_text(f"{i}. {label}", 24) for i, label in enumerate(labels, 1)]
+    return shown
 
 
 def _left_out(names: list[str]) -> list[str]:
@@ -96,6 +106,11 @@ def speedup_charts(summary: Summary, report_format: int = REPORT_FORMAT) -> list
         several = len({points[(candidate, c.point_id)].isl for c in mine}) > 1
         if len(valid) >= MIN_CATEGORIES:
             labels = [_label(points[(candidate, c.point_id)], several) for c in valid]
+            if report_format >= 5:  # a load two workloads share is named with its workload
+                labels = [
+                    f"{label} {points[(candidate, c.point_id)].workload}" if labels.count(label) > 1 else label
+                    for label, c in zip(labels, valid, strict=True)
+                ]
             series: list[tuple[str, list[float | None]]] = [
                 ("bar", [c.ratio for c in valid]),
                 ("line", [c.ci_low for c in valid]),
@@ -111,6 +126,7 @@ def speedup_charts(summary: Summary, report_format: int = REPORT_FORMAT) -> list
                 [*series, ("line", [1.0] * len(valid))] if around else series,
                 axis=speedup_axis(v for _, values in series for v in values) if around else None,
                 palette=SPEEDUP_PALETTE if around else PALETTE,
+                unique=report_format >= 5,
             )
             lines += _left_out([c.point_id for c in mine if not ok[c.point_id]])
     return lines

@@ -50,6 +50,15 @@ class Found:
     details: Details = field(default_factory=dict)
 
 
+def counted(failures: list[str], noun: str) -> str:
+    """A check's sentence for its failures: the failure itself when there is one, else how many and
+    each numbered. The sentence is cut to MESSAGE_LIMIT; the full list travels as ``details["failed"]``,
+    which ``byog verify`` prints one per line and ``--json`` carries whole: no failure goes unnamed."""
+    if len(failures) == 1:
+        return failures[0]
+    return f"{len(failures)} {noun}: " + "; ".join(f"({i}) {text}" for i, text in enumerate(failures, 1))
+
+
 @dataclass(frozen=True)
 class CheckResult:
     name: str
@@ -60,6 +69,12 @@ class CheckResult:
     @property
     def ok(self) -> bool:
         return self.status != "fail"
+
+
+def failure_list(result: CheckResult) -> list[str]:
+    """Every failure a failed check named, when it named more than one (its sentence holds a single one)."""
+    failed = (result.details or {}).get("failed") or []
+    return [str(item) for item in failed] if result.status == "fail" and len(failed) > 1 else []
 
 
 @dataclass

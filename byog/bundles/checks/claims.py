@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from byog.analysis.claims import check_claim, claim_label
-from byog.bundles.checks.base import Found, Skipped, VerifyContext, check
+from byog.bundles.checks.base import Found, Skipped, VerifyContext, check, counted
 from byog.bundles.checks.recompute import derived_summary
 from byog.core.errors import CheckFailed
 from byog.schemas.claims import Claim, ClaimsFile
@@ -45,6 +45,5 @@ def claims_hold(ctx: VerifyContext) -> Found:
             failures.append(str(err))
     details = {"held": held, "failed": failures, "not_checked": unchecked}
     if failures:
-        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        return Found(f"{failures[0]}{more}{not_checked}", failed=True, details=details)
+        return Found(f"{counted(failures, 'claims fail')}{not_checked}", failed=True, details=details)
     return Found(f"{len(claims)} claim(s) hold within their tolerance{not_checked}", details=details)

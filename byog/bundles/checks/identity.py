@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from byog.analysis.launch_diff import ALWAYS_SAME, NOT_RECORDED, unrecorded
 from byog.analysis.pair_diff import PairDiff, compare_pair
 from byog.analysis.resolved_diff import covered
-from byog.bundles.checks.base import Found, Skipped, VerifyContext, check
+from byog.bundles.checks.base import Found, Skipped, VerifyContext, check, counted
 from byog.core.errors import CheckFailed, UsageError
 from byog.schemas.env import EnvRecord
 from byog.schemas.migrate import migrate
@@ -165,8 +165,7 @@ def pairs_are_fair(ctx: VerifyContext) -> Found:
                 failures.append(why)
     details = {"pairs": lines, "derived": derived, "failed": failures}
     if failures:
-        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        return Found(f"{failures[0]}{more}", failed=True, details=details)
+        return Found(counted(failures, "pair problems"), failed=True, details=details)
     return Found("; ".join(lines), details=details)
 
 

@@ -45,7 +45,7 @@ def _cell(point: PointSummary | None, path: str, scale: float) -> str:
     return text if point.valid else f"{text}*"
 
 
-def matrices(summary: Summary, server_tp: Mapping[str, int]) -> list[str]:
+def matrices(summary: Summary, server_tp: Mapping[str, int], report_format: int = 5) -> list[str]:
     """Per workload: rows B; columns ISL (per server) when the workload has several ISLs, else
     columns = its servers labelled with TP. A starred cell is a point flagged invalid."""
     points = _batch_points(summary)
@@ -75,7 +75,8 @@ def matrices(summary: Summary, server_tp: Mapping[str, int]) -> list[str]:
     return [
         "### Decode matrices",
         "",
-        "Rows: batch size B. A cell marked * is a point flagged invalid (see Points).",
+        "Rows: batch size B. A cell marked * is a point flagged invalid "
+        + ("(see Invalid points, under Performance)." if report_format >= 5 else "(see Points)."),
         "",
         *lines,
     ]
@@ -191,4 +192,4 @@ def energy(summary: Summary) -> list[str]:
 def section(ctx: ReportContext) -> list[str]:
     """Every part of this module, in report order."""
     summary = ctx.summary
-    return [*matrices(summary, ctx.tensor_parallel), *speculation(summary), *energy(summary)]
+    return [*matrices(summary, ctx.tensor_parallel, ctx.report_format), *speculation(summary), *energy(summary)]

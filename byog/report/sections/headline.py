@@ -1,5 +1,7 @@
-"""The headline: every claim and every accuracy verdict with pass/fail at a glance, the speed-up
-range of each candidate/baseline pair over its valid points, and how many points are invalid.
+"""The headline. Report format 5 on: ``byog.report.first_screen`` (setup, warnings, what changed,
+claims collapsed, accuracy in plain words). Formats 2 to 4, kept re-renderable: every claim and
+every accuracy verdict with pass/fail at a glance, the speed-up range of each candidate/baseline
+pair over its valid points, and how many points are invalid.
 
 Claims are the bundle's claims.yaml plus any the re-render was given (the PR's claims file),
 judged by ``byog.analysis.claims`` exactly as ``byog verify`` judges them.
@@ -10,6 +12,7 @@ from __future__ import annotations
 from byog.analysis.claims import evaluate_claim
 from byog.analysis.numerics_headline import numerics_headline
 from byog.core.safe_text import md_text
+from byog.report import first_screen
 from byog.report.context import ReportContext
 from byog.report.format import METRICS, fixed, load_label, point_label, speedup, table, times
 
@@ -125,6 +128,8 @@ def _invalid_line(ctx: ReportContext) -> list[str]:
 
 
 def section(ctx: ReportContext) -> list[str]:
+    if ctx.report_format >= 5:
+        return first_screen.headline(ctx, _numerics_lines(ctx))
     rows = _claim_rows(ctx) + _verdict_rows(ctx)
     lines = ["## Headline", ""]
     if rows:

@@ -226,8 +226,8 @@ def test_a_linked_signed_bundle_verifies_and_the_comment_carries_the_report(
     opening, report = comment.split("<details><summary>Full report", 1)
     assert "# byog report: synthetic" in report and "## Performance" in report
     assert "### Headline" in opening  # the headline is on the first screen, not folded
-    assert "| ✅ holds | claim: gsm8k unsure | inconclusive | inconclusive |" in opening  # the PR's claims file, judged
-    assert "Plots in the bundle: `plots/" in opening and "![" not in comment  # no relative image link to break
+    assert "✅ 1 of 1 claims hold." in opening  # the PR's claims file, judged: held, so counted, not listed
+    assert "Plots in the bundle: `plots/" in report and "![" not in comment  # no relative image link to break
     assert "https://github.com/example/project/actions/runs/7" in comment
 
 
@@ -392,9 +392,11 @@ def test_the_comment_opens_with_one_screen_then_folds_checks_and_report(tmp_path
     before_charts = opening.split("```mermaid", 1)[0]
     assert len([line for line in before_charts.splitlines() if line.strip()]) <= 25
     assert "✅ verified" in opening and "Signed by `alice@example.com (SHA256:abc)`" in opening
-    assert "### Headline" in opening and "Speed-up" in opening and "bench points are invalid" in opening
+    assert "### Headline" in opening and "**What changed**" in opening and "⚠ Invalid point, " in opening
+    assert opening.index("**Warnings**") < opening.index("**What changed**")  # warnings before the numbers
     flipped = len(re.findall(r"<details><summary>\d+ items? flipped", body))  # folded inside the report
-    assert "<details open" not in body and body.count("<details>") == 2 + flipped
+    charts = 1 if "```mermaid" in body else 0  # the charts back the headline up, folded
+    assert "<details open" not in body and body.count("<details>") == 2 + charts + flipped
     for mark, word in (("✅", "ok"), ("➖", "skipped")):
         assert f"| {mark} {word} |" in body
 

@@ -223,11 +223,42 @@ def test_policy(signed: Signed, tmp_path: Path) -> None:
         ({"min_samples": {"eval_items": 5}}, "scored 4 items, fewer than the policy's 5"),
         ({"required_tasks": ["aime25"]}, "required task 'aime25' has no verdict for 'candidate'"),
         # 4 GSM8K items cannot keep the gate sound: the synthetic verdict is a screening result
-        ({"forbid_screening": True}, "come from a design that cannot keep the gate sound (screening)"),
+        ({"forbid_screening": True}, "from a design that cannot keep the gate sound (screening)"),
     ]:
         policy = _write(tmp_path / "p.yaml", {"schema_version": 1, **doc})
         report = verify_bundle(bundle, allowed_signers=allowed, policy=policy)
         assert len(report.failures) == 1 and expected in report.failures[0], (doc, report.failures)
+
+
+def test_a_policy_failing_three_requirements_names_all_three(signed: Signed, tmp_path: Path) -> None:
+    _, _, bundle, allowed = signed
+    policy = _write(
+        tmp_path / "three.yaml",
+        {
+            "schema_version": 1,
+            "required_points": [{"server": "baseline", "select": {"batch_size": 8}}],
+            "required_tasks": ["aime25"],
+            "forbid_screening": True,
+        },
+    )
+    expected = [
+        "required point baseline batch_size=8 is not in the bundle",
+        "required task 'aime25' has no verdict for 'candidate'",
+        "from a design that cannot keep the gate sound (screening)",
+    ]
+    result = runner.invoke(app, ["verify", str(bundle), "--allowed-signers", str(allowed), "--policy", str(policy)])
+    assert result.exit_code == 1
+    listed = [line for line in result.output.splitlines() if line.startswith("       - ")]
+    assert len(listed) == 3 and all(any(e in line for line in listed) for e in expected), result.output
+    assert "FAIL policy: 3 policy requirements not met: (1) required point" in result.output
+    assert "more)" not in result.output
+    doc = json.loads(
+        runner.invoke(
+            app, ["verify", str(bundle), "--allowed-signers", str(allowed), "--policy", str(policy), "--json"]
+        ).output
+    )
+    failed = doc["details"]["policy"]["failed"]
+    assert len(failed) == 3 and all(any(e in f for f in failed) for e in expected)
 
 
 def test_unsigned_bundle_fails_unless_allowed(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ that does not verify shows nothing), in one sentence when the pair or task is no
 from __future__ import annotations
 
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -91,8 +92,22 @@ def io_bytes(content: bytes):
 
 
 def test_an_unknown_pair_or_task_is_one_sentence(signed) -> None:
-    run_dir, _, _ = signed
-    result = CliRunner().invoke(app, ["items", str(run_dir.root), "--pair", "nobody"])
-    assert result.exit_code == 2 and "no pair with candidate 'nobody'" in result.output
+    run_dir, bundle, signers = signed
+    result = CliRunner().invoke(
+        app, ["items", str(bundle), "--allowed-signers", str(signers), "--pair", "nobody"], env={"COLUMNS": "400"}
+    )
+    assert result.exit_code == 2, result.output
+    assert f"--pair nobody: no pair with that candidate ran an eval in {bundle}" in result.output  # the bundle named
+    assert "the candidates that did: candidate (vs baseline)" in result.output
     result = CliRunner().invoke(app, ["items", str(run_dir.root), "--task", "mmlu"])
     assert result.exit_code == 2 and "no eval of task 'mmlu'" in result.output
+
+
+def test_a_run_with_no_eval_says_so(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path / "run", TINY)
+    for folder in (run_dir.root / "evals").iterdir():
+        shutil.rmtree(folder)
+    result = CliRunner().invoke(app, ["items", str(run_dir.root)], env={"COLUMNS": "400"})
+    assert result.exit_code == 2 and "holds no eval: no eval task ran, so there are no items to compare" in (
+        result.output
+    )

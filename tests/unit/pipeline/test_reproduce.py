@@ -14,13 +14,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from byog.analysis import hardware
 from byog.bench.ceiling import server_process
 from byog.bundles.verify import verify_bundle
 from byog.cli import app
 from byog.core.reporter import NullReporter
+from byog.images.fingerprint import environment_fingerprint
 from byog.pipeline.reproduce import DROPPED_HEADER, ReproduceOptions, reproduce
 from byog.pipeline.run import run_plan
 from byog.plans.subset import Overrides
+from byog.schemas.env import EnvRecord
 from tests.support.doctor import doctored_bundle
 from tests.support.hostile import HONEST_SERVERS, reproduce_servers
 from tests.support.keys import allowed_signers, make_key
@@ -206,7 +209,10 @@ NUMERICS_SECTION = (  # the honest baseline is already eager: its envelope varia
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Signed synthetic bundles (trusted signer) whose plans ask for hosts, code and an image; and an honest one."""
     from byog.bundles.finalize import seal_and_pack
-    from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
+    from byog.core.io import atomic_write_text
+    from byog.report.markdown import render_report
+    from tests.support.report_runs import derive
+    from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml, saturate_client
 
     folder = tmp_path_factory.mktemp("synthetic")
     key, pub = make_key(folder, "contributor")
@@ -221,6 +227,12 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         rd = make_run_dir(folder / f"run-{name}", spec, plan_text=plan_text)
         rd.plots_dir.mkdir(exist_ok=True)
         out[name] = seal_and_pack(rd, folder / f"{name}.tar.gz", key=key, plots=None).bundle
+    rd = make_run_dir(folder / "run-invalid", spec, plan_text=text)  # its only point invalid on the candidate
+    saturate_client(rd, "candidate", "decode-b1-isl32-osl64")
+    summary = derive(rd)
+    atomic_write_text(rd.report_md, render_report(rd, summary))
+    rd.plots_dir.mkdir(exist_ok=True)
+    out["invalid"] = seal_and_pack(rd, folder / "invalid.tar.gz", key=key, plots=None).bundle
     return out
 
 
@@ -274,13 +286,42 @@ def test_a_dry_run_prints_what_would_run_and_runs_nothing(synthetic, nothing_run
         "point decode-b1-isl32-osl64 (ISL 32, OSL 64) on candidate, baseline",
         'eval gsm8k: 3 item(s) on candidate, baseline, generation {"do_sample": false, "max_gen_toks": 256, '
         '"temperature": 0.0, "until": ["Question:", "</s>", "<|im_end|>"]}',
+        "why these points: drawn (--sample 1) by the bundle's manifest hash among the 1 point(s) valid on every "
+        "server that ran them: decode-b1-isl32-osl64",
+        "the bundle's work this reproduction leaves out:",
+        "  1 of 4 items of eval gsm8k on baseline (--eval-items 4 re-runs them all)",
+        "  1 of 4 items of eval gsm8k on candidate (--eval-items 4 re-runs them all)",
         DROPPED_HEADER,  # what the bundle asked for and the maintainer replaced, each with the line that keeps it
         "  server 'candidate': host a@node0 (keep it: --host candidate=a@node0)",
         "  server 'candidate': host a@node1 (keep it: --host candidate=a@node1)",
         f"  server 'candidate': ssh option -oProxyCommand=sh -c 'touch PWNED' (keep it: {shlex.quote(PROXY_OPTION)})",
+        "⚠ the bundle ran on synthetic CPU, 2 cores, no GPU, this machine is "
+        f"{hardware.describe(EnvRecord.model_validate(environment_fingerprint()))}: ratios only (candidate / "
+        "baseline is compared, absolute numbers are not)",
         "seed 1234; nothing was started (--dry-run)",
     ]
     assert sorted(p.name for p in nothing_runs.iterdir()) == []  # no run dir, no MAINTAINERS-PROXY
+
+
+def test_a_dry_run_warns_when_the_drawn_point_is_invalid_and_previews_without_the_model(
+    synthetic, nothing_runs: Path, tmp_path: Path
+) -> None:
+    """No point is valid on both servers, so the draw falls back to an invalid one: said, with --points;
+    a model folder that is not there yet is named as what the run needs, not a refusal."""
+    dry_run = ["reproduce", str(synthetic["invalid"]), "--allowed-signers", str(synthetic["signers"]), "--dry-run"]
+    result = runner.invoke(app, [*dry_run, "--model-path", str(tmp_path / "not-downloaded")], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.output.splitlines() if line.startswith("⚠ ")]
+    assert warnings[0].startswith("⚠ point decode-b1-isl32-osl64 is invalid in the bundle on candidate (candidate: ")
+    assert "client saturated" in warnings[0] and "--points" in warnings[0]
+    assert "why these points: drawn (--sample 1) by the bundle's manifest hash among all measured points" in (
+        result.output
+    )
+    assert warnings[-1].startswith(f"⚠ the model {tmp_path / 'not-downloaded'} is not on this machine")
+    assert f"serve '<{tmp_path / 'not-downloaded'}>'" in result.output
+    doc = json.loads(runner.invoke(app, [*dry_run, "--json"]).output)
+    assert "--points" in doc["warnings"][0] and "ratios only" in doc["warnings"][1] and doc["model_needed"] is None
+    assert sorted(p.name for p in nothing_runs.iterdir()) == []
 
 
 def test_a_dry_run_of_a_bundle_with_numerics_shows_the_derived_control_and_variant(
@@ -295,7 +336,7 @@ def test_a_dry_run_of_a_bundle_with_numerics_shows_the_derived_control_and_varia
     assert result.exit_code == 0, result.output
     servers = [
         line.split(":")[0].strip()
-        for line in result.output.splitlines()
+        for line in result.output.split("\npoint ")[0].splitlines()
         if line.startswith("  ") and not line.startswith("    ")
     ]
     assert servers == ["baseline", "baseline.control", "baseline.variant", "candidate"], result.output

@@ -53,10 +53,11 @@ def test_the_flipped_items_are_folded_with_both_answers(html: str) -> None:
     assert cells[2].startswith("&lt;img src=x") and cells[3:] == ["0", ROWS[12]["answer"], "100"]
 
 
-def test_the_headline_row_counts_the_flips(html: str) -> None:
+def test_the_headline_counts_the_flips_in_plain_words(html: str) -> None:
     headline = html.split("<h2>Accuracy</h2>")[0]
-    row = re.search(r"<td>accuracy: arithmetic_generated, candidate vs baseline</td>(.*?)</tr>", headline, flags=re.S)
-    assert row is not None and "4 items flipped: 2 ✓→✗, 2 ✗→✓" in row.group(1)
+    line = re.search(r"<li>\S+ arithmetic_generated \(candidate vs baseline\)(.*?)</li>", headline, flags=re.S)
+    assert line is not None and "2 items the candidate lost, 2 it gained" in line.group(1)
+    assert "percentage points (candidate − baseline), 90% CI [" in line.group(1)
 
 
 def test_an_answer_from_the_bundle_stays_text(html: str) -> None:
@@ -81,7 +82,7 @@ def test_report_format_3_re_renders_without_them(run: RunDir) -> None:
 
 
 def test_the_speed_up_range_names_b_and_isl_at_both_ends(run: RunDir) -> None:
-    headline = render_report(run, derive_summary(run)).split("## Performance")[0]
+    headline = render_report(run, derive_summary(run), report_format=4).split("## Performance")[0]
     line = next(x for x in headline.splitlines() if x.startswith("- Speed-up, candidate / baseline, decode tok/s"))
     assert re.search(r"× \(B=\d, ISL 32\) to .*× \(B=\d, ISL 32\) over", line), line
 

@@ -105,3 +105,33 @@ def test_speedup_axis_pads_the_span_and_includes_one() -> None:
     assert speedup_axis([1.24, 1.26, 1.22, 1.28]) == (0.97, 1.31)
     assert speedup_axis([1.0]) == (0.98, 1.02)
     assert speedup_axis([0.8, None, 1.03]) == (0.77, 1.06)
+
+
+def test_mermaid_cli_parses_charts_with_numbers_of_five_digits_and_two_workloads_at_one_batch_size(
+    invalid_run, tmp_path: Path
+) -> None:
+    """Mermaid 11's xychart rejects e-notation (1.46e+04) and draws two bars of one label at one x:
+    the charts write plain decimals and give each bar its own label."""
+    _, derived = invalid_run
+    summary = derived.model_copy(deep=True)
+    for p in summary.bench.points:
+        p.metrics.decode_tok_s = (p.metrics.decode_tok_s or 1.0) * 1e4 + 0.4
+    markdown = "\n".join(charts(summary))
+    assert not re.search(r"\de[+-]\d", markdown) and max(max(s) for s in _series(markdown, "bar")) >= 1e4
+    valid = ["decode-b1-isl4-osl8", "decode-b4-isl4-osl8"]
+    for p in summary.bench.points:
+        if p.point_id == valid[1]:  # a second workload at B=1, as spec-decode B=1 beside the decode sweep's
+            p.batch_size, p.workload = 1, "spec-decode"
+    assert '["B=1 decode", "B=1 spec-decode"]' in "\n".join(speedup_charts(summary))
+    for p in summary.bench.points:
+        p.workload = "decode"
+    numbered = "\n".join(speedup_charts(summary))
+    assert '["1. B=1 decode", "2. B=1 decode"]' in numbered  # still one label: numbered
+    assert '["B=1", "B=1"]' in "\n".join(speedup_charts(summary, report_format=4))  # format 4 re-renders as it was
+    markdown += "\n" + numbered
+    sources = re.findall(r"```mermaid\n(.*?)```", markdown, flags=re.S)
+    drawn = render_markdown_charts(markdown, tmp_path / "drawn")
+    assert len(drawn) == len(sources) == 3
+    for source, svg in zip(sources, drawn, strict=True):
+        assert re.search(r'title "(.*)"', source).group(1) in svg  # type: ignore[union-attr]
+    assert drawn[2].count(">1. B=1 decode<") == 1 and drawn[2].count(">2. B=1 decode<") == 1

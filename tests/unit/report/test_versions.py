@@ -18,7 +18,7 @@ from byog.bundles.verify import VerifyReport, verify_bundle
 from byog.core.errors import CheckFailed
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, RunDir
 from byog.report import legacy_v1
-from byog.report.markdown import MARKER, REPORT_VERSION
+from byog.report.markdown import MARKER, REPORT_VERSION, render_report
 from byog.report.versions import version_of
 from byog.schemas.summary import read_summary
 from tests.support.bundles_kit import build_bundle
@@ -88,10 +88,13 @@ def test_claiming_an_older_format_gains_a_forger_nothing(
     run_dir, bundle, key, allowed = current
     text = run_dir.report_md.read_text()
     v1 = legacy_v1.render_report(run_dir, read_summary(run_dir.summary_json))
+    v4 = render_report(run_dir, read_summary(run_dir.summary_json), report_format=4)
     cases = {
         "marker stripped": ("fail", text.split("\n", 1)[1]),
         "v1 rendering, one number changed": ("fail", v1.replace("| 4 | 1 |", "| 40 | 1 |", 1)),
         "v1 rendering as it is": ("pass", v1),  # a true report in the old format is still a true report
+        "v4 rendering as it is": ("pass", v4),  # e-notation and one row per claim, as format 4 wrote them
+        "v4 rendering with a format 5 headline": ("fail", v4.split("## Headline")[0] + text.split("\n", 1)[1]),
         "a format from the future": ("fail", text.replace(MARKER, "<!-- byog report v99 -->", 1)),
         "a malformed marker": ("fail", text.replace(MARKER, "<!-- byog report v02 -->", 1)),
     }

@@ -1,0 +1,169 @@
+"""The first screen's setup and warnings (report format 5): what each pair ran on, and every
+condition that voids or limits what its numbers claim, each one sentence with its consequence.
+
+Read from the run directory's own records: env.json (hardware), servers/*/server.json (argv, the
+identity read where the server ran), plan.yaml (a baseline declared not stock) and the summary
+(invalid points, wake-up checks, evals). What a record does not say is "not recorded", never a
+guess. Every bundle string goes through ``md_text`` / ``md_code`` here, where it enters the markdown.
+"""
+
+from __future__ import annotations
+
+from byog.analysis.hardware import describe
+from byog.analysis.launch_diff import serve_flags
+from byog.core.safe_text import md_code, md_text
+from byog.report.context import ReportContext
+from byog.report.format import load_label
+from byog.schemas.bench import PointSummary
+from byog.schemas.server import ServerRecord
+
+SYNTHETIC = "speculative_config.rejection_sample_method"
+SYNTHETIC_LENGTH = "speculative_config.synthetic_acceptance_length"
+# what an invalid point's first reason calls for: (words in the reason, the remedy)
+REMEDIES: tuple[tuple[str, str], ...] = (
+    ("client saturated", "run the bench client on an idle machine or more cores, or at a lower load"),
+    ("preempted", "give the KV cache more memory (--gpu-memory-utilization) or lower the load"),
+    ("requests failed", "read the server log for the failed requests' error and fix it"),
+    ("n_out != ", "make the server honour max_tokens and ignore_eos (no stop tokens, no max-model-len cut)"),
+    ("prefix cache hit", "disable prefix caching or use prompts that share no prefix"),
+    ("usage on every chunk", "use a vLLM that reports usage per streamed chunk"),
+)
+REMEDY_ELSE = "re-run the point"
+
+
+def pairs(ctx: ReportContext) -> list[tuple[str, str]]:
+    """Every candidate/baseline pair the bundle compares (bench, then evals), in order."""
+    found = [(c.candidate, c.baseline) for c in ctx.summary.bench.comparisons]
+    found += [(v.candidate, v.baseline) for v in ctx.summary.evals.verdicts]
+    return list(dict.fromkeys(found))
+
+
+def _record(ctx: ReportContext, name: str) -> ServerRecord | None:
+    return next((r for r in ctx.servers if r.name == name), None)
+
+
+def _flags(record: ServerRecord | None) -> dict[str, str]:
+    return serve_flags(record.argv or []) if record is not None else {}
+
+
+def _dummy(record: ServerRecord | None) -> bool:
+    return _flags(record).get("--load-format") == "dummy"
+
+
+def _weights(record: ServerRecord | None) -> str:
+    if record is None:
+        return "weights not recorded"
+    if _dummy(record):
+        return "⚠ dummy weights (`--load-format dummy`)"
+    files = record.identity.weights if record.identity is not None else None
+    if files is not None and files.weights_sha256:
+        return f"real weights, sha256 {md_code(files.weights_sha256[:12])}"
+    if files is not None and files.hub_id:
+        return "weights " + md_code(f"{files.hub_id}@{files.revision or 'unresolved'}")
+    return "weights not recorded"
+
+
+def _vllm(record: ServerRecord | None) -> str:
+    """'vLLM 0.24.0, commit 1a2b3c4d5e6f', 'vLLM 0.24.0, released build' or what is not recorded."""
+    vllm = record.identity.vllm if record is not None and record.identity is not None else None
+    if vllm is not None and vllm.version and not vllm.error:
+        build = f"commit {md_code(vllm.commit[:12])}" if vllm.commit else "released build"
+        return f"{md_text(vllm.distribution or 'vLLM')} {md_text(vllm.version)}, {build}"
+    served = record.version if record is not None else None
+    version = served.get("version") if isinstance(served, dict) else served
+    return f"vLLM {md_text(str(version))}, commit not recorded" if version else "vLLM version not recorded"
+
+
+def _stock(ctx: ReportContext, candidate: str, baseline: str) -> str:
+    """What the plan declares of the baseline (verify's ``--policy`` stock check holds it to that)."""
+    declared = ctx.plan.pairs or [] if ctx.plan is not None else []
+    pair = next((p for p in declared if (p.candidate, p.baseline) == (candidate, baseline)), None)
+    return "⚠ baseline not stock" if pair is not None and not pair.baseline_is_stock else "baseline declared stock"
+
+
+def setup_lines(ctx: ReportContext) -> list[str]:
+    """One line per pair: hardware, weights, each side's vLLM build, whether the baseline is stock."""
+    hardware = md_text(describe(ctx.env)) if ctx.env is not None else "hardware not recorded"
+    lines = []
+    for candidate, baseline in pairs(ctx):
+        a, b = _record(ctx, candidate), _record(ctx, baseline)
+        weights = _weights(a) if _weights(a) == _weights(b) else f"candidate {_weights(a)}, baseline {_weights(b)}"
+        lines.append(
+            f"- **{md_text(candidate)} vs {md_text(baseline)}**: {hardware}; {weights}; "
+            f"candidate {_vllm(a)}; baseline {_vllm(b)}; {_stock(ctx, candidate, baseline)}."
+        )
+    return lines
+
+
+def _remedy(reason: str) -> str:
+    return next((remedy for words, remedy in REMEDIES if words in reason), REMEDY_ELSE)
+
+
+def _invalid_warnings(ctx: ReportContext) -> list[str]:
+    invalid = ctx.invalid
+    if not invalid:
+        return []
+    lines = []
+    for p in invalid:
+        reason = p.invalid_reasons[0] if p.invalid_reasons else "no reason recorded"
+        lines.append(
+            f"- ⚠ Invalid point, {md_text(p.server)} {_where(p)}: {md_text(reason, 200)}. Its numbers are not "
+            f"results; remedy: {_remedy(reason)}."
+        )
+    for candidate, baseline in pairs(ctx):
+        ids = dict.fromkeys(c.point_id for c in ctx.summary.bench.comparisons if c.candidate == candidate)
+        one_side = [
+            (pid, candidate if ctx.is_invalid(candidate, pid) else baseline)
+            for pid in ids
+            if ctx.is_invalid(candidate, pid) != ctx.is_invalid(baseline, pid)
+        ]
+        if one_side:
+            named = ", ".join(f"{_where(ctx.points[(side, pid)])} ({md_text(side)} only)" for pid, side in one_side)
+            lines.append(
+                f"- ⚠ Invalid on one side only, {md_text(candidate)} vs {md_text(baseline)}: {named}: the other "
+                "side's valid number there has nothing to be compared with, so no speed-up is given there."
+            )
+    return lines
+
+
+def _where(p: PointSummary) -> str:
+    return f"{md_text(p.workload)} {load_label(p)}, ISL {p.isl}"
+
+
+def warning_lines(ctx: ReportContext) -> list[str]:
+    """Every condition that voids or limits the claim: one sentence each, with its consequence."""
+    lines = []
+    for record in ctx.servers:
+        flags = _flags(record)
+        if flags.get(SYNTHETIC) == "synthetic":
+            length = flags.get(SYNTHETIC_LENGTH)
+            forced = f" at acceptance length {md_text(length)}" if length else ""
+            lines.append(
+                f"- ⚠ Synthetic acceptance: {md_text(record.name)} forces its drafts' acceptance{forced} "
+                f"(`{SYNTHETIC} synthetic`): its speed is what that acceptance would give, not what this draft "
+                "method achieves on real text."
+            )
+    dummy = [record.name for record in ctx.servers if _dummy(record)]
+    if dummy:
+        lines.append(
+            f"- ⚠ Dummy weights: {', '.join(md_text(n) for n in dummy)} ran random weights (`--load-format dummy`): "
+            "outputs are noise, so accuracy cannot be checked, and speed with real weights may differ."
+        )
+    if not ctx.summary.evals.verdicts and pairs(ctx):
+        lines.append(
+            "- ❔ accuracy: not checked. No eval ran, so nothing here shows the candidate still answers correctly."
+        )
+    lines += _invalid_warnings(ctx)
+    for w in ctx.summary.bench.wake_effects:
+        if w.flagged:
+            lines.append(
+                f"- ⚠ Wake-up flagged: {md_text(w.server)} at {md_text(w.point_id)} ran at {w.ratio or 0:.2f}× its "
+                "continued speed right after waking: the pair's ratio there carries the wake-up's effect."
+            )
+    for candidate, baseline in pairs(ctx):
+        if _stock(ctx, candidate, baseline).startswith("⚠"):
+            lines.append(
+                f"- ⚠ Baseline not stock: the plan declares {md_text(baseline)} is not a stock launch, so "
+                f"{md_text(candidate)}'s numbers are against that launch, not against stock vLLM."
+            )
+    return lines
