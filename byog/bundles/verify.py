@@ -47,6 +47,7 @@ from byog.bundles.checks import CHECKS, Check, CheckResult, VerifyContext, run_o
 from byog.bundles.checks.recompute import derived_summary
 from byog.bundles.comment import render_comment_report
 from byog.bundles.isolate import ChildLimits, run_isolated
+from byog.bundles.pack import BUNDLE_NAME
 from byog.bundles.unpack import Extracted, Limits
 from byog.bundles.verify_events import (
     ChildEvent,
@@ -300,6 +301,15 @@ def verify_bundle(
     want_reproduction: bool = False,
 ) -> VerifyReport:
     """Run every check; never raises for a bad bundle (the report says why), only for bad usage or environment."""
+    if bundle.is_dir():
+        packed = bundle / BUNDLE_NAME
+        then = (
+            f"`byog verify {packed}`"
+            if packed.is_file()
+            else f"`byog bundle pack {bundle}`, then `byog verify {packed}`"
+        )
+        what = "a run directory" if (bundle / "plan.yaml").is_file() else "a directory"
+        raise UsageError(f"{bundle} is {what}, not a bundle: {then}")
     if not bundle.is_file():
         raise UsageError(f"bundle {bundle} does not exist")
     if allowed_signers is not None and not allowed_signers.is_file():

@@ -51,6 +51,11 @@ def run_cmd(
     new: bool = typer.Option(
         False, "--new", help="Start a new run directory instead of resuming the plan's newest unfinished run."
     ),
+    claims: Path | None = typer.Option(
+        None,
+        "--claims",
+        help="Claims YAML (docs/reference/claims.md): signed into the bundle; each claim must name a measured point.",
+    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Launch every server of the plan, run its sweeps and evals, derive the verdict, write the run directory.
@@ -68,6 +73,7 @@ def run_cmd(
         tier=tier,
         subject=subject_for,
         new=new,
+        claims=claims,
     )
     if as_json:
         print_json(result)

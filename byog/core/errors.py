@@ -45,7 +45,9 @@ class EnvironmentProblem(ByogError):
 class PlanProblems(UsageError):
     """Every problem found in one input at once: ``byog.cli`` prints the sentence, then one line per problem."""
 
-    def __init__(self, what: str, problems: list[str], *, notes: list[str] | None = None) -> None:
+    def __init__(
+        self, what: str, problems: list[str], *, notes: list[str] | None = None, outcome: str = "nothing started"
+    ) -> None:
         self.what = what
         self.problems = list(problems)
         self.notes = list(notes or [])
@@ -54,7 +56,7 @@ class PlanProblems(UsageError):
             super().__init__(f"{what}: {self.problems[0]}")
             self.problems = []
         else:
-            super().__init__(f"{what}: {count} problems, nothing started")
+            super().__init__(f"{what}: {count} problems, {outcome}")
 
     def lines(self) -> list[str]:
         """The sentence, each problem, then what could not be checked and why."""

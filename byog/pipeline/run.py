@@ -25,6 +25,7 @@ from typing import Any, TypedDict
 from byog.analysis.numerics_headline import numerics_headline, weakness
 from byog.analysis.validity import comparison_invalid_reasons
 from byog.bench.sweep import run_bench_for_server
+from byog.bundles.claims_in import read_claims_file
 from byog.bundles.finalize import finalize_run
 from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json, read_json
@@ -272,15 +273,19 @@ def run_plan(
     subject: str | None = None,
     *,
     new: bool = False,
+    claims: Path | None = None,
 ) -> RunOutcome:
     """``subject``: OWNER/REPO#PR the bundle is for (``byog run --for``), checked before anything runs.
 
     Without ``run_dir`` the newest unfinished run of the plan resumes (``new``: a new one). Every
     stop after the run directory exists (an interrupt, a failure) carries the command that resumes
-    it (``resume`` on the exception, printed by the CLI after the error).
+    it (``resume`` on the exception, printed by the CLI after the error). ``claims``: a claims file,
+    read now and matched to the measured points before the bundle is signed.
     """
     started = time.monotonic()
     bundle_subject = subject_arg(subject)
+    if claims is not None:
+        read_claims_file(claims)
     try:
         plan, rd, said = open_or_resume(plan_ref, run_dir, tier, new=new)
     except ByogError as err:
@@ -296,7 +301,7 @@ def run_plan(
         raise
     summary = derive_and_write(rd.root, reporter)
     print_outcome(summary, reporter)
-    bundle = finalize_run(rd, reporter, subject=with_candidate_commit(bundle_subject, plan, rd))
+    bundle = finalize_run(rd, reporter, subject=with_candidate_commit(bundle_subject, plan, rd), claims=claims)
     wall_s = time.monotonic() - started
     reporter.line(f"run directory: {rd.root}   wall time: {wall_s:.0f} s")
     return {

@@ -1,0 +1,94 @@
+"""Every mistake a plan can hold is found before a server starts, all of them at once.
+
+The vLLM flag check is real: the installed vLLM's own serve parser, in this interpreter (its
+answer is cached, so only the first test of a session pays its import).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from byog.cli import app
+from byog.core.errors import PlanProblems
+from byog.pipeline.preflight import preflight
+from byog.plans.load import parse_plan
+
+runner = CliRunner()
+
+PLAN = """\
+name: typos
+model: {path: builtin:smollm2-135m-instruct, max_model_len: 4096}
+servers:
+  candidate: {runtime: local, args: ["--no-enable-prefix-cacheing"]}
+  baseline: {runtime: local, args: ["--enforce-eager"]}
+baseline: baseline
+workloads:
+  - {kind: batch, name: decode, batch_sizes: [1], isl: [32], osl: [16]}
+evals:
+  - {task: gsm9k, limit: 10}
+"""
+
+TASK = "'evals[0].task': unknown eval task 'gsm9k' (did you mean `gsm8k`?)"
+FLAG = "server 'candidate': unknown vLLM argument '--no-enable-prefix-cacheing' (did you mean '--no-enable-prefix-caching'?)"
+
+
+@pytest.fixture()
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Runs land in tmp_path/runs; any server start fails the test."""
+
+    def must_not_start(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a server was started")
+
+    monkeypatch.setattr("byog.pipeline.run.run_server", must_not_start)
+    monkeypatch.setattr("byog.pipeline.run.prepare_model", must_not_start)
+    monkeypatch.setenv("BYOG_RUNS_DIR", str(tmp_path / "runs"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_a_task_typo_and_a_vllm_flag_typo_are_both_refused_before_anything_starts(
+    isolated: Path, command: str
+) -> None:
+    plan = isolated / "typos.yaml"
+    plan.write_text(PLAN)
+    result = runner.invoke(app, [command, str(plan)])
+    assert result.exit_code == 2, result.output
+    assert f"{plan}: 2 problems, nothing started" in result.output
+    assert TASK in result.output and FLAG in result.output
+    assert "Traceback" not in result.output
+    assert not (isolated / "runs").exists()
+    if command == "run":
+        assert f"to resume: byog run {plan}" in result.output
+
+
+def test_an_unknown_key_with_a_second_problem_lists_both_with_the_key_it_meant(isolated: Path) -> None:
+    plan = isolated / "keys.yaml"
+    plan.write_text(PLAN.replace("batch_sizes: [1]", "batch_size: [1]").replace("args: [\"--enforce-eager\"]", "argz: []"))
+    result = runner.invoke(app, ["run", str(plan)])
+    assert result.exit_code == 2, result.output
+    lines = result.output
+    assert "'workloads[0].batch_size': unknown key (did you mean `batch_sizes`?)" in lines
+    assert "'workloads[0].batch_sizes': Field required" in lines
+    assert "'servers.baseline': `argz` is not a field of a local server (did you mean `args`?)" in lines
+    assert TASK in lines  # the task names are read from the YAML even when its structure is refused
+    assert "more problem" not in lines
+    assert not (isolated / "runs").exists()
+
+
+def test_a_docker_server_says_its_flags_are_checked_where_it_runs() -> None:
+    text = PLAN.replace(
+        'candidate: {runtime: local, args: ["--no-enable-prefix-cacheing"]}',
+        "candidate: {runtime: docker, image: 'vllm/vllm-openai@sha256:" + "0" * 64 + "', args: [--bogus-flag]}",
+    ).replace("gsm9k", "gsm8k")
+    notes = preflight(parse_plan(text, "t"), "t", for_run=False, env={})
+    assert any("server 'candidate' (docker)" in n and "its image" in n for n in notes), notes
+
+
+def test_a_value_vllm_refuses_is_a_problem_in_its_words() -> None:
+    text = PLAN.replace('"--no-enable-prefix-cacheing"', '"--max-num-seqs", "many"').replace("gsm9k", "gsm8k")
+    with pytest.raises(PlanProblems) as raised:
+        preflight(parse_plan(text, "t"), "t", for_run=False, env={})
+    assert "server 'candidate': argument --max-num-seqs: invalid int value: 'many'" in str(raised.value)
