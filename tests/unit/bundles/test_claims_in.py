@@ -42,7 +42,9 @@ def _point_ids(rd: RunDir) -> list[str]:
     return sorted({p.point_id for p in read_summary(rd.summary_json).bench.points})
 
 
-def test_a_claim_matching_no_point_is_refused_before_signing_naming_the_nearest(run_dir: RunDir, tmp_path: Path) -> None:
+def test_a_claim_matching_no_point_is_refused_before_signing_naming_the_nearest(
+    run_dir: RunDir, tmp_path: Path
+) -> None:
     near = _point_ids(run_dir)[0]
     typo = near.replace("b1", "b16")
     claims = _claims(

@@ -23,8 +23,9 @@ def test_verify_given_a_run_directory_says_to_pack_it(tmp_path: Path) -> None:
     run = _run_dir(tmp_path)
     result = runner.invoke(app, ["verify", str(run)])
     assert result.exit_code == 2
-    assert f"{run} is a run directory, not a bundle: `byog bundle pack {run}`, then `byog verify {run}/bundle.tar.gz`" in (
-        " ".join(result.output.split())
+    assert (
+        f"{run} is a run directory, not a bundle: `byog bundle pack {run}`, then `byog verify {run}/bundle.tar.gz`"
+        in (" ".join(result.output.split()))
     )
 
 

@@ -32,7 +32,10 @@ evals:
 """
 
 TASK = "'evals[0].task': unknown eval task 'gsm9k' (did you mean `gsm8k`?)"
-FLAG = "server 'candidate': unknown vLLM argument '--no-enable-prefix-cacheing' (did you mean '--no-enable-prefix-caching'?)"
+FLAG = (
+    "server 'candidate': unknown vLLM argument '--no-enable-prefix-cacheing' "
+    "(did you mean '--no-enable-prefix-caching'?)"
+)
 
 
 @pytest.fixture()
@@ -49,9 +52,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize("command", ["plan", "run"])
-def test_a_task_typo_and_a_vllm_flag_typo_are_both_refused_before_anything_starts(
-    isolated: Path, command: str
-) -> None:
+def test_a_task_typo_and_a_vllm_flag_typo_are_both_refused_before_anything_starts(isolated: Path, command: str) -> None:
     plan = isolated / "typos.yaml"
     plan.write_text(PLAN)
     result = runner.invoke(app, [command, str(plan)])
@@ -66,7 +67,9 @@ def test_a_task_typo_and_a_vllm_flag_typo_are_both_refused_before_anything_start
 
 def test_an_unknown_key_with_a_second_problem_lists_both_with_the_key_it_meant(isolated: Path) -> None:
     plan = isolated / "keys.yaml"
-    plan.write_text(PLAN.replace("batch_sizes: [1]", "batch_size: [1]").replace("args: [\"--enforce-eager\"]", "argz: []"))
+    plan.write_text(
+        PLAN.replace("batch_sizes: [1]", "batch_size: [1]").replace('args: ["--enforce-eager"]', "argz: []")
+    )
     result = runner.invoke(app, ["run", str(plan)])
     assert result.exit_code == 2, result.output
     lines = result.output

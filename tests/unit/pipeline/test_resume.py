@@ -62,7 +62,9 @@ def test_a_changed_point_reruns_that_point_only(tmp_path: Path) -> None:
     _measured(rd, PLAN)
     edited = PLAN.replace("batch_sizes: [1, 2]", "batch_sizes: [1, 2], waves: 7")
     said = keep_unchanged(rd, parse_plan(PLAN, "old"), parse_plan(edited, "new"), edited)
-    assert not any(rd.bench_point_complete(s, p.point_id) for p in expand_plan(parse_plan(edited, "n")) for s in p.servers)
+    assert not any(
+        rd.bench_point_complete(s, p.point_id) for p in expand_plan(parse_plan(edited, "n")) for s in p.servers
+    )
     assert rd.eval_complete("baseline", "gsm8k")
     assert "re-runs: bench baseline/" in said[1]
 
