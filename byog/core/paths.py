@@ -171,7 +171,7 @@ class RunDir:
 
 def require_run_dir(root: Path) -> None:
     """Refuse what is not a run directory, naming what it got and the command that takes it."""
-    if root.is_file() and root.name.endswith(".tar.gz"):
+    if root.name.endswith(".tar.gz") and not root.is_dir():
         raise UsageError(
             f"{root} is a bundle, not a run directory: `byog verify {root}` checks it, `byog report {root}` renders it"
         )

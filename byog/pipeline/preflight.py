@@ -142,22 +142,32 @@ def vllm_arg_problems(plan: Plan) -> tuple[list[str], list[str]]:
 
 
 def _cached_probe(python: str, servers: dict[str, list[str]]) -> dict[str, Any]:
+    """The probe's answer for every server; each server's arguments parsed once per vLLM install."""
     who = _probe(python, {}, "--identity")
     if "error" in who:
         return who
     if who.get("vllm") is None:
         return {"error": f"vLLM is not installed in {python}"}
-    key = hashlib.sha256(json.dumps([python, who, servers], sort_keys=True).encode()).hexdigest()[:32]
-    path = cache_dir() / "vllm-args" / f"{key}.json"
-    try:
-        cached: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        return cached
-    except (OSError, ValueError):
-        pass
-    answer = _probe(python, {"servers": servers})
-    if "error" not in answer:
-        atomic_write_json(path, answer)
-    return answer
+
+    def cached(args: list[str]) -> Path:
+        key = hashlib.sha256(json.dumps([python, who, args]).encode()).hexdigest()[:32]
+        return cache_dir() / "vllm-args" / f"{key}.json"
+
+    results: dict[str, list[str]] = {}
+    for name, args in servers.items():
+        try:
+            results[name] = json.loads(cached(args).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+    missing = {name: args for name, args in servers.items() if name not in results}
+    if missing:
+        answer = _probe(python, {"servers": missing})
+        if "error" in answer:
+            return answer
+        for name, found in answer["results"].items():
+            atomic_write_json(cached(missing[name]), found)
+            results[name] = found
+    return {**who, "results": results}
 
 
 # --- all of it ------------------------------------------------------------------------------

@@ -289,7 +289,7 @@ def run_plan(
     try:
         plan, rd, said = open_or_resume(plan_ref, run_dir, tier, new=new)
     except ByogError as err:
-        err.resume = err.resume or resume_command(plan_ref, tier, run_dir, None)
+        err.resume = err.resume or f"{resume_command(plan_ref, tier, run_dir, None)}   (once that is fixed)"
         raise
     for line in said:
         reporter.line(line)
