@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from byog.analysis.claims import claim_label
 from byog.analysis.points import describe, find_points
@@ -30,22 +30,32 @@ from byog.schemas.claims import Claim, ClaimsFile, ValueClaim, VerdictClaim
 from byog.schemas.summary import Summary
 
 NEAREST = 3
+M = TypeVar("M", bound=BaseModel)
 
 
-def read_claims_file(path: Path) -> list[Claim]:
-    """A claims file as ``byog verify --claims`` reads it (bounded YAML), every problem listed."""
+def load_yaml_model(path: Path | None, model: type[M], what: str) -> M | None:
+    """A --policy or --claims file: bounded YAML (no alias bombs, finite numbers), then its model,
+    every problem listed (an unknown key with the one it probably meant)."""
+    if path is None:
+        return None
     if path.is_dir() or not path.is_file():
-        raise UsageError(f"claims file {path} {'is a directory' if path.is_dir() else 'does not exist'}")
+        raise UsageError(f"{what} file {path} {'is a directory' if path.is_dir() else 'does not exist'}")
     if path.stat().st_size > CAPS.max_yaml_doc_bytes:
-        raise UsageError(f"claims file {path} is over {CAPS.max_yaml_doc_bytes // 2**20} MiB")
+        raise UsageError(f"{what} file {path} is over {CAPS.max_yaml_doc_bytes // 2**20} MiB")
     try:
         doc = load_yaml(path.read_bytes(), str(path))
     except CheckFailed as err:
         raise UsageError(str(err)) from None
     try:
-        return list(ClaimsFile.model_validate(doc).claims)
+        return model.model_validate(doc)
     except ValidationError as err:
-        raise PlanProblems(f"claims file {path}", validation_problems(err, ClaimsFile)) from None
+        raise PlanProblems(f"{what} file {path}", validation_problems(err, model)) from None
+
+
+def read_claims_file(path: Path) -> list[Claim]:
+    """A claims file as ``byog verify --claims`` reads it."""
+    loaded = load_yaml_model(path, ClaimsFile, "claims")
+    return list(loaded.claims) if loaded is not None else []
 
 
 def _nearest(summary: Summary, server: str, point: str | None, select: dict[str, Any] | None) -> str:

@@ -18,6 +18,7 @@ a second `byog plan` or a resumed `byog run` of the same servers does not import
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import subprocess
@@ -155,10 +156,8 @@ def _cached_probe(python: str, servers: dict[str, list[str]]) -> dict[str, Any]:
 
     results: dict[str, list[str]] = {}
     for name, args in servers.items():
-        try:
+        with contextlib.suppress(OSError, ValueError):  # not answered yet (or unreadable): ask again
             results[name] = json.loads(cached(args).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            pass
     missing = {name: args for name, args in servers.items() if name not in results}
     if missing:
         answer = _probe(python, {"servers": missing})

@@ -15,10 +15,7 @@ finished and ``byog run PLAN`` again picks up where it stopped (byog.pipeline.re
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -40,7 +37,7 @@ from byog.pipeline.interleave import interleaved_rounds, run_interleaved_pair
 from byog.pipeline.numerics import launch_for_numerics, numerics_done, run_numerics_for_server, server_order
 from byog.pipeline.opening import open_or_resume
 from byog.pipeline.resume import resume_command
-from byog.pipeline.signals import sigterm_as_interrupt, stopping_for, stopping_line
+from byog.pipeline.signals import sigterm_as_interrupt, stop_shown, stopping_for, stopping_line
 from byog.pipeline.start_progress import StartProgress, elapsed, watch_start
 from byog.plans.expand import expand_plan
 from byog.plans.numerics_roles import launch_config, resolve_control
@@ -98,31 +95,6 @@ def run_server(
     finally:
         with stop_shown(reporter, label):
             server.stop()
-
-
-@contextlib.contextmanager
-def stop_shown(reporter: Reporter, label: str) -> Iterator[None]:
-    """A server stopping: after an interrupt, "stopping: waiting for vLLM to exit (N s)", counted live."""
-    if stopping_for() is None:
-        with reporter.status(": stopping", lead=label):
-            yield
-        return
-    done = threading.Event()
-    with reporter.status(f": {stopping_line(stopping_for() or 0)}", lead=label) as status:
-        if not reporter.live:
-            reporter.line(f": {stopping_line(stopping_for() or 0)}", lead=label)
-
-        def tick() -> None:
-            while not done.wait(1.0):
-                status.update(f": {stopping_line(stopping_for() or 0)}", lead=label)
-
-        thread = threading.Thread(target=tick, name="byog-stopping", daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            done.set()
-            thread.join(timeout=2)
 
 
 def show_start(
@@ -297,7 +269,7 @@ def run_plan(
     try:
         _measure(plan, rd, data_dir, reporter)
     except (KeyboardInterrupt, ByogError) as err:
-        err.resume = resume_command(plan_ref, tier, rd.root, plan.name)  # type: ignore[union-attr]  # on either
+        err.resume = resume_command(plan_ref, tier, rd.root, plan.name)  # type: ignore[union-attr]  # KeyboardInterrupt too
         raise
     summary = derive_and_write(rd.root, reporter)
     print_outcome(summary, reporter)

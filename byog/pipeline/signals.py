@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 import time
 from collections.abc import Iterator
+
+from byog.core.reporter import Reporter
 
 _interrupted_at: float | None = None
 _signals = 0
@@ -51,3 +54,28 @@ def sigterm_as_interrupt() -> Iterator[None]:
         for sig, before in previous.items():
             signal.signal(sig, before)
         _interrupted_at, _signals = None, 0
+
+
+@contextlib.contextmanager
+def stop_shown(reporter: Reporter, label: str) -> Iterator[None]:
+    """A server stopping: after an interrupt, "stopping: waiting for vLLM to exit (N s)", counted live."""
+    if stopping_for() is None:
+        with reporter.status(": stopping", lead=label):
+            yield
+        return
+    done = threading.Event()
+    with reporter.status(f": {stopping_line(stopping_for() or 0)}", lead=label) as status:
+        if not reporter.live:
+            reporter.line(f": {stopping_line(stopping_for() or 0)}", lead=label)
+
+        def tick() -> None:
+            while not done.wait(1.0):
+                status.update(f": {stopping_line(stopping_for() or 0)}", lead=label)
+
+        thread = threading.Thread(target=tick, name="byog-stopping", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join(timeout=2)

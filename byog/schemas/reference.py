@@ -158,8 +158,9 @@ def _inner(annotation: Any) -> list[type[BaseModel]]:
     return found
 
 
-def models_of(root: type[BaseModel]) -> list[type[BaseModel]]:
-    """``root`` and every model its fields reach, in the order a reader meets them."""
+def models_of(root: type[BaseModel], *, not_entered: frozenset[type[BaseModel]] = frozenset()) -> list[type[BaseModel]]:
+    """``root`` and every model its fields reach, in the order a reader meets them (the fields of a
+    model in ``not_entered`` are not followed)."""
     seen: list[type[BaseModel]] = []
     todo = [root]
     while todo:
@@ -167,6 +168,8 @@ def models_of(root: type[BaseModel]) -> list[type[BaseModel]]:
         if model in seen:
             continue
         seen.append(model)
+        if model in not_entered:
+            continue
         for field in model.model_fields.values():
             todo += [m for m in _inner(field.annotation) if m not in seen]
     return seen
