@@ -33,12 +33,16 @@ def open_run_dir(plan_ref: str | None, run_dir: Path | None, tier: str = "full")
         return parse_plan(recorded, str(run_dir / "plan.yaml")), RunDir(run_dir)
     plan, text = plan_text(plan_ref, tier)
     check_before_start(plan, plan_ref)
+    return plan, _new_run_dir(text, run_dir)
+
+
+def _new_run_dir(text: str, run_dir: Path | None) -> RunDir:
     root = run_dir or runs_dir() / new_run_id()
     if root.exists() and any(root.iterdir()):
         raise UsageError(f"{root} exists and is not a byog run directory (no plan.yaml); pick another --run-dir")
     rd = RunDir(root)
     atomic_write_text(rd.plan_yaml, text)
-    return plan, rd
+    return rd
 
 
 def open_or_resume(
@@ -53,13 +57,16 @@ def open_or_resume(
         run_dir = newest_unfinished(plan.name)
         if run_dir is not None:
             said.append(f"resuming {run_dir}, the newest unfinished run of plan '{plan.name}' (--new starts over)")
-    if run_dir is None or not (run_dir / "plan.yaml").is_file() or (plan_ref is None and not said):
-        plan, rd = open_run_dir(plan_ref, run_dir, tier)
+    existing = run_dir is not None and (run_dir / "plan.yaml").is_file()
+    if existing and plan_ref is None and not said:  # `--run-dir` alone: the plan recorded there
+        plan, rd = open_run_dir(None, run_dir, tier)
         return plan, rd, said
+    plan, text = plan_text(plan_ref, tier)
+    said += [f"not checked before launch: {note}" for note in check_before_start(plan, plan_ref)]
+    if run_dir is None or not existing:
+        return plan, _new_run_dir(text, run_dir), said
     rd = RunDir(run_dir)
     recorded = rd.plan_yaml.read_text(encoding="utf-8")
-    plan, text = plan_text(plan_ref, tier)
-    check_before_start(plan, plan_ref)
     if text != recorded:
         said += keep_unchanged(rd, parse_plan(recorded, str(rd.plan_yaml)), plan, text)
     return plan, rd, said
