@@ -56,7 +56,7 @@ class PlanProblems(UsageError):
             super().__init__(f"{what}: {self.problems[0]}")
             self.problems = []
         else:
-            super().__init__(f"{what}: {count} problems, {outcome}")
+            super().__init__(f"{what}: {count} problem{'s' if count != 1 else ''}, {outcome}")
 
     def lines(self) -> list[str]:
         """The sentence, each problem, then what could not be checked and why."""
