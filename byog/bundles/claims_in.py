@@ -25,8 +25,10 @@ from byog.bundles.bounds import CAPS, load_yaml
 from byog.core.errors import CheckFailed, PlanProblems, UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import CLAIMS_NAME, RunDir
-from byog.plans.load import validation_problems
-from byog.schemas.claims import Claim, ClaimsFile, ValueClaim, VerdictClaim
+from byog.plans.expand import expand_plan
+from byog.plans.load import did_you_mean, validation_problems
+from byog.schemas.claims import Claim, ClaimsFile, RatioClaim, ValueClaim, VerdictClaim
+from byog.schemas.plan import Plan, RateWorkload
 from byog.schemas.summary import Summary
 
 NEAREST = 3
@@ -100,6 +102,40 @@ def match_problems(summary: Summary, claims: list[Claim]) -> list[str]:
             near = f"; {_nearest(summary, server, claim.point, claim.select)}" if not found else ""
             problems.append(f"claim '{label}': {describe(server, claim.point, claim.select)} matches {what}{near}")
     return problems
+
+
+def plan_claim_problems(plan: Plan, claims: list[Claim]) -> list[str]:
+    """Before a run: each claim naming a server, point id or eval the plan does not have (selectors and a
+    rate search's probes are matched after the run, against what was measured)."""
+    problems = []
+    points = {(server, p.point_id) for p in expand_plan(plan) for server in p.servers}
+    tasks = {spec.task for spec in plan.evals}
+    for claim in claims:
+        label = claim_label(claim)
+        if isinstance(claim, VerdictClaim):
+            servers = [claim.candidate]
+            if claim.task not in tasks:
+                problems.append(
+                    f"claim '{label}': the plan runs no eval '{claim.task}'{did_you_mean(claim.task, tasks)}"
+                )
+        else:
+            servers = [claim.server] if isinstance(claim, ValueClaim) else [claim.candidate, claim.baseline]
+        for server in servers:
+            if server not in plan.servers:
+                problems.append(
+                    f"claim '{label}': no server '{server}' in the plan{did_you_mean(server, set(plan.servers))}"
+                )
+            elif isinstance(claim, ValueClaim | RatioClaim) and _unplanned(plan, points, server, claim.point):
+                ids = {pid for s, pid in points if s == server}
+                near = did_you_mean(claim.point or "", ids)
+                problems.append(f"claim '{label}': {server} has no point '{claim.point}' in the plan{near}")
+    return problems
+
+
+def _unplanned(plan: Plan, points: set[tuple[str, str]], server: str, point: str | None) -> bool:
+    """A point id the plan does not expand to (a rate search picks its points while running: not known before)."""
+    searched = any(isinstance(w, RateWorkload) and w.search is not None for w in plan.workloads)
+    return point is not None and not searched and (server, point) not in points
 
 
 def _dump(claim: Claim) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from byog.pipeline.preflight import preflight
 from byog.pipeline.resume import keep_unchanged, newest_unfinished
 from byog.plans.load import load_plan, parse_plan
 from byog.plans.tiers import apply_tier, tiered_plan_yaml
+from byog.schemas.claims import Claim
 from byog.schemas.plan import Plan
 
 
@@ -46,7 +47,12 @@ def _new_run_dir(text: str, run_dir: Path | None) -> RunDir:
 
 
 def open_or_resume(
-    plan_ref: str | None, run_dir: Path | None, tier: str = "full", *, new: bool = False
+    plan_ref: str | None,
+    run_dir: Path | None,
+    tier: str = "full",
+    *,
+    new: bool = False,
+    claims: list[Claim] | None = None,
 ) -> tuple[Plan, RunDir, list[str]]:
     """``byog run``'s run directory and what to say about it: without ``run_dir`` (and without
     ``new``) the newest unfinished run of the same plan, resumed; an existing one whose plan was
@@ -62,7 +68,7 @@ def open_or_resume(
         plan, rd = open_run_dir(None, run_dir, tier)
         return plan, rd, said
     plan, text = plan_text(plan_ref, tier)
-    said += [f"not checked before launch: {note}" for note in check_before_start(plan, plan_ref)]
+    said += [f"not checked before launch: {note}" for note in check_before_start(plan, plan_ref, claims)]
     if run_dir is None or not existing:
         return plan, _new_run_dir(text, run_dir), said
     rd = RunDir(run_dir)
@@ -80,7 +86,8 @@ def plan_text(plan_ref: str | None, tier: str) -> tuple[Plan, str]:
     return tiered, tiered_plan_yaml(tiered)
 
 
-def check_before_start(plan: Plan, plan_ref: str | None) -> list[str]:
+def check_before_start(plan: Plan, plan_ref: str | None, claims: list[Claim] | None = None) -> list[str]:
     """Everything that can be refused without launching, refused before a run directory exists;
     returns what could not be checked before launch (``byog.pipeline.preflight``)."""
-    return preflight(plan, plan_ref or "the smoke profile", for_run=True, env=environment_fingerprint())
+    where = plan_ref or "the smoke profile"
+    return preflight(plan, where, for_run=True, env=environment_fingerprint(), claims=claims)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from byog.bench.traces import SAMPLES
+from byog.bundles.claims_in import plan_claim_problems
 from byog.core.errors import PlanProblems, UsageError
 from byog.core.io import atomic_write_json
 from byog.core.settings import cache_dir
@@ -41,6 +42,7 @@ from byog.plans.numerics_roles import check_stock_roles, resolve_control
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import find_placeholders, require_no_placeholders
 from byog.runtimes.launch import vllm_serve_args
+from byog.schemas.claims import Claim
 from byog.schemas.plan import AgenticWorkload, EndpointConfig, LocalConfig, Plan, TraceSource
 from byog.schemas.server import PreparedModel
 
@@ -172,10 +174,13 @@ def _cached_probe(python: str, servers: dict[str, list[str]]) -> dict[str, Any]:
 # --- all of it ------------------------------------------------------------------------------
 
 
-def preflight(plan: Plan, where: str, *, for_run: bool, env: dict[str, Any]) -> list[str]:
+def preflight(
+    plan: Plan, where: str, *, for_run: bool, env: dict[str, Any], claims: list[Claim] | None = None
+) -> list[str]:
     """Every check that runs before a server starts; raises ``PlanProblems`` with all it found.
 
     ``for_run``: placeholders are problems (``byog plan`` shows them as values to set instead).
+    ``claims`` (``byog run --claims``): each must name a server, point id and eval of the plan.
     Returns what could not be checked before launch, each with why.
     """
     placeholders = bool(find_placeholders(plan))
@@ -189,6 +194,7 @@ def preflight(plan: Plan, where: str, *, for_run: bool, env: dict[str, Any]) -> 
         lambda: check_interleave(plan),
     ]
     problems = [p.removeprefix(": ") for p in _collected(checks)] + task_problems(plan) + trace_problems(plan)
+    problems += plan_claim_problems(plan, claims or [])
     notes: list[str] = []
     if placeholders:
         notes.append("vLLM arguments: the plan still has placeholders")

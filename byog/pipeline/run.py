@@ -256,10 +256,9 @@ def run_plan(
     """
     started = time.monotonic()
     bundle_subject = subject_arg(subject)
-    if claims is not None:
-        read_claims_file(claims)
+    given = read_claims_file(claims) if claims is not None else None
     try:
-        plan, rd, said = open_or_resume(plan_ref, run_dir, tier, new=new)
+        plan, rd, said = open_or_resume(plan_ref, run_dir, tier, new=new, claims=given)
     except ByogError as err:
         err.resume = err.resume or f"{resume_command(plan_ref, tier, run_dir, None)}   (once that is fixed)"
         raise

@@ -92,3 +92,33 @@ def test_a_docker_server_says_its_flags_are_checked_where_it_runs() -> None:
     text = text.replace('  tuned: {runtime: local, args: ["--seed", "abc"]}\n', "")
     notes = preflight(parse_plan(text, "t"), "t", for_run=False, env={})
     assert any("server 'candidate' (docker)" in n and "its image" in n for n in notes), notes
+
+
+def test_run_claims_naming_what_the_plan_does_not_have_are_refused_before_anything_starts(isolated: Path) -> None:
+    plan = isolated / "endpoints.yaml"
+    plan.write_text(
+        PLAN.replace("gsm9k", "gsm8k")
+        .replace(
+            '{runtime: local, args: ["--no-enable-prefix-cacheing"]}', "{runtime: endpoint, url: 'http://127.0.0.1:9'}"
+        )
+        .replace('{runtime: local, args: ["--enforce-eager"]}', "{runtime: endpoint, url: 'http://127.0.0.1:9'}")
+        .replace('  tuned: {runtime: local, args: ["--seed", "abc"]}\n', "")
+    )
+    claims = isolated / "claims.yaml"
+    claims.write_text(
+        "schema_version: 1\nclaims:\n"
+        "  - {name: b1, server: candidate, point: decode-b1-isl32-osl61, metric: decode_tok_s, value: 1}\n"
+        "  - {name: who, server: candiate, point: decode-b1-isl32-osl16, metric: decode_tok_s, value: 1}\n"
+        "  - {kind: verdict, task: gsm8, candidate: candidate, verdict: equivalent}\n"
+    )
+    result = runner.invoke(app, ["run", str(plan), "--claims", str(claims)])
+    assert result.exit_code == 2, result.output
+    output = " ".join(result.output.split())
+    assert "3 problems, nothing started" in output
+    assert (
+        "claim 'b1': candidate has no point 'decode-b1-isl32-osl61' in the plan (did you mean `decode-b1-isl32-osl16`?)"
+        in output
+    )
+    assert "claim 'who': no server 'candiate' in the plan (did you mean `candidate`?)" in output
+    assert "the plan runs no eval 'gsm8' (did you mean `gsm8k`?)" in output
+    assert not (isolated / "runs").exists()
