@@ -7,14 +7,15 @@ first; then the manifest is built over every file, signed, and everything packed
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from byog.bundles.claims_in import take_claims
 from byog.bundles.pack import BUDGET_BYTES, BUNDLE_NAME, pack, seal
 from byog.bundles.sign import SigningKey, configured_key, sign_bytes
 from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_bytes, atomic_write_json, atomic_write_text
-from byog.core.paths import SIGNATURE_NAME, SIGNER_NAME, RunDir
+from byog.core.paths import SIGNATURE_NAME, SIGNER_NAME, RunDir, require_run_dir
 from byog.core.reporter import NullReporter, Reporter
 from byog.core.settings import SIGNING_KEY_ENV
 from byog.report.markdown import render_report
@@ -34,6 +35,7 @@ class Packed:
     size_bytes: int
     signed_by: str | None  # key fingerprint
     compressed: list[str]
+    notes: list[str] = field(default_factory=list)  # what packing merged (a claim given twice)
 
 
 def _write_signer(run_dir: RunDir, key: SigningKey | None) -> None:
@@ -56,13 +58,17 @@ def seal_and_pack(
     plots: bool | None = None,
     budget_bytes: int = BUDGET_BYTES,
     subject: str | BundleSubject | None = None,
+    claims: Path | None = None,
 ) -> Packed:
     """Raise on any problem. ``key`` None: the configured key (when ``sign``). ``plots=None`` draws
     the plots only when plots/ is missing, so packing the same run twice gives the same bytes.
-    ``subject``: 'OWNER/REPO#PR' or 'OWNER/REPO@COMMIT' the bundle is for (signed in its manifest)."""
+    ``subject``: 'OWNER/REPO#PR' or 'OWNER/REPO@COMMIT' the bundle is for (signed in its manifest).
+    ``claims``: a claims file merged into the run's claims.yaml; every claim must name a measured point."""
     subject = subject_arg(subject)
+    require_run_dir(run_dir.root)
     if not run_dir.summary_json.is_file():
         raise UsageError(f"{run_dir.root} has no summary.json; run `byog derive {run_dir.root}` first")
+    notes = take_claims(run_dir, read_summary(run_dir.summary_json), claims)
     key = (key or configured_key()) if sign else None
     if key is not None and not key.path.is_file():
         raise UsageError(f"signing key {key.path} (from {key.source}) does not exist")
@@ -82,20 +88,29 @@ def seal_and_pack(
     pack(sealed, out)
     fingerprint = json.loads((run_dir.root / SIGNER_NAME).read_text())["fingerprint"] if key else None
     return Packed(
-        bundle=out, size_bytes=out.stat().st_size, signed_by=fingerprint, compressed=sealed.contents.compressed
+        bundle=out,
+        size_bytes=out.stat().st_size,
+        signed_by=fingerprint,
+        compressed=sealed.contents.compressed,
+        notes=notes,
     )
 
 
 def describe(packed: Packed) -> str:
     size = f"{packed.size_bytes / 1e6:.2f} MB"
     squeezed = f"; compressed to fit: {', '.join(packed.compressed)}" if packed.compressed else ""
+    squeezed += "".join(f"; {note}" for note in packed.notes)
     if packed.signed_by:
         return f"bundle {packed.bundle} ({size}), signed with key {packed.signed_by}{squeezed}"
     return f"bundle {packed.bundle} ({size}), NOT signed: no signing key is configured ({NO_KEY_HINT}){squeezed}"
 
 
 def finalize_run(
-    run_dir: RunDir, reporter: Reporter = NullReporter(), *, subject: str | BundleSubject | None = None
+    run_dir: RunDir,
+    reporter: Reporter = NullReporter(),
+    *,
+    subject: str | BundleSubject | None = None,
+    claims: Path | None = None,
 ) -> Path | None:
     """Called at the end of ``byog run``: seal, sign when a key is configured, pack bundle.tar.gz in the run dir.
 
@@ -104,7 +119,7 @@ def finalize_run(
     Messages are plain text (never markup: the hint's "[signing]" must show).
     """
     try:
-        packed = seal_and_pack(run_dir, sign=True, plots=True, subject=subject)
+        packed = seal_and_pack(run_dir, sign=True, plots=True, subject=subject, claims=claims)
     except ByogError as err:
         reporter.line(f" {err}", lead="bundle not made:", style="error")
         return None

@@ -39,14 +39,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from byog.bundles.archive import UnsafeBundle
-from byog.bundles.bounds import CAPS, Caps, load_yaml
+from byog.bundles.bounds import CAPS, Caps
 from byog.bundles.checks import CHECKS, Check, CheckResult, VerifyContext, run_one
 from byog.bundles.checks.recompute import derived_summary
+from byog.bundles.claims_in import load_yaml_model
 from byog.bundles.comment import render_comment_report
 from byog.bundles.isolate import ChildLimits, run_isolated
+from byog.bundles.pack import BUNDLE_NAME
 from byog.bundles.unpack import Extracted, Limits
 from byog.bundles.verify_events import (
     ChildEvent,
@@ -59,7 +61,7 @@ from byog.bundles.verify_events import (
     Written,
     parse_events,
 )
-from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
+from byog.core.errors import EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, SIGNER_NAME
 from byog.core.safe_text import json_safe, one_line
@@ -127,29 +129,9 @@ class VerifyReport:
         return "verified"
 
 
-def _load_yaml_model(path: Path | None, model: type[BaseModel], what: str) -> Any:
-    """A --policy or --claims file: bounded YAML (no aliases, finite numbers), then its model."""
-    if path is None:
-        return None
-    if not path.is_file():
-        raise UsageError(f"{what} file {path} does not exist")
-    if path.stat().st_size > CAPS.max_yaml_doc_bytes:
-        raise UsageError(f"{what} file {path} is over {CAPS.max_yaml_doc_bytes // 2**20} MiB")
-    try:
-        doc = load_yaml(path.read_bytes(), str(path))
-    except CheckFailed as err:
-        raise UsageError(str(err)) from None
-    try:
-        return model.model_validate(doc)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        raise UsageError(f"{path}: '{where}': {first['msg'].removeprefix('Value error, ')}") from None
-
-
 def load_policy(path: Path | None) -> Policy | None:
     """A maintainer's --policy file, read as ``byog verify`` reads it."""
-    policy: Policy | None = _load_yaml_model(path, Policy, "policy")
+    policy: Policy | None = load_yaml_model(path, Policy, "policy")
     return policy
 
 
@@ -300,12 +282,21 @@ def verify_bundle(
     want_reproduction: bool = False,
 ) -> VerifyReport:
     """Run every check; never raises for a bad bundle (the report says why), only for bad usage or environment."""
+    if bundle.is_dir():
+        packed = bundle / BUNDLE_NAME
+        then = (
+            f"`byog verify {packed}`"
+            if packed.is_file()
+            else f"`byog bundle pack {bundle}`, then `byog verify {packed}`"
+        )
+        what = "a run directory" if (bundle / "plan.yaml").is_file() else "a directory"
+        raise UsageError(f"{bundle} is {what}, not a bundle: {then}")
     if not bundle.is_file():
         raise UsageError(f"bundle {bundle} does not exist")
     if allowed_signers is not None and not allowed_signers.is_file():
         raise UsageError(f"allowed signers file {allowed_signers} does not exist")
-    policy_model = _load_yaml_model(policy, Policy, "policy")
-    claims_model = _load_yaml_model(claims, ClaimsFile, "claims")
+    policy_model = load_yaml_model(policy, Policy, "policy")
+    claims_model = load_yaml_model(claims, ClaimsFile, "claims")
     wanted = subject_arg(subject_for)
     report = VerifyReport(bundle=str(bundle))
     gate_results: list[CheckResult] = []  # what held before the whole archive was read

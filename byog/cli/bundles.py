@@ -58,9 +58,17 @@ def bundle_pack_cmd(
     out: OutOpt = None,
     no_sign: bool = typer.Option(False, "--no-sign", help="Pack without signing even when a key is configured."),
     subject_for: ForOpt = None,
+    claims: Annotated[
+        Path | None,
+        typer.Option(
+            "--claims",
+            help="Claims YAML (docs/reference/claims.md) merged into the run's claims.yaml and signed; "
+            "each claim must name a measured point.",
+        ),
+    ] = None,
 ) -> None:
     """Write the manifest, sign it with your SSH key, and pack a deterministic bundle.tar.gz (at most 25 MB)."""
-    packed = seal_and_pack(RunDir(run_dir), out, sign=not no_sign, subject=subject_for)
+    packed = seal_and_pack(RunDir(run_dir), out, sign=not no_sign, subject=subject_for, claims=claims)
     console.print(Text(describe(packed)), highlight=False, soft_wrap=True)
 
 

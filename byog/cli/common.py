@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from byog.cli.console_reporter import ConsoleReporter
-from byog.core.errors import ByogError
+from byog.core.errors import ByogError, PlanProblems
 from byog.core.safe_text import one_line
 from byog.core.settings import debug
 
@@ -47,20 +47,30 @@ def guarded(fn: F) -> F:
         except ByogError as err:
             if debug():
                 raise
-            # Plain text, one line: an error may quote a bundle or file (markup, newlines, escapes).
+            # Plain text, one line each: an error may quote a bundle or file (markup, newlines, escapes).
+            lines = err.lines() if isinstance(err, PlanProblems) else [str(err)]
             err_console.print(
-                Text.assemble(("byog:", "bold red"), " ", one_line(str(err))), highlight=False, soft_wrap=True
+                Text.assemble(("byog:", "bold red"), " ", one_line(lines[0])), highlight=False, soft_wrap=True
             )
+            for line in lines[1:]:
+                err_console.print("  " + one_line(line), highlight=False, soft_wrap=True)
+            _print_resume(err)
             raise typer.Exit(err.exit_code) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as err:
             if debug():
                 raise
-            err_console.print(
-                Text.assemble(("byog: ", "bold red"), "interrupted; finished results are kept and a rerun resumes.")
-            )
+            err_console.print(Text.assemble(("byog: ", "bold red"), "interrupted; finished results are kept."))
+            _print_resume(err)
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _print_resume(err: BaseException) -> None:
+    """The command that resumes the stopped work, where the layer below named one."""
+    resume = getattr(err, "resume", None)
+    if resume:
+        err_console.print(Text.assemble(("to resume: ", "bold"), one_line(resume)), highlight=False, soft_wrap=True)
 
 
 def command(app: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:

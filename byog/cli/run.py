@@ -23,6 +23,7 @@ from byog.cli.common import (
     server_option,
 )
 from byog.cli.console_reporter import print_table
+from byog.core.errors import UsageError
 from byog.core.reporter import Table
 from byog.pipeline.derive import derive_and_write
 from byog.pipeline.planview import (
@@ -47,9 +48,23 @@ def run_cmd(
     data_dir: DataDirOpt = None,
     tier: TierOpt = "full",
     subject_for: ForOpt = None,
+    new: bool = typer.Option(
+        False, "--new", help="Start a new run directory instead of resuming the plan's newest unfinished run."
+    ),
+    claims: Path | None = typer.Option(
+        None,
+        "--claims",
+        help="Claims YAML (docs/reference/claims.md): signed into the bundle; each claim must name a measured point.",
+    ),
     as_json: JsonOpt = False,
 ) -> None:
-    """Launch every server of the plan, run its sweeps and evals, derive the verdict, write the run directory."""
+    """Launch every server of the plan, run its sweeps and evals, derive the verdict, write the run directory.
+
+    Without --run-dir, the newest unfinished run of the same plan under the runs folder resumes
+    (an edited plan keeps every record whose inputs it did not change); --new starts over.
+    """
+    if new and run_dir is not None:
+        raise UsageError("--new and --run-dir name two different run directories: give one")
     result = run_plan(
         plan_opt or plan,
         run_dir=run_dir,
@@ -57,6 +72,8 @@ def run_cmd(
         data_dir=data_dir,
         tier=tier,
         subject=subject_for,
+        new=new,
+        claims=claims,
     )
     if as_json:
         print_json(result)
@@ -318,6 +335,8 @@ def render_plan_overview(overview: PlanOverview) -> None:
     _render_tiers(overview)
     render_eval_power(overview["evals"], overview["tier"], overview["eval_prior"])
     _render_placeholders(overview)
+    for note in overview["not_checked"]:
+        console.print(Text.assemble(("not checked before launch: ", "yellow"), note), highlight=False, soft_wrap=True)
 
 
 def render_eval_power(rows: list[dict[str, Any]], current: str, prior: str | None = None) -> None:

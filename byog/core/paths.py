@@ -167,3 +167,17 @@ class RunDir:
             if base.is_dir()
             else []
         )
+
+
+def require_run_dir(root: Path) -> None:
+    """Refuse what is not a run directory, naming what it got and the command that takes it."""
+    if root.name.endswith(".tar.gz") and not root.is_dir():
+        raise UsageError(
+            f"{root} is a bundle, not a run directory: `byog verify {root}` checks it, `byog report {root}` renders it"
+        )
+    if not root.exists():
+        raise UsageError(
+            f"run directory {root} does not exist; `byog run PLAN` makes one (ls {root.parent} lists runs)"
+        )
+    if not (root / "plan.yaml").is_file():
+        raise UsageError(f"{root} is not a byog run directory (no plan.yaml); `byog run PLAN` makes one")

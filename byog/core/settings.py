@@ -14,7 +14,7 @@
 | BYOG_GITHUB_API             | the GitHub API base URL `byog keys add` asks (default api.github.com)     |
 | BYOG_TORCH_WHEEL            | a local CPU torch wheel for `byog image build`                            |
 | BYOG_NODE                   | set by byog on every process a node starts, to find and stop them again   |
-| BYOG_DEBUG                  | show tracebacks instead of one-sentence errors                            |
+| BYOG_DEBUG                  | 1/true/yes/on: show tracebacks instead of one-sentence errors             |
 | XDG_CONFIG_HOME             | where byog's config file is: $XDG_CONFIG_HOME/byog/config                 |
 
 byog's config file (``~/.config/byog/config``, INI) holds the user's own settings: ``[signing]``
@@ -47,8 +47,12 @@ DEBUG_ENV = "BYOG_DEBUG"
 PACKAGED_DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 
 
+TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
+
+
 def debug() -> bool:
-    return bool(os.environ.get(DEBUG_ENV))
+    """``BYOG_DEBUG`` set to a true value (1, true, yes, on): ``BYOG_DEBUG=0`` keeps errors one sentence."""
+    return os.environ.get(DEBUG_ENV, "").strip().lower() in TRUE_VALUES
 
 
 def config_dir() -> Path:

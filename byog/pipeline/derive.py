@@ -5,18 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from byog.analysis.summary import derive_summary
-from byog.core.errors import UsageError
 from byog.core.io import atomic_write_json, atomic_write_text
-from byog.core.paths import RunDir
+from byog.core.paths import RunDir, require_run_dir
 from byog.core.reporter import NullReporter, Reporter
 from byog.report.markdown import render_report
 from byog.schemas.summary import Summary
 
 
 def derive_and_write(run_dir: Path, reporter: Reporter = NullReporter()) -> Summary:
+    require_run_dir(run_dir)
     rd = RunDir(run_dir)
-    if not rd.plan_yaml.is_file():
-        raise UsageError(f"{run_dir} is not a byog run directory (no plan.yaml)")
     summary = derive_summary(rd)
     atomic_write_json(rd.summary_json, summary.to_json())
     atomic_write_text(rd.report_md, render_report(rd, summary))

@@ -13,13 +13,11 @@ from byog.core.io import atomic_write_text
 from byog.core.paths import RunDir, new_run_id
 from byog.core.settings import runs_dir
 from byog.images.fingerprint import environment_fingerprint
-from byog.images.models import check_model_reference
-from byog.pipeline.interleave_check import check_interleave
-from byog.pipeline.kv_overview import check_plan_kv
-from byog.plans.expand import check_plan_fits
+from byog.pipeline.preflight import preflight
+from byog.pipeline.resume import keep_unchanged, newest_unfinished
 from byog.plans.load import load_plan, parse_plan
-from byog.plans.numerics_roles import check_stock_roles, resolve_control
-from byog.plans.tiers import apply_tier, require_no_placeholders, tiered_plan_yaml
+from byog.plans.tiers import apply_tier, tiered_plan_yaml
+from byog.schemas.claims import Claim
 from byog.schemas.plan import Plan
 
 
@@ -36,12 +34,48 @@ def open_run_dir(plan_ref: str | None, run_dir: Path | None, tier: str = "full")
         return parse_plan(recorded, str(run_dir / "plan.yaml")), RunDir(run_dir)
     plan, text = plan_text(plan_ref, tier)
     check_before_start(plan, plan_ref)
+    return plan, _new_run_dir(text, run_dir)
+
+
+def _new_run_dir(text: str, run_dir: Path | None) -> RunDir:
     root = run_dir or runs_dir() / new_run_id()
     if root.exists() and any(root.iterdir()):
         raise UsageError(f"{root} exists and is not a byog run directory (no plan.yaml); pick another --run-dir")
     rd = RunDir(root)
     atomic_write_text(rd.plan_yaml, text)
-    return plan, rd
+    return rd
+
+
+def open_or_resume(
+    plan_ref: str | None,
+    run_dir: Path | None,
+    tier: str = "full",
+    *,
+    new: bool = False,
+    claims: list[Claim] | None = None,
+) -> tuple[Plan, RunDir, list[str]]:
+    """``byog run``'s run directory and what to say about it: without ``run_dir`` (and without
+    ``new``) the newest unfinished run of the same plan, resumed; an existing one whose plan was
+    edited keeps every record the edit left unchanged (``byog.pipeline.resume``)."""
+    said: list[str] = []
+    if run_dir is None and not new:
+        plan, _ = plan_text(plan_ref, tier)
+        run_dir = newest_unfinished(plan.name)
+        if run_dir is not None:
+            said.append(f"resuming {run_dir}, the newest unfinished run of plan '{plan.name}' (--new starts over)")
+    existing = run_dir is not None and (run_dir / "plan.yaml").is_file()
+    if existing and plan_ref is None and not said:  # `--run-dir` alone: the plan recorded there
+        plan, rd = open_run_dir(None, run_dir, tier)
+        return plan, rd, said
+    plan, text = plan_text(plan_ref, tier)
+    said += [f"not checked before launch: {note}" for note in check_before_start(plan, plan_ref, claims)]
+    if run_dir is None or not existing:
+        return plan, _new_run_dir(text, run_dir), said
+    rd = RunDir(run_dir)
+    recorded = rd.plan_yaml.read_text(encoding="utf-8")
+    if text != recorded:
+        said += keep_unchanged(rd, parse_plan(recorded, str(rd.plan_yaml)), plan, text)
+    return plan, rd, said
 
 
 def plan_text(plan_ref: str | None, tier: str) -> tuple[Plan, str]:
@@ -52,15 +86,8 @@ def plan_text(plan_ref: str | None, tier: str) -> tuple[Plan, str]:
     return tiered, tiered_plan_yaml(tiered)
 
 
-def check_before_start(plan: Plan, plan_ref: str | None) -> None:
-    """Everything that can be refused without launching: refuse it before a run directory exists."""
+def check_before_start(plan: Plan, plan_ref: str | None, claims: list[Claim] | None = None) -> list[str]:
+    """Everything that can be refused without launching, refused before a run directory exists;
+    returns what could not be checked before launch (``byog.pipeline.preflight``)."""
     where = plan_ref or "the smoke profile"
-    require_no_placeholders(plan)
-    check_model_reference(plan.model, where=where)
-    try:
-        check_plan_fits(plan)
-        check_plan_kv(plan)
-        check_stock_roles(resolve_control(plan, environment_fingerprint()))
-        check_interleave(plan)
-    except UsageError as err:
-        raise UsageError(f"{where}: {err}") from None
+    return preflight(plan, where, for_run=True, env=environment_fingerprint(), claims=claims)

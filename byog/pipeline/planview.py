@@ -25,6 +25,7 @@ from byog.core.paths import RunDir
 from byog.images.fingerprint import environment_fingerprint
 from byog.pipeline.eval_power import eval_power_rows, eval_prior
 from byog.pipeline.kv_overview import check_plan_kv
+from byog.pipeline.preflight import preflight
 from byog.pipeline.slurm_submit import SubmitOptions, batch_script, default_run_dir
 from byog.pipeline.startup_estimate import (
     EvalEstimate,
@@ -34,7 +35,7 @@ from byog.pipeline.startup_estimate import (
     measured_starts,
     startup_parts,
 )
-from byog.plans.expand import check_plan_fits, expand_plan, probe_point, search_workloads
+from byog.plans.expand import expand_plan, probe_point, search_workloads
 from byog.plans.load import load_plan, parse_plan
 from byog.plans.numerics_roles import (
     control_choice,
@@ -133,6 +134,7 @@ class PlanOverview(Estimate):
     evals: list[dict[str, Any]]
     eval_prior: str  # which earlier run the eval model comes from, as a sentence
     numerics: list[dict[str, Any]]  # per baseline: the control and envelope variant byog adds, and their cost
+    not_checked: list[str]  # what the pre-start checks could not check before launch, each with why
 
 
 def launch_command(plan: Plan, server: str) -> str:
@@ -437,7 +439,7 @@ def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> PlanOverv
     tiered, here = apply_tier(plan, tier), environment_fingerprint()
     control = control_choice(tiered, here)  # the plan's own, or the default for where its baselines run
     cut = resolve_control(tiered, here)
-    check_plan_fits(cut)
+    not_checked = preflight(cut, ref or "the smoke profile", for_run=False, env=here)
     kv = check_plan_kv(cut)
     estimate = estimate_plan(cut, from_run)
     kv_rows = [
@@ -470,4 +472,5 @@ def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> PlanOverv
         "evals": eval_power_rows(plan, prior_run),
         "eval_prior": prior_text,
         "numerics": numerics_cost(cut, from_run, control.why),
+        "not_checked": not_checked,
     }

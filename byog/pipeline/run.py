@@ -10,7 +10,7 @@ Launch r >= 2 runs the bench points only, into its own folder (``RunDir.for_laun
 run on launch 1.
 
 Every raw record is written atomically as it is produced, so an interrupted run keeps what it
-finished and ``byog run --run-dir runs/<id>`` picks up where it stopped.
+finished and ``byog run PLAN`` again picks up where it stopped (byog.pipeline.resume).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from typing import Any, TypedDict
 from byog.analysis.numerics_headline import numerics_headline, weakness
 from byog.analysis.validity import comparison_invalid_reasons
 from byog.bench.sweep import run_bench_for_server
+from byog.bundles.claims_in import read_claims_file
 from byog.bundles.finalize import finalize_run
+from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, Reporter, Status, Table
@@ -33,8 +35,9 @@ from byog.pipeline.activity import spent
 from byog.pipeline.derive import derive_and_write
 from byog.pipeline.interleave import interleaved_rounds, run_interleaved_pair
 from byog.pipeline.numerics import launch_for_numerics, numerics_done, run_numerics_for_server, server_order
-from byog.pipeline.opening import open_run_dir
-from byog.pipeline.signals import sigterm_as_interrupt
+from byog.pipeline.opening import open_or_resume
+from byog.pipeline.resume import resume_command
+from byog.pipeline.signals import sigterm_as_interrupt, stop_shown, stopping_for, stopping_line
 from byog.pipeline.start_progress import StartProgress, elapsed, watch_start
 from byog.plans.expand import expand_plan
 from byog.plans.numerics_roles import launch_config, resolve_control
@@ -73,9 +76,10 @@ def run_server(
     config = launch_config(plan, name)
     label = _label(name, rd)
     starting = f": starting vLLM ({config.runtime} runtime)"
+    said_stopping: list[bool] = []
     with (
         reporter.status(f"{starting}…", lead=label) as status,
-        watch_start(rd.server_log(name), lambda p: show_start(reporter, status, label, starting, p)),
+        watch_start(rd.server_log(name), lambda p: show_start(reporter, status, label, starting, p, said_stopping)),
     ):
         server: RunningServer = launch_for_numerics(plan, name, model, rd)
     try:
@@ -89,13 +93,29 @@ def run_server(
                 with spent(rd, name, "numerics"):
                     run_numerics_for_server(plan, name, server.endpoint, rd, data_dir, reporter)
     finally:
-        with reporter.status(": stopping", lead=label):
+        with stop_shown(reporter, label):
             server.stop()
 
 
-def show_start(reporter: Reporter, status: Status, label: str, starting: str, progress: StartProgress) -> None:
+def show_start(
+    reporter: Reporter,
+    status: Status,
+    label: str,
+    starting: str,
+    progress: StartProgress,
+    said_stopping: list[bool] | None = None,
+) -> None:
     """A starting server's phase: the live line on a terminal; in a log or pipe, a plain line when
-    the phase changes and one a minute while it lasts."""
+    the phase changes and one a minute while it lasts. After an interrupt, the stop instead
+    (``said_stopping``: this start's stop was already said in a plain line)."""
+    stopping = stopping_for()
+    if stopping is not None and said_stopping is not None:  # the start is being torn down: say so
+        if reporter.live:
+            status.update(f": {stopping_line(stopping)}", lead=label)
+        elif not said_stopping:
+            reporter.line(f"{label}: {stopping_line(stopping)}")
+            said_stopping.append(True)
+        return
     said = f"{progress.phase} ({elapsed(progress.elapsed_s)})"
     if reporter.live:
         status.update(f"{starting}: {said}", lead=label)
@@ -223,12 +243,48 @@ def run_plan(
     data_dir: Path | None = None,
     tier: str = "full",
     subject: str | None = None,
+    *,
+    new: bool = False,
+    claims: Path | None = None,
 ) -> RunOutcome:
-    """``subject``: OWNER/REPO#PR the bundle is for (``byog run --for``), checked before anything runs."""
+    """``subject``: OWNER/REPO#PR the bundle is for (``byog run --for``), checked before anything runs.
+
+    Without ``run_dir`` the newest unfinished run of the plan resumes (``new``: a new one). Every
+    stop after the run directory exists (an interrupt, a failure) carries the command that resumes
+    it (``resume`` on the exception, printed by the CLI after the error). ``claims``: a claims file,
+    read now and matched to the measured points before the bundle is signed.
+    """
     started = time.monotonic()
     bundle_subject = subject_arg(subject)
-    plan, rd = open_run_dir(plan_ref, run_dir, tier)
+    given = read_claims_file(claims) if claims is not None else None
+    try:
+        plan, rd, said = open_or_resume(plan_ref, run_dir, tier, new=new, claims=given)
+    except ByogError as err:
+        err.resume = err.resume or f"{resume_command(plan_ref, tier, run_dir, None)}   (once that is fixed)"
+        raise
+    for line in said:
+        reporter.line(line)
     reporter.line(f"byog run: plan {plan.name} -> {rd.root}")
+    try:
+        _measure(plan, rd, data_dir, reporter)
+    except (KeyboardInterrupt, ByogError) as err:
+        err.resume = resume_command(plan_ref, tier, rd.root, plan.name)  # type: ignore[union-attr]  # KeyboardInterrupt too
+        raise
+    summary = derive_and_write(rd.root, reporter)
+    print_outcome(summary, reporter)
+    bundle = finalize_run(rd, reporter, subject=with_candidate_commit(bundle_subject, plan, rd), claims=claims)
+    wall_s = time.monotonic() - started
+    reporter.line(f"run directory: {rd.root}   wall time: {wall_s:.0f} s")
+    return {
+        "run_dir": str(rd.root),
+        "bundle": str(bundle) if bundle else None,
+        "wall_s": round(wall_s, 1),
+        "summary": summary.to_json(),
+    }
+
+
+def _measure(plan: Plan, rd: RunDir, data_dir: Path | None, reporter: Reporter) -> None:
+    """Every server's launches, points, evals and numerics not already complete in ``rd``."""
     if not rd.env_json.is_file():
         atomic_write_json(rd.env_json, environment_fingerprint())
     plan = resolve_control(plan, read_json(rd.env_json))
@@ -245,14 +301,3 @@ def run_plan(
                 reporter.line(": every point and eval is already complete; not launched", lead=_label(name, launch_dir))
                 continue
             run_server(plan, name, model, launch_dir, data_dir, reporter)
-    summary = derive_and_write(rd.root, reporter)
-    print_outcome(summary, reporter)
-    bundle = finalize_run(rd, reporter, subject=with_candidate_commit(bundle_subject, plan, rd))
-    wall_s = time.monotonic() - started
-    reporter.line(f"run directory: {rd.root}   wall time: {wall_s:.0f} s")
-    return {
-        "run_dir": str(rd.root),
-        "bundle": str(bundle) if bundle else None,
-        "wall_s": round(wall_s, 1),
-        "summary": summary.to_json(),
-    }

@@ -104,7 +104,7 @@ def kill_process_group(leader: subprocess.Popen[bytes], grace_s: float = STOP_GR
     the leader's grace.
     """
     pgid = leader.pid  # the leader of its own session: pid == pgid
-    leader_grace_s = grace_s if leader.poll() is None else 0.0
+    leader_grace_s = grace_s if leader.poll() is None else 0.0  # grace 0: the group's SIGTERM at once
     steps = (
         (lambda: leader.send_signal(signal.SIGTERM), leader_grace_s),
         (lambda: os.killpg(pgid, signal.SIGTERM), 5.0),
@@ -163,7 +163,9 @@ class LocalServer:
                 log_path=self.log_path,
             )
         except BaseException:
-            self.stop()
+            # Nothing served yet, so nothing to drain: the whole group gets SIGTERM at once instead of the
+            # leader's grace first (a Ctrl-C during a CPU compile otherwise waited up to 20 s for it).
+            self.stop(grace_s=0.0)
             raise
         probe = probe_server(self.base_url)
         self.endpoint = endpoint_after_start(self.base_url, self.model, self.config, self.argv, probe)
@@ -209,9 +211,9 @@ class LocalServer:
         self.stop()
         self.start()
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         if self._proc is not None:
-            kill_process_group(self._proc)
+            kill_process_group(self._proc, grace_s)
             self._proc.wait()
             self._proc = None
         if self._log is not None:

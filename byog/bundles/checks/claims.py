@@ -26,14 +26,19 @@ def claims_hold(ctx: VerifyContext) -> Found:
         first = err.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
         raise CheckFailed(f"the bundle's claims are not valid at '{where}': {first['msg']}") from None
-    if ctx.claims is not None:
-        claims += ctx.claims.claims
+    repeated = 0
+    if ctx.claims is not None:  # a --claims claim the bundle already signed is one claim, not two
+        given = [claim for claim in ctx.claims.claims if claim not in claims]
+        repeated = len(ctx.claims.claims) - len(given)
+        claims += given
     if not claims:
         raise Skipped("no claims in the bundle and no --claims given")
     # A claim no bundle can check yet (its workload is not implemented) is listed, never passed.
     unchecked = [claim_label(claim) for claim in claims if claim.not_checked]
     claims = [claim for claim in claims if not claim.not_checked]
     not_checked = f"; {len(unchecked)} not checked ({', '.join(unchecked)})" if unchecked else ""
+    if repeated:
+        not_checked += f"; {repeated} --claims claim(s) already in the bundle counted once"
     if not claims:  # a claims file that checks nothing vouches for nothing
         raise CheckFailed(f"none of the {len(unchecked)} claim(s) can be checked{not_checked}")
     summary = derived_summary(ctx)

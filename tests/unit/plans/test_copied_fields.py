@@ -5,41 +5,18 @@ carries it."""
 
 from __future__ import annotations
 
-import typing
 from typing import Any
 
 from pydantic import BaseModel
 
 from byog.plans.copied_fields import COPIED, LEFT_OUT, MAINTAINER_OWNED, copied, listed
 from byog.schemas.plan import LocalConfig, Plan
-
-
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """The pydantic models an annotation names, through Annotated, unions, lists and dicts."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    if typing.get_origin(annotation) in (typing.Literal,):
-        return []
-    found: list[type[BaseModel]] = []
-    for arg in typing.get_args(annotation):
-        found += _models_in(arg)
-    return found
+from byog.schemas.reference import models_of
 
 
 def schema_tree(root: type[BaseModel]) -> list[type[BaseModel]]:
     """Every model reachable from ``root`` through its fields' annotations (LEFT_OUT models not entered)."""
-    seen: list[type[BaseModel]] = []
-    todo = [root]
-    while todo:
-        model = todo.pop(0)
-        if model in seen:
-            continue
-        seen.append(model)
-        if model in LEFT_OUT:
-            continue
-        for info in model.model_fields.values():
-            todo += _models_in(info.annotation)
-    return seen
+    return models_of(root, not_entered=frozenset(LEFT_OUT))
 
 
 def unlisted(root: type[BaseModel]) -> list[str]:

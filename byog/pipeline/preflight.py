@@ -1,0 +1,206 @@
+"""Everything a plan names, checked before the first server starts: every problem at once.
+
+`byog plan` and `byog run` both call ``preflight``. Each check that can run without a server runs,
+and what it finds is collected rather than raised, so a plan with a task typo, a vLLM flag typo
+and a model path typo is refused once with all three (``PlanProblems``):
+
+- the plan's own checks (placeholders, the model reference, what fits, the numerics roles,
+  interleaving) and the eval task names and trace files it names, with the nearest known name;
+- each launched server's `vllm serve` arguments, parsed by vLLM's own serve parser in the
+  interpreter that will run it (``byog.images.vllm_args_probe``; no model is loaded). A local
+  server's interpreter is this one (or its ``node_python``). A docker, ssh or slurm server's vLLM
+  lives in its image or on its nodes, which byog reaches only by launching there: those are
+  named as not checked, with why. An endpoint was started by someone else: nothing to parse.
+
+A probe's answer is cached (by interpreter, vLLM install and arguments) under the cache dir, so
+a second `byog plan` or a resumed `byog run` of the same servers does not import vLLM again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from byog.bench.traces import SAMPLES
+from byog.bundles.claims_in import plan_claim_problems
+from byog.core.errors import PlanProblems, UsageError
+from byog.core.io import atomic_write_json
+from byog.core.settings import cache_dir
+from byog.images import vllm_args_probe
+from byog.images.models import check_model_reference
+from byog.pipeline.interleave_check import check_interleave
+from byog.pipeline.kv_overview import check_plan_kv
+from byog.plans.expand import check_plan_fits
+from byog.plans.load import did_you_mean
+from byog.plans.numerics_roles import check_stock_roles, resolve_control
+from byog.plans.tasks import TASKS
+from byog.plans.tiers import find_placeholders, require_no_placeholders
+from byog.runtimes.launch import vllm_serve_args
+from byog.schemas.claims import Claim
+from byog.schemas.plan import AgenticWorkload, EndpointConfig, LocalConfig, Plan, TraceSource
+from byog.schemas.server import PreparedModel
+
+PROBE_TIMEOUT_S = 180.0
+PLACEHOLDER_MODEL = "MODEL"  # the model argument the parser sees; the model itself is checked apart
+
+
+def task_problems(plan: Plan) -> list[str]:
+    return [
+        f"'evals[{i}].task': unknown eval task '{spec.task}'{did_you_mean(spec.task, set(TASKS))}"
+        for i, spec in enumerate(plan.evals)
+        if spec.task not in TASKS
+    ]
+
+
+def trace_problems(plan: Plan) -> list[str]:
+    found = []
+    for i, w in enumerate(plan.workloads):
+        if isinstance(w, AgenticWorkload) and isinstance(w.source, TraceSource):
+            trace = w.source.trace
+            if trace not in SAMPLES and not Path(trace).expanduser().is_file():
+                found.append(
+                    f"'workloads[{i}].source.trace': '{trace}' is neither a shipped sample "
+                    f"({', '.join(SAMPLES)}) nor a file{did_you_mean(trace, set(SAMPLES))}"
+                )
+    return found
+
+
+def _collected(checks: list[Callable[[], object]]) -> list[str]:
+    found = []
+    for check in checks:
+        try:
+            check()
+        except UsageError as err:
+            found.append(str(err))
+    return found
+
+
+# --- each server's vLLM arguments, by its own parser ----------------------------------------
+
+
+def _interpreter(config: LocalConfig) -> str:
+    return config.node_python or sys.executable
+
+
+def _probe(python: str, request: dict[str, Any], *extra: str) -> dict[str, Any]:
+    """Run the probe in ``python``; its answer, or ``{"error": why}``."""
+    source = Path(vllm_args_probe.__file__).read_text(encoding="utf-8")
+    try:
+        done = subprocess.run(
+            [python, "-c", source, json.dumps(request), *extra],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            cwd="/",
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return {"error": f"{python} could not run it ({type(err).__name__}: {err})"}
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith(vllm_args_probe.MARKER):
+            answer: dict[str, Any] = json.loads(line.removeprefix(vllm_args_probe.MARKER))
+            return answer
+    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"error": f"{python} exited {done.returncode}: {last}"}
+
+
+def serve_args_for_check(plan: Plan, name: str) -> list[str]:
+    """What follows `vllm serve` for this server, as byog will launch it (host and port stand-ins)."""
+    model = PreparedModel(
+        path=PLACEHOLDER_MODEL, served_name="model", tokenizer="model", max_model_len=plan.model.max_model_len
+    )
+    return vllm_serve_args(plan.servers[name], model, "127.0.0.1", 8000)
+
+
+def vllm_arg_problems(plan: Plan) -> tuple[list[str], list[str]]:
+    """(problems, not checked) for every server's vLLM arguments."""
+    problems: list[str] = []
+    notes: list[str] = []
+    by_python: dict[str, dict[str, list[str]]] = {}
+    for name, config in plan.servers.items():
+        if isinstance(config, EndpointConfig):
+            continue
+        if not isinstance(config, LocalConfig):
+            notes.append(
+                f"server '{name}' ({config.runtime}): its vLLM arguments are parsed when it starts, by the vLLM "
+                f"in {'its image' if config.runtime == 'docker' else 'its nodes'}; reaching it before launch means "
+                "a container or remote start, which is the launch itself"
+            )
+            continue
+        by_python.setdefault(_interpreter(config), {})[name] = serve_args_for_check(plan, name)
+    for python, servers in by_python.items():
+        answer = _cached_probe(python, servers)
+        if "error" in answer:
+            notes.append(f"vLLM arguments of {', '.join(servers)}: {answer['error']}")
+            continue
+        for name, found in answer["results"].items():
+            problems += [f"server '{name}': {p}" for p in found]
+    return problems, notes
+
+
+def _cached_probe(python: str, servers: dict[str, list[str]]) -> dict[str, Any]:
+    """The probe's answer for every server; each server's arguments parsed once per vLLM install."""
+    who = _probe(python, {}, "--identity")
+    if "error" in who:
+        return who
+    if who.get("vllm") is None:
+        return {"error": f"vLLM is not installed in {python}"}
+
+    def cached(args: list[str]) -> Path:
+        key = hashlib.sha256(json.dumps([python, who, args]).encode()).hexdigest()[:32]
+        return cache_dir() / "vllm-args" / f"{key}.json"
+
+    results: dict[str, list[str]] = {}
+    for name, args in servers.items():
+        with contextlib.suppress(OSError, ValueError):  # not answered yet (or unreadable): ask again
+            results[name] = json.loads(cached(args).read_text(encoding="utf-8"))
+    missing = {name: args for name, args in servers.items() if name not in results}
+    if missing:
+        answer = _probe(python, {"servers": missing})
+        if "error" in answer:
+            return answer
+        for name, found in answer["results"].items():
+            atomic_write_json(cached(missing[name]), found)
+            results[name] = found
+    return {**who, "results": results}
+
+
+# --- all of it ------------------------------------------------------------------------------
+
+
+def preflight(
+    plan: Plan, where: str, *, for_run: bool, env: dict[str, Any], claims: list[Claim] | None = None
+) -> list[str]:
+    """Every check that runs before a server starts; raises ``PlanProblems`` with all it found.
+
+    ``for_run``: placeholders are problems (``byog plan`` shows them as values to set instead).
+    ``claims`` (``byog run --claims``): each must name a server, point id and eval of the plan.
+    Returns what could not be checked before launch, each with why.
+    """
+    placeholders = bool(find_placeholders(plan))
+    checks: list[Callable[[], object]] = [lambda: check_model_reference(plan.model, where="")]
+    if for_run:
+        checks.insert(0, lambda: require_no_placeholders(plan))
+    checks += [
+        lambda: check_plan_fits(plan),
+        lambda: check_plan_kv(plan),
+        lambda: check_stock_roles(resolve_control(plan, env)),
+        lambda: check_interleave(plan),
+    ]
+    problems = [p.removeprefix(": ") for p in _collected(checks)] + task_problems(plan) + trace_problems(plan)
+    problems += plan_claim_problems(plan, claims or [])
+    notes: list[str] = []
+    if placeholders:
+        notes.append("vLLM arguments: the plan still has placeholders")
+    else:
+        found, notes = vllm_arg_problems(plan)
+        problems += found
+    if problems:
+        raise PlanProblems(where, problems, notes=notes)
+    return notes
