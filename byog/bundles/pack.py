@@ -35,6 +35,7 @@ from byog.core.errors import CheckFailed, UsageError
 from byog.core.io import atomic_write_bytes
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, RunDir
 from byog.schemas.manifest import BundleSubject
+from byog.schemas.tables import recompress
 
 BUNDLE_NAME = "bundle.tar.gz"
 BUDGET_BYTES = 25 * 1000 * 1000  # GitHub's PR attachment limit, counted in decimal MB to be safe
@@ -108,12 +109,8 @@ def _gzip_member(files: dict[str, bytes], name: str) -> str:
 
 
 def _zstd_parquet(data: bytes) -> bytes:
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(io.BytesIO(data))
-    out = io.BytesIO()
-    pq.write_table(table, out, compression="zstd", compression_level=19)
-    return out.getvalue()
+    """The same rows with zstd's highest level, the file's metadata (its schema version) and column encodings kept."""
+    return recompress(data, level=19)
 
 
 def bundle_contents(run_dir: RunDir, *, exclude: AbstractSet[Path] = frozenset()) -> BundleContents:
