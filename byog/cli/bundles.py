@@ -13,7 +13,7 @@ from byog.bundles.finalize import describe, seal_and_pack
 from byog.bundles.keys import add_github_user
 from byog.bundles.publish import attach, write_report
 from byog.bundles.sign import default_allowed_signers
-from byog.bundles.verify import VerifyReport, verify_bundle
+from byog.bundles.verify import VerifyReport, verify_bundle_set
 from byog.cli.common import (
     AllowedSignersOpt,
     ForOpt,
@@ -64,7 +64,11 @@ def bundle_pack_cmd(
 
 
 def verify_cmd(
-    bundle: Path = typer.Argument(..., help="bundle.tar.gz to check."),
+    bundle: list[Path] = typer.Argument(
+        ...,
+        help="bundle.tar.gz to check; a multi-part bundle: its parts X.part0.tar.gz ... X.partN.tar.gz, "
+        "or part 0 alone (the others are found beside it).",
+    ),
     allowed_signers: AllowedSignersOpt = None,
     policy: PolicyOpt = None,
     claims: ClaimsOpt = None,
@@ -74,7 +78,7 @@ def verify_cmd(
 ) -> None:
     """Check a bundle: safe extraction, hashes, signer; then, for a trusted signer only: bounds, schemas, every number
     recomputed, policy, claims."""
-    report = verify_bundle(
+    report = verify_bundle_set(
         bundle,
         allowed_signers=allowed_signers,
         policy=policy,
