@@ -26,7 +26,7 @@ import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from byog.bundles.archive import gzip_bytes
 from byog.bundles.bounds import load_json
@@ -174,24 +174,34 @@ def join_parts(
     signer = verify_signature(payload, signature, allowed_signers)
     stem = stem_of(zero)
     manifest = _parse_payload(payload, stem, max_archive_bytes)
+    partial = out.with_name(f".{out.name}.partial")  # the archive appears whole or not at all
+    try:
+        with partial.open("wb") as sink:
+            _copy_checked(manifest, by_name, zero.parent, sink)
+        partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)
+    return signer, len(manifest.parts)
+
+
+def _copy_checked(manifest: PartManifest, by_name: dict[str, Path], folder: Path, sink: BinaryIO) -> None:
+    """Every part, checked against the signed manifest before it is written to ``sink``."""
     whole = hashlib.sha256()
-    with out.open("wb") as sink:
-        for k, part in enumerate(manifest.parts, start=1):
-            path = by_name.get(part.name, zero.parent / part.name)
-            label = f"part {k} of {len(manifest.parts)} ({part.name})"
-            if not path.is_file():
-                raise CheckFailed(f"{label} is missing from {path.parent}")
-            data = _read_capped(path, part.size + 1)
-            if len(data) != part.size or hashlib.sha256(data).hexdigest() != part.sha256:
-                raise CheckFailed(
-                    f"{label} is not the part the signed manifest names ({len(data):,} bytes, sha256 differs): "
-                    "altered, or another part in its place"
-                )
-            whole.update(data)
-            sink.write(data)
+    for k, part in enumerate(manifest.parts, start=1):
+        path = by_name.get(part.name, folder / part.name)
+        label = f"part {k} of {len(manifest.parts)} ({part.name})"
+        if not path.is_file():
+            raise CheckFailed(f"{label} is missing from {path.parent}")
+        data = _read_capped(path, part.size + 1)
+        if len(data) != part.size or hashlib.sha256(data).hexdigest() != part.sha256:
+            raise CheckFailed(
+                f"{label} is not the part the signed manifest names ({len(data):,} bytes, sha256 differs): "
+                "altered, or another part in its place"
+            )
+        whole.update(data)
+        sink.write(data)
     if whole.hexdigest() != manifest.archive_sha256:
         raise CheckFailed("the parts, joined, are not the archive the signed part manifest names")
-    return signer, len(manifest.parts)
 
 
 def _read_capped(path: Path, limit: int) -> bytes:

@@ -120,3 +120,21 @@ def test_packing_again_within_budget_removes_the_parts(
     whole = seal_and_pack(run_dir, out, key=key)
     assert not whole.parts and out.is_file() and not any(p.exists() for p in split.parts)
     assert verify_bundle_set([out], allowed_signers=allowed).verified
+
+
+def test_bundle_join_writes_the_archive_or_names_the_part(
+    multi: tuple[Path, Packed, Path, SigningKey, RunDir], tmp_path: Path
+) -> None:
+    from tests.support.cli import byog
+
+    _, packed, allowed, _, _ = multi
+    parts = _copy_set(packed, tmp_path / "set")
+    out = tmp_path / "joined.tar.gz"
+    done = byog("bundle", "join", str(parts[0]), "-o", str(out), "--allowed-signers", str(allowed))
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes() == b"".join(p.read_bytes() for p in parts[1:])
+    assert verify_bundle_set([out], allowed_signers=allowed).verified
+    parts[1].write_bytes(parts[1].read_bytes()[:-1])
+    failed = byog("bundle", "join", str(parts[0]), "-o", str(tmp_path / "no.tar.gz"), "--allowed-signers", str(allowed))
+    assert failed.returncode == 1 and "part 1 of" in failed.stderr + failed.stdout
+    assert "Traceback" not in failed.stderr and not (tmp_path / "no.tar.gz").exists()
