@@ -3,18 +3,17 @@ file is within the issue's 2 bytes a chunk where schema 3's was not."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+import pytest
+
+from tests.support.benchmark_scripts import load_script
+
+pytestmark = pytest.mark.gpu_evidence
 
 
 def test_the_committed_chunk_encoding_figures_reprint() -> None:
     import json
 
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "chunk_encoding.py"
-    spec = importlib.util.spec_from_file_location("chunk_encoding", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("chunk_encoding")
     figures = json.loads(module.RESULTS.read_text())
     per_chunk = {label: size / figures["chunks"] for label, size in figures["bytes"].items()}
     assert per_chunk["file: schema 4 as written"] <= 2.0 < per_chunk["file: schema <= 3 as written"]

@@ -3,9 +3,7 @@ rows cut to 1%) builds, packs, in parts too, and verifies; and the committed fig
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 from byog.bundles.finalize import seal_and_pack
 from byog.bundles.verify import verify_bundle_set
@@ -13,19 +11,10 @@ from byog.core.paths import RunDir
 from byog.plans.expand import expand_plan
 from byog.plans.load import load_plan
 from byog.plans.tiers import apply_tier
+from tests.support.benchmark_scripts import load_script
 from tests.support.keys import allowed_signers, make_key
 
-
-def _module() -> ModuleType:
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "flagship_bundle.py"
-    spec = importlib.util.spec_from_file_location("flagship_bundle", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-flagship = _module()
+flagship = load_script("flagship_bundle")
 
 
 def test_a_scaled_down_flagship_bundle_packs_and_verifies(tmp_path: Path) -> None:

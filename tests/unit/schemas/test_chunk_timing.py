@@ -21,6 +21,8 @@ from byog.core.paths import RunDir
 from byog.schemas import chunk_timing
 from byog.schemas.bench import read_request_rows, read_request_table, write_request_rows
 
+pytestmark = pytest.mark.gpu_evidence
+
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 GPU_RUNS = sorted(p.parent for p in RESULTS.glob("h200*/**/plan.yaml") if (p.parent / "bench").is_dir())
 PRINTED_DIGITS = 4
