@@ -54,7 +54,20 @@ fetch() {
   curl -fsSL --proto '=https' --proto-redir '=https' --max-redirs 5 --max-filesize 26214400 --max-time 300 \
     -o "$2" "$1"
 }
-if ! fetch "$url" "$work/bundle.tar.gz"; then
+# A multi-part bundle (bundle-url's "parts": the author's links to X.part0.tar.gz ... X.partN.tar.gz,
+# names checked by byog): every part is fetched under its own name, and joined in step 4 once the
+# author's keys are known (byog bundle join checks the signed part manifest, then each part's sha256).
+mkdir -p "$work/parts"
+if [ "$(jq -r '.parts | length' "$work/pr.json")" -gt 0 ]; then
+  for link in $(jq -r '.parts[]' "$work/pr.json"); do
+    name=${link%%[?#]*}
+    name=${name##*/}
+    if ! fetch "$link" "$work/parts/$name"; then
+      echo "A part of the bundle could not be fetched over https (curl refused it or failed): $link" >&2
+      exit 1
+    fi
+  done
+elif ! fetch "$url" "$work/bundle.tar.gz"; then
   echo "The bundle link could not be fetched over https (curl refused it or failed): $url" >&2
   exit 1
 fi
@@ -71,6 +84,12 @@ byog keys add "$author" --allowed-signers "$signers"
 reproducers="$work/reproduction_signers"
 cp "$signers" "$reproducers"
 for user in ${BYOG_MAINTAINERS:-}; do byog keys add "$user" --allowed-signers "$reproducers"; done
+if [ ! -f "$work/bundle.tar.gz" ]; then
+  if ! byog bundle join "$work"/parts/*.part*.tar.gz -o "$work/bundle.tar.gz" --allowed-signers "$signers"; then
+    echo "The parts of the bundle do not make the bundle their signed part manifest names." >&2
+    exit 1
+  fi
+fi
 
 # 5. The PR's claims file: a local file, or the PR head's file read as data (never executed).
 claims=${BYOG_CLAIMS:-}

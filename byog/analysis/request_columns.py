@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from byog.schemas.bench import RequestRow
+from byog.schemas.bench import RequestRow, read_request_table
+from byog.schemas.tables import int_column, list_column
 
 
 @dataclass(frozen=True)
@@ -133,76 +134,20 @@ class RequestColumns:
         )
 
 
-def _bits(buffer: Any, offset: int, length: int) -> np.ndarray:
-    return np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")[offset : offset + length].astype(
-        bool
-    )
-
-
-def _numpy(array: Any, default: int = 0) -> np.ndarray:
-    """An int64/bool arrow array as numpy, read from its buffers (arrow's own to_numpy imports pandas,
-    0.4 s); nulls become ``default``. Another type (a foreign writer's) goes through Python values."""
-    import pyarrow as pa
-
-    values: np.ndarray
-    if pa.types.is_int64(array.type):
-        values = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset : array.offset + len(array)].copy()
-    elif pa.types.is_boolean(array.type):
-        values = _bits(array.buffers()[1], array.offset, len(array))
-    else:
-        return np.array([default if v is None else v for v in array.to_pylist()], dtype=np.int64)
-    if array.null_count:
-        values[~_bits(array.buffers()[0], array.offset, len(array))] = default
-    return values
-
-
-def _column(table: Any, name: str) -> Any:
-    """One column as a single arrow array."""
-    import pyarrow as pa
-
-    column = table.column(name)
-    return (
-        column.chunk(0)
-        if column.num_chunks == 1
-        else pa.concat_arrays(column.chunks)
-        if column.num_chunks
-        else pa.array([], type=column.type)
-    )
-
-
-def _list_column(table: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets, flat int64 values) of a list<int64> column; a null list counts as empty."""
-    import pyarrow as pa
-
-    column = _column(table, name)
-    if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
-        raise ValueError(f"column {name} is {column.type}, not a list")
-    width = np.int64 if pa.types.is_large_list(column.type) else np.int32
-    offsets = np.frombuffer(column.buffers()[1], dtype=width)[column.offset : column.offset + len(column) + 1].astype(
-        np.int64
-    )
-    # (a null list's two offsets are equal: it reads as empty)
-    flat = _numpy(column.values)
-    return offsets - offsets[0], flat[offsets[0] : offsets[-1]]
-
-
 def read_request_columns(path: Path) -> RequestColumns:
     """A point's rows file (``bench/<server>/<point>.parquet``) as columns, in file order (the
-    order ``read_request_rows`` gives: the writer sorts by request index)."""
-    import pyarrow.parquet as pq
-
-    table = pq.ParquetFile(path).read(
-        use_threads=False
-    )  # not read_table: it imports pyarrow.dataset and pandas (0.4 s)
-    offsets, chunk_t_ns = _list_column(table, "chunk_t_ns")
-    chunk_offsets, chunk_tokens = _list_column(table, "chunk_tokens")
+    order ``read_request_rows`` gives: the writer sorts by request index), whatever its layout
+    (``byog.schemas.bench.read_request_table``)."""
+    table = read_request_table(path)
+    offsets, chunk_t_ns = list_column(table, "chunk_t_ns")
+    chunk_offsets, chunk_tokens = list_column(table, "chunk_tokens")
     if not np.array_equal(offsets, chunk_offsets):
         raise ValueError(f"{path.name}: chunk_t_ns and chunk_tokens differ in length for some request")
 
     def ints(name: str, default: int = 0) -> np.ndarray:
         if name not in table.column_names:
             return np.full(table.num_rows, default, dtype=np.int64)
-        return _numpy(_column(table, name), default)
+        return int_column(table, name, default)
 
     def pylist(name: str, default: Any) -> list[Any]:
         return table.column(name).to_pylist() if name in table.column_names else [default] * table.num_rows

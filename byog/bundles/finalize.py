@@ -6,14 +6,17 @@ first; then the manifest is built over every file, signed, and everything packed
 
 from __future__ import annotations
 
+import glob
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from byog.bundles.claims_in import take_claims
-from byog.bundles.pack import BUDGET_BYTES, BUNDLE_NAME, pack, seal
+from byog.bundles.pack import BUDGET_BYTES, BUNDLE_NAME, archive_bytes, seal
+from byog.bundles.parts import part0_bytes, part_name, split, stem_of
 from byog.bundles.sign import SigningKey, configured_key, sign_bytes
-from byog.core.errors import ByogError, UsageError
+from byog.bundles.unpack import Limits
+from byog.core.errors import ByogError, CheckFailed, UsageError
 from byog.core.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from byog.core.paths import SIGNATURE_NAME, SIGNER_NAME, RunDir, require_run_dir
 from byog.core.reporter import NullReporter, Reporter
@@ -31,11 +34,12 @@ NO_KEY_HINT = (
 
 @dataclass(frozen=True)
 class Packed:
-    bundle: Path
-    size_bytes: int
+    bundle: Path  # the archive, or part 0 of a multi-part bundle
+    size_bytes: int  # the archive's size (all parts together)
     signed_by: str | None  # key fingerprint
     compressed: list[str]
     notes: list[str] = field(default_factory=list)  # what packing merged (a claim given twice)
+    parts: tuple[Path, ...] = ()  # a multi-part bundle: part 0 (the signed part manifest), then parts 1..N
 
 
 def _write_signer(run_dir: RunDir, key: SigningKey | None) -> None:
@@ -78,26 +82,56 @@ def seal_and_pack(
     if plots or (plots is None and not run_dir.plots_dir.is_dir()):
         write_plots(run_dir, summary)
     out = (out or run_dir.root / BUNDLE_NAME).resolve()
-    sealed = seal(run_dir, exclude={out}, budget_bytes=budget_bytes, subject=subject)
+    stale = set(out.parent.glob(f"{glob.escape(stem_of(out))}.part*.tar.gz"))
+    sealed = seal(run_dir, exclude={out, *stale}, budget_bytes=budget_bytes, subject=subject, parts=key is not None)
     if key is not None:
         sealed.signature = sign_bytes(sealed.manifest, key)
         atomic_write_bytes(run_dir.root / SIGNATURE_NAME, sealed.signature)
     else:
         (run_dir.root / SIGNATURE_NAME).unlink(missing_ok=True)
         sealed.signature = None
-    pack(sealed, out)
+    archive = archive_bytes(sealed)
+    for path in stale:
+        path.unlink()  # an earlier pack's parts: never mixed with this one's
     fingerprint = json.loads((run_dir.root / SIGNER_NAME).read_text())["fingerprint"] if key else None
-    return Packed(
-        bundle=out,
-        size_bytes=out.stat().st_size,
-        signed_by=fingerprint,
-        compressed=sealed.contents.compressed,
-        notes=notes,
-    )
+    if len(archive) <= budget_bytes or key is None:
+        atomic_write_bytes(out, archive)
+        return Packed(
+            bundle=out,
+            size_bytes=len(archive),
+            signed_by=fingerprint,
+            compressed=sealed.contents.compressed,
+            notes=notes,
+        )
+    return replace(_write_parts(out, archive, key, budget_bytes, fingerprint, sealed.contents.compressed), notes=notes)
+
+
+def _write_parts(
+    out: Path, archive: bytes, key: SigningKey, part_bytes: int, fingerprint: str | None, compressed: list[str]
+) -> Packed:
+    """The archive over budget, as a signed multi-part bundle beside ``out`` (``byog.bundles.parts``)."""
+    if len(archive) > Limits().max_bundle_bytes:
+        raise CheckFailed(
+            f"the bundle is {len(archive) / 1e6:.1f} MB even compressed, over the "
+            f"{Limits().max_bundle_bytes / 1e6:.0f} MB verify reads in any number of parts"
+        )
+    stem = stem_of(out)
+    payload, parts = split(archive, stem, part_bytes)
+    zero = out.parent / part_name(stem, 0)
+    for name, data in parts:
+        atomic_write_bytes(out.parent / name, data)
+    atomic_write_bytes(zero, part0_bytes(payload, sign_bytes(payload, key)))
+    out.unlink(missing_ok=True)  # a one-part bundle of an earlier pack
+    written = (zero, *(out.parent / name for name, _ in parts))
+    return Packed(bundle=zero, size_bytes=len(archive), signed_by=fingerprint, compressed=compressed, parts=written)
 
 
 def describe(packed: Packed) -> str:
     size = f"{packed.size_bytes / 1e6:.2f} MB"
+    if packed.parts:
+        size += f" in {len(packed.parts) - 1} parts and a signed part manifest: attach every one of " + ", ".join(
+            p.name for p in packed.parts
+        )
     squeezed = f"; compressed to fit: {', '.join(packed.compressed)}" if packed.compressed else ""
     squeezed += "".join(f"; {note}" for note in packed.notes)
     if packed.signed_by:

@@ -35,6 +35,7 @@ from byog.core.errors import CheckFailed, UsageError
 from byog.core.io import atomic_write_bytes
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, RunDir
 from byog.schemas.manifest import BundleSubject
+from byog.schemas.tables import recompress
 
 BUNDLE_NAME = "bundle.tar.gz"
 BUDGET_BYTES = 25 * 1000 * 1000  # GitHub's PR attachment limit, counted in decimal MB to be safe
@@ -108,12 +109,8 @@ def _gzip_member(files: dict[str, bytes], name: str) -> str:
 
 
 def _zstd_parquet(data: bytes) -> bytes:
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(io.BytesIO(data))
-    out = io.BytesIO()
-    pq.write_table(table, out, compression="zstd", compression_level=19)
-    return out.getvalue()
+    """The same rows with zstd's highest level, the file's metadata (its schema version) and column encodings kept."""
+    return recompress(data, level=19)
 
 
 def bundle_contents(run_dir: RunDir, *, exclude: AbstractSet[Path] = frozenset()) -> BundleContents:
@@ -145,13 +142,14 @@ def _cut_log(data: bytes, head: int = LOG_HEAD_LINES, tail: int = LOG_TAIL_LINES
     return gzip_bytes(b"".join([*lines[:head], marker, *lines[-tail:]]))
 
 
-def fit_budget(contents: BundleContents, budget_bytes: int = BUDGET_BYTES) -> BundleContents:
+def fit_budget(contents: BundleContents, budget_bytes: int = BUDGET_BYTES, *, parts: bool = False) -> BundleContents:
     """Shrink what can be shrunk until the packed bundle fits; fail naming the biggest files.
 
     The outer gzip already compresses text, so gzipping a member alone saves little. What does:
     re-encoding raw parquet rows with zstd at its highest level, then cutting each server log to
     its first and last lines (logs are evidence, never a source of numbers). The manifest lists
-    every path changed this way under ``predicate.compressed``.
+    every path changed this way under ``predicate.compressed``. ``parts``: still over budget, the
+    squeezed contents are returned for a signed multi-part bundle (``byog.bundles.parts``).
     """
     # A signature is ~300 bytes; leave room for it rather than re-packing after signing.
     if len(_packed(contents, b"\0" * 1024)) <= budget_bytes:
@@ -173,13 +171,13 @@ def fit_budget(contents: BundleContents, budget_bytes: int = BUDGET_BYTES) -> Bu
             changed.add(name)
     smaller = BundleContents(files=files, compressed=sorted(changed), subject=contents.subject)
     size = len(_packed(smaller, b"\0" * 1024))
-    if size <= budget_bytes:
+    if size <= budget_bytes or parts:
         return smaller
     biggest = sorted(files.items(), key=lambda item: (-len(item[1]), item[0]))[:5]
     listing = ", ".join(f"{name} ({len(data) / 1e6:.1f} MB)" for name, data in biggest)
     raise CheckFailed(
-        f"the bundle is {size / 1e6:.1f} MB even compressed, over the {budget_bytes / 1e6:.0f} MB budget; "
-        f"biggest files: {listing}"
+        f"the bundle is {size / 1e6:.1f} MB even compressed, over the {budget_bytes / 1e6:.0f} MB budget, and an "
+        f"unsigned bundle cannot travel in parts (sign it); biggest files: {listing}"
     )
 
 
@@ -196,6 +194,7 @@ def seal(
     exclude: AbstractSet[Path] = frozenset(),
     budget_bytes: int = BUDGET_BYTES,
     subject: BundleSubject | None = None,
+    parts: bool = False,
 ) -> Sealed:
     """Collect and fit the files, write manifest.intoto.json into the run directory, keep a valid signature.
 
@@ -203,7 +202,7 @@ def seal(
     """
     contents = bundle_contents(run_dir, exclude=exclude)
     contents.subject = subject
-    contents = fit_budget(contents, budget_bytes)
+    contents = fit_budget(contents, budget_bytes, parts=parts)
     manifest = statement_bytes(build_statement(contents.files, compressed=contents.compressed, subject=subject))
     manifest_path = run_dir.root / MANIFEST_NAME
     signature_path = run_dir.root / SIGNATURE_NAME
@@ -214,10 +213,15 @@ def seal(
     return Sealed(contents=contents, manifest=manifest, signature=signature)
 
 
-def pack(sealed: Sealed, out: Path) -> Path:
+def archive_bytes(sealed: Sealed) -> bytes:
+    """The deterministic bundle archive of sealed contents, their manifest and its signature."""
     files = dict(sealed.contents.files)
     files[MANIFEST_NAME] = sealed.manifest
     if sealed.signature is not None:
         files[SIGNATURE_NAME] = sealed.signature
-    atomic_write_bytes(out, tar_gz(files))
+    return tar_gz(files)
+
+
+def pack(sealed: Sealed, out: Path) -> Path:
+    atomic_write_bytes(out, archive_bytes(sealed))
     return out

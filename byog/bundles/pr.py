@@ -28,6 +28,7 @@ COMMENT_MARKER = "<!-- byog-verify -->"  # the workflow edits its previous comme
 _CANDIDATE = re.compile(r"(?i)https://[^\s()<>\[\]\"'`]+")
 _BUNDLE_PATH = (".tar.gz", ".tgz")
 _REPRODUCTION = re.compile(r"\.reproduction[^/]*\.(?:tar\.gz|tgz)$")
+_PART_FILE = re.compile(r"^(?P<stem>[A-Za-z0-9_-][A-Za-z0-9._-]{0,100})\.part(?P<index>0|[1-9][0-9]{0,2})\.tar\.gz$")
 
 
 @dataclass
@@ -37,6 +38,9 @@ class PrBundles:
     head_sha: str | None
     bundle: str | None  # the newest bundle link the author posted (comments, then the PR body)
     reproductions: list[str] = field(default_factory=list)  # links to <bundle>.reproduction*.tar.gz, from anyone
+    # a multi-part bundle (the newest link is X.partK.tar.gz): the author's newest link to each part of X
+    # (part 0 first); the workflow fetches every one under its own name
+    parts: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -45,6 +49,7 @@ class PrBundles:
             "head_sha": self.head_sha,
             "bundle": self.bundle,
             "reproductions": self.reproductions,
+            "parts": self.parts,
         }
 
 
@@ -85,20 +90,43 @@ def find_bundles(event: dict[str, Any], comments: list[dict[str, Any]] | None = 
     if isinstance(event.get("comment"), dict) and event["comment"] not in thread:
         thread.append(event["comment"])
     texts += [(_login(c), c.get("body") or "") for c in thread if isinstance(c, dict)]
-    bundle, reproductions = None, []
+    bundle, reproductions, own = None, [], []
     for who, text in texts:
         for link in links(text):
             if _REPRODUCTION.search(urlsplit(link).path):
                 reproductions.append(link)
             elif who == author:
                 bundle = link  # the newest wins
+                own.append(link)
     return PrBundles(
         pr=pr["number"],
         author=author,
         head_sha=head.get("sha") if isinstance(head.get("sha"), str) else None,
         bundle=bundle,
         reproductions=list(dict.fromkeys(reproductions)),
+        parts=_parts_of(bundle, own),
     )
+
+
+def part_file(url: str) -> tuple[str, int] | None:
+    """(stem, index) of a link to a part ``X.partK.tar.gz`` whose name is plain letters, digits, '.', '_', '-'."""
+    name = urlsplit(url).path.rsplit("/", 1)[-1]
+    match = _PART_FILE.match(name)
+    return (match["stem"], int(match["index"])) if match else None
+
+
+def _parts_of(bundle: str | None, own: list[str]) -> list[str]:
+    """The author's newest link to each part of the bundle's set (attachments of one set have different
+    folders, so a part is known by its file name), part 0 first; empty for a one-part bundle."""
+    chosen = part_file(bundle) if bundle else None
+    if chosen is None:
+        return []
+    newest: dict[int, str] = {}
+    for link in own:
+        found = part_file(link)
+        if found is not None and found[0] == chosen[0]:
+            newest[found[1]] = link
+    return [newest[k] for k in sorted(newest)]
 
 
 def read_event(path: Path, comments: Path | None = None) -> PrBundles:

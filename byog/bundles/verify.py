@@ -34,6 +34,7 @@ slowness and memory included), 2 for usage errors (a missing file, a bad --polic
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -49,6 +50,7 @@ from byog.bundles.claims_in import load_yaml_model
 from byog.bundles.comment import render_comment_report
 from byog.bundles.isolate import ChildLimits, run_isolated
 from byog.bundles.pack import BUNDLE_NAME
+from byog.bundles.parts import find_part0, is_part, join_parts, stem_of
 from byog.bundles.unpack import Extracted, Limits
 from byog.bundles.verify_events import (
     ChildEvent,
@@ -61,7 +63,7 @@ from byog.bundles.verify_events import (
     Written,
     parse_events,
 )
-from byog.core.errors import EnvironmentProblem, UsageError
+from byog.core.errors import CheckFailed, EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, SIGNER_NAME
 from byog.core.safe_text import json_safe, one_line
@@ -360,4 +362,30 @@ def verify_bundle(
     except UnsafeBundle as err:
         # a refusal of the whole archive after the signature held still shows that it held
         report.results = [CheckResult("archive", "fail", str(err)), *gate_results]
+    return report
+
+
+def verify_bundle_set(bundles: list[Path], **options: Any) -> VerifyReport:
+    """``verify_bundle`` of one bundle, or of a multi-part bundle given as its parts (or as any one of
+    them: part 0, the signed part manifest, finds the others beside it; ``byog.bundles.parts``).
+
+    The part manifest's signature is checked before any part is read, each part's size and sha256
+    before it is used; a part missing, swapped or altered fails the "parts" check, which names it."""
+    if len(bundles) == 1 and not is_part(bundles[0]):
+        return verify_bundle(bundles[0], **options)
+    limits: Limits = options.get("limits", Limits())
+    allowed = options.get("allowed_signers")
+    if allowed is not None and not allowed.is_file():
+        raise UsageError(f"allowed signers file {allowed} does not exist")
+    zero, _ = find_part0(bundles)
+    with tempfile.TemporaryDirectory(prefix="byog-parts-") as folder:
+        joined = Path(folder) / f"{stem_of(zero)}.tar.gz"
+        try:
+            signer, count = join_parts(bundles, allowed, max_archive_bytes=limits.max_bundle_bytes, out=joined)
+        except CheckFailed as err:
+            return VerifyReport(bundle=str(zero), results=[CheckResult("parts", "fail", str(err))])
+        report = verify_bundle(joined, **options)
+    report.bundle = str(zero)
+    held = f"{count} parts, each the one named by the part manifest {signer.principal} signed"
+    report.results.insert(0, CheckResult("parts", "pass", held))
     return report

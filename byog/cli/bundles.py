@@ -12,9 +12,11 @@ from rich.text import Text
 from byog.bundles.checks.base import failure_list
 from byog.bundles.finalize import describe, seal_and_pack
 from byog.bundles.keys import add_github_user
+from byog.bundles.parts import join_parts
 from byog.bundles.publish import attach, write_report
 from byog.bundles.sign import default_allowed_signers
-from byog.bundles.verify import VerifyReport, verify_bundle
+from byog.bundles.unpack import Limits
+from byog.bundles.verify import VerifyReport, verify_bundle_set
 from byog.cli.common import (
     AllowedSignersOpt,
     ForOpt,
@@ -52,6 +54,24 @@ bundle_app = typer.Typer(help="Seal a run directory into a signed bundle.", no_a
 keys_app = typer.Typer(help="Manage the allowed signers verify trusts.", no_args_is_help=True)
 
 
+@command(bundle_app, "join")
+def bundle_join_cmd(
+    parts: list[Path] = typer.Argument(
+        ..., help="The parts of a multi-part bundle (X.part0.tar.gz ... X.partN.tar.gz), or part 0 alone."
+    ),
+    out: Path = typer.Option(..., "-o", "--out", help="Where to write the joined bundle archive."),
+    allowed_signers: AllowedSignersOpt = None,
+) -> None:
+    """Check a multi-part bundle's signed part manifest and every part, then write the one archive they make."""
+    signer, count = join_parts(
+        parts,
+        allowed_signers or default_allowed_signers(),
+        max_archive_bytes=Limits().max_bundle_bytes,
+        out=out,
+    )
+    console.print(Text(f"{out}: {count} parts joined, as the part manifest signed by {signer.principal} names"))
+
+
 @command(bundle_app, "pack")
 def bundle_pack_cmd(
     run_dir: Path = typer.Argument(..., help="A run directory with summary.json."),
@@ -73,7 +93,11 @@ def bundle_pack_cmd(
 
 
 def verify_cmd(
-    bundle: Path = typer.Argument(..., help="bundle.tar.gz to check."),
+    bundle: list[Path] = typer.Argument(
+        ...,
+        help="bundle.tar.gz to check; a multi-part bundle: its parts X.part0.tar.gz ... X.partN.tar.gz, "
+        "or part 0 alone (the others are found beside it).",
+    ),
     allowed_signers: AllowedSignersOpt = None,
     policy: PolicyOpt = None,
     claims: ClaimsOpt = None,
@@ -83,7 +107,7 @@ def verify_cmd(
 ) -> None:
     """Check a bundle: safe extraction, hashes, signer; then, for a trusted signer only: bounds, schemas, every number
     recomputed, policy, claims."""
-    report = verify_bundle(
+    report = verify_bundle_set(
         bundle,
         allowed_signers=allowed_signers,
         policy=policy,

@@ -12,21 +12,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, Final, Literal
+from typing import TYPE_CHECKING, ClassVar, Final, Literal
 
+import numpy as np
 from pydantic import ConfigDict, Field
 
-from byog.schemas import tables
+from byog.schemas import chunk_timing, tables
 from byog.schemas.base import Derived, Strict
 from byog.schemas.plan import DatasetPrompts, RandomPrompts, RequestBodyStyle, SloSpec, SyntheticSessions, TraceSource
-from byog.schemas.registry import register
+from byog.schemas.registry import REGISTRY, register
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # 2: ClientLoad's lag limit is share-of-ITL + floor (v1 records may hold a fixed limit)
 # 3: NVML power/clock samples (``power``), counter deltas over the measured waves only, agentic
 #    points, SLOs and search probes (optional fields: a v2 record reads as it is)
 BENCH_SCHEMA_VERSION: Final = 3
-# 2: cached_tokens and the agentic columns; 3: the interleave columns (optional: older files lack them)
-REQUEST_ROW_SCHEMA_VERSION: Final = 3
+# 2: cached_tokens and the agentic columns; 3: the interleave columns (optional: older files lack them);
+# 4: chunk_t_ns (int64 ns) becomes chunk_gap_us (microsecond gaps, byog.schemas.chunk_timing), and
+#    the file records its version (parquet metadata); a file without one has the layout of 1-3
+REQUEST_ROW_SCHEMA_VERSION: Final = 4
 
 
 def load_label(
@@ -102,17 +108,16 @@ class BenchPoint(Strict):
         return load_label(self.kind, self.batch_size, self.concurrency, self.rate, self.speedup, rate_unit=" req/s")
 
 
-class RequestRow(Strict):
-    """One request as the client saw it (one parquet row). Timestamps are the client process's
-    ``time.perf_counter_ns``; only chunks that carried >= 1 output token are listed."""
+class _RequestFacts(Strict):
+    """What a request row holds besides its chunks' arrival times (``RequestRow`` holds those in
+    nanoseconds, ``StoredRequestRow`` as microsecond gaps: ``byog.schemas.chunk_timing``)."""
 
     request_index: int
     wave: int  # batch: 0..W+R-1 (warm-up waves first); other workloads: -1
     warmup: bool
     expected_n_in: int  # prompt tokens the server should count (ISL for completions)
     t_send_ns: int = 0
-    chunk_t_ns: list[int] = Field(default_factory=list)  # arrival of each chunk that carried output tokens
-    chunk_tokens: list[int] = Field(default_factory=list)  # output tokens each of those chunks carried (usage deltas)
+    chunk_tokens: list[int] = Field(default_factory=list)  # output tokens each chunk carried (usage deltas)
     n_in: int | None = None  # the server's usage.prompt_tokens
     n_out: int = 0  # the server's usage.completion_tokens
     error: str | None = None
@@ -134,6 +139,14 @@ class RequestRow(Strict):
     interleave_seq: int | None = None
     interleave_side: str | None = None  # "A" or "B" (byog.analysis.interleave.side_of)
 
+
+class RequestRow(_RequestFacts):
+    """One request as the client saw it (filled in place by the client; what the formulas read).
+    Timestamps are the client process's ``time.perf_counter_ns``; only chunks that carried >= 1
+    output token are listed. Also the parquet row of bench_row schema <= 3 (read as it is)."""
+
+    chunk_t_ns: list[int] = Field(default_factory=list)  # arrival of each chunk that carried output tokens
+
     @property
     def ok(self) -> bool:
         return self.error is None and len(self.chunk_t_ns) > 0
@@ -145,6 +158,13 @@ class RequestRow(Strict):
     @property
     def t_last_ns(self) -> int:
         return self.chunk_t_ns[-1]
+
+
+class StoredRequestRow(_RequestFacts):
+    """One parquet row of ``bench/<server>/<point>.parquet`` (bench_row schema 4): a ``RequestRow``
+    with its chunk times as microsecond gaps (``byog.schemas.chunk_timing``: gap 0 is the TTFT)."""
+
+    chunk_gap_us: list[int] = Field(default_factory=list)
 
 
 class ClientLoad(Strict):
@@ -468,14 +488,87 @@ class BenchSummary(Derived):
 
 
 register("bench_point", PointRecord, version=BENCH_SCHEMA_VERSION, files=("bench/*/*.json",))
-register("bench_row", RequestRow, version=REQUEST_ROW_SCHEMA_VERSION, files=("bench/*/*.parquet",), kind="parquet")
+register(
+    "bench_row",
+    StoredRequestRow,
+    version=REQUEST_ROW_SCHEMA_VERSION,
+    files=("bench/*/*.parquet",),
+    kind="parquet",
+    older_layouts=((3, RequestRow),),
+)
 
 
 def write_request_rows(path: Path, rows: Sequence[RequestRow]) -> None:
-    """A point's rows as parquet, ordered by request index (the same rows give the same bytes)."""
+    """A point's rows as parquet (schema 4), ordered by request index (the same rows give the same bytes)."""
     ordered = sorted(rows, key=lambda r: r.request_index)
-    tables.write_rows(path, RequestRow, ordered, compression="zstd")
+    offsets = np.zeros(len(ordered) + 1, dtype=np.int64)
+    np.cumsum([len(r.chunk_t_ns) for r in ordered], out=offsets[1:])
+    gaps = chunk_timing.gaps_us(
+        np.array([r.t_send_ns for r in ordered], dtype=np.int64),
+        offsets,
+        np.array([t for r in ordered for t in r.chunk_t_ns], dtype=np.int64),
+    ).tolist()
+    stored = []
+    for i, row in enumerate(ordered):
+        data = row.model_dump(exclude={"chunk_t_ns"})
+        data[chunk_timing.GAP_COLUMN] = gaps[offsets[i] : offsets[i + 1]]
+        stored.append(data)
+    tables.write_rows(
+        path,
+        StoredRequestRow,
+        stored,
+        compression="zstd",
+        version=REQUEST_ROW_SCHEMA_VERSION,
+        encodings={chunk_timing.GAP_COLUMN: chunk_timing.GAP_ENCODING},
+    )
+
+
+def read_request_table(path: Path) -> pa.Table:
+    """A point's rows file as an arrow table with ``RequestRow``'s columns, whatever its layout:
+    ``chunk_t_ns`` (list<int64>, ns) read as written (schema <= 3) or rebuilt from the microsecond
+    gaps (schema 4). The one reader of per-request timing: the formulas' columns
+    (``byog.analysis.request_columns``) and ``read_request_rows`` both read through it.
+
+    Raises ValueError when the file's recorded version or its columns do not fit a layout."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.ParquetFile(path).read(use_threads=False)  # not read_table: it imports pandas (0.4 s)
+    try:
+        version = tables.file_version(table.schema.metadata)
+    except ValueError as err:
+        raise ValueError(f"{path.name}: {err}") from None
+    model = REGISTRY["bench_row"].model_for(version)
+    if model is RequestRow:
+        if chunk_timing.GAP_COLUMN in table.column_names:
+            raise ValueError(f"{path.name} has {chunk_timing.GAP_COLUMN} but records no schema version 4")
+        return _as_request_rows(table)
+    if "chunk_t_ns" in table.column_names:
+        raise ValueError(f"{path.name} records schema version {version} but has chunk_t_ns")
+    if chunk_timing.GAP_COLUMN not in table.column_names:
+        return _as_request_rows(table)
+    offsets, gaps = tables.list_column(table, chunk_timing.GAP_COLUMN)
+    send = tables.int_column(table, "t_send_ns") if "t_send_ns" in table.column_names else np.zeros(table.num_rows)
+    times = chunk_timing.chunk_t_ns(send.astype(np.int64), offsets, gaps)
+    column = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), pa.array(times, type=pa.int64()))
+    return _as_request_rows(table.append_column("chunk_t_ns", column))
+
+
+def _as_request_rows(table: pa.Table) -> pa.Table:
+    """``RequestRow``'s columns in its order: a column an older file lacks holds the field's default."""
+    import pyarrow as pa
+
+    schema = tables.arrow_schema(RequestRow)
+    columns = []
+    for field in schema:
+        if field.name in table.column_names:
+            columns.append(table.column(field.name).cast(field.type))
+        else:
+            default = RequestRow.model_fields[field.name].get_default(call_default_factory=True)
+            columns.append(pa.array([default] * table.num_rows, type=field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def read_request_rows(path: Path) -> list[RequestRow]:
-    return tables.read_rows(path, RequestRow)
+    """Rows as ``RequestRow``s (unvalidated, as ``tables.read_rows``), whatever the file's layout."""
+    return [RequestRow.model_construct(**row) for row in read_request_table(path).to_pylist()]

@@ -30,6 +30,21 @@ class SchemaEntry:
     version: int  # the schema_version this model reads and writes
     files: tuple[str, ...] = ()  # globs of bundle paths this model validates (fnmatch, '/'-separated)
     kind: FileKind = "json"  # json/yaml: the whole file is one object; parquet: each row is one object
+    # parquet: the row models of older layouts, as (last version with that layout, model), oldest first
+    older_layouts: tuple[tuple[int, type[BaseModel]], ...] = ()
+
+    def model_for(self, version: int | None) -> type[BaseModel]:
+        """The row model of a parquet file of ``version`` (None: written before files recorded one).
+
+        Raises ValueError for a version newer than this byog reads."""
+        if version is None or version < self.version:
+            for last, model in self.older_layouts:
+                if version is None or version <= last:
+                    return model
+            return self.model
+        if version > self.version:
+            raise ValueError(f"schema_version {version} is newer than this byog reads ({self.version}); upgrade byog")
+        return self.model
 
     @cached_property
     def _pattern(self) -> re.Pattern[str]:
@@ -42,17 +57,25 @@ class SchemaEntry:
 REGISTRY: dict[str, SchemaEntry] = {}
 
 # Modules of byog.schemas that hold no models of their own.
-_NOT_SCHEMA_MODULES = {"registry", "export", "migrate"}
+_NOT_SCHEMA_MODULES = {"registry", "export", "migrate", "chunk_timing"}
 
 
 def register(
-    name: str, model: type[BaseModel], *, version: int, files: tuple[str, ...] = (), kind: FileKind = "json"
+    name: str,
+    model: type[BaseModel],
+    *,
+    version: int,
+    files: tuple[str, ...] = (),
+    kind: FileKind = "json",
+    older_layouts: tuple[tuple[int, type[BaseModel]], ...] = (),
 ) -> type[BaseModel]:
     """Register ``model`` under ``name``; re-registering the same model is a no-op (module reloads)."""
     existing = REGISTRY.get(name)
     if existing is not None and existing.model.__qualname__ != model.__qualname__:
         raise ValueError(f"schema name '{name}' is already registered for {existing.model.__qualname__}")
-    REGISTRY[name] = SchemaEntry(name=name, model=model, version=version, files=tuple(files), kind=kind)
+    REGISTRY[name] = SchemaEntry(
+        name=name, model=model, version=version, files=tuple(files), kind=kind, older_layouts=older_layouts
+    )
     return model
 
 

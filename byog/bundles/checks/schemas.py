@@ -1,9 +1,10 @@
 """Schemas: every bundle file a registered model describes validates against it.
 
 JSON and YAML files (parsed within bounds by the bounds check) are migrated to the current
-``schema_version`` and validated; a parquet file's columns are held against the row model (required fields present, no
-unknown columns when the model forbids extras, column types compatible with the field types). The rows'
-values are read by the recompute checks, which fail on anything unreadable.
+``schema_version`` and validated; a parquet file's columns are held against the row model of its
+layout (the version its metadata records, ``SchemaEntry.model_for``): required fields present, no
+unknown columns when the model forbids extras, column types compatible with the field types. The
+rows' values are read by the recompute checks, which fail on anything unreadable.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from byog.bundles.checks.base import VerifyContext, check
 from byog.core.errors import CheckFailed
 from byog.schemas.migrate import migrate
 from byog.schemas.registry import SchemaEntry, load_all
+from byog.schemas.tables import file_version
 
 REQUIRED_FILES = ("plan.yaml", "env.json", "summary.json", "report.md")
 
@@ -85,7 +87,10 @@ def _validate_parquet_columns(entry: SchemaEntry, name: str, path: Path) -> None
         schema = pq.read_schema(path)
     except Exception as err:  # any pyarrow error means unreadable
         raise CheckFailed(f"{name} is not a readable parquet file: {str(err).splitlines()[0]}") from None
-    model: type[BaseModel] = entry.model
+    try:
+        model: type[BaseModel] = entry.model_for(file_version(schema.metadata))
+    except ValueError as err:
+        raise CheckFailed(f"{name}: {err}") from None
     properties = _json_properties(model)
     columns = {field.name: field.type for field in schema}
     for field_name, info in model.model_fields.items():

@@ -316,6 +316,21 @@ def test_the_bundle_is_the_authors_newest_link_and_reproductions_come_from_anyon
     assert on_comment.bundle == "https://x.example/b.tgz" and on_comment.head_sha is None
 
 
+def test_a_multi_part_bundle_is_every_part_the_author_linked() -> None:
+    files = "https://github.com/user-attachments/files"
+    event = {"pull_request": {"number": 5, "user": {"login": "alice"}, "body": f"{files}/1/run.part0.tar.gz"}}
+    comments = [
+        {"user": {"login": "alice"}, "body": f"{files}/2/run.part1.tar.gz {files}/3/run.part2.tar.gz"},
+        {"user": {"login": "mallory"}, "body": f"{files}/9/run.part2.tar.gz"},  # not the author's
+        {"user": {"login": "alice"}, "body": f"{files}/4/other.part3.tar.gz {files}/5/run.part2.tar.gz"},
+        {"user": {"login": "alice"}, "body": f"{files}/6/run.part1.tar.gz"},  # the newest part 1
+    ]
+    found = find_bundles(event, comments)
+    assert found.parts == [f"{files}/1/run.part0.tar.gz", f"{files}/6/run.part1.tar.gz", f"{files}/5/run.part2.tar.gz"]
+    one = find_bundles({"pull_request": {"number": 5, "user": {"login": "alice"}, "body": f"{files}/1/b.tar.gz"}})
+    assert one.parts == [] and one.as_json()["parts"] == []
+
+
 def test_the_comment_escapes_what_the_bundle_says() -> None:
     verify = {
         "verified": False,
