@@ -92,7 +92,7 @@ def test_inspect_rows_only_for_a_wheel_image() -> None:
 def test_a_missing_or_non_wheel_file_is_one_sentence_before_any_engine(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no such file") as missing:
         build_wheel_image("cpu", tmp_path / "nope.whl")
-    bogus = tmp_path / "vllm.whl"
+    bogus = tmp_path / "vllm-0.32.0-py3-none-any.whl"
     bogus.write_text("not a zip")
     with pytest.raises(UsageError, match="is not a wheel") as not_wheel:
         build_wheel_image("cpu", bogus)
