@@ -87,7 +87,9 @@ def _read(archive: zipfile.ZipFile, names: list[str], name: str) -> str | None:
     with archive.open(name) as member:
         data = member.read(MEMBER_LIMIT_BYTES + 1)
     if len(data) > MEMBER_LIMIT_BYTES:
-        raise UsageError(f"--vllm-wheel: {name} inflates to more than {MEMBER_LIMIT_BYTES >> 20} MiB: not a real wheel's")
+        raise UsageError(
+            f"--vllm-wheel: {name} inflates to more than {MEMBER_LIMIT_BYTES >> 20} MiB: not a real wheel's"
+        )
     return data.decode(errors="replace")
 
 

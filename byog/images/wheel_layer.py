@@ -31,6 +31,11 @@ from byog.images.build import BuildResult, build_image, build_result, docker_bui
 from byog.images.context import Log
 from byog.images.engine import (
     IMAGE_LABEL_VLLM_VERSION,
+    docker_client,
+)
+from byog.images.tags import FLAVOURS, default_tag, wheel_tag
+from byog.images.wheel import WheelIdentity, checked_file_name, read_wheel_identity
+from byog.schemas.image_labels import (
     IMAGE_LABEL_WHEEL_BASE,
     IMAGE_LABEL_WHEEL_BASE_DIGESTS,
     IMAGE_LABEL_WHEEL_BASE_ID,
@@ -39,10 +44,7 @@ from byog.images.engine import (
     IMAGE_LABEL_WHEEL_FILE,
     IMAGE_LABEL_WHEEL_SHA256,
     IMAGE_LABEL_WHEEL_VERSION,
-    docker_client,
 )
-from byog.images.tags import FLAVOURS, default_tag, wheel_tag
-from byog.images.wheel import WheelIdentity, checked_file_name, read_wheel_identity
 
 WHEEL_DIR = "/tmp/byog-vllm-wheel"  # gpu, cpu: where the wheel waits for pip (removed by the same step)
 WHEEL_SITE = "/opt/byog/vllm-wheel"  # cpu-host: the installed wheel, first on PYTHONPATH

@@ -64,7 +64,7 @@ def test_not_a_wheel_is_one_sentence(tmp_path: Path) -> None:
         "vllm-0.32.0-py3-none-any .whl",
         'vllm-0.32.0-py3-none-any";x.whl',
         "vllm-0.32.0-py3-none-any;x.whl",
-        "vl\"lm-0.32.0-py3-none-any.whl",
+        'vl"lm-0.32.0-py3-none-any.whl',
         "vllm-0.32.0.whl",  # no tags: not a wheel name
         "vllm-0.32.0-1\nRUN x-py3-none-any.whl",  # packaging's own message quotes the newline
     ],
@@ -79,12 +79,14 @@ def test_a_wheel_name_that_is_not_plain_is_refused_escaped(tmp_path: Path, name:
 def test_a_metadata_bomb_is_read_bounded(tmp_path: Path) -> None:
     """A METADATA that inflates past the bound is refused after reading the bound, not inflated whole."""
     wheel = tmp_path / "vllm-0.32.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        with archive.open("vllm-0.32.0.dist-info/METADATA", "w", force_zip64=True) as member:
-            member.write(b"Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0\n")
-            zeros = b"\0" * (1 << 20)
-            for _ in range(64):  # 64 MiB inflated, ~64 kB in the wheel
-                member.write(zeros)
+    with (
+        zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED) as archive,
+        archive.open("vllm-0.32.0.dist-info/METADATA", "w", force_zip64=True) as member,
+    ):
+        member.write(b"Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0\n")
+        zeros = b"\0" * (1 << 20)
+        for _ in range(64):  # 64 MiB inflated, ~64 kB in the wheel
+            member.write(zeros)
     assert wheel.stat().st_size < 1 << 20
     with pytest.raises(UsageError, match="inflates to more than 1 MiB"):
         read_wheel_identity(wheel)

@@ -10,12 +10,6 @@ from byog.core.errors import UsageError
 from byog.images import tags
 from byog.images.engine import (
     IMAGE_LABEL_VLLM_VERSION,
-    IMAGE_LABEL_WHEEL_BASE,
-    IMAGE_LABEL_WHEEL_BASE_DIGESTS,
-    IMAGE_LABEL_WHEEL_BASE_ID,
-    IMAGE_LABEL_WHEEL_COMMIT,
-    IMAGE_LABEL_WHEEL_COMMIT_SOURCE,
-    IMAGE_LABEL_WHEEL_SHA256,
 )
 from byog.images.wheel import NO_COMMIT, WheelIdentity
 from byog.images.wheel_layer import (
@@ -27,6 +21,14 @@ from byog.images.wheel_layer import (
     wheel_rows,
 )
 from byog.runtimes.docker import resolve_image, run_ref
+from byog.schemas.image_labels import (
+    IMAGE_LABEL_WHEEL_BASE,
+    IMAGE_LABEL_WHEEL_BASE_DIGESTS,
+    IMAGE_LABEL_WHEEL_BASE_ID,
+    IMAGE_LABEL_WHEEL_COMMIT,
+    IMAGE_LABEL_WHEEL_COMMIT_SOURCE,
+    IMAGE_LABEL_WHEEL_SHA256,
+)
 
 COMMIT = "b100feed0123456789abcdef0123456789abcdef"
 SHA = "ab" * 32
