@@ -20,7 +20,7 @@ from rich.text import Text
 
 from byog.cli.console_reporter import ConsoleReporter
 from byog.core.errors import ByogError
-from byog.core.safe_text import one_line
+from byog.core.safe_text import terminal_text
 from byog.core.settings import debug
 
 # markup=False: no string byog prints (paths, plan names, error messages, bundle contents) is ever
@@ -49,7 +49,7 @@ def guarded(fn: F) -> F:
                 raise
             # Plain text, one line: an error may quote a bundle or file (markup, newlines, escapes).
             err_console.print(
-                Text.assemble(("byog:", "bold red"), " ", one_line(str(err))), highlight=False, soft_wrap=True
+                Text.assemble(("byog:", "bold red"), " ", terminal_text(str(err))), highlight=False, soft_wrap=True
             )
             raise typer.Exit(err.exit_code) from None
         except KeyboardInterrupt:

@@ -59,6 +59,7 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "tasks",
         "summary",
         "report",
+        "identity",
         "pairs",
         "commit",
         "policy",

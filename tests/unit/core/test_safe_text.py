@@ -105,3 +105,18 @@ def test_no_generated_string_of_prefix_scheme_host_and_separator_becomes_a_link(
     assert "a" not in rendered.tags and "img" not in rendered.tags
     visible = [item.replace("\u2060", "").strip() for item in rendered.items]
     assert visible == [f"x {' '.join(text.split())}" for text in texts]
+
+
+def test_terminal_text_shows_every_sequence_that_acts_on_a_terminal() -> None:
+    from byog.core.safe_text import terminal_text
+
+    osc8 = "\x1b]8;;https://evil.example\x07click\x1b]8;;\x07"
+    assert terminal_text(osc8) == "\\x1b]8;;https://evil.example\\x07click\\x1b]8;;\\x07"
+    assert terminal_text("\x1b[2J\x9b0m\u202eabc\u2066") == "\\x1b[2J\\x9b0m\\u202eabc\\u2066"
+    assert terminal_text("ok\nok   signature") == "ok\\nok signature"
+
+
+def test_md_cell_is_inert_inside_a_table() -> None:
+    from byog.core.safe_text import md_cell
+
+    assert md_cell("a | b </details> max_tokens") == "a \\| b \\</details\\> max_tokens"
