@@ -56,6 +56,7 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "bounds",
         "predicate",
         "schemas",
+        "records",
         "tasks",
         "summary",
         "report",
