@@ -10,6 +10,7 @@ from rich.console import Console
 from byog.cli.console_reporter import ConsoleReporter, say
 from byog.core.reporter import Table
 from tests.support.cmark import render_gfm
+from tests.support.hostile_47 import CLEAR, CSI_C1, FORGED, OSC8, RLO
 
 TABLE = Table("decode tok/s", ["pair", "ratio"], right={"ratio"}, notes=["a note [bold]after[/]"]).with_row(
     "cand vs base", "1.020"
@@ -61,14 +62,6 @@ def test_status_and_progress_off_a_terminal_leave_only_the_finished_bars() -> No
         task.advance(2)
         task.update(description="base [point]: invalid", style="warn")
     assert "base [point]: invalid" in out.getvalue() and "2/2" in out.getvalue()
-
-
-# What an image's builder or a bundle's author can put in a string that reaches the console.
-OSC8 = "\x1b]8;;https://evil.example\x1b\\click me\x1b]8;;\x1b\\"
-CLEAR = "\x1b[2J\x1b[H"
-RLO = "txt.\u202eexe"
-FORGED = "x\nok   signature: trusted signer alice (SHA256:forged)"
-CSI_C1 = "\x9b31mred"
 
 
 @pytest.mark.parametrize("hostile", [OSC8, CLEAR, RLO, FORGED, CSI_C1])
