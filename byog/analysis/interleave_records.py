@@ -185,14 +185,27 @@ class InterleaveCheck:
     held: set[tuple[str, str]]  # (server, point_id) whose waves may be paired by ABBA block
 
 
+def _labelled(run_dir: RunDir, server: str, point_id: str) -> bool:
+    """Whether the point's rows carry visits, reading that one column (every sequential point is asked)."""
+    import pyarrow.parquet as pq
+
+    path = run_dir.bench_rows(server, point_id)
+    if not path.is_file():
+        return False
+    rows = pq.ParquetFile(path)
+    if "interleave_seq" not in rows.schema_arrow.names:
+        return False
+    seq = rows.read(columns=["interleave_seq"], use_threads=False).column(0)
+    return seq.null_count < len(seq) and len(seq) > 0
+
+
 def _stray_labels(run_dir: RunDir, plan: Plan, points: list[BenchPoint]) -> list[str]:
     """Rows labelled with visits on a server of no interleaved pair: labels no swap ever backed."""
     paired = {name for pair in plan.interleaved_pairs for name in pair}
     found = []
     for point in points:
         for server in [s for s in point.servers if s not in paired]:
-            rows = _rows(run_dir, server, point.point_id)
-            if rows is not None and rows.interleave_seq is not None:
+            if _labelled(run_dir, server, point.point_id):
                 found.append(
                     f"{server}'s rows at {point.point_id} carry interleave labels, but the plan runs it in no "
                     "interleaved pair"
