@@ -105,7 +105,7 @@ class _ConsoleTask:
         self._description = description if description is not None else self._description
         self._style = style if style is not None else self._style
         # the column adds its own markup around the description: the text itself is escaped
-        text = escape(self._description)
+        text = escape(terminal_text(self._description))
         marked = f"[{COLOURS[self._style]}]{text}" if self._style else text
         self._progress.update(self._task, description=marked, total=total)
 
@@ -115,7 +115,9 @@ class _ConsoleBoard:
         self._progress = progress
 
     def task(self, description: str, total: int | None = None) -> ProgressTask:
-        return _ConsoleTask(self._progress, self._progress.add_task(escape(description), total=total), description)
+        return _ConsoleTask(
+            self._progress, self._progress.add_task(escape(terminal_text(description)), total=total), description
+        )
 
 
 class ConsoleReporter:
