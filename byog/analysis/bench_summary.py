@@ -22,6 +22,7 @@ import numpy as np
 from byog.analysis import counters, energy, metrics, perf_equivalence
 from byog.analysis.goodput import point_goodput, rule_of, search_result
 from byog.analysis.interleave import follows_wake
+from byog.analysis.interleave_records import check_interleaving
 from byog.analysis.request_columns import RequestColumns, read_request_columns
 from byog.analysis.resampled_median import pooled_median_of_rows
 from byog.analysis.sessions import session_summary
@@ -664,6 +665,7 @@ def summarize_bench(run_dir: RunDir, plan: Plan) -> BenchSummary:
                     entry.launch = launch
                     launch_entries.append(entry)
     _invalid_if_a_launch_is(entries, launch_entries)
+    _pair_only_where_interleaving_held(run_dir, plan, units_of)
     aa = _aa_margins(plan, points, units_of)
     margins = {(a.baseline, a.metric): a.margin for a in aa}
     comparisons = _comparisons(plan, points, units_of, margins)
@@ -677,6 +679,16 @@ def summarize_bench(run_dir: RunDir, plan: Plan) -> BenchSummary:
         rate_searches=_rate_searches(run_dir, plan),
         wake_effects=_wake_effects(plan, points, units_of),
     )
+
+
+def _pair_only_where_interleaving_held(run_dir: RunDir, plan: Plan, units_of: dict[tuple[str, str], Launches]) -> None:
+    """A wave keeps its ABBA visit (and so the paired bootstrap and the wake-up check) only where the
+    records show the pair took turns (``interleave_records``); elsewhere its label is not evidence."""
+    held = check_interleaving(run_dir, plan).held
+    for key, launches in units_of.items():
+        if key not in held:
+            for unit in (u for launch in launches for u in launch):
+                unit.seq = None
 
 
 def _wake_effects(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, str], Launches]) -> list[WakeEffect]:

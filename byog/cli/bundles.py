@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.text import Text
 
 from byog.bundles.checks.base import failure_list
 from byog.bundles.finalize import describe, seal_and_pack
@@ -25,8 +24,9 @@ from byog.cli.common import (
     command,
     console,
 )
+from byog.cli.console_reporter import say
 from byog.core.paths import RunDir
-from byog.core.safe_text import one_line
+from byog.core.safe_text import terminal_text
 from byog.report.context import PLOTS_BASE
 
 PolicyOpt = Annotated[
@@ -69,7 +69,7 @@ def bundle_join_cmd(
         max_archive_bytes=Limits().max_bundle_bytes,
         out=out,
     )
-    console.print(Text(f"{out}: {count} parts joined, as the part manifest signed by {signer.principal} names"))
+    say(console, f"{out}: {count} parts joined, as the part manifest signed by {signer.principal} names")
 
 
 @command(bundle_app, "pack")
@@ -89,7 +89,7 @@ def bundle_pack_cmd(
 ) -> None:
     """Write the manifest, sign it with your SSH key, and pack a deterministic bundle.tar.gz (at most 25 MB)."""
     packed = seal_and_pack(RunDir(run_dir), out, sign=not no_sign, subject=subject_for, claims=claims)
-    console.print(Text(describe(packed)), highlight=False, soft_wrap=True)
+    say(console, describe(packed))
 
 
 def verify_cmd(
@@ -124,21 +124,17 @@ def verify_cmd(
 
 
 def print_checks(report: VerifyReport) -> None:
-    """One line per check, and under a check that failed more than once each failure on its own line
-    (none hidden behind "and N more"). Bundle strings are printed as plain text (rich.text.Text: never markup),
-    escaped to one line (safe_text.one_line); on a terminal each line is cut to its width, so
-    nothing wraps into what could pass for another check's line."""
+    """One line per check, through the console layer's ``say`` (escaped, never markup), and under a check
+    that failed more than once each failure on its own line (none hidden behind "and N more"); on a
+    terminal each line is cut to its width, so nothing wraps into what could pass for another check's line."""
     marks = {"pass": ("ok  ", "green"), "skip": ("skip", "dim"), "fail": ("FAIL", "bold red")}
-    fit: dict[str, Any] = {"no_wrap": True, "overflow": "ellipsis"} if console.is_terminal else {"soft_wrap": True}
     for result in report.results:
         mark, style = marks[result.status]
-        console.print(
-            Text.assemble((mark, style), " ", f"{result.name}: {one_line(result.message, 400)}"), highlight=False, **fit
-        )
+        say(console, (mark, style), " ", f"{result.name}: {terminal_text(result.message, 400)}", fit=True)
         for failure in failure_list(result):
-            console.print(Text.assemble("       - ", one_line(failure, 400)), highlight=False, **fit)
+            say(console, "       - ", terminal_text(failure, 400), fit=True)
     style = "bold green" if report.verified else "bold red"
-    console.print(Text.assemble(one_line(report.bundle, 200), ": ", (report.verdict(), style)), highlight=False, **fit)
+    say(console, terminal_text(report.bundle, 200), ": ", (report.verdict(), style), fit=True)
 
 
 def report_cmd(
@@ -176,14 +172,11 @@ def report_cmd(
         allow_unsigned=allow_unsigned,
     )
     for line in written.not_shown:
-        console.print(Text(one_line(line, 300), style="yellow"), highlight=False, soft_wrap=True)
+        say(console, terminal_text(line, 300), style="yellow")
     shown = f", {written.reproductions} reproduction(s) shown" if written.reproductions else ""
-    console.print(
-        Text(
-            f"wrote {written.report_md} and {len(written.plots)} plots under "
-            f"{written.report_md.parent / 'plots'}{shown}"
-        ),
-        highlight=False,
+    say(
+        console,
+        f"wrote {written.report_md} and {len(written.plots)} plots under {written.report_md.parent / 'plots'}{shown}",
     )
 
 
@@ -216,4 +209,4 @@ def attach_cmd(
     message = attach(
         bundle, pr, repo, allowed_signers=allowed_signers, policy=policy, claims=claims, allow_unsigned=allow_unsigned
     )
-    console.print(Text(message), highlight=False, soft_wrap=True)
+    say(console, message)

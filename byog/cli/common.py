@@ -20,7 +20,7 @@ from rich.text import Text
 
 from byog.cli.console_reporter import ConsoleReporter
 from byog.core.errors import ByogError, PlanProblems
-from byog.core.safe_text import one_line
+from byog.core.safe_text import terminal_text
 from byog.core.settings import debug
 
 # markup=False: no string byog prints (paths, plan names, error messages, bundle contents) is ever
@@ -50,10 +50,10 @@ def guarded(fn: F) -> F:
             # Plain text, one line each: an error may quote a bundle or file (markup, newlines, escapes).
             lines = err.lines() if isinstance(err, PlanProblems) else [str(err)]
             err_console.print(
-                Text.assemble(("byog:", "bold red"), " ", one_line(lines[0])), highlight=False, soft_wrap=True
+                Text.assemble(("byog:", "bold red"), " ", terminal_text(lines[0])), highlight=False, soft_wrap=True
             )
             for line in lines[1:]:
-                err_console.print("  " + one_line(line), highlight=False, soft_wrap=True)
+                err_console.print("  " + terminal_text(line), highlight=False, soft_wrap=True)
             _print_resume(err)
             raise typer.Exit(err.exit_code) from None
         except KeyboardInterrupt as err:
@@ -70,7 +70,9 @@ def _print_resume(err: BaseException) -> None:
     """The command that resumes the stopped work, where the layer below named one."""
     resume = getattr(err, "resume", None)
     if resume:
-        err_console.print(Text.assemble(("to resume: ", "bold"), one_line(resume)), highlight=False, soft_wrap=True)
+        err_console.print(
+            Text.assemble(("to resume: ", "bold"), terminal_text(resume)), highlight=False, soft_wrap=True
+        )
 
 
 def command(app: typer.Typer, name: str, **kwargs: Any) -> Callable[[F], F]:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from byog.cli.common import JsonOpt, command, console, err_console, print_json
-from byog.cli.console_reporter import print_table
+from byog.cli.console_reporter import print_table, say
 from byog.core.reporter import Table
 from byog.images.build import build_image
 from byog.images.inspect import inspect_image
@@ -40,7 +41,7 @@ def image_build_cmd(
     """Build an eval image on the local Docker engine and print its tag, id, build time and size."""
 
     def log(line: str) -> None:
-        err_console.print(line, style="dim", highlight=False, markup=False)
+        say(err_console, line, style="dim")
 
     if vllm_wheel is not None:
         result = build_wheel_image(flavour, vllm_wheel, tag, log=log, nocache=no_cache, platform=platform)
@@ -49,10 +50,10 @@ def image_build_cmd(
     if as_json:
         print_json(result.to_dict())
     else:
-        console.print(
+        say(
+            console,
             f"built {result.tag} ({result.image_id[:19]}, {result.platform or 'platform unknown'}) "
             f"in {result.build_s:.1f} s, {result.size_bytes / 1e6:.0f} MB",
-            highlight=False,
         )
 
 
@@ -70,9 +71,15 @@ def image_inspect_cmd(
         print_json(info)
         return
 
+    print_table(console, inspect_table(image, info))
+
+
+def inspect_table(image: str, info: dict[str, Any]) -> Table:
+    """``image inspect``'s table; every value (the image's labels are its builder's text) is escaped
+    where it is printed (``print_table``)."""
     table = Table(image, ["field", "value"], show_header=False)
     table = table.with_row("id", info["id"])
-    table = table.with_row("repo digests", "\n".join(info["repo_digests"]) or "none (built here, never pushed)")
+    table = table.with_row("repo digests", ", ".join(info["repo_digests"]) or "none (built here, never pushed)")
     table = table.with_row("tags", ", ".join(info["repo_tags"]))
     table = table.with_row(
         "vLLM", f"{info['vllm_version']} (from {info['vllm_version_from']})" if info["vllm_version"] else "unknown"
@@ -83,5 +90,5 @@ def image_inspect_cmd(
     table = table.with_row("size", f"{info['size_bytes'] / 1e6:.0f} MB")
     table = table.with_row("created", str(info["created"]))
     for key, value in sorted(info["labels"].items()):
-        table = table.with_row(f"label {key}", value)
-    print_table(console, table)
+        table = table.with_row(f"label {key}", str(value))
+    return table

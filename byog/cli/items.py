@@ -6,15 +6,14 @@ import dataclasses
 from pathlib import Path
 
 import typer
-from rich.text import Text
 
 from byog.analysis import discordant
 from byog.bundles.items import load_discordant
 from byog.cli.bundles import AllowUnsignedOpt
 from byog.cli.common import AllowedSignersOpt, JsonOpt, console, print_json
-from byog.cli.console_reporter import print_table
+from byog.cli.console_reporter import print_table, say
 from byog.core.reporter import Table
-from byog.core.safe_text import json_safe, one_line
+from byog.core.safe_text import json_safe, terminal_text
 
 
 def items_cmd(
@@ -35,12 +34,13 @@ def items_cmd(
         return
     for flipped in found:
         title = (
-            f"{one_line(flipped.task, 60)}, {one_line(flipped.candidate, 60)} vs {one_line(flipped.baseline, 60)}: "
+            f"{terminal_text(flipped.task, 60)}, {terminal_text(flipped.candidate, 60)} vs "
+            f"{terminal_text(flipped.baseline, 60)}: "
             f"{flipped.flipped_line()} (of {flipped.n} paired; scores in points)"
             + ("; gated data: ids, hashes and scores only" if flipped.gated else "")
         )
         if not flipped.items:
-            console.print(Text(title), highlight=False)
+            say(console, title)
             continue
         table = Table(
             title,
@@ -48,7 +48,7 @@ def items_cmd(
             right={c for c in discordant.columns(flipped.gated) if "score" in c},
         )
         for item in flipped.items:
-            table = table.with_row(*(one_line(cell, 200) for cell in discordant.cells(item, flipped.gated)))
+            table = table.with_row(*(terminal_text(cell, 200) for cell in discordant.cells(item, flipped.gated)))
         print_table(console, table)
 
 

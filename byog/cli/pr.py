@@ -9,7 +9,8 @@ from pathlib import Path
 import typer
 
 from byog.bundles.pr import comment_body, read_event
-from byog.cli.common import JsonOpt, OutOpt, command, print_json
+from byog.cli.common import JsonOpt, OutOpt, command, console, print_json
+from byog.cli.console_reporter import say
 from byog.core.errors import UsageError
 from byog.core.io import atomic_write_text
 
@@ -29,7 +30,7 @@ def bundle_url_cmd(
     if as_json:
         print_json(found.as_json())
     elif found.bundle:
-        typer.echo(found.bundle)
+        say(console, found.bundle)  # the PR author's text: escaped like any other
     if not found.bundle:
         raise UsageError(f"PR #{found.pr} links no bundle (.tar.gz) posted by its author {found.author}")
 

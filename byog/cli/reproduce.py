@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.text import Text
 
 from byog.analysis.reproduction import DEFAULT_RUN_NOISE
 from byog.bundles.finalize import describe
@@ -23,10 +22,9 @@ from byog.cli.common import (
     run_dir_option,
     server_option,
 )
-from byog.cli.console_reporter import print_table
+from byog.cli.console_reporter import print_table, say
 from byog.core.errors import UsageError
 from byog.core.reporter import Table
-from byog.core.safe_text import one_line
 from byog.images.models import model_as_named
 from byog.pipeline.numerics import references
 from byog.pipeline.reproduce import (
@@ -205,31 +203,22 @@ def render(done: Reproduced) -> None:
             )
     print_table(console, table)
     for e in record.evals:
-        console.print(
-            Text.assemble(
-                f"eval {e.task} on {e.server}: {e.agreed}/{e.items} extracted answers agree "
-                f"(need {e.min_agreement:.0%}): ",
-                (e.outcome, STYLE[e.outcome]),
-            ),
-            highlight=False,
+        say(
+            console,
+            f"eval {e.task} on {e.server}: {e.agreed}/{e.items} extracted answers agree (need {e.min_agreement:.0%}): ",
+            (e.outcome, STYLE[e.outcome]),
         )
     for n in record.numerics:
-        console.print(
-            Text.assemble(
-                f"numerics {n.candidate} vs {n.baseline}: {n.original or '–'} -> {n.reproduced}: ",
-                (n.outcome, STYLE[n.outcome]),
-                f" ({n.note})" if n.note else "",
-            ),
-            highlight=False,
+        say(
+            console,
+            f"numerics {n.candidate} vs {n.baseline}: {n.original or '–'} -> {n.reproduced}: ",
+            (n.outcome, STYLE[n.outcome]),
+            f" ({n.note})" if n.note else "",
         )
-    console.print(
-        Text(
-            f"hardware: {record.hardware.reproduced}"
-            + ("" if record.hardware.same else f" (the original ran on {record.hardware.original}: ratios only)")
-        )
-    )
-    console.print(Text.assemble("outcome: ", (record.outcome, STYLE[record.outcome])))
-    console.print(Text(describe(done.packed)), soft_wrap=True)
+    original = "" if record.hardware.same else f" (the original ran on {record.hardware.original}: ratios only)"
+    say(console, f"hardware: {record.hardware.reproduced}{original}")
+    say(console, "outcome: ", (record.outcome, STYLE[record.outcome]))
+    say(console, describe(done.packed))
 
 
 def _launch(planned: Planned, name: str) -> dict[str, Any]:
@@ -334,7 +323,7 @@ def _point_request(plan: Plan, workload: str) -> dict[str, Any]:
 
 
 def _line(text: str, indent: int = 0) -> None:
-    console.print(Text(" " * indent + one_line(text)), highlight=False, soft_wrap=True)
+    say(console, text, indent=indent)
 
 
 def render_dry_run(planned: Planned) -> None:
@@ -376,5 +365,5 @@ def render_dry_run(planned: Planned) -> None:
     for line in dropped_lines(planned):
         _line(line, 2)
     for warning in [*shown["warnings"], *([shown["model_needed"]] if shown["model_needed"] else [])]:
-        console.print(Text("⚠ " + one_line(warning), style="yellow"), highlight=False, soft_wrap=True)
+        say(console, "⚠ " + warning, style="yellow")
     _line(f"seed {shown['seed']}; nothing was started (--dry-run)")

@@ -5,13 +5,18 @@ claim label, an error text) may carry rich markup (``[green]ok[/]``), newlines a
 that print fake "ok signature" lines, lone surrogates that break JSON consumers, or markdown
 and HTML that turn a PR comment into links, images and @mentions.
 
-- ``one_line``: control characters (C0, DEL, C1), newlines and Unicode bidi/format characters
-  become visible escapes (``\\n``, ``\\x1b``, ``\\u202e``); whitespace runs collapse to one space;
-  lone surrogates become ``\\udcXX``. Printed as ``rich.text.Text`` (never parsed as markup),
-  each check stays one line.
+One escaper per destination:
+
+- a terminal: ``terminal_text`` (``one_line``): control characters (C0, DEL, C1), newlines and
+  Unicode bidi/format characters become visible escapes (``\\n``, ``\\x1b``, ``\\u202e``), so
+  an ESC sequence (clear-screen, an OSC 8 link, a colour) prints as its characters and U+202E
+  reorders nothing; whitespace runs collapse to one space; lone surrogates become ``\\udcXX``.
+  The CLI's console layer (``byog.cli.console_reporter``: ``say``, ``print_table``,
+  ``ConsoleReporter``) takes every string through it and prints it as ``rich.text.Text`` (never
+  parsed as markup), so each line stays one line.
 - ``json_safe``: a JSON-ready copy: strings through ``one_line``'s escaping of surrogates, non-finite
   floats as null, dict keys as strings; ``json.dumps(json_safe(x), allow_nan=False)`` cannot fail.
-- ``md_text``, ``md_code``, ``md_fence``: one bundle field as GitHub markdown text, an inline
+- markdown: ``md_text``, ``md_code``, ``md_fence``: one bundle field as GitHub markdown text, an inline
   code span or a code block, inert: no markup, HTML, link, image, @mention or issue reference,
   and nothing that ends the span or block. Every markdown byog writes (report.md, the PR
   comment, ``byog attach``) takes bundle text through these, once, where it enters the markdown;
@@ -80,6 +85,12 @@ def one_line(text: Any, limit: int | None = None) -> str:
     if limit is not None and len(line) > limit:
         line = line[: max(limit - 1, 0)] + "…"
     return line
+
+
+def terminal_text(text: Any, limit: int | None = None) -> str:
+    """The terminal's escaper: ``text`` as one printable line in which no character acts on the
+    terminal (``one_line``); cut to ``limit`` characters when given."""
+    return one_line(text, limit)
 
 
 def json_safe(value: Any, *, _depth: int = 0) -> Any:
@@ -171,6 +182,11 @@ def md_text(value: Any, limit: int | None = None, *, inner_underscores: bool = F
     inner = {m.start() for m in _INNER_UNDERSCORE.finditer(text)} if inner_underscores else set()
     out = "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIAL and i not in inner else ch for i, ch in enumerate(text))
     return f"\\{out}" if out[:1] in ("+", "-") else out
+
+
+def md_cell(value: Any, limit: int | None = None) -> str:
+    """Text inside a markdown table's cell: ``md_text`` (underscores inside words kept) and ``|`` escaped."""
+    return md_text(value, limit, inner_underscores=True).replace("|", "\\|")
 
 
 def md_code(value: Any, limit: int | None = None) -> str:

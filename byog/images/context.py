@@ -21,6 +21,7 @@ else:  # Python 3.10: the same parser, from PyPI
 from byog.core.errors import ByogError, EnvironmentProblem
 from byog.core.settings import TORCH_WHEEL_ENV, cache_dir
 from byog.images.models import prepare_builtin_smollm2
+from byog.images.wheel import file_name_problem
 
 Log = Callable[[str], None]
 
@@ -147,9 +148,13 @@ def find_torch_wheel(version: str) -> Path | None:
     """A local CPU torch wheel of ``version`` for CPython 3.11 (BYOG_TORCH_WHEEL, then pip's find-links)."""
     explicit = os.environ.get(TORCH_WHEEL_ENV)
     if explicit:
+        problem = file_name_problem(Path(explicit).name)
+        if problem:
+            raise ByogError(f"{TORCH_WHEEL_ENV}: {problem}")
         return Path(explicit)
     dirs = [d for d in os.environ.get("PIP_FIND_LINKS", "").split() if d]
     for directory in dirs:
         for wheel in sorted(Path(directory.removeprefix("file://")).glob(f"torch-{version}+cpu-cp311-*.whl")):
-            return wheel
+            if file_name_problem(wheel.name) is None:  # the name lands in the build context
+                return wheel
     return None

@@ -27,28 +27,6 @@ IMAGE_LABEL_BASE = "byog.base"  # the base image reference, pinned by digest (or
 IMAGE_LABEL_HOST_PYTHON = "byog.host-python"  # "mount": the image runs the host's Python, mounted read-only
 IMAGE_LABEL_SYSTEM_PYTHON = "byog.system-python"  # "3.11": the distribution Python the image carries (venvs of it run)
 IMAGE_LABEL_VLLM_VERSION = "byog.vllm-version"
-# A contributor's vLLM wheel installed over a byog image (`byog image build --vllm-wheel`).
-IMAGE_LABEL_WHEEL_FILE = "byog.vllm-wheel.file"
-IMAGE_LABEL_WHEEL_SHA256 = "byog.vllm-wheel.sha256"
-IMAGE_LABEL_WHEEL_VERSION = "byog.vllm-wheel.version"
-IMAGE_LABEL_WHEEL_COMMIT = "byog.vllm-wheel.commit"  # absent when the wheel names none
-IMAGE_LABEL_WHEEL_COMMIT_SOURCE = "byog.vllm-wheel.commit-source"  # which part of the wheel named it
-IMAGE_LABEL_WHEEL_BASE = "byog.vllm-wheel.base"  # the image it was installed over: ref@id
-IMAGE_LABEL_WHEEL_BASE_ID = "byog.vllm-wheel.base-id"
-IMAGE_LABEL_WHEEL_BASE_DIGESTS = (
-    "byog.vllm-wheel.base-digests"  # its RepoDigests, space-separated; none if never pushed
-)
-WHEEL_LABELS = (
-    IMAGE_LABEL_WHEEL_FILE,
-    IMAGE_LABEL_WHEEL_SHA256,
-    IMAGE_LABEL_WHEEL_VERSION,
-    IMAGE_LABEL_WHEEL_COMMIT,
-    IMAGE_LABEL_WHEEL_COMMIT_SOURCE,
-    IMAGE_LABEL_WHEEL_BASE,
-    IMAGE_LABEL_WHEEL_BASE_ID,
-    IMAGE_LABEL_WHEEL_BASE_DIGESTS,
-)
-
 START_ENGINE_HINT = "start one with scripts/start-dockerd.sh, or point DOCKER_HOST at a running engine"
 
 

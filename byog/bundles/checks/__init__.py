@@ -5,7 +5,7 @@ name and what it needs with ``@check``): the order is declared here, not left to
 imports, because a check may require another to have passed first. First what needs no trust
 and reads only the gate members (manifest, signature), then, for a trusted signer only, the
 hashes of every other member, the subject and the content checks (bounds, predicate, schemas,
-tasks, summary, report, pairs, commit, policy, claims).
+records, tasks, summary, report, identity, pairs, commit, policy, claims).
 """
 
 from byog.bundles.checks import (
@@ -16,6 +16,7 @@ from byog.bundles.checks import (
     policy,
     predicate,
     recompute,
+    records,
     schemas,
     signature,
     tasks,
@@ -31,9 +32,11 @@ CHECKS: tuple[Check, ...] = in_order(
         bounds.within_bounds,
         predicate.predicate_matches_files,
         schemas.files_match_schemas,
+        records.records_are_possible,
         tasks.tasks_are_byogs,
         recompute.summary_recomputes,
         recompute.report_rerenders,
+        identity.identity_is_consistent,
         identity.pairs_are_fair,
         identity.bound_to_commit,
         policy.meets_policy,

@@ -8,20 +8,26 @@ per-file hashes deny; under a policy, any difference ``pairs_may_differ_in`` doe
 and so does a baseline whose code or image is not ``stock``. A side whose resolved config or
 identity is unknown makes the pair "unknown: cannot check", which any such policy fails.
 
-``commit``: under ``--for OWNER/REPO#N@SHA`` every candidate's recorded commit (every node's)
-must be that head. A released build records no commit: "not bound to a commit", which fails
-when the policy sets ``require_bound_candidates``.
+``identity``: no server's recorded identity contradicts itself (``byog.analysis.identity_consistency``:
+commit and its source, installed wheel and the image's labels, every node and rank 0).
+
+``commit``: under ``--for OWNER/REPO#N@SHA`` or ``--for OWNER/REPO@SHA`` every candidate's recorded
+commit (rank 0's and every node's) must be that commit (``byog.schemas.commits.same_commit``). A
+released build records no commit: "not bound to a commit", which fails when the policy sets
+``require_bound_candidates``.
 """
 
 from __future__ import annotations
 
 from pydantic import ValidationError
 
+from byog.analysis.identity_consistency import contradictions
 from byog.analysis.launch_diff import ALWAYS_SAME, NOT_RECORDED, unrecorded
 from byog.analysis.pair_diff import PairDiff, compare_pair
 from byog.analysis.resolved_diff import covered
 from byog.bundles.checks.base import Found, Skipped, VerifyContext, check, counted
 from byog.core.errors import CheckFailed, UsageError
+from byog.schemas.commits import same_commit
 from byog.schemas.env import EnvRecord
 from byog.schemas.migrate import migrate
 from byog.schemas.plan import ComparisonPair, Plan
@@ -130,7 +136,7 @@ def stock_failure(name: str, record: ServerRecord, stock: Stock) -> str | None:
         return f"baseline '{name}' runs vLLM {found}, not a stock version ({', '.join(stock.vllm_versions)})"
     if stock.commits is not None:
         commit = (vllm.commit if vllm is not None else None) or ""
-        if not any(_same_commit(commit, allowed.lower()) for allowed in stock.commits):
+        if not any(same_commit(commit, allowed.lower()) for allowed in stock.commits):
             return f"baseline '{name}' runs commit {commit or '(none recorded)'}, not a stock commit"
     if stock.image_digests is not None:
         digests = record.repo_digests or record.image_digests
@@ -169,14 +175,23 @@ def pairs_are_fair(ctx: VerifyContext) -> Found:
     return Found("; ".join(lines), details=details)
 
 
+@check("identity", requires=("schemas",))
+def identity_is_consistent(ctx: VerifyContext) -> Found:
+    plan = _plan(ctx)
+    names = [name for name in plan.servers if not unlaunched(ctx, name)]
+    found = [sentence for name in names for sentence in contradictions(name, _record(ctx, name))]
+    details = {"failed": found}
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        return Found(f"{found[0]}{more}", failed=True, details=details)
+    return Found(f"every server's recorded identity agrees with itself ({len(names)} servers)", details=details)
+
+
 def _commits(record: ServerRecord) -> list[str | None]:
-    """The commit each node (or the one server) recorded; None where a build names none."""
-    identities: list[ServerIdentity | None] = [n.identity for n in record.nodes or []] or [record.identity]
+    """The commit rank 0 and each node (or the one server) recorded; None where a build names none."""
+    rank0 = [record.identity] if record.identity is not None or not record.nodes else []
+    identities: list[ServerIdentity | None] = [*rank0, *(n.identity for n in record.nodes or [])]
     return [i.vllm.commit if i is not None and i.vllm is not None else None for i in identities]
-
-
-def _same_commit(a: str, b: str) -> bool:
-    return len(a) >= 7 and len(b) >= 7 and (a.startswith(b) or b.startswith(a))
 
 
 @check("commit", requires=("schemas",))
@@ -184,17 +199,18 @@ def bound_to_commit(ctx: VerifyContext) -> Found:
     plan = _plan(ctx)
     measured = {name: _commits(_record(ctx, name)) for name in plan.candidates if not unlaunched(ctx, name)}
     said = [f"{name}: {', '.join(dict.fromkeys(c or 'no commit' for c in found))}" for name, found in measured.items()]
-    head = ctx.subject_for.commit if ctx.subject_for is not None and ctx.subject_for.pr is not None else None
+    head = ctx.subject_for.commit if ctx.subject_for is not None else None
     details = {"measured": said, "head": [head] if head else []}
     if head is None:
-        raise Skipped(f"no --for OWNER/REPO#N@SHA given; measured {'; '.join(said) or 'no candidate'}")
+        raise Skipped(
+            f"no --for OWNER/REPO#N@SHA or OWNER/REPO@SHA given; measured {'; '.join(said) or 'no candidate'}"
+        )
+    whose = "the pull request's head" if ctx.subject_for is not None and ctx.subject_for.pr is not None else "commit"
     for name, commits in measured.items():
         for commit in commits:
-            if commit is not None and not _same_commit(commit, head):
+            if commit is not None and not same_commit(commit, head):
                 return Found(
-                    f"candidate '{name}' ran commit {commit}, not the pull request's head {head}",
-                    failed=True,
-                    details=details,
+                    f"candidate '{name}' ran commit {commit}, not {whose} {head}", failed=True, details=details
                 )
     unbound = [name for name, commits in measured.items() if None in commits]
     if unbound:
@@ -202,8 +218,8 @@ def bound_to_commit(ctx: VerifyContext) -> Found:
         verdict = "the policy requires one" if refused else "allowed: no policy requires one"
         return Found(
             f"candidate {', '.join(repr(n) for n in unbound)} is a released build: not bound to a commit "
-            f"({verdict}); head {head}",
+            f"({verdict}); {whose} {head}",
             failed=refused,
             details=details,
         )
-    return Found(f"every candidate ran the pull request's head {head}", details=details)
+    return Found(f"every candidate ran {whose} {head}", details=details)

@@ -53,3 +53,17 @@ def test_the_table_prints_the_block_bootstrap_ratio_beside_the_sequential_run() 
     # the one wake-up effect of the run: eager's woken B=8 waves decode 8 % slower than its continued ones
     assert "wake-up check eager decode-b8-isl128-osl128: woken/continued waves 4/4, decode ratio 0.920" in out
     assert out.count("flagged True") == 1
+
+
+def test_the_h200_run_took_turns_as_its_records_show() -> None:
+    """Real vLLM sleep/wake on an H200: the records (rows' times, both servers' swaps) show ABBA, so the
+    summary's paired bootstrap stands on them; the sequential run's rows carry no labels to check."""
+    from byog.analysis.interleave_records import check_interleaving
+    from byog.analysis.summary import plan_of
+    from byog.analysis.time_to_verdict import check_records
+
+    for sub, held in (("interleaved", 4), ("sequential", 0)):
+        rd = RunDir(ROOT / sub)
+        plan = plan_of(rd)
+        found = check_interleaving(rd, plan)
+        assert found.problems == [] and len(found.held) == held and check_records(rd, plan) == []

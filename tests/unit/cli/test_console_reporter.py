@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
-from byog.cli.console_reporter import ConsoleReporter
+from byog.cli.console_reporter import ConsoleReporter, say
 from byog.core.reporter import Table
+from tests.support.cmark import render_gfm
+from tests.support.hostile_47 import CLEAR, CSI_C1, FORGED, OSC8, RLO
 
 TABLE = Table("decode tok/s", ["pair", "ratio"], right={"ratio"}, notes=["a note [bold]after[/]"]).with_row(
     "cand vs base", "1.020"
@@ -29,7 +32,8 @@ def test_off_a_terminal_a_table_is_markdown_with_its_title_and_rows() -> None:
         "|---|---:|",
         "| cand vs base | 1.020 |",
         "",
-        "a note [bold]after[/]",
+        "a note \\[bold\\]after\\[/\\]",  # markdown text: GitHub shows the brackets
+        "",
     ]
 
 
@@ -58,3 +62,27 @@ def test_status_and_progress_off_a_terminal_leave_only_the_finished_bars() -> No
         task.advance(2)
         task.update(description="base [point]: invalid", style="warn")
     assert "base [point]: invalid" in out.getvalue() and "2/2" in out.getvalue()
+
+
+@pytest.mark.parametrize("hostile", [OSC8, CLEAR, RLO, FORGED, CSI_C1])
+@pytest.mark.parametrize("terminal", [True, False])
+def test_hostile_text_reaches_the_console_as_visible_escapes(hostile: str, terminal: bool) -> None:
+    reporter, out = _reporter(terminal=terminal)
+    say(reporter.console, "label ", hostile)
+    reporter.line(hostile, lead="lead ")
+    reporter.table(Table(hostile, ["field", "value"]).with_row(hostile, hostile))
+    printed = out.getvalue()
+    for raw in ("\x1b", "\x9b", "\u202e"):
+        assert raw not in printed
+    assert not any(line.startswith("ok   signature") for line in printed.splitlines())
+    assert "\\x1b" in printed or "\\u202e" in printed or "\\n" in printed or "\\x9b" in printed
+
+
+def test_a_piped_table_is_inert_markdown_as_github_renders_it() -> None:
+    reporter, out = _reporter(terminal=False)
+    hostile = "[link](https://evil.example) ![img](https://evil.example/i.png) @octocat </details> <b>x</b> #12 | y"
+    reporter.table(Table("items", ["answer"]).with_row(hostile))
+    html = render_gfm(out.getvalue())
+    for live in ("<a ", "<img", "</details>", "<b>"):
+        assert live not in html
+    assert "@\u2060octocat" in html and html.count("<td>") == 1  # nobody pinged; the "|" stayed in its cell

@@ -17,6 +17,7 @@ from byog.cli import app
 from byog.core.io import atomic_write_json
 from byog.core.paths import RunDir
 from tests.support.bundles_kit import TINY
+from tests.support.cmark import render_gfm
 from tests.support.flipped import HOSTILE_ANSWER, arithmetic_rows, write_task
 from tests.support.keys import allowed_signers, make_key
 from tests.support.synthetic import make_run_dir
@@ -47,7 +48,11 @@ def test_a_run_directorys_flipped_items(signed) -> None:
     assert result.exit_code == 0, result.output
     assert "4 items flipped: 2 ✓→✗, 2 ✗→✓ (of 20 paired" in result.output
     row = next(line for line in result.output.splitlines() if line.startswith(f"| {ROWS[12]['id']} |"))
-    assert ROWS[12]["question"] in row and "<img src=x onerror=alert(1)>" in row  # plain text off a terminal
+    assert "\\<img src=x onerror=alert(1)\\>" in row  # markdown off a terminal, inert
+    html = render_gfm(result.output)  # what a PR shows when the piped output is pasted into it
+    assert ROWS[12]["question"] in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    for live in ("<img", "<a ", "@octocat"):
+        assert live not in html
 
 
 def test_a_verified_bundles_flipped_items_as_json(signed) -> None:

@@ -116,3 +116,18 @@ def test_a_csv_cell_never_starts_a_formula_and_reads_back_exactly(text: str) -> 
     cell = csv_cell(text)
     assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
     assert csv_cell_read(cell) == text
+
+
+def test_terminal_text_shows_every_sequence_that_acts_on_a_terminal() -> None:
+    from byog.core.safe_text import terminal_text
+
+    osc8 = "\x1b]8;;https://evil.example\x07click\x1b]8;;\x07"
+    assert terminal_text(osc8) == "\\x1b]8;;https://evil.example\\x07click\\x1b]8;;\\x07"
+    assert terminal_text("\x1b[2J\x9b0m\u202eabc\u2066") == "\\x1b[2J\\x9b0m\\u202eabc\\u2066"
+    assert terminal_text("ok\nok   signature") == "ok\\nok signature"
+
+
+def test_md_cell_is_inert_inside_a_table() -> None:
+    from byog.core.safe_text import md_cell
+
+    assert md_cell("a | b </details> max_tokens") == "a \\| b \\</details\\> max_tokens"

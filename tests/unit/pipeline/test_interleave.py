@@ -20,8 +20,9 @@ from byog.plans.load import parse_plan
 from byog.runtimes.record import utc_now, write_server_record
 from byog.runtimes.sleep_mode import PlatformFacts
 from byog.schemas.plan import Plan, ServerConfig
-from byog.schemas.server import Endpoint, PreparedModel, ServerRecord
+from byog.schemas.server import PreparedModel, ServerRecord
 from tests.support.fake_vllm import FakeVllm
+from tests.support.interleave_run import FakeServer, interleaved_sweep
 
 # a real bench against a loopback fake: its timing is this box's (scripts/test.sh runs these alone)
 pytestmark = pytest.mark.serial
@@ -84,24 +85,6 @@ def test_a_batch_point_visits_one_wave_at_a_time_in_abba_order() -> None:
     assert [(first, end) for _, side, first, end in visits if side == "A"] == [(0, 2), (2, 3), (3, 4), (4, 5)]
 
 
-class _FakeServer:
-    def __init__(self, name: str, fake: FakeVllm) -> None:
-        self.name, self.fake = name, fake
-        self.endpoint = Endpoint(base_url=fake.base_url, model="fake")
-        self.stopped = False
-
-    def alive(self) -> bool:
-        return True
-
-    def log_tail(self, lines: int = 30) -> str:
-        return ""
-
-    def restart(self) -> None: ...
-
-    def stop(self) -> None:
-        self.stopped = True
-
-
 @pytest.fixture()
 def fakes(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, FakeVllm]]:
     made = {"stock": FakeVllm(sleep_mode=True), "cand": FakeVllm(sleep_mode=True)}
@@ -114,7 +97,7 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, FakeVllm]]:
                 server_dir / "server.json",
                 {"name": name, "starts": [{"started_at": utc_now(), "ready_after_s": 2.0}]},
             )
-            return _FakeServer(name, made[name])
+            return FakeServer(name, made[name])
 
     monkeypatch.setattr(interleave, "runtime_for", lambda config: Runtime())
     yield made
@@ -206,54 +189,14 @@ def test_union_length_counts_overlaps_once() -> None:
     assert union_length([(0, 10), (5, 15), (20, 21)]) == 16
 
 
-SWEEP_PLAN = """
-name: t
-model: {path: /m}
-servers:
-  cand: {}
-  base: {}
-baseline: base
-pairs: [{candidate: cand, baseline: base, interleave: true}]
-workloads:
-  - {kind: batch, name: decode, batch_sizes: [1, 3], isl: [5], osl: [12], warmup_waves: 1, waves: 4}
-  - {kind: concurrency, name: cl, concurrencies: [2], isl: [1], osl: [16], num_prompts: 6}
-"""
-
-
-class _NoSwap:
-    """Sleep controls of servers that share nothing (two loopback fakes): the order is what is tested."""
-
-    def __init__(self, log: list[str], name: str) -> None:
-        self.log, self.name = log, name
-
-    def sleep(self) -> float:
-        self.log.append(f"sleep {self.name}")
-        return 0.0
-
-    def wake_up(self) -> float:
-        self.log.append(f"wake {self.name}")
-        return 0.0
-
-
 def test_an_interleaved_sweep_writes_abba_rows_that_the_summary_pairs(tmp_path: Path) -> None:
     from byog.analysis.bench_summary import summarize_bench
     from byog.analysis.interleave import side_of
-    from byog.bench.ceiling import FakeConfig, FakeServerThread
-    from byog.core.reporter import NullReporter
+    from byog.analysis.interleave_records import check_interleaving
     from byog.schemas.bench import read_request_rows
 
-    plan = _plan(SWEEP_PLAN)
-    rd = RunDir(tmp_path)
-    (tmp_path / "plan.yaml").write_text(SWEEP_PLAN)
     log: list[str] = []
-    with FakeServerThread(FakeConfig(step_s=0.002)) as fa, FakeServerThread(FakeConfig(step_s=0.003)) as fb:
-        pair = interleave.Pair(plan, {"A": "base", "B": "cand"}, rd)
-        for side, name, fake in (("A", "base", fa), ("B", "cand", fb)):
-            pair.servers[side] = _FakeServer(name, fake)  # type: ignore[index,arg-type]
-            pair.controls[side] = _NoSwap(log, name)  # type: ignore[index,assignment]
-            pair.records[side] = {"swaps": []}  # type: ignore[index]
-        pair.awake = "B"
-        interleave.bench_pair(pair, rd, None, NullReporter())
+    rd, plan = interleaved_sweep(tmp_path, log)
     batch = [p for p in expand_plan(plan) if p.kind == "batch"][0]
     rows = {name: read_request_rows(rd.bench_rows(name, batch.point_id)) for name in ("base", "cand")}
     for name, side in (("base", "A"), ("cand", "B")):
@@ -262,6 +205,7 @@ def test_an_interleaved_sweep_writes_abba_rows_that_the_summary_pairs(tmp_path: 
         assert all(side_of(r.interleave_seq) == side for r in measured if r.interleave_seq is not None)
         assert sorted({r.wave for r in measured}) == [1, 2, 3, 4]  # warm-up wave 0, then one wave per visit
     assert log[:2] == ["sleep cand", "wake base"]  # visit 0 is A's
+    assert check_interleaving(rd, plan).problems == []  # the records the run wrote show it took turns
     summary = summarize_bench(rd, plan)
     units = {c.point_id: c.units for c in summary.comparisons if c.metric == "decode_tok_s"}
     assert units[batch.point_id] == "ABBA blocks"

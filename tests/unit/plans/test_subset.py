@@ -272,3 +272,35 @@ def test_the_bundles_description_and_free_text_are_not_copied() -> None:
     built = reproduction_plan(plan, Overrides(), Selection(["decode-b1-isl16-osl16"], ["candidate", "baseline"], 0))
     assert built.description == "a reproduction of hostile: decode-b1-isl16-osl16"
     assert [p.point_id for p in expand_plan(built)] == ["decode-b1-isl16-osl16"]  # ids pair with the original's
+
+
+PAIRED = """\
+name: paired
+model: {path: builtin:smollm2-135m-instruct, weights_gib: 0.3}
+servers:
+  candidate: {runtime: local, args: [--enforce-eager], env: {VLLM_X: "1"}}
+  baseline: {runtime: local, args: []}
+baseline: baseline
+pairs:
+  - {candidate: candidate, baseline: baseline, interleave: true}
+workloads:
+  - {kind: batch, name: decode, batch_sizes: [1], isl: [16], osl: [16], waves: 2}
+evals:
+  - {task: arithmetic_generated, limit: 8, passes: 3, servers: [candidate, baseline]}
+seeds: [1, 2, 3]
+"""
+
+
+def test_every_maintainer_owned_field_the_bundle_set_is_listed_as_dropped() -> None:
+    """No field leaves silently: the census lists pairs[].interleave, evals[].passes and the model's
+    size beside the fields that have an option to keep them (env)."""
+    from byog.plans.subset import dropped
+
+    bundle = parse_plan(PAIRED, "plan")
+    built = reproduction_plan(bundle, Overrides(), Selection([], ["candidate", "baseline"], 3))
+    found = {(d.server, d.what): d.value for d in dropped(bundle, built)}
+    assert found[(None, "pairs[0].interleave")] == "true"
+    assert found[(None, "evals[0].passes")] == "3"
+    assert found[(None, "model.weights_gib")] == "0.3"
+    assert found[("candidate", "env")] == "1"  # once, with its option (not again from the census)
+    assert len(found) == 4

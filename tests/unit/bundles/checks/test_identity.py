@@ -38,7 +38,12 @@ def resolved(name: str) -> dict[str, Any]:
 
 def identity(commit: str | None = COMMIT, weights: str = WEIGHTS) -> dict[str, Any]:
     return {
-        "vllm": {"distribution": "vllm", "version": "0.32.0", "commit": commit, "commit_source": "vllm/_version.py"},
+        "vllm": {
+            "distribution": "vllm",
+            "version": "0.32.0",
+            "commit": commit,
+            "commit_source": "vllm/_version.py" if commit else None,
+        },
         "weights": {"path": "/models/smol", "weights_sha256": weights, "tokenizer_sha256": "b" * 64, "files": {}},
     }
 
@@ -48,10 +53,16 @@ def edit_server(run_dir: RunDir, name: str, **changes: Any) -> None:
     atomic_write_json(path, {**json.loads(path.read_text()), **changes})
 
 
-def pack(tmp_path: Path, run_dir: RunDir, subject: str | None = None) -> tuple[Path, Path]:
+def pack(
+    tmp_path: Path, run_dir: RunDir, subject: str | None = None, forged: dict[str, Any] | None = None
+) -> tuple[Path, Path]:
+    """Sign the run as a bundle; ``forged``: the candidate's server.json changes written after byog's
+    summary and report (what a hostile contributor's own tools would write)."""
     summary = derive_summary(run_dir)
     atomic_write_json(run_dir.summary_json, summary.to_json())
     atomic_write_text(run_dir.report_md, render_report(run_dir, summary))
+    if forged:
+        edit_server(run_dir, "candidate", **forged)
     key, public = make_key(tmp_path, "alice")
     allowed = allowed_signers(tmp_path / "allowed", [("alice@example.com", public)])
     return seal_and_pack(run_dir, tmp_path / "b.tar.gz", key=key, subject=subject).bundle, allowed
@@ -204,3 +215,95 @@ def test_only_a_server_with_no_file_at_all_counts_as_not_launched() -> None:
     names = ["plan.yaml", "servers/stock/server.json", "numerics/stock/record.json", "bench/hidden/p.parquet"]
     ctx: Any = SimpleNamespace(names=names)
     assert unlaunched(ctx, "dummy-compiled") and not unlaunched(ctx, "stock") and not unlaunched(ctx, "hidden")
+
+
+OTHER = "fedcba9876543210fedcba9876543210fedcba98"
+
+
+def _labelled(sha: str, commit: str | None = None) -> dict[str, Any]:
+    labels = {"byog.vllm-wheel.sha256": sha, **({"byog.vllm-wheel.commit": commit} if commit else {})}
+    return {**identity(), "image": {"id": "sha256:" + "c" * 64, "labels": labels}}
+
+
+def _wheel(sha: str) -> dict[str, Any]:
+    found = identity()
+    found["vllm"]["wheel_sha256"] = sha
+    return found
+
+
+def _with_version(version: str, source: str | None = "vllm/_version.py") -> dict[str, Any]:
+    found = identity()
+    found["vllm"].update(version=version, commit_source=source)
+    return found
+
+
+def _nodes(rank0: str, others: str) -> dict[str, Any]:
+    return {
+        "identity": identity(commit=rank0),
+        "nodes": [{"rank": 0, "identity": identity(commit=rank0)}, {"rank": 1, "identity": identity(commit=others)}],
+    }
+
+
+# Each: what the candidate's server.json says, the failure verify must give (its start). Before this
+# check existed every one of them verified.
+HOSTILE_IDENTITIES: dict[str, tuple[dict[str, Any], str]] = {
+    "commit is a shell command": (
+        {"identity": identity(commit="HEAD; $(touch /tmp/pwned)")},
+        "schemas: servers/candidate/server.json",
+    ),
+    "commit is a branch name": ({"identity": identity(commit="main")}, "schemas: servers/candidate/server.json"),
+    "commit is the head and free text": (
+        {"identity": identity(commit=f"{COMMIT} (rebased onto main)")},
+        "schemas: servers/candidate/server.json",
+    ),
+    "commit in capitals": ({"identity": identity(commit=COMMIT.upper())}, "schemas: servers/candidate/server.json"),
+    "wheel sha256 is not the image's label": (
+        {"identity": {**_labelled("b" * 64), "vllm": _wheel("a" * 64)["vllm"]}},
+        f"identity: server 'candidate': the installed wheel's sha256 {'a' * 64} is not the image label",
+    ),
+    "commit is not the image's label": (
+        {"identity": _labelled("a" * 64, commit=OTHER)},
+        f"identity: server 'candidate': the installed vLLM records commit {COMMIT}, the image label",
+    ),
+    "commit with no source": (
+        {"identity": _with_version("0.32.0", source=None)},
+        f"identity: server 'candidate' records commit {COMMIT} but no source",
+    ),
+    "version's +g<sha> names another commit": (
+        {"identity": _with_version("0.32.1.dev3+gfedcba98")},
+        f"identity: server 'candidate' records commit {COMMIT} (vllm/_version.py) but its version",
+    ),
+    "a node ran another commit than rank 0": (
+        _nodes(rank0=OTHER, others=COMMIT),
+        f"identity: server 'candidate' node 1 ran commit {COMMIT} while rank 0 ran {OTHER}",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_IDENTITIES))
+def test_an_identity_that_contradicts_itself_fails_naming_both(tmp_path: Path, run_dir: RunDir, case: str) -> None:
+    changes, failure = HOSTILE_IDENTITIES[case]
+    bundle, allowed = pack(tmp_path, run_dir, forged=changes)
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert not report.verified
+    assert report.failures[0].startswith(failure), report.failures
+    if failure.startswith("schemas"):
+        assert "identity.vllm.commit" in report.failures[0]
+
+
+def test_nodes_that_ran_the_head_do_not_hide_rank_0s_other_commit(tmp_path: Path, run_dir: RunDir) -> None:
+    edit_server(run_dir, "candidate", **_nodes(rank0=OTHER, others=COMMIT))
+    bundle, allowed = pack(tmp_path, run_dir, subject="octo/repo#5")
+    report = verify_bundle(bundle, allowed_signers=allowed, subject_for=f"octo/repo#5@{COMMIT}")
+    assert f"commit: candidate 'candidate' ran commit {OTHER}, not the pull request's head {COMMIT}" in report.failures
+
+
+def test_for_a_commit_without_a_pr_number_checks_the_measured_commit(tmp_path: Path, run_dir: RunDir) -> None:
+    """``--for OWNER/REPO@SHA`` holds the signed subject and the commit the candidates ran, as ``#N@SHA`` does."""
+    bundle, allowed = pack(tmp_path, run_dir, subject=f"octo/repo@{OTHER}")
+    report = verify_bundle(bundle, allowed_signers=allowed, subject_for=f"octo/repo@{OTHER}")
+    assert report.failures == [f"commit: candidate 'candidate' ran commit {COMMIT}, not commit {OTHER}"]
+    (tmp_path / "same").mkdir()
+    bundle, allowed = pack(tmp_path / "same", run_dir, subject=f"octo/repo@{COMMIT}")
+    held = verify_bundle(bundle, allowed_signers=allowed, subject_for=f"octo/repo@{COMMIT}")
+    assert held.verified and check(held, "commit").message == f"every candidate ran commit {COMMIT}"
