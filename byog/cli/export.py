@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.text import Text
 
 from byog.bundles.export import write_tables
 from byog.bundles.results import open_results
 from byog.cli.bundles import AllowUnsignedOpt, VerifyForOpt
 from byog.cli.common import AllowedSignersOpt, console
+from byog.cli.console_reporter import say
 
 FormatOpt = Annotated[
     str, typer.Option("--format", help="csv (for spreadsheets), parquet (dtypes kept) or json (records).")
@@ -34,4 +34,4 @@ def export_cmd(
     written = write_tables(results, to, fmt)  # type: ignore[arg-type]  # write_tables refuses an unknown format
     for path in written:
         rows = len(results.table(path.stem))
-        console.print(Text(f"wrote {path} ({rows} rows)"), highlight=False, soft_wrap=True)
+        say(console, f"wrote {path} ({rows} rows)")
