@@ -54,6 +54,7 @@ SIZE_CAPS: tuple[tuple[str, int], ...] = (
     ("manifest.intoto.json.sig", 8 * KiB),
     ("signer.json", 16 * KiB),
     ("plan.yaml", 256 * KiB),
+    ("plan-pin.json", 16 * KiB),
     ("claims.yaml", 256 * KiB),
     ("env.json", 1 * MiB),
     ("servers/*/server.json", 1 * MiB),

@@ -14,7 +14,7 @@ Order (``byog.bundles.checks`` registers the checks; docs/bundles.md explains ea
    into a private temp dir (a second pass that must find the same gate members), every member
    hashed as it streams by (**hashes**);
 4. **subject** (``--for``): the signed manifest names what the bundle is for;
-5. the content checks (**bounds**, **predicate**, **schemas**, **summary**, **report**, **policy**,
+5. the content checks (**bounds**, **predicate**, **schemas**, **plan**, **summary**, **report**, **policy**,
    **claims**) run in a forked child under memory and CPU limits (``byog.bundles.isolate``),
    after the bounds check has held every file to its caps (``byog.bundles.bounds``).
 
@@ -42,7 +42,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from byog.bundles.archive import UnsafeBundle
-from byog.bundles.bounds import CAPS, Caps, load_yaml
+from byog.bundles.bounds import CAPS, Caps, load_yaml, size_cap
 from byog.bundles.checks import CHECKS, Check, CheckResult, VerifyContext, run_one
 from byog.bundles.checks.recompute import derived_summary
 from byog.bundles.comment import render_comment_report
@@ -145,6 +145,18 @@ def _load_yaml_model(path: Path | None, model: type[BaseModel], what: str) -> An
         first = err.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "(top level)"
         raise UsageError(f"{path}: '{where}': {first['msg'].removeprefix('Value error, ')}") from None
+
+
+def _read_plan(path: Path | None) -> bytes | None:
+    """--plan PATH: the plan file's bytes, within plan.yaml's size cap."""
+    if path is None:
+        return None
+    if not path.is_file():
+        raise UsageError(f"plan file {path} does not exist")
+    cap = size_cap("plan.yaml") or CAPS.max_yaml_doc_bytes
+    if path.stat().st_size > cap:
+        raise UsageError(f"plan file {path} is over {cap // 1024} KiB, the cap of a bundle's plan.yaml")
+    return path.read_bytes()
 
 
 def load_policy(path: Path | None) -> Policy | None:
@@ -291,6 +303,7 @@ def verify_bundle(
     claims: Path | None = None,
     allow_unsigned: bool = False,
     subject_for: str | BundleSubject | None = None,
+    plan: Path | None = None,
     limits: Limits = Limits(),
     caps: Caps = CAPS,
     child_limits: ChildLimits | None = None,
@@ -307,6 +320,7 @@ def verify_bundle(
     policy_model = _load_yaml_model(policy, Policy, "policy")
     claims_model = _load_yaml_model(claims, ClaimsFile, "claims")
     wanted = subject_arg(subject_for)
+    plan_given = _read_plan(plan)
     report = VerifyReport(bundle=str(bundle))
     gate_results: list[CheckResult] = []  # what held before the whole archive was read
     try:
@@ -325,6 +339,8 @@ def verify_bundle(
                 allow_unsigned=allow_unsigned,
                 subject_for=wanted,
                 caps=caps,
+                plan_given=plan_given,
+                plan_label=str(plan) if plan is not None else "the given plan",
             )
             status: dict[str, Any] = {"archive": "pass"}
             ungated = [item for item in CHECKS if not item.gated]

@@ -45,6 +45,13 @@ VerifyForOpt = Annotated[
         "with @HEAD_SHA every candidate's measured commit must be that head.",
     ),
 ]
+PlanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plan",
+        help="The plan file of the PR's tree: fail unless the bundle ran that plan (its pinned digest, and its plan.yaml).",
+    ),
+]
 
 
 bundle_app = typer.Typer(help="Seal a run directory into a signed bundle.", no_args_is_help=True)
@@ -70,6 +77,7 @@ def verify_cmd(
     claims: ClaimsOpt = None,
     allow_unsigned: AllowUnsignedOpt = False,
     subject_for: VerifyForOpt = None,
+    plan: PlanOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check a bundle: safe extraction, hashes, signer; then, for a trusted signer only: bounds, schemas, every number
@@ -81,6 +89,7 @@ def verify_cmd(
         claims=claims,
         allow_unsigned=allow_unsigned,
         subject_for=subject_for,
+        plan=plan,
     )
     if as_json:
         typer.echo(json.dumps(report.as_json(), indent=2, sort_keys=True, allow_nan=False))
