@@ -49,7 +49,7 @@ PlanOpt = Annotated[
     Path | None,
     typer.Option(
         "--plan",
-        help="The plan file of the PR's tree: fail unless the bundle ran that plan (its pinned digest, and its plan.yaml).",
+        help="The plan file of the PR's tree: fail unless the bundle ran that plan (its pinned digest and plan.yaml).",
     ),
 ]
 

@@ -66,7 +66,8 @@ def hold_to_pin(pin: PlanPin, plan_yaml: bytes, plan_yaml_doc: Any, given: bytes
     if pin.canonical_sha256 != canonical_digest:
         raise CheckFailed(
             f"the bundle did not run {label}: the run pinned sha256 {pin.file_sha256[:12]} "
-            f"(canonical {pin.canonical_sha256[:12]}), the file has {file_digest[:12]} (canonical {canonical_digest[:12]})"
+            f"(canonical {pin.canonical_sha256[:12]}), the file has {file_digest[:12]} "
+            f"(canonical {canonical_digest[:12]})"
         )
     # The pin is the contributor's to write: plan.yaml (what verify re-derives the run from) must be this plan too.
     try:
