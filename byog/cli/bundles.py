@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from byog.bundles.attestations import emit
 from byog.bundles.finalize import describe, seal_and_pack
 from byog.bundles.keys import add_github_user
 from byog.bundles.publish import attach, write_report
@@ -22,6 +23,7 @@ from byog.cli.common import (
     command,
     console,
 )
+from byog.core.io import sha256_file
 from byog.core.paths import RunDir
 from byog.core.safe_text import one_line
 from byog.report.context import PLOTS_BASE
@@ -52,6 +54,14 @@ PlanOpt = Annotated[
         help="The plan file of the PR's tree: fail unless the bundle ran that plan (its pinned digest and plan.yaml).",
     ),
 ]
+EmitOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--emit-attestations",
+        help="Write the bundle's in-toto test-result statements (as verify rebuilt them) and verify's own "
+        "Simple Verification Result into this folder.",
+    ),
+]
 
 
 bundle_app = typer.Typer(help="Seal a run directory into a signed bundle.", no_args_is_help=True)
@@ -78,6 +88,7 @@ def verify_cmd(
     allow_unsigned: AllowUnsignedOpt = False,
     subject_for: VerifyForOpt = None,
     plan: PlanOpt = None,
+    emit_attestations: EmitOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check a bundle: safe extraction, hashes, signer; then, for a trusted signer only: bounds, schemas, every number
@@ -91,6 +102,11 @@ def verify_cmd(
         subject_for=subject_for,
         plan=plan,
     )
+    if emit_attestations is not None:
+        found = next((r for r in report.results if r.name == "attestations" and r.status == "pass"), None)
+        passed = [r.name for r in report.results if r.status == "pass"]
+        lines = (found.details or {}).get("statements", []) if found is not None else []
+        emit(emit_attestations, lines, passed, report.verified, sha256_file(bundle))
     if as_json:
         typer.echo(json.dumps(report.as_json(), indent=2, sort_keys=True, allow_nan=False))
     else:

@@ -5,10 +5,11 @@ name and what it needs with ``@check``): the order is declared here, not left to
 imports, because a check may require another to have passed first. First what needs no trust
 and reads only the gate members (manifest, signature), then, for a trusted signer only, the
 hashes of every other member, the subject and the content checks (bounds, predicate, schemas,
-tasks, plan, summary, report, pairs, commit, policy, claims).
+tasks, plan, summary, report, attestations, pairs, commit, policy, claims).
 """
 
 from byog.bundles.checks import (
+    attestations,
     bounds,
     claims,
     identity,
@@ -36,6 +37,7 @@ CHECKS: tuple[Check, ...] = in_order(
         plan_pin.ran_the_given_plan,
         recompute.summary_recomputes,
         recompute.report_rerenders,
+        attestations.attestations_rebuild,
         identity.pairs_are_fair,
         identity.bound_to_commit,
         policy.meets_policy,

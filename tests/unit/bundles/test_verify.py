@@ -60,6 +60,7 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "plan",
         "summary",
         "report",
+        "attestations",
         "pairs",
         "commit",
         "policy",
