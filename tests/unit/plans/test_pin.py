@@ -65,3 +65,10 @@ def test_a_tiered_run_is_held_to_the_file_it_was_cut_from() -> None:
     recorded, doc, pin = pinned(data, tier="smoke")
     assert recorded != data and pin.tier == "smoke"
     assert "byte for byte" in hold_to_pin(pin, recorded, doc, data, yaml.safe_load(data), "smoke.yaml")
+
+
+def test_a_hostile_pins_tier_is_one_sentence() -> None:
+    recorded, doc, pin = pinned(PLAN)
+    bogus = pin.model_copy(update={"tier": "bogus"})
+    with pytest.raises(CheckFailed, match=r"^p\.yaml cannot be loaded as a plan at tier 'bogus': unknown tier"):
+        hold_to_pin(bogus, recorded, doc, PLAN, yaml.safe_load(PLAN), "p.yaml")
