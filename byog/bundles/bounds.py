@@ -54,6 +54,8 @@ SIZE_CAPS: tuple[tuple[str, int], ...] = (
     ("manifest.intoto.json.sig", 8 * KiB),
     ("signer.json", 16 * KiB),
     ("plan.yaml", 256 * KiB),
+    ("plan-pin.json", 16 * KiB),
+    ("attestations.intoto.jsonl", 2 * MiB),  # rebuilt lines travel back from verify's child (4 MiB of output)
     ("claims.yaml", 256 * KiB),
     ("env.json", 1 * MiB),
     ("servers/*/server.json", 1 * MiB),

@@ -14,7 +14,7 @@ Order (``byog.bundles.checks`` registers the checks; docs/bundles.md explains ea
    into a private temp dir (a second pass that must find the same gate members), every member
    hashed as it streams by (**hashes**);
 4. **subject** (``--for``): the signed manifest names what the bundle is for;
-5. the content checks (**bounds**, **predicate**, **schemas**, **summary**, **report**, **policy**,
+5. the content checks (**bounds**, **predicate**, **schemas**, **plan**, **summary**, **report**, **policy**,
    **claims**) run in a forked child under memory and CPU limits (``byog.bundles.isolate``),
    after the bounds check has held every file to its caps (``byog.bundles.bounds``).
 
@@ -43,7 +43,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from byog.bundles.archive import UnsafeBundle
-from byog.bundles.bounds import CAPS, Caps
+from byog.bundles.bounds import CAPS, Caps, size_cap
 from byog.bundles.checks import CHECKS, Check, CheckResult, VerifyContext, run_one
 from byog.bundles.checks.recompute import derived_summary
 from byog.bundles.claims_in import load_yaml_model
@@ -129,6 +129,18 @@ class VerifyReport:
         if self.trust == "unsigned":
             return "verified, UNSIGNED: content checked without a trusted signer"
         return "verified"
+
+
+def _read_plan(path: Path | None) -> bytes | None:
+    """--plan PATH: the plan file's bytes, within plan.yaml's size cap."""
+    if path is None:
+        return None
+    if not path.is_file():
+        raise UsageError(f"plan file {path} does not exist")
+    cap = size_cap("plan.yaml") or CAPS.max_yaml_doc_bytes
+    if path.stat().st_size > cap:
+        raise UsageError(f"plan file {path} is over {cap // 1024} KiB, the cap of a bundle's plan.yaml")
+    return path.read_bytes()
 
 
 def load_policy(path: Path | None) -> Policy | None:
@@ -275,6 +287,7 @@ def verify_bundle(
     claims: Path | None = None,
     allow_unsigned: bool = False,
     subject_for: str | BundleSubject | None = None,
+    plan: Path | None = None,
     limits: Limits = Limits(),
     caps: Caps = CAPS,
     child_limits: ChildLimits | None = None,
@@ -300,6 +313,7 @@ def verify_bundle(
     policy_model = load_yaml_model(policy, Policy, "policy")
     claims_model = load_yaml_model(claims, ClaimsFile, "claims")
     wanted = subject_arg(subject_for)
+    plan_given = _read_plan(plan)
     report = VerifyReport(bundle=str(bundle))
     gate_results: list[CheckResult] = []  # what held before the whole archive was read
     try:
@@ -318,6 +332,8 @@ def verify_bundle(
                 allow_unsigned=allow_unsigned,
                 subject_for=wanted,
                 caps=caps,
+                plan_given=plan_given,
+                plan_label=str(plan) if plan is not None else "the given plan",
             )
             status: dict[str, Any] = {"archive": "pass"}
             ungated = [item for item in CHECKS if not item.gated]

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from byog.bundles.attestations import emit
 from byog.bundles.checks.base import failure_list
 from byog.bundles.finalize import describe, seal_and_pack
 from byog.bundles.keys import add_github_user
@@ -25,6 +26,7 @@ from byog.cli.common import (
     console,
 )
 from byog.cli.console_reporter import say
+from byog.core.io import sha256_file
 from byog.core.paths import RunDir
 from byog.core.safe_text import terminal_text
 from byog.report.context import PLOTS_BASE
@@ -46,6 +48,21 @@ VerifyForOpt = Annotated[
         "--for",
         help="OWNER/REPO#PR, OWNER/REPO#PR@HEAD_SHA or OWNER/REPO@COMMIT: the bundle's signed subject must be this; "
         "with @HEAD_SHA every candidate's measured commit must be that head.",
+    ),
+]
+PlanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plan",
+        help="The plan file of the PR's tree: fail unless the bundle ran that plan (its pinned digest and plan.yaml).",
+    ),
+]
+EmitOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--emit-attestations",
+        help="Write the bundle's in-toto test-result statements (as verify rebuilt them) and verify's own "
+        "Simple Verification Result into this folder.",
     ),
 ]
 
@@ -103,6 +120,8 @@ def verify_cmd(
     claims: ClaimsOpt = None,
     allow_unsigned: AllowUnsignedOpt = False,
     subject_for: VerifyForOpt = None,
+    plan: PlanOpt = None,
+    emit_attestations: EmitOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check a bundle: safe extraction, hashes, signer; then, for a trusted signer only: bounds, schemas, every number
@@ -114,7 +133,13 @@ def verify_cmd(
         claims=claims,
         allow_unsigned=allow_unsigned,
         subject_for=subject_for,
+        plan=plan,
     )
+    if emit_attestations is not None:
+        found = next((r for r in report.results if r.name == "attestations" and r.status == "pass"), None)
+        passed = [r.name for r in report.results if r.status == "pass"]
+        lines = (found.details or {}).get("statements", []) if found is not None else []
+        emit(emit_attestations, lines, passed, report.verified, sha256_file(bundle))
     if as_json:
         typer.echo(json.dumps(report.as_json(), indent=2, sort_keys=True, allow_nan=False))
     else:

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from byog.core.errors import UsageError
-from byog.core.io import atomic_write_text
+from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir, new_run_id
 from byog.core.settings import runs_dir
 from byog.images.fingerprint import environment_fingerprint
 from byog.pipeline.preflight import preflight
 from byog.pipeline.resume import keep_unchanged, newest_unfinished
-from byog.plans.load import load_plan, parse_plan
+from byog.plans.load import parse_plan, plan_source, plan_text_of
+from byog.plans.pin import make_pin
 from byog.plans.tiers import apply_tier, tiered_plan_yaml
 from byog.schemas.claims import Claim
 from byog.schemas.plan import Plan
+from byog.schemas.plan_pin import PLAN_PIN_NAME, PlanPin
 
 
 def open_run_dir(plan_ref: str | None, run_dir: Path | None, tier: str = "full") -> tuple[Plan, RunDir]:
@@ -32,16 +36,18 @@ def open_run_dir(plan_ref: str | None, run_dir: Path | None, tier: str = "full")
         if plan_ref is not None and plan_text(plan_ref, tier)[1] != recorded:
             raise UsageError(f"{run_dir} holds a run of a different plan or tier; pick a new --run-dir to start over")
         return parse_plan(recorded, str(run_dir / "plan.yaml")), RunDir(run_dir)
-    plan, text = plan_text(plan_ref, tier)
+    plan, text, pin = pinned_plan(plan_ref, tier)
     check_before_start(plan, plan_ref)
-    return plan, _new_run_dir(text, run_dir)
+    return plan, _new_run_dir(text, pin, run_dir)
 
 
-def _new_run_dir(text: str, run_dir: Path | None) -> RunDir:
+def _new_run_dir(text: str, pin: PlanPin, run_dir: Path | None) -> RunDir:
     root = run_dir or runs_dir() / new_run_id()
     if root.exists() and any(root.iterdir()):
         raise UsageError(f"{root} exists and is not a byog run directory (no plan.yaml); pick another --run-dir")
     rd = RunDir(root)
+    # Pinned before anything runs: verify --plan holds the bundle to the plan file of the PR's tree.
+    atomic_write_json(rd.root / PLAN_PIN_NAME, pin.model_dump(mode="json"))
     atomic_write_text(rd.plan_yaml, text)
     return rd
 
@@ -67,19 +73,32 @@ def open_or_resume(
     if existing and plan_ref is None and not said:  # `--run-dir` alone: the plan recorded there
         plan, rd = open_run_dir(None, run_dir, tier)
         return plan, rd, said
-    plan, text = plan_text(plan_ref, tier)
+    plan, text, pin = pinned_plan(plan_ref, tier)
     said += [f"not checked before launch: {note}" for note in check_before_start(plan, plan_ref, claims)]
     if run_dir is None or not existing:
-        return plan, _new_run_dir(text, run_dir), said
+        return plan, _new_run_dir(text, pin, run_dir), said
     rd = RunDir(run_dir)
     recorded = rd.plan_yaml.read_text(encoding="utf-8")
     if text != recorded:
         said += keep_unchanged(rd, parse_plan(recorded, str(rd.plan_yaml)), plan, text)
+        atomic_write_json(rd.root / PLAN_PIN_NAME, pin.model_dump(mode="json"))  # the edited plan is what runs on
     return plan, rd, said
 
 
 def plan_text(plan_ref: str | None, tier: str) -> tuple[Plan, str]:
-    plan, text = load_plan(plan_ref)
+    plan, text, _ = pinned_plan(plan_ref, tier)
+    return plan, text
+
+
+def pinned_plan(plan_ref: str | None, tier: str) -> tuple[Plan, str, PlanPin]:
+    """The plan as run, its text as recorded, and the pin of the plan file it came from (``byog.plans.pin``)."""
+    source, data = plan_source(plan_ref)
+    written = plan_text_of(data, source)
+    plan, text = _as_run(parse_plan(written, source), written, tier)
+    return plan, text, make_pin(source, data, yaml.safe_load(written), tier, text)
+
+
+def _as_run(plan: Plan, text: str, tier: str) -> tuple[Plan, str]:
     if tier == "full":
         return plan, text  # recorded verbatim, comments and all
     tiered = apply_tier(plan, tier)

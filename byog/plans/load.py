@@ -27,19 +27,34 @@ def builtin_profiles() -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-def resolve_plan_path(ref: str | None) -> tuple[str, str]:
-    """Return (label, yaml text) for a file path or the name of a built-in profile."""
+def plan_source(ref: str | None) -> tuple[str, bytes]:
+    """Return (label, the file's bytes as given) for a file path or the name of a built-in profile."""
     ref = ref or DEFAULT_PROFILE
     path = Path(ref)
     if path.suffix in {".yaml", ".yml"} or path.exists():
         if not path.is_file():
             raise UsageError(f"plan file {ref} does not exist")
-        return str(path), path.read_text(encoding="utf-8")
+        return str(path), path.read_bytes()
     name = ref.removeprefix("profiles/")
     if name in builtin_profiles():
-        text = (resources.files("byog.plans") / "profiles" / f"{name}.yaml").read_text(encoding="utf-8")
-        return f"built-in profile '{name}'", text
+        data = (resources.files("byog.plans") / "profiles" / f"{name}.yaml").read_bytes()
+        return f"built-in profile '{name}'", data
     raise UsageError(f"'{ref}' is neither a plan file nor a built-in profile ({', '.join(builtin_profiles())})")
+
+
+def plan_text_of(data: bytes, label: str) -> str:
+    """A plan file's bytes as text, newlines read as Python's text mode reads them."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(f"{label} is not UTF-8 (byte {err.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def resolve_plan_path(ref: str | None) -> tuple[str, str]:
+    """Return (label, yaml text) for a file path or the name of a built-in profile."""
+    label, data = plan_source(ref)
+    return label, plan_text_of(data, label)
 
 
 def _key_path(loc: tuple[object, ...]) -> str:

@@ -16,7 +16,9 @@ installed files whatever the source.
 
 The weights: the sha256 of every weight, config and tokenizer file of a local model directory,
 streamed, and cached by (path, size, mtime) in ``<cache dir>/weights-sha256.json`` so a large
-checkpoint is read once per host; a hub id is named by the revision the hub cache resolved.
+checkpoint is read once per host; a hub id is named by the revision the hub cache resolved. The
+same pass gives the folder's OpenSSF Model Signing (OMS v1.0) root digest, over every file but
+OMS's default ignore list, as ``model-signing`` computes it (``oms``).
 """
 
 from __future__ import annotations
@@ -188,6 +190,34 @@ def _hub_revision(model_id: str) -> dict[str, Any]:
     return {"hub_id": model_id, "revision": revision}
 
 
+# OpenSSF Model Signing v1.0 (OMS), method "files": what its reference implementation (model-signing) leaves
+# out of a folder by default (git's files, the signature itself), and byog's own "prepared" marker.
+OMS_IGNORED = (".byog-complete", ".git", ".gitattributes", ".github", ".gitignore", "model.sig")
+
+
+def oms_root_digest(files: dict[str, str]) -> str:
+    """OMS's root digest: sha256 over the files' raw sha256 digests, in the order of their paths' parts."""
+    root = hashlib.sha256()
+    for name in sorted(files, key=lambda name: name.split("/")):  # pathlib's order, as model-signing sorts
+        root.update(bytes.fromhex(files[name]))
+    return root.hexdigest()
+
+
+def _oms(root: Path, paths: list[Path], hashes: dict[str, str], symlinks: bool) -> dict[str, Any]:
+    """The folder's OMS digest from the pass's per-file hashes; files byog does not list go in ``other_files``."""
+    covered = {p.relative_to(root).as_posix() for p in paths if p.relative_to(root).parts[0] not in OMS_IGNORED}
+    return {
+        "root_sha256": oms_root_digest({name: hashes[name] for name in covered}),
+        "serialization": {
+            "method": "files",
+            "hash_type": "sha256",
+            "allow_symlinks": symlinks,
+            "ignore_paths": sorted(OMS_IGNORED),
+        },
+        "other_files": {name: hashes[name] for name in sorted(covered) if _kind(Path(name).name) is None},
+    }
+
+
 def model_identity(model: str, cache_dir: Path | None) -> dict[str, Any]:
     """Per-kind file hashes and digests of a local model directory, or a hub id's revision."""
     root = Path(model)
@@ -196,21 +226,35 @@ def model_identity(model: str, cache_dir: Path | None) -> dict[str, Any]:
     cache_path = cache_dir / CACHE_FILE if cache_dir is not None else None
     cache = _load_cache(cache_path) if cache_path is not None else {}
     kinds: dict[str, dict[str, str]] = {"weights": {}, "config": {}, "tokenizer": {}}
+    hashes: dict[str, str] = {}
     hashed = cached = 0
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and ".cache" not in p.relative_to(root).parts):
-        kind = _kind(path.name)
-        if kind is None:
+    everything = sorted(root.rglob("*"))
+    paths = [p for p in everything if p.is_file()]
+    for path in paths:
+        name = path.relative_to(root).as_posix()
+        in_oms = path.relative_to(root).parts[0] not in OMS_IGNORED
+        kind = _kind(path.name) if ".cache" not in path.relative_to(root).parts else None
+        if kind is None and not in_oms:
             continue
         sha, hit = file_sha256(path, cache)
-        kinds[kind][path.relative_to(root).as_posix()] = sha
+        hashes[name] = sha
+        if kind is not None:
+            kinds[kind][name] = sha
         cached, hashed = cached + hit, hashed + (not hit)
     if cache_path is not None and hashed:
         _save_cache(cache_path, cache)
+    linked_dirs = [p for p in everything if p.is_symlink() and p.is_dir()]
+    oms: dict[str, Any] = (
+        {"error": f"{linked_dirs[0].relative_to(root)} is a symlink to a folder, which OMS does not define"}
+        if linked_dirs
+        else _oms(root, paths, hashes, symlinks=any(p.is_symlink() for p in paths))
+    )
     return {
         "path": str(root),
         "weights_sha256": files_digest({**kinds["weights"], **kinds["config"]}),
         "tokenizer_sha256": files_digest(kinds["tokenizer"]) if kinds["tokenizer"] else None,
         "files": {name: sha for kind in kinds.values() for name, sha in kind.items()},
+        "oms": oms,
         "files_hashed": hashed,
         "files_cached": cached,
     }

@@ -96,6 +96,17 @@ class VllmIdentity(BaseModel):
     error: str | None = None
 
 
+class OmsDigest(BaseModel):
+    """A model folder's OpenSSF Model Signing v1.0 root digest (byog.runtimes.identity_probe.oms_root_digest)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    root_sha256: str | None = None
+    serialization: dict[str, Any] = {}  # OMS's "serialization": method, hash_type, allow_symlinks, ignore_paths
+    other_files: dict[str, str] = {}  # files OMS covers that ``files`` does not list (README.md, ...)
+    error: str | None = None  # why the folder has no OMS digest
+
+
 class ModelFilesIdentity(BaseModel):
     """A model's files: per-file sha256 and digests of a local directory, or a hub id's revision."""
 
@@ -107,6 +118,7 @@ class ModelFilesIdentity(BaseModel):
     weights_sha256: str | None = None  # weight and config files (byog.runtimes.identity_probe.files_digest)
     tokenizer_sha256: str | None = None
     files: dict[str, str] = {}
+    oms: OmsDigest | None = None
 
 
 class ImageIdentity(BaseModel):

@@ -5,14 +5,16 @@ name and what it needs with ``@check``): the order is declared here, not left to
 imports, because a check may require another to have passed first. First what needs no trust
 and reads only the gate members (manifest, signature), then, for a trusted signer only, the
 hashes of every other member, the subject and the content checks (bounds, predicate, schemas,
-records, tasks, summary, report, identity, pairs, commit, policy, claims).
+records, tasks, plan, summary, report, attestations, identity, pairs, commit, policy, claims).
 """
 
 from byog.bundles.checks import (
+    attestations,
     bounds,
     claims,
     identity,
     integrity,
+    plan_pin,
     policy,
     predicate,
     recompute,
@@ -34,8 +36,10 @@ CHECKS: tuple[Check, ...] = in_order(
         schemas.files_match_schemas,
         records.records_are_possible,
         tasks.tasks_are_byogs,
+        plan_pin.ran_the_given_plan,
         recompute.summary_recomputes,
         recompute.report_rerenders,
+        attestations.attestations_rebuild,
         identity.identity_is_consistent,
         identity.pairs_are_fair,
         identity.bound_to_commit,

@@ -91,6 +91,8 @@ class VerifyContext:
     allow_unsigned: bool = False
     subject_for: BundleSubject | None = None  # --for OWNER/REPO#N: the subject the bundle must name
     caps: Caps = CAPS
+    plan_given: bytes | None = None  # --plan PATH: the plan file the bundle must have run
+    plan_label: str = "the given plan"
     statement: Statement | None = None  # set by the manifest check
     manifest_bytes: bytes | None = None
     signer: str | None = None  # set by the signature check: "principal (SHA256:...)"

@@ -3,6 +3,7 @@ their order; weights hashed once and then read from the cache; the same answer t
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -10,6 +11,8 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+
+import pytest
 
 from byog.runtimes import identity_probe
 from byog.runtimes.identity import parse_probe
@@ -65,11 +68,11 @@ def test_weights_are_hashed_once_then_cached(tmp_path: Path) -> None:
     (model / "tokenizer.json").write_text('{"v": 1}')
     (model / "README.md").write_text("not part of the model")
     first = model_identity(str(model), tmp_path / "cache")
-    assert (first["files_hashed"], first["files_cached"]) == (3, 0)
+    assert (first["files_hashed"], first["files_cached"]) == (4, 0)  # README.md too: the OMS digest covers it
     assert first["files"]["model.safetensors"] == hashlib.sha256(b"w" * 1000).hexdigest()
     assert "README.md" not in first["files"]
     again = model_identity(str(model), tmp_path / "cache")
-    assert (again["files_hashed"], again["files_cached"]) == (0, 3)
+    assert (again["files_hashed"], again["files_cached"]) == (0, 4)
     assert again["weights_sha256"] == first["weights_sha256"]
     (model / "model.safetensors").write_bytes(b"v" * 1000)  # same size, new mtime: hashed again
     os.utime(model / "model.safetensors", ns=(1, 1))
@@ -99,3 +102,71 @@ def test_the_source_run_with_python_c_answers_the_same(tmp_path: Path) -> None:
     }
     assert parse_probe(1, "boom")["error"].startswith("the identity probe exited 1")
     assert identity_probe.__file__.endswith("identity_probe.py")
+
+
+def model_signing_root(folder: Path, tmp_path: Path) -> str:
+    """The OMS root digest model-signing itself signs for ``folder``: the subject of its DSSE statement."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from model_signing import hashing, signing
+
+    key = tmp_path / "ec.pem"
+    key.write_bytes(
+        ec.generate_private_key(ec.SECP256R1()).private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    signature = tmp_path / f"{folder.name}.sig"
+    config = signing.Config().use_elliptic_key_signer(private_key=key)
+    config.set_hashing_config(
+        hashing.Config().set_ignored_paths(paths=[".byog-complete", "model.sig"]).set_allow_symlinks(True)
+    )
+    config.sign(folder, signature)
+    payload = json.loads(base64.b64decode(json.loads(signature.read_text())["dsseEnvelope"]["payload"]))
+    assert payload["predicateType"] == "https://model_signing/signature/v1.0"
+    return str(payload["subject"][0]["digest"]["sha256"])
+
+
+def test_the_oms_root_digest_is_model_signings(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    (model / "sub").mkdir(parents=True)
+    (model / ".git").mkdir()
+    for name, data in {
+        "model.safetensors": b"w" * 3000,
+        "config.json": b"{}",
+        "tokenizer.json": b"{}",
+        "README.md": b"# card",
+        "sub.txt": b"after sub/x.bin in pathlib's order, before it in plain string order",
+        "sub/x.bin": b"x",
+        ".git/HEAD": b"ref",
+        ".gitattributes": b"*",
+        ".byog-complete": b"done",
+        "model.sig": b"not hashed",
+    }.items():
+        (model / name).write_bytes(data)
+    (model / "linked.json").symlink_to(model / "config.json")
+    found = model_identity(str(model), tmp_path / "cache")
+    oms = found["oms"]
+    assert oms["root_sha256"] == model_signing_root(model, tmp_path)
+    assert oms["serialization"]["allow_symlinks"] is True and "model.sig" in oms["serialization"]["ignore_paths"]
+    assert set(oms["other_files"]) == {"README.md", "sub.txt"}  # byog's own lists hold the rest
+    (model / "README.md").write_bytes(b"# edited card")
+    assert model_identity(str(model), tmp_path / "cache")["oms"]["root_sha256"] != oms["root_sha256"]
+
+
+def test_smollm2s_oms_digest_is_model_signings(tmp_path: Path) -> None:
+    prepared = sorted((Path.home() / ".cache" / "byog" / "models").glob("smollm2-135m-instruct-*"))
+    if not prepared:
+        pytest.skip("SmolLM2 is not prepared on this machine (~/.cache/byog/models)")
+    found = model_identity(str(prepared[0]), None)
+    assert found["oms"]["root_sha256"] == model_signing_root(prepared[0], tmp_path)
+
+
+def test_a_folder_symlink_has_no_oms_digest(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    (tmp_path / "elsewhere").mkdir()
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "more").symlink_to(tmp_path / "elsewhere")
+    error = "more is a symlink to a folder, which OMS does not define"
+    assert model_identity(str(model), None)["oms"] == {"error": error}

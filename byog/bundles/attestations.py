@@ -1,0 +1,159 @@
+"""in-toto views of a bundle's verdicts: attestations.intoto.jsonl, one test-result statement per gate.
+
+A policy engine or admission check that speaks in-toto reads byog's gates without byog: each
+accuracy verdict, each claim and the points' validity becomes a Statement v1 with predicate
+``https://in-toto.io/attestation/test-result/v0.1`` (``result`` PASSED, WARNED or FAILED, the
+gate's name under passed/warned/failedTests). Subject: each candidate's vLLM, by the commit it
+was built from (``gitCommit``) and its wheel's sha256, as read where it ran (server.json
+``identity.vllm``); a candidate that recorded neither is named by its server.json's sha256.
+Configuration: the plan (the pinned plan file's sha256, else plan.yaml's) and each server's image
+digests. The file is derived data, a pure function of the summary and the raw files, so verify
+rebuilds it and compares (``byog.bundles.checks.attestations``).
+
+``verification_result`` is the verifier's own Simple Verification Result (svr/v0.1) for
+``byog verify --emit-attestations``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from byog.analysis.claims import evaluate_claim
+from byog.core.canonical import canonical_json
+from byog.core.io import atomic_write_bytes
+from byog.core.paths import CLAIMS_NAME, RunDir
+from byog.schemas.claims import ClaimsFile
+from byog.schemas.evals import EvalVerdict
+from byog.schemas.plan_pin import PLAN_PIN_NAME
+from byog.schemas.server import ServerRecord
+from byog.schemas.summary import Summary
+
+ATTESTATIONS_NAME = "attestations.intoto.jsonl"
+SVR_NAME = "verification.intoto.json"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+TEST_RESULT = "https://in-toto.io/attestation/test-result/v0.1"
+SVR = "https://in-toto.io/attestation/svr/v0.1"
+VERIFIER_ID = "https://byog.dev/verify/v1"
+_IMAGE_DIGEST = "@sha256:"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _record(run_dir: RunDir, server: str) -> ServerRecord | None:
+    path = run_dir.server_record(server)
+    return ServerRecord.model_validate_json(path.read_bytes()) if path.is_file() else None
+
+
+def candidate_subject(run_dir: RunDir, server: str) -> dict[str, Any]:
+    """The candidate's vLLM as an in-toto ResourceDescriptor: gitCommit and the wheel's sha256 where known."""
+    record = _record(run_dir, server)
+    vllm = record.identity.vllm if record is not None and record.identity is not None else None
+    digest = {"gitCommit": vllm.commit, "sha256": vllm.wheel_sha256} if vllm is not None else {}
+    digest = {key: value for key, value in digest.items() if value}
+    if digest:
+        return {"name": f"vllm ({server})", "digest": digest}
+    path = run_dir.server_record(server)
+    name = path.relative_to(run_dir.root).as_posix()
+    return {"name": name, "digest": {"sha256": _sha256(path.read_bytes() if path.is_file() else b"")}}
+
+
+def configuration(run_dir: RunDir, servers: Iterable[str]) -> list[dict[str, Any]]:
+    """The plan and every server's image digests, as ResourceDescriptors."""
+    pin = run_dir.root / PLAN_PIN_NAME
+    plan_sha = json.loads(pin.read_bytes())["file_sha256"] if pin.is_file() else _sha256(run_dir.plan_yaml.read_bytes())
+    found = [{"name": "plan", "digest": {"sha256": plan_sha}}]
+    for server in servers:
+        record = _record(run_dir, server)
+        if record is None:
+            continue
+        for image in sorted(set(record.repo_digests) | set(record.image_digests)):
+            if _IMAGE_DIGEST in image:
+                name, digest = image.split(_IMAGE_DIGEST, 1)
+                found.append({"name": f"image {server}: {name}", "digest": {"sha256": digest}})
+    return found
+
+
+def _statement(subjects: list[dict[str, Any]], result: str, test: str, config: list[dict[str, Any]]) -> dict[str, Any]:
+    tests = {"PASSED": "passedTests", "WARNED": "warnedTests", "FAILED": "failedTests"}
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subjects,
+        "predicateType": TEST_RESULT,
+        "predicate": {"result": result, "configuration": config, tests[result]: [test]},
+    }
+
+
+def verdict_result(verdict: EvalVerdict) -> str:
+    """An accuracy verdict as a test result: equivalent passes (a screening design only warns), inconclusive warns."""
+    if verdict.verdict == "equivalent":
+        return "WARNED" if verdict.screening else "PASSED"
+    return "WARNED" if verdict.verdict == "inconclusive" else "FAILED"
+
+
+def statements(run_dir: RunDir, summary: Summary) -> list[dict[str, Any]]:
+    """One test-result statement per gate, in a fixed order: verdicts, claims, validity."""
+    candidates = summary.plan.candidates
+    config = configuration(run_dir, [*candidates, summary.plan.baseline])
+    every = [candidate_subject(run_dir, name) for name in candidates]
+    found = []
+    for v in summary.evals.verdicts:
+        test = (
+            f"accuracy {v.task}: {v.candidate} vs {v.baseline}{' (speculative)' if v.speculative else ''}: {v.verdict}"
+        )
+        found.append(_statement([candidate_subject(run_dir, v.candidate)], verdict_result(v), test, config))
+    claims_file = run_dir.root / CLAIMS_NAME
+    if claims_file.is_file():
+        for claim in ClaimsFile.model_validate(yaml.safe_load(claims_file.read_bytes())).claims:
+            outcome = evaluate_claim(summary, claim)
+            result = {"holds": "PASSED", "fails": "FAILED"}.get(outcome.outcome, "WARNED")
+            test = f"claim {outcome.label}: claimed {outcome.claimed}: {outcome.outcome}"
+            found.append(_statement(every, result, test, config))
+    invalid = [p for p in summary.bench.points if not p.valid]
+    if summary.bench.points and every:
+        test = (
+            f"validity: {len(invalid)} of {len(summary.bench.points)} points invalid"
+            if invalid
+            else f"validity: all {len(summary.bench.points)} points valid"
+        )
+        found.append(_statement(every, "FAILED" if invalid else "PASSED", test, config))
+    return found
+
+
+def attestations_bytes(run_dir: RunDir, summary: Summary) -> bytes:
+    """attestations.intoto.jsonl: one RFC 8785 canonical statement per line."""
+    return b"".join(canonical_json(s, label="an attestation") + b"\n" for s in statements(run_dir, summary))
+
+
+def verification_result(subjects: list[dict[str, Any]], properties: list[str], time_created: str) -> dict[str, Any]:
+    """The verifier's own Simple Verification Result (svr/v0.1) over the statements' subjects."""
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subjects,
+        "predicateType": SVR,
+        "predicate": {"verifier": {"id": VERIFIER_ID}, "timeCreated": time_created, "properties": properties},
+    }
+
+
+def emit(out_dir: Path, lines: list[str], passed_checks: list[str], verified: bool, bundle_sha256: str) -> list[Path]:
+    """``verify --emit-attestations DIR``: the bundle's statements (as verify rebuilt them) and verify's own SVR."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    subjects: list[dict[str, Any]] = [{"name": "bundle.tar.gz", "digest": {"sha256": bundle_sha256}}]
+    for line in lines:
+        for subject in json.loads(line)["subject"]:
+            if subject not in subjects:
+                subjects.append(subject)
+    properties = (["BYOG_VERIFIED"] if verified else []) + [f"BYOG_CHECK_{name.upper()}" for name in passed_checks]
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    written = [out_dir / ATTESTATIONS_NAME, out_dir / SVR_NAME]
+    atomic_write_bytes(written[0], "".join(line + "\n" for line in lines).encode("utf-8"))
+    atomic_write_bytes(written[1], canonical_json(verification_result(subjects, properties, now)) + b"\n")
+    return written
