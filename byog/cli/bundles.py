@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
 
-from byog.bundles.finalize import describe, seal_and_pack
-from byog.bundles.keys import add_github_user
-from byog.bundles.publish import attach, write_report
-from byog.bundles.sign import default_allowed_signers
-from byog.bundles.verify import VerifyReport, verify_bundle
 from byog.cli.common import (
     AllowedSignersOpt,
     ForOpt,
@@ -22,9 +17,11 @@ from byog.cli.common import (
     command,
     console,
 )
-from byog.core.paths import RunDir
+from byog.core.paths import PLOTS_BASE, RunDir
 from byog.core.safe_text import one_line
-from byog.report.context import PLOTS_BASE
+
+if TYPE_CHECKING:
+    from byog.bundles.verify import VerifyReport
 
 PolicyOpt = Annotated[
     Path | None,
@@ -59,6 +56,8 @@ def bundle_pack_cmd(
     subject_for: ForOpt = None,
 ) -> None:
     """Write the manifest, sign it with your SSH key, and pack a deterministic bundle.tar.gz (at most 25 MB)."""
+    from byog.bundles.finalize import describe, seal_and_pack
+
     packed = seal_and_pack(RunDir(run_dir), out, sign=not no_sign, subject=subject_for)
     console.print(Text(describe(packed)), highlight=False, soft_wrap=True)
 
@@ -74,6 +73,8 @@ def verify_cmd(
 ) -> None:
     """Check a bundle: safe extraction, hashes, signer; then, for a trusted signer only: bounds, schemas, every number
     recomputed, policy, claims."""
+    from byog.bundles.verify import verify_bundle
+
     report = verify_bundle(
         bundle,
         allowed_signers=allowed_signers,
@@ -130,6 +131,8 @@ def report_cmd(
 ) -> None:
     """Write report.md and the plots (tok/s vs batch, speedup with CI, TPOT distribution, eval deltas); a bundle is
     verified first."""
+    from byog.bundles.publish import write_report
+
     written = write_report(
         target,
         out,
@@ -159,6 +162,9 @@ def keys_add_cmd(
     ),
 ) -> None:
     """Fetch a GitHub user's public SSH signing keys into an allowed_signers file."""
+    from byog.bundles.keys import add_github_user
+    from byog.bundles.sign import default_allowed_signers
+
     added = add_github_user(github_user, allowed_signers or default_allowed_signers())
     console.print(
         f"{added.path}: {added.added} key(s) added for {added.principal}, {added.already_present} already there",
@@ -177,6 +183,8 @@ def attach_cmd(
 ) -> None:
     """Verify the bundle for OWNER/REPO#PR, then post its re-rendered report (every bundle field escaped) to the PR
     with gh."""
+    from byog.bundles.publish import attach
+
     message = attach(
         bundle, pr, repo, allowed_signers=allowed_signers, policy=policy, claims=claims, allow_unsigned=allow_unsigned
     )

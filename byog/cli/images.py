@@ -9,9 +9,6 @@ import typer
 from byog.cli.common import JsonOpt, command, console, err_console, print_json
 from byog.cli.console_reporter import print_table
 from byog.core.reporter import Table
-from byog.images.build import build_image
-from byog.images.inspect import inspect_image
-from byog.images.wheel_layer import build_wheel_image, wheel_rows
 
 image_app = typer.Typer(help="Build and inspect byog's eval images (docker SDK).", no_args_is_help=True)
 
@@ -38,6 +35,8 @@ def image_build_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Build an eval image on the local Docker engine and print its tag, id, build time and size."""
+    from byog.images.build import build_image
+    from byog.images.wheel_layer import build_wheel_image
 
     def log(line: str) -> None:
         err_console.print(line, style="dim", highlight=False, markup=False)
@@ -65,6 +64,9 @@ def image_inspect_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Id, RepoDigests, labels and the vLLM version inside an image."""
+    from byog.images.inspect import inspect_image
+    from byog.images.wheel_layer import wheel_rows
+
     info = inspect_image(image, probe_vllm=not no_probe)
     if as_json:
         print_json(info)

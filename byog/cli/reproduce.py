@@ -6,13 +6,12 @@ import json
 import math
 import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
 
-from byog.analysis.reproduction import DEFAULT_RUN_NOISE
-from byog.bundles.finalize import describe
+from byog.analysis.reproduction_defaults import DEFAULT_EVAL_ITEMS, DEFAULT_RUN_NOISE, DEFAULT_SAMPLE
 from byog.cli.common import (
     AllowedSignersOpt,
     DataDirOpt,
@@ -26,28 +25,10 @@ from byog.cli.common import (
 from byog.cli.console_reporter import print_table
 from byog.core.reporter import Table
 from byog.core.safe_text import one_line
-from byog.images.models import model_as_named
-from byog.pipeline.numerics import references
-from byog.pipeline.reproduce import (
-    DEFAULT_EVAL_ITEMS,
-    DEFAULT_SAMPLE,
-    DROPPED_HEADER,
-    Planned,
-    Reproduced,
-    ReproduceOptions,
-    dropped_lines,
-    dropped_shown,
-    plan_reproduction,
-    reproduce,
-)
-from byog.plans.expand import expand_plan
-from byog.plans.numerics_roles import launch_config
-from byog.plans.subset import Overrides
-from byog.plans.tasks import get_task
-from byog.runtimes.launch import local_vllm_argv, redact_env, server_env, vllm_serve_args
-from byog.runtimes.local import cpu_vllm_installed
-from byog.schemas.plan import AgenticWorkload, EvalSpec, Plan
-from byog.schemas.reproduction import ReproductionRecord
+
+if TYPE_CHECKING:
+    from byog.pipeline.reproduce import Planned, Reproduced
+    from byog.schemas.plan import EvalSpec, Plan
 
 STYLE = {"reproduced": "bold green", "not reproduced": "bold red", "not compared": "yellow"}  # the outcome line
 
@@ -126,6 +107,9 @@ def reproduce_cmd(
 ) -> None:
     """Re-run a sample of a bundle's points and eval items on this machine, compare them with the bundle's
     own CIs, and write a signed reproduction bundle beside it. Exit 0 when everything compared was reproduced."""
+    from byog.pipeline.reproduce import ReproduceOptions, plan_reproduction, reproduce
+    from byog.plans.subset import Overrides
+
     opts = ReproduceOptions(
         points=[p.strip() for p in (points or "").split(",") if p.strip()],
         sample=sample,
@@ -181,6 +165,9 @@ def _pct(log_value: float | None, signed: bool) -> str:
 
 
 def render(done: Reproduced) -> None:
+    from byog.bundles.finalize import describe
+    from byog.schemas.reproduction import ReproductionRecord
+
     record: ReproductionRecord = done.record
     table = Table(
         f"reproduction of {record.original.plan_name} ({record.original.bundle_sha256[:12]})",
@@ -231,6 +218,11 @@ def render(done: Reproduced) -> None:
 
 
 def _launch(planned: Planned, name: str) -> dict[str, Any]:
+    from byog.images.models import model_as_named
+    from byog.plans.numerics_roles import launch_config
+    from byog.runtimes.launch import local_vllm_argv, redact_env, server_env, vllm_serve_args
+    from byog.runtimes.local import cpu_vllm_installed
+
     config = launch_config(planned.plan, name)
     if config.runtime == "endpoint":
         return {"server": name, "runtime": "endpoint", "url": config.url, "argv": None, "env": {}}
@@ -258,6 +250,8 @@ def _launch(planned: Planned, name: str) -> dict[str, Any]:
 
 def _eval_request(plan: Plan, spec: EvalSpec) -> dict[str, Any]:
     """What each request of an eval sends besides its prompt: the task's generation settings, the plan's over them."""
+    from byog.plans.tasks import get_task
+
     task = get_task(spec.task)
     return {
         "task": spec.task,
@@ -272,6 +266,10 @@ def _eval_request(plan: Plan, spec: EvalSpec) -> dict[str, Any]:
 
 def dry_run_json(planned: Planned) -> dict[str, Any]:
     """Everything a reproduction would start and send, in launch order, and what of the bundle it leaves out."""
+    from byog.pipeline.numerics import references
+    from byog.pipeline.reproduce import dropped_shown
+    from byog.plans.expand import expand_plan
+
     plan = planned.plan
     points = [p for p in expand_plan(plan) if p.point_id in planned.points]
     numerics = None
@@ -298,6 +296,8 @@ def dry_run_json(planned: Planned) -> dict[str, Any]:
 
 def _point_request(plan: Plan, workload: str) -> dict[str, Any]:
     """How a point's requests are made: the workload's API, request body style and prompts."""
+    from byog.schemas.plan import AgenticWorkload
+
     spec = next(w for w in plan.workloads if (w.name or w.kind) == workload)
     if isinstance(spec, AgenticWorkload):
         return {}
@@ -309,6 +309,8 @@ def _line(text: str, indent: int = 0) -> None:
 
 
 def render_dry_run(planned: Planned) -> None:
+    from byog.pipeline.reproduce import DROPPED_HEADER, dropped_lines
+
     shown = dry_run_json(planned)
     _line(f"byog reproduce --dry-run: model {shown['model']}; the servers, in launch order:")
     for launch in shown["servers"]:
