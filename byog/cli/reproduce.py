@@ -25,6 +25,7 @@ from byog.cli.common import (
 from byog.cli.console_reporter import print_table
 from byog.core.reporter import Table
 from byog.core.safe_text import one_line
+from byog.schemas.plan import ServerBase
 
 if TYPE_CHECKING:
     from byog.pipeline.reproduce import Planned, Reproduced
@@ -219,32 +220,23 @@ def render(done: Reproduced) -> None:
 
 def _launch(planned: Planned, name: str) -> dict[str, Any]:
     from byog.images.models import model_as_named
+    from byog.pipeline.runtimes import runtime_for
     from byog.plans.numerics_roles import launch_config
-    from byog.runtimes.launch import local_vllm_argv, redact_env, server_env, vllm_serve_args
     from byog.runtimes.local import cpu_vllm_installed
 
     config = launch_config(planned.plan, name)
-    if config.runtime == "endpoint":
-        return {"server": name, "runtime": "endpoint", "url": config.url, "argv": None, "env": {}}
     model = model_as_named(planned.plan.model)
-    if config.multi_node:
-        argv = ["vllm", "serve", *vllm_serve_args(config, model, "<node address>", 0), "<launcher rank flags>"]
-    elif config.runtime == "docker":  # the image's entry point, bridged (or host networking)
-        argv = ["vllm", "serve", *vllm_serve_args(config, model, "0.0.0.0", 0)]
-    else:
-        argv = local_vllm_argv(config, model, "127.0.0.1", 0)
-    argv[argv.index("--port") + 1] = "<free port>"
+    cpu_build = config.runs_this_hosts_vllm and cpu_vllm_installed()
+    launch = runtime_for(config).planned(name, config, model, cpu_build=cpu_build)
+    # where and how it runs, as far as it differs from its runtime's defaults (the argv shows vLLM's settings)
+    where = config.model_dump(mode="json", exclude_defaults=True, exclude={*ServerBase.model_fields, "env", "runtime"})
     return {
         "server": name,
         "runtime": config.runtime,
-        "image": getattr(config, "image", None),
-        "nodes": config.nodes,
-        "launcher": config.launcher if config.multi_node else None,
-        "hosts": getattr(config, "hosts", []),
-        "ssh_options": getattr(config, "ssh_options", []),
-        "node_python": config.node_python,
-        "argv": argv,
-        "env": redact_env(server_env(config, cpu_build=config.runtime != "docker" and cpu_vllm_installed())),
+        "where": where,
+        "argv": launch.argv,
+        "command": launch.command,
+        "env": launch.env,
     }
 
 
@@ -314,16 +306,15 @@ def render_dry_run(planned: Planned) -> None:
     shown = dry_run_json(planned)
     _line(f"byog reproduce --dry-run: model {shown['model']}; the servers, in launch order:")
     for launch in shown["servers"]:
-        if launch["runtime"] == "endpoint":
-            _line(f"{launch['server']}: runtime endpoint, {launch['url']} (nothing launched)", 2)
-            continue
         where = [f"runtime {launch['runtime']}"]
-        where += [f"image {launch['image']}"] if launch["image"] else []
-        where += [f"{launch['nodes']} nodes ({launch['launcher']})"] if launch["launcher"] else []
-        where += [f"hosts {' '.join(launch['hosts'])}"] if launch["hosts"] else []
-        where += [f"ssh options {shlex.join(launch['ssh_options'])}"] if launch["ssh_options"] else []
-        where += [f"node python {launch['node_python']}"] if launch["node_python"] else []
+        where += [
+            f"{key.replace('_', ' ')} {shlex.join(map(str, v)) if isinstance(v, list) else shlex.quote(str(v))}"
+            for key, v in launch["where"].items()
+        ]
         _line(f"{launch['server']}: {', '.join(where)}", 2)
+        if launch["argv"] is None:  # nothing starts here, or per node
+            _line(launch["command"], 4)
+            continue
         _line(f"argv: {shlex.join(launch['argv'])}", 4)
         _line(f"env: {json.dumps(launch['env'], sort_keys=True)}", 4)
     for point in shown["points"]:

@@ -38,7 +38,7 @@ from byog.pipeline.runtimes import runtime_for
 from byog.plans.expand import BenchPoint, expand_plan
 from byog.runtimes import sleep_mode
 from byog.schemas.bench import PointRecord, RequestRow, write_request_rows
-from byog.schemas.plan import LaunchedConfig, Plan
+from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer
 
 
@@ -67,10 +67,10 @@ class Pair:
 
     def start(self, side: Side, model: PreparedModel) -> None:
         name = self.names[side]
-        base = self.plan.servers[name]
-        if not isinstance(base, LaunchedConfig):  # the plan refuses an interleaved endpoint
+        launched = self.plan.servers[name].launched()
+        if launched is None:  # the plan refuses an interleaved endpoint
             raise UsageError(f"server '{name}' is an endpoint: byog cannot start it in sleep mode")
-        config = sleep_mode.with_sleep_mode(base)
+        config = sleep_mode.with_sleep_mode(launched)
         server = runtime_for(config).launch(name, config, model, self.rd.server_dir(name))
         self.servers[side] = server
         control = sleep_mode.SleepControl(name, server.endpoint.base_url)

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from byog.core.errors import UsageError
 from byog.plans.numerics_menu import check_menu_names
 from byog.schemas.migrate import migrate
-from byog.schemas.plan import RUNTIMES, Plan
+from byog.schemas.plan import SERVER_CONFIGS, Plan
 
 # Discriminated unions add the tag to the location; dropped so the key reads as written.
 WORKLOAD_TAGS = frozenset({"batch", "concurrency", "rate", "agentic", "random", "dataset"})
@@ -50,7 +50,7 @@ def _key_path(loc: tuple[object, ...]) -> str:
 
 
 def _a_server_of(runtime: str) -> str:
-    return f"{'an' if runtime in ('endpoint', 'ssh') else 'a'} {runtime} server"
+    return f"{SERVER_CONFIGS[runtime].article} {runtime} server"
 
 
 def validation_message(err: ValidationError) -> str:
@@ -59,7 +59,7 @@ def validation_message(err: ValidationError) -> str:
     loc, message = list(first["loc"]), first["msg"].removeprefix("Value error, ")
     # A server's runtime tag follows its name; the workloads' and prompts' tags follow a list index or a key.
     runtime = None
-    if len(loc) >= 3 and loc[0] == "servers" and loc[2] in RUNTIMES:
+    if len(loc) >= 3 and loc[0] == "servers" and loc[2] in SERVER_CONFIGS:
         runtime = str(loc.pop(2))
     loc = [x for x in loc if x not in WORKLOAD_TAGS]
     if runtime is not None and len(loc) == 3 and first["type"] in ("extra_forbidden", "missing"):
