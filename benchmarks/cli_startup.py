@@ -51,7 +51,8 @@ def _small_bundle(repo: Path, folder: Path) -> tuple[Path, Path]:
         "from byog.bundles.sign import SigningKey\n"
         "from tests.support.synthetic import SyntheticSpec, make_run_dir\n"
         "folder = Path(sys.argv[1])\n"
-        "spec = SyntheticSpec(batch_sizes=(1, 2), isl=64, osl=32, warmup_waves=1, waves=1, eval_items=20, log_lines=50)\n"
+        "spec = SyntheticSpec(batch_sizes=(1, 2), isl=64, osl=32, warmup_waves=1, waves=1, eval_items=20,\n"
+        "                     log_lines=50)\n"
         "run_dir = make_run_dir(folder / 'run', spec)\n"
         "run_dir.plots_dir.mkdir(exist_ok=True)\n"
         "seal_and_pack(run_dir, folder / 'bundle.tar.gz', key=SigningKey(folder / 'key', 'bench'))\n"
@@ -90,11 +91,18 @@ def main() -> None:
             "byog --help": [sys.executable, "-m", "byog", "--help"],
             "byog verify --help": [sys.executable, "-m", "byog", "verify", "--help"],
             f"byog verify (small, {bundle.stat().st_size / 1e3:.0f} kB)": [
-                sys.executable, "-m", "byog", "verify", str(bundle), "--allowed-signers", str(allowed),
+                sys.executable,
+                "-m",
+                "byog",
+                "verify",
+                str(bundle),
+                "--allowed-signers",
+                str(allowed),
             ],
         }
         print(
-            f"CLI start-up of {repo}; python {sys.version.split()[0]}; {'taskset -c 0' if shutil.which('taskset') else 'not pinned'}; "
+            f"CLI start-up of {repo}; python {sys.version.split()[0]}; "
+            f"{'taskset -c 0' if shutil.which('taskset') else 'not pinned'}; "
             f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.runs} runs each"
         )
         print(f"{'':<34} {'min s':>7} {'median s':>9}  exit  heavy modules imported")

@@ -414,7 +414,7 @@ def per_node_launches(plan: Plan) -> dict[str, list[str]]:
 
 def slurm_batch(plan_ref: str | None, plan: Plan, tier: str) -> str | None:
     """The batch script ``byog slurm submit`` would write (default options), for a plan with slurm servers."""
-    if not any(c.runtime == "slurm" for c in plan.servers.values()):
+    if not any(c.runs_in_a_slurm_job for c in plan.servers.values()):
         return None
     opts = SubmitOptions(run_dir=default_run_dir().parent / "RUN_ID", tier=tier)
     return batch_script(plan_ref, plan, opts)

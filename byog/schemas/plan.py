@@ -99,6 +99,7 @@ class ServerBase(Strict):
     runs_this_hosts_vllm: ClassVar[bool] = False  # this host's vLLM install: its sleep-mode and CPU-build facts apply
     runs_host_python: ClassVar[bool] = False  # a maintainer's --node-python applies (not an image's interpreter)
     article: ClassVar[str] = "a"  # "a local server", "an endpoint server"
+    runs_in_a_slurm_job: ClassVar[bool] = False  # byog runs inside a Slurm allocation (``byog slurm submit``)
 
     @property
     def multi_node(self) -> bool:
@@ -299,6 +300,7 @@ class SlurmConfig(HostedConfig):
     (default: the allocation's first N)."""
 
     runtime: Literal["slurm"] = "slurm"
+    runs_in_a_slurm_job: ClassVar[bool] = True
     image: str | None = None  # the steps' container (Pyxis)
     platform: Platform | None = None
     multi_node_only: ClassVar[str | None] = (

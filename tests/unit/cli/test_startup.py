@@ -96,6 +96,7 @@ def test_every_command_runs_by_its_name_from_the_app_main_builds() -> None:
         assert result.exit_code == 0 and f" {command} " in usage, (command, result.output[:300])
 
 
+BELOW_CLI = ("byog.pipeline", "byog.bundles", "byog.runtimes", "byog.bench", "byog.report")
 HEAVY = ("pandas", "pyarrow", "matplotlib", "scipy", "vllm", "numpy", "httpx", "lm_eval", "docker")
 
 
@@ -106,8 +107,8 @@ def _loaded_after(argv: list[str]) -> list[str]:
         f"sys.argv = ['byog', *{argv!r}]\n"
         "from byog.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in "
-        f"{HEAVY!r} or m.startswith(('byog.pipeline', 'byog.bundles', 'byog.runtimes', 'byog.bench', 'byog.report'))))\n"
+        f"below = {BELOW_CLI!r}\n"
+        f"print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m.startswith(below)))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     return [line for line in out.splitlines() if line.startswith("LOADED")]
