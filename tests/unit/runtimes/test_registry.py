@@ -5,9 +5,9 @@ plan's server accept it. A runtime nothing registered is an error, not a local l
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from typer.testing import CliRunner
@@ -35,6 +35,10 @@ class ToyConfig(LaunchedConfig):
     """vLLM as the local runtime starts it, under another name."""
 
     runtime: Literal["toy"] = "toy"
+
+    def reproduced_as(self, name: str, allowed_image_digests: Collection[str], digests_hint: str) -> dict[str, Any]:
+        del name, allowed_image_digests, digests_hint
+        return {"runtime": "toy"}  # a reproduction runs it as the bundle did
 
 
 class ToyRuntime(LocalRuntime):
@@ -68,6 +72,34 @@ def test_byog_plan_prints_its_runtimes_planned_launch(toy: None, tmp_path: Path)
     # the local launch's command line, as the toy runtime reuses it
     assert "-m byog.images.vllm_entry serve" in servers["candidate"]["command"]
     assert "--port PORT" in servers["candidate"]["command"]
+
+
+def test_reproduce_dry_run_shows_its_runtimes_planned_launch(
+    toy: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from byog.bundles.finalize import seal_and_pack
+    from tests.support.hostile import HONEST_SERVERS
+    from tests.support.keys import allowed_signers, make_key
+    from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
+
+    key, pub = make_key(tmp_path, "contributor")
+    signers = allowed_signers(tmp_path / "allowed_signers", [("contributor@example.com", pub)])
+    spec = SyntheticSpec(batch_sizes=(1,), eval_items=4)
+    plan_text = plan_yaml(spec).replace(HONEST_SERVERS, HONEST_SERVERS.replace("runtime: local", "runtime: toy", 1))
+    rd = make_run_dir(tmp_path / "run", spec, plan_text=plan_text)
+    rd.plots_dir.mkdir(exist_ok=True)
+    bundle = seal_and_pack(rd, tmp_path / "bundle.tar.gz", key=key, plots=None).bundle
+    monkeypatch.setenv("BYOG_RUNS_DIR", str(tmp_path / "runs"))
+    result = CliRunner().invoke(
+        build_app("reproduce"),
+        ["reproduce", str(bundle), "--allowed-signers", str(signers), "--dry-run"],
+        env={"COLUMNS": "400"},
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    at = lines.index("  candidate: runtime toy")
+    assert lines[at + 1].startswith("    argv: ") and "-m byog.images.vllm_entry serve" in lines[at + 1]
+    assert not (tmp_path / "runs").exists()  # a dry run starts and writes nothing
 
 
 def test_an_unregistered_runtime_is_refused(toy: None) -> None:
