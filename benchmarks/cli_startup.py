@@ -6,14 +6,16 @@
 ``--repo`` times another checkout's byog (e.g. the commit before a change, unpacked with
 ``git archive``) with this same script. Every command runs as its own process with compiled
 bytecode (as an installed byog does), pinned to one core with ``taskset`` when it exists; printed:
-min and median wall seconds of ``--runs`` runs (at least 7), and the modules of note each command
-left imported (pandas, pyarrow, numpy, scipy, matplotlib, vllm).
+min and median wall seconds of ``--runs`` runs (at least 7), the same of CPU seconds (user + system of the
+process and its children: what a loaded machine, where wall time is mostly waiting for a core, still
+compares), and the modules of note each command left imported (pandas, pyarrow, numpy, scipy, matplotlib, vllm).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -33,6 +35,11 @@ def _args() -> argparse.Namespace:
     args = parser.parse_args()
     args.runs = max(7, args.runs)
     return args
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _pinned(command: list[str]) -> list[str]:
@@ -105,16 +112,20 @@ def main() -> None:
             f"{'taskset -c 0' if shutil.which('taskset') else 'not pinned'}; "
             f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.runs} runs each"
         )
-        print(f"{'':<34} {'min s':>7} {'median s':>9}  exit  heavy modules imported")
+        print(f"{'':<34} {'min s':>7} {'median s':>9} {'cpu min':>8} {'cpu med':>8}  exit  heavy modules imported")
         for label, command in cases.items():
             subprocess.run(command, env=env, capture_output=True, check=False)  # not timed: writes bytecode left
-            walls, code = [], 0
+            walls, cpus, code = [], [], 0
             for _ in range(args.runs):
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), _children_cpu_s()
                 code = subprocess.run(_pinned(command), env=env, capture_output=True, check=False).returncode
                 walls.append(time.perf_counter() - start)
+                cpus.append(_children_cpu_s() - start_cpu)
             heavy = _heavy_after(repo, command[3:]) if command[1] == "-m" else "-"
-            print(f"{label:<34} {min(walls):>7.3f} {statistics.median(walls):>9.3f}  {code:>4}  {heavy}")
+            print(
+                f"{label:<34} {min(walls):>7.3f} {statistics.median(walls):>9.3f} {min(cpus):>8.3f} "
+                f"{statistics.median(cpus):>8.3f}  {code:>4}  {heavy}"
+            )
     print("goals: --help and verify --help <= 0.25 s, small verify <= 0.5 s (whole process)")
 
 
