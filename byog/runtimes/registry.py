@@ -1,6 +1,6 @@
 """Runtimes by name: each ``byog.runtimes`` module that runs servers registers its runtime class under
 the ``runtime`` names it serves (``@register_runtime("docker")``); the config class of each name is
-``byog.schemas.plan``'s (``@register_server_config``). Nothing outside byog/runtimes tests a runtime's
+``byog.schemas.runtime_configs``'s (``@register_server_config``). Nothing outside byog/runtimes tests a runtime's
 name or class: it asks ``runtime_for(config)`` (behaviour) or the config itself (facts).
 
 A server config with ``nodes > 1`` runs through the runtime registered as ``MULTI_NODE``, whatever its
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from byog.core.errors import UsageError
-from byog.schemas.plan import ServerConfig
+from byog.schemas.runtime_configs import ServerConfig
 from byog.schemas.server import PreparedModel, RunningServer
 
 MULTI_NODE = "multi-node"

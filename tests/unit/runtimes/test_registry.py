@@ -17,7 +17,7 @@ from byog.core.errors import UsageError
 from byog.plans.load import parse_plan
 from byog.runtimes import registry
 from byog.runtimes.local import LocalRuntime
-from byog.schemas import plan as plan_schema
+from byog.schemas import runtime_configs as plan_schema
 from byog.schemas.plan import LaunchedConfig, Plan, register_server_config, server_config
 
 PLAN = """\

@@ -1,4 +1,4 @@
-"""Only byog/runtimes and the config registry (byog/schemas/plan.py) know runtimes apart: nowhere else
+"""Only byog/runtimes and the config registry (byog/schemas/runtime_configs.py) know runtimes apart: nowhere else
 is a server config tested with ``isinstance`` against a runtime's config class, or its ``runtime``
 compared with a name. Everything else asks the config (its facts) or ``runtime_for`` (its behaviour),
 so a new runtime is one config class and one runtime module, and nothing falls through to ``local``."""
@@ -12,7 +12,8 @@ import byog
 from byog.schemas.plan import SERVER_CONFIGS, EndpointConfig, HostedConfig, LaunchedConfig
 
 ROOT = Path(byog.__file__).parent
-ALLOWED = ("runtimes/", "schemas/plan.py", "schemas/migrate.py")  # migrate: plans of old versions, fixed names
+# schemas/migrate.py: plans of old schema versions, whose runtimes are fixed names
+ALLOWED = ("runtimes/", "schemas/runtime_configs.py", "schemas/migrate.py")
 CONFIG_CLASSES = {cls.__name__ for cls in (*SERVER_CONFIGS.values(), EndpointConfig, LaunchedConfig, HostedConfig)}
 
 
