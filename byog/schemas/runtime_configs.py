@@ -110,7 +110,7 @@ class ServerBase(Strict):
         """The container image the server runs, or None (this host's or a node's install)."""
         return None
 
-    def reproduced_as(self, name: str, allowed_image_digests: Collection[str], digests_hint: str) -> dict[str, Any]:
+    def reproduced_as(self, name: str, allowed_image_digests: Collection[str], digests_hint: str) -> dict[str, str]:
         """Where byog reproduce runs this bundle server when the maintainer names no runtime: its runtime fields
         (``digests_hint``: where the maintainer allows an image digest, for the refusal)."""
         del name, allowed_image_digests, digests_hint
@@ -219,7 +219,7 @@ class HostedConfig(LaunchedConfig):
             return None
         return f"the server runs on other hosts ({', '.join(self.hosts)}): NVML here does not see their GPUs"
 
-    def reproduced_as(self, name: str, allowed_image_digests: Collection[str], digests_hint: str) -> dict[str, Any]:
+    def reproduced_as(self, name: str, allowed_image_digests: Collection[str], digests_hint: str) -> dict[str, str]:
         if not self.hosts:
             return super().reproduced_as(name, allowed_image_digests, digests_hint)
         raise UsageError(
@@ -251,7 +251,7 @@ class DockerConfig(HostedConfig):
     def image_ref(self) -> str | None:
         return self.image
 
-    def reproduced_as(self, name: str, allowed_image_digests: Collection[str], digests_hint: str) -> dict[str, Any]:
+    def reproduced_as(self, name: str, allowed_image_digests: Collection[str], digests_hint: str) -> dict[str, str]:
         if self.hosts:
             return super().reproduced_as(name, allowed_image_digests, digests_hint)
         digest = self.image.rsplit("@", 1)[1] if "@sha256:" in self.image else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import pytest
 from typer.testing import CliRunner
@@ -36,7 +36,7 @@ class ToyConfig(LaunchedConfig):
 
     runtime: Literal["toy"] = "toy"
 
-    def reproduced_as(self, name: str, allowed_image_digests: Collection[str], digests_hint: str) -> dict[str, Any]:
+    def reproduced_as(self, name: str, allowed_image_digests: Collection[str], digests_hint: str) -> dict[str, str]:
         del name, allowed_image_digests, digests_hint
         return {"runtime": "toy"}  # a reproduction runs it as the bundle did
 
