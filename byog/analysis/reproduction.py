@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from byog.analysis.bench_summary import CI_LEVEL, point_estimate
+from byog.analysis.reproduction_defaults import DEFAULT_RUN_NOISE
 from byog.core.paths import RunDir
 from byog.schemas.bench import PointComparison, PointSummary
 from byog.schemas.evals import EvalItemRow
@@ -67,7 +68,6 @@ from byog.schemas.reproduction import (
 )
 from byog.schemas.summary import Summary
 
-DEFAULT_RUN_NOISE = 0.05
 DEFAULT_EVAL_MIN_AGREEMENT = 0.8
 METRICS = ("decode_tok_s", "tpot_s.p50", "ttft_s.p50")  # the summary's headline metrics less tok_s_user (= 1 / TPOT)
 

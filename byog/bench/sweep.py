@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -38,13 +37,9 @@ from byog.core.reporter import NullReporter, ProgressBoard, ProgressTask, Report
 from byog.plans.expand import BenchPoint, points_for_server, probe_point, search_workloads
 from byog.schemas.bench import PointRecord, PowerTrace, write_request_rows
 from byog.schemas.plan import (
-    DockerConfig,
-    EndpointConfig,
     Plan,
     RateWorkload,
     ServerConfig,
-    SlurmConfig,
-    SshConfig,
     SyntheticSessions,
     TraceSource,
 )
@@ -138,34 +133,16 @@ def snapshot_metrics(run_dir: RunDir, server_name: str, point_id: str, when: str
     return text
 
 
-LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
-
-
 def power_unknown_reason(config: ServerConfig) -> str | None:
     """Why this machine's NVML would not measure the server's GPUs, or None when it would: an
     endpoint on another host runs on GPUs byog cannot see."""
-    if isinstance(config, EndpointConfig) and urlsplit(config.url).hostname not in LOCAL_HOSTS:
-        return f"the server runs elsewhere ({config.url}): this machine's GPUs are not its GPUs"
-    if isinstance(config, SshConfig) or (isinstance(config, DockerConfig) and config.hosts):
-        return f"the server runs on other hosts ({', '.join(config.hosts)}): NVML here does not see their GPUs"
-    if isinstance(config, SlurmConfig):
-        return "the server runs as srun steps on the Slurm job's nodes: NVML here does not see their GPUs"
-    return None
+    return config.elsewhere()
 
 
 def gpu_indices(config: ServerConfig) -> list[int] | None:
     """The GPUs a server runs on, for the NVML sampler: docker ``gpus: [ids]``, else the ids in its
     env's ``CUDA_VISIBLE_DEVICES``; None (every GPU NVML sees) when neither names them."""
-    if isinstance(config, EndpointConfig):
-        return None
-    if isinstance(config, DockerConfig) and isinstance(config.gpus, list):
-        return list(config.gpus)
-    visible = config.env.get("CUDA_VISIBLE_DEVICES")
-    if visible:
-        ids = [part.strip() for part in visible.split(",") if part.strip()]
-        if ids and all(part.isdigit() for part in ids):
-            return [int(part) for part in ids]
-    return None
+    return config.gpu_indices()
 
 
 class _Measure:

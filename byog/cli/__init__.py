@@ -5,10 +5,13 @@ One module per command group (``run``, ``bench``, ``evals``, ``check``, ``bundle
 mapping of errors to one sentence and an exit code (0 ok, 1 check failed, 2 usage, 3 environment; ``BYOG_DEBUG=1``
 shows the traceback).
 
-A command imports only its own module: ``byog verify`` never loads the load generator, the
-runtimes or lm-eval. ``COMMANDS`` is the one list of commands: each name and the attribute of
-the module that implements it (a function is a command, a ``typer.Typer`` a group of them);
-``byog --help`` (no command) loads every module to list them, and so does ``byog.cli.app`` (tests drive it).
+A command imports only its own module, and a cli module imports only typer, rich and byog.core at
+its top: what a command runs (pipeline, bundles, runtimes, analysis) is imported inside the command
+when it runs, so ``byog --help`` and ``byog verify --help`` load no pipeline, numpy or pandas
+(tests/unit/cli/test_startup.py holds the import graph; benchmarks/cli_startup.py times it).
+``COMMANDS`` is the one list of commands: each name and the attribute of the module that implements
+it (a function is a command, a ``typer.Typer`` a group of them); ``byog --help`` (no command) loads
+every cli module to list them, and so does ``byog.cli.app`` (tests drive it).
 """
 
 from __future__ import annotations

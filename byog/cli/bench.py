@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
 
-from byog.bench.ceiling import measure_client_ceiling, server_process
 from byog.cli.common import (
     DataDirOpt,
     EndpointOpt,
@@ -23,9 +22,9 @@ from byog.cli.common import (
 from byog.cli.console_reporter import print_table
 from byog.core.errors import UsageError
 from byog.core.reporter import Table
-from byog.pipeline.bench_endpoint import BenchFlags, bench_endpoint
-from byog.report.format import struck
-from byog.schemas.bench import PointSummary
+
+if TYPE_CHECKING:
+    from byog.schemas.bench import PointSummary
 
 
 def parse_int_list(text: str, what: str) -> list[int]:
@@ -97,6 +96,8 @@ def bench_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run the decode sweep against a running server and write raw rows + point records to a run directory."""
+    from byog.pipeline.bench_endpoint import BenchFlags, bench_endpoint
+
     if api not in ("completions", "chat"):
         raise UsageError(f"--api must be completions or chat, not '{api}'")
     if request_body not in ("byog", "vllm"):
@@ -142,6 +143,8 @@ def client_ceiling_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """How many streamed tokens/s byog's client sustains here, against a loopback server that does no model work."""
+    from byog.bench.ceiling import measure_client_ceiling, server_process
+
     with server_process() as base_url:
         measure_client_ceiling(concurrency, min(num_prompts, 2 * concurrency), 64, base_url)  # warm up
         result = measure_client_ceiling(concurrency, num_prompts, osl, base_url)
@@ -168,6 +171,8 @@ def _num(x: float | None) -> str:
 
 
 def render_points(points: list[PointSummary], title: str = "bench") -> None:
+
+    from byog.report.format import struck
 
     columns = [
         "server",

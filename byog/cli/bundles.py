@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from byog.bundles.attestations import emit
-from byog.bundles.checks.base import failure_list
-from byog.bundles.finalize import describe, seal_and_pack
-from byog.bundles.keys import add_github_user
-from byog.bundles.parts import join_parts
-from byog.bundles.publish import attach, write_report
-from byog.bundles.sign import default_allowed_signers
-from byog.bundles.unpack import Limits
-from byog.bundles.verify import VerifyReport, verify_bundle_set
 from byog.cli.common import (
     AllowedSignersOpt,
     ForOpt,
@@ -27,9 +18,11 @@ from byog.cli.common import (
 )
 from byog.cli.console_reporter import say
 from byog.core.io import sha256_file
-from byog.core.paths import RunDir
+from byog.core.paths import PLOTS_BASE, RunDir
 from byog.core.safe_text import terminal_text
-from byog.report.context import PLOTS_BASE
+
+if TYPE_CHECKING:
+    from byog.bundles.verify import VerifyReport
 
 PolicyOpt = Annotated[
     Path | None,
@@ -80,6 +73,10 @@ def bundle_join_cmd(
     allowed_signers: AllowedSignersOpt = None,
 ) -> None:
     """Check a multi-part bundle's signed part manifest and every part, then write the one archive they make."""
+    from byog.bundles.parts import join_parts
+    from byog.bundles.sign import default_allowed_signers
+    from byog.bundles.unpack import Limits
+
     signer, count = join_parts(
         parts,
         allowed_signers or default_allowed_signers(),
@@ -105,6 +102,8 @@ def bundle_pack_cmd(
     ] = None,
 ) -> None:
     """Write the manifest, sign it with your SSH key, and pack a deterministic bundle.tar.gz (at most 25 MB)."""
+    from byog.bundles.finalize import describe, seal_and_pack
+
     packed = seal_and_pack(RunDir(run_dir), out, sign=not no_sign, subject=subject_for, claims=claims)
     say(console, describe(packed))
 
@@ -126,6 +125,8 @@ def verify_cmd(
 ) -> None:
     """Check a bundle: safe extraction, hashes, signer; then, for a trusted signer only: bounds, schemas, every number
     recomputed, policy, claims."""
+    from byog.bundles.verify import verify_bundle_set
+
     report = verify_bundle_set(
         bundle,
         allowed_signers=allowed_signers,
@@ -139,6 +140,8 @@ def verify_cmd(
         found = next((r for r in report.results if r.name == "attestations" and r.status == "pass"), None)
         passed = [r.name for r in report.results if r.status == "pass"]
         lines = (found.details or {}).get("statements", []) if found is not None else []
+        from byog.bundles.attestations import emit
+
         emit(emit_attestations, lines, passed, report.verified, sha256_file(bundle))
     if as_json:
         typer.echo(json.dumps(report.as_json(), indent=2, sort_keys=True, allow_nan=False))
@@ -152,6 +155,8 @@ def print_checks(report: VerifyReport) -> None:
     """One line per check, through the console layer's ``say`` (escaped, never markup), and under a check
     that failed more than once each failure on its own line (none hidden behind "and N more"); on a
     terminal each line is cut to its width, so nothing wraps into what could pass for another check's line."""
+    from byog.bundles.checks.base import failure_list
+
     marks = {"pass": ("ok  ", "green"), "skip": ("skip", "dim"), "fail": ("FAIL", "bold red")}
     for result in report.results:
         mark, style = marks[result.status]
@@ -187,6 +192,8 @@ def report_cmd(
 ) -> None:
     """Write report.md and the plots (tok/s vs batch, speedup with CI, TPOT distribution, eval deltas); a bundle is
     verified first."""
+    from byog.bundles.publish import write_report
+
     written = write_report(
         target,
         out,
@@ -213,6 +220,9 @@ def keys_add_cmd(
     ),
 ) -> None:
     """Fetch a GitHub user's public SSH signing keys into an allowed_signers file."""
+    from byog.bundles.keys import add_github_user
+    from byog.bundles.sign import default_allowed_signers
+
     added = add_github_user(github_user, allowed_signers or default_allowed_signers())
     console.print(
         f"{added.path}: {added.added} key(s) added for {added.principal}, {added.already_present} already there",
@@ -231,6 +241,8 @@ def attach_cmd(
 ) -> None:
     """Verify the bundle for OWNER/REPO#PR, then post its re-rendered report (every bundle field escaped) to the PR
     with gh."""
+    from byog.bundles.publish import attach
+
     message = attach(
         bundle, pr, repo, allowed_signers=allowed_signers, policy=policy, claims=claims, allow_unsigned=allow_unsigned
     )

@@ -20,7 +20,6 @@ from byog.cli.common import (
 )
 from byog.cli.console_reporter import print_table
 from byog.core.reporter import Table
-from byog.pipeline.eval_endpoint import EvalFlags, data_pull, eval_endpoint
 
 data_app = typer.Typer(help="Datasets for the evals: cache hub copies for offline runs.", no_args_is_help=True)
 
@@ -50,6 +49,8 @@ def eval_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run accuracy tasks against a running server and write per-item records and results to a run directory."""
+    from byog.pipeline.eval_endpoint import EvalFlags, eval_endpoint
+
     flags = EvalFlags(
         endpoint=endpoint,
         tasks=tasks,
@@ -81,6 +82,8 @@ def data_pull_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Download the tasks' hub datasets at their pinned revisions for later offline runs (gated ones use HF_TOKEN)."""
+    from byog.pipeline.eval_endpoint import data_pull
+
     pulled = data_pull(tasks, data_dir)
     if as_json:
         print_json(pulled)

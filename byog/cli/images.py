@@ -10,9 +10,6 @@ import typer
 from byog.cli.common import JsonOpt, command, console, err_console, print_json
 from byog.cli.console_reporter import print_table, say
 from byog.core.reporter import Table
-from byog.images.build import build_image
-from byog.images.inspect import inspect_image
-from byog.images.wheel_layer import build_wheel_image, wheel_rows
 
 image_app = typer.Typer(help="Build and inspect byog's eval images (docker SDK).", no_args_is_help=True)
 
@@ -39,6 +36,8 @@ def image_build_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Build an eval image on the local Docker engine and print its tag, id, build time and size."""
+    from byog.images.build import build_image
+    from byog.images.wheel_layer import build_wheel_image
 
     def log(line: str) -> None:
         say(err_console, line, style="dim")
@@ -66,6 +65,8 @@ def image_inspect_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Id, RepoDigests, labels and the vLLM version inside an image."""
+    from byog.images.inspect import inspect_image
+
     info = inspect_image(image, probe_vllm=not no_probe)
     if as_json:
         print_json(info)
@@ -77,6 +78,8 @@ def image_inspect_cmd(
 def inspect_table(image: str, info: dict[str, Any]) -> Table:
     """``image inspect``'s table; every value (the image's labels are its builder's text) is escaped
     where it is printed (``print_table``)."""
+    from byog.images.wheel_layer import wheel_rows
+
     table = Table(image, ["field", "value"], show_header=False)
     table = table.with_row("id", info["id"])
     table = table.with_row("repo digests", ", ".join(info["repo_digests"]) or "none (built here, never pushed)")

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from byog.analysis import discordant
-from byog.bundles.items import load_discordant
 from byog.cli.bundles import AllowUnsignedOpt
 from byog.cli.common import AllowedSignersOpt, JsonOpt, console, print_json
 from byog.cli.console_reporter import print_table, say
 from byog.core.reporter import Table
 from byog.core.safe_text import json_safe, terminal_text
+
+if TYPE_CHECKING:
+    from byog.analysis.discordant import DiscordantItems
 
 
 def items_cmd(
@@ -26,6 +28,9 @@ def items_cmd(
 ) -> None:
     """Print the items whose score differs between a candidate and its baseline: id, the prompt's start, both
     answers and scores (a gated task: ids, hashes and scores only)."""
+    from byog.analysis import discordant
+    from byog.bundles.items import load_discordant
+
     found = load_discordant(
         target, candidate=pair, task=task, allowed_signers=allowed_signers, allow_unsigned=allow_unsigned
     )
@@ -52,7 +57,7 @@ def items_cmd(
         print_table(console, table)
 
 
-def _as_json(flipped: discordant.DiscordantItems) -> dict[str, object]:
+def _as_json(flipped: DiscordantItems) -> dict[str, object]:
     return {
         "task": flipped.task,
         "candidate": flipped.candidate,

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import typer
 
-from byog.bundles.pr import comment_body, read_event
 from byog.cli.common import JsonOpt, OutOpt, command, console, print_json
 from byog.cli.console_reporter import say
 from byog.core.errors import UsageError
@@ -26,6 +25,8 @@ def bundle_url_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the newest bundle link the PR's author posted (body or comments); exit 2 when there is none."""
+    from byog.bundles.pr import read_event
+
     found = read_event(event, comments)
     if as_json:
         print_json(found.as_json())
@@ -46,6 +47,8 @@ def comment_cmd(
     out: OutOpt = None,
 ) -> None:
     """Write the PR comment: verify's verdict and every check, then the re-rendered report."""
+    from byog.bundles.pr import comment_body
+
     try:
         result = json.loads(verify.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:

@@ -6,12 +6,11 @@ import json
 import math
 import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from byog.analysis.reproduction import DEFAULT_RUN_NOISE
-from byog.bundles.finalize import describe
+from byog.analysis.reproduction_defaults import DEFAULT_EVAL_ITEMS, DEFAULT_RUN_NOISE, DEFAULT_SAMPLE
 from byog.cli.common import (
     AllowedSignersOpt,
     DataDirOpt,
@@ -25,29 +24,12 @@ from byog.cli.common import (
 from byog.cli.console_reporter import print_table, say
 from byog.core.errors import UsageError
 from byog.core.reporter import Table
-from byog.images.models import model_as_named
-from byog.pipeline.numerics import references
-from byog.pipeline.reproduce import (
-    DEFAULT_EVAL_ITEMS,
-    DEFAULT_SAMPLE,
-    DROPPED_HEADER,
-    Planned,
-    Reproduced,
-    ReproduceOptions,
-    dropped_lines,
-    dropped_shown,
-    plan_reproduction,
-    reproduce,
-)
-from byog.plans.expand import expand_plan
-from byog.plans.numerics_roles import launch_config
-from byog.plans.subset import Overrides
-from byog.plans.tasks import get_task
-from byog.runtimes.launch import local_vllm_argv, redact_env, server_env, vllm_serve_args
-from byog.runtimes.local import cpu_vllm_installed
-from byog.schemas.plan import AgenticWorkload, EvalSpec, Plan
-from byog.schemas.reproduction import ReproductionRecord
-from byog.schemas.server import PreparedModel
+from byog.schemas.plan import ServerBase
+
+if TYPE_CHECKING:
+    from byog.pipeline.reproduce import Planned, Reproduced
+    from byog.schemas.plan import EvalSpec, Plan
+    from byog.schemas.server import PreparedModel
 
 STYLE = {"reproduced": "bold green", "not reproduced": "bold red", "not compared": "yellow"}  # the outcome line
 
@@ -126,6 +108,9 @@ def reproduce_cmd(
 ) -> None:
     """Re-run a sample of a bundle's points and eval items on this machine, compare them with the bundle's
     own CIs, and write a signed reproduction bundle beside it. Exit 0 when everything compared was reproduced."""
+    from byog.pipeline.reproduce import ReproduceOptions, plan_reproduction, reproduce
+    from byog.plans.subset import Overrides
+
     opts = ReproduceOptions(
         points=[p.strip() for p in (points or "").split(",") if p.strip()],
         sample=sample,
@@ -181,6 +166,9 @@ def _pct(log_value: float | None, signed: bool) -> str:
 
 
 def render(done: Reproduced) -> None:
+    from byog.bundles.finalize import describe
+    from byog.schemas.reproduction import ReproductionRecord
+
     record: ReproductionRecord = done.record
     table = Table(
         f"reproduction of {record.original.plan_name} ({record.original.bundle_sha256[:12]})",
@@ -222,34 +210,32 @@ def render(done: Reproduced) -> None:
 
 
 def _launch(planned: Planned, name: str) -> dict[str, Any]:
+    from byog.pipeline.runtimes import runtime_for
+    from byog.plans.numerics_roles import launch_config
+    from byog.runtimes.local import cpu_vllm_installed
+
     config = launch_config(planned.plan, name)
-    if config.runtime == "endpoint":
-        return {"server": name, "runtime": "endpoint", "url": config.url, "argv": None, "env": {}}
     model = _model(planned)
-    if config.multi_node:
-        argv = ["vllm", "serve", *vllm_serve_args(config, model, "<node address>", 0), "<launcher rank flags>"]
-    elif config.runtime == "docker":  # the image's entry point, bridged (or host networking)
-        argv = ["vllm", "serve", *vllm_serve_args(config, model, "0.0.0.0", 0)]
-    else:
-        argv = local_vllm_argv(config, model, "127.0.0.1", 0)
-    argv[argv.index("--port") + 1] = "<free port>"
+    cpu_build = config.runs_this_hosts_vllm and cpu_vllm_installed()
+    launch = runtime_for(config).planned(name, config, model, cpu_build=cpu_build)
+    # where and how it runs, as far as it differs from its runtime's defaults (the argv shows vLLM's settings)
+    where = config.model_dump(mode="json", exclude_defaults=True, exclude={*ServerBase.model_fields, "env", "runtime"})
     return {
         "server": name,
         "runtime": config.runtime,
-        "image": getattr(config, "image", None),
-        "nodes": config.nodes,
-        "launcher": config.launcher if config.multi_node else None,
-        "hosts": getattr(config, "hosts", []),
-        "ssh_options": getattr(config, "ssh_options", []),
-        "node_python": config.node_python,
-        "argv": argv,
-        "env": redact_env(server_env(config, cpu_build=config.runtime != "docker" and cpu_vllm_installed())),
+        "where": where,
+        "argv": launch.argv,
+        "command": launch.command,
+        "env": launch.env,
     }
 
 
 def _model(planned: Planned) -> PreparedModel:
     """The model as the run would name it; one not on this machine yet is named as a placeholder
     (``model_needed`` says what the run needs), so a dry run previews before any download."""
+    from byog.images.models import model_as_named
+    from byog.schemas.server import PreparedModel
+
     spec = planned.plan.model
     try:
         return model_as_named(spec)
@@ -259,6 +245,8 @@ def _model(planned: Planned) -> PreparedModel:
 
 def model_needed(planned: Planned) -> str | None:
     """What the run needs that this machine lacks: the model's folder, or None when it is there."""
+    from byog.images.models import model_as_named
+
     spec = planned.plan.model
     try:
         model_as_named(spec)
@@ -272,6 +260,8 @@ def model_needed(planned: Planned) -> str | None:
 
 def _eval_request(plan: Plan, spec: EvalSpec) -> dict[str, Any]:
     """What each request of an eval sends besides its prompt: the task's generation settings, the plan's over them."""
+    from byog.plans.tasks import get_task
+
     task = get_task(spec.task)
     return {
         "task": spec.task,
@@ -286,6 +276,10 @@ def _eval_request(plan: Plan, spec: EvalSpec) -> dict[str, Any]:
 
 def dry_run_json(planned: Planned) -> dict[str, Any]:
     """Everything a reproduction would start and send, in launch order, and what of the bundle it leaves out."""
+    from byog.pipeline.numerics import references
+    from byog.pipeline.reproduce import dropped_shown
+    from byog.plans.expand import expand_plan
+
     plan = planned.plan
     points = [p for p in expand_plan(plan) if p.point_id in planned.points]
     numerics = None
@@ -316,6 +310,8 @@ def dry_run_json(planned: Planned) -> dict[str, Any]:
 
 def _point_request(plan: Plan, workload: str) -> dict[str, Any]:
     """How a point's requests are made: the workload's API, request body style and prompts."""
+    from byog.schemas.plan import AgenticWorkload
+
     spec = next(w for w in plan.workloads if (w.name or w.kind) == workload)
     if isinstance(spec, AgenticWorkload):
         return {}
@@ -327,19 +323,20 @@ def _line(text: str, indent: int = 0) -> None:
 
 
 def render_dry_run(planned: Planned) -> None:
+    from byog.pipeline.reproduce import DROPPED_HEADER, dropped_lines
+
     shown = dry_run_json(planned)
     _line(f"byog reproduce --dry-run: model {shown['model']}; the servers, in launch order:")
     for launch in shown["servers"]:
-        if launch["runtime"] == "endpoint":
-            _line(f"{launch['server']}: runtime endpoint, {launch['url']} (nothing launched)", 2)
-            continue
         where = [f"runtime {launch['runtime']}"]
-        where += [f"image {launch['image']}"] if launch["image"] else []
-        where += [f"{launch['nodes']} nodes ({launch['launcher']})"] if launch["launcher"] else []
-        where += [f"hosts {' '.join(launch['hosts'])}"] if launch["hosts"] else []
-        where += [f"ssh options {shlex.join(launch['ssh_options'])}"] if launch["ssh_options"] else []
-        where += [f"node python {launch['node_python']}"] if launch["node_python"] else []
+        where += [
+            f"{key.replace('_', ' ')} {shlex.join(map(str, v)) if isinstance(v, list) else shlex.quote(str(v))}"
+            for key, v in launch["where"].items()
+        ]
         _line(f"{launch['server']}: {', '.join(where)}", 2)
+        if launch["argv"] is None:  # nothing starts here, or per node
+            _line(launch["command"], 4)
+            continue
         _line(f"argv: {shlex.join(launch['argv'])}", 4)
         _line(f"env: {json.dumps(launch['env'], sort_keys=True)}", 4)
     for point in shown["points"]:

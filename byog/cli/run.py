@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
@@ -25,15 +25,9 @@ from byog.cli.common import (
 from byog.cli.console_reporter import print_table
 from byog.core.errors import UsageError
 from byog.core.reporter import Table
-from byog.pipeline.derive import derive_and_write
-from byog.pipeline.planview import (
-    TPOT_GUESS_S,
-    PlanOverview,
-    plan_overview,
-)
-from byog.pipeline.run import run_plan
-from byog.pipeline.serve import serve_until_interrupted
-from byog.plans.numerics_menu import platform_defaults
+
+if TYPE_CHECKING:
+    from byog.pipeline.planview import PlanOverview
 
 
 def version_cmd() -> None:
@@ -65,6 +59,8 @@ def run_cmd(
     """
     if new and run_dir is not None:
         raise UsageError("--new and --run-dir name two different run directories: give one")
+    from byog.pipeline.run import run_plan
+
     result = run_plan(
         plan_opt or plan,
         run_dir=run_dir,
@@ -88,11 +84,15 @@ def serve_cmd(
     ] = None,
 ) -> None:
     """Start one server config of a plan and keep it up until Ctrl-C (for byog bench/eval --endpoint)."""
+    from byog.pipeline.serve import serve_until_interrupted
+
     serve_until_interrupted(plan, server, run_dir, reporter())
 
 
 def derive_cmd(run_dir: Path = typer.Argument(..., help="A run directory."), as_json: JsonOpt = False) -> None:
     """Re-derive summary.json and report.md from a run directory's raw records."""
+    from byog.pipeline.derive import derive_and_write
+
     summary = derive_and_write(run_dir, reporter(as_json))
     if as_json:
         print_json(summary.to_json())
@@ -110,6 +110,8 @@ def plan_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Show a plan's expanded bench matrix, each server's launch command, and the estimate of every tier."""
+    from byog.pipeline.planview import plan_overview
+
     overview = plan_overview(plan, tier, from_run)
     if as_json:
         print_json(overview)
@@ -151,6 +153,8 @@ def _render_kv(kv: dict[str, Any]) -> None:
 
 def _render_numerics_cost(rows: list[dict[str, Any]]) -> None:
     """The sensitivity control and envelope variant each baseline adds to the numerics section."""
+    from byog.plans.numerics_menu import platform_defaults
+
     for r in rows:
         if r["extra_launch"]:
             passes = f" + one numerics pass ({r['pass_s']:.0f} s in --from-run)" if r["pass_s"] is not None else ""
@@ -291,6 +295,8 @@ def _render_launch_scripts(overview: PlanOverview) -> None:
 
 
 def _render_tiers(overview: PlanOverview) -> None:
+    from byog.pipeline.planview import TPOT_GUESS_S
+
     tiers = Table(
         "tiers: bench wall time and GPU-hours (evals not timed here; without --from-run, a guess of "
         f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and the start-up estimate above)",

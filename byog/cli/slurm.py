@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from byog.cli.common import PlanArg, TierOpt, command, console, run_dir_option
-from byog.pipeline.slurm_submit import SubmitOptions, default_run_dir, prepare_submission, submit
 
 slurm_app = typer.Typer(help="Run plans under Slurm (sbatch; multi-node servers as srun steps).", no_args_is_help=True)
 
@@ -31,6 +30,8 @@ def submit_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the batch script; submit nothing."),
 ) -> None:
     """Write the batch script that runs the plan (`byog run` inside the job, resumable), print it, sbatch it."""
+    from byog.pipeline.slurm_submit import SubmitOptions, default_run_dir, prepare_submission, submit
+
     opts = SubmitOptions(
         run_dir=(run_dir or default_run_dir()).resolve(),
         tier=tier,

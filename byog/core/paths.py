@@ -31,6 +31,7 @@ from pathlib import Path
 from byog.core.errors import UsageError
 
 MANIFEST_NAME = "manifest.intoto.json"
+PLOTS_BASE = "plots/"  # relative to report.md: works inside the unpacked bundle and the run directory
 SIGNATURE_NAME = "manifest.intoto.json.sig"
 CLAIMS_NAME = "claims.yaml"
 SIGNER_NAME = "signer.json"  # the key that signs, written before sealing so report.md can name it

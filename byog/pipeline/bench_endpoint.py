@@ -154,9 +154,7 @@ def bench_endpoint(flags: BenchFlags, run_dir: Path | None, reporter: Reporter) 
         model = flags.model or _served_model(endpoint)
         plan, text = plan_from_flags(flags, model)
         server_name = ENDPOINT_SERVER
-        written = plan.servers[server_name]
-        assert isinstance(written, EndpointConfig)  # _plan_from_flags writes an endpoint
-        config = written
+        config = EndpointConfig.model_validate(plan.servers[server_name].model_dump())  # the endpoint it wrote
     folder = RunDir(Path(run_dir) if run_dir else runs_dir() / f"bench-{new_run_id()}")
     if folder.plan_yaml.is_file() and folder.plan_yaml.read_text(encoding="utf-8") != text:
         raise UsageError(f"{folder.root} holds a different plan.yaml: give a new --run-dir or the same flags to resume")

@@ -18,8 +18,8 @@ from byog.core.reporter import Reporter
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
 from byog.pipeline.derive import derive_and_write
+from byog.pipeline.launch import launch_server
 from byog.pipeline.numerics import (
-    launch_for_numerics,
     references,
     run_conformance_checks,
     run_numerics,
@@ -66,7 +66,7 @@ def check_plan(
                 continue
             config = launch_config(plan, name)
             with reporter.status(f": starting vLLM ({config.runtime} runtime)…", lead=name):
-                server = launch_for_numerics(plan, name, model, rd)
+                server = launch_server(plan, name, model, rd)
             try:
                 if what == "numerics":
                     run_numerics(plan, name, server.endpoint, rd, data_dir, reporter)

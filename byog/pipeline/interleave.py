@@ -33,12 +33,12 @@ from byog.core.paths import RunDir
 from byog.core.reporter import Reporter
 from byog.evals.runner import run_evals_for_server
 from byog.pipeline.activity import add_span, merge_into_server_record, spent
+from byog.pipeline.launch import launch_server
 from byog.pipeline.numerics import run_numerics_for_server
-from byog.pipeline.runtimes import runtime_for
 from byog.plans.expand import BenchPoint, expand_plan
 from byog.runtimes import sleep_mode
 from byog.schemas.bench import PointRecord, RequestRow, write_request_rows
-from byog.schemas.plan import LaunchedConfig, Plan
+from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer
 
 
@@ -67,11 +67,7 @@ class Pair:
 
     def start(self, side: Side, model: PreparedModel) -> None:
         name = self.names[side]
-        base = self.plan.servers[name]
-        if not isinstance(base, LaunchedConfig):  # the plan refuses an interleaved endpoint
-            raise UsageError(f"server '{name}' is an endpoint: byog cannot start it in sleep mode")
-        config = sleep_mode.with_sleep_mode(base)
-        server = runtime_for(config).launch(name, config, model, self.rd.server_dir(name))
+        server = launch_server(self.plan, name, model, self.rd, transform=sleep_mode.with_sleep_mode)
         self.servers[side] = server
         control = sleep_mode.SleepControl(name, server.endpoint.base_url)
         try:

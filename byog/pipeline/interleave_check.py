@@ -17,11 +17,12 @@ def check_interleave(plan: Plan, facts: sleep_mode.PlatformFacts | None = None, 
     pairs = plan.interleaved_pairs
     if not pairs:
         return
-    if any(plan.servers[name].runtime == "local" for pair in pairs for name in pair):
+    if any(plan.servers[name].runs_this_hosts_vllm for pair in pairs for name in pair):
         facts = facts or sleep_mode.local_platform_facts()
         for candidate, baseline in pairs:
             for name in (baseline, candidate):
-                refusal = sleep_mode.platform_refusal(name, facts) if plan.servers[name].runtime == "local" else None
+                here = plan.servers[name].runs_this_hosts_vllm
+                refusal = sleep_mode.platform_refusal(name, facts) if here else None
                 if refusal:
                     raise UsageError(refusal)
     weights = sleep_mode.weights_bytes(plan.model.path) if plan.model.path else None

@@ -38,7 +38,7 @@ def kv_overview(plan: Plan) -> KvOverview:
             "rows": [],
         }
     config_json = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    cpu = {name: c.runtime == "local" and cpu_vllm_installed() for name, c in plan.servers.items()}
+    cpu = {name: c.runs_this_hosts_vllm and cpu_vllm_installed() for name, c in plan.servers.items()}
     envs = {name: server_env(c, cpu_build=cpu[name]) for name, c in plan.servers.items()}
     rows = plan_kv(plan, config_json, envs, cpu)
     caveats = sorted({caveat for c in plan.servers.values() for caveat in kv_shape(config_json, **_dtypes(c)).caveats})

@@ -14,21 +14,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from byog.analysis.numerics import PassArrays, head_ratio
 from byog.analysis.numerics_summary import REFERENCE_PASS, load_pass, read_conformance_record, read_numerics_record
-from byog.analysis.server_log import root_cause
 from byog.bench.prompts import ServerTokenizer, build_prompts
-from byog.core.errors import ByogError, UsageError
-from byog.core.io import atomic_write_json, read_json
+from byog.core.errors import UsageError
+from byog.core.io import atomic_write_json
 from byog.core.paths import RunDir
 from byog.core.reporter import Reporter
 from byog.correctness.conformance import run_conformance
 from byog.correctness.differential import TokenPath, plain_decode_wall_s, run_pass
 from byog.correctness.prompts import NamedPrompt, build_prompt_set
-from byog.pipeline.runtimes import runtime_for
-from byog.plans.numerics_roles import derived_servers, launch_config, stock_roles
+from byog.plans.numerics_roles import derived_servers, stock_roles
 from byog.schemas.numerics import (
     ConformanceCheck,
     ConformanceRecord,
@@ -39,7 +37,7 @@ from byog.schemas.numerics import (
     write_numerics_rows,
 )
 from byog.schemas.plan import NumericsSpec, Plan
-from byog.schemas.server import Endpoint, PreparedModel, RunningServer
+from byog.schemas.server import Endpoint
 
 BASELINE_PASSES: tuple[PassName, ...] = ("alone", "together")
 CANDIDATE_PASSES: tuple[PassName, ...] = ("together",)
@@ -66,33 +64,6 @@ def server_order(plan: Plan, numerics: bool | None = None) -> list[str]:
     first = [s for s in plan.servers if refs.get(s, s) == s]
     derived = list(derived_servers(plan)) if with_numerics else []
     return first + derived + [s for s in plan.servers if s not in first]
-
-
-def _model_config(model: PreparedModel) -> dict[str, Any] | None:
-    """The served model's config.json where this machine can read it (a change such as rope-theta needs it)."""
-    path = Path(model.path) / "config.json"
-    return read_json(path) if path.is_file() else None
-
-
-def launch_for_numerics(plan: Plan, name: str, model: PreparedModel, rd: RunDir) -> RunningServer:
-    """Start a server of the numerics section; a control or envelope variant vLLM refuses is bad input,
-    said in vLLM's own words (the run directory keeps what finished, and a rerun resumes)."""
-    config = launch_config(plan, name, _model_config(model))
-    try:
-        return runtime_for(config).launch(name, config, model, rd.server_dir(name))
-    except ByogError as err:
-        if name in plan.servers or plan.numerics is None:
-            raise
-        log = rd.server_dir(name) / "server.log"
-        reason = root_cause(log.read_text(encoding="utf-8", errors="replace")) if log.is_file() else None
-        roles = [
-            (w, n)
-            for r in stock_roles(plan).values()
-            for w, n in (("control", r.control), ("envelope_variant", r.variant))
-        ]
-        what = next((f"numerics.{w}" for w, n in roles if n == name), "numerics")
-        first = str(err).splitlines()[0]
-        raise UsageError(f"{what}: the server '{name}' did not start: {reason or first}; no verdict") from None
 
 
 def baseline_is_flat(plan: Plan, baseline: str, rd: RunDir) -> bool:

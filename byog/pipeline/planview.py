@@ -10,7 +10,6 @@ was measured, else the server's median) replace them.
 from __future__ import annotations
 
 import math
-import shlex
 import statistics
 from pathlib import Path
 from typing import Any, TypedDict
@@ -26,6 +25,7 @@ from byog.images.fingerprint import environment_fingerprint
 from byog.pipeline.eval_power import eval_power_rows, eval_prior
 from byog.pipeline.kv_overview import check_plan_kv
 from byog.pipeline.preflight import preflight
+from byog.pipeline.runtimes import runtime_for
 from byog.pipeline.slurm_submit import SubmitOptions, batch_script, default_run_dir
 from byog.pipeline.startup_estimate import (
     EvalEstimate,
@@ -47,9 +47,8 @@ from byog.plans.numerics_roles import (
 )
 from byog.plans.tiers import TIERS, apply_tier, eval_items, find_placeholders
 from byog.runtimes.cluster import describe_cluster
-from byog.runtimes.launch import local_vllm_argv, server_env, vllm_serve_args
 from byog.schemas.bench import BenchPoint
-from byog.schemas.plan import LaunchedConfig, Plan, SyntheticSessions, TraceSource
+from byog.schemas.plan import Plan, SyntheticSessions, TraceSource
 from byog.schemas.server import PreparedModel
 
 TPOT_GUESS_S = 0.030  # CPU vLLM + SmolLM2-135M at batch 1 decodes ~38 tok/s
@@ -146,16 +145,7 @@ def launch_command(plan: Plan, server: str) -> str:
         tokenizer=plan.model.tokenizer or plan.model.path,
         max_model_len=plan.model.max_model_len,
     )
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(server_env(config).items()))
-    if config.runtime == "endpoint":
-        return f"(already running at {config.url}; byog launches nothing)"
-    if config.multi_node or config.runtime == "ssh":
-        return f"({config.nodes} nodes, launcher {config.launcher}: each node's command is under 'per-node launch')"
-    if config.runtime == "docker":
-        args = vllm_serve_args(config, model, "0.0.0.0", 8000)
-        return f"docker run --gpus all --ipc host -p 127.0.0.1:PORT:8000 {config.image} vllm serve {shlex.join(args)}"
-    argv = local_vllm_argv(config, model, "127.0.0.1", 0)
-    return f"{env} {shlex.join(argv)}".strip().replace("--port 0", "--port PORT")
+    return runtime_for(config).planned(server, config, model, cpu_build=False).command
 
 
 def _measured(run_dir: Path) -> Measured:
@@ -418,15 +408,15 @@ def per_node_launches(plan: Plan) -> dict[str, list[str]]:
         max_model_len=plan.model.max_model_len,
     )
     return {
-        name: describe_cluster(name, config, model)
+        name: describe_cluster(name, launched, model)
         for name, config in plan.servers.items()
-        if isinstance(config, LaunchedConfig) and config.multi_node
+        if (launched := config.launched()) is not None and launched.multi_node
     }
 
 
 def slurm_batch(plan_ref: str | None, plan: Plan, tier: str) -> str | None:
     """The batch script ``byog slurm submit`` would write (default options), for a plan with slurm servers."""
-    if not any(c.runtime == "slurm" for c in plan.servers.values()):
+    if not any(c.runs_in_a_slurm_job for c in plan.servers.values()):
         return None
     opts = SubmitOptions(run_dir=default_run_dir().parent / "RUN_ID", tier=tier)
     return batch_script(plan_ref, plan, opts)

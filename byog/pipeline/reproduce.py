@@ -33,7 +33,6 @@ from pathlib import Path
 from byog.analysis import hardware
 from byog.analysis.reproduction import (
     DEFAULT_EVAL_MIN_AGREEMENT,
-    DEFAULT_RUN_NOISE,
     combine,
     compare_eval_items,
     compare_numerics,
@@ -42,6 +41,7 @@ from byog.analysis.reproduction import (
     for_the_family,
     sample_points,
 )
+from byog.analysis.reproduction_defaults import DEFAULT_EVAL_ITEMS, DEFAULT_RUN_NOISE, DEFAULT_SAMPLE
 from byog.analysis.summary import derive_summary, plan_of
 from byog.bundles.finalize import Packed, seal_and_pack
 from byog.bundles.unpack import Extracted
@@ -78,8 +78,6 @@ from byog.schemas.reproduction import (
 from byog.schemas.summary import Summary
 from byog.schemas.tables import read_rows
 
-DEFAULT_SAMPLE = 1
-DEFAULT_EVAL_ITEMS = 3
 SUFFIX = ".reproduction"
 DROPPED_HEADER = "byog reproduce does not use these settings of the bundle (each with the option that keeps it):"
 _SIGNER = re.compile(r"^(?P<principal>.*) \((?P<fingerprint>SHA256:[A-Za-z0-9+/=]+)\)$")

@@ -34,7 +34,8 @@ from byog.images.models import prepare_model
 from byog.pipeline.activity import spent
 from byog.pipeline.derive import derive_and_write
 from byog.pipeline.interleave import interleaved_rounds, run_interleaved_pair
-from byog.pipeline.numerics import launch_for_numerics, numerics_done, run_numerics_for_server, server_order
+from byog.pipeline.launch import launch_server
+from byog.pipeline.numerics import numerics_done, run_numerics_for_server, server_order
 from byog.pipeline.opening import open_or_resume
 from byog.pipeline.resume import resume_command
 from byog.pipeline.signals import sigterm_as_interrupt, stop_shown, stopping_for, stopping_line
@@ -81,7 +82,7 @@ def run_server(
         reporter.status(f"{starting}…", lead=label) as status,
         watch_start(rd.server_log(name), lambda p: show_start(reporter, status, label, starting, p, said_stopping)),
     ):
-        server: RunningServer = launch_for_numerics(plan, name, model, rd)
+        server: RunningServer = launch_server(plan, name, model, rd)
     try:
         reporter.line(f": up at {server.endpoint.base_url}", lead=label)
         with spent(rd, name, "measure"):

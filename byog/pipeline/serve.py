@@ -10,7 +10,7 @@ from byog.core.paths import RunDir
 from byog.core.reporter import Reporter
 from byog.core.settings import runs_dir
 from byog.images.models import prepare_model
-from byog.pipeline.runtimes import runtime_for
+from byog.pipeline.launch import launch_server
 from byog.pipeline.signals import sigterm_as_interrupt
 from byog.plans.load import load_plan
 
@@ -22,11 +22,10 @@ def serve_until_interrupted(plan_ref: str | None, server: str | None, run_dir: P
     if name not in plan.servers:
         raise UsageError(f"plan '{plan.name}' has no server '{name}' (it has {', '.join(plan.servers)})")
     model = prepare_model(plan.model)
-    config = plan.servers[name]
     rd = RunDir(run_dir or runs_dir() / "serve")
     with sigterm_as_interrupt():
         with reporter.status(": starting vLLM…", lead=name):
-            running = runtime_for(config).launch(name, config, model, rd.server_dir(name))
+            running = launch_server(plan, name, model, rd)
         try:
             reporter.line(
                 f" is up: {running.endpoint.base_url}  model={running.endpoint.model}  "

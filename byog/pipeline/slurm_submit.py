@@ -31,7 +31,7 @@ from byog.plans.load import builtin_profiles, load_plan
 from byog.plans.tiers import apply_tier
 from byog.runtimes.launchers import world_size
 from byog.runtimes.local import cpu_vllm_installed
-from byog.schemas.plan import DockerConfig, LaunchedConfig, Plan, SlurmConfig
+from byog.schemas.plan import LaunchedConfig, Plan
 
 BATCH_FILE = "slurm-batch.sh"
 OUTPUT_NAME = "slurm-%j.out"  # Slurm writes the job's output there (%j: the job id)
@@ -57,21 +57,20 @@ def server_gpus_per_node(config: LaunchedConfig, cpu: bool) -> int:
         return 0
     if config.multi_node:
         return config.gpus_per_node if config.gpus_per_node is not None else world_size(config) // config.nodes
-    if isinstance(config, DockerConfig) and isinstance(config.gpus, list):
-        return len(config.gpus)
-    return world_size(config)
+    chosen = config.gpu_indices() if config.image_ref() else None  # an image's GPU request names its devices
+    return len(chosen) if chosen is not None else world_size(config)
 
 
 def _cpu_plan(plan: Plan) -> bool:
     """The embedded default (CPU vLLM, no image): the job asks for no GPUs."""
-    images = [c.image for c in plan.servers.values() if isinstance(c, DockerConfig | SlurmConfig)]
+    images = [c.image_ref() for c in plan.servers.values()]
     return not any(images) and cpu_vllm_installed()
 
 
 def job_shape(plan: Plan) -> tuple[int, int]:
     """(nodes, GPUs per node) of the plan's largest server."""
     cpu = _cpu_plan(plan)
-    launched = [c for c in plan.servers.values() if isinstance(c, LaunchedConfig)]
+    launched = [launched for c in plan.servers.values() if (launched := c.launched()) is not None]
     nodes = max((c.nodes for c in launched), default=1)
     gpus = max((server_gpus_per_node(c, cpu) for c in launched), default=0)
     return nodes, gpus

@@ -26,7 +26,7 @@ from byog.core.paths import RunDir
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import eval_items
 from byog.runtimes.sleep_mode import weights_bytes
-from byog.schemas.plan import HostedConfig, Plan, ServerConfig
+from byog.schemas.plan import Plan, ServerConfig
 
 GB = 1e9
 GIB = 2**30
@@ -67,7 +67,7 @@ class MeasuredStart(TypedDict):
 def storage_class(config: ServerConfig) -> str:
     """Where the weights are read from, as the estimate assumes it: a shared filesystem for servers
     on a scheduler's or other hosts' nodes, else the local disk."""
-    remote = config.multi_node or (isinstance(config, HostedConfig) and bool(config.hosts))  # ssh, slurm: multi-node
+    remote = config.multi_node or config.elsewhere() is not None
     return "shared filesystem" if remote else "local disk"
 
 
@@ -107,7 +107,8 @@ def _weights_gib(plan: Plan) -> float | None:
 
 def startup_parts(plan: Plan, config: ServerConfig, server: str, measured: dict[str, MeasuredStart]) -> StartupParts:
     """The start-up estimate of one server config, in parts."""
-    if config.runtime == "endpoint":
+    launched = config.launched()
+    if launched is None:
         return {
             "weights_gib_per_rank": None,
             "load_rate_gib_s": 0.0,
@@ -147,7 +148,7 @@ def startup_parts(plan: Plan, config: ServerConfig, server: str, measured: dict[
     else:
         where = storage_class(config)
         node_rate = STORAGE_RATE_GB_S[where] * GB / GIB
-        ranks_per_node = max(config.tensor_parallel_size // max(config.nodes, 1), 1)
+        ranks_per_node = max(config.tensor_parallel_size // max(launched.nodes, 1), 1)
         rate = node_rate / ranks_per_node  # the node's ranks share its read rate
         compile_s, capture_s, other_s = COMPILE_GUESS_S, GRAPH_CAPTURE_GUESS_S, OTHER_GUESS_S
         source = f"default: {where} at {STORAGE_RATE_GB_S[where]:g} GB/s per node; compile, capture, rest guessed"

@@ -29,6 +29,7 @@ from byog.schemas.plan import (
     DockerConfig,
     EndpointConfig,
     EvalSpec,
+    LaunchedConfig,
     LocalConfig,
     ModelSpec,
     NumericsSpec,
@@ -65,6 +66,7 @@ COPIED: dict[type[BaseModel], frozenset[str]] = {
     | {"launches", "aa_pair", "numerics"},
     ModelSpec: frozenset({"max_model_len"}),
     EndpointConfig: _SERVER,
+    LaunchedConfig: _LAUNCHED,  # a runtime's own fields beyond these are listed under its class
     LocalConfig: _LAUNCHED,
     DockerConfig: _LAUNCHED,
     SshConfig: _LAUNCHED,
@@ -95,6 +97,7 @@ MAINTAINER_OWNED: dict[type[BaseModel], frozenset[str]] = {
     # --model-path (byog's built-in model by default); weights_gib only sizes byog plan's start-up estimate
     ModelSpec: frozenset({"path", "served_name", "tokenizer", "weights_gib"}),
     EndpointConfig: frozenset({"runtime", "url"}),
+    LaunchedConfig: _LAUNCHED_OWNED,
     LocalConfig: _LAUNCHED_OWNED,
     DockerConfig: _LAUNCHED_OWNED | {"image", "platform", "gpus", "hosts"},
     SshConfig: _LAUNCHED_OWNED | {"hosts", "ssh_options"},

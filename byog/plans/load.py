@@ -14,7 +14,7 @@ from byog.core.errors import PlanProblems, UsageError
 from byog.plans.numerics_menu import check_menu_names
 from byog.plans.tasks import TASKS
 from byog.schemas.migrate import migrate
-from byog.schemas.plan import RUNTIMES, Plan
+from byog.schemas.plan import SERVER_CONFIGS, Plan
 
 # Discriminated unions add the tag to the location; dropped so the key reads as written.
 WORKLOAD_TAGS = frozenset({"batch", "concurrency", "rate", "agentic", "random", "dataset"})
@@ -68,7 +68,7 @@ def _key_path(loc: tuple[object, ...]) -> str:
 
 
 def _a_server_of(runtime: str) -> str:
-    return f"{'an' if runtime in ('endpoint', 'ssh') else 'a'} {runtime} server"
+    return f"{SERVER_CONFIGS[runtime].article} {runtime} server"
 
 
 def _fields_of(annotation: Any) -> set[str]:
@@ -120,7 +120,7 @@ def _one_problem(problem: Any, siblings_missing: set[str], model: type[BaseModel
     loc, message = list(problem["loc"]), problem["msg"].removeprefix("Value error, ")
     # A server's runtime tag follows its name; the workloads' and prompts' tags follow a list index or a key.
     runtime = None
-    if len(loc) >= 3 and loc[0] == "servers" and loc[2] in RUNTIMES:
+    if len(loc) >= 3 and loc[0] == "servers" and loc[2] in SERVER_CONFIGS:
         runtime = str(loc[2])
     near = ""
     if problem["type"] == "extra_forbidden":

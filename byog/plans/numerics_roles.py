@@ -140,7 +140,7 @@ def control_choice(plan: Plan, env: Mapping[str, Any] | None) -> ControlChoice:
         name = menu_name(spec.control)
         return ControlChoice(name, f"{describe_change(spec.control)} (named by the plan)")
     baselines = [plan.servers[b] for _, b in plan.comparisons]
-    remote = sorted({c.runtime for c in baselines if c.runtime not in ("local", "docker", "endpoint")})
+    remote = sorted({c.runtime for c in baselines if c.launched() and c.elsewhere()})
     platform = detect_platform(None if remote else env)
     name, why = default_control(platform)
     if remote:
@@ -165,8 +165,8 @@ def _resolve(plan: Plan) -> tuple[dict[str, StockRoles], list[str]]:
     roles: dict[str, StockRoles] = {}
     problems: list[str] = []
     for baseline in dict.fromkeys(b for _, b in plan.comparisons):
-        base = plan.servers[baseline]
-        if base.runtime == "endpoint":
+        base = plan.servers[baseline].launched()
+        if base is None:
             roles[baseline] = StockRoles(
                 baseline=baseline,
                 control=None,
@@ -228,8 +228,8 @@ def derived_servers(plan: Plan, model_config: Mapping[str, Any] | None = None) -
         return {}
     out: dict[str, ServerConfig] = {}
     for role in stock_roles(plan).values():
-        base = plan.servers[role.baseline]
-        if not isinstance(base, LaunchedConfig):  # an endpoint's roles are not derived
+        base = plan.servers[role.baseline].launched()
+        if base is None:  # an endpoint's roles are not derived
             continue
         for name, change in ((role.control, plan.numerics.control), (role.variant, plan.numerics.envelope_variant)):
             if name is not None and name not in plan.servers:

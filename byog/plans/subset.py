@@ -40,13 +40,10 @@ from byog.plans.numerics_menu import is_menu_name
 from byog.plans.numerics_roles import describe_change, menu_name
 from byog.plans.server_flags import vet_server, vet_stock_change
 from byog.schemas.plan import (
+    SERVER_CONFIGS,
     AgenticWorkload,
-    DockerConfig,
-    EndpointConfig,
-    HostedConfig,
     Plan,
     ServerConfig,
-    SshConfig,
     StockChange,
     server_config,
 )
@@ -139,10 +136,6 @@ def _env(values: Sequence[str], names: Sequence[str]) -> dict[str, dict[str, str
     return out
 
 
-def _digest(image: str | None) -> str | None:
-    return image.rsplit("@", 1)[1] if image and "@sha256:" in image else None
-
-
 def _runtime_fields(
     name: str, bundle: ServerConfig, overrides: Overrides, chosen: dict[str, list[str]]
 ) -> dict[str, Any]:
@@ -156,25 +149,8 @@ def _runtime_fields(
         return {"runtime": "ssh", "hosts": chosen["hosts"]}
     if image:
         return {"runtime": "docker", "image": image}
-    if isinstance(bundle, SshConfig) or (isinstance(bundle, HostedConfig) and bundle.hosts):
-        shown = ", ".join(bundle.hosts) or "no hosts"
-        ssh_options = getattr(bundle, "ssh_options", [])
-        options = f" with ssh options {' '.join(ssh_options)}" if ssh_options else ""
-        raise UsageError(
-            f"server '{name}' of the bundle runs on other hosts ({shown}){options}; byog reproduce runs nothing "
-            f"remote that you did not name: pass --host {name}=HOST for each of its {bundle.nodes} nodes, or leave it "
-            "out with --server"
-        )
-    if isinstance(bundle, DockerConfig):
-        digest = _digest(bundle.image)
-        if digest is None or digest not in overrides.allowed_image_digests:
-            raise UsageError(
-                f"server '{name}' of the bundle runs image '{bundle.image}', which is not pinned by a digest you "
-                f"allow; pass --image {name}=IMAGE, or add its digest to --policy's allowed_image_digests "
-                f"(or allowed_image_digests under [{CONFIG_SECTION}] in {config_file()})"
-            )
-        return {"runtime": "docker", "image": bundle.image}
-    return {"runtime": "local"}
+    hint = f"--policy's allowed_image_digests (or allowed_image_digests under [{CONFIG_SECTION}] in {config_file()})"
+    return bundle.reproduced_as(name, overrides.allowed_image_digests, hint)
 
 
 @dataclass(frozen=True)
@@ -292,12 +268,12 @@ def _servers(plan: Plan, kept: list[str], overrides: Overrides) -> dict[str, Any
         config["args"] = [*config["args"], *mine["args"]]
         config.update(_runtime_fields(name, bundle, overrides, mine))
         config["env"] = env[name]
-        if config["runtime"] == "ssh":
+        runs_as = SERVER_CONFIGS[config["runtime"]]
+        if "ssh_options" in runs_as.model_fields:
             config["ssh_options"] = list(overrides.ssh_options)
-        if config["runtime"] in ("local", "ssh") and overrides.node_python:
+        if runs_as.runs_host_python and overrides.node_python:
             config["node_python"] = overrides.node_python
-        if config["runtime"] == "endpoint":
-            config = {k: v for k, v in config.items() if k in EndpointConfig.model_fields}
+        config = {k: v for k, v in config.items() if k in runs_as.model_fields}
         try:
             servers[name] = server_config(**config).model_dump(mode="json")
         except ValidationError as err:
@@ -308,7 +284,7 @@ def _servers(plan: Plan, kept: list[str], overrides: Overrides) -> dict[str, Any
 def _model(plan: Plan, servers: dict[str, Any], overrides: Overrides) -> dict[str, Any]:
     """The bundle's context length; the model itself the maintainer's (or byog's built-in one)."""
     model = copied(plan.model)
-    launched = [name for name, config in servers.items() if config["runtime"] != "endpoint"]
+    launched = [name for name, config in servers.items() if server_config(**config).launched()]
     if overrides.model_path:
         model["path"] = overrides.model_path
     elif launched and not plan.model.path.startswith("builtin:"):

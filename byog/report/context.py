@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from byog.analysis.discordant import DiscordantItems, discordant_items
 from byog.core.errors import ByogError
 from byog.core.io import read_json
-from byog.core.paths import CLAIMS_NAME, RunDir
+from byog.core.paths import CLAIMS_NAME, PLOTS_BASE, RunDir
 from byog.report.format import read_record, server_records
 from byog.schemas.bench import PointSummary
 from byog.schemas.claims import Claim, ClaimsFile
@@ -30,8 +30,6 @@ from byog.schemas.plan import Plan
 from byog.schemas.reproduction import REPRODUCTION_NAME, ReproductionRecord
 from byog.schemas.server import ServerRecord
 from byog.schemas.summary import Summary
-
-PLOTS_BASE = "plots/"  # relative to report.md: works inside the unpacked bundle and the run directory
 
 
 @dataclass(frozen=True)

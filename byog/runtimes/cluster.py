@@ -27,7 +27,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 from byog.analysis.server_log import root_cause
 from byog.core.errors import ByogError, UsageError
@@ -60,6 +60,7 @@ from byog.runtimes.record import (
     wait_for_health,
     write_server_record,
 )
+from byog.runtimes.registry import MULTI_NODE, PlannedLaunch, register_runtime
 from byog.runtimes.slurm_nodes import SlurmNode, SlurmNodes, container_for, current_allocation, pick_nodes
 from byog.runtimes.ssh_nodes import SshNodes, parse_host, ssh_address
 from byog.schemas.plan import DockerConfig, HostedConfig, LaunchedConfig, ServerConfig, SlurmConfig, SshConfig
@@ -570,12 +571,22 @@ def slurm_runtime(
     return runtime, runtime.addresses()
 
 
+def _node_runtime(config: LaunchedConfig) -> NodeRuntimeKind:
+    for kind in get_args(NodeRuntimeKind):
+        if config.runtime == kind:
+            return cast(NodeRuntimeKind, kind)
+    raise UsageError(
+        f"the '{config.runtime}' runtime has no multi-node launch: 'nodes' > 1 needs one of "
+        f"{', '.join(get_args(NodeRuntimeKind))}"
+    )
+
+
 def cluster_spec(config: LaunchedConfig) -> ClusterSpec:
     """The plan's multi-node fields, as the runtime takes them."""
     return ClusterSpec(
         nodes=config.nodes,
         launcher=config.launcher,
-        node_runtime=config.runtime,
+        node_runtime=_node_runtime(config),
         gpus_per_node=config.gpus_per_node,
         hosts=tuple(config.hosts) if isinstance(config, HostedConfig) else (),
         python=config.node_python,
@@ -584,8 +595,20 @@ def cluster_spec(config: LaunchedConfig) -> ClusterSpec:
     )
 
 
+@register_runtime(MULTI_NODE, "ssh", "slurm")
 class ClusterRuntime:
-    """Launches server configs with ``nodes > 1`` (any node runtime) or ``runtime: ssh``."""
+    """Launches server configs with ``nodes > 1`` (any node runtime), ``runtime: ssh`` or ``runtime: slurm``."""
+
+    def planned(self, name: str, config: ServerConfig, model: PreparedModel, *, cpu_build: bool) -> PlannedLaunch:
+        """One line: each node's command is ``describe_cluster``'s (``byog plan``'s per-node launch)."""
+        del model
+        if not isinstance(config, LaunchedConfig):
+            raise UsageError(f"server '{name}' is an endpoint: byog launches nothing for it")
+        return PlannedLaunch(
+            None,
+            redact_env(server_env(config, cpu_build=cpu_build)),
+            f"({config.nodes} nodes, launcher {config.launcher}: each node's command is under 'per-node launch')",
+        )
 
     def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> ClusterServer:
         if not isinstance(config, LaunchedConfig):

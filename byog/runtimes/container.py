@@ -99,6 +99,27 @@ class ContainerSpec:
         }
 
 
+def docker_run_argv(spec: ContainerSpec, host_port: str) -> list[str]:
+    """The ``docker run`` command line of ``spec`` (what ``byog plan`` shows; byog itself starts it through
+    the SDK with ``run_kwargs``), the published port shown as ``host_port``, secrets redacted."""
+    argv = ["docker", "run", "--detach", "--name", spec.name, "--ipc", spec.ipc_mode]
+    if spec.gpus == "all":
+        argv += ["--gpus", "all"]
+    elif spec.gpus is not None:
+        argv += ["--gpus", f"device={','.join(spec.gpus)}"]
+    if spec.network_mode:
+        argv += ["--network", spec.network_mode]
+    for inside, (host, _) in (spec.ports or {}).items():
+        argv += ["-p", f"{host}:{host_port}:{inside.split('/')[0]}"]
+    for key, value in sorted(redact_env(spec.environment).items()):
+        argv += ["-e", f"{key}={value}"]
+    for source, bind in sorted(spec.volumes.items()):
+        argv += ["-v", f"{source}:{bind['bind']}:{bind['mode']}"]
+    if spec.entrypoint:
+        argv += ["--entrypoint", spec.entrypoint[0]]
+    return [*argv, spec.image, *(spec.entrypoint or [])[1:], *spec.command]
+
+
 def free_port(host: str = HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))

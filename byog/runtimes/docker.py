@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shlex
 import sys
 import threading
 from pathlib import Path
@@ -39,6 +40,7 @@ from byog.runtimes.container import (
     HOST,
     ContainerSpec,
     container_spec,
+    docker_run_argv,
     free_port,
     gpus_for,
     hf_cache_dir,
@@ -57,6 +59,7 @@ from byog.runtimes.record import (
     wait_for_health,
     write_server_record,
 )
+from byog.runtimes.registry import PORT, PlannedLaunch, register_runtime
 from byog.schemas.plan import DockerConfig, ServerConfig
 from byog.schemas.server import SERVER_START_MARKER, Endpoint, PreparedModel, ServerGpus, ServerRecord
 
@@ -379,6 +382,7 @@ def _engine_summary(client: Any) -> dict[str, Any]:
     return {"version": version.get("Version"), "api_version": version.get("ApiVersion"), "os": version.get("Os")}
 
 
+@register_runtime("docker")
 class DockerRuntime:
     """Launches server configs with ``runtime: docker``; sweeps orphaned byog containers once."""
 
@@ -391,6 +395,18 @@ class DockerRuntime:
         if self._client is None:
             self._client = docker_client()
         return self._client
+
+    def planned(self, name: str, config: ServerConfig, model: PreparedModel, *, cpu_build: bool) -> PlannedLaunch:
+        """The container ``launch`` would run, from the same ``container_spec`` (bridged; the image's labels,
+        which can turn the GPU request off for a CPU image, are read only at launch)."""
+        del cpu_build  # the image's label says, at launch
+        if not isinstance(config, DockerConfig):
+            raise UsageError(f"server '{name}' asks for the '{config.runtime}' runtime, not 'docker'")
+        spec = container_spec(
+            name, config, model, image_ref=config.image, image_labels={}, run_id="RUN_ID", host_port=0, bridge=True
+        )
+        argv = docker_run_argv(spec, PORT)
+        return PlannedLaunch(argv, redact_env(spec.environment), shlex.join(argv))
 
     def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> DockerServer:
         if not isinstance(config, DockerConfig):

@@ -19,6 +19,7 @@ from byog.runtimes.record import (
     utc_now,
     write_server_record,
 )
+from byog.runtimes.registry import PlannedLaunch, register_runtime
 from byog.schemas.plan import EndpointConfig, ServerConfig
 from byog.schemas.server import Endpoint, PreparedModel, ServerGpus, ServerRecord
 
@@ -83,7 +84,14 @@ class EndpointServer:
         """Not ours to stop."""
 
 
+@register_runtime("endpoint")
 class EndpointRuntime:
+    def planned(self, name: str, config: ServerConfig, model: PreparedModel, *, cpu_build: bool) -> PlannedLaunch:
+        del model, cpu_build
+        if not isinstance(config, EndpointConfig):
+            raise ByogError(f"server '{name}' asks for the '{config.runtime}' runtime, not 'endpoint'")
+        return PlannedLaunch(None, {}, f"(already running at {config.url}; byog launches nothing)")
+
     def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> EndpointServer:
         if not isinstance(config, EndpointConfig):
             raise ByogError(f"server '{name}' asks for the '{config.runtime}' runtime, not 'endpoint'")

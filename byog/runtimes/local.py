@@ -33,6 +33,7 @@ from byog.runtimes.record import (
     wait_for_health,
     write_server_record,
 )
+from byog.runtimes.registry import PlannedLaunch, port_placeholder, register_runtime
 from byog.schemas.plan import LocalConfig, ServerConfig
 from byog.schemas.server import SERVER_START_MARKER, Endpoint, PreparedModel, ServerRecord
 
@@ -227,7 +228,13 @@ class LocalServer:
         self.stop()
 
 
+@register_runtime("local")
 class LocalRuntime:
+    def planned(self, name: str, config: ServerConfig, model: PreparedModel, *, cpu_build: bool) -> PlannedLaunch:
+        del name
+        argv = port_placeholder(local_vllm_argv(config, model, HOST, 0))
+        return PlannedLaunch.of_argv(argv, redact_env(server_env(config, cpu_build=cpu_build)))
+
     def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> LocalServer:
         if not isinstance(config, LocalConfig):
             raise ByogError(f"server '{name}' asks for the '{config.runtime}' runtime, not 'local'")

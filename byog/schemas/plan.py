@@ -1,28 +1,56 @@
 """The Plan: which servers to launch, which workloads and evals to run on each, and how to compare.
 
 A plan is pure data (pydantic, ``extra="forbid"`` everywhere so a misspelt key is an error that
-names the key). Expanding a plan into concrete bench points lives in ``byog.plans.expand``.
+names the key). Expanding a plan into concrete bench points lives in ``byog.plans.expand``; the
+servers' config classes, one per runtime, in ``byog.schemas.runtime_configs`` (re-exported here).
 """
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Annotated, Any, ClassVar, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import (
-    ConfigDict,
-    Discriminator,
-    Field,
-    NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
-    Tag,
-    TypeAdapter,
-    model_validator,
-)
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from byog.schemas.base import Strict
 from byog.schemas.registry import register
+from byog.schemas.runtime_configs import (
+    _HOLDS_SERVERS,
+    DEFAULT_RUNTIME,
+    LOCAL_HOSTS,
+    SERVER_CONFIGS,
+    DockerConfig,
+    EndpointConfig,
+    HostedConfig,
+    LaunchedConfig,
+    LocalConfig,
+    Platform,
+    ServerBase,
+    ServerConfig,
+    SlurmConfig,
+    SshConfig,
+    register_server_config,
+    runtime_names,
+    server_config,
+)
+
+__all__ = [  # the server configs, re-exported: a plan's readers import them from here
+    "DEFAULT_RUNTIME",
+    "LOCAL_HOSTS",
+    "SERVER_CONFIGS",
+    "DockerConfig",
+    "EndpointConfig",
+    "HostedConfig",
+    "LaunchedConfig",
+    "LocalConfig",
+    "Platform",
+    "ServerBase",
+    "ServerConfig",
+    "SlurmConfig",
+    "SshConfig",
+    "register_server_config",
+    "runtime_names",
+    "server_config",
+]
 
 PLAN_SCHEMA_VERSION: Final = 3
 
@@ -38,175 +66,6 @@ class ModelSpec(Strict):
     max_model_len: PositiveInt | None = None
     # the checkpoint's size, for ``byog plan``'s start-up estimate where the weights are not readable here
     weights_gib: PositiveFloat | None = None
-
-
-class ServerBase(Strict):
-    """What every server under test is, launched by byog or not: vLLM's own settings. An endpoint's
-    are what it was started with, which byog reads to plan (context, ``--max-num-seqs``, TP)."""
-
-    args: list[str] = Field(default_factory=list)  # extra `vllm serve` arguments, verbatim
-    tensor_parallel_size: PositiveInt = 1
-    data_parallel_size: PositiveInt = 1
-    decode_context_parallel_size: PositiveInt = 1
-    additional_config: dict[str, Any] | None = None  # vLLM --additional-config (e.g. the decode switch)
-    speculative_config: dict[str, Any] | None = None  # vLLM --speculative-config
-
-    @property
-    def multi_node(self) -> bool:
-        return False
-
-    @property
-    def speculative(self) -> bool:
-        return self.speculative_config is not None
-
-
-def _names_its_runtime(schema: dict[str, Any]) -> None:
-    """In the JSON schema, a server of any runtime but ``local`` (a plan's default) names it: one branch matches."""
-    schema["required"] = [*schema.get("required", []), "runtime"]
-
-
-class EndpointConfig(ServerBase):
-    """An already-running server at ``url``: byog launches nothing."""
-
-    model_config = ConfigDict(json_schema_extra=_names_its_runtime)
-
-    runtime: Literal["endpoint"] = "endpoint"
-    url: str
-
-
-class LaunchedConfig(ServerBase):
-    """A server byog launches. It may span several nodes (``nodes: N``): N copies of vLLM cooperating
-    on one model, each a share of TP x PP x DP, started through the node runtime (local process
-    groups on this machine, docker containers, hosts reached over ssh, or slurm steps of the
-    allocation byog runs in) by one of vLLM's launchers (``launcher``: ``native`` =
-    ``--nnodes/--node-rank/--master-addr``, or ``ray``).
-    """
-
-    runtime: Literal["local", "docker", "ssh", "slurm"]
-    env: dict[str, str] = Field(default_factory=dict)
-    startup_timeout_s: float = Field(default=900.0, gt=0)
-    # --- multi-node (nodes > 1) ---
-    nodes: PositiveInt = 1
-    launcher: Literal["native", "ray"] = "native"
-    # GPUs each node uses (CUDA_VISIBLE_DEVICES, or the container's device request); nodes sharing a
-    # host get disjoint ranges. Unset: TP x PP x DP / nodes, and none for a CPU build.
-    gpus_per_node: NonNegativeInt | None = None
-    node_python: str | None = None  # the interpreter on every node; default: byog's own (an image's python3)
-    ray_args: list[str] = Field(default_factory=list)  # extra `ray start` arguments on every node
-    # Set by a runtime that runs multi-node servers only: why it needs ``nodes``.
-    multi_node_only: ClassVar[str | None] = None
-
-    @model_validator(mode="after")
-    def _node_fields(self) -> LaunchedConfig:
-        if self.multi_node_only is not None and self.nodes < 2:
-            raise ValueError(self.multi_node_only)
-        if self.nodes == 1 and (self.launcher != "native" or self.gpus_per_node is not None):
-            raise ValueError("'launcher' and 'gpus_per_node' are for multi-node servers: set 'nodes' too")
-        return self
-
-    @property
-    def multi_node(self) -> bool:
-        return self.nodes > 1
-
-
-class LocalConfig(LaunchedConfig):
-    """vLLM as process groups on this machine (one per node)."""
-
-    runtime: Literal["local"] = "local"
-
-
-class HostedConfig(LaunchedConfig):
-    """A launched server whose nodes may run elsewhere, one ``hosts`` entry per node, rank 0 (the API
-    server, the Ray head) first."""
-
-    model_config = ConfigDict(json_schema_extra=_names_its_runtime)
-    hosts: list[str] = Field(default_factory=list)
-    hosts_required: ClassVar[bool] = False
-
-    @model_validator(mode="after")
-    def _one_host_per_node(self) -> HostedConfig:
-        if self.hosts_required and len(self.hosts) != self.nodes:
-            raise ValueError(
-                f"'{self.runtime}' needs one 'hosts' entry per node: {self.nodes} nodes, {len(self.hosts)} hosts"
-            )
-        if self.hosts and len(self.hosts) != self.nodes:
-            raise ValueError(f"{self.nodes} nodes but {len(self.hosts)} 'hosts': one per node, rank 0 first")
-        return self
-
-
-Platform = Literal["linux/amd64", "linux/arm64"]
-
-
-class DockerConfig(HostedConfig):
-    """vLLM in ``image``; ``hosts``: Docker engines (ssh://user@host), default this machine's."""
-
-    runtime: Literal["docker"] = "docker"
-    image: str  # pinned by digest in real runs
-    # The image's platform; a node of another architecture is refused before anything starts.
-    platform: Platform | None = None
-    # GPUs to request: "all", "none", or device ids; unset = all for a GPU image, none for a CPU one
-    gpus: Literal["all", "none"] | list[NonNegativeInt] | None = None
-
-
-class SshConfig(HostedConfig):
-    """A multi-node server on ``hosts``: ssh destinations (user@host, ssh://user@host:port)."""
-
-    runtime: Literal["ssh"] = "ssh"
-    ssh_options: list[str] = Field(default_factory=list)  # extra `ssh` options, e.g. ["-i", "~/.ssh/tray"]
-    hosts_required: ClassVar[bool] = True
-    multi_node_only: ClassVar[str | None] = (
-        "the 'ssh' runtime runs multi-node servers: set 'nodes' (and one 'hosts' entry per node)"
-    )
-
-
-class SlurmConfig(HostedConfig):
-    """A multi-node server as srun steps of the allocation byog runs in; ``hosts``: Slurm node names
-    (default: the allocation's first N)."""
-
-    runtime: Literal["slurm"] = "slurm"
-    image: str | None = None  # the steps' container (Pyxis)
-    platform: Platform | None = None
-    multi_node_only: ClassVar[str | None] = (
-        "the 'slurm' runtime runs multi-node servers as srun steps: set 'nodes' "
-        "(a one-node server runs as 'local' or 'docker' inside the job)"
-    )
-
-
-RUNTIMES: Final = ("endpoint", "local", "docker", "ssh", "slurm")
-DEFAULT_RUNTIME: Final = "local"
-
-
-def _runtime_of(value: Any) -> Any:
-    """The tag of a server as written: its ``runtime``, ``local`` when it names none."""
-    if isinstance(value, dict):
-        return value.get("runtime", DEFAULT_RUNTIME)
-    return getattr(value, "runtime", DEFAULT_RUNTIME)
-
-
-# One server under test (its name is its key in ``Plan.servers``): the class its ``runtime`` names, so a
-# field another runtime takes (``image`` on a local server, ``nodes`` on an endpoint) is an error naming it.
-ServerConfig = Annotated[
-    Annotated[EndpointConfig, Tag("endpoint")]
-    | Annotated[LocalConfig, Tag("local")]
-    | Annotated[DockerConfig, Tag("docker")]
-    | Annotated[SshConfig, Tag("ssh")]
-    | Annotated[SlurmConfig, Tag("slurm")],
-    Discriminator(
-        _runtime_of,
-        custom_error_type="runtime",
-        custom_error_message=f"'runtime' is one of {', '.join(RUNTIMES)}",
-    ),
-]
-
-
-@cache
-def _server_adapter() -> TypeAdapter[ServerConfig]:
-    return TypeAdapter(ServerConfig)
-
-
-def server_config(**fields: Any) -> ServerConfig:
-    """The server ``fields`` describe, of the class its ``runtime`` (default ``local``) names."""
-    return _server_adapter().validate_python(fields)
 
 
 class RandomPrompts(Strict):
@@ -596,8 +455,9 @@ class Plan(Strict):
             raise ValueError("an interleaved pair runs one launch of each server: drop 'launches' and 'aa_pair'")
         for name in interleaved:
             config = self.servers[name]
-            if not isinstance(config, (LocalConfig, DockerConfig)) or config.multi_node:
-                raise ValueError(f"server '{name}' of an interleaved pair must be a single-node local or docker server")
+            if not config.interleaves or config.multi_node:
+                kinds = " or ".join(n for n, c in SERVER_CONFIGS.items() if c.interleaves)
+                raise ValueError(f"server '{name}' of an interleaved pair must be a single-node {kinds} server")
 
     def _check_numerics(self, numerics: NumericsSpec) -> None:
         # a candidate is scored on its baseline's token path: one baseline each, and no chains
@@ -656,4 +516,5 @@ class Plan(Strict):
         return list(item.servers or self.servers)
 
 
+_HOLDS_SERVERS.append(Plan)
 register("plan", Plan, version=PLAN_SCHEMA_VERSION, files=("plan.yaml",), kind="yaml")

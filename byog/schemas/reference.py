@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from byog.schemas.claims import ClaimsFile
-from byog.schemas.plan import Plan
+from byog.schemas.plan import SERVER_CONFIGS, Plan, ServerBase
 from byog.schemas.policy import Policy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -150,6 +150,8 @@ def type_name(annotation: Any) -> str:
 
 def _inner(annotation: Any) -> list[type[BaseModel]]:
     """Every model an annotation reaches (through lists, dicts, unions, Annotated)."""
+    if annotation is ServerBase:  # a plan's server: the union of the registered runtimes' config classes
+        return list(SERVER_CONFIGS.values())
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     found: list[type[BaseModel]] = []

@@ -94,3 +94,31 @@ def test_every_command_runs_by_its_name_from_the_app_main_builds() -> None:
         result = CliRunner().invoke(build_app(command), [command, "--help"])
         usage = next((line for line in result.output.splitlines() if "Usage:" in line), "")
         assert result.exit_code == 0 and f" {command} " in usage, (command, result.output[:300])
+
+
+BELOW_CLI = ("byog.pipeline", "byog.bundles", "byog.runtimes", "byog.bench", "byog.report")
+HEAVY = ("pandas", "pyarrow", "matplotlib", "scipy", "vllm", "numpy", "httpx", "lm_eval", "docker")
+
+
+def _loaded_after(argv: list[str]) -> list[str]:
+    """The heavy packages and byog layers below the CLI left in sys.modules after ``byog ARGV`` (a fresh process)."""
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['byog', *{argv!r}]\n"
+        "from byog.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"below = {BELOW_CLI!r}\n"
+        f"print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m.startswith(below)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines() if line.startswith("LOADED")]
+
+
+def test_help_lists_every_command_without_loading_what_they_run() -> None:
+    """`byog --help` imports every cli module to list its commands; each imports what it runs only when it runs."""
+    assert _loaded_after(["--help"]) == ["LOADED []"]
+
+
+def test_a_commands_help_loads_nothing_it_runs() -> None:
+    for command in (["verify", "--help"], ["reproduce", "--help"], ["run", "--help"], ["bench", "--help"]):
+        assert _loaded_after(command) == ["LOADED []"], command

@@ -14,7 +14,7 @@ from byog.analysis.time_to_verdict import time_to_verdict, union_length
 from byog.core.errors import UsageError
 from byog.core.io import read_json
 from byog.core.paths import RunDir
-from byog.pipeline import interleave, interleave_check
+from byog.pipeline import interleave, interleave_check, launch
 from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
 from byog.runtimes.record import utc_now, write_server_record
@@ -99,7 +99,7 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, FakeVllm]]:
             )
             return FakeServer(name, made[name])
 
-    monkeypatch.setattr(interleave, "runtime_for", lambda config: Runtime())
+    monkeypatch.setattr(launch, "runtime_for", lambda config: Runtime())
     yield made
     assert all("--enable-sleep-mode" in c.args and c.env["VLLM_SERVER_DEV_MODE"] == "1" for c in launched)
     for fake in made.values():

@@ -274,15 +274,18 @@ def test_a_dry_run_prints_what_would_run_and_runs_nothing(synthetic, nothing_run
     lines = result.output.splitlines()
     assert lines[0] == "byog reproduce --dry-run: model builtin:smollm2-135m-instruct; the servers, in launch order:"
     assert lines[1] == (
-        "  candidate: runtime ssh, 2 nodes (native), hosts me@192.0.2.1 me@192.0.2.2, "
+        "  candidate: runtime ssh, nodes 2, hosts me@192.0.2.1 me@192.0.2.2, "
         "ssh options '-oProxyCommand=touch MAINTAINERS-PROXY'"
     )
-    assert lines[2].startswith("    argv: vllm serve ") and "--served-model-name SmolLM2-135M-Instruct" in lines[2]
-    assert lines[4] == f"  baseline: runtime docker, image {image}"
-    assert lines[5].startswith("    argv: vllm serve ") and lines[5].endswith("--max-model-len 4096 --enforce-eager")
-    assert "--host 0.0.0.0 --port '<free port>'" in lines[5]
-    assert lines[6] == '    env: {"VLLM_LOGGING_LEVEL": "DEBUG"}'
-    assert lines[7:] == [
+    assert lines[2] == "    (2 nodes, launcher native: each node's command is under 'per-node launch')"
+    assert lines[3] == f"  baseline: runtime docker, image {image}"
+    # the docker runtime's own container spec: the run line byog's SDK call makes
+    assert lines[4].startswith("    argv: docker run --detach ") and lines[4].endswith(
+        "--max-model-len 4096 --enforce-eager"
+    )
+    assert "-p 127.0.0.1:PORT:8000" in lines[4] and f" {image} " in lines[4] and "--gpus all" in lines[4]
+    assert '"VLLM_LOGGING_LEVEL": "DEBUG"' in lines[5] and lines[5].startswith("    env: {")
+    assert lines[6:] == [
         "point decode-b1-isl32-osl64 (ISL 32, OSL 64) on candidate, baseline",
         'eval gsm8k: 3 item(s) on candidate, baseline, generation {"do_sample": false, "max_gen_toks": 256, '
         '"temperature": 0.0, "until": ["Question:", "</s>", "<|im_end|>"]}',

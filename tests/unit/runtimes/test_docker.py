@@ -12,6 +12,7 @@ from byog.images import build, context, tags
 from byog.images.engine import docker_client
 from byog.runtimes import container as dk
 from byog.runtimes.docker import DockerRuntime, DockerServer
+from byog.runtimes.launch import vllm_serve_args
 from byog.schemas.plan import ServerConfig, server_config
 from byog.schemas.server import PreparedModel
 
@@ -227,3 +228,27 @@ def test_an_image_of_another_architecture_is_refused_before_any_container() -> N
         EnvironmentProblem, match=r"image img is linux/arm64 but this Docker engine's host is linux/amd64"
     ):
         check_image_platform("img", {"Architecture": "arm64"}, {"Architecture": "x86_64"})
+
+
+@pytest.mark.parametrize(
+    ("gpus", "request_shown"),
+    [(None, ["--gpus", "all"]), ([0, 1], ["--gpus", "device=0,1"]), ("none", None)],
+)
+def test_the_planned_launch_is_the_container_spec_byog_would_run(
+    model: PreparedModel, gpus: object, request_shown: list[str] | None
+) -> None:
+    """`byog plan` and `reproduce --dry-run` show the device request ``gpus_for`` chooses, not always all GPUs."""
+    image = "vllm/vllm-openai@sha256:" + "a" * 64
+    config = server_config(runtime="docker", image=image, gpus=gpus, env={"HF_TOKEN": "secret", "X": "1"})
+    planned = DockerRuntime().planned("cand", config, model, cpu_build=False)
+    argv = planned.argv
+    assert argv is not None and argv[:2] == ["docker", "run"]
+    if request_shown is None:
+        assert "--gpus" not in argv
+    else:
+        at = argv.index("--gpus")
+        assert argv[at : at + 2] == request_shown
+    assert "-p" in argv and argv[argv.index("-p") + 1] == "127.0.0.1:PORT:8000"
+    assert argv[argv.index(image) + 1 :] == vllm_serve_args(config, model, "0.0.0.0", dk.CONTAINER_PORT)
+    assert "HF_TOKEN=<redacted>" in argv and "secret" not in planned.command
+    assert planned.env["X"] == "1"

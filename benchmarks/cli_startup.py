@@ -1,0 +1,133 @@
+"""Whole-process start-up of the CLI (issue 52's goals): `byog --help` and `byog verify --help`
+<= 0.25 s, `byog verify` of a small bundle <= 0.5 s, each beside `python -c 'import byog'`.
+
+    python benchmarks/cli_startup.py [--repo PATH] [--runs 7]
+
+``--repo`` times another checkout's byog (e.g. the commit before a change, unpacked with
+``git archive``) with this same script. Every command runs as its own process with compiled
+bytecode (as an installed byog does), pinned to one core with ``taskset`` when it exists; printed:
+min and median wall seconds of ``--runs`` runs (at least 7), the same of CPU seconds (user + system of the
+process and its children: what a loaded machine, where wall time is mostly waiting for a core, still
+compares), and the modules of note each command left imported (pandas, pyarrow, numpy, scipy, matplotlib, vllm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+HEAVY = ("pandas", "pyarrow", "numpy", "scipy", "matplotlib", "vllm")
+
+
+def _args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", type=Path, default=HERE, help="checkout whose byog to time (default: this one)")
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    args.runs = max(7, args.runs)
+    return args
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _pinned(command: list[str]) -> list[str]:
+    return ["taskset", "-c", "0", *command] if shutil.which("taskset") else command
+
+
+def _small_bundle(repo: Path, folder: Path) -> tuple[Path, Path]:
+    """A signed small bundle made by the timed checkout's own code (a child process, so no import is shared)."""
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "t", "-f", str(folder / "key")], check=True)
+    public = " ".join((folder / "key.pub").read_text().split()[:2])
+    allowed = folder / "allowed_signers"
+    allowed.write_text(f't@example.com namespaces="byog-bundle@v1" {public}\n')
+    build = (
+        "import sys; from pathlib import Path\n"
+        "from byog.bundles.finalize import seal_and_pack\n"
+        "from byog.bundles.sign import SigningKey\n"
+        "from tests.support.synthetic import SyntheticSpec, make_run_dir\n"
+        "folder = Path(sys.argv[1])\n"
+        "spec = SyntheticSpec(batch_sizes=(1, 2), isl=64, osl=32, warmup_waves=1, waves=1, eval_items=20,\n"
+        "                     log_lines=50)\n"
+        "run_dir = make_run_dir(folder / 'run', spec)\n"
+        "run_dir.plots_dir.mkdir(exist_ok=True)\n"
+        "seal_and_pack(run_dir, folder / 'bundle.tar.gz', key=SigningKey(folder / 'key', 'bench'))\n"
+    )
+    subprocess.run([sys.executable, "-c", build, str(folder)], check=True, env=_env(repo), cwd=repo)
+    return folder / "bundle.tar.gz", allowed
+
+
+def _env(repo: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _heavy_after(repo: Path, argv: list[str]) -> str:
+    """The heavy modules left in sys.modules after running the CLI with ``argv`` in-process."""
+    probe = (
+        "import sys, runpy\n"
+        f"sys.argv = ['byog', *{argv!r}]\n"
+        "try:\n    runpy.run_module('byog', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules) or '-', file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], env=_env(repo), capture_output=True, text=True, check=False)
+    return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "?"
+
+
+def main() -> None:
+    args = _args()
+    repo = args.repo.resolve()
+    env = _env(repo)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(repo / "byog")], check=True, capture_output=True)
+    with tempfile.TemporaryDirectory(prefix="byog-startup-") as tmp:
+        bundle, allowed = _small_bundle(repo, Path(tmp))
+        cases = {
+            "python -c 'import byog'": [sys.executable, "-c", "import byog"],
+            "byog --help": [sys.executable, "-m", "byog", "--help"],
+            "byog verify --help": [sys.executable, "-m", "byog", "verify", "--help"],
+            f"byog verify (small, {bundle.stat().st_size / 1e3:.0f} kB)": [
+                sys.executable,
+                "-m",
+                "byog",
+                "verify",
+                str(bundle),
+                "--allowed-signers",
+                str(allowed),
+            ],
+        }
+        print(
+            f"CLI start-up of {repo}; python {sys.version.split()[0]}; "
+            f"{'taskset -c 0' if shutil.which('taskset') else 'not pinned'}; "
+            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.runs} runs each"
+        )
+        print(f"{'':<34} {'min s':>7} {'median s':>9} {'cpu min':>8} {'cpu med':>8}  exit  heavy modules imported")
+        for label, command in cases.items():
+            subprocess.run(command, env=env, capture_output=True, check=False)  # not timed: writes bytecode left
+            walls, cpus, code = [], [], 0
+            for _ in range(args.runs):
+                start, start_cpu = time.perf_counter(), _children_cpu_s()
+                code = subprocess.run(_pinned(command), env=env, capture_output=True, check=False).returncode
+                walls.append(time.perf_counter() - start)
+                cpus.append(_children_cpu_s() - start_cpu)
+            heavy = _heavy_after(repo, command[3:]) if command[1] == "-m" else "-"
+            print(
+                f"{label:<34} {min(walls):>7.3f} {statistics.median(walls):>9.3f} {min(cpus):>8.3f} "
+                f"{statistics.median(cpus):>8.3f}  {code:>4}  {heavy}"
+            )
+    print("goals: --help and verify --help <= 0.25 s, small verify <= 0.5 s (whole process)")
+
+
+if __name__ == "__main__":
+    main()
