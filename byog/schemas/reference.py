@@ -144,6 +144,8 @@ def type_name(annotation: Any) -> str:
         return f"{origin.__name__}[{', '.join(type_name(a) for a in args if a is not Ellipsis)}]"
     if annotation is type(None):
         return "null"
+    if annotation is ServerBase:  # a plan's server: one of the registered runtimes' config classes
+        return " | ".join(config.__name__ for config in SERVER_CONFIGS.values())
     name = getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
     return str(name)
 
