@@ -36,10 +36,15 @@ def _render_v3(run_dir: RunDir, summary: Summary) -> str:
     return render_report(run_dir, summary, report_format=3)
 
 
+def _render_v4(run_dir: RunDir, summary: Summary) -> str:
+    return render_report(run_dir, summary, report_format=4)
+
+
 RENDERERS: dict[int, Renderer] = {
     1: legacy_v1.render_report,  # the renderer before versions (commit 85b2f8f), with today's escaping
     2: _render_v2,  # matrices with one column group per pair, left-aligned
     3: _render_v3,  # Mermaid charts from 0, no flipped items, speed-up ends named by load only
+    4: _render_v4,  # speed-up ends named by B and ISL, flipped items
     REPORT_VERSION: render_report,
 }
 

@@ -5,11 +5,12 @@ name and what it needs with ``@check``): the order is declared here, not left to
 imports, because a check may require another to have passed first. First what needs no trust
 and reads only the gate members (manifest, signature), then, for a trusted signer only, the
 hashes of every other member, the subject and the content checks (bounds, predicate, schemas,
-tasks, summary, report, pairs, commit, policy, claims).
+tasks, calibration, summary, report, pairs, commit, policy, claims).
 """
 
 from byog.bundles.checks import (
     bounds,
+    calibration,
     claims,
     identity,
     integrity,
@@ -32,6 +33,7 @@ CHECKS: tuple[Check, ...] = in_order(
         predicate.predicate_matches_files,
         schemas.files_match_schemas,
         tasks.tasks_are_byogs,
+        calibration.calibration_belongs,
         recompute.summary_recomputes,
         recompute.report_rerenders,
         identity.pairs_are_fair,
