@@ -526,10 +526,12 @@ def _ratio_cis(
     metric: str,
     seed: list[int],
     prior: perf_equivalence.LaunchVariance | None,
+    launch_ci: bool = True,
 ) -> _CIs:
     """The 95% and 90% CIs of one comparison: the launch t interval when a side has two launches
     or more or a calibration gives the launch variance (``perf_equivalence.launch_t_ci``), else the
-    wave bootstrap of the two single launches (same draws as ever)."""
+    wave bootstrap of the two single launches (same draws as ever). ``launch_ci=False``: the
+    hierarchical bootstrap instead, as summaries of schema 6 and older computed it."""
     stat = stat_for(metric, point.kind)
     if len(cand) == 1 and len(base) == 1 and prior is None:
         ratios = bootstrap_ratios(cand[0], base[0], stat, seed, metric=metric)
@@ -537,6 +539,11 @@ def _ratio_cis(
             return _CIs((None, None), None, None)
         lo90, hi90 = _interval(ratios, 0.90)
         return _CIs(_interval(ratios, CI_LEVEL), (lo90, hi90) if lo90 is not None and hi90 is not None else None, None)
+    if not launch_ci:
+        rows = (_vectorised(metric, _flat(cand)), _vectorised(metric, _flat(base)))
+        fast = (rows[0], rows[1]) if rows[0] is not None and rows[1] is not None else None
+        old = perf_equivalence.hierarchical_ratio_ci(cand, base, stat, seed, BOOTSTRAP_RESAMPLES, stat_rows=fast)
+        return _CIs(old.ci95 if old.ci95 else (None, None), old.ci90, None)
     cv, bv = stat(_flat(cand)), stat(_flat(base))
     logs = [
         [math.log(v) for v in (stat(launch) for launch in side) if v is not None and v > 0] for side in (cand, base)
@@ -583,6 +590,7 @@ def _comparisons(
     units_of: dict[tuple[str, str], Launches],
     margins: dict[tuple[str, str], float],
     calibration: Calibration | None = None,
+    launch_ci: bool = True,
 ) -> list[PointComparison]:
     out = []
     for point in points:
@@ -598,9 +606,9 @@ def _comparisons(
                     continue
                 seed = [plan.seeds[0], zlib.crc32(f"{point.point_id}/{candidate}/{metric}".encode())]
                 prior = None
-                if calibration is not None and len(cand) == 1 and len(base) == 1:
+                if calibration is not None and launch_ci and len(cand) == 1 and len(base) == 1:
                     prior = launch_prior(calibration, (candidate, baseline), point.point_id, metric)
-                cis = _ratio_cis(cand, base, point, metric, seed, prior)
+                cis = _ratio_cis(cand, base, point, metric, seed, prior, launch_ci)
                 low, high = cis.ci95
                 comparison = PointComparison(
                     point_id=point.point_id,
@@ -619,7 +627,7 @@ def _comparisons(
                 )
                 if len(cand) > 1 or len(base) > 1:
                     comparison.launches = [len(cand), len(base)]
-                if cis.df is None:
+                if cis.df is None and launch_ci and len(cand) == 1 and len(base) == 1:
                     comparison.ci_note = perf_equivalence.ONE_LAUNCH_NOTE
                     comparison.label = "screening"
                 elif prior is not None and calibration is not None and cis.df is not None:
@@ -666,7 +674,7 @@ def _launch_shares(
     return out
 
 
-def summarize_bench(run_dir: RunDir, plan: Plan) -> BenchSummary:
+def summarize_bench(run_dir: RunDir, plan: Plan, launch_ci: bool = True) -> BenchSummary:
     """Points (metrics + validity) of every server and launch, the candidate/baseline comparisons,
     the rate searches, and, with more than one launch, the between-launch shares and A/A margins.
 
@@ -693,7 +701,8 @@ def summarize_bench(run_dir: RunDir, plan: Plan) -> BenchSummary:
     _invalid_if_a_launch_is(entries, launch_entries)
     aa = _aa_margins(plan, points, units_of)
     margins = {(a.baseline, a.metric): a.margin for a in aa}
-    comparisons = _comparisons(plan, points, units_of, margins, read_calibration(run_dir))
+    calibration = read_calibration(run_dir) if launch_ci else None
+    comparisons = _comparisons(plan, points, units_of, margins, calibration, launch_ci)
     _flag_conditions(comparisons, entries)
     return BenchSummary(
         points=entries,

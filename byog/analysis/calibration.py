@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -35,7 +35,7 @@ from byog.core.errors import ByogError
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.schemas.calibration import Calibration, Fingerprint, LaunchSpread
-from byog.schemas.plan import Plan
+from byog.schemas.plan import BatchWorkload, Plan
 
 CALIBRATION_NAME = "calibration.json"
 MIN_LAUNCHES = 3
@@ -57,20 +57,24 @@ def _read(path: Any) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _part(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _hardware(env: dict[str, Any]) -> dict[str, Any]:
-    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
-    gpus = gpu.get("gpus") if isinstance(gpu.get("gpus"), list) else env.get("gpus") or []
+    gpu = _part(env.get("gpu"))
+    gpus = gpu.get("gpus") if isinstance(gpu.get("gpus"), list) else env.get("gpus")
     os_part = env.get("os")
     return {
         "cpu": env.get("cpu"),
         "cpu_count": env.get("cpu_count"),
         "memory_total_bytes": env.get("memory_total_bytes"),
-        "machine": os_part.get("machine") if isinstance(os_part, dict) else os_part,
+        "machine": _part(os_part).get("machine") if isinstance(os_part, dict) else os_part,
         "gpu_count": gpu.get("count"),
         "gpu_driver": gpu.get("driver_version"),
         "gpus": [
             {"name": g.get("name"), "memory_total_bytes": g.get("memory_total_bytes")}
-            for g in gpus
+            for g in (gpus if isinstance(gpus, list) else [])
             if isinstance(g, dict)
         ],
     }
@@ -85,7 +89,7 @@ def fingerprint(run_dir: RunDir, plan: Plan) -> Fingerprint:
         "packages": env.get("packages"),
         "servers": {name: {"version": r.get("version"), "image": r.get("image")} for name, r in records.items()},
     }
-    waves = sorted({(w.name, w.warmup_waves, w.waves) for w in plan.workloads if hasattr(w, "waves")}, key=str)
+    waves = sorted({(w.name, w.warmup_waves, w.waves) for w in plan.workloads if isinstance(w, BatchWorkload)}, key=str)
     servers = {
         name: _digest(
             {
@@ -112,7 +116,7 @@ def fingerprint_differences(calibration: Calibration, run_dir: RunDir, plan: Pla
 
 
 def launch_spreads(
-    launches_of: dict[tuple[str, str], Sequence[Sequence[Any]]],
+    launches_of: Mapping[tuple[str, str], Sequence[Sequence[Any]]],
     stat_of: Callable[[str, str], Callable[[Sequence[Any]], float | None]],
     metrics: Sequence[str],
 ) -> list[LaunchSpread]:

@@ -46,7 +46,8 @@ def _bootstrap_stat(side: np.ndarray, rng: np.random.Generator, resamples: int) 
     trials, launches, waves = side.shape
     drawn = rng.integers(0, launches, (trials, resamples, launches))
     units = rng.integers(0, waves, (trials, resamples, launches, waves))
-    return side[np.arange(trials)[:, None, None, None], drawn[..., None], units].mean(axis=(2, 3))
+    means: np.ndarray = side[np.arange(trials)[:, None, None, None], drawn[..., None], units].mean(axis=(2, 3))
+    return means
 
 
 def _bootstrap_covers(cand: np.ndarray, base: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
@@ -54,7 +55,8 @@ def _bootstrap_covers(cand: np.ndarray, base: np.ndarray, rng: np.random.Generat
     ratios = _bootstrap_stat(cand, rng, resamples) / _bootstrap_stat(base, rng, resamples)
     alpha = (1.0 - LEVEL) / 2 * 100
     low, high = np.percentile(ratios, [alpha, 100 - alpha], axis=1)
-    return (low <= 1.0) & (high >= 1.0)
+    covered: np.ndarray = (low <= 1.0) & (high >= 1.0)
+    return covered
 
 
 def _spread(side: np.ndarray) -> tuple[np.ndarray, int]:
@@ -69,7 +71,8 @@ def _t_covers(cand: np.ndarray, base: np.ndarray, calibration: list[np.ndarray])
     ss, df = sum(p[0] for p in parts), sum(p[1] for p in parts)
     se = np.sqrt(ss / df * (1.0 / cand.shape[1] + 1.0 / base.shape[1]))
     centre = np.log(cand.mean(axis=(1, 2)) / base.mean(axis=(1, 2)))
-    return np.abs(centre) <= t_quantile(0.5 + LEVEL / 2, df) * se
+    covered: np.ndarray = np.abs(centre) <= t_quantile(0.5 + LEVEL / 2, df) * se
+    return covered
 
 
 def coverage(

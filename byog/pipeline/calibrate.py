@@ -64,7 +64,7 @@ def calibrate(
     plan = parse_plan(rd.plan_yaml.read_text(encoding="utf-8"), str(rd.plan_yaml))
     spreads = calibration_spreads(rd, plan)
     record = Calibration(
-        created_at=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        created_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         plan_name=plan.name,
         launches=plan.launches,
         fingerprint=fingerprint(rd, plan),

@@ -49,7 +49,7 @@ from byog.plans.tiers import TIERS, apply_tier, eval_items, find_placeholders
 from byog.runtimes.cluster import describe_cluster
 from byog.runtimes.launch import local_vllm_argv, server_env, vllm_serve_args
 from byog.schemas.bench import BenchPoint
-from byog.schemas.plan import LaunchedConfig, Plan, SyntheticSessions, TraceSource
+from byog.schemas.plan import BatchWorkload, LaunchedConfig, Plan, SyntheticSessions, TraceSource
 from byog.schemas.server import PreparedModel
 
 TPOT_GUESS_S = 0.030  # CPU vLLM + SmolLM2-135M at batch 1 decodes ~38 tok/s
@@ -438,7 +438,7 @@ SHARES = (0.1, 0.5, 0.9)  # between-launch shares at which `byog plan` shows a C
 def perf_ci_rows(plan: Plan) -> list[dict[str, Any]]:
     """Per pair: its launches, which 95% CI that gives and the coverage it buys in the simulation of
     ``byog.analysis.launch_coverage`` (the plan's waves per point; fixed seeds)."""
-    waves = next((w.waves for w in plan.workloads if isinstance(getattr(w, "waves", None), int)), 3)
+    waves = next((w.waves for w in plan.workloads if isinstance(w, BatchWorkload)), 3)
     rows = []
     for candidate, baseline in plan.comparisons:
         r_c, r_b = plan.launches_of(candidate), plan.launches_of(baseline)

@@ -26,6 +26,7 @@ from byog.schemas.summary import Summary
 Renderer = Callable[[RunDir, Summary], str]
 
 FIRST_DECLARED = 3  # the first format a manifest declares; older manifests name none
+LAUNCH_CI_FORMAT = 5  # the first format written from the launch t interval (docs/statistics.md §6)
 
 
 def _render_v2(run_dir: RunDir, summary: Summary) -> str:

@@ -97,8 +97,7 @@ def speedup_lines(ctx: ReportContext) -> list[str]:
             f"- Speed-up, {who}, {label}: {span} over {len(valid)} valid point(s); "
             f"the 95% CI excludes 1 at {clear} of them{tail}."
         )
-        if ctx.report_format >= 5:  # what the CIs leave out, or the calibration they cite
-            lines += [f"  - {md_text(note)}" for note in perf_equivalence.ci_notes(chosen)]
+        lines += [f"  - {md_text(note)}" for note in perf_equivalence.ci_notes(chosen)]  # what the CIs leave out
     return lines
 
 

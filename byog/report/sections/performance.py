@@ -85,9 +85,8 @@ def _speedup_cell(ctx: ReportContext, c: PointComparison | None) -> str:
     if comparison_invalid_reasons(ctx.points, c):
         return struck(text, _mark(ctx))
     flag = f" {CONDITIONS}" if c.conditions else ""
-    # the A/A margin's label (faster, slower, equivalent, within noise), or "screening" for one
-    # launch per side (format 5: formats before it wrote "within noise" there)
-    if c.label and (c.label != "screening" or ctx.report_format >= 5):
+    # the A/A margin's label (faster, slower, equivalent, within noise), or "screening" for one launch per side
+    if c.label:
         return f"{text} ({c.label}){flag}"
     return text + (" (within noise)" if c.within_noise else "") + flag
 

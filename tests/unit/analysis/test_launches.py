@@ -32,7 +32,9 @@ def test_one_launch_adds_nothing_to_the_summary_or_the_report(tmp_path: Path) ->
         c["ci_note"] == ONE_LAUNCH_NOTE and c["label"] == "screening" and c["units"] == "waves"
         for c in doc["bench"]["comparisons"]
     )
-    assert "## Launches" not in run_dir.report_md.read_text()
+    report = run_dir.report_md.read_text()
+    assert "## Launches" not in report and f"  - 95% CI, candidate vs baseline: {ONE_LAUNCH_NOTE}" in report
+    assert "(screening)" in report.split("## Performance", 1)[1]  # every speed-up cell
     assert sorted(p.name for p in (run_dir.root / "bench" / "baseline").iterdir())[0].startswith("decode-")
 
 

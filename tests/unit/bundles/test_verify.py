@@ -57,6 +57,7 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "predicate",
         "schemas",
         "tasks",
+        "calibration",
         "summary",
         "report",
         "pairs",
