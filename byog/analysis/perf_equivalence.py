@@ -1,5 +1,6 @@
-"""Performance equivalence across server launches: the hierarchical bootstrap, the between-launch
-share of the variance, the A/A margin and the per-point label (docs/statistics.md).
+"""Performance equivalence across server launches: the launch t interval, the one-launch wording,
+the between-launch share of the variance, the A/A margin and the per-point label
+(docs/statistics.md §6-7).
 
 Why: a bootstrap over the waves of one launch leaves out what changes from one launch to the
 next (placement, clocks, compile and autotune choices), so its CI is too narrow for a claim.
@@ -15,12 +16,13 @@ Two remedies, usable together:
   random-effects (ANOVA) interval on launch log-statistics: Var(zbar_s) = sigma_b^2 / R +
   sigma_w^2 / (R W) is estimated by the spread of the launch values themselves, whatever the
   between-launch share, so with normal log-statistics of equal variance on both sides it is exact
-  at any R (docs/statistics.md §6: 94-96% in simulation at R = 2, 3, 5, shares 0-0.9). The
+  at any R (docs/statistics.md §6: 94-96% in simulation at R = 2, 3, 5, shares 0-0.9). The 90%
+  CI (the TOST below) takes t(0.95, df). The
   two sides' spreads are pooled (one machine, one kind of launch noise), which also lets a side
   with one launch (the candidate beside an A/A baseline) borrow the other's. The hierarchical
-  bootstrap below (draw R launches, then each drawn launch's waves) is kept for the record: a
-  bootstrap of R clusters keeps (R - 1)/R of their variance, and its percentiles ignore that R - 1
-  launches estimate it, so it covers ~85% at R = 3.
+  bootstrap below (draw R launches, then each drawn launch's waves) is what summaries before
+  schema 7 hold, and the simulation's control: a bootstrap of R clusters keeps (R - 1)/R of their
+  variance, and its percentiles ignore that R - 1 launches estimate it, so it covers ~85% at R = 3.
 - **one launch per side, no calibration**: no launch variance can be estimated; the CI is the
   plain wave bootstrap, labelled ``ONE_LAUNCH_NOTE`` everywhere it is shown, and no comparison
   gets a label stronger than "screening".
@@ -30,9 +32,8 @@ Two remedies, usable together:
   +/- delta when they are normal with mean 0. A candidate inside it is as close to the baseline
   as the baseline is to itself.
 
-Each point and metric is then labelled from ln(ratio) and its bootstrap CIs (percentile, 90%
-and 95%, from the same resamples), with "better" meaning higher for throughputs and lower for
-latencies:
+Each point and metric with an A/A margin is then labelled from ln(ratio) and its 90% and 95%
+CIs, with "better" meaning higher for throughputs and lower for latencies:
 - **equivalent**: the 90% CI lies inside (-delta, +delta) (TOST, alpha 0.05 each side);
 - **faster** / **slower**: the 95% CI excludes 0 and ln(ratio) is beyond +/- delta on the better
   / worse side;
