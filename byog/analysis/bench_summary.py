@@ -15,11 +15,12 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NamedTuple, TypedDict
 
 import numpy as np
 
 from byog.analysis import counters, energy, metrics, perf_equivalence
+from byog.analysis.calibration import calibration_note, launch_prior, launch_spreads, read_calibration
 from byog.analysis.goodput import point_goodput, rule_of, search_result
 from byog.analysis.interleave import follows_wake
 from byog.analysis.interleave_records import check_interleaving
@@ -47,6 +48,8 @@ from byog.schemas.bench import (
     WakeEffect,
     read_request_rows,
 )
+from byog.schemas.calibration import Calibration
+from byog.schemas.calibration import LaunchSpread as LaunchSpreadRecord
 from byog.schemas.plan import Plan
 
 BOOTSTRAP_RESAMPLES = 1000
@@ -511,32 +514,52 @@ def _flat(launches: Launches) -> list[Unit]:
     return [u for launch in launches for u in launch]
 
 
+class _CIs(NamedTuple):
+    ci95: tuple[float | None, float | None]
+    ci90: tuple[float, float] | None
+    df: int | None  # the launch t interval's degrees of freedom; None: the wave bootstrap
+
+
 def _ratio_cis(
-    cand: Launches, base: Launches, point: BenchPoint, metric: str, seed: list[int]
-) -> tuple[tuple[float | None, float | None], tuple[float, float] | None]:
-    """(95% CI, 90% CI) of one comparison: the wave bootstrap with one launch per side (same draws
-    as ever), the hierarchical bootstrap with more."""
+    cand: Launches,
+    base: Launches,
+    point: BenchPoint,
+    metric: str,
+    seed: list[int],
+    prior: perf_equivalence.LaunchVariance | None,
+    launch_ci: bool = True,
+) -> _CIs:
+    """The 95% and 90% CIs of one comparison: the launch t interval when a side has two launches
+    or more or a calibration gives the launch variance (``perf_equivalence.launch_t_ci``), else the
+    wave bootstrap of the two single launches (same draws as ever). ``launch_ci=False``: the
+    hierarchical bootstrap instead, as summaries of schema 6 and older computed it."""
     stat = stat_for(metric, point.kind)
-    if len(cand) == 1 and len(base) == 1:
+    if len(cand) == 1 and len(base) == 1 and prior is None:
         ratios = bootstrap_ratios(cand[0], base[0], stat, seed, metric=metric)
         if ratios is None:
-            return (None, None), None
+            return _CIs((None, None), None, None)
         lo90, hi90 = _interval(ratios, 0.90)
-        return _interval(ratios, CI_LEVEL), (lo90, hi90) if lo90 is not None and hi90 is not None else None
-    c_flat, b_flat = _flat(cand), _flat(base)
-    rows = (_vectorised(metric, c_flat), _vectorised(metric, b_flat))
-    ci = perf_equivalence.hierarchical_ratio_ci(
-        cand,
-        base,
-        stat,
-        seed,
-        BOOTSTRAP_RESAMPLES,
-        stat_rows=(rows[0], rows[1]) if rows[0] is not None and rows[1] is not None else None,
-    )
-    return (ci.ci95 if ci.ci95 else (None, None)), ci.ci90
+        return _CIs(_interval(ratios, CI_LEVEL), (lo90, hi90) if lo90 is not None and hi90 is not None else None, None)
+    if not launch_ci:
+        rows = (_vectorised(metric, _flat(cand)), _vectorised(metric, _flat(base)))
+        fast = (rows[0], rows[1]) if rows[0] is not None and rows[1] is not None else None
+        old = perf_equivalence.hierarchical_ratio_ci(cand, base, stat, seed, BOOTSTRAP_RESAMPLES, stat_rows=fast)
+        return _CIs(old.ci95 if old.ci95 else (None, None), old.ci90, None)
+    cv, bv = stat(_flat(cand)), stat(_flat(base))
+    logs = [
+        [math.log(v) for v in (stat(launch) for launch in side) if v is not None and v > 0] for side in (cand, base)
+    ]
+    ci = perf_equivalence.launch_t_ci(logs[0], logs[1], cv / bv, prior) if cv is not None and bv else None
+    if ci is None:
+        return _CIs((None, None), None, None)
+    return _CIs(ci.ci95, ci.ci90, ci.df)
 
 
-def _units_label(point: BenchPoint, cand: Launches, base: Launches) -> Literal["waves", "requests", "ABBA blocks"]:
+def _units_label(
+    point: BenchPoint, cand: Launches, base: Launches, df: int | None
+) -> Literal["waves", "requests", "ABBA blocks", "launches"]:
+    if df is not None:
+        return "launches"
     if point.kind != "batch":
         return "requests"
     return "ABBA blocks" if len(cand) == 1 and len(base) == 1 and abba_paired(cand[0], base[0]) else "waves"
@@ -567,6 +590,8 @@ def _comparisons(
     points: list[BenchPoint],
     units_of: dict[tuple[str, str], Launches],
     margins: dict[tuple[str, str], float],
+    calibration: Calibration | None = None,
+    launch_ci: bool = True,
 ) -> list[PointComparison]:
     out = []
     for point in points:
@@ -581,7 +606,11 @@ def _comparisons(
                 if cv is None or not bv:
                     continue
                 seed = [plan.seeds[0], zlib.crc32(f"{point.point_id}/{candidate}/{metric}".encode())]
-                (low, high), ci90 = _ratio_cis(cand, base, point, metric, seed)
+                prior = None
+                if calibration is not None and launch_ci and len(cand) == 1 and len(base) == 1:
+                    prior = launch_prior(calibration, (candidate, baseline), point.point_id, metric)
+                cis = _ratio_cis(cand, base, point, metric, seed, prior, launch_ci)
+                low, high = cis.ci95
                 comparison = PointComparison(
                     point_id=point.point_id,
                     candidate=candidate,
@@ -593,18 +622,24 @@ def _comparisons(
                     ci_low=low,
                     ci_high=high,
                     ci_level=CI_LEVEL,
-                    units=_units_label(point, cand, base),
+                    units=_units_label(point, cand, base, cis.df),
                     within_noise=None if low is None or high is None else bool(low <= 1.0 <= high),
+                    ci_df=cis.df,
                 )
                 if len(cand) > 1 or len(base) > 1:
                     comparison.launches = [len(cand), len(base)]
+                if cis.df is None and launch_ci and len(cand) == 1 and len(base) == 1:
+                    comparison.ci_note = perf_equivalence.ONE_LAUNCH_NOTE
+                    comparison.label = "screening"
+                elif prior is not None and calibration is not None and cis.df is not None:
+                    comparison.ci_note = calibration_note(calibration)
                 margin = margins.get((baseline, metric))
-                if margin is not None:
+                if margin is not None and comparison.label is None:
                     comparison.margin = margin
-                    if ci90 is not None:
-                        comparison.ci90_low, comparison.ci90_high = ci90
+                    if cis.ci90 is not None:
+                        comparison.ci90_low, comparison.ci90_high = cis.ci90
                     ci95 = (low, high) if low is not None and high is not None else None
-                    comparison.label = perf_equivalence.label(cv / bv, ci90, ci95, margin, HIGHER_IS_BETTER[metric])
+                    comparison.label = perf_equivalence.label(cv / bv, cis.ci90, ci95, margin, HIGHER_IS_BETTER[metric])
                 out.append(comparison)
     return out
 
@@ -640,7 +675,7 @@ def _launch_shares(
     return out
 
 
-def summarize_bench(run_dir: RunDir, plan: Plan) -> BenchSummary:
+def summarize_bench(run_dir: RunDir, plan: Plan, launch_ci: bool = True) -> BenchSummary:
     """Points (metrics + validity) of every server and launch, the candidate/baseline comparisons,
     the rate searches, and, with more than one launch, the between-launch shares and A/A margins.
 
@@ -668,7 +703,8 @@ def summarize_bench(run_dir: RunDir, plan: Plan) -> BenchSummary:
     _pair_only_where_interleaving_held(run_dir, plan, units_of)
     aa = _aa_margins(plan, points, units_of)
     margins = {(a.baseline, a.metric): a.margin for a in aa}
-    comparisons = _comparisons(plan, points, units_of, margins)
+    calibration = read_calibration(run_dir) if launch_ci else None
+    comparisons = _comparisons(plan, points, units_of, margins, calibration, launch_ci)
     _flag_conditions(comparisons, entries)
     return BenchSummary(
         points=entries,
@@ -689,6 +725,28 @@ def _pair_only_where_interleaving_held(run_dir: RunDir, plan: Plan, units_of: di
         if key not in held:
             for unit in (u for launch in launches for u in launch):
                 unit.seq = None
+
+
+def launch_units(run_dir: RunDir, plan: Plan) -> tuple[dict[str, BenchPoint], dict[tuple[str, str], Launches]]:
+    """The plan's points by id, and per (server, point) the units of each complete launch, in launch order."""
+    points = {p.point_id: p for p in expand_plan(plan)}
+    out: dict[tuple[str, str], Launches] = {}
+    for server in plan.servers:
+        for launch in range(1, plan.launches_of(server) + 1):
+            for point in points.values():
+                if server not in point.servers:
+                    continue
+                record, rows = _load_point(run_dir.for_launch(launch), server, point.point_id)
+                if record is not None and rows is not None:
+                    out.setdefault((server, point.point_id), []).append(_units(record.point, rows))
+    return points, out
+
+
+def calibration_spreads(run_dir: RunDir, plan: Plan) -> list[LaunchSpreadRecord]:
+    """An A/A calibration's measurement: per server, point and headline metric, the spread of
+    ln stat(launch) over its launches (``byog.analysis.calibration.launch_spreads``)."""
+    points, units = launch_units(run_dir, plan)
+    return launch_spreads(units, lambda point_id, metric: stat_for(metric, points[point_id].kind), HEADLINE)
 
 
 def _wake_effects(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str, str], Launches]) -> list[WakeEffect]:

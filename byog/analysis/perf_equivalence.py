@@ -1,23 +1,39 @@
-"""Performance equivalence across server launches: the hierarchical bootstrap, the between-launch
-share of the variance, the A/A margin and the per-point label (docs/statistics.md).
+"""Performance equivalence across server launches: the launch t interval, the one-launch wording,
+the between-launch share of the variance, the A/A margin and the per-point label
+(docs/statistics.md §6-7).
 
 Why: a bootstrap over the waves of one launch leaves out what changes from one launch to the
 next (placement, clocks, compile and autotune choices), so its CI is too narrow for a claim.
 Two remedies, usable together:
 
-- **R launches per server** (plan ``launches: R``): the CI of a candidate/baseline ratio comes
-  from a two-stage (hierarchical) bootstrap: per resample, draw R launches with replacement,
-  then, inside each drawn launch, its W waves (or requests) with replacement; the statistic is
-  computed on the pooled draw. With R = 1 this is the plain wave bootstrap.
+- **R launches per server** (plan ``launches: R``): the CI of a candidate/baseline ratio is the
+  launch t interval (``launch_t_ci``). With z_sl = ln stat(units of launch l of side s), R_c
+  candidate and R_b baseline launches, and an optional calibration (s_cal^2, df_cal) of the same
+  quantity on the same fingerprint:
+      s_p^2 = (sum_s sum_l (z_sl - zbar_s)^2 + df_cal s_cal^2) / df,   df = (R_c - 1) + (R_b - 1) + df_cal
+      SE = s_p sqrt(1/R_c + 1/R_b),   CI = ratio x exp(+/- t(1 - alpha/2, df) SE)
+  with ratio = stat(every candidate unit) / stat(every baseline unit). This is the one-way
+  random-effects (ANOVA) interval on launch log-statistics: Var(zbar_s) = sigma_b^2 / R +
+  sigma_w^2 / (R W) is estimated by the spread of the launch values themselves, whatever the
+  between-launch share, so with normal log-statistics of equal variance on both sides it is exact
+  at any R (docs/statistics.md §6: 94-96% in simulation at R = 2, 3, 5, shares 0-0.9). The 90%
+  CI (the TOST below) takes t(0.95, df). The
+  two sides' spreads are pooled (one machine, one kind of launch noise), which also lets a side
+  with one launch (the candidate beside an A/A baseline) borrow the other's. The hierarchical
+  bootstrap below (draw R launches, then each drawn launch's waves) is what summaries before
+  schema 7 hold, and the simulation's control: a bootstrap of R clusters keeps (R - 1)/R of their
+  variance, and its percentiles ignore that R - 1 launches estimate it, so it covers ~85% at R = 3.
+- **one launch per side, no calibration**: no launch variance can be estimated; the CI is the
+  plain wave bootstrap, labelled ``ONE_LAUNCH_NOTE`` everywhere it is shown, and no comparison
+  gets a label stronger than "screening".
 - **an A/A pair** (the baseline launched twice): for each point, a_p = ln(stat(A2) / stat(A1))
   is a draw of the difference two launches of one server show. The margin of a metric is
   delta = max(MIN_MARGIN, z(0.975) x sqrt(mean_p a_p^2)): 95% of A/A log-ratios fall inside
   +/- delta when they are normal with mean 0. A candidate inside it is as close to the baseline
   as the baseline is to itself.
 
-Each point and metric is then labelled from ln(ratio) and its bootstrap CIs (percentile, 90%
-and 95%, from the same resamples), with "better" meaning higher for throughputs and lower for
-latencies:
+Each point and metric with an A/A margin is then labelled from ln(ratio) and its 90% and 95%
+CIs, with "better" meaning higher for throughputs and lower for latencies:
 - **equivalent**: the 90% CI lies inside (-delta, +delta) (TOST, alpha 0.05 each side);
 - **faster** / **slower**: the 95% CI excludes 0 and ln(ratio) is beyond +/- delta on the better
   / worse side;
@@ -39,12 +55,28 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-Label = Literal["faster", "slower", "equivalent", "within noise"]
+from byog.analysis.stats import t_quantile
+from byog.schemas.bench import PointComparison
+
+Label = Literal["faster", "slower", "equivalent", "within noise", "screening"]
 U = TypeVar("U")
 
+# The one wording of a CI that leaves launch-to-launch variance out: every surface prints this.
+ONE_LAUNCH_NOTE = "waves of one launch: launch-to-launch variance not included"
 MIN_MARGIN = 0.01  # ln-ratio floor of an A/A margin (about 1%): a lucky A/A never gives a zero margin
 Z975 = 1.959963984540054
 BOOTSTRAP_RESAMPLES = 1000
+
+
+def ci_notes(comparisons: Sequence[PointComparison]) -> list[str]:
+    """The words every surface prints beside the perf CIs: per pair, what its 95% CIs leave out
+    (``ONE_LAUNCH_NOTE``, with "labels: screening") or the calibration they cite."""
+    lines: dict[str, None] = {}
+    for c in comparisons:
+        if c.ci_note:
+            tail = "; performance labels: screening" if c.ci_note == ONE_LAUNCH_NOTE else ""
+            lines[f"95% CI, {c.candidate} vs {c.baseline}: {c.ci_note}{tail}"] = None
+    return list(lines)
 
 
 # --- the A/A margin and the label -----------------------------------------------------------------
@@ -154,6 +186,53 @@ def hierarchical_ratio_ci(
         return RatioCI(None, None, int(ratios.size))
     q = np.percentile(ratios, [5.0, 95.0, 2.5, 97.5])
     return RatioCI((float(q[0]), float(q[1])), (float(q[2]), float(q[3])), int(ratios.size))
+
+
+# --- the launch t interval -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchVariance:
+    """The spread of ln stat(one launch) measured elsewhere (a calibration): s^2 with its df."""
+
+    var: float
+    df: int
+
+
+@dataclass(frozen=True)
+class LaunchCI:
+    ci90: tuple[float, float]
+    ci95: tuple[float, float]
+    df: int  # degrees of freedom of the pooled launch variance
+    se: float  # of ln(ratio)
+
+
+def launch_t_ci(
+    cand_logs: Sequence[float],
+    base_logs: Sequence[float],
+    ratio: float,
+    prior: LaunchVariance | None = None,
+) -> LaunchCI | None:
+    """The launch t interval of the module docstring around ``ratio``: ``cand_logs`` / ``base_logs``
+    are ln stat(launch) per launch of each side. None when no degree of freedom is left (one launch
+    per side and no calibration) or the ratio is not positive."""
+    sides = [np.asarray(z, dtype=float) for z in (cand_logs, base_logs)]
+    if ratio <= 0 or any(z.size == 0 or not np.all(np.isfinite(z)) for z in sides):
+        return None
+    ss = sum(float(np.sum((z - z.mean()) ** 2)) for z in sides)
+    df = sum(z.size - 1 for z in sides)
+    if prior is not None:
+        ss, df = ss + prior.df * prior.var, df + prior.df
+    if df < 1:
+        return None
+    se = math.sqrt(ss / df * (1 / sides[0].size + 1 / sides[1].size))
+    centre = math.log(ratio)
+
+    def interval(level: float) -> tuple[float, float]:
+        half = t_quantile(0.5 + level / 2, df) * se
+        return math.exp(centre - half), math.exp(centre + half)
+
+    return LaunchCI(interval(0.90), interval(0.95), df, se)
 
 
 # --- how much of the variance is between launches ------------------------------------------------------

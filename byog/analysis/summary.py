@@ -21,11 +21,14 @@ def plan_of(run_dir: RunDir) -> Plan:
     return parse_plan(run_dir.plan_yaml.read_text(encoding="utf-8"), str(run_dir.plan_yaml))
 
 
-def derive_summary(run_dir: RunDir) -> Summary:
+def derive_summary(run_dir: RunDir, launch_ci: bool = True) -> Summary:
+    """``launch_ci=False``: comparisons over launches take the hierarchical bootstrap and one-launch
+    ones carry no wording or label, as byog computed them before summary schema 7 (verify
+    re-renders an older report.md from that)."""
     plan = plan_of(run_dir)
     return Summary(
         plan=SummaryPlan(name=plan.name, baseline=plan.baseline, candidates=plan.candidates),
-        bench=summarize_bench(run_dir, plan),
+        bench=summarize_bench(run_dir, plan, launch_ci),
         evals=summarize_evals(run_dir, plan),
         numerics=summarize_numerics(run_dir, plan),
         time_to_verdict=time_to_verdict(run_dir, plan),

@@ -62,6 +62,7 @@ SIZE_CAPS: tuple[tuple[str, int], ...] = (
     ("bench/*/*.json", 1 * MiB),
     ("evals/*/*/results.json", 4 * MiB),
     ("reproduction.json", 4 * MiB),
+    ("calibration.json", 1 * MiB),
     ("summary.json", 32 * MiB),
     ("report.md", 8 * MiB),
     ("*.parquet", 64 * MiB),

@@ -28,6 +28,7 @@ from byog.cli.common import command as guarded_command
 COMMANDS: dict[str, str] = {
     "version": "run:version_cmd",
     "run": "run:run_cmd",
+    "calibrate": "run:calibrate_cmd",
     "serve": "run:serve_cmd",
     "derive": "run:derive_cmd",
     "plan": "run:plan_cmd",

@@ -142,7 +142,8 @@ def verify_cmd(
         lines = (found.details or {}).get("statements", []) if found is not None else []
         from byog.bundles.attestations import emit
 
-        emit(emit_attestations, lines, passed, report.verified, sha256_file(bundle))
+        # the bundle verify named: the one file, or part 0 (the signed part manifest) of a multi-part set
+        emit(emit_attestations, lines, passed, report.verified, sha256_file(Path(report.bundle)))
     if as_json:
         typer.echo(json.dumps(report.as_json(), indent=2, sort_keys=True, allow_nan=False))
     else:

@@ -50,6 +50,12 @@ def run_cmd(
         "--claims",
         help="Claims YAML (docs/reference/claims.md): signed into the bundle; each claim must name a measured point.",
     ),
+    calibration: Path | None = typer.Option(
+        None,
+        "--calibration",
+        help="A `byog calibrate` calibration.json of this plan on this hardware and software: its launch "
+        "variance widens the CIs of one-launch comparisons.",
+    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Launch every server of the plan, run its sweeps and evals, derive the verdict, write the run directory.
@@ -70,7 +76,27 @@ def run_cmd(
         subject=subject_for,
         new=new,
         claims=claims,
+        calibration=calibration,
     )
+    if as_json:
+        print_json(result)
+
+
+def calibrate_cmd(
+    plan: PlanArg = None,
+    run_dir: RunDirOpt = None,
+    data_dir: DataDirOpt = None,
+    tier: TierOpt = "full",
+    launches: int | None = typer.Option(
+        None, "--launches", min=3, help="Launches per server (default: the plan's, at least 3)."
+    ),
+    as_json: JsonOpt = False,
+) -> None:
+    """A/A calibration: launch every server of the plan R >= 3 times (ABBA rounds, bench only) and
+    record the launch-to-launch variance per point and metric, with the hardware/software fingerprint."""
+    from byog.pipeline.calibrate import calibrate
+
+    result = calibrate(plan, run_dir, reporter(as_json), data_dir, tier, launches)
     if as_json:
         print_json(result)
 
@@ -337,12 +363,33 @@ def render_plan_overview(overview: PlanOverview) -> None:
     _render_time_parts(overview)
     _render_kv(overview["kv_cache"])
     console.print("pairs: " + ", ".join(f"{c} vs {b}" for c, b in overview["pairs"]), highlight=False)
+    _render_perf_ci(overview["perf_ci"])
     _render_numerics_cost(overview.get("numerics") or [])
     _render_tiers(overview)
     render_eval_power(overview["evals"], overview["tier"], overview["eval_prior"])
     _render_placeholders(overview)
     for note in overview["not_checked"]:
         console.print(Text.assemble(("not checked before launch: ", "yellow"), note), highlight=False, soft_wrap=True)
+
+
+def _render_perf_ci(rows: list[dict[str, Any]]) -> None:
+    """Per group of pairs alike: R, the perf CI it gives and the coverage that buys (docs/statistics.md §6)."""
+    groups: dict[str, list[str]] = {}
+    for r in rows:
+        (r_c, r_b), coverage = r["launches"], r["coverage"]
+        covered = "/".join(f"{v:.0%}" for v in coverage.values())
+        if r["df"] is None:
+            how = f"95% CI from {r['ci']}"
+            tail = "perf labels: screening; `launches: 2` or more (or `byog run --calibration`) puts it in"
+        else:
+            how, tail = f"95% CI: launch t interval ({r['df']} df)", "ABBA launch order"
+        said = (
+            f"R = {r_c} candidate / {r_b} baseline launches; {how}; simulated coverage {covered} at between-launch "
+            f"share {'/'.join(coverage)} ({r['waves']} waves per launch); {tail}"
+        )
+        groups.setdefault(said, []).append(" vs ".join(r["pair"]))
+    for said, pairs in groups.items():
+        console.print(f"perf CI, {', '.join(pairs)}: {said}", highlight=False, soft_wrap=True)
 
 
 def render_eval_power(rows: list[dict[str, Any]], current: str, prior: str | None = None) -> None:

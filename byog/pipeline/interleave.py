@@ -280,7 +280,8 @@ def bench_pair(pair: Pair, rd: RunDir, data_dir: Path | None, reporter: Reporter
 def run_interleaved_pair(
     plan: Plan, pair_names: tuple[str, str], model: PreparedModel, rd: RunDir, data_dir: Path | None, reporter: Reporter
 ) -> None:
-    """Start both servers of the pair, measure every point ABBA, run evals and numerics, stop both."""
+    """Start both servers of the pair, measure every point ABBA, run evals and numerics (launch 1
+    only: ``rd`` is the launch's run directory), stop both."""
     candidate, baseline = pair_names
     names: dict[Side, str] = {"A": baseline, "B": candidate}
     pair = Pair(plan, names, rd)
@@ -292,7 +293,7 @@ def run_interleaved_pair(
             pair.start("B", model)
         reporter.line(f"interleaved pair up: A = {baseline}, B = {candidate}")
         bench_pair(pair, rd, data_dir, reporter)
-        for side in ("A", "B"):
+        for side in ("A", "B") if rd.launch == 1 else ():  # launch r >= 2 measures the bench points only
             name = names[side]
             pair.on(side, -1, None)
             endpoint = pair.servers[side].endpoint

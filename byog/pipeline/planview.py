@@ -14,6 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Any, TypedDict
 
+from byog.analysis import launch_coverage, perf_equivalence
 from byog.analysis.bench_summary import summarize_bench
 from byog.analysis.interleave import swaps_in
 from byog.bench.agentic import session_shape
@@ -48,7 +49,7 @@ from byog.plans.numerics_roles import (
 from byog.plans.tiers import TIERS, apply_tier, eval_items, find_placeholders
 from byog.runtimes.cluster import describe_cluster
 from byog.schemas.bench import BenchPoint
-from byog.schemas.plan import Plan, SyntheticSessions, TraceSource
+from byog.schemas.plan import BatchWorkload, Plan, SyntheticSessions, TraceSource
 from byog.schemas.server import PreparedModel
 
 TPOT_GUESS_S = 0.030  # CPU vLLM + SmolLM2-135M at batch 1 decodes ~38 tok/s
@@ -134,6 +135,7 @@ class PlanOverview(Estimate):
     eval_prior: str  # which earlier run the eval model comes from, as a sentence
     numerics: list[dict[str, Any]]  # per baseline: the control and envelope variant byog adds, and their cost
     not_checked: list[str]  # what the pre-start checks could not check before launch, each with why
+    perf_ci: list[dict[str, Any]]  # per pair: launches, the perf CI they give, its simulated coverage
 
 
 def launch_command(plan: Plan, server: str) -> str:
@@ -422,6 +424,35 @@ def slurm_batch(plan_ref: str | None, plan: Plan, tier: str) -> str | None:
     return batch_script(plan_ref, plan, opts)
 
 
+SHARES = (0.1, 0.5, 0.9)  # between-launch shares at which `byog plan` shows a CI's coverage
+
+
+def perf_ci_rows(plan: Plan) -> list[dict[str, Any]]:
+    """Per pair: its launches, which 95% CI that gives and the coverage it buys in the simulation of
+    ``byog.analysis.launch_coverage`` (the plan's waves per point; fixed seeds)."""
+    waves = next((w.waves for w in plan.workloads if isinstance(w, BatchWorkload)), 3)
+    rows = []
+    for candidate, baseline in plan.comparisons:
+        r_c, r_b = plan.launches_of(candidate), plan.launches_of(baseline)
+        one = r_c == 1 and r_b == 1
+        method: launch_coverage.Method = "bootstrap" if one else "t"
+        trials = 400 if one else 2000
+        rows.append(
+            {
+                "pair": [candidate, baseline],
+                "launches": [r_c, r_b],
+                "waves": waves,
+                "ci": perf_equivalence.ONE_LAUNCH_NOTE if one else "launch t interval",
+                "df": None if one else r_c + r_b - 2,
+                "coverage": {
+                    str(share): launch_coverage.coverage((r_c, r_b), waves, share, method, trials=trials, resamples=200)
+                    for share in SHARES
+                },
+            }
+        )
+    return rows
+
+
 def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> PlanOverview:
     """What ``byog plan`` shows: the tier's matrix, launch commands (per node where a server spans
     several) and estimate, every tier's cost, and the placeholders left to set."""
@@ -463,4 +494,5 @@ def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> PlanOverv
         "eval_prior": prior_text,
         "numerics": numerics_cost(cut, from_run, control.why),
         "not_checked": not_checked,
+        "perf_ci": perf_ci_rows(cut),
     }

@@ -5,7 +5,8 @@ summary.json and report.md derived from the raw records -> manifest, signature, 
 
 With ``launches: R`` (or an A/A pair, which launches the baseline at least twice) the servers
 are launched in rounds: round r launches every server that has an r-th launch, one after the
-other, so slow drift of the machine spreads over all servers instead of landing on one.
+other, in reverse order every second round (ABBA), so slow drift of the machine spreads over all
+servers instead of landing on one.
 Launch r >= 2 runs the bench points only, into its own folder (``RunDir.for_launch``); evals
 run on launch 1.
 
@@ -19,6 +20,14 @@ import time
 from pathlib import Path
 from typing import Any, TypedDict
 
+from byog.analysis import perf_equivalence
+from byog.analysis.calibration import (
+    CALIBRATION_NAME,
+    CalibrationError,
+    calibration_note,
+    fingerprint_differences,
+    load_calibration,
+)
 from byog.analysis.numerics_headline import numerics_headline, weakness
 from byog.analysis.validity import comparison_invalid_reasons
 from byog.bench.sweep import run_bench_for_server
@@ -43,6 +52,7 @@ from byog.pipeline.start_progress import StartProgress, elapsed, watch_start
 from byog.plans.expand import expand_plan
 from byog.plans.numerics_roles import launch_config, resolve_control
 from byog.report.format import struck
+from byog.schemas.calibration import Calibration
 from byog.schemas.manifest import BundleSubject, subject_arg
 from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer, ServerRecord
@@ -60,11 +70,17 @@ def server_work_done(plan: Plan, server: str, rd: RunDir) -> bool:
 
 def launch_rounds(plan: Plan) -> list[tuple[int, str]]:
     """(launch, server) in the order they run: round by round, servers in plan order (with numerics,
-    each baseline of a comparison before its candidates: ``server_order``)."""
+    each baseline of a comparison before its candidates: ``server_order``) in odd rounds and in
+    reverse in even ones (ABBA: a drift that is linear in time lands on both sides alike)."""
     rounds = max(plan.launches_of(name) for name in plan.servers)
     order = server_order(plan)
     launches = {name: plan.launches_of(name) if name in plan.servers else 1 for name in order}
-    return [(launch, name) for launch in range(1, rounds + 1) for name in order if launch <= launches[name]]
+    return [
+        (launch, name)
+        for launch in range(1, rounds + 1)
+        for name in (order if launch % 2 else order[::-1])
+        if launch <= launches[name]
+    ]
 
 
 def _label(name: str, rd: RunDir) -> str:
@@ -143,6 +159,8 @@ def print_outcome(summary: Summary, reporter: Reporter) -> None:
                 note = "invalid: " + " / ".join(invalid)
             table = table.with_row(f"{c.candidate} vs {c.baseline}", c.point_id, *cells, note)
         reporter.table(table)
+        for line in perf_equivalence.ci_notes(comparisons):
+            reporter.line(line)
     if summary.evals.verdicts:
         table = Table(
             "accuracy, candidate − baseline (points)",
@@ -237,6 +255,18 @@ def with_candidate_commit(subject: BundleSubject | None, plan: Plan, rd: RunDir)
     return subject.model_copy(update={"commit": commits.pop()})
 
 
+def adopt_calibration(calibration: Calibration, rd: RunDir, plan: Plan, reporter: Reporter) -> None:
+    """Keep the calibration as the run's calibration.json, once it is shown to be this run's."""
+    differences = fingerprint_differences(calibration, rd, plan)
+    if differences:
+        raise CalibrationError(
+            f"the calibration of {calibration.created_at[:10]} was measured on another {', '.join(differences)}; "
+            "this run's results are kept: rerun `byog derive` without it, or calibrate this setup"
+        )
+    atomic_write_json(rd.root / CALIBRATION_NAME, calibration.model_dump(mode="json"))
+    reporter.line(f"one-launch CIs: {calibration_note(calibration)}")
+
+
 def run_plan(
     plan_ref: str | None,
     run_dir: Path | None,
@@ -247,14 +277,18 @@ def run_plan(
     *,
     new: bool = False,
     claims: Path | None = None,
+    calibration: Path | None = None,
 ) -> RunOutcome:
     """``subject``: OWNER/REPO#PR the bundle is for (``byog run --for``), checked before anything runs.
 
     Without ``run_dir`` the newest unfinished run of the plan resumes (``new``: a new one). Every
     stop after the run directory exists (an interrupt, a failure) carries the command that resumes
     it (``resume`` on the exception, printed by the CLI after the error). ``claims``: a claims file,
-    read now and matched to the measured points before the bundle is signed.
+    read now and matched to the measured points before the bundle is signed. ``calibration``: a
+    ``byog calibrate`` file whose launch variance widens the one-launch CIs; it must match this
+    run's fingerprint (checked once the servers ran) and is kept as calibration.json.
     """
+    held = load_calibration(calibration) if calibration is not None else None
     started = time.monotonic()
     bundle_subject = subject_arg(subject)
     given = read_claims_file(claims) if claims is not None else None
@@ -271,6 +305,8 @@ def run_plan(
     except (KeyboardInterrupt, ByogError) as err:
         err.resume = resume_command(plan_ref, tier, rd.root, plan.name)  # type: ignore[union-attr]  # KeyboardInterrupt too
         raise
+    if held is not None:
+        adopt_calibration(held, rd, plan, reporter)
     summary = derive_and_write(rd.root, reporter)
     print_outcome(summary, reporter)
     bundle = finalize_run(rd, reporter, subject=with_candidate_commit(bundle_subject, plan, rd), claims=claims)
@@ -293,11 +329,11 @@ def _measure(plan: Plan, rd: RunDir, data_dir: Path | None, reporter: Reporter) 
         model = prepare_model(plan.model)
     with sigterm_as_interrupt():
         for launch, name in interleaved_rounds(plan, launch_rounds(plan)):
-            if isinstance(name, tuple):
-                if not all(server_work_done(plan, n, rd) for n in name):
-                    run_interleaved_pair(plan, name, model, rd, data_dir, reporter)
-                continue
             launch_dir = rd.for_launch(launch)
+            if isinstance(name, tuple):
+                if not all(server_work_done(plan, n, launch_dir) for n in name):
+                    run_interleaved_pair(plan, name, model, launch_dir, data_dir, reporter)
+                continue
             if server_work_done(plan, name, launch_dir):
                 reporter.line(": every point and eval is already complete; not launched", lead=_label(name, launch_dir))
                 continue

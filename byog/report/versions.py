@@ -26,6 +26,7 @@ from byog.schemas.summary import Summary
 Renderer = Callable[[RunDir, Summary], str]
 
 FIRST_DECLARED = 3  # the first format a manifest declares; older manifests name none
+LAUNCH_CI_FORMAT = 5  # the first format written from the launch t interval (docs/statistics.md §6)
 
 
 def _render_v2(run_dir: RunDir, summary: Summary) -> str:
@@ -44,7 +45,8 @@ RENDERERS: dict[int, Renderer] = {
     1: legacy_v1.render_report,  # the renderer before versions (commit 85b2f8f), with today's escaping
     2: _render_v2,  # matrices with one column group per pair, left-aligned
     3: _render_v3,  # Mermaid charts from 0, no flipped items, speed-up ends named by load only
-    4: _render_v4,  # e-notation (1.33e+04), claims one row each, no setup or warnings on the first screen
+    # e-notation (1.33e+04), claims one row each, no setup or warnings on the first screen, the hierarchical bootstrap CI
+    4: _render_v4,
     REPORT_VERSION: render_report,
 }
 

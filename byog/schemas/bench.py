@@ -372,19 +372,21 @@ class PointSummary(Derived):
         return load_label(self.kind, self.batch_size, self.concurrency, self.rate, self.speedup, rate_unit="/s")
 
 
-PerfLabel = Literal["faster", "slower", "equivalent", "within noise"]
+PerfLabel = Literal["faster", "slower", "equivalent", "within noise", "screening"]
 
 
 class PointComparison(Derived):
     """summary.json bench.comparisons[]: candidate / baseline of one headline metric at one point.
 
-    With more than one launch on a side the values pool every launch and the CIs come from the
-    hierarchical bootstrap (launches, then units); with an A/A margin for the metric the point is
-    labelled (byog.analysis.perf_equivalence). Those fields are left out when they do not apply.
+    With more than one launch on a side (or a calibration) the values pool every launch and the
+    CIs are the launch t interval (``units`` "launches", ``ci_df`` its degrees of freedom); with an
+    A/A margin for the metric the point is labelled (byog.analysis.perf_equivalence). With one
+    launch per side and no calibration the CI is the wave bootstrap, ``ci_note`` says so and the
+    label is "screening". Those fields are left out when they do not apply.
     """
 
     omit_when_empty: ClassVar[frozenset[str]] = frozenset(
-        {"launches", "ci90_low", "ci90_high", "margin", "label", "conditions"}
+        {"launches", "ci90_low", "ci90_high", "margin", "label", "conditions", "ci_df", "ci_note"}
     )
 
     point_id: str
@@ -397,13 +399,16 @@ class PointComparison(Derived):
     ci_low: float | None = None
     ci_high: float | None = None
     ci_level: float
-    units: Literal["waves", "requests", "ABBA blocks"]  # what the bootstrap resampled
+    units: Literal["waves", "requests", "ABBA blocks", "launches"]  # what the CI's spread comes from
     within_noise: bool | None = None  # the CI holds 1
     launches: list[int] | None = None  # [candidate, baseline] launches pooled, when either is > 1
     ci90_low: float | None = None  # the 90% CI of the TOST (same resamples), with a label
     ci90_high: float | None = None
     margin: float | None = None  # the A/A margin of this metric, as a ln-ratio
     label: PerfLabel | None = None
+    ci_df: int | None = None  # the launch t interval's degrees of freedom
+    # what the CI leaves out (perf_equivalence.ONE_LAUNCH_NOTE), or the calibration it cites
+    ci_note: str | None = None
     # why the two servers' GPU conditions (mean SM clock, power-cap share) differ at this point
     conditions: str | None = None
 

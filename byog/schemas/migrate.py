@@ -120,6 +120,14 @@ def _summary_time_to_verdict(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("summary", 6)
+def _summary_launch_t_interval(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 6 -> 7: comparisons over launches take the launch t interval, and one-launch
+    comparisons carry ``ci_note`` and the "screening" label; a schema-6 summary's CIs and labels
+    are what it still says (verify compares it as of version 6: ``CHANGED_IN``)."""
+    return data
+
+
 # A version-2 server's fields at their defaults (a version-2 plan.yaml records every field but the null ones).
 _PLAN_V2_SERVER_DEFAULTS: dict[str, Any] = {
     **dict.fromkeys(("image", "platform", "gpus", "url", "additional_config", "speculative_config"), None),

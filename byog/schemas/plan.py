@@ -404,7 +404,7 @@ class Plan(Strict):
     evals: list[EvalSpec] = Field(default_factory=list)
     seeds: list[int] = Field(default_factory=lambda: [1234], min_length=1)
     # R independent launches of every server; each launch's bench points are kept apart and the
-    # perf CIs become a bootstrap over launches, then waves (byog.analysis.perf_equivalence).
+    # perf CIs become the launch t interval over them (byog.analysis.perf_equivalence).
     # Evals run on the first launch only.
     launches: PositiveInt = 1
     # launch the baseline at least twice (an A/A pair): its first two launches calibrate the
@@ -451,8 +451,12 @@ class Plan(Strict):
         interleaved = [s for c, b in self.interleaved_pairs for s in (c, b)]
         if len(set(interleaved)) != len(interleaved):
             raise ValueError("a server can be in one interleaved pair only (interleave: true)")
-        if interleaved and (self.launches > 1 or self.aa_pair):
-            raise ValueError("an interleaved pair runs one launch of each server: drop 'launches' and 'aa_pair'")
+        if interleaved and self.aa_pair and self.launches < 2:
+            # both servers of the pair are up together, so they are launched together, R times each
+            raise ValueError(
+                "an interleaved pair launches both servers together: set 'launches: 2' or more (its A/A margin "
+                "comes with it) instead of 'aa_pair'"
+            )
         for name in interleaved:
             config = self.servers[name]
             if not config.interleaves or config.multi_node:

@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 6
+SUMMARY_SCHEMA_VERSION = 7
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -80,6 +80,16 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
     ],
     # 6: the time to verdict; an interleaved pair's wake-up effects.
     6: [((), frozenset({"time_to_verdict"})), (("bench",), frozenset({"wake_effects"}))],
+    # 7: a comparison with launches (or a calibration) takes the launch t interval, not the
+    # hierarchical bootstrap; one launch per side says so (ci_note) and is labelled "screening".
+    7: [
+        (
+            ("bench", "comparisons", "*"),
+            frozenset(
+                {"ci_low", "ci_high", "ci90_low", "ci90_high", "within_noise", "label", "units", "ci_df", "ci_note"}
+            ),
+        )
+    ],
 }
 
 

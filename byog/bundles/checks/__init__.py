@@ -5,12 +5,13 @@ name and what it needs with ``@check``): the order is declared here, not left to
 imports, because a check may require another to have passed first. First what needs no trust
 and reads only the gate members (manifest, signature), then, for a trusted signer only, the
 hashes of every other member, the subject and the content checks (bounds, predicate, schemas,
-records, tasks, plan, summary, report, attestations, identity, pairs, commit, policy, claims).
+records, tasks, plan, calibration, summary, report, attestations, identity, pairs, commit, policy, claims).
 """
 
 from byog.bundles.checks import (
     attestations,
     bounds,
+    calibration,
     claims,
     identity,
     integrity,
@@ -37,6 +38,7 @@ CHECKS: tuple[Check, ...] = in_order(
         records.records_are_possible,
         tasks.tasks_are_byogs,
         plan_pin.ran_the_given_plan,
+        calibration.calibration_belongs,
         recompute.summary_recomputes,
         recompute.report_rerenders,
         attestations.attestations_rebuild,

@@ -14,7 +14,7 @@ from typing import Any
 from byog.analysis.summary import derive_summary
 from byog.bundles.checks.base import VerifyContext, check
 from byog.core.errors import CheckFailed
-from byog.report.versions import rerender
+from byog.report.versions import LAUNCH_CI_FORMAT, rerender, version_of
 from byog.schemas.summary import SUMMARY_SCHEMA_VERSION, Summary, as_of_version
 
 FLOAT_REL_TOL = 1e-9
@@ -107,7 +107,10 @@ def report_rerenders(ctx: VerifyContext) -> str:
         raise CheckFailed(f"report.md is not UTF-8 (byte {err.start})") from None
     # Re-rendered by the renderer of the report format it is written in (byog.report.versions).
     declared = ctx.statement.predicate.report_format if ctx.statement is not None else None
-    version, rendered = rerender(shipped, declared, ctx.run_dir, derived_summary(ctx))
+    # A report before format 5 was written from CIs computed without the launch t interval.
+    older = version_of(shipped, declared) < LAUNCH_CI_FORMAT
+    summary = derive_summary(ctx.run_dir, launch_ci=False) if older else derived_summary(ctx)
+    version, rendered = rerender(shipped, declared, ctx.run_dir, summary)
     if shipped != rendered:
         for number, (a, b) in enumerate(zip(shipped.splitlines(), rendered.splitlines(), strict=True), start=1):
             if a != b:

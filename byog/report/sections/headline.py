@@ -9,6 +9,7 @@ judged by ``byog.analysis.claims`` exactly as ``byog verify`` judges them.
 
 from __future__ import annotations
 
+from byog.analysis import perf_equivalence
 from byog.analysis.claims import evaluate_claim
 from byog.analysis.numerics_headline import numerics_headline
 from byog.core.safe_text import md_text
@@ -99,6 +100,7 @@ def speedup_lines(ctx: ReportContext) -> list[str]:
             f"- Speed-up, {who}, {label}: {span} over {len(valid)} valid point(s); "
             f"the 95% CI excludes 1 at {clear} of them{tail}."
         )
+        lines += [f"  - {md_text(note)}" for note in perf_equivalence.ci_notes(chosen)]  # what the CIs leave out
     return lines
 
 

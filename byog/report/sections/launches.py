@@ -21,10 +21,16 @@ def section(ctx: ReportContext) -> list[str]:
         return []
     lines = ["## Launches", ""]
     if bench.launch_shares:
+        how = (
+            "CIs above are the launch t interval (the spread of the launches' own values; t with candidate + "
+            "baseline launches − 2 degrees of freedom)"
+            if ctx.report_format >= 5
+            else "CIs above come from a bootstrap over launches, then waves (requests)"
+        )
         lines += [
-            "Each server was launched more than once; CIs above come from a bootstrap over launches, then waves "
-            "(requests). Between-launch share: the part of a point's variance (per wave or request, one-way "
-            "random-effects ANOVA) that lies between launches rather than inside one.",
+            f"Each server was launched more than once; {how}. Between-launch share: the part of a point's "
+            "variance (per wave or request, one-way random-effects ANOVA) that lies between launches rather "
+            "than inside one.",
             "",
         ]
         rows = [

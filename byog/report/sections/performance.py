@@ -85,7 +85,8 @@ def _speedup_cell(ctx: ReportContext, c: PointComparison | None) -> str:
     if comparison_invalid_reasons(ctx.points, c):
         return struck(text, _mark(ctx))
     flag = f" {CONDITIONS}" if c.conditions else ""
-    if c.label:  # the A/A margin's label: faster, slower, equivalent or within noise
+    # the A/A margin's label (faster, slower, equivalent, within noise), or "screening" for one launch per side
+    if c.label:
         return f"{text} ({c.label}){flag}"
     return text + (" (within noise)" if c.within_noise else "") + flag
 
@@ -209,9 +210,12 @@ def section(ctx: ReportContext) -> list[str]:
         return [*lines, "No bench points in this plan.", ""]
     comparisons = {(c.point_id, c.candidate, c.baseline, c.metric): c for c in ctx.summary.bench.comparisons}
     workloads = list(dict.fromkeys((p.workload, p.osl) for p in points))
+    how = "95% bootstrap over waves"
+    if ctx.report_format >= 5:
+        how = "95%, the launch t interval where a side ran several launches, else a bootstrap over one launch's waves"
     lines += [
-        "Speed-up > 1 means the candidate is better (for times: baseline / candidate); CI: 95% bootstrap over "
-        f"waves (batch) or requests. {_mark(ctx)}: the point is flagged invalid.",
+        "Speed-up > 1 means the candidate is better (for times: baseline / candidate); "
+        f"CI: {how} (batch) or requests. {_mark(ctx)}: the point is flagged invalid.",
         "",
     ]
     for name, (label, _, _) in METRICS.items():

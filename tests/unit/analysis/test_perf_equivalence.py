@@ -140,3 +140,32 @@ def test_aa_margin_keeps_identical_servers_out_of_faster_and_slower() -> None:
     )
     assert with_aa / total < 0.12
     assert without / total > 0.5
+
+
+def test_launch_t_ci_by_hand() -> None:
+    # ln stat per launch: candidate 0.1, 0.3 (ss 0.02), baseline 0.0, 0.2, 0.1 (ss 0.02): df 3
+    ci = pe.launch_t_ci([0.1, 0.3], [0.0, 0.2, 0.1], ratio=1.2)
+    assert ci is not None and ci.df == 3
+    se = math.sqrt(0.04 / 3 * (1 / 2 + 1 / 3))
+    assert ci.se == pytest.approx(se)
+    half = 3.182446305284263 * se  # t(0.975, 3)
+    assert ci.ci95 == pytest.approx((1.2 * math.exp(-half), 1.2 * math.exp(half)))
+    assert pe.launch_t_ci([0.1], [0.2], ratio=1.0) is None  # one launch each: no degree of freedom
+    with_prior = pe.launch_t_ci([0.1], [0.2], ratio=1.0, prior=pe.LaunchVariance(var=0.01, df=4))
+    assert with_prior is not None and with_prior.df == 4 and with_prior.se == pytest.approx(math.sqrt(0.01 * 2))
+
+
+def test_ci_notes_say_one_launch_once_per_pair() -> None:
+    from byog.schemas.bench import PointComparison
+
+    def comparison(point: str, note: str | None) -> PointComparison:
+        return PointComparison(
+            point_id=point, candidate="c", baseline="b", metric="decode_tok_s", candidate_value=1.0,
+            baseline_value=1.0, ratio=1.0, ci_level=0.95, units="waves", ci_note=note,
+        )  # fmt: skip
+
+    notes = pe.ci_notes([comparison("p1", pe.ONE_LAUNCH_NOTE), comparison("p2", pe.ONE_LAUNCH_NOTE)])
+    assert notes == [
+        "95% CI, c vs b: waves of one launch: launch-to-launch variance not included; performance labels: screening"
+    ]
+    assert pe.ci_notes([comparison("p1", None)]) == []

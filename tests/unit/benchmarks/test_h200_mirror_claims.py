@@ -78,7 +78,8 @@ def make_bundle(root: Path) -> Path:
                 update={
                     "workloads": [
                         w.model_copy(update={"osl": [OSL], "warmup_waves": 0, "waves": 2}) for w in plan.workloads
-                    ]
+                    ],
+                    "launches": 1,  # the made-up run writes one launch per server
                 }
             )
         ),

@@ -59,6 +59,7 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "records",
         "tasks",
         "plan",
+        "calibration",
         "summary",
         "report",
         "attestations",

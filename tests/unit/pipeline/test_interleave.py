@@ -72,6 +72,19 @@ def test_a_server_in_two_interleaved_pairs_is_refused() -> None:
         _plan(text)
 
 
+def test_an_interleaved_pair_takes_launches_in_abba_rounds_and_refuses_a_lone_aa_pair() -> None:
+    from byog.pipeline.run import launch_rounds
+
+    plan = _plan(PLAN + "launches: 2\n")
+    assert plan.launches_of("cand") == plan.launches_of("stock") == 2
+    rounds = launch_rounds(plan)
+    assert rounds == [(1, "cand"), (1, "stock"), (2, "stock"), (2, "cand")]  # ABBA
+    assert interleave.interleaved_rounds(plan, rounds) == [(1, ("cand", "stock")), (2, ("cand", "stock"))]
+    with pytest.raises(Exception, match="set 'launches: 2' or more"):
+        _plan(PLAN + "aa_pair: true\n")
+    assert _plan(PLAN + "launches: 2\naa_pair: true\n").launches_of("cand") == 2
+
+
 def test_the_pair_is_one_round_where_its_first_server_was() -> None:
     rounds = interleave.interleaved_rounds(_plan(), [(1, "stock"), (1, "cand"), (1, "x")])
     assert rounds == [(1, ("cand", "stock")), (1, "x")]

@@ -27,3 +27,15 @@ def test_every_row_of_the_closing_table_names_its_pair(tmp_path: Path) -> None:
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
     point = summary.bench.comparisons[0].point_id
     assert [r.split(" | ")[:2] for r in rows] == [["| candidate vs baseline", point], ["| cand-fp8 vs baseline", point]]
+
+
+def test_one_launch_per_side_is_said_under_the_closing_table(tmp_path: Path) -> None:
+    from byog.analysis.perf_equivalence import ONE_LAUNCH_NOTE
+    from byog.core.reporter import RecordingReporter
+
+    summary = derive_summary(make_run_dir(tmp_path / "run", TINY))
+    reporter = RecordingReporter()
+    print_outcome(summary, reporter)
+    (table,) = [t for t in reporter.tables if t.title.startswith("decode tok/s")]
+    assert {row[-1] for row in table.rows} == {"screening"}  # no label stronger than screening
+    assert f"95% CI, candidate vs baseline: {ONE_LAUNCH_NOTE}; performance labels: screening" in reporter.lines

@@ -69,3 +69,29 @@ def test_byog_plan_names_the_default_control_for_the_platform_and_why(
     assert "CUDA with compute capability >= 8.9: fp8-kv; older CUDA: fp16; CPU: fp16" in lines[at + 2]
     args = {"fp8-kv": "--kv-cache-dtype fp8", "fp16": "--dtype float16"}[control]
     assert lines[at + 3].endswith(f"--enforce-eager {args}")
+
+
+def test_byog_plan_says_r_and_the_coverage_it_buys() -> None:
+    from typer.testing import CliRunner
+
+    from byog.analysis.perf_equivalence import ONE_LAUNCH_NOTE
+    from byog.cli import app
+    from byog.pipeline.planview import perf_ci_rows
+    from byog.plans.load import load_plan
+
+    (one,) = perf_ci_rows(load_plan("smoke")[0])
+    assert one["launches"] == [1, 1] and one["df"] is None and one["ci"] == ONE_LAUNCH_NOTE
+    assert one["coverage"]["0.5"] < 0.7 and one["coverage"]["0.9"] < 0.4  # what one launch per side buys
+    flagship = perf_ci_rows(load_plan("kimi-k3-gb300")[0])
+    assert flagship and all(r["launches"] == [2, 2] and r["df"] == 2 for r in flagship)
+    assert all(0.93 <= c <= 0.97 for r in flagship for c in r["coverage"].values())
+    result = CliRunner().invoke(app, ["plan", "smoke"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("perf CI, ")]
+    assert line.startswith(
+        f"perf CI, candidate vs baseline: R = 1 candidate / 1 baseline launches; 95% CI from {ONE_LAUNCH_NOTE}; "
+        "simulated coverage "
+    )
+    assert line.endswith(
+        "(3 waves per launch); perf labels: screening; `launches: 2` or more (or `byog run --calibration`) puts it in"
+    )

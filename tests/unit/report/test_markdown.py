@@ -74,7 +74,8 @@ def test_one_matrix_per_metric_rows_b_cells_candidate_baseline_speedup(valid_run
         c = next(c for c in summary.bench.comparisons if c.point_id == pid and c.metric == "decode_tok_s")
         assert row[1] == f"{points[('candidate', pid)].metrics.decode_tok_s:.4g}"
         assert row[2] == f"{points[('baseline', pid)].metrics.decode_tok_s:.4g}"
-        assert row[3] == f"{c.ratio:.2f}× [{c.ci_low:.2f}, {c.ci_high:.2f}]"
+        # one launch per side: the perf label is "screening" (docs/statistics.md §6)
+        assert row[3] == f"{c.ratio:.2f}× [{c.ci_low:.2f}, {c.ci_high:.2f}] (screening)"
 
 
 def test_an_invalid_point_is_struck_through_and_marked_everywhere(invalid_run: tuple[RunDir, Summary]) -> None:

@@ -47,11 +47,12 @@ def test_report_has_the_matrix_verdicts_environment_and_signer(bundle: BundleKit
     comparison = next(c for c in summary["bench"]["comparisons"] if c["metric"] == "decode_tok_s")
     decode = text.split("### decode tok/s", 1)[1]
     row = next(line for line in decode.splitlines() if line.startswith("| 1 |"))
-    assert f"| {comparison['ratio']:.2f}× [{comparison['ci_low']:.2f}, {comparison['ci_high']:.2f}] |" in row
+    cell = f"| {comparison['ratio']:.2f}× [{comparison['ci_low']:.2f}, {comparison['ci_high']:.2f}] (screening) |"
+    assert cell in row
     tpot = next(c for c in summary["bench"]["comparisons"] if c["metric"] == "tpot_s.p50")
     tpot_row = next(line for line in text.split("### TPOT P50 (ms)", 1)[1].splitlines() if line.startswith("| 1 |"))
     assert (
-        f"| {1 / tpot['ratio']:.2f}× [{1 / tpot['ci_high']:.2f}, {1 / tpot['ci_low']:.2f}] |" in tpot_row
+        f"| {1 / tpot['ratio']:.2f}× [{1 / tpot['ci_high']:.2f}, {1 / tpot['ci_low']:.2f}] (screening) |" in tpot_row
     )  # baseline / candidate
     assert "## Accuracy" in text and "| candidate | gsm8k | 4 |" in text
     for verdict in summary["evals"]["verdicts"]:

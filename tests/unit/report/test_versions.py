@@ -146,3 +146,20 @@ def test_format_1_re_renders_with_todays_escaping_and_invalid_marks(tmp_path: Pa
     assert rows and all("⚠ invalid" in row and "~~" in row for row in rows)  # no speed-up of it reads as a result
     honest = [line for line in text.splitlines() if line.startswith("| decode-b1-isl4-osl8 |")]
     assert honest and not any("~~" in row or "⚠" in row for row in honest)
+
+
+def test_a_format_4_report_over_launches_re_renders_from_the_cis_of_its_day(tmp_path: Path) -> None:
+    """Format 4 was written from the hierarchical bootstrap; format 5 from the launch t interval."""
+    from byog.analysis.summary import derive_summary
+    from byog.report.markdown import render_report
+    from tests.support.synthetic import SyntheticSpec
+
+    key, public = make_key(tmp_path, "alice")
+    allowed = allowed_signers(tmp_path / "allowed_signers", [("alice@example.com", public)])
+    run_dir, packed = build_bundle(tmp_path, key, SyntheticSpec(batch_sizes=(1,), launches=3, launch_sd=0.05))
+    then = render_report(run_dir, derive_summary(run_dir, launch_ci=False), report_format=4)
+    now_in_4 = render_report(run_dir, derive_summary(run_dir), report_format=4)
+    assert then != now_in_4  # the CIs differ
+    for report_md, expected in ((then, "pass"), (now_in_4, "fail")):
+        forged = _repacked(packed.bundle, report_md, key, tmp_path / "old.tar.gz")
+        assert _results(verify_bundle(forged, allowed_signers=allowed))["report"][0] == expected
