@@ -45,7 +45,7 @@ RENDERERS: dict[int, Renderer] = {
     1: legacy_v1.render_report,  # the renderer before versions (commit 85b2f8f), with today's escaping
     2: _render_v2,  # matrices with one column group per pair, left-aligned
     3: _render_v3,  # Mermaid charts from 0, no flipped items, speed-up ends named by load only
-    # e-notation (1.33e+04), claims one row each, no setup or warnings on the first screen, the hierarchical bootstrap CI
+    # e-notation (1.33e+04), claims one row each, no setup or warnings on the first screen, hierarchical bootstrap CI
     4: _render_v4,
     REPORT_VERSION: render_report,
 }
