@@ -25,7 +25,7 @@ from byog.schemas.server import ServerRecord
 
 def missing(name: str, record: ServerRecord) -> list[str]:
     """What of a side is unknown, one phrase each ("server 'x' has no resolved config: ..."); [] when known."""
-    endpoint = " (an endpoint: byog did not launch it)" if record.runtime == "endpoint" else ""
+    endpoint = " (an endpoint: byog did not launch it)" if record.argv is None else ""
     found = []
     resolved = record.resolved
     if resolved is None:

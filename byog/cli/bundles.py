@@ -163,7 +163,7 @@ def print_checks(report: VerifyReport) -> None:
         mark, style = marks[result.status]
         say(console, (mark, style), " ", f"{result.name}: {terminal_text(result.message, 400)}", fit=True)
         for failure in failure_list(result):
-            say(console, "       - ", terminal_text(failure, 400), fit=True)
+            say(console, "- ", terminal_text(failure, 400), fit=True, indent=7)
     style = "bold green" if report.verified else "bold red"
     say(console, terminal_text(report.bundle, 200), ": ", (report.verdict(), style), fit=True)
 

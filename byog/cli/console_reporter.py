@@ -59,12 +59,20 @@ def styled_line(text: str, *, style: Style | None = None, lead: str = "") -> Tex
     return Text.assemble((terminal_text(lead), f"bold {colour}".strip()), body)
 
 
+def _cell(text: str) -> str:
+    """A cell as inert markdown; byog's strike-through of an invalid number (``struck``) stays markup."""
+    from byog.report.format import unstruck  # loads the record schemas (pyarrow): only a piped table needs it
+
+    parts = unstruck(text)
+    return f"~~{md_cell(parts[0])}~~ {md_cell(parts[1])}" if parts else md_cell(text)
+
+
 def _markdown(table: Table) -> str:
     lines = [md_cell(table.title), ""] if table.title else []
     if table.show_header:
         lines.append("| " + " | ".join(md_cell(c) for c in table.columns) + " |")
         lines.append("|" + "|".join("---:" if c in table.right else "---" for c in table.columns) + "|")
-    lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in table.rows]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows]
     lines += ["", *(md_cell(note) for note in table.notes)] if table.notes else []
     return "\n".join(lines)
 

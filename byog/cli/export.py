@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from byog.bundles.export import write_tables
-from byog.bundles.results import open_results
 from byog.cli.bundles import AllowUnsignedOpt, VerifyForOpt
 from byog.cli.common import AllowedSignersOpt, console
 from byog.cli.console_reporter import say
@@ -28,6 +26,9 @@ def export_cmd(
 ) -> None:
     """Write every table of byog.open (requests, points, comparisons, items, verdicts, servers) as files; columns in
     docs/analysis.md."""
+    from byog.bundles.export import write_tables
+    from byog.bundles.results import open_results
+
     results = open_results(
         target, allowed_signers=allowed_signers, allow_unsigned=allow_unsigned, subject_for=subject_for
     )

@@ -43,7 +43,7 @@ from byog.plans.tasks import TASKS
 from byog.plans.tiers import find_placeholders, require_no_placeholders
 from byog.runtimes.launch import vllm_serve_args
 from byog.schemas.claims import Claim
-from byog.schemas.plan import AgenticWorkload, EndpointConfig, LocalConfig, Plan, TraceSource
+from byog.schemas.plan import AgenticWorkload, LaunchedConfig, Plan, TraceSource
 from byog.schemas.server import PreparedModel
 
 PROBE_TIMEOUT_S = 180.0
@@ -84,7 +84,7 @@ def _collected(checks: list[Callable[[], object]]) -> list[str]:
 # --- each server's vLLM arguments, by its own parser ----------------------------------------
 
 
-def _interpreter(config: LocalConfig) -> str:
+def _interpreter(config: LaunchedConfig) -> str:
     return config.node_python or sys.executable
 
 
@@ -124,16 +124,17 @@ def vllm_arg_problems(plan: Plan) -> tuple[list[str], list[str]]:
     notes: list[str] = []
     by_python: dict[str, dict[str, list[str]]] = {}
     for name, config in plan.servers.items():
-        if isinstance(config, EndpointConfig):
-            continue
-        if not isinstance(config, LocalConfig):
+        launched = config.launched()
+        if launched is None:
+            continue  # an endpoint: byog starts nothing there
+        if not config.runs_this_hosts_vllm:
             notes.append(
                 f"server '{name}' ({config.runtime}): its vLLM arguments are parsed when it starts, by the vLLM "
-                f"in {'its image' if config.runtime == 'docker' else 'its nodes'}; reaching it before launch means "
-                "a container or remote start, which is the launch itself"
+                f"{config.vllm_is}; reaching it before launch means a container or remote start, which is the "
+                "launch itself"
             )
             continue
-        by_python.setdefault(_interpreter(config), {})[name] = serve_args_for_check(plan, name)
+        by_python.setdefault(_interpreter(launched), {})[name] = serve_args_for_check(plan, name)
     for python, servers in by_python.items():
         answer = _cached_probe(python, servers)
         if "error" in answer:
@@ -184,7 +185,12 @@ def preflight(
     Returns what could not be checked before launch, each with why.
     """
     placeholders = bool(find_placeholders(plan))
-    checks: list[Callable[[], object]] = [lambda: check_model_reference(plan.model, where="")]
+    notes: list[str] = []
+    checks: list[Callable[[], object]] = []
+    if any(config.runs_this_hosts_vllm for config in plan.servers.values()):
+        checks.append(lambda: check_model_reference(plan.model, where=""))
+    elif any(config.launched() is not None for config in plan.servers.values()):
+        notes.append(f"model {plan.model.path}: read where its servers run, not on this host: checked as they start")
     if for_run:
         checks.insert(0, lambda: require_no_placeholders(plan))
     checks += [
@@ -195,12 +201,12 @@ def preflight(
     ]
     problems = [p.removeprefix(": ") for p in _collected(checks)] + task_problems(plan) + trace_problems(plan)
     problems += plan_claim_problems(plan, claims or [])
-    notes: list[str] = []
     if placeholders:
         notes.append("vLLM arguments: the plan still has placeholders")
     else:
-        found, notes = vllm_arg_problems(plan)
+        found, arg_notes = vllm_arg_problems(plan)
         problems += found
+        notes += arg_notes
     if problems:
         raise PlanProblems(where, problems, notes=notes)
     return notes

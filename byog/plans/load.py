@@ -14,7 +14,7 @@ from byog.core.errors import PlanProblems, UsageError
 from byog.plans.numerics_menu import check_menu_names
 from byog.plans.tasks import TASKS
 from byog.schemas.migrate import migrate
-from byog.schemas.plan import SERVER_CONFIGS, Plan
+from byog.schemas.plan import SERVER_CONFIGS, Plan, ServerBase
 
 # Discriminated unions add the tag to the location; dropped so the key reads as written.
 WORKLOAD_TAGS = frozenset({"batch", "concurrency", "rate", "agentic", "random", "dataset"})
@@ -102,8 +102,11 @@ def _type_at(model: type[BaseModel], loc: list[Any]) -> Any:
 
 
 def _union_members(annotation: Any) -> list[Any]:
-    members = []
+    members: list[Any] = []
     for arg in get_args(annotation):
+        if arg is ServerBase:  # a plan's server: the union of the registered runtimes' config classes
+            members += SERVER_CONFIGS.values()
+            continue
         members += _union_members(arg) if get_args(arg) and get_origin(arg) is not Literal else [arg]
     return members
 

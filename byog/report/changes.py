@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from byog.analysis import perf_equivalence
 from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
 from byog.report.format import fixed, load_label, speedup, table
@@ -103,9 +104,12 @@ def change_lines(ctx: ReportContext) -> list[str]:
     several = len({c.pair for c in found}) > 1
     header = [*(["Pair"] if several else []), "Workload", "Metric", "Speed-up range", "Slower?"]
     rows = [([c.pair] if several else []) + [c.workload, c.metric, c.range, c.verdict] for c in found]
+    # what the CIs behind these ranges leave out (one launch a side) or the calibration they cite
+    notes = [f"- {md_text(note)}" for note in perf_equivalence.ci_notes(ctx.summary.bench.comparisons)]
     return [
         "**What changed**, regressions first (speed-up: > 1 is the candidate better; for times baseline / candidate; "
         "valid points only):",
         "",
         *table(header, rows),
+        *(["", *notes, ""] if notes else []),
     ]

@@ -205,6 +205,12 @@ def struck(text: str, mark: str = INVALID) -> str:
     return f"~~{text}~~ {mark}"
 
 
+def unstruck(cell: str) -> tuple[str, str] | None:
+    """``struck``'s number and mark, or None for a cell it did not write."""
+    found = re.fullmatch(r"~~(.+?)~~ (.+)", cell, flags=re.S)
+    return (found.group(1), found.group(2)) if found else None
+
+
 def times(value: float | None) -> str:
     return f"{fixed(value)}×" if value is not None else "–"
 

@@ -83,6 +83,7 @@ class ServerBase(Strict):
     runs_this_hosts_vllm: ClassVar[bool] = False  # this host's vLLM install: its sleep-mode and CPU-build facts apply
     runs_host_python: ClassVar[bool] = False  # a maintainer's --node-python applies (not an image's interpreter)
     article: ClassVar[str] = "a"  # "a local server", "an endpoint server"
+    vllm_is: ClassVar[str] = "where it runs"  # where the vLLM that parses its arguments lives (byog plan's notes)
     runs_in_a_slurm_job: ClassVar[bool] = False  # byog runs inside a Slurm allocation (``byog slurm submit``)
     interleaves: ClassVar[bool] = False  # one node byog starts on this host, so vLLM's sleep mode can swap it
 
@@ -237,6 +238,8 @@ Platform = Literal["linux/amd64", "linux/arm64"]
 class DockerConfig(HostedConfig):
     """vLLM in ``image``; ``hosts``: Docker engines (ssh://user@host), default this machine's."""
 
+    vllm_is: ClassVar[str] = "in its image"
+
     runtime: Literal["docker"] = "docker"
     interleaves: ClassVar[bool] = True
     image: str  # pinned by digest in real runs
@@ -267,6 +270,8 @@ class DockerConfig(HostedConfig):
 class SshConfig(HostedConfig):
     """A multi-node server on ``hosts``: ssh destinations (user@host, ssh://user@host:port)."""
 
+    vllm_is: ClassVar[str] = "on its nodes"
+
     runtime: Literal["ssh"] = "ssh"
     ssh_options: list[str] = Field(default_factory=list)  # extra `ssh` options, e.g. ["-i", "~/.ssh/tray"]
     hosts_required: ClassVar[bool] = True
@@ -285,6 +290,8 @@ class SshConfig(HostedConfig):
 class SlurmConfig(HostedConfig):
     """A multi-node server as srun steps of the allocation byog runs in; ``hosts``: Slurm node names
     (default: the allocation's first N)."""
+
+    vllm_is: ClassVar[str] = "in its image or on its nodes"
 
     runtime: Literal["slurm"] = "slurm"
     runs_in_a_slurm_job: ClassVar[bool] = True

@@ -13,7 +13,7 @@ from byog.pipeline import interleave
 from byog.plans.load import parse_plan
 from byog.runtimes.record import write_server_record
 from byog.schemas.plan import Plan
-from byog.schemas.server import Endpoint
+from byog.schemas.server import Endpoint, ServerRecord
 from tests.support.fake_vllm import FakeVllm
 
 SWEEP_PLAN = """
@@ -75,7 +75,7 @@ def interleaved_sweep(folder: Path, log: list[str] | None = None) -> tuple[RunDi
             pair.servers[side] = FakeServer(name, fake)  # type: ignore[index,arg-type]
             pair.controls[side] = NoSwap(log, name)  # type: ignore[index,assignment]
             pair.records[side] = {"partner": partner, "side": side, "level": 1, "swaps": []}  # type: ignore[index]
-            write_server_record(rd.server_record(name), {"name": name, "starts": []})
+            write_server_record(rd.server_record(name), ServerRecord(name=name))
         pair.awake = "B"
         interleave.bench_pair(pair, rd, None, NullReporter())
     return rd, plan

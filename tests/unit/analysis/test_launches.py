@@ -33,7 +33,7 @@ def test_one_launch_adds_nothing_to_the_summary_or_the_report(tmp_path: Path) ->
         for c in doc["bench"]["comparisons"]
     )
     report = run_dir.report_md.read_text()
-    assert "## Launches" not in report and f"  - 95% CI, candidate vs baseline: {ONE_LAUNCH_NOTE}" in report
+    assert "## Launches" not in report and f"- 95% CI, candidate vs baseline: {ONE_LAUNCH_NOTE}" in report
     assert "(screening)" in report.split("## Performance", 1)[1]  # every speed-up cell
     assert sorted(p.name for p in (run_dir.root / "bench" / "baseline").iterdir())[0].startswith("decode-")
 

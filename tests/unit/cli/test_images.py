@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from byog.cli import app, images
 from byog.cli.console_reporter import print_table
+from byog.images import inspect
 from byog.images.wheel import WheelIdentity
 from byog.images.wheel_layer import wheel_labels
 from tests.support.cmark import render_gfm
@@ -62,7 +63,8 @@ def test_on_a_terminal_every_label_is_a_visible_escape() -> None:
 
 
 def test_inspect_piped_prints_inert_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(images, "inspect_image", lambda ref, probe_vllm=True: info())
+    # the command imports it when it runs: replace it where it lives
+    monkeypatch.setattr(inspect, "inspect_image", lambda ref, probe_vllm=True: info())
     result = CliRunner().invoke(app, ["image", "inspect", "evil:latest", "--no-probe"])
     assert result.exit_code == 0, result.output
     assert_inert(result.output)
