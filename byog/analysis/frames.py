@@ -232,8 +232,10 @@ class RunTables:
                     "ci_low": c.ci_low,
                     "ci_high": c.ci_high,
                     "ci_level": c.ci_level,
-                    "ci_method": "bootstrap" if launches == [1, 1] else "hierarchical bootstrap",
+                    "ci_method": CI_METHOD[c.units],
                     "resampled": c.units,
+                    "ci_df": c.ci_df,
+                    "ci_note": c.ci_note,
                     "within_noise": c.within_noise,
                     "candidate_launches": launches[0],
                     "baseline_launches": launches[1],
@@ -305,6 +307,15 @@ class RunTables:
                 record = ServerRecord.model_validate(read_json(path))
                 rows.append(_server_row(self.source, self.role(server), launch, record))
         return frame("servers", rows)
+
+
+# which interval a comparison's CI is, from what its spread comes from (byog.analysis.bench_summary)
+CI_METHOD = {
+    "launches": "launch t interval",
+    "ABBA blocks": "paired bootstrap",
+    "waves": "bootstrap",
+    "requests": "bootstrap",
+}
 
 
 def _load(point: BenchPoint | PointSummary) -> Row:
