@@ -41,7 +41,7 @@ from byog.plans.load import did_you_mean
 from byog.plans.numerics_roles import check_stock_roles, resolve_control
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import find_placeholders, require_no_placeholders
-from byog.runtimes.launch import vllm_serve_args
+from byog.runtimes.launch import SECRET_ENV, vllm_serve_args
 from byog.schemas.claims import Claim
 from byog.schemas.plan import AgenticWorkload, LaunchedConfig, Plan, TraceSource
 from byog.schemas.server import PreparedModel
@@ -56,6 +56,25 @@ def task_problems(plan: Plan) -> list[str]:
         for i, spec in enumerate(plan.evals)
         if spec.task not in TASKS
     ]
+
+
+SECRET_FLAGS = ("--hf-token", "--api-key")  # vLLM flags whose value is a credential
+
+
+def secret_problems(plan: Plan) -> list[str]:
+    """A credential written into the plan: plan.yaml is recorded as written and signed into the bundle."""
+    found = []
+    for name, config in plan.servers.items():
+        flags = {arg.partition("=")[0] for arg in config.args}
+        launched = config.launched()
+        named = [f"'servers.{name}.args': {flag}" for flag in SECRET_FLAGS if flag in flags]
+        named += [f"'servers.{name}.env.{key}'" for key in sorted(set(launched.env if launched else {}) & SECRET_ENV)]
+        found += [
+            f"{where} puts a credential into the plan, which the bundle records as written: set it in the "
+            "environment byog runs in (a local server inherits it) instead"
+            for where in named
+        ]
+    return found
 
 
 def trace_problems(plan: Plan) -> list[str]:
@@ -199,7 +218,12 @@ def preflight(
         lambda: check_stock_roles(resolve_control(plan, env)),
         lambda: check_interleave(plan),
     ]
-    problems = [p.removeprefix(": ") for p in _collected(checks)] + task_problems(plan) + trace_problems(plan)
+    problems = (
+        [p.removeprefix(": ") for p in _collected(checks)]
+        + task_problems(plan)
+        + trace_problems(plan)
+        + secret_problems(plan)
+    )
     problems += plan_claim_problems(plan, claims or [])
     if placeholders:
         notes.append("vLLM arguments: the plan still has placeholders")

@@ -122,3 +122,16 @@ def test_run_claims_naming_what_the_plan_does_not_have_are_refused_before_anythi
     assert "claim 'who': no server 'candiate' in the plan (did you mean `candidate`?)" in output
     assert "the plan runs no eval 'gsm8' (did you mean `gsm8k`?)" in output
     assert not (isolated / "runs").exists()
+
+
+def test_a_credential_in_the_plan_is_refused_before_it_reaches_the_bundle() -> None:
+    from byog.core.errors import PlanProblems
+
+    text = PLAN.replace('"--no-enable-prefix-cacheing"', '"--hf-token=hf_abc"').replace("gsm9k", "gsm8k")
+    text = text.replace('args: ["--enforce-eager"]}', 'args: ["--enforce-eager"], env: {HF_TOKEN: hf_abc}}')
+    text = text.replace('  tuned: {runtime: local, args: ["--seed", "abc"]}\n', "")
+    with pytest.raises(PlanProblems) as caught:
+        preflight(parse_plan(text, "t"), "t", for_run=False, env={})
+    problems = caught.value.problems
+    assert any(p.startswith("'servers.candidate.args': --hf-token puts a credential") for p in problems), problems
+    assert any(p.startswith("'servers.baseline.env.HF_TOKEN' puts a credential") for p in problems), problems
