@@ -5,15 +5,19 @@ wall and CPU time, and peak memory.
     nice python benchmarks/flagship_bundle.py [--tier standard full] [--scale 1.0] [--save]
     python benchmarks/flagship_bundle.py --reprint     # the committed figures (CI re-prints, never re-runs)
 
-Shape: every batch point of the tier (``byog.plans`` expansion, servers as the plan gives them),
-every wave (warm-up included) and every token (OSL; a synthetic-acceptance server's chunks carry
-its acceptance length). Timing is resampled from the committed H200 rows of the same batch size
-(benchmarks/results/h200/tp1/byog-isl1, OSL 256): a request's TTFT is a real request's, its gaps
-real requests' gap sequences laid end to end until OSL is reached. Eval items: every task on every
+Shape: every batch point of the tier (``byog.plans`` expansion, servers as the plan gives them)
+on every launch of its server (``Plan.launches_of``: launch r >= 2 in ``RunDir.for_launch(r)``,
+with its own server record, as the pipeline writes it), every wave (warm-up included) and every
+token (OSL; a synthetic-acceptance server's chunks carry its acceptance length). Timing is
+resampled from the committed H200 rows of the same batch size (benchmarks/results/h200/tp1/
+byog-isl1, OSL 256): a request's TTFT is a real request's, its gaps real requests' gap sequences
+laid end to end until OSL is reached. Eval items: every task on every
 server it runs on, items x passes rows (the registry's sizes, ``byog.plans.tiers.eval_items``).
 Left out: the agentic interactivity points (16 sessions at C=1: ~10^5 tokens, under 1% of the
 rows) and numerics records (the plan has no numerics block). ``--scale`` multiplies OSL and eval
-rows (tests/unit/benchmarks/test_flagship_bundle.py packs and verifies a scaled-down one).
+rows (tests/unit/benchmarks/test_flagship_bundle.py packs and verifies a scaled-down one, its
+smoke tier given the profile's two launches). A bundle over the 25 MB budget is packed in signed
+parts (``byog.bundles.parts``): the figures list each part.
 
 Building, packing and verifying each run in a child process of this script, so the CPU seconds and
 peak memory (max RSS of the step and of the children it waits for: verify's content checks run in
@@ -120,8 +124,10 @@ def _point_rows(pool: TimingPool, rng: random.Random, point: BenchPoint, osl: in
     return rows
 
 
-def build_run(root: Path, tier: str, scale: float, seed: int = 1234) -> dict[str, Any]:
-    """Write the synthetic run directory (raw files, summary.json); returns its shape."""
+def build_run(root: Path, tier: str, scale: float, seed: int = 1234, launches: int | None = None) -> dict[str, Any]:
+    """Write the synthetic run directory (raw files, summary.json); returns its shape.
+
+    ``launches``: the plan's ``launches`` instead of the tier's (the smoke tier launches once)."""
     from byog.analysis.summary import derive_summary
     from tests.support.synthetic import SyntheticSpec, write_eval_files, write_point
 
@@ -129,37 +135,54 @@ def build_run(root: Path, tier: str, scale: float, seed: int = 1234) -> dict[str
     from byog.plans.load import parse_plan
 
     plan = apply_tier(parse_plan(text, label), tier)
+    if launches is not None:
+        plan = plan.model_copy(update={"launches": launches})
     run_dir = RunDir(root)
     atomic_write_text(run_dir.plan_yaml, tiered_plan_yaml(plan))
     atomic_write_json(
         run_dir.env_json, {"schema_version": 1, "os": "Linux (synthetic)", "cpu": "synthetic", "gpus": []}
     )
     pool, rng = TimingPool(), random.Random(seed)
-    points = tokens = chunks = requests = items = 0
+    points = measured = tokens = chunks = requests = items = 0
     for server in plan.servers:
-        atomic_write_json(
-            run_dir.server_record(server),
-            {"name": server, "runtime": "slurm", "argv": ["vllm", "serve", "kimi-k3", f"--served-model-name={server}"]},
-        )
+        for launch in range(1, plan.launches_of(server) + 1):
+            atomic_write_json(
+                run_dir.for_launch(launch).server_record(server),
+                {
+                    "name": server,
+                    "runtime": "slurm",
+                    "argv": ["vllm", "serve", "kimi-k3", f"--served-model-name={server}"],
+                },
+            )
     for point in expand_plan(plan):
         if point.kind != "batch":
             continue
         osl = max(2, round(point.osl * scale))
         for server in point.servers:
             k = _tokens_per_chunk(plan, server)
-            rows = _point_rows(pool, rng, point.model_copy(update={"osl": osl}), osl, k)
-            write_point(run_dir, server, point, rows)
             points += 1
-            requests += len(rows)
-            tokens += sum(r.n_out for r in rows)
-            chunks += sum(len(r.chunk_t_ns) for r in rows)
+            for launch in range(1, plan.launches_of(server) + 1):
+                rows = _point_rows(pool, rng, point.model_copy(update={"osl": osl}), osl, k)
+                write_point(run_dir.for_launch(launch), server, point, rows)
+                measured += 1
+                requests += len(rows)
+                tokens += sum(r.n_out for r in rows)
+                chunks += sum(len(r.chunk_t_ns) for r in rows)
     for spec in plan.evals:
         n = max(1, round(eval_items(spec) * spec.passes * scale))
         for server in spec.servers or list(plan.servers):
             write_eval_files(run_dir, server, SyntheticSpec(eval_items=n, seed=seed), rng, spec.task)
             items += n
     atomic_write_json(run_dir.summary_json, derive_summary(run_dir).to_json())
-    return {"points": points, "requests": requests, "output_tokens": tokens, "chunks": chunks, "eval_rows": items}
+    return {
+        "points": points,
+        "launches": {server: plan.launches_of(server) for server in plan.servers},
+        "points_measured": measured,
+        "requests": requests,
+        "output_tokens": tokens,
+        "chunks": chunks,
+        "eval_rows": items,
+    }
 
 
 # --- pack and verify, each measured in a child process ------------------------------------------------------
@@ -176,23 +199,32 @@ def _kind(name: str) -> str:
 
 
 def step_pack(run: Path, key: Path) -> dict[str, Any]:
+    import io
     import tarfile
 
     from byog.bundles.finalize import seal_and_pack
     from byog.bundles.sign import SigningKey
 
     packed = seal_and_pack(RunDir(run), run.parent / "bundle.tar.gz", key=SigningKey(key, "benchmark"), plots=True)
+    data = packed.parts[1:]  # a multi-part bundle: parts 1..N are byte ranges of the one archive
+    archive = b"".join(p.read_bytes() for p in data) if data else packed.bundle.read_bytes()
     by_kind: dict[str, int] = {}
-    with tarfile.open(packed.bundle) as tar:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         for member in tar.getmembers():
             by_kind[_kind(member.name)] = by_kind.get(_kind(member.name), 0) + member.size
-    return {"parts": [packed.size_bytes], "members_by_kind": by_kind, "compressed": len(packed.compressed)}
+    return {
+        "bundle": str(packed.bundle),
+        "parts": [p.stat().st_size for p in data] if data else [packed.size_bytes],
+        "part_manifest_bytes": packed.bundle.stat().st_size if data else None,
+        "members_by_kind": by_kind,
+        "compressed": len(packed.compressed),
+    }
 
 
 def step_verify(bundle: Path, allowed: Path) -> dict[str, Any]:
-    from byog.bundles.verify import verify_bundle
+    from byog.bundles.verify import verify_bundle_set
 
-    report = verify_bundle(bundle, allowed_signers=allowed)
+    report = verify_bundle_set([bundle], allowed_signers=allowed)
     return {"verified": report.verified, "failures": report.failures}
 
 
@@ -226,12 +258,17 @@ def measure(tier: str, scale: float, folder: Path) -> dict[str, Any]:
     run = folder / "run"
     shape = _measured(["--step", "build", str(run), f"{tier}:{scale}"])
     pack = _measured(["--step", "pack", str(run), str(key.path)])
-    verify = _measured(["--step", "verify", str(folder / "bundle.tar.gz"), str(allowed)])
+    verify = _measured(["--step", "verify", pack.pop("bundle"), str(allowed)])
     floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"tier": tier, "scale": scale, "shape": shape, "pack": pack, "verify": verify, "launcher_rss_mib": floor}
 
 
 # --- printing ----------------------------------------------------------------------------------------------
+
+
+def _launches(shape: dict[str, Any]) -> str:
+    counts = sorted(set(shape["launches"].values()))
+    return " or ".join(str(n) for n in counts) + f" launch(es) of each of {len(shape['launches'])} servers"
 
 
 def render(results: list[dict[str, Any]]) -> str:
@@ -241,11 +278,17 @@ def render(results: list[dict[str, Any]]) -> str:
         total = sum(p["parts"])
         lines += [
             f"## {PROFILE}, {r['tier']} tier (scale {r['scale']:g})",
-            f"{s['points']} bench points, {s['requests']:,} requests, {s['output_tokens']:,} output tokens in "
+            f"{s['points']} bench points on {_launches(s)}: {s['points_measured']} measured, "
+            f"{s['requests']:,} requests, {s['output_tokens']:,} output tokens in "
             f"{s['chunks']:,} chunks, {s['eval_rows']:,} eval rows; built in {s['wall_s']} s "
             f"(launcher's RSS, every step's floor: {r['launcher_rss_mib']:.0f} MiB)",
             f"bundle: {total / 1e6:.2f} MB in {len(p['parts'])} part(s): "
-            + ", ".join(f"{size / 1e6:.2f} MB" for size in p["parts"]),
+            + ", ".join(f"{size / 1e6:.2f} MB" for size in p["parts"])
+            + (
+                f" (and the signed part manifest, {p['part_manifest_bytes']:,} bytes)"
+                if p["part_manifest_bytes"]
+                else ""
+            ),
             "",
             "| file kind | bytes in the bundle (before the outer gzip) | per output token |",
             "|---|---|---|",
