@@ -83,7 +83,7 @@ except Exception as err:
 print("healthy after", round(time.monotonic() - t0, 1), "s; endpoint", server.endpoint)
 rec = json.loads((sd / "server.json").read_text())
 print("record keys", sorted(rec))
-print("served_parallel_config", rec["served_parallel_config"])
+print("parallel_config", rec["resolved"]["server_info"]["vllm_config"]["parallel_config"])
 for n in rec["nodes"]:
     print(
         " node",

