@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import threading
 import time
 from collections.abc import Iterator
 
 from byog.core.reporter import Reporter
+from byog.core.ticker import ticking
 
 _interrupted_at: float | None = None
 _signals = 0
@@ -63,19 +63,12 @@ def stop_shown(reporter: Reporter, label: str) -> Iterator[None]:
         with reporter.status(": stopping", lead=label):
             yield
         return
-    done = threading.Event()
     with reporter.status(f": {stopping_line(stopping_for() or 0)}", lead=label) as status:
         if not reporter.live:
             reporter.line(f": {stopping_line(stopping_for() or 0)}", lead=label)
 
         def tick() -> None:
-            while not done.wait(1.0):
-                status.update(f": {stopping_line(stopping_for() or 0)}", lead=label)
+            status.update(f": {stopping_line(stopping_for() or 0)}", lead=label)
 
-        thread = threading.Thread(target=tick, name="byog-stopping", daemon=True)
-        thread.start()
-        try:
+        with ticking(tick, 1.0, name="byog-stopping", join_s=2):
             yield
-        finally:
-            done.set()
-            thread.join(timeout=2)

@@ -8,7 +8,6 @@ from a daemon thread; the caller renders it (a live line on a terminal, plain li
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from byog.analysis.server_log import start_phase
+from byog.core.ticker import ticking
 
 POLL_S = 1.0
 FIRST_PHASE = "starting the process"  # before vLLM logs the first line of a phase
@@ -58,27 +58,21 @@ class LogPhases:
 def watch_start(path: Path, report: Callable[[StartProgress], None]) -> Iterator[None]:
     """Report the phase of the server whose log is ``path`` once a second, until the block ends."""
     phases = LogPhases(path)
-    stop = threading.Event()
     began = time.monotonic()
+    phase_began, minutes = began, 0
 
     def follow() -> None:
-        phase_began, minutes = began, 0
-        while not stop.wait(POLL_S):
-            changed = phases.read()
-            now = time.monotonic()
-            if changed:
-                phase_began, minutes = now, 0
-            passed = int((now - phase_began) // 60)
-            report(StartProgress(phases.phase, now - began, now - phase_began, changed, passed > minutes))
-            minutes = passed
+        nonlocal phase_began, minutes
+        changed = phases.read()
+        now = time.monotonic()
+        if changed:
+            phase_began, minutes = now, 0
+        passed = int((now - phase_began) // 60)
+        report(StartProgress(phases.phase, now - began, now - phase_began, changed, passed > minutes))
+        minutes = passed
 
-    thread = threading.Thread(target=follow, name="byog-start-progress", daemon=True)
-    thread.start()
-    try:
+    with ticking(follow, POLL_S, name="byog-start-progress", join_s=5):
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=5)
 
 
 def elapsed(seconds: float) -> str:
