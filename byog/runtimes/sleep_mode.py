@@ -135,14 +135,10 @@ class SleepControl:
                 f"server '{self.name}': GET /is_sleeping answered {response.status_code} {one_line(response.text, 200)}"
             ) from None
 
-    def _post(self, path: str, sleeping: bool) -> float:
-        """POST a swap and wait until /is_sleeping says it is done: the seconds until then.
-
-        The answer's body is not read: vLLM 0.24 answers an empty 200 (its router notes the command may
-        not have finished when it returns) and 0.32 a JSON status; /is_sleeping is the same in both."""
-        t0 = time.perf_counter()
+    def _call(self, path: str, body: dict[str, object] | None = None) -> None:
+        """POST one dev endpoint; a 404 is a server without sleep mode, any other non-200 an error."""
         try:
-            response = httpx.post(f"{self.base_url}{path}", timeout=SWAP_TIMEOUT_S)
+            response = httpx.post(f"{self.base_url}{path}", json=body, timeout=SWAP_TIMEOUT_S)
         except httpx.HTTPError as err:
             raise ByogError(f"server '{self.name}': POST {path} failed: {err}") from None
         if response.status_code == 404:
@@ -151,6 +147,16 @@ class SleepControl:
             raise ByogError(
                 f"server '{self.name}': POST {path} answered {response.status_code} {one_line(response.text, 200)}"
             )
+
+    def _post(self, path: str, sleeping: bool, then: tuple[tuple[str, dict[str, object] | None], ...] = ()) -> float:
+        """POST a swap and wait until /is_sleeping says it is done: the seconds until then.
+
+        The answer's body is not read: vLLM 0.24 answers an empty 200 (its router notes the command may
+        not have finished when it returns) and 0.32 a JSON status; /is_sleeping is the same in both."""
+        t0 = time.perf_counter()
+        self._call(path)
+        for step, body in then:
+            self._call(step, body)
         while self.is_sleeping() != sleeping:
             if time.perf_counter() - t0 > SWAP_TIMEOUT_S:
                 state = "asleep" if sleeping else "awake"
@@ -158,11 +164,17 @@ class SleepControl:
             time.sleep(SWAP_POLL_S)
         return time.perf_counter() - t0
 
-    def sleep(self) -> float:
-        return self._post(f"/sleep?level={SLEEP_LEVEL}", sleeping=True)
+    def sleep(self, level: int = SLEEP_LEVEL) -> float:
+        return self._post(f"/sleep?level={level}", sleeping=True)
 
-    def wake_up(self) -> float:
-        return self._post("/wake_up", sleeping=False)
+    def wake_up(self, level: int = SLEEP_LEVEL) -> float:
+        """Wake; after a level-2 sleep (weights discarded) vLLM's documented route: weights' memory back,
+        ``reload_weights`` from the checkpoint, then the KV cache. A bare /wake_up after level 2 serves
+        garbage with HTTP 200 (vLLM #29341; the H200 probe: token id 0 repeated)."""
+        if level < 2:
+            return self._post("/wake_up", sleeping=False)
+        reload = (("/collective_rpc", {"method": "reload_weights"}), ("/wake_up?tags=kv_cache", None))
+        return self._post("/wake_up?tags=weights", sleeping=False, then=reload)
 
 
 def process_rss_bytes(pid: int | None) -> int | None:
