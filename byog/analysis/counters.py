@@ -106,3 +106,18 @@ def histogram_mean(deltas: dict[str, Any], sum_name: str, count_name: str) -> fl
     """Mean of a server histogram over a point: ``dsum / dcount`` (None when nothing was observed)."""
     total, count = deltas.get(sum_name), deltas.get(count_name)
     return total / count if isinstance(total, float) and isinstance(count, float) and count > 0 else None
+
+
+def sum_deltas(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counter deltas of several windows added up (a counter missing from any window is left out)."""
+    if not parts:
+        return {}
+    out: dict[str, Any] = {}
+    for name in set.intersection(*(set(p) for p in parts)):
+        values = [p[name] for p in parts]
+        if all(isinstance(v, list) for v in values):
+            if len({len(v) for v in values}) == 1:
+                out[name] = [sum(xs) for xs in zip(*values, strict=True)]
+        elif not any(isinstance(v, list) for v in values):
+            out[name] = sum(values)
+    return out

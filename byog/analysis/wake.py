@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from byog.analysis import counters
+from byog.schemas.server import FingerprintRecord, SleepModeRecord, SwapRecord
 
 ACCEPTANCE_FLOOR = 0.02  # relative: two identical greedy runs can differ by a scheduling step
 
@@ -60,10 +63,10 @@ def outputs_match(batch: int, comparison: Comparison, aa: Comparison | None) -> 
     return comparison.prompts - comparison.identical <= allowed_differing(batch, aa)
 
 
-def acceptance_length(deltas: Mapping[str, float]) -> float | None:
+def acceptance_length(deltas: Mapping[str, Any]) -> float | None:
     """Mean tokens per drafting step, 1 + accepted / drafts, from vLLM's spec-decode counter deltas."""
-    drafts = deltas.get("drafts") or 0.0
-    return 1.0 + float(deltas.get("accepted") or 0.0) / drafts if drafts > 0 else None
+    drafts = float(deltas.get(counters.SPEC_DRAFTS) or 0.0)
+    return 1.0 + float(deltas.get(counters.SPEC_ACCEPTED) or 0.0) / drafts if drafts > 0 else None
 
 
 def acceptance_floor(aa: Sequence[float]) -> float:
@@ -74,3 +77,101 @@ def acceptance_floor(aa: Sequence[float]) -> float:
 
 def acceptance_holds(aa: Sequence[float], after: float | None) -> bool:
     return after is not None and after >= acceptance_floor(aa)
+
+
+Verdict = Literal["reference", "match", "changed"]
+
+
+@dataclass(frozen=True)
+class Judged:
+    verdict: Verdict
+    message: str | None
+
+
+def judge(fingerprint: FingerprintRecord, earlier: Sequence[FingerprintRecord]) -> Judged:
+    """The verdict on ``fingerprint`` given the server's fingerprints before it (the references among them)."""
+    if fingerprint.wake == 0:
+        return Judged("reference", None)
+    refs = [f for f in earlier if f.wake == 0 and f.batch == fingerprint.batch]
+    if not refs:
+        return Judged("changed", f"wake integrity: no fingerprint before the first sleep at B={fingerprint.batch}")
+    ref = refs[0].model_dump()
+    aa = compare(ref, refs[1].model_dump()) if len(refs) > 1 else None
+    got = compare(ref, fingerprint.model_dump())
+    if not outputs_match(fingerprint.batch, got, aa):
+        allowed = allowed_differing(fingerprint.batch, aa)
+        return Judged(
+            "changed",
+            f"wake integrity: outputs changed after wake {fingerprint.wake} (B={fingerprint.batch}: "
+            f"{got.prompts - got.identical} of {got.prompts} prompts differ from before the first sleep, "
+            f"{allowed} allowed)",
+        )
+    accepted = [f.acceptance_length for f in refs if f.acceptance_length is not None]
+    if accepted and not acceptance_holds(accepted, fingerprint.acceptance_length):
+        after = "none" if fingerprint.acceptance_length is None else f"{fingerprint.acceptance_length:.1f}"
+        return Judged(
+            "changed",
+            f"acceptance {min(accepted):.1f} → {after} after wake {fingerprint.wake}: drafter not restored "
+            f"(floor {acceptance_floor(accepted):.2f} from the A/A pair)",
+        )
+    return Judged("match", None)
+
+
+def judged(record: SleepModeRecord) -> list[Judged]:
+    """Every recorded fingerprint's verdict, recomputed in record order."""
+    return [judge(f, record.fingerprints[:i]) for i, f in enumerate(record.fingerprints)]
+
+
+def verdict_mismatches(record: SleepModeRecord) -> list[str]:
+    """Where a recorded verdict or message is not what the recorded fingerprints give."""
+    out = []
+    for i, (fp, again) in enumerate(zip(record.fingerprints, judged(record), strict=True)):
+        if (fp.verdict, fp.message) != (again.verdict, again.message):
+            out.append(f"fingerprint {i} (wake {fp.wake}) records '{fp.verdict}' but its tokens give '{again.verdict}'")
+    return out
+
+
+def invalid_visits(record: SleepModeRecord) -> list[tuple[str | None, int, str]]:
+    """(point, visit, why) of every visit measured since the last good fingerprint before a changed one."""
+    out: list[tuple[str | None, int, str]] = []
+    good = -1
+    for fp, again in zip(record.fingerprints, judged(record), strict=True):
+        seq = -1 if fp.seq is None else fp.seq
+        if again.verdict == "changed":
+            out += [(s.point_id, s.seq, str(again.message)) for s in record.swaps if good < s.seq <= seq]
+            if seq > good:  # the failing visit and the waves before it in the same interval
+                out.append((fp.point_id, seq, str(again.message)))
+        else:
+            good = max(good, seq)
+    return sorted(set(out), key=lambda x: (x[1], x[0] or ""))
+
+
+def swap_problems(where: str, swaps: Sequence[SwapRecord]) -> list[str]:
+    """What no real swap records: a level vLLM has not, GPU memory below zero or freed/restored below zero."""
+    out = []
+    for s in swaps:
+        if s.level is not None and s.level not in (1, 2):
+            out.append(f"{where}: a swap at visit {s.seq} records sleep level {s.level}; vLLM has levels 1 and 2")
+        before, asleep, after = s.gpu_used_before_bytes, s.gpu_used_asleep_bytes, s.gpu_used_after_bytes
+        if any(m is not None and m < 0 for m in (before, asleep, after)):
+            out.append(f"{where}: a swap at visit {s.seq} records negative GPU memory in use")
+        elif before is not None and asleep is not None and after is not None and asleep > min(before, after):
+            out.append(
+                f"{where}: a swap at visit {s.seq} records more GPU memory in use asleep than before the sleep "
+                "or after the wake"
+            )
+        if s.warmup_waves < 0:
+            out.append(f"{where}: a swap at visit {s.seq} records {s.warmup_waves} warm-up waves")
+    return out
+
+
+def bytes_freed(swap: SwapRecord) -> int | None:
+    if swap.gpu_used_before_bytes is None or swap.gpu_used_asleep_bytes is None:
+        return None
+    return swap.gpu_used_before_bytes - swap.gpu_used_asleep_bytes
+
+
+def bytes_restored(swap: SwapRecord) -> int | None:
+    if swap.gpu_used_after_bytes is None or swap.gpu_used_asleep_bytes is None:
+        return None
+    return swap.gpu_used_after_bytes - swap.gpu_used_asleep_bytes

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from byog.bench.server_api import reset_prefix_cache
 from byog.core.errors import ByogError
 from byog.core.safe_text import one_line
 
@@ -84,20 +85,12 @@ def _one(client: httpx.Client, base_url: str, model: str, prompt: str, max_token
     return {"tokens": tokens, "logprobs": chosen}
 
 
-def reset_cache(base_url: str) -> bool:
-    """POST /reset_prefix_cache (dev mode); False where the server refused it."""
-    try:
-        return httpx.post(f"{base_url}/reset_prefix_cache", timeout=60.0).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def take_fingerprint(
     base_url: str, model: str, prompts: list[str], batch: int = 1, max_tokens: int = MAX_TOKENS
 ) -> dict[str, Any]:
     """The fingerprint record: ``batch``, ``max_tokens``, ``cache_reset``, ``seconds`` and, per prompt in
     order, the greedy ``tokens`` and each one's ``logprobs`` (the top, i.e. chosen, token's)."""
-    cache_reset = reset_cache(base_url)
+    cache_reset = reset_prefix_cache(base_url)
     t0 = time.perf_counter()
     with httpx.Client() as client:
         if batch <= 1:

@@ -28,6 +28,7 @@ from byog.analysis.validity import invalid_reasons
 from byog.bench.agentic import run_agentic_point, scripts_for
 from byog.bench.nvml_sampler import PowerSampler, unavailable
 from byog.bench.prompts import Prompt, ServerTokenizer, build_prompts, prompts_label, sends_text, vocabulary
+from byog.bench.server_api import get_text, reset_prefix_cache
 from byog.bench.traces import replay_requests, run_trace_point
 from byog.bench.workloads import PointRun, client_load, run_point
 from byog.core.errors import ByogError
@@ -94,24 +95,6 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _get_text(url: str, timeout_s: float = 30.0) -> str | None:
-
-    try:
-        response = httpx.get(url, timeout=timeout_s)
-        return response.text if response.status_code == 200 else None
-    except httpx.HTTPError:
-        return None
-
-
-def reset_prefix_cache(base_url: str) -> bool:
-    """vLLM serves POST /reset_prefix_cache only in dev mode (VLLM_SERVER_DEV_MODE=1); False = refused."""
-
-    try:
-        return httpx.post(f"{base_url}/reset_prefix_cache", timeout=60.0).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def _healthy(server: RunningServer, requests_failed: bool) -> bool:
     """Alive, and (when requests failed) still answering /health: an engine that died under a live API server is dead
     too."""
@@ -127,7 +110,7 @@ def _healthy(server: RunningServer, requests_failed: bool) -> bool:
 
 
 def snapshot_metrics(run_dir: RunDir, server_name: str, point_id: str, when: str, base_url: str) -> str | None:
-    text = _get_text(f"{base_url}/metrics")
+    text = get_text(f"{base_url}/metrics")
     if text is not None:
         atomic_write_text(run_dir.metrics_snapshot(server_name, point_id, when), text)
     return text

@@ -34,6 +34,7 @@ MANIFEST_NAME = "manifest.intoto.json"
 PLOTS_BASE = "plots/"  # relative to report.md: works inside the unpacked bundle and the run directory
 SIGNATURE_NAME = "manifest.intoto.json.sig"
 CLAIMS_NAME = "claims.yaml"
+SUPERSEDED = ".superseded"  # records moved aside inside a run directory (no bundle packs a dot-folder)
 SIGNER_NAME = "signer.json"  # the key that signs, written before sealing so report.md can name it
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

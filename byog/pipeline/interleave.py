@@ -21,25 +21,27 @@ from pathlib import Path
 from typing import Any
 
 from byog import __version__
-from byog.analysis import counters
+from byog.analysis import counters, wake
 from byog.analysis.interleave import Side, side_of
 from byog.bench.nvml_sampler import unavailable
 from byog.bench.prompts import Prompt, ServerTokenizer, prompts_label, sends_text
-from byog.bench.sweep import point_prompts, reset_prefix_cache, run_one_point, snapshot_metrics, utc_now
+from byog.bench.server_api import metrics_text, reset_prefix_cache
+from byog.bench.sweep import point_prompts, run_one_point, snapshot_metrics, utc_now
 from byog.bench.workloads import PointRun, client_load, run_point
 from byog.core.errors import ByogError, UsageError
-from byog.core.io import atomic_write_json
-from byog.core.paths import RunDir
+from byog.core.io import atomic_write_json, read_json
+from byog.core.paths import SUPERSEDED, RunDir
 from byog.core.reporter import Reporter
 from byog.evals.runner import run_evals_for_server
 from byog.pipeline.activity import add_span, merge_into_server_record, spent
 from byog.pipeline.launch import launch_server
 from byog.pipeline.numerics import run_numerics_for_server
+from byog.pipeline.wake_check import WakeCheck, WakeIntegrityFailure
 from byog.plans.expand import BenchPoint, expand_plan
 from byog.runtimes import sleep_mode
 from byog.schemas.bench import PointRecord, RequestRow, write_request_rows
 from byog.schemas.plan import Plan
-from byog.schemas.server import PreparedModel, RunningServer
+from byog.schemas.server import PreparedModel, RunningServer, SleepModeRecord
 
 
 def interleaved_rounds(plan: Plan, rounds: list[tuple[int, str]]) -> list[tuple[int, str | tuple[str, str]]]:
@@ -62,6 +64,10 @@ class Pair:
         self.plan, self.names, self.rd = plan, names, rd
         self.servers: dict[Side, RunningServer] = {}
         self.controls: dict[Side, sleep_mode.SleepControl] = {}
+        self.checks: dict[Side, WakeCheck] = {}
+        self.wake_warmup_waves = next(
+            (p.wake_warmup_waves for p in plan.pairs or [] if {p.candidate, p.baseline} == set(names.values())), 0
+        )
         self.records: dict[Side, dict[str, Any]] = {}
         self.awake: Side | None = None
 
@@ -83,7 +89,13 @@ class Pair:
             "swaps": [],
         }
         self.awake = side
-        self._write(side)
+        self.checks[side] = WakeCheck(
+            self.plan, (name, self.names[other]), server.endpoint.base_url, server.endpoint.model
+        )
+        try:
+            self.checks[side].before_first_sleep()
+        finally:
+            self._write(side)
 
     def put_to_sleep(self, side: Side) -> float:
         """Sleep ``side``; the first time, record what it holds asleep."""
@@ -97,13 +109,16 @@ class Pair:
             self.awake = None
         return seconds
 
-    def on(self, side: Side, seq: int, point_id: str | None) -> None:
-        """Make ``side`` the server on the GPU: sleep the other, wake this one (a swap), unless it is already."""
+    def on(self, side: Side, seq: int, point_id: str | None, warmup_waves: int = 0) -> bool:
+        """Make ``side`` the server on the GPU: sleep the other, wake this one (a swap), unless it is already;
+        then its fingerprint (WakeIntegrityFailure when it changed). Whether a swap happened."""
         if self.awake == side:
-            return
+            return False
+        gpu_before = sleep_mode.gpu_used_bytes()
         t0 = time.time()
         other: Side = "B" if side == "A" else "A"
         sleep_s = self.put_to_sleep(other) if self.awake == other else 0.0
+        gpu_asleep = sleep_mode.gpu_used_bytes()
         wake_s = self.controls[side].wake_up()
         t1 = time.time()
         self.awake = side
@@ -118,12 +133,24 @@ class Pair:
                 "sleep_s": round(sleep_s, 4),
                 "wake_s": round(wake_s, 4),
                 "at_unix_s": round(t0, 3),
+                "level": sleep_mode.SLEEP_LEVEL,
+                "gpu_used_before_bytes": gpu_before,
+                "gpu_used_asleep_bytes": gpu_asleep,
+                "gpu_used_after_bytes": sleep_mode.gpu_used_bytes(),
+                "warmup_waves": warmup_waves,
             }
         )
-        self._write(side)
         add_span(self.rd, self.names[side], "swap", t0, t1)
+        try:
+            self.checks[side].after_wake(seq, point_id)
+        finally:
+            self._write(side)
+        return True
 
     def _write(self, side: Side) -> None:
+        check = self.checks.get(side)
+        if check is not None:
+            self.records[side]["fingerprints"] = [r.model_dump(mode="json") for r in check.records]
         merge_into_server_record(self.rd, self.names[side], {"sleep_mode": self.records[side]})
 
     def stop(self) -> None:
@@ -154,8 +181,21 @@ class _SideRun:
         self.before: str | None = None
         self.measured: str | None = None
         self.reset: bool | None = None
+        # counter deltas per visit, so the fingerprints and warm-up waves between visits stay out of them
+        self.windows: list[dict[str, Any]] = []
+        self.measured_windows: list[dict[str, Any]] = []
         self.started_at = utc_now()
         self.duration_s = 0.0
+
+    def wake_warmup(self, waves: int) -> None:
+        """Waves after a wake, before the visit's measured one: the point's first prompts again (the sleep
+        dropped the KV cache, so they warm nothing the measured wave reuses); their rows are not kept."""
+        b = self.point.batch_size or 1
+        prompts = [self.prompts[i % len(self.prompts)] for i in range(waves * b)]
+        part = self.point.model_copy(update={"warmup_waves": waves, "waves": 0})
+        t0 = time.perf_counter()
+        run_point(self.server.endpoint.base_url, self.server.endpoint.model, part, prompts)
+        self.duration_s += time.perf_counter() - t0
 
     def visit(self, rd: RunDir, seq: int, side: Side, first: int, end: int) -> None:
         point, b = self.point, self.point.batch_size or 1
@@ -164,6 +204,7 @@ class _SideRun:
         if first == 0:
             self.reset = reset_prefix_cache(base_url) if point.reset_prefix_cache else None
             self.before = snapshot_metrics(rd, self.name, point.point_id, "before", base_url)
+        start = self.before if first == 0 else metrics_text(base_url)
         part = point.model_copy(update={"warmup_waves": warmup, "waves": end - first - warmup})
 
         def measure_start() -> None:
@@ -180,6 +221,9 @@ class _SideRun:
         self.duration_s += time.perf_counter() - t0
         if first == 0 and not warmup:
             self.measured = self.before
+        end_text = metrics_text(base_url)
+        self.windows.append(counters.counter_deltas(start, end_text))
+        self.measured_windows.append(counters.counter_deltas(self.measured if first == 0 else start, end_text))
         self.runs.append(run)
         for row in run.records:
             self.rows.append(
@@ -198,7 +242,7 @@ class _SideRun:
 
     def write(self, rd: RunDir) -> None:
         point, base_url = self.point, self.server.endpoint.base_url
-        after = snapshot_metrics(rd, self.name, point.point_id, "after", base_url)
+        snapshot_metrics(rd, self.name, point.point_id, "after", base_url)
         write_request_rows(rd.bench_rows(self.name, point.point_id), self.rows)
         shares = [r.cpu_share for r in self.runs if r.cpu_share is not None]
         lags = [r.loop_lag_p99_s for r in self.runs if r.loop_lag_p99_s is not None]
@@ -220,10 +264,8 @@ class _SideRun:
             client=client_load(
                 max(shares) if shares else None, max(lags) if lags else None, max(lag_max) if lag_max else None
             ),
-            counter_deltas=counters.counter_deltas(self.before, after),
-            measured_counter_deltas=counters.counter_deltas(self.measured, after)
-            if self.measured is not None
-            else None,
+            counter_deltas=counters.sum_deltas(self.windows),
+            measured_counter_deltas=counters.sum_deltas(self.measured_windows) if self.measured is not None else None,
             power=unavailable("interleaved pair: both servers share the GPUs, NVML samples are not per visit"),
             prefix_cache_reset=self.reset,
             byog_version=__version__,
@@ -242,8 +284,11 @@ def _batch_point(pair: Pair, point: BenchPoint, rd: RunDir, data_dir: Path | Non
             tok.close()
         runs[side] = _SideRun(pair.names[side], server, point, prompts)
     for seq, side, first, end in visits(point):
-        pair.on(side, seq, point.point_id)
+        warmup = pair.wake_warmup_waves if first > 0 else 0  # a first visit has the point's own warm-up
+        swapped = pair.on(side, seq, point.point_id, warmup)
         with spent(rd, pair.names[side], "measure"):
+            if swapped and warmup:
+                runs[side].wake_warmup(warmup)
             runs[side].visit(rd, seq, side, first, end)
     for run in runs.values():
         run.write(rd)
@@ -277,11 +322,63 @@ def bench_pair(pair: Pair, rd: RunDir, data_dir: Path | None, reporter: Reporter
             _whole_point(pair, point, index, sides, rd, data_dir)
 
 
+def _fall_back(pair: Pair, rd: RunDir, why: str) -> dict[str, dict[str, Any]]:
+    """After a wake failed its check: move aside every point with a visit measured since the side's last good
+    fingerprint, and record the pair's points left to measure as measured sequentially."""
+    invalid = {
+        point_id
+        for side in pair.records
+        for point_id, _, _ in wake.invalid_visits(SleepModeRecord.model_validate(pair.records[side]))
+        if point_id is not None
+    }
+    aside = rd.root / SUPERSEDED / f"wake-integrity-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    for point_id in sorted(invalid):
+        for name in pair.names.values():
+            for path in (rd.bench_rows(name, point_id), rd.bench_point(name, point_id)):
+                if path.is_file():
+                    target = aside / path.relative_to(rd.root)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    path.rename(target)
+    both = set(pair.names.values())
+    remaining = [
+        p.point_id
+        for p in expand_plan(pair.plan)
+        if p.kind == "batch"
+        and both <= set(p.servers)
+        and not all(rd.bench_point_complete(n, p.point_id) for n in both)
+    ]
+    for side in pair.records:
+        pair.records[side]["fallback_points"] = remaining
+        pair.records[side]["fallback_reason"] = why
+        pair._write(side)
+    return {pair.names[side]: dict(pair.records[side]) for side in pair.records}
+
+
+def keep_after_fallback(rd: RunDir, name: str, sleep_record: dict[str, Any], earlier: dict[str, Any]) -> None:
+    """A server restarted sequentially after its pair fell back: its record keeps the interleaved part
+    (sleep_mode with its fingerprints, the earlier starts and activity) before the new ones."""
+    path = rd.server_record(name)
+    if not path.is_file():
+        return
+    now = read_json(path)
+    merge_into_server_record(
+        rd,
+        name,
+        {
+            "sleep_mode": sleep_record,
+            "starts": list(earlier.get("starts") or []) + list(now.get("starts") or []),
+            "activity": list(earlier.get("activity") or []) + list(now.get("activity") or []),
+        },
+    )
+
+
 def run_interleaved_pair(
     plan: Plan, pair_names: tuple[str, str], model: PreparedModel, rd: RunDir, data_dir: Path | None, reporter: Reporter
-) -> None:
+) -> dict[str, dict[str, Any]]:
     """Start both servers of the pair, measure every point ABBA, run evals and numerics (launch 1
-    only: ``rd`` is the launch's run directory), stop both."""
+    only: ``rd`` is the launch's run directory), stop both. Returns {} or, where a woken server failed
+    its integrity check, per server its sleep_mode record for ``keep_after_fallback`` once the rest
+    has run sequentially."""
     candidate, baseline = pair_names
     names: dict[Side, str] = {"A": baseline, "B": candidate}
     pair = Pair(plan, names, rd)
@@ -302,6 +399,10 @@ def run_interleaved_pair(
             if plan.numerics is not None:
                 with spent(rd, name, "numerics"):
                     run_numerics_for_server(plan, name, endpoint, rd, data_dir, reporter)
+    except WakeIntegrityFailure as err:
+        reporter.line(f"{err}: the pair's unmeasured and invalidated points run sequentially")
+        return _fall_back(pair, rd, str(err))
     finally:
         with reporter.status(f"stopping {baseline} and {candidate}"):
             pair.stop()
+    return {}

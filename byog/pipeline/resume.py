@@ -26,12 +26,11 @@ import yaml
 
 from byog.bundles.pack import BUNDLE_NAME
 from byog.core.io import atomic_write_text, read_json
-from byog.core.paths import LAUNCH_PREFIX, MANIFEST_NAME, SIGNATURE_NAME, SIGNER_NAME, RunDir
+from byog.core.paths import LAUNCH_PREFIX, MANIFEST_NAME, SIGNATURE_NAME, SIGNER_NAME, SUPERSEDED, RunDir
 from byog.core.settings import runs_dir
 from byog.plans.expand import expand_plan
 from byog.schemas.plan import Plan
 
-SUPERSEDED = ".superseded"
 _DERIVED = ("summary.json", "report.md", "plots", MANIFEST_NAME, SIGNATURE_NAME, SIGNER_NAME, BUNDLE_NAME)
 
 

@@ -42,7 +42,7 @@ from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
 from byog.pipeline.activity import spent
 from byog.pipeline.derive import derive_and_write
-from byog.pipeline.interleave import interleaved_rounds, run_interleaved_pair
+from byog.pipeline.interleave import interleaved_rounds, keep_after_fallback, run_interleaved_pair
 from byog.pipeline.launch import launch_server
 from byog.pipeline.numerics import numerics_done, run_numerics_for_server, server_order
 from byog.pipeline.opening import open_or_resume
@@ -332,7 +332,10 @@ def _measure(plan: Plan, rd: RunDir, data_dir: Path | None, reporter: Reporter) 
             launch_dir = rd.for_launch(launch)
             if isinstance(name, tuple):
                 if not all(server_work_done(plan, n, launch_dir) for n in name):
-                    run_interleaved_pair(plan, name, model, launch_dir, data_dir, reporter)
+                    for n, kept in run_interleaved_pair(plan, name, model, launch_dir, data_dir, reporter).items():
+                        earlier = read_json(launch_dir.server_record(n))  # a fresh start rewrites server.json
+                        run_server(plan, n, model, launch_dir, data_dir, reporter)
+                        keep_after_fallback(launch_dir, n, kept, earlier)
                 continue
             if server_work_done(plan, name, launch_dir):
                 reporter.line(": every point and eval is already complete; not launched", lead=_label(name, launch_dir))

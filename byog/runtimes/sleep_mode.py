@@ -173,7 +173,10 @@ class SleepControl:
         garbage with HTTP 200 (vLLM #29341; the H200 probe: token id 0 repeated)."""
         if level < 2:
             return self._post("/wake_up", sleeping=False)
-        reload = (("/collective_rpc", {"method": "reload_weights"}), ("/wake_up?tags=kv_cache", None))
+        reload: tuple[tuple[str, dict[str, object] | None], ...] = (
+            ("/collective_rpc", {"method": "reload_weights"}),
+            ("/wake_up?tags=kv_cache", None),
+        )
         return self._post("/wake_up?tags=weights", sleeping=False, then=reload)
 
 

@@ -390,6 +390,8 @@ class ComparisonPair(Strict):
     # both servers start once with vLLM's sleep mode and stay up; each bench point is measured in an
     # ABBA order of waves, one sleeping while the other runs (byog.pipeline.interleave)
     interleave: bool = False
+    # interleaved: warm-up waves after every wake before the visit's measured wave (docs/interleave.md)
+    wake_warmup_waves: int = Field(default=1, ge=0, le=20)
 
 
 class Plan(Strict):

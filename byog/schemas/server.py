@@ -229,6 +229,34 @@ class SwapRecord(BaseModel):
     sleep_s: float  # POST /sleep?level=1 of the other side
     wake_s: float  # POST /wake_up of this one
     at_unix_s: float
+    level: int | None = None  # the sleep level the other side was put to (None: a record before it was kept)
+    # GPU memory in use (NVML, every GPU the pair shares) before the sleep, between it and the wake, after
+    # the wake: bytes freed = before - asleep, restored = after - asleep (byog.analysis.wake)
+    gpu_used_before_bytes: int | None = None
+    gpu_used_asleep_bytes: int | None = None
+    gpu_used_after_bytes: int | None = None
+    warmup_waves: int = 0  # waves run after this wake before measuring (kept in the rows, left out of statistics)
+
+
+class FingerprintRecord(BaseModel):
+    """One greedy fingerprint (byog.bench.fingerprint) of a server of an interleaved pair: ``wake`` 0 before
+    its first sleep (two of them per batch: the A/A pair), k after its k-th wake; the verdict byog reached,
+    which verify recomputes from ``tokens`` and ``logprobs`` (byog.analysis.wake)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    wake: int
+    seq: int | None = None  # the visit it preceded (None: before the first sleep)
+    point_id: str | None = None
+    batch: int
+    max_tokens: int
+    cache_reset: bool
+    tokens: list[list[int]]
+    logprobs: list[list[float]]
+    acceptance_length: float | None = None  # speculative decoding: 1 + accepted / drafts while it ran
+    spec_decode: dict[str, float | list[float]] | None = None  # vLLM's spec-decode counter deltas while it ran
+    verdict: Literal["reference", "match", "changed"]
+    message: str | None = None  # why ``changed``
 
 
 class SleepModeRecord(BaseModel):
@@ -245,6 +273,9 @@ class SleepModeRecord(BaseModel):
     asleep_host_rss_bytes: int | None = None
     asleep_gpu_used_bytes: int | None = None
     awake_gpu_used_bytes: int | None = None
+    fingerprints: list[FingerprintRecord] = []  # wake integrity (docs/interleave.md)
+    fallback_points: list[str] = []  # points measured sequentially after a wake failed its check
+    fallback_reason: str | None = None  # that check's sentence
 
 
 class ServerRecord(BaseModel):
