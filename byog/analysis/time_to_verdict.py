@@ -22,6 +22,7 @@ import datetime
 from collections.abc import Iterable
 from pathlib import Path
 
+from byog.analysis import wake
 from byog.core.errors import CheckFailed
 from byog.core.io import read_json
 from byog.core.paths import RunDir
@@ -84,7 +85,7 @@ def _spent(intervals: dict[str, list[Interval]], union: bool) -> TimeSpent | Non
     )
 
 
-def _records(run_dir: RunDir, plan: Plan) -> list[tuple[str, int, ServerRecord]]:
+def server_records(run_dir: RunDir, plan: Plan) -> list[tuple[str, int, ServerRecord]]:
     """Every server.json of the run, by server name in folder order and launch."""
     found = []
     servers = run_dir.root / "servers"
@@ -132,6 +133,9 @@ def _record_problems(where: str, record: ServerRecord, seqs: dict[str | None, in
             problems.append(f"{where}: a {span.kind} span lasts {length / 86400:.0f} days")
         if first is not None and span.t0_unix_s < first - START_SLACK_S:
             problems.append(f"{where}: a {span.kind} span starts {first - span.t0_unix_s:.1f} s before the server did")
+    if record.sleep_mode is not None:
+        problems += wake.swap_problems(where, record.sleep_mode.swaps)
+        problems += [f"{where}: {found}" for found in wake.verdict_mismatches(record.sleep_mode)]
     for swap in record.sleep_mode.swaps if record.sleep_mode is not None else []:
         if not (0 <= swap.sleep_s <= MAX_SPAN_S and 0 <= swap.wake_s <= MAX_SPAN_S):
             problems.append(f"{where}: a swap slept {swap.sleep_s} s and woke in {swap.wake_s} s, which no swap does")
@@ -163,14 +167,14 @@ def _intervals_or_none(record: ServerRecord) -> list[list[Interval]]:
 
 def check_records(run_dir: RunDir, plan: Plan) -> list[str]:
     """``record_problems`` of the run directory's server records."""
-    return record_problems(_records(run_dir, plan), plan)
+    return record_problems(server_records(run_dir, plan), plan)
 
 
 def time_to_verdict(run_dir: RunDir, plan: Plan) -> TimeToVerdict | None:
     """Per server and launch, and for the run; None when no server recorded an activity span (runs
     made before byog recorded them, and ``bench --endpoint``, whose wall byog does not see whole).
     CheckFailed (the first of ``record_problems``) when the records cannot be a run's."""
-    records = _records(run_dir, plan)
+    records = server_records(run_dir, plan)
     problems = record_problems(records, plan)
     if problems:
         raise CheckFailed(problems[0])

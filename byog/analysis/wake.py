@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from byog.analysis import counters
-from byog.schemas.server import FingerprintRecord, SleepModeRecord, SwapRecord
+from byog.schemas.bench import WakeIntegrity
+from byog.schemas.plan import Plan
+from byog.schemas.server import FingerprintRecord, ServerRecord, SleepModeRecord, SwapRecord
 
 ACCEPTANCE_FLOOR = 0.02  # relative: two identical greedy runs can differ by a scheduling step
 
@@ -131,19 +133,24 @@ def verdict_mismatches(record: SleepModeRecord) -> list[str]:
     return out
 
 
-def invalid_visits(record: SleepModeRecord) -> list[tuple[str | None, int, str]]:
-    """(point, visit, why) of every visit measured since the last good fingerprint before a changed one."""
-    out: list[tuple[str | None, int, str]] = []
-    good = -1
+def invalid_points(record: SleepModeRecord) -> list[tuple[str, str]]:
+    """(point, why) of every point where the server measured a visit since its last good fingerprint
+    before one that changed. Wake k's fingerprints follow the k-th swap that woke it (``swaps[k - 1]``):
+    from the last good wake's swap (its point goes on after it) through the failing one's."""
+    failed: dict[int, str] = {}
     for fp, again in zip(record.fingerprints, judged(record), strict=True):
-        seq = -1 if fp.seq is None else fp.seq
-        if again.verdict == "changed":
-            out += [(s.point_id, s.seq, str(again.message)) for s in record.swaps if good < s.seq <= seq]
-            if seq > good:  # the failing visit and the waves before it in the same interval
-                out.append((fp.point_id, seq, str(again.message)))
-        else:
-            good = max(good, seq)
-    return sorted(set(out), key=lambda x: (x[1], x[0] or ""))
+        if fp.wake > 0 and again.verdict == "changed":
+            failed.setdefault(fp.wake, str(again.message))
+    out: list[tuple[str, str]] = []
+    good = 0
+    for k in sorted({f.wake for f in record.fingerprints if f.wake > 0}):
+        if k not in failed:
+            good = k
+            continue
+        for swap in record.swaps[max(good - 1, 0) : k]:
+            if swap.point_id is not None and (swap.point_id, failed[k]) not in out:
+                out.append((swap.point_id, failed[k]))
+    return out
 
 
 def swap_problems(where: str, swaps: Sequence[SwapRecord]) -> list[str]:
@@ -175,3 +182,63 @@ def bytes_restored(swap: SwapRecord) -> int | None:
     if swap.gpu_used_after_bytes is None or swap.gpu_used_asleep_bytes is None:
         return None
     return swap.gpu_used_after_bytes - swap.gpu_used_asleep_bytes
+
+
+def integrity(records: Sequence[tuple[str, int, ServerRecord]], plan: Plan) -> list[WakeIntegrity]:
+    """Per interleaved pair and launch: its wake checks recomputed from the fingerprints, and the method."""
+    by_key = {(name, launch): record for name, launch, record in records}
+    launches = sorted({launch for _, launch, _ in records})
+    out = []
+    for candidate, baseline in plan.interleaved_pairs:
+        for launch in launches:
+            modes = [
+                r.sleep_mode
+                for r in (by_key.get((candidate, launch)), by_key.get((baseline, launch)))
+                if r is not None and r.sleep_mode is not None
+            ]
+            if not any(m.fingerprints for m in modes):
+                continue  # recorded before wake checks existed: nothing to say
+            woken = [(f, j) for m in modes for f, j in zip(m.fingerprints, judged(m), strict=True) if f.wake > 0]
+            changed = sorted({str(j.message) for _, j in woken if j.verdict == "changed"})
+            exact = [
+                compare(_reference(m, f.batch), f.model_dump()).max_abs_dlogprob
+                for m in modes
+                for f in m.fingerprints
+                if f.wake > 0 and f.batch == 1 and _reference(m, 1)
+            ]
+            fallback = sorted({p for m in modes for p in m.fallback_points})
+            method: Literal["interleaved", "sequential", "interleaved, then sequential"]
+            if changed or fallback:
+                method = "sequential" if not any(m.swaps for m in modes) else "interleaved, then sequential"
+                why = (
+                    f"{changed[0] if changed else 'a wake check failed'}: the points measured since the last "
+                    f"good fingerprint were re-measured sequentially ({', '.join(fallback) or 'none left'})"
+                )
+            else:
+                method = "interleaved"
+                why = (
+                    f"every woken server matched its fingerprint from before its first sleep ({len(woken)} checks)"
+                    if woken
+                    else "no wake came before a measurement"
+                )
+            out.append(
+                WakeIntegrity(
+                    candidate=candidate,
+                    baseline=baseline,
+                    launch=launch,
+                    method=method,
+                    why=why,
+                    wakes_checked=len(woken),
+                    wakes_matched=sum(j.verdict == "match" for _, j in woken),
+                    max_abs_dlogprob=max(exact) if exact else None,
+                    changed=changed,
+                    fallback_points=fallback,
+                )
+            )
+    return out
+
+
+def _reference(mode: SleepModeRecord, batch: int) -> dict[str, Any]:
+    """The fingerprint before the first sleep at ``batch`` ({} where none was taken)."""
+    refs = [f for f in mode.fingerprints if f.wake == 0 and f.batch == batch]
+    return refs[0].model_dump() if refs else {}

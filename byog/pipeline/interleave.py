@@ -141,8 +141,10 @@ class Pair:
             }
         )
         add_span(self.rd, self.names[side], "swap", t0, t1)
+        check = self.checks.get(side)  # every started side has one; a pair assembled by hand may not
         try:
-            self.checks[side].after_wake(seq, point_id)
+            if check is not None:
+                check.after_wake(seq, point_id)
         finally:
             self._write(side)
         return True
@@ -328,8 +330,7 @@ def _fall_back(pair: Pair, rd: RunDir, why: str) -> dict[str, dict[str, Any]]:
     invalid = {
         point_id
         for side in pair.records
-        for point_id, _, _ in wake.invalid_visits(SleepModeRecord.model_validate(pair.records[side]))
-        if point_id is not None
+        for point_id, _ in wake.invalid_points(SleepModeRecord.model_validate(pair.records[side]))
     }
     aside = rd.root / SUPERSEDED / f"wake-integrity-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
     for point_id in sorted(invalid):

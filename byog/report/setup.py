@@ -92,6 +92,20 @@ def setup_lines(ctx: ReportContext) -> list[str]:
             f"- **{md_text(candidate)} vs {md_text(baseline)}**: {hardware}; {weights}; "
             f"candidate {_vllm(a)}; baseline {_vllm(b)}; {_stock(ctx, candidate, baseline)}."
         )
+    return lines + _method_lines(ctx)
+
+
+def _method_lines(ctx: ReportContext) -> list[str]:
+    """An interleaved pair's method as its wake checks decided it (byog.analysis.wake.integrity)."""
+    lines = []
+    for w in ctx.summary.bench.wake_integrity:
+        launch = f" (launch {w.launch})" if w.launch > 1 else ""
+        dlogprob = "" if w.max_abs_dlogprob is None else f", max |Δlogprob| {w.max_abs_dlogprob:.2g} at B=1"
+        lines.append(
+            f"- Method, {md_text(w.candidate)} vs {md_text(w.baseline)}{launch}: **{w.method}**: {md_text(w.why)} "
+            f"({w.wakes_matched} of {w.wakes_checked} wake checks matched{dlogprob}; figures: summary.json "
+            "bench.wake_integrity, and the wake-up check under Time to verdict)."
+        )
     return lines
 
 
@@ -154,6 +168,12 @@ def warning_lines(ctx: ReportContext) -> list[str]:
             "- ❔ accuracy: not checked. No eval ran, so nothing here shows the candidate still answers correctly."
         )
     lines += _invalid_warnings(ctx)
+    for integrity in ctx.summary.bench.wake_integrity:
+        lines += [
+            f"- ⚠ {md_text(changed)}: {md_text(integrity.candidate)} vs {md_text(integrity.baseline)}'s waves since "
+            "the last good fingerprint are invalid and were measured again sequentially."
+            for changed in integrity.changed
+        ]
     for w in ctx.summary.bench.wake_effects:
         if w.flagged:
             lines.append(

@@ -478,9 +478,27 @@ class WakeEffect(Derived):
     flagged: bool | None = None  # None: too few waves of a kind to judge
 
 
+class WakeIntegrity(Derived):
+    """summary.json bench.wake_integrity[]: an interleaved pair's wake checks in one launch and the method
+    its verdict uses (byog.analysis.wake.integrity): ``interleaved`` where every woken server generated
+    what it did before its first sleep (and, drafting, accepted as many drafts), ``sequential`` for the
+    points measured after a check failed (``fallback_points``)."""
+
+    candidate: str
+    baseline: str
+    launch: int = 1
+    method: Literal["interleaved", "sequential", "interleaved, then sequential"]
+    why: str
+    wakes_checked: int
+    wakes_matched: int
+    max_abs_dlogprob: float | None = None  # B = 1, over every woken server's fingerprints
+    changed: list[str] = Field(default_factory=list)  # each failed check's sentence
+    fallback_points: list[str] = Field(default_factory=list)
+
+
 class BenchSummary(Derived):
     omit_when_empty: ClassVar[frozenset[str]] = frozenset(
-        {"launch_points", "launch_shares", "aa", "rate_searches", "wake_effects"}
+        {"launch_points", "launch_shares", "aa", "rate_searches", "wake_effects", "wake_integrity"}
     )
 
     points: list[PointSummary] = Field(default_factory=list)
@@ -490,6 +508,7 @@ class BenchSummary(Derived):
     aa: list[AAMargin] = Field(default_factory=list)
     rate_searches: list[RateSearchSummary] = Field(default_factory=list)
     wake_effects: list[WakeEffect] = Field(default_factory=list)  # interleaved pairs only
+    wake_integrity: list[WakeIntegrity] = Field(default_factory=list)  # interleaved pairs only
 
 
 register("bench_point", PointRecord, version=BENCH_SCHEMA_VERSION, files=("bench/*/*.json",))

@@ -12,6 +12,12 @@ answers ``{"status": "sleeping", "level": N}``, ``POST /wake_up`` ``{"status": "
 ``GET /is_sleeping`` ``{"is_sleeping": bool}``; completions are refused with 503 while asleep. With
 ``swap_bodies=False`` the two POSTs answer an empty 200 instead, as vLLM 0.24 does (seen on the H200).
 Without ``sleep_mode`` those paths are 404, as FastAPI answers a route that is not attached.
+
+Wake integrity (CPU vLLM has no sleep mode, so this double is the only way to see a wake go wrong):
+``changes_after_wake=k`` makes every wake from the k-th on serve other greedy tokens (another model),
+and ``acceptance=(before, after, k)`` serves vLLM's spec-decode counters on ``/metrics`` with that mean
+acceptance length, dropping to ``after`` from the k-th wake on (a drafter not restored); a text prompt
+is tokenized as ``/tokenize`` does; ``POST /reset_prefix_cache`` answers 200 under sleep (dev) mode.
 """
 
 from __future__ import annotations
@@ -28,10 +34,19 @@ VOCAB = 300
 
 class FakeVllm:
     def __init__(
-        self, noise: float = 0.0, max_model_len: int = 4096, sleep_mode: bool = False, swap_bodies: bool = True
+        self,
+        noise: float = 0.0,
+        max_model_len: int = 4096,
+        sleep_mode: bool = False,
+        swap_bodies: bool = True,
+        changes_after_wake: int | None = None,
+        acceptance: tuple[float, float, int] | None = None,
     ) -> None:
         self.noise, self.max_model_len, self.sleep_mode = noise, max_model_len, sleep_mode
         self.swap_bodies = swap_bodies
+        self.changes_after_wake, self.acceptance = changes_after_wake, acceptance
+        self.wakes = 0
+        self.drafts = self.accepted = 0.0
         self.requests: list[dict[str, Any]] = []
         self.sleeping = False
         self.calls: list[str] = []  # the sleep-mode calls, in order: "sleep?level=1", "wake_up", "is_sleeping"
@@ -43,7 +58,8 @@ class FakeVllm:
         self.httpd.shutdown()
 
     def logprobs(self, last: int, position: int) -> np.ndarray:
-        logits = np.random.default_rng([last, position]).normal(0.0, 2.0, VOCAB)
+        changed = self.changes_after_wake is not None and self.wakes >= self.changes_after_wake
+        logits = np.random.default_rng([last, position, 7] if changed else [last, position]).normal(0.0, 2.0, VOCAB)
         if self.noise:
             logits = logits + self.noise * np.random.default_rng().normal(0.0, 1.0, VOCAB)
         return logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
@@ -52,8 +68,19 @@ class FakeVllm:
     def _top(lp: np.ndarray, k: int) -> list[int]:
         return [int(i) for i in np.argsort(-lp, kind="stable")[:k]]
 
+    def metrics(self) -> str:
+        return (
+            f"vllm:spec_decode_num_drafts_total{{engine=\"0\"}} {self.drafts}\n"
+            f"vllm:spec_decode_num_accepted_tokens_total{{engine=\"0\"}} {self.accepted}\n"
+        )
+
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        ids = list(body["prompt"])
+        prompt = body["prompt"]
+        ids = list(prompt) if isinstance(prompt, list) else tokenize(str(prompt))
+        if self.acceptance is not None:
+            before, after, from_wake = self.acceptance
+            self.drafts += 10
+            self.accepted += 10 * ((after if self.wakes >= from_wake else before) - 1)
         k = body.get("logprobs")
         choice: dict[str, Any] = {"index": 0, "finish_reason": "length"}
         if body.get("prompt_logprobs"):
@@ -77,7 +104,11 @@ class FakeVllm:
         choice["token_ids"] = out
         if k:
             choice["logprobs"] = {"tokens": [f"token_id:{t}" for t in out], "token_logprobs": lps, "top_logprobs": tops}
-        return {"choices": [choice], "usage": {"prompt_tokens": len(body["prompt"]), "completion_tokens": len(out)}}
+        return {"choices": [choice], "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(out)}}
+
+
+def tokenize(text: str) -> list[int]:
+    return [256 + (ord(c) % 40) for c in text]
 
 
 class _FakeHTTPServer(ThreadingHTTPServer):
@@ -110,18 +141,27 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send({"detail": "Not Found"}, 404)
             self.fake.calls.append("is_sleeping")
             return self._send({"is_sleeping": self.fake.sleeping})
+        if self.path == "/metrics":
+            data = self.fake.metrics().encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return None
         self._send({"data": [{"id": "fake", "max_model_len": self.fake.max_model_len}]})
 
     def do_POST(self) -> None:
         path, _, query = self.path.partition("?")
         if path in ("/sleep", "/wake_up"):
             return self._sleep_call(path, query)
+        if path == "/reset_prefix_cache":
+            return self._send({}, 200 if self.fake.sleep_mode else 404)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.fake.requests.append(body)
         if self.fake.sleeping and path.startswith("/v1/"):
             self._send({"error": {"message": "The model is sleeping", "code": 503}}, 503)
         elif self.path == "/tokenize":
-            self._send({"tokens": [256 + (ord(c) % 40) for c in body["prompt"]]})
+            self._send({"tokens": tokenize(body["prompt"])})
         elif self.path == "/detokenize":
             self._send({"prompt": "".join("x" for t in body["tokens"] if t < VOCAB)})
         else:
@@ -137,6 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._swapped({"status": "sleeping", "level": level})
         self.fake.calls.append("wake_up")
         self.fake.sleeping = False
+        self.fake.wakes += 1
         self._swapped({"status": "awake", "tags": None})
 
     def _swapped(self, body: dict[str, Any]) -> None:
