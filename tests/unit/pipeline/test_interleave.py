@@ -11,18 +11,21 @@ from typing import Any
 import pytest
 
 from byog.analysis.time_to_verdict import time_to_verdict, union_length
+from byog.bench.ceiling import FakeConfig, FakeServerThread
 from byog.core.errors import UsageError
 from byog.core.io import read_json
 from byog.core.paths import RunDir
+from byog.core.reporter import NullReporter
 from byog.pipeline import interleave, interleave_check, launch
+from byog.pipeline.wake_check import WakeCheck, WakeIntegrityFailure
 from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
 from byog.runtimes.record import utc_now, write_server_record
-from byog.runtimes.sleep_mode import PlatformFacts
+from byog.runtimes.sleep_mode import PlatformFacts, SleepControl
 from byog.schemas.plan import Plan, ServerConfig
 from byog.schemas.server import PreparedModel, ServerRecord
 from tests.support.fake_vllm import FakeVllm
-from tests.support.interleave_run import FakeServer, interleaved_sweep
+from tests.support.interleave_run import SWEEP_PLAN, FakeServer, interleaved_sweep
 
 # a real bench against a loopback fake: its timing is this box's (scripts/test.sh runs these alone)
 pytestmark = pytest.mark.serial
@@ -257,3 +260,107 @@ def test_the_report_section_shows_the_time_spent() -> None:
         "| run | 100 | 60 | 30 | 0 | 1.5 | 8 | 30.0% |" in lines
         or "| run | 100 | 60 | 30 | 0 | 1.5 | 9 | 30.0% |" in lines
     )
+
+
+def _checked_sweep(
+    folder: Path, stock: FakeVllm, cand: FakeVllm
+) -> tuple[RunDir, Plan, interleave.Pair, WakeIntegrityFailure | None]:
+    """SWEEP_PLAN's pair interleaved: bench traffic to two streaming fakes, sleep, wake and fingerprints to
+    two FakeVllm doubles (vLLM's sleep routes; CPU vLLM has none) that may change after a wake."""
+    plan = parse_plan(SWEEP_PLAN, "plan.yaml")
+    rd = RunDir(folder)
+    (folder / "plan.yaml").write_text(SWEEP_PLAN)
+    doubles = {"base": stock, "cand": cand}
+    failure = None
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fa, FakeServerThread(FakeConfig(step_s=0.001)) as fb:
+        pair = interleave.Pair(plan, {"A": "base", "B": "cand"}, rd)
+        for side, name, fake, partner in (("A", "base", fa, "cand"), ("B", "cand", fb, "base")):
+            write_server_record(rd.server_record(name), ServerRecord(name=name))
+            pair.servers[side] = FakeServer(name, fake)  # type: ignore[index,arg-type]
+            pair.controls[side] = SleepControl(name, doubles[name].base_url)  # type: ignore[index]
+            pair.records[side] = {"partner": partner, "side": side, "level": 1, "swaps": []}  # type: ignore[index]
+            pair.checks[side] = WakeCheck(plan, (name, partner), doubles[name].base_url, "fake")  # type: ignore[index]
+            pair.checks[side].before_first_sleep()  # type: ignore[index]
+        stock.sleeping = True
+        pair.awake = "B"
+        try:
+            interleave.bench_pair(pair, rd, None, NullReporter())
+        except WakeIntegrityFailure as err:
+            failure = err
+    return rd, plan, pair, failure
+
+
+def test_a_woken_server_that_matches_passes_every_wake_check(tmp_path: Path) -> None:
+    from byog.analysis.interleave_records import check_interleaving
+    from byog.analysis.time_to_verdict import server_records
+    from byog.analysis.wake import integrity
+
+    stock, cand = FakeVllm(sleep_mode=True), FakeVllm(sleep_mode=True)
+    try:
+        rd, plan, _, failure = _checked_sweep(tmp_path, stock, cand)
+    finally:
+        stock.close()
+        cand.close()
+    assert failure is None
+    record = ServerRecord.model_validate(read_json(rd.server_record("base"))).sleep_mode
+    assert record is not None
+    # two references per batch size (1 and the plan's 3), then one per batch size after each of its wakes
+    assert [f.wake for f in record.fingerprints if f.batch == 1] == [0, 0, *range(1, stock.wakes + 1)]
+    assert {f.verdict for f in record.fingerprints if f.wake > 0} == {"match"}
+    assert all(s.level == 1 and s.warmup_waves in (0, 1) for s in record.swaps)
+    assert check_interleaving(rd, plan).problems == []
+    [entry] = integrity(server_records(rd, plan), plan)
+    assert entry.method == "interleaved" and entry.wakes_checked == entry.wakes_matched > 0
+
+
+def test_a_server_whose_outputs_change_after_a_wake_invalidates_the_right_points(tmp_path: Path) -> None:
+    from byog.analysis.interleave_records import check_interleaving
+
+    stock, cand = FakeVllm(sleep_mode=True, changes_after_wake=3), FakeVllm(sleep_mode=True)
+    try:
+        rd, plan, pair, failure = _checked_sweep(tmp_path, stock, cand)
+        assert failure is not None and str(failure).startswith("wake integrity: outputs changed after wake 3")
+        first, second = [p.point_id for p in expand_plan(plan) if p.kind == "batch"]
+        # base's wake 3 woke it in the first point's visit 7; wake 2 (visit 3) was its last good check, so
+        # the first point's rows since then cannot stand: it was never written and runs again sequentially
+        assert not rd.bench_point_complete("base", first)
+        kept = interleave._fall_back(pair, rd, str(failure))
+    finally:
+        stock.close()
+        cand.close()
+    record = ServerRecord.model_validate(read_json(rd.server_record("base"))).sleep_mode
+    assert record is not None and record.fallback_points == [first, second]
+    assert kept["base"]["fallback_points"] == [first, second]
+    assert [f.verdict for f in record.fingerprints if f.batch == 1][-1] == "changed"
+    assert check_interleaving(rd, plan).problems == []  # nothing interleaved is left at the invalid points
+
+
+def test_a_drafter_lost_on_wake_invalidates_with_outputs_unchanged(tmp_path: Path) -> None:
+    stock, cand = FakeVllm(sleep_mode=True), FakeVllm(sleep_mode=True, acceptance=(5.9, 1.0, 2))
+    try:
+        _, _, _, failure = _checked_sweep(tmp_path, stock, cand)
+    finally:
+        stock.close()
+        cand.close()
+    assert failure is not None
+    assert str(failure).startswith("acceptance 5.9 → 1.0 after wake 2: drafter not restored")
+
+
+def test_points_completed_before_a_failed_wake_are_moved_aside_when_measured_since_the_last_good_check(
+    tmp_path: Path,
+) -> None:
+    stock, cand = FakeVllm(sleep_mode=True, changes_after_wake=4), FakeVllm(sleep_mode=True)
+    try:
+        rd, plan, pair, failure = _checked_sweep(tmp_path, stock, cand)
+        first, second = [p.point_id for p in expand_plan(plan) if p.kind == "batch"]
+        # base wakes before visits 0, 3 and 7 of the first point (ABBAABBA), stays up for the second's
+        # visit 0, and its wake 4 comes before that point's visit 3
+        assert failure is not None and "after wake 4" in str(failure)
+        assert rd.bench_point_complete("base", first)
+        interleave._fall_back(pair, rd, str(failure))
+    finally:
+        stock.close()
+        cand.close()
+    # the first point's visit 7 came after wake 3, the last good one: both sides' records of it go aside
+    assert not rd.bench_point_complete("base", first) and not rd.bench_point_complete("cand", first)
+    assert list((rd.root / ".superseded").glob(f"wake-integrity-*/bench/base/{first}.json"))

@@ -1,0 +1,138 @@
+"""Wake integrity verdicts, recomputed from recorded fingerprints (byog.analysis.wake)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from byog.analysis import counters, wake
+from byog.plans.load import parse_plan
+from byog.schemas.server import FingerprintRecord, ServerRecord, SleepModeRecord, SwapRecord
+
+TOKENS = [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]
+LOGPROBS = [[-0.1, -0.2, -0.3, -0.4]] * 3
+
+
+def fp(wake_no: int, tokens: list[list[int]] = TOKENS, batch: int = 1, **kw: Any) -> FingerprintRecord:
+    record = FingerprintRecord(
+        wake=wake_no,
+        seq=None if wake_no == 0 else wake_no,
+        point_id=None if wake_no == 0 else "p",
+        batch=batch,
+        max_tokens=4,
+        cache_reset=True,
+        tokens=tokens,
+        logprobs=kw.pop("logprobs", LOGPROBS),
+        verdict="reference",
+        **kw,
+    )
+    return record
+
+
+def judged_record(fps: list[FingerprintRecord], swaps: list[SwapRecord] | None = None) -> SleepModeRecord:
+    """The record the pipeline writes: each fingerprint with the verdict byog reached on it."""
+    out: list[FingerprintRecord] = []
+    for f in fps:
+        j = wake.judge(f, out)
+        out.append(f.model_copy(update={"verdict": j.verdict, "message": j.message}))
+    return SleepModeRecord(partner="b", side="A", level=1, swaps=swaps or [], fingerprints=out)
+
+
+def swap(seq: int, point: str | None = "p", **kw: Any) -> SwapRecord:
+    return SwapRecord(seq=seq, point_id=point, from_server="b", sleep_s=0.1, wake_s=0.1, at_unix_s=1000.0 + seq, **kw)
+
+
+def test_a_b1_fingerprint_must_match_token_for_token() -> None:
+    ok = judged_record([fp(0), fp(0), fp(1), fp(2, logprobs=[[-0.1, -0.2, -0.3, -0.45]] * 3)])
+    assert [f.verdict for f in ok.fingerprints] == ["reference", "reference", "match", "match"]
+    assert wake.compare(ok.fingerprints[0].model_dump(), ok.fingerprints[3].model_dump()).max_abs_dlogprob == (
+        abs(-0.45 - -0.4)
+    )
+    changed = judged_record([fp(0), fp(0), fp(1), fp(2), fp(3, [[1, 2, 3, 4], [5, 6, 0, 0], [9, 10, 11, 12]])])
+    last = changed.fingerprints[-1]
+    assert last.verdict == "changed"
+    assert last.message is not None and last.message.startswith("wake integrity: outputs changed after wake 3")
+    assert "1 of 3 prompts differ" in last.message
+
+
+def test_a_batched_fingerprint_is_judged_against_the_servers_own_aa_envelope() -> None:
+    one_off = [[1, 2, 3, 4], [5, 6, 7, 9], [9, 10, 11, 12]]
+    two_off = [[1, 2, 3, 5], [5, 6, 7, 9], [9, 10, 11, 12]]
+    record = judged_record([fp(0, batch=3), fp(0, one_off, batch=3), fp(1, one_off, batch=3), fp(2, two_off, batch=3)])
+    # the A/A pair differed in one prompt: one differing prompt after a wake is within it, two are not
+    assert [f.verdict for f in record.fingerprints] == ["reference", "reference", "match", "changed"]
+    assert "1 allowed" in str(record.fingerprints[-1].message)
+
+
+def test_spec_decode_acceptance_that_drops_after_a_wake_invalidates_with_outputs_unchanged() -> None:
+    record = judged_record(
+        [fp(0, acceptance_length=5.9), fp(0, acceptance_length=5.9), fp(1, acceptance_length=5.85)]
+        + [fp(2, acceptance_length=1.0)]
+    )
+    assert [f.verdict for f in record.fingerprints] == ["reference", "reference", "match", "changed"]
+    assert record.fingerprints[-1].message is not None
+    assert record.fingerprints[-1].message.startswith("acceptance 5.9 → 1.0 after wake 2: drafter not restored")
+    assert wake.acceptance_length({counters.SPEC_DRAFTS: 10.0, counters.SPEC_ACCEPTED: 49.0}) == 5.9
+
+
+def test_the_points_measured_since_the_last_good_fingerprint_are_the_invalid_ones() -> None:
+    bad = [[0, 0, 0, 0]] * 3
+    swaps = [swap(0, "p1"), swap(3, "p1"), swap(0, "p2"), swap(3, "p3")]
+    record = judged_record([fp(0), fp(0), fp(1), fp(2), fp(3), fp(4, bad)], swaps)
+    # wake 3 (p2, visit 0) was the last good one: p2's visits after it and p3's through wake 4 are invalid
+    assert [p for p, _ in wake.invalid_points(record)] == ["p2", "p3"]
+    assert all("outputs changed after wake 4" in why for _, why in wake.invalid_points(record))
+    assert wake.invalid_points(judged_record([fp(0), fp(0), fp(1), fp(2)], swaps[:2])) == []
+
+
+def test_an_edited_fingerprint_or_verdict_no_longer_agrees_with_its_recomputation() -> None:
+    record = judged_record([fp(0), fp(0), fp(1, [[0, 0, 0, 0]] * 3)])
+    assert wake.verdict_mismatches(record) == []
+    # the failing fingerprint's tokens edited to match: its recorded "changed" is no longer what they give
+    edited = record.model_copy(deep=True)
+    edited.fingerprints[2].tokens = [list(t) for t in TOKENS]
+    assert wake.verdict_mismatches(edited) == ["fingerprint 2 (wake 1) records 'changed' but its tokens give 'match'"]
+    # the verdict edited instead
+    flipped = record.model_copy(deep=True)
+    flipped.fingerprints[2].verdict = "match"
+    flipped.fingerprints[2].message = None
+    assert len(wake.verdict_mismatches(flipped)) == 1
+
+
+def test_swap_records_no_real_swap_makes_are_named() -> None:
+    assert wake.swap_problems("s", [swap(1, level=1, gpu_used_before_bytes=9, gpu_used_asleep_bytes=2)]) == []
+    assert "sleep level 3" in wake.swap_problems("s", [swap(1, level=3)])[0]
+    assert "negative GPU memory" in wake.swap_problems("s", [swap(1, gpu_used_asleep_bytes=-5)])[0]
+    found = wake.swap_problems(
+        "s", [swap(1, gpu_used_before_bytes=5, gpu_used_asleep_bytes=9, gpu_used_after_bytes=6)]
+    )
+    assert "more GPU memory in use asleep" in found[0]
+    s = swap(1, gpu_used_before_bytes=10, gpu_used_asleep_bytes=3, gpu_used_after_bytes=9)
+    assert (wake.bytes_freed(s), wake.bytes_restored(s)) == (7, 6)
+
+
+PLAN = """\
+name: w
+model: {path: /m}
+servers: {cand: {}, base: {}}
+baseline: base
+pairs: [{candidate: cand, baseline: base, interleave: true}]
+workloads:
+  - {kind: batch, isl: [8], osl: [8], batch_sizes: [1], waves: 2}
+"""
+
+
+def test_the_summary_names_the_method_and_why() -> None:
+    plan = parse_plan(PLAN, "plan.yaml")
+    good = judged_record([fp(0), fp(0), fp(1)], [swap(0)])
+    records = [("base", 1, ServerRecord(name="base", sleep_mode=good)), ("cand", 1, ServerRecord(name="cand"))]
+    [entry] = wake.integrity(records, plan)
+    assert (entry.method, entry.wakes_checked, entry.wakes_matched, entry.max_abs_dlogprob) == ("interleaved", 1, 1, 0)
+    failed = judged_record([fp(0), fp(0), fp(1), fp(2, [[0, 0, 0, 0]] * 3)], [swap(0), swap(3)])
+    failed.fallback_points = ["p"]
+    records[0] = ("base", 1, ServerRecord(name="base", sleep_mode=failed))
+    [entry] = wake.integrity(records, plan)
+    assert entry.method == "interleaved, then sequential" and entry.fallback_points == ["p"]
+    assert entry.why.startswith("wake integrity: outputs changed after wake 2")
+    # a record from before wake checks existed says nothing
+    records[0] = ("base", 1, ServerRecord(name="base", sleep_mode=SleepModeRecord(partner="cand", side="A", level=1)))
+    assert wake.integrity(records, plan) == []
