@@ -18,6 +18,9 @@ Wake integrity (CPU vLLM has no sleep mode, so this double is the only way to se
 and ``acceptance=(before, after, k)`` serves vLLM's spec-decode counters on ``/metrics`` with that mean
 acceptance length, dropping to ``after`` from the k-th wake on (a drafter not restored); a text prompt
 is tokenized as ``/tokenize`` does; ``POST /reset_prefix_cache`` answers 200 under sleep (dev) mode.
+A level-2 sleep discards the weights: until ``POST /collective_rpc {"method": "reload_weights"}`` the
+server generates token id 0 over and over with HTTP 200, as vLLM did on the H200; ``/wake_up?tags=weights``
+leaves it asleep until ``tags=kv_cache`` (vLLM's documented level-2 route).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class FakeVllm:
         self.swap_bodies = swap_bodies
         self.changes_after_wake, self.acceptance = changes_after_wake, acceptance
         self.wakes = 0
+        self.weights_lost = False
         self.drafts = self.accepted = 0.0
         self.requests: list[dict[str, Any]] = []
         self.sleeping = False
@@ -95,7 +99,7 @@ class FakeVllm:
         out, lps, tops = [], [], []
         for _ in range(int(body.get("max_tokens", 16))):
             lp = self.logprobs(ids[-1], len(ids))
-            token = int(np.argmax(lp))
+            token = 0 if self.weights_lost else int(np.argmax(lp))
             out.append(token)
             lps.append(float(lp[token]))
             tops.append({f"token_id:{t}": float(lp[t]) for t in self._top(lp, int(k or 1))})
@@ -156,6 +160,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._sleep_call(path, query)
         if path == "/reset_prefix_cache":
             return self._send({}, 200 if self.fake.sleep_mode else 404)
+        if path == "/collective_rpc":
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            self.fake.calls.append(f"collective_rpc {body.get('method')}")
+            self.fake.weights_lost = self.fake.weights_lost and body.get("method") != "reload_weights"
+            return self._send({"results": [None]})
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.fake.requests.append(body)
         if self.fake.sleeping and path.startswith("/v1/"):
@@ -174,10 +183,12 @@ class _Handler(BaseHTTPRequestHandler):
             level = int(dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("level", 1))
             self.fake.calls.append(f"sleep?level={level}")
             self.fake.sleeping = True
+            self.fake.weights_lost = self.fake.weights_lost or level == 2
             return self._swapped({"status": "sleeping", "level": level})
-        self.fake.calls.append("wake_up")
-        self.fake.sleeping = False
-        self.fake.wakes += 1
+        self.fake.calls.append(f"wake_up?{query}" if query else "wake_up")
+        if query != "tags=weights":
+            self.fake.sleeping = False
+            self.fake.wakes += 1
         self._swapped({"status": "awake", "tags": None})
 
     def _swapped(self, body: dict[str, Any]) -> None:

@@ -78,3 +78,28 @@ def test_with_sleep_mode_adds_the_flag_and_dev_mode_once() -> None:
     out = sleep_mode.with_sleep_mode(config)
     assert out.args == ["--enforce-eager", "--enable-sleep-mode"]
     assert out.env == {"A": "1", "VLLM_SERVER_DEV_MODE": "1"}
+
+
+def test_a_level_2_wake_reloads_the_weights_by_vllms_documented_route() -> None:
+    from byog.bench.fingerprint import fingerprint_prompts, take_fingerprint
+
+    fake = FakeVllm(sleep_mode=True)
+    try:
+        control = sleep_mode.SleepControl("stock", fake.base_url)
+        prompts = fingerprint_prompts(4)
+        before = take_fingerprint(fake.base_url, "fake", prompts, max_tokens=4)
+        control.sleep(level=2)
+        control.wake_up(level=2)
+        assert fake.calls[-4:] == [
+            "wake_up?tags=weights",
+            "collective_rpc reload_weights",
+            "wake_up?tags=kv_cache",
+            "is_sleeping",
+        ]
+        assert take_fingerprint(fake.base_url, "fake", prompts, max_tokens=4)["tokens"] == before["tokens"]
+        # a bare wake after level 2 serves token 0 with HTTP 200: only the fingerprint shows it
+        control.sleep(level=2)
+        control.wake_up(level=1)
+        assert take_fingerprint(fake.base_url, "fake", prompts, max_tokens=4)["tokens"] == [[0] * 4] * 4
+    finally:
+        fake.close()

@@ -1,0 +1,43 @@
+"""The wake check the interleaved pair runs: its shapes come from the pair's batch points."""
+
+from __future__ import annotations
+
+import pytest
+
+from byog.pipeline.wake_check import WakeCheck, WakeIntegrityFailure
+from byog.plans.load import parse_plan
+from tests.support.fake_vllm import FakeVllm
+
+PLAN = """\
+name: w
+model: {path: /m}
+servers: {cand: {}, base: {}}
+baseline: base
+pairs: [{candidate: cand, baseline: base, interleave: true}]
+workloads:
+  - {kind: batch, isl: [12, 64], osl: [8], batch_sizes: [1, 8], waves: 2}
+"""
+
+
+def test_references_then_a_check_per_wake_at_b1_and_the_plans_largest_batch() -> None:
+    fake = FakeVllm(sleep_mode=True, changes_after_wake=2)
+    try:
+        check = WakeCheck(parse_plan(PLAN, "plan.yaml"), ("base", "cand"), fake.base_url, "fake")
+        assert check.batches == [1, 8] and {len(p.split()) for p in check.prompts} == {12}
+        check.before_first_sleep()
+        fake.wakes = 1
+        check.after_wake(0, "p")
+        fake.wakes = 2
+        with pytest.raises(WakeIntegrityFailure, match="outputs changed after wake 2 \\(B=1: 32 of 32"):
+            check.after_wake(3, "p")
+    finally:
+        fake.close()
+    assert [(r.wake, r.batch, r.verdict) for r in check.records] == [
+        (0, 1, "reference"),
+        (0, 1, "reference"),
+        (0, 8, "reference"),
+        (0, 8, "reference"),
+        (1, 1, "match"),
+        (1, 8, "match"),
+        (2, 1, "changed"),
+    ]
