@@ -74,8 +74,8 @@ class FakeVllm:
 
     def metrics(self) -> str:
         return (
-            f"vllm:spec_decode_num_drafts_total{{engine=\"0\"}} {self.drafts}\n"
-            f"vllm:spec_decode_num_accepted_tokens_total{{engine=\"0\"}} {self.accepted}\n"
+            f'vllm:spec_decode_num_drafts_total{{engine="0"}} {self.drafts}\n'
+            f'vllm:spec_decode_num_accepted_tokens_total{{engine="0"}} {self.accepted}\n'
         )
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:

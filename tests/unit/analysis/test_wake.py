@@ -102,9 +102,7 @@ def test_swap_records_no_real_swap_makes_are_named() -> None:
     assert wake.swap_problems("s", [swap(1, level=1, gpu_used_before_bytes=9, gpu_used_asleep_bytes=2)]) == []
     assert "sleep level 3" in wake.swap_problems("s", [swap(1, level=3)])[0]
     assert "negative GPU memory" in wake.swap_problems("s", [swap(1, gpu_used_asleep_bytes=-5)])[0]
-    found = wake.swap_problems(
-        "s", [swap(1, gpu_used_before_bytes=5, gpu_used_asleep_bytes=9, gpu_used_after_bytes=6)]
-    )
+    found = wake.swap_problems("s", [swap(1, gpu_used_before_bytes=5, gpu_used_asleep_bytes=9, gpu_used_after_bytes=6)])
     assert "more GPU memory in use asleep" in found[0]
     s = swap(1, gpu_used_before_bytes=10, gpu_used_asleep_bytes=3, gpu_used_after_bytes=9)
     assert (wake.bytes_freed(s), wake.bytes_restored(s)) == (7, 6)
@@ -136,3 +134,8 @@ def test_the_summary_names_the_method_and_why() -> None:
     # a record from before wake checks existed says nothing
     records[0] = ("base", 1, ServerRecord(name="base", sleep_mode=SleepModeRecord(partner="cand", side="A", level=1)))
     assert wake.integrity(records, plan) == []
+
+
+def test_a_fingerprint_with_fewer_logprob_rows_than_prompts_is_compared_not_crashed_on() -> None:
+    short = fp(1, logprobs=LOGPROBS[:1])
+    assert wake.compare(fp(0).model_dump(), short.model_dump()).identical == 3

@@ -7,16 +7,9 @@ import pytest
 from byog.pipeline.wake_check import WakeCheck, WakeIntegrityFailure
 from byog.plans.load import parse_plan
 from tests.support.fake_vllm import FakeVllm
+from tests.unit.analysis.test_wake import PLAN as WAKE_PLAN
 
-PLAN = """\
-name: w
-model: {path: /m}
-servers: {cand: {}, base: {}}
-baseline: base
-pairs: [{candidate: cand, baseline: base, interleave: true}]
-workloads:
-  - {kind: batch, isl: [12, 64], osl: [8], batch_sizes: [1, 8], waves: 2}
-"""
+PLAN = WAKE_PLAN.replace("isl: [8]", "isl: [12, 64]").replace("batch_sizes: [1]", "batch_sizes: [1, 8]")
 
 
 def test_references_then_a_check_per_wake_at_b1_and_the_plans_largest_batch() -> None:

@@ -28,7 +28,9 @@ def test_the_report_names_the_method_and_a_wake_that_changed_outputs(tmp_path: P
         )
     ]
     report = render_report(rd, summary)
-    assert "- Method, candidate vs baseline: **interleaved, then sequential**: wake integrity: outputs changed" in report
+    assert (
+        "- Method, candidate vs baseline: **interleaved, then sequential**: wake integrity: outputs changed" in report
+    )
     assert "(2 of 3 wake checks matched, max |Δlogprob| 0 at B=1; figures: summary.json" in report
     assert f"- ⚠ {why}: candidate vs baseline's waves since the last good fingerprint are invalid" in report
     summary.bench.wake_integrity = []
