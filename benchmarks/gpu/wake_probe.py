@@ -4,7 +4,8 @@ Talks HTTP only to one or two running vLLM servers started with ``--enable-sleep
 ``VLLM_SERVER_DEV_MODE=1``. Each server's reference fingerprint (byog.bench.fingerprint: 32 fixed
 prompts, B = 1 one at a time, temperature 0, max_tokens 32, logprobs 5, after POST
 /reset_prefix_cache) is taken while it is awake, before its first sleep (a server asleep at the start
-gets it at its first wake, marked so). Then N swaps: with two servers, swap i sleeps the other and
+gets it at its first wake, marked so), twice: the two's difference (``aa``) is the server's own envelope,
+the yardstick for a batched fingerprint. Then N swaps: with two servers, swap i sleeps the other and
 wakes server i mod 2; with one, it sleeps and wakes that server. After each wake the fingerprint is
 taken again and compared (byog.analysis.wake): tokens identical (prompts), max |Δlogprob|, sleep s,
 wake s, GPU memory used (nvidia-smi) before the sleep, while asleep and after the wake.
@@ -55,7 +56,7 @@ def served_model(url: str) -> str:
     return str(httpx.get(f"{url}/v1/models", timeout=30.0).json()["data"][0]["id"])
 
 
-def main() -> int:
+def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", action="append", required=True, help="a server's base URL (once or twice)")
     ap.add_argument("--swaps", type=int, default=12)
@@ -68,7 +69,11 @@ def main() -> int:
     args = ap.parse_args()
     if len(args.url) > 2:
         ap.error("one or two --url")
+    return args
 
+
+def main() -> int:
+    args = _args()
     prompts = fingerprint_prompts(args.prompts)
     controls = [SleepControl(f"s{i}", url.rstrip("/")) for i, url in enumerate(args.url)]
     models = [served_model(c.base_url) for c in controls]
@@ -81,9 +86,16 @@ def main() -> int:
     servers: list[dict[str, Any]] = []
     for i, c in enumerate(controls):
         awake = not c.is_sleeping()
-        if awake:
+        entry: dict[str, Any] = {"url": c.base_url, "model": models[i], "reference_before_first_sleep": awake}
+        if awake:  # two before any sleep: their difference is the server's own A/A envelope
             refs[i] = fingerprint(i)
-        servers.append({"url": c.base_url, "model": models[i], "reference_before_first_sleep": awake, "wakes": []})
+            aa = compare(refs[i], fingerprint(i))
+            entry["aa"] = {
+                "tokens_identical": aa.identical,
+                "prompts": aa.prompts,
+                "max_abs_dlogprob": aa.max_abs_dlogprob,
+            }
+        servers.append({**entry, "wakes": []})
 
     for swap in range(args.swaps):
         i = swap % len(controls)
