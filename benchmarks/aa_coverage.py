@@ -1,7 +1,7 @@
 """A/A coverage of byog's perf CIs on real CPU vLLM launches, before (the old CIs) and after (the new).
 
     nice -n 10 byog run benchmarks/plans/aa-cpu.yaml --run-dir RUN         # L launches of 2 identical servers
-    python benchmarks/aa_coverage.py collect RUN benchmarks/results/aa-cpu.json   # the raw figures, once
+    python benchmarks/aa_coverage.py collect RUN [RUN ...] benchmarks/results/aa-cpu.json   # the raw figures, once
     python benchmarks/aa_coverage.py [benchmarks/results/aa-cpu.json]            # re-print the table (CI)
 
 Both servers of benchmarks/plans/aa-cpu.yaml are the same configuration (the smoke profile's eager
@@ -44,13 +44,32 @@ DEFAULT = REPO / "benchmarks" / "results" / "aa-cpu.json"
 METRIC = "decode_tok_s"
 SEED = 1234
 BATCH = SimpleNamespace(kind="batch")
+DRAWN_RUNS = 20  # the issue's count of A/A runs per R on the H200
 
 
-def collect(run: Path, out: Path) -> None:
+def collect(runs: list[Path], out: Path) -> None:
+    """Every complete launch of the runs, in the order they ran. An A/A run of the H200 routine
+    (benchmarks/gpu/h200-session.sh) is one `byog run` per batch of identical endpoint servers:
+    each server there is one launch."""
+    launches: list[dict] = []
+    name = ""
+    for run in runs:
+        name = _collect_one(run, launches)
+    doc = {"plan": name, "metric": METRIC, "where": _where(runs[0]), "launches": launches}
+    out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    print(f"{len(launches)} complete launches -> {out}")
+
+
+def _where(run: Path) -> str:
+    env = json.loads((run / "env.json").read_text(encoding="utf-8")) if (run / "env.json").is_file() else {}
+    gpus = (env.get("gpu") or {}).get("gpus") or []
+    return f"{gpus[0].get('name', 'GPU')} CUDA vLLM" if gpus else "CPU vLLM"
+
+
+def _collect_one(run: Path, launches: list[dict]) -> str:
     rd = RunDir(run)
     plan = parse_plan(rd.plan_yaml.read_text(encoding="utf-8"), str(rd.plan_yaml))
     points, units = launch_units(rd, plan)
-    launches = []
     for launch in range(1, plan.launches + 1):
         for server in plan.servers:
             figures = {}
@@ -61,10 +80,8 @@ def collect(run: Path, out: Path) -> None:
                         [u.tokens, u.window[1] - u.window[0] if u.window else 0] for u in got[launch - 1]
                     ]
             if len(figures) == len(points):  # a launch counts once every point of it is measured
-                launches.append({"server": server, "launch": launch, "points": figures})
-    doc = {"plan": plan.name, "metric": METRIC, "launches": launches}
-    out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    print(f"{len(launches)} complete launches -> {out}")
+                launches.append({"run": run.name, "server": server, "launch": launch, "points": figures})
+    return plan.name
 
 
 def _units(figures: list[list[int]]) -> list[Unit]:
@@ -98,7 +115,7 @@ def _covers(ci: tuple[float, float] | None) -> bool:
     return ci is not None and ci[0] <= 1.0 <= ci[1]
 
 
-def _row(runs: list[list[dict]], r: int, point_id: str) -> list[str]:
+def _row(runs: list[list[dict]], r: int, point_id: str, label: str = "") -> list[str]:
     """One row of the table: the runs' coverage by each method and the median CI widths."""
     old, new, cal, widths = [], [], [], []
     for k, run in enumerate(runs):
@@ -111,14 +128,17 @@ def _row(runs: list[list[dict]], r: int, point_id: str) -> list[str]:
         if o and n:
             widths.append((o[1] / o[0] - 1, n[1] / n[0] - 1))
         if r == 1:  # calibration: every launch of the other runs, as one A/A of that many launches
-            others = [_units(x["points"][point_id]) for j, other in enumerate(runs) if j != k for x in other]
+            # each launch once, never one of this run's (drawn runs share launches)
+            pool = {id(x): x for j, other in enumerate(runs) if j != k for x in other}
+            mine = {id(x) for x in run}
+            others = [_units(x["points"][point_id]) for key, x in pool.items() if key not in mine]
             ss, df = _spread(others)
             if df >= 2:
                 cal.append(_covers(_new_ci(cand, base, seed, perf_equivalence.LaunchVariance(ss / df, df))))
     width = "–"
     if widths:
         width = " / ".join(f"{100 * float(np.median([w[i] for w in widths])):.1f}%" for i in (0, 1))
-    cells = [str(r), point_id, str(len(runs)), f"{sum(old)}/{len(old)}", f"{sum(new)}/{len(new)}"]
+    cells = [str(r), point_id + label, str(len(runs)), f"{sum(old)}/{len(old)}", f"{sum(new)}/{len(new)}"]
     return [*cells, f"{sum(cal)}/{len(cal)}" if cal else "–", width]
 
 
@@ -126,7 +146,8 @@ def table(path: Path) -> None:
     doc = json.loads(path.read_text(encoding="utf-8"))
     launches = doc["launches"]
     point_ids = sorted(launches[0]["points"]) if launches else []
-    print(f"A/A coverage on CPU vLLM: plan {doc['plan']}, {len(launches)} launches of one configuration, {METRIC}")
+    where = doc.get("where", "CPU vLLM")
+    print(f"A/A coverage on {where}: plan {doc['plan']}, {len(launches)} launches of one configuration, {METRIC}")
     header = ["R per side", "point", "runs", "old 95% CI covers 1", "new 95% CI covers 1", "new + calibration"]
     print("| " + " | ".join([*header, "median CI width old / new"]) + " |")
     print("|---:|---|---:|---:|---:|---:|---|")
@@ -134,6 +155,18 @@ def table(path: Path) -> None:
         runs = [launches[i : i + 2 * r] for i in range(0, len(launches) - 2 * r + 1, 2 * r)]
         for point_id in point_ids if runs else []:
             print("| " + " | ".join(_row(runs, r, point_id)) + " |")
+    drawn = [r for r in (1, 3) if 0 < len(launches) // (2 * r) < DRAWN_RUNS and len(launches) >= 2 * r]
+    if drawn:
+        print(
+            f"\nFewer than {DRAWN_RUNS} disjoint runs: {DRAWN_RUNS} runs drawn at random (seed {SEED}), each from "
+            "2R distinct launches of the pool; runs share launches, so their coverages are not independent"
+        )
+        for r in drawn:
+            rng = np.random.default_rng([SEED, r])
+            picks = [rng.choice(len(launches), 2 * r, replace=False) for _ in range(DRAWN_RUNS)]
+            runs = [[launches[int(i)] for i in pick] for pick in picks]
+            for point_id in point_ids:
+                print("| " + " | ".join(_row(runs, r, point_id, " (drawn)")) + " |")
     stat = stat_for(METRIC, "batch")
     for point_id in point_ids:
         groups = [[v for v in (stat([u]) for u in _units(x["points"][point_id])) if v] for x in launches]
@@ -148,8 +181,8 @@ def table(path: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["collect"] and len(argv) == 3:
-        collect(Path(argv[1]), Path(argv[2]))
+    if argv[:1] == ["collect"] and len(argv) >= 3:
+        collect([Path(a) for a in argv[1:-1]], Path(argv[-1]))
         return 0
     table(Path(argv[0]) if argv else DEFAULT)
     return 0
