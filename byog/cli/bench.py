@@ -42,7 +42,7 @@ def parse_float_list(text: str, what: str) -> list[float]:
         values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise UsageError(f"{what} must be numbers separated by commas, got '{text}'") from None
-    if not values or any(v <= 0 for v in values):
+    if not values or not all(v > 0 for v in values):  # `> 0` is False for nan too
         raise UsageError(f"{what} must be positive, got '{text}'")
     return values
 
