@@ -3,8 +3,8 @@ or is listed here with the reason it has none.
 
 A reason either starts "no logic:" (then the module defines no function or class) or names the test
 files that exercise the module (each must exist and import it, or a byog module that does, at most
-three imports away). A package ``__init__.py`` that
-defines nothing needs no entry. An entry whose module is gone or has gained its mirror is stale.
+three imports away). A package ``__init__.py`` that defines nothing needs no entry. An entry whose
+module is gone or has gained its mirror is stale.
 """
 
 from __future__ import annotations
