@@ -7,7 +7,6 @@ after the bounds check, in the limited child process.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from byog.bundles.checks.base import VerifyContext, check
 from byog.bundles.checks.integrity import require_statement
@@ -17,7 +16,7 @@ from byog.core.errors import CheckFailed
 _ABSENT = "(absent from env.json)"
 
 
-def _env(files: dict[str, bytes]) -> dict[str, Any]:
+def _env(files: dict[str, bytes]) -> dict[str, object]:
     try:
         env = json.loads(files.get("env.json", b"{}"))
     except ValueError:
