@@ -26,6 +26,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "pyarrow", "numpy", "scipy", "matplotlib", "vllm")
+# What any typer CLI pays before its first line of its own: typer (which builds a pydantic adapter per
+# option) and rich's help screen. byog's --help figures are this plus byog's own imports.
+TYPER_FLOOR = (
+    "import typer\n"
+    "app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)\n"
+    "@app.command()\ndef a(x: int = 1) -> None: ...\n"
+    "@app.command()\ndef b(y: str = '') -> None: ...\n"
+    "app()\n"
+)
 
 
 def _args() -> argparse.Namespace:
@@ -95,6 +104,7 @@ def main() -> None:
         bundle, allowed = _small_bundle(repo, Path(tmp))
         cases = {
             "python -c 'import byog'": [sys.executable, "-c", "import byog"],
+            "typer floor (2-command app --help)": [sys.executable, "-c", TYPER_FLOOR, "--help"],
             "byog --help": [sys.executable, "-m", "byog", "--help"],
             "byog verify --help": [sys.executable, "-m", "byog", "verify", "--help"],
             f"byog verify (small, {bundle.stat().st_size / 1e3:.0f} kB)": [
