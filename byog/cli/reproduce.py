@@ -24,7 +24,6 @@ from byog.cli.common import (
 from byog.cli.console_reporter import print_table, say
 from byog.core.errors import UsageError
 from byog.core.reporter import Table
-from byog.schemas.plan import ServerBase
 
 if TYPE_CHECKING:
     from byog.pipeline.reproduce import Planned, Reproduced
@@ -253,6 +252,7 @@ def _launch(planned: Planned, name: str) -> dict[str, Any]:
     from byog.pipeline.runtimes import runtime_for
     from byog.plans.numerics_roles import launch_config
     from byog.runtimes.local import cpu_vllm_installed
+    from byog.schemas.plan import ServerBase
 
     config = launch_config(planned.plan, name)
     model = _model(planned)
