@@ -26,8 +26,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "pyarrow", "numpy", "scipy", "matplotlib", "vllm")
-# What any typer CLI pays before its first line of its own: typer (which builds a pydantic adapter per
-# option) and rich's help screen. byog's --help figures are this plus byog's own imports.
+# What any typer CLI pays before its first line of its own: typer, rich's help screen and, once a
+# command's options are built (`a --help`), pydantic (typer builds an adapter per option). byog's
+# --help figures are these plus byog's own imports.
 TYPER_FLOOR = (
     "import typer\n"
     "app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)\n"
@@ -110,6 +111,7 @@ def main() -> None:
             "python -c 'import byog'": [sys.executable, "-c", "import byog"],
             "typer floor (2-command app --help)": [sys.executable, "-c", TYPER_FLOOR, "--help"],
             "byog --help": [sys.executable, "-m", "byog", "--help"],
+            "typer floor (its command a --help)": [sys.executable, "-c", TYPER_FLOOR, "a", "--help"],
             "byog verify --help": [sys.executable, "-m", "byog", "verify", "--help"],
             f"byog verify (small, {bundle.stat().st_size / 1e3:.0f} kB)": [
                 sys.executable,
