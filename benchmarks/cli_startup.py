@@ -26,6 +26,16 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "pyarrow", "numpy", "scipy", "matplotlib", "vllm")
+# What any typer CLI pays before its first line of its own: typer, rich's help screen and, once a
+# command's options are built (`a --help`), pydantic (typer builds an adapter per option). byog's
+# --help figures are these plus byog's own imports.
+TYPER_FLOOR = (
+    "import typer\n"
+    "app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)\n"
+    "@app.command()\ndef a(x: int = 1) -> None: ...\n"
+    "@app.command()\ndef b(y: str = '') -> None: ...\n"
+    "app()\n"
+)
 
 
 def _args() -> argparse.Namespace:
@@ -69,6 +79,8 @@ def _small_bundle(repo: Path, folder: Path) -> tuple[Path, Path]:
 
 
 def _env(repo: Path) -> dict[str, str]:
+    # Every child also runs with cwd=repo: `python -m` and `python -c` put the working directory first
+    # on sys.path, so from another checkout they would time that checkout's byog, not --repo's.
     env = {**os.environ, "PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
@@ -82,7 +94,9 @@ def _heavy_after(repo: Path, argv: list[str]) -> str:
         "try:\n    runpy.run_module('byog', run_name='__main__')\nexcept SystemExit:\n    pass\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules) or '-', file=sys.stderr)\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], env=_env(repo), capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=_env(repo), cwd=repo, capture_output=True, text=True, check=False
+    )
     return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "?"
 
 
@@ -95,7 +109,9 @@ def main() -> None:
         bundle, allowed = _small_bundle(repo, Path(tmp))
         cases = {
             "python -c 'import byog'": [sys.executable, "-c", "import byog"],
+            "typer floor (2-command app --help)": [sys.executable, "-c", TYPER_FLOOR, "--help"],
             "byog --help": [sys.executable, "-m", "byog", "--help"],
+            "typer floor (its command a --help)": [sys.executable, "-c", TYPER_FLOOR, "a", "--help"],
             "byog verify --help": [sys.executable, "-m", "byog", "verify", "--help"],
             f"byog verify (small, {bundle.stat().st_size / 1e3:.0f} kB)": [
                 sys.executable,
@@ -114,11 +130,13 @@ def main() -> None:
         )
         print(f"{'':<34} {'min s':>7} {'median s':>9} {'cpu min':>8} {'cpu med':>8}  exit  heavy modules imported")
         for label, command in cases.items():
-            subprocess.run(command, env=env, capture_output=True, check=False)  # not timed: writes bytecode left
+            subprocess.run(
+                command, env=env, cwd=repo, capture_output=True, check=False
+            )  # not timed: writes bytecode left
             walls, cpus, code = [], [], 0
             for _ in range(args.runs):
                 start, start_cpu = time.perf_counter(), _children_cpu_s()
-                code = subprocess.run(_pinned(command), env=env, capture_output=True, check=False).returncode
+                code = subprocess.run(_pinned(command), env=env, cwd=repo, capture_output=True, check=False).returncode
                 walls.append(time.perf_counter() - start)
                 cpus.append(_children_cpu_s() - start_cpu)
             heavy = _heavy_after(repo, command[3:]) if command[1] == "-m" else "-"

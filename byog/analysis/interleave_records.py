@@ -31,7 +31,8 @@ from byog.analysis.interleave import follows_wake, side_of
 from byog.analysis.request_columns import RequestColumns, read_request_columns
 from byog.core.io import read_json
 from byog.core.paths import RunDir
-from byog.plans.expand import BenchPoint, expand_plan
+from byog.plans.expand import expand_plan
+from byog.schemas.bench import BenchPoint
 from byog.schemas.plan import Plan
 from byog.schemas.server import ServerRecord, SwapRecord
 

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import httpx
 
@@ -94,7 +94,7 @@ class FakeOpenAIServer:
         finally:
             writer.close()
 
-    def _simple(self, method: str, path: str, body: dict) -> tuple[str, str]:
+    def _simple(self, method: str, path: str, body: dict[str, Any]) -> tuple[str, str]:
         if path == "/health":
             return "200 OK", ""
         if path == "/v1/models":
@@ -123,7 +123,7 @@ class FakeOpenAIServer:
             return "200 OK", json.dumps({"prompt": text})
         return "404 Not Found", json.dumps({"detail": "Not Found"})
 
-    async def _stream(self, writer: asyncio.StreamWriter, body: dict, chat: bool) -> None:
+    async def _stream(self, writer: asyncio.StreamWriter, body: dict[str, Any], chat: bool) -> None:
         self.requests += 1
         prompt = body.get("messages") if chat else body.get("prompt")
         n_in = len(prompt) if isinstance(prompt, list) and not chat else len(str(prompt).split()) + 10

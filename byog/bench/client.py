@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from byog.schemas.bench import RequestBodyStyle, RequestRow
+from byog.schemas.bench import RequestRow
+from byog.schemas.plan import RequestBodyStyle
 
 _json_decode: Callable[[bytes], Any]
 try:  # msgspec ships with vLLM and decodes ~2x faster than json; json is the fallback.

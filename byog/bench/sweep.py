@@ -35,8 +35,8 @@ from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, ProgressBoard, ProgressTask, Reporter
-from byog.plans.expand import BenchPoint, points_for_server, probe_point, search_workloads
-from byog.schemas.bench import PointRecord, PowerTrace, write_request_rows
+from byog.plans.expand import points_for_server, probe_point, search_workloads
+from byog.schemas.bench import BenchPoint, PointRecord, PowerTrace, write_request_rows
 from byog.schemas.plan import (
     Plan,
     RateWorkload,

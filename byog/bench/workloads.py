@@ -20,8 +20,7 @@ import psutil
 from byog.analysis.metrics import percentile
 from byog.bench.client import StreamingClient
 from byog.bench.prompts import Prompt
-from byog.plans.expand import BenchPoint
-from byog.schemas.bench import ClientLoad, RequestRow
+from byog.schemas.bench import BenchPoint, ClientLoad, RequestRow
 
 # Client saturation limits. A client over these limits was late to read its sockets, so its
 # timestamps measure itself, not the server. One core is the most one Python process can use.

@@ -33,9 +33,9 @@ from byog.bundles.unpack import Extracted
 from byog.bundles.verify import VerifyReport, verify_bundle
 from byog.core.errors import ByogError, CheckFailed, EnvironmentProblem, UsageError
 from byog.core.io import atomic_write_text
-from byog.core.paths import MANIFEST_NAME, RunDir
+from byog.core.paths import MANIFEST_NAME, PLOTS_BASE, RunDir
 from byog.core.safe_text import md_code, one_line
-from byog.report.context import PLOTS_BASE, ReportInputs, ReproductionView
+from byog.report.context import ReportInputs, ReproductionView
 from byog.report.markdown import render_report
 from byog.report.plots import write_plots
 from byog.schemas.claims import Claim, ClaimsFile

@@ -35,7 +35,7 @@ slowness and memory included), 2 for usage errors (a missing file, a bad --polic
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -279,6 +279,37 @@ def _fail_unfinished(checks: list[Check], results: list[CheckResult], started: s
             results.append(CheckResult(item.name, "skip", f"not checked: {started} did not finish"))
 
 
+def _refuse_missing(bundle: Path, allowed_signers: Path | None) -> None:
+    """A usage error for a bundle path that is no file (a run directory says how to pack it) or missing signers."""
+    if bundle.is_dir():
+        packed = bundle / BUNDLE_NAME
+        then = (
+            f"`byog verify {packed}`"
+            if packed.is_file()
+            else f"`byog bundle pack {bundle}`, then `byog verify {packed}`"
+        )
+        what = "a run directory" if (bundle / "plan.yaml").is_file() else "a directory"
+        raise UsageError(f"{bundle} is {what}, not a bundle: {then}")
+    if not bundle.is_file():
+        raise UsageError(f"bundle {bundle} does not exist")
+    if allowed_signers is not None and not allowed_signers.is_file():
+        raise UsageError(f"allowed signers file {allowed_signers} does not exist")
+
+
+def _trust(status: Mapping[str, object], ctx: VerifyContext) -> Trust:
+    """Signed when the signature check passed; unsigned when the user allowed that; else untrusted."""
+    if status.get("signature") == "pass":
+        return "signed"
+    return "unsigned" if ctx.unsigned_allowed else "untrusted"
+
+
+def _archive_pass(names: Sequence[str], *, whole: bool) -> CheckResult:
+    """The archive check's pass: the whole archive read, or only the gate members before the signer is trusted."""
+    if whole:
+        return CheckResult("archive", "pass", f"{len(names)} members, all regular files with safe names")
+    return CheckResult("archive", "pass", f"read only {', '.join(names)}: nothing more before the signer is trusted")
+
+
 def verify_bundle(
     bundle: Path,
     *,
@@ -297,19 +328,7 @@ def verify_bundle(
     want_reproduction: bool = False,
 ) -> VerifyReport:
     """Run every check; never raises for a bad bundle (the report says why), only for bad usage or environment."""
-    if bundle.is_dir():
-        packed = bundle / BUNDLE_NAME
-        then = (
-            f"`byog verify {packed}`"
-            if packed.is_file()
-            else f"`byog bundle pack {bundle}`, then `byog verify {packed}`"
-        )
-        what = "a run directory" if (bundle / "plan.yaml").is_file() else "a directory"
-        raise UsageError(f"{bundle} is {what}, not a bundle: {then}")
-    if not bundle.is_file():
-        raise UsageError(f"bundle {bundle} does not exist")
-    if allowed_signers is not None and not allowed_signers.is_file():
-        raise UsageError(f"allowed signers file {allowed_signers} does not exist")
+    _refuse_missing(bundle, allowed_signers)
     policy_model = load_yaml_model(policy, Policy, "policy")
     claims_model = load_yaml_model(claims, ClaimsFile, "claims")
     wanted = subject_arg(subject_for)
@@ -338,27 +357,16 @@ def verify_bundle(
             status: dict[str, Any] = {"archive": "pass"}
             ungated = [item for item in CHECKS if not item.gated]
             results = [run_one(item, ctx, status) for item in ungated]
-            if status.get("signature") == "pass":
-                report.trust = "signed"
-            elif ctx.unsigned_allowed:
-                report.trust = "unsigned"
+            report.trust = _trust(status, ctx)
             gated = [item for item in CHECKS if item.gated]
             if report.trust == "untrusted":
-                read = ", ".join(extracted.names)
-                results.insert(
-                    0, CheckResult("archive", "pass", f"read only {read}: nothing more before the signer is trusted")
-                )
+                results.insert(0, _archive_pass(extracted.names, whole=False))
                 results += [CheckResult(item.name, "skip", UNTRUSTED) for item in gated]
             else:
                 gate_results, report.signer = list(results), ctx.signer
                 extracted.extract()
                 ctx = replace(ctx, names=extracted.names, digests=extracted.digests, held=extracted.held)
-                results.insert(
-                    0,
-                    CheckResult(
-                        "archive", "pass", f"{len(extracted.names)} members, all regular files with safe names"
-                    ),
-                )
+                results.insert(0, _archive_pass(extracted.names, whole=True))
                 results += [run_one(item, ctx, status) for item in gated if not item.isolated]
                 content = _content_phase(
                     ctx,

@@ -42,55 +42,96 @@ def parse_float_list(text: str, what: str) -> list[float]:
         values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise UsageError(f"{what} must be numbers separated by commas, got '{text}'") from None
-    if not values or any(v <= 0 for v in values):
+    if not values or not all(v > 0 for v in values):  # `> 0` is False for nan too
         raise UsageError(f"{what} must be positive, got '{text}'")
     return values
+
+
+# bench's own options (the shared ones are byog.cli.common's)
+WorkloadOpt = Annotated[str, typer.Option("--workload", help="batch, concurrency or rate.")]
+BatchSizesOpt = Annotated[str, typer.Option("--batch-sizes", help="Batch workload: B values, e.g. 1,2,4.")]
+ConcurrenciesOpt = Annotated[str, typer.Option("--concurrency", help="Concurrency workload: C values, e.g. 1,8.")]
+RatesOpt = Annotated[str, typer.Option("--rates", help="Rate workload: requests/s values, e.g. 0.5,2.")]
+NumPromptsOpt = Annotated[
+    int, typer.Option("--num-prompts", min=1, help="Concurrency/rate workloads: measured requests per point.")
+]
+WarmupPromptsOpt = Annotated[
+    int,
+    typer.Option(
+        "--warmup-prompts",
+        min=0,
+        help="Concurrency workload: requests through the same loop first, not measured (use >= C when comparing with "
+        "`vllm bench serve`; docs/metrics.md).",
+    ),
+]
+IslOpt = Annotated[str, typer.Option("--isl", help="Input lengths in tokens, e.g. 1,1024.")]
+OslOpt = Annotated[str, typer.Option("--osl", help="Output lengths in tokens.")]
+WavesOpt = Annotated[int, typer.Option("--waves", min=1, help="Batch workload: measured waves.")]
+WarmupWavesOpt = Annotated[
+    int, typer.Option("--warmup-waves", min=0, help="Batch workload: warm-up waves (not measured).")
+]
+ApiOpt = Annotated[str, typer.Option("--api", help="completions or chat.")]
+PromptsOpt = Annotated[
+    str,
+    typer.Option(
+        "--prompts",
+        help="random (token ids), random-text (the same as text the server tokenizes, as `vllm bench serve` sends), "
+        "mt_bench or gsm8k.",
+    ),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Prompt (and Poisson arrival) seed.")]
+ResetPrefixCacheOpt = Annotated[
+    bool, typer.Option("--reset-prefix-cache", help="POST /reset_prefix_cache before each point (vLLM dev mode).")
+]
+RequestBodyOpt = Annotated[
+    str,
+    typer.Option(
+        "--request-body",
+        help="byog (exact per-chunk token counts) or vllm (the body `vllm bench serve` sends; docs/metrics.md).",
+    ),
+]
+BenchPlanOpt = Annotated[
+    str | None, typer.Option("--plan", help="Take the workloads of this plan's server instead of the flags.")
+]
+BenchServerOpt = Annotated[
+    str | None, server_option("With --plan: which server config the endpoint runs (default: the baseline).")
+]
+CHOICES = {
+    "--api": ("completions", "chat"),
+    "--request-body": ("byog", "vllm"),
+    "--prompts": ("random", "random-text", "mt_bench", "gsm8k"),
+}
+
+
+def _check_choice(flag: str, value: str) -> None:
+    """A flag with a closed set of values: anything else is a one-sentence usage error."""
+    allowed = CHOICES[flag]
+    if value not in allowed:
+        listed = ", ".join(allowed[:-1]) + " or " + allowed[-1]
+        raise UsageError(f"{flag} must be {listed}, not '{value}'")
 
 
 def bench_cmd(
     endpoint: EndpointOpt,
     model: ModelOpt = None,
     tokenizer: TokenizerOpt = None,
-    workload: str = typer.Option("batch", "--workload", help="batch, concurrency or rate."),
-    batch_sizes: str = typer.Option("1", "--batch-sizes", help="Batch workload: B values, e.g. 1,2,4."),
-    concurrency: str = typer.Option("1", "--concurrency", help="Concurrency workload: C values, e.g. 1,8."),
-    rates: str = typer.Option("1", "--rates", help="Rate workload: requests/s values, e.g. 0.5,2."),
-    num_prompts: int = typer.Option(
-        32, "--num-prompts", min=1, help="Concurrency/rate workloads: measured requests per point."
-    ),
-    warmup_prompts: int = typer.Option(
-        0,
-        "--warmup-prompts",
-        min=0,
-        help="Concurrency workload: requests through the same loop first, not measured (use >= C when comparing with "
-        "`vllm bench serve`; docs/metrics.md).",
-    ),
-    isl: str = typer.Option("32", "--isl", help="Input lengths in tokens, e.g. 1,1024."),
-    osl: str = typer.Option("64", "--osl", help="Output lengths in tokens."),
-    waves: int = typer.Option(3, "--waves", min=1, help="Batch workload: measured waves."),
-    warmup_waves: int = typer.Option(1, "--warmup-waves", min=0, help="Batch workload: warm-up waves (not measured)."),
-    api: str = typer.Option("completions", "--api", help="completions or chat."),
-    prompts: str = typer.Option(
-        "random",
-        "--prompts",
-        help="random (token ids), random-text (the same as text the server tokenizes, as `vllm bench serve` sends), "
-        "mt_bench or gsm8k.",
-    ),
-    seed: int = typer.Option(1234, "--seed", help="Prompt (and Poisson arrival) seed."),
-    reset_prefix_cache: bool = typer.Option(
-        False, "--reset-prefix-cache", help="POST /reset_prefix_cache before each point (vLLM dev mode)."
-    ),
-    request_body: str = typer.Option(
-        "byog",
-        "--request-body",
-        help="byog (exact per-chunk token counts) or vllm (the body `vllm bench serve` sends; docs/metrics.md).",
-    ),
-    plan: str | None = typer.Option(
-        None, "--plan", help="Take the workloads of this plan's server instead of the flags."
-    ),
-    server: Annotated[
-        str | None, server_option("With --plan: which server config the endpoint runs (default: the baseline).")
-    ] = None,
+    workload: WorkloadOpt = "batch",
+    batch_sizes: BatchSizesOpt = "1",
+    concurrency: ConcurrenciesOpt = "1",
+    rates: RatesOpt = "1",
+    num_prompts: NumPromptsOpt = 32,
+    warmup_prompts: WarmupPromptsOpt = 0,
+    isl: IslOpt = "32",
+    osl: OslOpt = "64",
+    waves: WavesOpt = 3,
+    warmup_waves: WarmupWavesOpt = 1,
+    api: ApiOpt = "completions",
+    prompts: PromptsOpt = "random",
+    seed: SeedOpt = 1234,
+    reset_prefix_cache: ResetPrefixCacheOpt = False,
+    request_body: RequestBodyOpt = "byog",
+    plan: BenchPlanOpt = None,
+    server: BenchServerOpt = None,
     data_dir: DataDirOpt = None,
     run_dir: RunDirOpt = None,
     as_json: JsonOpt = False,
@@ -98,12 +139,8 @@ def bench_cmd(
     """Run the decode sweep against a running server and write raw rows + point records to a run directory."""
     from byog.pipeline.bench_endpoint import BenchFlags, bench_endpoint
 
-    if api not in ("completions", "chat"):
-        raise UsageError(f"--api must be completions or chat, not '{api}'")
-    if request_body not in ("byog", "vllm"):
-        raise UsageError(f"--request-body must be byog or vllm, not '{request_body}'")
-    if prompts not in ("random", "random-text", "mt_bench", "gsm8k"):
-        raise UsageError(f"--prompts must be random, random-text, mt_bench or gsm8k, not '{prompts}'")
+    for flag, value in (("--api", api), ("--request-body", request_body), ("--prompts", prompts)):
+        _check_choice(flag, value)
     flags = BenchFlags(
         endpoint=endpoint,
         model=model,

@@ -24,7 +24,6 @@ from byog.cli.common import (
 from byog.cli.console_reporter import print_table, say
 from byog.core.errors import UsageError
 from byog.core.reporter import Table
-from byog.schemas.plan import ServerBase
 
 if TYPE_CHECKING:
     from byog.pipeline.reproduce import Planned, Reproduced
@@ -34,75 +33,112 @@ if TYPE_CHECKING:
 STYLE = {"reproduced": "bold green", "not reproduced": "bold red", "not compared": "yellow"}  # the outcome line
 
 
-def reproduce_cmd(
-    bundle: Path = typer.Argument(..., help="bundle.tar.gz to reproduce (it must verify first)."),
-    points: str | None = typer.Option(
-        None,
-        "--points",
-        help="Point ids to re-run, comma-separated (default: --sample of them, drawn by the bundle's hash).",
+# reproduce's own options (the shared ones are byog.cli.common's)
+BundleArg = Annotated[Path, typer.Argument(help="bundle.tar.gz to reproduce (it must verify first).")]
+PointsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--points", help="Point ids to re-run, comma-separated (default: --sample of them, drawn by the bundle's hash)."
     ),
-    sample: int = typer.Option(
-        DEFAULT_SAMPLE, "--sample", min=0, help="How many points to draw when --points is not given."
+]
+SampleOpt = Annotated[int, typer.Option("--sample", min=0, help="How many points to draw when --points is not given.")]
+ServersOpt = Annotated[
+    list[str] | None,
+    server_option("Re-run only this server (repeatable; default: every server that ran the points)."),
+]
+EvalItemsOpt = Annotated[
+    int, typer.Option("--eval-items", min=0, help="Items of each eval task to re-run greedily (0: none).")
+]
+ImageOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--image", help="[SERVER=]IMAGE: run in docker with this image (repeatable; default: the local runtime)."
     ),
-    server: Annotated[
-        list[str] | None,
-        server_option("Re-run only this server (repeatable; default: every server that ran the points)."),
-    ] = None,
-    eval_items: int = typer.Option(
-        DEFAULT_EVAL_ITEMS, "--eval-items", min=0, help="Items of each eval task to re-run greedily (0: none)."
-    ),
-    image: list[str] = typer.Option(
-        [], "--image", help="[SERVER=]IMAGE: run in docker with this image (repeatable; default: the local runtime)."
-    ),
-    model_path: str | None = typer.Option(
-        None,
+]
+ModelPathOpt = Annotated[
+    str | None,
+    typer.Option(
         "--model-path",
         help="The model to serve: a path or hub id (needed unless the bundle serves byog's built-in model).",
     ),
-    host: list[str] = typer.Option(
-        [], "--host", help="[SERVER=]HOST per node, rank 0 first: run that multi-node server over ssh (repeatable)."
+]
+HostOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--host", help="[SERVER=]HOST per node, rank 0 first: run that multi-node server over ssh (repeatable)."
     ),
-    ssh_option: list[str] = typer.Option([], "--ssh-option", help="An extra `ssh` option for --host (repeatable)."),
-    node_python: str | None = typer.Option(None, "--node-python", help="The Python on every node (default: byog's)."),
-    env: list[str] = typer.Option([], "--env", help="[SERVER=]KEY=VALUE in a server's environment (repeatable)."),
-    allow_flag: list[str] = typer.Option(
-        [],
+]
+SshOptionOpt = Annotated[list[str], typer.Option("--ssh-option", help="An extra `ssh` option for --host (repeatable).")]
+NodePythonOpt = Annotated[str | None, typer.Option("--node-python", help="The Python on every node (default: byog's).")]
+EnvOpt = Annotated[list[str], typer.Option("--env", help="[SERVER=]KEY=VALUE in a server's environment (repeatable).")]
+AllowFlagOpt = Annotated[
+    list[str],
+    typer.Option(
         "--allow-flag",
         help="A vllm serve flag (or additional_config.KEY, speculative_config.KEY) the bundle may pass though it is "
         "not on byog's list, e.g. --allow-flag=--trust-remote-code (repeatable).",
     ),
-    policy: Path | None = typer.Option(
-        None, "--policy", help="Your policy YAML: the bundle must meet it, and its allowed_image_digests may run."
-    ),
-    dry_run: bool = typer.Option(
-        False,
+]
+ReproducePolicyOpt = Annotated[
+    Path | None,
+    typer.Option("--policy", help="Your policy YAML: the bundle must meet it, and its allowed_image_digests may run."),
+]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option(
         "--dry-run",
         help="Verify the bundle and print exactly what would run (servers, argv, env, points); run nothing.",
     ),
-    server_arg: list[str] = typer.Option(
-        [],
+]
+ServerArgOpt = Annotated[
+    list[str],
+    typer.Option(
         "--server-arg",
         help="[SERVER=]ARG appended to `vllm serve` (repeatable), e.g. --server-arg=--max-model-len=2048.",
     ),
-    endpoint: list[str] = typer.Option(
-        [], "--endpoint", help="SERVER=URL: measure an already-running server for SERVER (repeatable)."
-    ),
-    run_noise: float = typer.Option(
-        DEFAULT_RUN_NOISE,
-        "--run-noise",
-        min=0.0,
-        help="Between-run noise allowed per value, relative (docs/reproduce.md).",
-    ),
-    run_dir: Annotated[
-        Path | None,
-        run_dir_option("Reproduction run directory; an existing one resumes (default: runs/reproduce-<id>/)."),
-    ] = None,
-    out: Path | None = typer.Option(
-        None, "-o", "--out", help="Reproduction bundle (default: <bundle>.reproduction.tar.gz beside the bundle)."
-    ),
+]
+ReproduceEndpointOpt = Annotated[
+    list[str], typer.Option("--endpoint", help="SERVER=URL: measure an already-running server for SERVER (repeatable).")
+]
+RunNoiseOpt = Annotated[
+    float,
+    typer.Option("--run-noise", min=0.0, help="Between-run noise allowed per value, relative (docs/reproduce.md)."),
+]
+ReproduceRunDirOpt = Annotated[
+    Path | None,
+    run_dir_option("Reproduction run directory; an existing one resumes (default: runs/reproduce-<id>/)."),
+]
+ReproduceOutOpt = Annotated[
+    Path | None,
+    typer.Option("-o", "--out", help="Reproduction bundle (default: <bundle>.reproduction.tar.gz beside the bundle)."),
+]
+AllowUnsignedOpt = Annotated[bool, typer.Option("--allow-unsigned", help="Reproduce an unsigned bundle.")]
+NoSignOpt = Annotated[bool, typer.Option("--no-sign", help="Pack the reproduction without signing it.")]
+
+
+def reproduce_cmd(
+    bundle: BundleArg,
+    points: PointsOpt = None,
+    sample: SampleOpt = DEFAULT_SAMPLE,
+    server: ServersOpt = None,
+    eval_items: EvalItemsOpt = DEFAULT_EVAL_ITEMS,
+    image: ImageOpt = [],  # noqa: B006  (typer copies a list default; it is never mutated)
+    model_path: ModelPathOpt = None,
+    host: HostOpt = [],  # noqa: B006
+    ssh_option: SshOptionOpt = [],  # noqa: B006
+    node_python: NodePythonOpt = None,
+    env: EnvOpt = [],  # noqa: B006
+    allow_flag: AllowFlagOpt = [],  # noqa: B006
+    policy: ReproducePolicyOpt = None,
+    dry_run: DryRunOpt = False,
+    server_arg: ServerArgOpt = [],  # noqa: B006
+    endpoint: ReproduceEndpointOpt = [],  # noqa: B006
+    run_noise: RunNoiseOpt = DEFAULT_RUN_NOISE,
+    run_dir: ReproduceRunDirOpt = None,
+    out: ReproduceOutOpt = None,
     allowed_signers: AllowedSignersOpt = None,
-    allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Reproduce an unsigned bundle."),
-    no_sign: bool = typer.Option(False, "--no-sign", help="Pack the reproduction without signing it."),
+    allow_unsigned: AllowUnsignedOpt = False,
+    no_sign: NoSignOpt = False,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -145,17 +181,20 @@ def reproduce_cmd(
         return
     done = reproduce(bundle, opts, reporter(as_json))
     if as_json:
-        print_json(
-            {
-                "run_dir": str(done.run_dir),
-                "bundle": str(done.packed.bundle),
-                "record": done.record.model_dump(mode="json"),
-            }
-        )
+        print_json(done_json(done))
     else:
         render(done)
     if done.record.outcome != "reproduced":
         raise typer.Exit(1)
+
+
+def done_json(done: Reproduced) -> dict[str, object]:
+    """``reproduce --json``'s answer: where the run and its bundle are, and the signed record."""
+    return {
+        "run_dir": str(done.run_dir),
+        "bundle": str(done.packed.bundle),
+        "record": done.record.model_dump(mode="json"),
+    }
 
 
 def _pct(log_value: float | None, signed: bool) -> str:
@@ -213,6 +252,7 @@ def _launch(planned: Planned, name: str) -> dict[str, Any]:
     from byog.pipeline.runtimes import runtime_for
     from byog.plans.numerics_roles import launch_config
     from byog.runtimes.local import cpu_vllm_installed
+    from byog.schemas.plan import ServerBase
 
     config = launch_config(planned.plan, name)
     model = _model(planned)

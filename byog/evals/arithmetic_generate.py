@@ -10,11 +10,13 @@ prints the same bytes.
 from __future__ import annotations
 
 import json
+import operator
 import random
+from collections.abc import Callable
 from typing import Any
 
 SEED = 20261201
-OPERATORS = {"+": lambda a, b: a + b, "*": lambda a, b: a * b}
+OPERATORS: dict[str, Callable[[int, int], int]] = {"+": operator.add, "*": operator.mul}
 
 
 def generate_rows(seed: int = SEED) -> list[dict[str, Any]]:

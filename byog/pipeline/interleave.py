@@ -37,9 +37,9 @@ from byog.pipeline.activity import add_span, merge_into_server_record, spent
 from byog.pipeline.launch import launch_server
 from byog.pipeline.numerics import run_numerics_for_server
 from byog.pipeline.wake_check import WakeCheck, WakeIntegrityFailure
-from byog.plans.expand import BenchPoint, expand_plan
+from byog.plans.expand import expand_plan
 from byog.runtimes import sleep_mode
-from byog.schemas.bench import PointRecord, RequestRow, write_request_rows
+from byog.schemas.bench import BenchPoint, PointRecord, RequestRow, write_request_rows
 from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer, SleepModeRecord
 

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError
 from pathlib import Path
 from typing import IO, Any
@@ -106,7 +107,7 @@ def kill_process_group(leader: subprocess.Popen[bytes], grace_s: float = STOP_GR
     """
     pgid = leader.pid  # the leader of its own session: pid == pgid
     leader_grace_s = grace_s if leader.poll() is None else 0.0  # grace 0: the group's SIGTERM at once
-    steps = (
+    steps: tuple[tuple[Callable[[], None], float], ...] = (
         (lambda: leader.send_signal(signal.SIGTERM), leader_grace_s),
         (lambda: os.killpg(pgid, signal.SIGTERM), 5.0),
         (lambda: os.killpg(pgid, signal.SIGKILL), 5.0),

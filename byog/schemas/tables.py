@@ -124,7 +124,7 @@ def table_bytes(
     return sink.getvalue()
 
 
-def _leaf_path(field: pa.Field) -> str:
+def _leaf_path(field: pa.Field[pa.DataType]) -> str:
     """A column's parquet leaf: ``name``, or ``name.list.element`` for a list column."""
     import pyarrow as pa
 

@@ -16,7 +16,7 @@ from byog.core.errors import CheckFailed
 _ABSENT = "(absent from env.json)"
 
 
-def _env(files: dict[str, bytes]) -> dict:
+def _env(files: dict[str, bytes]) -> dict[str, object]:
     try:
         env = json.loads(files.get("env.json", b"{}"))
     except ValueError:

@@ -96,7 +96,15 @@ def test_every_command_runs_by_its_name_from_the_app_main_builds() -> None:
         assert result.exit_code == 0 and f" {command} " in usage, (command, result.output[:300])
 
 
-BELOW_CLI = ("byog.pipeline", "byog.bundles", "byog.runtimes", "byog.bench", "byog.report")
+BELOW_CLI = (
+    "byog.pipeline",
+    "byog.bundles",
+    "byog.runtimes",
+    "byog.bench",
+    "byog.report",
+    "byog.schemas",
+    "byog.plans",
+)
 HEAVY = ("pandas", "pyarrow", "matplotlib", "scipy", "vllm", "numpy", "httpx", "lm_eval", "docker")
 
 

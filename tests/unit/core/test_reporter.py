@@ -10,11 +10,12 @@ import pytest
 from byog.bench.ceiling import FakeConfig, FakeServerThread
 from byog.bench.sweep import run_bench_for_server
 from byog.core.paths import RunDir
-from byog.core.reporter import NullReporter, RecordingReporter, Reporter, Table
+from byog.core.reporter import NullReporter, Reporter, Table
 from byog.pipeline.derive import derive_and_write
 from byog.pipeline.run import print_outcome
 from byog.plans.load import parse_plan
 from tests.support.bundles_kit import TINY
+from tests.support.reporter import RecordingReporter
 from tests.support.sweep import FakeRunning
 from tests.support.synthetic import make_run_dir
 

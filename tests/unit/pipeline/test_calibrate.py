@@ -11,11 +11,11 @@ from byog.analysis.bench_summary import calibration_spreads
 from byog.analysis.calibration import CALIBRATION_NAME, CalibrationError, fingerprint
 from byog.analysis.summary import derive_summary, plan_of
 from byog.core.io import atomic_write_json, read_json
-from byog.core.reporter import RecordingReporter
 from byog.pipeline.calibrate import calibration_plan_yaml
 from byog.pipeline.run import adopt_calibration
 from byog.plans.load import parse_plan
 from byog.schemas.calibration import Calibration
+from tests.support.reporter import RecordingReporter
 from tests.support.synthetic import SyntheticSpec, make_run_dir
 
 

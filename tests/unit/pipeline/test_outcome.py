@@ -31,7 +31,7 @@ def test_every_row_of_the_closing_table_names_its_pair(tmp_path: Path) -> None:
 
 def test_one_launch_per_side_is_said_under_the_closing_table(tmp_path: Path) -> None:
     from byog.analysis.perf_equivalence import ONE_LAUNCH_NOTE
-    from byog.core.reporter import RecordingReporter
+    from tests.support.reporter import RecordingReporter
 
     summary = derive_summary(make_run_dir(tmp_path / "run", TINY))
     reporter = RecordingReporter()

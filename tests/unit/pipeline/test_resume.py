@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from byog.core.paths import RunDir
-from byog.core.reporter import RecordingReporter
 from byog.pipeline import run as run_module
 from byog.pipeline.resume import SUPERSEDED, keep_unchanged, newest_unfinished, resume_command
 from byog.pipeline.run import run_plan
 from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
+from tests.support.reporter import RecordingReporter
 
 PLAN = """\
 name: resumable

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from byog.core.reporter import NullStatus, RecordingReporter
+from byog.core.reporter import NullStatus
 from byog.pipeline.run import show_start
 from byog.pipeline.start_progress import FIRST_PHASE, LogPhases, StartProgress, elapsed
+from tests.support.reporter import RecordingReporter
 from tests.support.server_logs import real_log_lines
 
 
