@@ -8,7 +8,7 @@ and a model path typo is refused once with all three (``PlanProblems``):
   interleaving) and the eval task names and trace files it names, with the nearest known name;
 - each launched server's `vllm serve` arguments, parsed by vLLM's own serve parser in the
   interpreter that will run it (``byog.images.vllm_args_probe``; no model is loaded). A local
-  server's interpreter is this one (or its ``node_python``). A docker, ssh or slurm server's vLLM
+  server's interpreter is this one (or its ``python``). A docker, ssh or slurm server's vLLM
   lives in its image or on its nodes, which byog reaches only by launching there: those are
   named as not checked, with why. An endpoint was started by someone else: nothing to parse.
 
@@ -104,7 +104,7 @@ def _collected(checks: list[Callable[[], object]]) -> list[str]:
 
 
 def _interpreter(config: LaunchedConfig) -> str:
-    return config.node_python or sys.executable
+    return config.python or sys.executable
 
 
 def _probe(python: str, request: dict[str, Any], *extra: str) -> dict[str, Any]:

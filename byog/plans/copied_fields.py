@@ -57,7 +57,7 @@ _SERVER = frozenset(
 )
 _LAUNCHED = _SERVER | {"startup_timeout_s", "nodes", "launcher", "gpus_per_node"}
 # Where and how a server runs: the maintainer's.
-_LAUNCHED_OWNED = frozenset({"runtime", "env", "node_python", "ray_args"})
+_LAUNCHED_OWNED = frozenset({"runtime", "env", "python", "ray_args"})
 
 _WORKLOAD = ("kind", "name", "servers", "isl", "osl", "prompts", "api", "reset_prefix_cache", "request_body", "slo")
 

@@ -272,7 +272,7 @@ def _servers(plan: Plan, kept: list[str], overrides: Overrides) -> dict[str, Any
         if "ssh_options" in runs_as.model_fields:
             config["ssh_options"] = list(overrides.ssh_options)
         if runs_as.runs_host_python and overrides.node_python:
-            config["node_python"] = overrides.node_python
+            config["python"] = overrides.node_python
         config = {k: v for k, v in config.items() if k in runs_as.model_fields}
         try:
             servers[name] = server_config(**config).model_dump(mode="json")
@@ -367,8 +367,8 @@ def _dropped_server(name: str, bundle: ServerConfig, ran: ServerConfig) -> list[
         out += [Dropped(name, "host", host, "--host") for host in mine("hosts")]
     if mine("ssh_options") and mine("ssh_options") != theirs("ssh_options"):
         out += [Dropped(name, "ssh option", o, "--ssh-option", per_server=False) for o in mine("ssh_options")]
-    if mine("node_python") and mine("node_python") != theirs("node_python"):
-        out.append(Dropped(name, "node python", mine("node_python"), "--node-python", per_server=False))
+    if mine("python") and mine("python") != theirs("python"):
+        out.append(Dropped(name, "python", mine("python"), "--node-python", per_server=False))
     for what in ("platform", "gpus"):
         if mine(what) is not None and mine(what) != theirs(what):
             out.append(Dropped(name, what, str(mine(what)), None))
@@ -380,7 +380,7 @@ def _dropped_server(name: str, bundle: ServerConfig, ran: ServerConfig) -> list[
 # Maintainer-owned fields ``_dropped_server`` and the model lines above name with the option that keeps
 # them; the census (``_census``) lists every other one.
 _WITH_OPTIONS = frozenset(
-    {"env", "image", "url", "hosts", "ssh_options", "node_python", "platform", "gpus", "ray_args"}
+    {"env", "image", "url", "hosts", "ssh_options", "python", "platform", "gpus", "ray_args"}
     | {"path", "served_name", "tokenizer"}
 )
 # Maintainer-owned fields a reproduction always sets itself, so listing them would say nothing.

@@ -589,7 +589,7 @@ def cluster_spec(config: LaunchedConfig) -> ClusterSpec:
         node_runtime=_node_runtime(config),
         gpus_per_node=config.gpus_per_node,
         hosts=tuple(config.hosts) if isinstance(config, HostedConfig) else (),
-        python=config.node_python,
+        python=config.python,
         ray_args=tuple(config.ray_args),
         ssh_options=tuple(config.ssh_options) if isinstance(config, SshConfig) else (),
     )
@@ -620,7 +620,7 @@ def planned_launch(name: str, config: LaunchedConfig, model: PreparedModel, laun
     """The launch ``launcher`` would make of ``config``, as far as the plan alone says.
 
     Ports are vLLM's and Ray's defaults (nodes that are all this machine get free ports at launch);
-    the interpreter is ``node_python``, else an image's ``python3`` (a docker image that mounts this
+    the interpreter is the server's ``python``, else an image's ``python3`` (a docker image that mounts this
     host's Python uses this interpreter), else this one; the GPUs are those of a GPU build (a CPU
     build gets none at launch).
     """

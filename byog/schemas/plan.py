@@ -52,7 +52,7 @@ __all__ = [  # the server configs, re-exported: a plan's readers import them fro
     "server_config",
 ]
 
-PLAN_SCHEMA_VERSION: Final = 3
+PLAN_SCHEMA_VERSION: Final = 4
 
 BUILTIN_MODEL = "builtin:smollm2-135m-instruct"
 
@@ -393,7 +393,7 @@ class ComparisonPair(Strict):
 
 
 class Plan(Strict):
-    schema_version: Literal[3] = PLAN_SCHEMA_VERSION
+    schema_version: Literal[4] = PLAN_SCHEMA_VERSION
     name: str
     description: str = ""
     model: ModelSpec
