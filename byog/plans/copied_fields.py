@@ -89,7 +89,7 @@ COPIED: dict[type[BaseModel], frozenset[str]] = {
     ),
     StockVariant: frozenset({"args", "env"}),  # args through the flag allowlist; env only where the maintainer allows
     # what a pair differs in on purpose: the reproduction's pair check reads the same declaration
-    ComparisonPair: frozenset({"candidate", "baseline", "differs_in", "baseline_is_stock"}),
+    ComparisonPair: frozenset({"candidate", "baseline", "differs_in", "baseline_is_stock", "isolation"}),
 }
 
 MAINTAINER_OWNED: dict[type[BaseModel], frozenset[str]] = {

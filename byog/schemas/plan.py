@@ -390,6 +390,9 @@ class ComparisonPair(Strict):
     # both servers start once with vLLM's sleep mode and stay up; each bench point is measured in an
     # ABBA order of waves, one sleeping while the other runs (byog.pipeline.interleave)
     interleave: bool = False
+    # the isolation pair of a PR behind a switch: stock at the merge base vs the PR with its switch off,
+    # expected to show no measurable change (``byog init`` plans it; the first screen says what it found)
+    isolation: bool = False
 
 
 class Plan(Strict):
