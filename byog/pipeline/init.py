@@ -76,20 +76,42 @@ def parse_switch(items: tuple[str, ...]) -> dict[str, Any]:
     return switch
 
 
-def editable_source(python: str) -> Path | None:
-    """The source directory of the vLLM that ``python`` imports when it is an editable install (PEP 610
-    ``direct_url.json``: ``dir_info.editable`` with a file URL), asked of that interpreter; else None."""
+def probe_vllm(python: str) -> dict[str, Any]:
+    """The vLLM that ``python`` imports, as the identity probe reports it there ({} when it does not answer)."""
     try:
         done = subprocess.run(
             identity_probe.probe_argv(python, None, None, None), capture_output=True, text=True, timeout=120
         )
         found = json.loads(done.stdout or "{}").get("vllm") or {}
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
-        return None
-    url = found.get("direct_url") if isinstance(found, dict) else None
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def editable_source(python: str) -> Path | None:
+    """The source directory of the vLLM that ``python`` imports when it is an editable install (PEP 610
+    ``direct_url.json``: a file URL), asked of that interpreter; else None."""
+    url = probe_vllm(python).get("direct_url")
     if not isinstance(url, str) or not url.startswith("file://"):
         return None
     return Path(unquote(urlsplit(url).path))
+
+
+def release_distance(python: str, checkout: Path | None) -> str | None:
+    """The distance line of a baseline that is the vLLM ``python`` imports, from the candidate's merge base."""
+    if checkout is None:
+        return None
+    found = probe_vllm(python)
+    version, commit = found.get("version"), found.get("commit")
+    base = mb.merge_base(checkout)
+    if isinstance(commit, str) and commit:
+        named = f"vllm {version} @ {commit[:7]}"
+    elif isinstance(version, str):
+        commit, named = mb.release_commit(checkout, version.split("+", 1)[0]), f"vllm {version}"
+    else:
+        return mb.distance_line("(no vLLM found)", None, base, None)
+    behind = mb.commits_between(checkout, commit, base.commit) if commit and base.commit else None
+    return mb.distance_line(named, commit, base, behind)
 
 
 def _checkout(req: InitRequest) -> Path | None:
@@ -120,7 +142,9 @@ def resolve_baseline(req: InitRequest, gpus: ip.Gpus) -> ip.Baseline:
             "image": f"the image {given.value}",
             "endpoint": f"the running server at {given.value}",
         }[given.kind]
-        return ip.Baseline(given, how)
+        python = {"installed": sys.executable, "python": given.value}.get(given.kind)
+        distance = release_distance(python, _checkout(req)) if python else None
+        return ip.Baseline(given, how, distance=distance)
     checkout = _checkout(req)
     base = mb.merge_base(checkout) if checkout is not None else None
     if base is None or base.commit is None:
@@ -135,9 +159,12 @@ def resolve_baseline(req: InitRequest, gpus: ip.Gpus) -> ip.Baseline:
         f"wheel vLLM publishes for that commit: pip install vllm --extra-index-url {index}"
     )
     if req.install_baseline is not None:
-        python = mb.install_baseline(req.install_baseline, base.commit, variant)
+        installed = mb.install_baseline(req.install_baseline, base.commit, variant)
         return ip.Baseline(
-            _baseline_build(req, str(python)), how, commit=base.commit, distance=f"baseline = merge base {base.short}"
+            _baseline_build(req, str(installed)),
+            how,
+            commit=base.commit,
+            distance=f"baseline = merge base {base.short}",
         )
     placeholder = f"<SET-ME: a venv with vLLM {base.short}: byog init --install-baseline DIR, or pip as above>"
     return ip.Baseline(
@@ -194,9 +221,10 @@ def choose_tp(req: InitRequest, gpus: ip.Gpus, facts: ModelFacts, tokens: int, b
             )
         return req.tp, f"as asked ({said})"
     if not fits:
+        weights = f"{facts.weights_bytes / 2**30:.0f} GiB of weights" if facts.weights_bytes else "the model"
         raise UsageError(
-            f"no TP size up to {gpus.count} fits {facts.weights_bytes / 2**30:.0f} GiB of weights with KV room on "
-            f"{gpus.said}: use a machine with more GPU memory, or pass --tp"
+            f"no TP size up to {gpus.count} fits {weights} with KV room on {gpus.said}: use a machine with more "
+            "GPU memory, or pass --tp"
         )
     return fits[0], f"the smallest that fits the weights and leaves KV room for B={batch} ({said})"
 

@@ -1,5 +1,7 @@
-"""The isolation pair's line on the first screen: a PR behind a switch must change nothing when the switch
-is off. Per isolation pair (``ComparisonPair.isolation``: stock at the merge base vs the PR with its switch
+"""Where the baseline stands relative to the PR, on the first screen: how far it is from the PR's merge base
+(recorded where the run ran: ``byog.pipeline.baseline_distance``), said when it is not the merge base
+itself; and the isolation pair's line: a PR behind a switch must change nothing when the switch is off.
+Per isolation pair (``ComparisonPair.isolation``: stock at the merge base vs the PR with its switch
 off) it reads the verdicts the summary already holds and names each that moved: a perf point whose CI
 leaves 1 (or is labelled faster or slower), a numerics verdict other than "numerically equivalent" (the
 greedy outputs against the A/A envelope), an accuracy verdict "different"; else "no measurable change".
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
+from byog.report.format import server_records
 
 MOVED_LABELS = ("faster", "slower")
 
@@ -36,6 +39,18 @@ def _pair_changes(ctx: ReportContext, candidate: str, baseline: str) -> tuple[li
     verdicts = [v for v in summary.evals.verdicts if (v.candidate, v.baseline) == (candidate, baseline)]
     changed += [f"{md_text(v.task)} accuracy: different" for v in verdicts if v.verdict == "different"]
     return changed, missing
+
+
+def merge_base_lines(ctx: ReportContext) -> list[str]:
+    """'⚠ candidate vs baseline: baseline vllm 0.32.0 is 412 commits behind the merge base ...', where the
+    baseline is not the candidate's merge base (or that is unknown); nothing where the run recorded none."""
+    lines = []
+    for record in server_records(ctx.run_dir):
+        for d in record.baseline_distance:
+            if d.line.startswith("baseline = merge base"):
+                continue
+            lines.append(f"- ⚠ {md_text(record.name)} vs {md_text(d.baseline)}: {md_text(d.line)}.")
+    return lines
 
 
 def isolation_lines(ctx: ReportContext) -> list[str]:

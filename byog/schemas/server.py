@@ -247,6 +247,19 @@ class SleepModeRecord(BaseModel):
     awake_gpu_used_bytes: int | None = None
 
 
+class BaselineDistance(BaseModel):
+    """How far a pair's baseline is from the candidate's merge base with vLLM's main, asked of the candidate's
+    git checkout where the run ran (``byog.pipeline.baseline_distance``; the line: ``byog.images.merge_base``)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    baseline: str  # the pair's baseline server
+    merge_base: str | None = Field(default=None, pattern=COMMIT_PATTERN)  # None: unknown (the line says why)
+    baseline_commit: str | None = Field(default=None, pattern=COMMIT_PATTERN)
+    behind: int | None = None  # commits of the merge base the baseline lacks; None: unknown
+    line: str  # "baseline = merge base 1a2b3c4", "baseline vllm 0.32.0 is 412 commits behind ..."
+
+
 class ServerRecord(BaseModel):
     model_config = ConfigDict(extra="allow", defer_build=True)
 
@@ -281,6 +294,8 @@ class ServerRecord(BaseModel):
     starts: list[dict[str, Any]] = []
     activity: list[ActivitySpan] = []  # measuring, evals, numerics passes, swaps (time to verdict)
     sleep_mode: SleepModeRecord | None = None  # a server of an interleaved pair
+    # a candidate installed from a git checkout: per baseline, how far it is from the merge base
+    baseline_distance: list[BaselineDistance] = []
 
 
 register("server", ServerRecord, version=SERVER_SCHEMA_VERSION, files=("servers/*/server.json",))

@@ -2,55 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from byog.images import merge_base as mb
-
-
-def _git(repo: Path, *args: str) -> str:
-    env = {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(repo),
-    }
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
-    ).stdout.strip()
-
-
-def _commit(repo: Path, message: str) -> str:
-    (repo / "f.txt").write_text(message)
-    _git(repo, "add", "f.txt")
-    _git(repo, "commit", "-q", "-m", message)
-    return _git(repo, "rev-parse", "HEAD")
-
-
-def _upstream_and_pr(tmp_path: Path) -> tuple[Path, str, str]:
-    """An 'upstream' repo (main: release tag v0.32.0, then 3 more commits) and a PR clone branching at its tip,
-    while upstream main moves on by 2 more; (checkout, the merge base, the release's commit)."""
-    upstream = tmp_path / "upstream"
-    upstream.mkdir()
-    _git(upstream, "init", "-q", "-b", "main")
-    release = _commit(upstream, "release")
-    _git(upstream, "tag", "v0.32.0")
-    for i in range(3):
-        base = _commit(upstream, f"main {i}")
-    pr = tmp_path / "pr"
-    _git(tmp_path, "clone", "-q", str(upstream), str(pr))
-    _git(pr, "remote", "rename", "origin", "upstream")
-    _git(pr, "remote", "set-url", "upstream", "https://github.com/vllm-project/vllm.git")
-    _git(pr, "config", "remote.upstream.fetch", "+refs/heads/*:refs/remotes/upstream/*")
-    _git(pr, "checkout", "-q", "-b", "my-pr")
-    _commit(pr, "my change")
-    for i in range(2):
-        _commit(upstream, f"later {i}")
-    # what `git fetch upstream` would bring: upstream's later main (fetched from the local path)
-    _git(pr, "fetch", "-q", str(upstream), "+refs/heads/main:refs/remotes/upstream/main")
-    return pr, base, release
+from tests.support.git_repos import git as _git
+from tests.support.git_repos import upstream_and_pr as _upstream_and_pr
 
 
 def test_merge_base_is_where_the_pr_left_upstream_main(tmp_path: Path) -> None:
