@@ -133,7 +133,13 @@ def _server_lines(name: str, build: Build, args: list[str], extra: Mapping[str, 
     lines = [f"  {name}:"]
     if build.kind in ("image", "wheel"):
         lines.append("    runtime: docker")
-        lines.append(f"    image: {_q(build.value)}")
+        image = build.value
+        if build.kind == "wheel":
+            lines.append(
+                f"    # the wheel layered over the stock eval image: byog image build --vllm-wheel {build.value}"
+            )
+            image = f"<SET-ME: the digest byog image inspect prints for the image built from {build.value}>"
+        lines.append(f"    image: {_q(image)}")
     elif build.kind == "endpoint":
         lines.append("    runtime: endpoint")
         lines.append(f"    url: {_q(build.value)}")

@@ -78,3 +78,11 @@ def test_the_cpu_plan_is_the_smoke_profile_in_everything_a_run_measures() -> Non
         "numerics",
     )
     assert written.model_dump(include=set(measured)) == smoke.model_dump(include=set(measured))
+
+
+def test_a_wheel_candidate_is_an_image_still_to_build_with_the_command_in_its_comment() -> None:
+    text = ip.plan_yaml(_answers(candidate=ip.Build("wheel", "dist/vllm-0.33.0.dev1-cp38-abi3-linux_x86_64.whl")))
+    plan = parse_plan(text, "init")
+    image = plan.servers["candidate"].image_ref() or ""
+    assert image.startswith("<SET-ME:") and "dist/vllm-0.33.0.dev1" in image
+    assert "# the wheel layered over the stock eval image: byog image build --vllm-wheel dist/vllm-0.33.0.dev1" in text
