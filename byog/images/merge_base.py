@@ -66,7 +66,7 @@ def upstream_remote(checkout: Path) -> str | None:
 
 def merge_base(checkout: Path) -> MergeBase:
     """``git merge-base HEAD <upstream>/main`` in ``checkout``; unknown (with the reason) where it cannot be said."""
-    where = str(checkout)
+    where = str(checkout.resolve())
     head = _git(checkout, "rev-parse", "HEAD")
     if head is None:
         return MergeBase(where, None, None, None, f"{where} is not a git checkout")

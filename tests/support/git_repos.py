@@ -27,14 +27,14 @@ def commit(repo: Path, message: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def upstream_and_pr(tmp_path: Path) -> tuple[Path, str, str]:
-    """An 'upstream' repo (main: release tag v0.32.0, then 3 more commits) and a PR clone branching at its tip,
+def upstream_and_pr(tmp_path: Path, release_version: str = "0.32.0") -> tuple[Path, str, str]:
+    """An 'upstream' repo (main: release tag v<release_version>, then 3 more commits) and a PR clone branching at its tip,
     while upstream main moves on by 2 more; (checkout, the merge base, the release's commit)."""
     upstream = tmp_path / "upstream"
     upstream.mkdir()
     git(upstream, "init", "-q", "-b", "main")
     release = commit(upstream, "release")
-    git(upstream, "tag", "v0.32.0")
+    git(upstream, "tag", f"v{release_version}")
     for i in range(3):
         base = commit(upstream, f"main {i}")
     pr = tmp_path / "pr"

@@ -11,8 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+from byog.pipeline.init import probe_vllm
 from byog.plans.load import load_plan
 from tests.support.cli import BYOG, byog_env
+from tests.support.git_repos import upstream_and_pr
 
 SMOLLM2 = "builtin:smollm2-135m-instruct"
 
@@ -119,3 +121,25 @@ def test_on_a_terminal_it_asks_what_the_flags_leave_out(tmp_path: Path) -> None:
     plan, text = load_plan(str(tmp_path / "plan.yaml"))
     assert plan.servers["baseline"].args == ["--enforce-eager"]
     assert "for vllm-project/vllm#123" in text
+
+
+def test_the_merge_base_of_the_checkout_is_the_baseline_and_a_release_says_how_far_behind(tmp_path: Path) -> None:
+    # the release tag of the vLLM installed beside byog (the baseline of the second init), on upstream main
+    installed = str(probe_vllm(sys.executable)["version"]).split("+", 1)[0]
+    checkout, base, _ = upstream_and_pr(tmp_path, installed)
+    python = f"python:{sys.executable}"
+    done = _init("--model", SMOLLM2, "--candidate", python, "--checkout", str(checkout), "-o", "a.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"baseline = merge base {base[:7]}" in done.stdout
+    assert f"pip install vllm --extra-index-url https://wheels.vllm.ai/{base}/cpu" in done.stdout  # no GPU: cpu
+    plan, text = load_plan(str(tmp_path / "a.yaml"))
+    assert plan.servers["candidate"].launched().python == sys.executable  # type: ignore[union-attr]
+    assert "<SET-ME" in (plan.servers["baseline"].launched().python or "")  # type: ignore[union-attr]
+    assert f"# baseline = merge base {base[:7]}." in text
+    # the vLLM beside byog as the baseline: a release, so the line counts the merge base's commits it lacks
+    release = _init(
+        "--model", SMOLLM2, "--candidate", python, "--baseline", "installed", "--checkout", str(checkout),
+        "-o", "b.yaml", cwd=tmp_path,
+    )  # fmt: skip
+    assert release.returncode == 0, release.stderr
+    assert f"is 3 commits behind the merge base {base[:7]}: the difference includes them" in release.stdout
