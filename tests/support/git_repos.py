@@ -28,8 +28,8 @@ def commit(repo: Path, message: str) -> str:
 
 
 def upstream_and_pr(tmp_path: Path, release_version: str = "0.32.0") -> tuple[Path, str, str]:
-    """An 'upstream' repo (main: release tag v<release_version>, then 3 more commits) and a PR clone branching at its tip,
-    while upstream main moves on by 2 more; (checkout, the merge base, the release's commit)."""
+    """An 'upstream' repo (main: release tag v<release_version>, then 3 more commits) and a PR clone branching
+    at its tip, while upstream main moves on by 2 more; (checkout, the merge base, the release's commit)."""
     upstream = tmp_path / "upstream"
     upstream.mkdir()
     git(upstream, "init", "-q", "-b", "main")
