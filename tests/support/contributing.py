@@ -11,7 +11,7 @@ from typing import Any
 
 from byog.plans.tiers import apply_tier
 from byog.schemas.plan import Plan
-from tests.support.cli import BYOG, byog_env
+from tests.support.cli import byog_without_terminal
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "contributing.md"
 CHECKED = "<!-- checked:"
@@ -34,13 +34,4 @@ def measured(plan: Plan, tier: str = "full") -> dict[str, Any]:
 def run_guide_command(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """One ``byog ...`` line of the guide, as a script runs it: stdin not a terminal, so nothing is asked."""
     assert command[0] == "byog", command
-    return subprocess.run(
-        [*BYOG, *command[1:]],
-        cwd=cwd,
-        env=byog_env(HF_HUB_OFFLINE="1"),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    return byog_without_terminal(*command[1:], cwd=cwd)

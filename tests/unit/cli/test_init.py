@@ -13,24 +13,15 @@ from pathlib import Path
 
 from byog.pipeline.init import probe_vllm
 from byog.plans.load import load_plan
-from tests.support.cli import BYOG, byog_env
+from tests.support.cli import byog_env, byog_without_terminal
 from tests.support.git_repos import upstream_and_pr
 
 SMOLLM2 = "builtin:smollm2-135m-instruct"
 
 
 def _init(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`byog init ARGS` with stdin not a terminal (as in CI or a script)."""
-    return subprocess.run(
-        [*BYOG, "init", *args],
-        cwd=cwd,
-        env=byog_env(HF_HUB_OFFLINE="1", CUDA_VISIBLE_DEVICES=""),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    """`byog init ARGS` with stdin not a terminal (as in CI or a script), and no GPU."""
+    return byog_without_terminal("init", *args, cwd=cwd, env=byog_env(HF_HUB_OFFLINE="1", CUDA_VISIBLE_DEVICES=""))
 
 
 def test_flags_only_write_a_plan_that_byog_plan_accepts(tmp_path: Path) -> None:
@@ -45,15 +36,7 @@ def test_flags_only_write_a_plan_that_byog_plan_accepts(tmp_path: Path) -> None:
     # what `byog plan` prints about it, on one screen: servers, pairs, tiers
     assert "pairs: candidate vs baseline" in done.stdout and "| smoke |" in done.stdout
     assert "byog run plan.yaml --tier smoke" in done.stdout
-    planned = subprocess.run(
-        [*BYOG, "plan", str(tmp_path / "plan.yaml")],
-        env=byog_env(HF_HUB_OFFLINE="1"),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    planned = byog_without_terminal("plan", str(tmp_path / "plan.yaml"), cwd=tmp_path)
     assert planned.returncode == 0, planned.stdout + planned.stderr
 
 
