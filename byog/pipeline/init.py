@@ -19,7 +19,7 @@ from byog.core.errors import UsageError
 from byog.core.io import atomic_write_text
 from byog.images import merge_base as mb
 from byog.images.fingerprint import gpu_fingerprint
-from byog.images.models import model_config_dir
+from byog.images.models import check_model_reference, model_config_dir
 from byog.plans import init_plan as ip
 from byog.plans.kv_memory import kv_shape
 from byog.plans.load import parse_plan
@@ -229,10 +229,23 @@ def choose_tp(req: InitRequest, gpus: ip.Gpus, facts: ModelFacts, tokens: int, b
     return fits[0], f"the smallest that fits the weights and leaves KV room for B={batch} ({said})"
 
 
+def check_inputs(req: InitRequest) -> None:
+    """Refuse, before anything is written, what no plan can use: an unknown model folder, a Python environment
+    that is not there, a PR reference that is not OWNER/REPO#N."""
+    check_model_reference(ModelSpec(path=req.model), where="--model")
+    if req.subject is not None:
+        try:
+            BundleSubject.parse(req.subject)
+        except ValueError as err:
+            raise UsageError(f"--for: {err}") from None
+    for flag, build in (("--candidate", req.candidate), ("--baseline", req.baseline)):
+        if build is not None and build.kind == "python" and not Path(build.value).expanduser().exists():
+            raise UsageError(f"{flag} python:{build.value}: no such interpreter or venv; name an existing one")
+
+
 def answers(req: InitRequest) -> ip.InitAnswers:
     """The answers with every default resolved."""
-    if req.subject is not None:
-        BundleSubject.parse(req.subject)
+    check_inputs(req)
     gpus = gpus_here()
     cpu = gpus.count == 0
     isl = req.isl or (ip.CPU_ISL if cpu else ip.GPU_ISL)

@@ -53,8 +53,16 @@ def test_an_existing_plan_is_kept_without_force(tmp_path: Path) -> None:
 def test_without_a_terminal_a_missing_answer_names_its_flag(tmp_path: Path) -> None:
     done = _init("--candidate", "installed", cwd=tmp_path)
     assert done.returncode == 2 and "--model" in done.stderr and "Traceback" not in done.stderr
-    bad = _init("--model", SMOLLM2, "--candidate", "docker:x", cwd=tmp_path)
-    assert bad.returncode == 2 and "--candidate 'docker:x'" in bad.stderr
+    for args, said in (
+        (["--model", SMOLLM2, "--candidate", "docker:x"], "--candidate 'docker:x'"),
+        (["--model", "./nope", "--candidate", "installed"], "does not exist or holds no config.json"),
+        (["--model", SMOLLM2, "--candidate", "python:/nonexistent/bin/python"], "no such interpreter or venv"),
+        (["--model", SMOLLM2, "--candidate", "installed", "--for", "not-a-pr"], "--for: 'not-a-pr' is not"),
+        (["--model", SMOLLM2, "--candidate", "installed", "--switch", "on"], "write KEY=VALUE"),
+    ):
+        bad = _init(*args, cwd=tmp_path)
+        assert bad.returncode == 2 and said in bad.stderr and "Traceback" not in bad.stderr, (args, bad.stderr)
+        assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     assert not (tmp_path / "plan.yaml").exists()
 
 
