@@ -86,7 +86,7 @@ def test_the_maintainer_names_runtime_image_hosts_env_and_python() -> None:
 
     remote = reproduction_plan(
         _plan(SSH),
-        Overrides(hosts=["remote=me@gpu0", "remote=me@gpu1"], ssh_options=["-i", "/keys/tray"], node_python="/opt/py"),
+        Overrides(hosts=["remote=me@gpu0", "remote=me@gpu1"], ssh_options=["-i", "/keys/tray"], pythons=["/opt/py"]),
     ).servers["remote"]
     assert (remote.runtime, remote.hosts, remote.ssh_options) == ("ssh", ["me@gpu0", "me@gpu1"], ["-i", "/keys/tray"])
     assert remote.python == "/opt/py"
