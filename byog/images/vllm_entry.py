@@ -42,7 +42,7 @@ def main() -> None:
     try:
         _original_version("vllm")
     except metadata.PackageNotFoundError:
-        exec(CPU_SHIM)
+        exec(CPU_SHIM, {})  # its own globals, as `python -c` runs it (the lambda reads `v` there)
         return
     from vllm.entrypoints.cli.main import main as vllm_main
 

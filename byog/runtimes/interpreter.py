@@ -40,6 +40,15 @@ def server_python(config: LaunchedConfig) -> str:
     return python_path(config.python) if config.python else sys.executable
 
 
+def nodes_python(config: LaunchedConfig) -> str | None:
+    """The interpreter a multi-node server's nodes run, as named: a venv directory is resolved for nodes on
+    this host (the local runtime); on other hosts and in images the plan names the interpreter itself.
+    None: the node runtime's default (an image's python3, else byog's own)."""
+    if config.python is None:
+        return None
+    return server_python(config) if config.runs_this_hosts_vllm else config.python
+
+
 def vllm_cli(python: str, distribution: str | None) -> list[str]:
     """The argv prefix before ``serve``: vLLM's CLI in ``python`` (``distribution``: the installed one)."""
     if python == sys.executable:
@@ -49,9 +58,10 @@ def vllm_cli(python: str, distribution: str | None) -> list[str]:
     return [python, "-m", VLLM_MAIN]
 
 
-def refusal(name: str, python: str, found: dict[str, Any]) -> str | None:
-    """One sentence naming the server and what to fix, when the probe's answer ``found`` is no usable vLLM."""
-    where = f"server '{name}': python '{python}'"
+def refusal(name: str, python: str, found: dict[str, Any], on: str = "") -> str | None:
+    """One sentence naming the server (and ``on``: its node) and what to fix, when the probe's answer ``found``
+    is no usable vLLM."""
+    where = f"server '{name}': python '{python}'{on}"
     fix = "set the server's 'python' to an interpreter (or venv directory) that has vLLM"
     if "error" in found:
         why = str(found["error"]).strip().splitlines()[-1] if str(found["error"]).strip() else "no answer"
@@ -71,10 +81,11 @@ def refusal(name: str, python: str, found: dict[str, Any]) -> str | None:
     return None
 
 
-def checked_vllm(name: str, python: str, run: Runner = run_here) -> dict[str, Any]:
-    """The vLLM ``python`` has (the probe's ``vllm``), or ``UsageError`` with ``refusal``'s sentence."""
+def checked_vllm(name: str, python: str, run: Runner = run_here, on: str = "") -> dict[str, Any]:
+    """The vLLM ``python`` has (the probe's ``vllm``), or ``UsageError`` with ``refusal``'s sentence;
+    ``run`` runs the probe where the server runs (``on``: which node, for the sentence)."""
     found = _probed(python) if run is run_here else probe_identity(run, python, None, cache=None, weights=False)
-    problem = refusal(name, python, found)
+    problem = refusal(name, python, found, on)
     if problem is not None:
         raise UsageError(problem)
     vllm: dict[str, Any] = found["vllm"]

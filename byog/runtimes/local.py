@@ -224,7 +224,8 @@ class LocalServer:
 @register_runtime("local")
 class LocalRuntime:
     def planned(self, name: str, config: ServerConfig, model: PreparedModel, *, cpu_build: bool) -> PlannedLaunch:
-        if isinstance(config, LaunchedConfig) and config.python:  # a named interpreter's install says which build it is (byog plan checks it first)
+        # a named interpreter's install says which build it is (byog plan checks it first)
+        if isinstance(config, LaunchedConfig) and config.python:
             vllm = local_vllm(name, config)
             cli, cpu_build = vllm.cli, vllm.cpu_build
         else:  # byog's own: planned on a machine that need not have vLLM
