@@ -149,7 +149,7 @@ def vllm_arg_problems(plan: Plan) -> tuple[list[str], list[str]]:
             if launched.python:
                 notes.append(
                     f"server '{name}' ({config.runtime}): its python '{launched.python}' is checked where it runs, "
-                    "as it starts, before any server of the run starts"
+                    "on every node as that server starts, before any of its steps"
                 )
             notes.append(
                 f"server '{name}' ({config.runtime}): its vLLM arguments are parsed when it starts, by the vLLM "
