@@ -63,7 +63,13 @@ def reproduce_cmd(
         [], "--host", help="[SERVER=]HOST per node, rank 0 first: run that multi-node server over ssh (repeatable)."
     ),
     ssh_option: list[str] = typer.Option([], "--ssh-option", help="An extra `ssh` option for --host (repeatable)."),
-    node_python: str | None = typer.Option(None, "--node-python", help="The Python on every node (default: byog's)."),
+    python: list[str] = typer.Option(
+        [],
+        "--python",
+        "--node-python",
+        help="[SERVER=]PYTHON: your interpreter or venv for a server's vLLM, on every node (default: byog's); "
+        "a bundle's own is never run (repeatable).",
+    ),
     env: list[str] = typer.Option([], "--env", help="[SERVER=]KEY=VALUE in a server's environment (repeatable)."),
     allow_flag: list[str] = typer.Option(
         [],
@@ -131,7 +137,7 @@ def reproduce_cmd(
             endpoints=endpoint,
             hosts=host,
             ssh_options=ssh_option,
-            node_python=node_python,
+            pythons=python,
             env=env,
             allow_flags=allow_flag,
         ),

@@ -86,7 +86,7 @@ def test_the_maintainer_names_runtime_image_hosts_env_and_python() -> None:
 
     remote = reproduction_plan(
         _plan(SSH),
-        Overrides(hosts=["remote=me@gpu0", "remote=me@gpu1"], ssh_options=["-i", "/keys/tray"], node_python="/opt/py"),
+        Overrides(hosts=["remote=me@gpu0", "remote=me@gpu1"], ssh_options=["-i", "/keys/tray"], pythons=["/opt/py"]),
     ).servers["remote"]
     assert (remote.runtime, remote.hosts, remote.ssh_options) == ("ssh", ["me@gpu0", "me@gpu1"], ["-i", "/keys/tray"])
     assert remote.python == "/opt/py"
@@ -304,3 +304,17 @@ def test_every_maintainer_owned_field_the_bundle_set_is_listed_as_dropped() -> N
     assert found[(None, "model.weights_gib")] == "0.3"
     assert found[("candidate", "env")] == "1"  # once, with its option (not again from the census)
     assert len(found) == 4
+
+
+def test_a_bundles_python_is_never_run_and_the_dropped_line_asks_for_yours() -> None:
+    from byog.plans.subset import NEVER_RUN_PYTHON, dropped
+
+    bundle = _plan()
+    built = reproduction_plan(bundle, Overrides())
+    assert built.servers["candidate"].python is None  # launched: byog's own Python, not /tmp/evil/python
+    [python] = [d for d in dropped(bundle, built) if d.what == NEVER_RUN_PYTHON]
+    assert (python.server, python.value) == ("candidate", "/tmp/evil/python")
+    assert python.keep() == "--python candidate=YOUR_PYTHON"
+
+    mine = reproduction_plan(bundle, Overrides(pythons=["candidate=/opt/venv"])).servers["candidate"]
+    assert mine.python == "/opt/venv"
