@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from byog.core.errors import ByogError
 from byog.images.vllm_entry import installed_vllm_version
+from byog.plans.tiers import PLACEHOLDER
 from byog.runtimes.identity import local_identity
 from byog.runtimes.interpreter import local_vllm, vllm_cli
 from byog.runtimes.launch import local_vllm_argv, redact_env, server_env
@@ -225,7 +226,9 @@ class LocalServer:
 class LocalRuntime:
     def planned(self, name: str, config: ServerConfig, model: PreparedModel, *, cpu_build: bool) -> PlannedLaunch:
         # a named interpreter's install says which build it is (byog plan checks it first)
-        if isinstance(config, LaunchedConfig) and config.python:
+        if isinstance(config, LaunchedConfig) and config.python and PLACEHOLDER.search(config.python):
+            cli = vllm_cli(config.python, None)  # still to set: planned as written, `byog plan` lists it to set
+        elif isinstance(config, LaunchedConfig) and config.python:
             vllm = local_vllm(name, config)
             cli, cpu_build = vllm.cli, vllm.cpu_build
         else:  # byog's own: planned on a machine that need not have vLLM
