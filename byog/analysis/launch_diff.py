@@ -29,7 +29,7 @@ from typing import Any
 from byog.analysis.hardware import accelerators, describe
 from byog.analysis.resolved_diff import IGNORED_FLAGS, IgnoreWhen, covered, ignored
 from byog.schemas.env import EnvRecord
-from byog.schemas.server import ModelFilesIdentity, ServerGpus, ServerIdentity, ServerRecord
+from byog.schemas.server import GitState, ModelFilesIdentity, ServerGpus, ServerIdentity, ServerRecord
 
 JSON_FLAGS = frozenset({"--additional-config", "--speculative-config", "--compilation-config", "--kv-transfer-config"})
 # vLLM 0.32's short flags (vllm/engine/arg_utils.py), read as their long names; -O is special-cased
@@ -77,6 +77,8 @@ class Difference:
             return f"{self.key} {self.candidate}".strip()
         if self.candidate is None:
             return f"{self.key} {self.baseline}".strip() + " (baseline only)"
+        if self.key in SIDE_BY_SIDE:
+            return f"{self.key}: candidate {self.candidate}; baseline {self.baseline}"
         if self.key in WHOLE_VALUES:
             return f"{self.key} {self.candidate} (baseline {self.baseline})"
         return f"{self.key} {_short(self.candidate)} (baseline {_short(self.baseline)})"
@@ -84,6 +86,7 @@ class Difference:
 
 SHORT_VALUE_CHARS = 80
 WHOLE_VALUES = frozenset({"code", "weights", "tokenizer", "image"})  # digests are compared and shown whole
+SIDE_BY_SIDE = frozenset({"python", "install"})  # sentences, shown whole, each side named
 
 
 def _short(value: str) -> str:
@@ -158,6 +161,27 @@ def code_label(identity: ServerIdentity | None, digits: int | None = None) -> st
     return " ".join(parts)
 
 
+def _git_label(git: GitState | None) -> str:
+    if git is None or git.error or git.head is None:
+        return f" (git state unknown: {git.error})" if git is not None and git.error else " (git state unknown)"
+    return f" @ {git.head[:7]}" + (f" (dirty: {git.changed_files} files)" if git.dirty else " (clean)")
+
+
+def install_label(identity: ServerIdentity | None) -> str | None:
+    """How the server's vLLM was installed, as the pair line says it: "editable install of /src/vllm @ 1a2b3c4
+    (dirty: 2 files)", "vllm 0.32.0 from the index (imported from ...)"; None: not recorded (unknown)."""
+    vllm = identity.vllm if identity is not None else None
+    install = vllm.install if vllm is not None and not vllm.error else None
+    if vllm is None or install is None or install.kind is None:
+        return None
+    build = f"{vllm.distribution or 'vllm'} {vllm.version or '(version unknown)'}"
+    if install.kind in ("editable", "directory"):
+        what = "editable install of" if install.kind == "editable" else f"{build} installed from"
+        return f"{what} {install.source_dir or install.url}{_git_label(install.git)}"
+    source = {"index": "the index", "vcs": install.url, "archive": install.url}[install.kind]
+    return f"{build} from {source} (imported from {install.location or 'an unknown place'})"
+
+
 def _files_label(identity: ServerIdentity | None, kind: str) -> str | None:
     """The digest of a model's weight and config files (or of its tokenizer's), else hub id and revision."""
     if identity is None:
@@ -211,6 +235,8 @@ def identity_facts(record: ServerRecord, host: EnvRecord) -> dict[str, str]:
         facts["image"] = ", ".join(sorted(digests)) or str(record.image_id)
     for key, value in (
         ("code", code_label(record.identity)),
+        ("python", record.identity.python if record.identity is not None else None),
+        ("install", install_label(record.identity)),
         ("weights", _files_label(record.identity, "weights")),
         ("tokenizer", _files_label(record.identity, "tokenizer")),
     ):

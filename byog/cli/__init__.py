@@ -1,6 +1,6 @@
 """The byog command line: parse, call one function, render. No logic lives here.
 
-One module per command group (``run``, ``bench``, ``evals``, ``check``, ``bundles``, ``items``, ``export``,
+One module per command group (``init``, ``run``, ``bench``, ``evals``, ``check``, ``bundles``, ``items``, ``export``,
 ``reproduce``, ``pr``, ``images``, ``slurm``); options are declared once in ``byog.cli.common``, and so is the
 mapping of errors to one sentence and an exit code (0 ok, 1 check failed, 2 usage, 3 environment; ``BYOG_DEBUG=1``
 shows the traceback).
@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "serve": "run:serve_cmd",
     "derive": "run:derive_cmd",
     "plan": "run:plan_cmd",
+    "init": "init:init_cmd",
     "bench": "bench:bench_cmd",
     "client-ceiling": "bench:client_ceiling_cmd",
     "eval": "evals:eval_cmd",

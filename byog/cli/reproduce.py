@@ -69,7 +69,15 @@ HostOpt = Annotated[
     ),
 ]
 SshOptionOpt = Annotated[list[str], typer.Option("--ssh-option", help="An extra `ssh` option for --host (repeatable).")]
-NodePythonOpt = Annotated[str | None, typer.Option("--node-python", help="The Python on every node (default: byog's).")]
+PythonOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--python",
+        "--node-python",
+        help="[SERVER=]PYTHON: your interpreter or venv for a server's vLLM, on every node (default: byog's); "
+        "a bundle's own is never run (repeatable).",
+    ),
+]
 EnvOpt = Annotated[list[str], typer.Option("--env", help="[SERVER=]KEY=VALUE in a server's environment (repeatable).")]
 AllowFlagOpt = Annotated[
     list[str],
@@ -126,7 +134,7 @@ def reproduce_cmd(
     model_path: ModelPathOpt = None,
     host: HostOpt = [],  # noqa: B006
     ssh_option: SshOptionOpt = [],  # noqa: B006
-    node_python: NodePythonOpt = None,
+    python: PythonOpt = [],  # noqa: B006
     env: EnvOpt = [],  # noqa: B006
     allow_flag: AllowFlagOpt = [],  # noqa: B006
     policy: ReproducePolicyOpt = None,
@@ -167,7 +175,7 @@ def reproduce_cmd(
             endpoints=endpoint,
             hosts=host,
             ssh_options=ssh_option,
-            node_python=node_python,
+            pythons=python,
             env=env,
             allow_flags=allow_flag,
         ),

@@ -356,6 +356,14 @@ def _render_placeholders(overview: PlanOverview) -> None:
         )
 
 
+def render_plan_summary(overview: PlanOverview) -> None:
+    """One screen of `byog plan`: each server's launch and estimate, the pairs, every tier's cost, what to set."""
+    _render_servers(overview)
+    console.print("pairs: " + ", ".join(f"{c} vs {b}" for c, b in overview["pairs"]), highlight=False)
+    _render_tiers(overview)
+    _render_placeholders(overview)
+
+
 def render_plan_overview(overview: PlanOverview) -> None:
     _render_points(overview)
     _render_servers(overview)

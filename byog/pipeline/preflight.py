@@ -8,9 +8,11 @@ and a model path typo is refused once with all three (``PlanProblems``):
   interleaving) and the eval task names and trace files it names, with the nearest known name;
 - each launched server's `vllm serve` arguments, parsed by vLLM's own serve parser in the
   interpreter that will run it (``byog.images.vllm_args_probe``; no model is loaded). A local
-  server's interpreter is this one (or its ``node_python``). A docker, ssh or slurm server's vLLM
-  lives in its image or on its nodes, which byog reaches only by launching there: those are
-  named as not checked, with why. An endpoint was started by someone else: nothing to parse.
+  server's interpreter is its ``python`` (a Python with a vLLM byog supports, whose vLLM imports:
+  each refused in one sentence), else this one. A docker, ssh or slurm server's vLLM lives in its
+  image or on its nodes, which byog reaches only by launching there: those are named as not
+  checked, with why (a remote ``python`` is checked on its host as the server starts). An
+  endpoint was started by someone else: nothing to parse.
 
 A probe's answer is cached (by interpreter, vLLM install and arguments) under the cache dir, so
 a second `byog plan` or a resumed `byog run` of the same servers does not import vLLM again.
@@ -41,9 +43,10 @@ from byog.plans.load import did_you_mean
 from byog.plans.numerics_roles import check_stock_roles, resolve_control
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import find_placeholders, require_no_placeholders
+from byog.runtimes.interpreter import checked_vllm, server_python
 from byog.runtimes.launch import SECRET_ENV, vllm_serve_args
 from byog.schemas.claims import Claim
-from byog.schemas.plan import AgenticWorkload, LaunchedConfig, Plan, TraceSource
+from byog.schemas.plan import AgenticWorkload, Plan, TraceSource
 from byog.schemas.server import PreparedModel
 
 PROBE_TIMEOUT_S = 180.0
@@ -103,10 +106,6 @@ def _collected(checks: list[Callable[[], object]]) -> list[str]:
 # --- each server's vLLM arguments, by its own parser ----------------------------------------
 
 
-def _interpreter(config: LaunchedConfig) -> str:
-    return config.node_python or sys.executable
-
-
 def _probe(python: str, request: dict[str, Any], *extra: str) -> dict[str, Any]:
     """Run the probe in ``python``; its answer, or ``{"error": why}``."""
     source = Path(vllm_args_probe.__file__).read_text(encoding="utf-8")
@@ -147,17 +146,36 @@ def vllm_arg_problems(plan: Plan) -> tuple[list[str], list[str]]:
         if launched is None:
             continue  # an endpoint: byog starts nothing there
         if not config.runs_this_hosts_vllm:
+            if launched.python:
+                notes.append(
+                    f"server '{name}' ({config.runtime}): its python '{launched.python}' is checked where it runs, "
+                    "on every node as that server starts, before any of its steps"
+                )
             notes.append(
                 f"server '{name}' ({config.runtime}): its vLLM arguments are parsed when it starts, by the vLLM "
                 f"{config.vllm_is}; reaching it before launch means a container or remote start, which is the "
                 "launch itself"
             )
             continue
-        by_python.setdefault(_interpreter(launched), {})[name] = serve_args_for_check(plan, name)
+        python = server_python(launched)
+        if launched.python:
+            try:
+                checked_vllm(name, python)
+            except UsageError as err:
+                problems.append(str(err))
+                continue
+        by_python.setdefault(python, {})[name] = serve_args_for_check(plan, name)
     for python, servers in by_python.items():
         answer = _cached_probe(python, servers)
         if "error" in answer:
-            notes.append(f"vLLM arguments of {', '.join(servers)}: {answer['error']}")
+            if python == sys.executable:
+                notes.append(f"vLLM arguments of {', '.join(servers)}: {answer['error']}")
+            else:  # a server's own environment: its vLLM must import there, or the server cannot start
+                problems += [
+                    f"server '{name}': the vLLM in python '{python}' cannot start ({answer['error']}): fix that "
+                    "environment so `import vllm` works there, or name another 'python'"
+                    for name in servers
+                ]
             continue
         for name, found in answer["results"].items():
             problems += [f"server '{name}': {p}" for p in found]

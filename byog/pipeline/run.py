@@ -41,6 +41,7 @@ from byog.evals.runner import run_evals_for_server
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
 from byog.pipeline.activity import spent
+from byog.pipeline.baseline_distance import record_baseline_distances
 from byog.pipeline.derive import derive_and_write
 from byog.pipeline.interleave import interleaved_rounds, keep_after_fallback, run_interleaved_pair
 from byog.pipeline.launch import launch_server
@@ -307,6 +308,8 @@ def run_plan(
         raise
     if held is not None:
         adopt_calibration(held, rd, plan, reporter)
+    for line in record_baseline_distances(plan, rd):
+        reporter.line(line)
     summary = derive_and_write(rd.root, reporter)
     print_outcome(summary, reporter)
     bundle = finalize_run(rd, reporter, subject=with_candidate_commit(bundle_subject, plan, rd), claims=claims)

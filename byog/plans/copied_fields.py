@@ -57,7 +57,7 @@ _SERVER = frozenset(
 )
 _LAUNCHED = _SERVER | {"startup_timeout_s", "nodes", "launcher", "gpus_per_node"}
 # Where and how a server runs: the maintainer's.
-_LAUNCHED_OWNED = frozenset({"runtime", "env", "node_python", "ray_args"})
+_LAUNCHED_OWNED = frozenset({"runtime", "env", "python", "ray_args"})
 
 _WORKLOAD = ("kind", "name", "servers", "isl", "osl", "prompts", "api", "reset_prefix_cache", "request_body", "slo")
 
@@ -89,7 +89,7 @@ COPIED: dict[type[BaseModel], frozenset[str]] = {
     ),
     StockVariant: frozenset({"args", "env"}),  # args through the flag allowlist; env only where the maintainer allows
     # what a pair differs in on purpose: the reproduction's pair check reads the same declaration
-    ComparisonPair: frozenset({"candidate", "baseline", "differs_in", "baseline_is_stock"}),
+    ComparisonPair: frozenset({"candidate", "baseline", "differs_in", "baseline_is_stock", "isolation"}),
 }
 
 MAINTAINER_OWNED: dict[type[BaseModel], frozenset[str]] = {

@@ -69,7 +69,7 @@ class Overrides:
     endpoints: list[str] = field(default_factory=list)  # "SERVER=URL"
     hosts: list[str] = field(default_factory=list)  # "[SERVER=]HOST", rank 0 first: ssh, or Docker engines
     ssh_options: list[str] = field(default_factory=list)  # extra `ssh` options, every host
-    node_python: str | None = None
+    pythons: list[str] = field(default_factory=list)  # "[SERVER=]PYTHON": the maintainer's own interpreter or venv
     env: list[str] = field(default_factory=list)  # "[SERVER=]KEY=VALUE"
     allow_flags: list[str] = field(default_factory=list)  # flags (or config keys) the bundle may pass after all
     allowed_image_digests: list[str] = field(default_factory=list)  # "sha256:...": the bundle's images that may run
@@ -77,14 +77,16 @@ class Overrides:
     @classmethod
     def from_config(cls, **given: Any) -> Overrides:
         """The command line's values over ``[reproduce]`` in byog's config file (``image``,
-        ``model_path``, ``ssh_options``, ``node_python``, ``env``, ``allow_flags``,
+        ``model_path``, ``ssh_options``, ``python``, ``env``, ``allow_flags``,
         ``allowed_image_digests``); list settings are added to."""
         opts = cls(**given)
         image = config_setting(CONFIG_SECTION, "image")
         if image and not opts.images:
             opts.images = [image]
         opts.model_path = opts.model_path or config_setting(CONFIG_SECTION, "model_path") or None
-        opts.node_python = opts.node_python or config_setting(CONFIG_SECTION, "node_python") or None
+        python = config_setting(CONFIG_SECTION, "python") or config_setting(CONFIG_SECTION, "node_python")
+        if python and not opts.pythons:
+            opts.pythons = [python]
         opts.ssh_options = shlex.split(config_setting(CONFIG_SECTION, "ssh_options")) + opts.ssh_options
         opts.env = _words(config_setting(CONFIG_SECTION, "env")) + opts.env
         opts.allow_flags = _words(config_setting(CONFIG_SECTION, "allow_flags")) + opts.allow_flags
@@ -96,7 +98,7 @@ class Overrides:
         out += [f"--endpoint {v}" for v in self.endpoints] + [f"--host {v}" for v in self.hosts]
         out += [f"--ssh-option {v}" for v in self.ssh_options] + [f"--env {v}" for v in self.env]
         out += [f"--allow-flag {v}" for v in self.allow_flags]
-        out += [f"--node-python {self.node_python}"] if self.node_python else []
+        out += [f"--python {v}" for v in self.pythons]
         return out + ([f"--model-path {self.model_path}"] if self.model_path else [])
 
 
@@ -252,6 +254,7 @@ def _servers(plan: Plan, kept: list[str], overrides: Overrides) -> dict[str, Any
         "image": _per_server(overrides.images, kept, "--image"),
         "hosts": _per_server(overrides.hosts, kept, "--host"),
         "args": _per_server(overrides.server_args, kept, "--server-arg"),
+        "python": _per_server(overrides.pythons, kept, "--python"),
         "url": {name: [] for name in kept},
     }
     for value in overrides.endpoints:
@@ -271,8 +274,9 @@ def _servers(plan: Plan, kept: list[str], overrides: Overrides) -> dict[str, Any
         runs_as = SERVER_CONFIGS[config["runtime"]]
         if "ssh_options" in runs_as.model_fields:
             config["ssh_options"] = list(overrides.ssh_options)
-        if runs_as.runs_host_python and overrides.node_python:
-            config["node_python"] = overrides.node_python
+        config.pop("python", None)  # a bundle's interpreter path is never run: the maintainer names their own
+        if runs_as.runs_host_python and mine["python"]:
+            config["python"] = mine["python"][-1]
         config = {k: v for k, v in config.items() if k in runs_as.model_fields}
         try:
             servers[name] = server_config(**config).model_dump(mode="json")
@@ -329,6 +333,10 @@ def reproduction_plan(plan: Plan, overrides: Overrides, selection: Selection | N
         ) from None
 
 
+# A bundle's interpreter path names a file on the contributor's machine: byog reproduce never runs it.
+NEVER_RUN_PYTHON = "python (a bundle's interpreter is never run: name your own, with the build it recorded)"
+
+
 @dataclass(frozen=True)
 class Dropped:
     """Something a bundle's server (or model) had that its reproduction does not use, and the option that keeps it."""
@@ -339,13 +347,14 @@ class Dropped:
     option: str | None  # the command-line option that keeps it; None: no option does
     key: str | None = None  # an env var's name (``value`` is then its value)
     per_server: bool = True  # the option takes SERVER=...
+    ours: str | None = None  # what the option takes in place of the bundle's value: the maintainer's own
 
     def keep(self, value: str | None = None) -> str | None:
         """The option that keeps it, shell-quoted, with ``value`` (e.g. redacted) in place of the bundle's."""
         if self.option is None:
             return None
         arg = (f"{self.server}=" if self.per_server and self.server else "") + (f"{self.key}=" if self.key else "")
-        arg += self.value if value is None else value
+        arg += self.ours or (self.value if value is None else value)
         return shlex.quote(f"{self.option}={arg}") if arg.startswith("-") else shlex.join([self.option, arg])
 
 
@@ -367,8 +376,8 @@ def _dropped_server(name: str, bundle: ServerConfig, ran: ServerConfig) -> list[
         out += [Dropped(name, "host", host, "--host") for host in mine("hosts")]
     if mine("ssh_options") and mine("ssh_options") != theirs("ssh_options"):
         out += [Dropped(name, "ssh option", o, "--ssh-option", per_server=False) for o in mine("ssh_options")]
-    if mine("node_python") and mine("node_python") != theirs("node_python"):
-        out.append(Dropped(name, "node python", mine("node_python"), "--node-python", per_server=False))
+    if mine("python") and mine("python") != theirs("python"):
+        out.append(Dropped(name, NEVER_RUN_PYTHON, mine("python"), "--python", ours="YOUR_PYTHON"))
     for what in ("platform", "gpus"):
         if mine(what) is not None and mine(what) != theirs(what):
             out.append(Dropped(name, what, str(mine(what)), None))
@@ -380,7 +389,7 @@ def _dropped_server(name: str, bundle: ServerConfig, ran: ServerConfig) -> list[
 # Maintainer-owned fields ``_dropped_server`` and the model lines above name with the option that keeps
 # them; the census (``_census``) lists every other one.
 _WITH_OPTIONS = frozenset(
-    {"env", "image", "url", "hosts", "ssh_options", "node_python", "platform", "gpus", "ray_args"}
+    {"env", "image", "url", "hosts", "ssh_options", "python", "platform", "gpus", "ray_args"}
     | {"path", "served_name", "tokenizer"}
 )
 # Maintainer-owned fields a reproduction always sets itself, so listing them would say nothing.

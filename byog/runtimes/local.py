@@ -13,15 +13,18 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError
 from pathlib import Path
 from typing import IO, Any
 
-from byog.core.errors import ByogError, EnvironmentProblem
+from byog.core.errors import ByogError
 from byog.images.vllm_entry import installed_vllm_version
+from byog.plans.tiers import PLACEHOLDER
 from byog.runtimes.identity import local_identity
+from byog.runtimes.interpreter import local_vllm, vllm_cli
 from byog.runtimes.launch import local_vllm_argv, redact_env, server_env
 from byog.runtimes.record import (
     endpoint_after_start,
@@ -35,7 +38,7 @@ from byog.runtimes.record import (
     write_server_record,
 )
 from byog.runtimes.registry import PlannedLaunch, port_placeholder, register_runtime
-from byog.schemas.plan import LocalConfig, ServerConfig
+from byog.schemas.plan import LaunchedConfig, LocalConfig, ServerConfig
 from byog.schemas.server import SERVER_START_MARKER, Endpoint, PreparedModel, ServerRecord
 
 HOST = "127.0.0.1"
@@ -47,16 +50,6 @@ def free_port(host: str = HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
-
-
-def _installed_vllm() -> str:
-    try:
-        return installed_vllm_version()
-    except PackageNotFoundError:
-        raise EnvironmentProblem(
-            "vLLM is not installed in this Python: the local runtime runs it as a child process "
-            "(bash scripts/install.sh installs the CPU build)"
-        ) from None
 
 
 def cpu_vllm_installed() -> bool:
@@ -130,8 +123,9 @@ class LocalServer:
         self.log_path = server_dir / "server.log"
         self.record_path = server_dir / "server.json"
         self.port = free_port()
-        self.argv = local_vllm_argv(config, model, HOST, self.port)
-        self.env = server_env(config, cpu_build=_installed_vllm().endswith("+cpu"))
+        vllm = local_vllm(name, config)
+        self.argv = local_vllm_argv(vllm.cli, config, model, HOST, self.port)
+        self.env = server_env(config, cpu_build=vllm.cpu_build)
         self.base_url = f"http://{HOST}:{self.port}"
         self.endpoint = Endpoint(base_url=self.base_url, model=model.served_name, tokenizer=model.tokenizer)
         self._proc: subprocess.Popen[bytes] | None = None
@@ -232,8 +226,15 @@ class LocalServer:
 @register_runtime("local")
 class LocalRuntime:
     def planned(self, name: str, config: ServerConfig, model: PreparedModel, *, cpu_build: bool) -> PlannedLaunch:
-        del name
-        argv = port_placeholder(local_vllm_argv(config, model, HOST, 0))
+        # a named interpreter's install says which build it is (byog plan checks it first)
+        if isinstance(config, LaunchedConfig) and config.python and PLACEHOLDER.search(config.python):
+            cli = vllm_cli(config.python, None)  # still to set: planned as written, `byog plan` lists it to set
+        elif isinstance(config, LaunchedConfig) and config.python:
+            vllm = local_vllm(name, config)
+            cli, cpu_build = vllm.cli, vllm.cpu_build
+        else:  # byog's own: planned on a machine that need not have vLLM
+            cli = vllm_cli(sys.executable, None)
+        argv = port_placeholder(local_vllm_argv(cli, config, model, HOST, 0))
         return PlannedLaunch.of_argv(argv, redact_env(server_env(config, cpu_build=cpu_build)))
 
     def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> LocalServer:

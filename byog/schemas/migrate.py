@@ -192,6 +192,24 @@ def _plan_server_per_runtime(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("plan", 3)
+def _plan_server_python(data: dict[str, Any]) -> dict[str, Any]:
+    """plan 3 -> 4: a launched server's interpreter, single-node or not, is ``python`` (version 3 named it
+    ``node_python`` and only multi-node servers read it); the same value, renamed."""
+    servers = data.get("servers")
+    if not isinstance(servers, dict):
+        return data
+    data["servers"] = {
+        name: (
+            {("python" if k == "node_python" else k): v for k, v in server.items()}
+            if isinstance(server, dict)
+            else server
+        )
+        for name, server in servers.items()
+    }
+    return data
+
+
 @register_migration("server", 1)
 def _server_resolved_config(data: dict[str, Any]) -> dict[str, Any]:
     """server 1 -> 2: records gained where the server listened, what vLLM resolved (/server_info) and

@@ -52,7 +52,7 @@ __all__ = [  # the server configs, re-exported: a plan's readers import them fro
     "server_config",
 ]
 
-PLAN_SCHEMA_VERSION: Final = 3
+PLAN_SCHEMA_VERSION: Final = 4
 
 BUILTIN_MODEL = "builtin:smollm2-135m-instruct"
 
@@ -392,10 +392,13 @@ class ComparisonPair(Strict):
     interleave: bool = False
     # interleaved: warm-up waves after every wake before the visit's measured wave (docs/interleave.md)
     wake_warmup_waves: int = Field(default=1, ge=0, le=20)
+    # the isolation pair of a PR behind a switch: stock at the merge base vs the PR with its switch off,
+    # expected to show no measurable change (``byog init`` plans it; the first screen says what it found)
+    isolation: bool = False
 
 
 class Plan(Strict):
-    schema_version: Literal[3] = PLAN_SCHEMA_VERSION
+    schema_version: Literal[4] = PLAN_SCHEMA_VERSION
     name: str
     description: str = ""
     model: ModelSpec

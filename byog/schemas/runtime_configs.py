@@ -81,7 +81,7 @@ class ServerBase(Strict):
     if TYPE_CHECKING:  # each config class declares its own (a Literal, its registry tag)
         runtime: str
     runs_this_hosts_vllm: ClassVar[bool] = False  # this host's vLLM install: its sleep-mode and CPU-build facts apply
-    runs_host_python: ClassVar[bool] = False  # a maintainer's --node-python applies (not an image's interpreter)
+    runs_host_python: ClassVar[bool] = False  # a maintainer's --python applies (not an image's interpreter)
     article: ClassVar[str] = "a"  # "a local server", "an endpoint server"
     vllm_is: ClassVar[str] = "where it runs"  # where the vLLM that parses its arguments lives (byog plan's notes)
     runs_in_a_slurm_job: ClassVar[bool] = False  # byog runs inside a Slurm allocation (``byog slurm submit``)
@@ -156,7 +156,9 @@ class LaunchedConfig(ServerBase):
     # GPUs each node uses (CUDA_VISIBLE_DEVICES, or the container's device request); nodes sharing a
     # host get disjoint ranges. Unset: TP x PP x DP / nodes, and none for a CPU build.
     gpus_per_node: NonNegativeInt | None = None
-    node_python: str | None = None  # the interpreter on every node; default: byog's own (an image's python3)
+    # The Python that runs vLLM (on every node): an interpreter's path or a venv's directory, where the
+    # server runs. Default: byog's own (an image's python3). byog need not be installed in it.
+    python: str | None = Field(default=None, min_length=1)
     ray_args: list[str] = Field(default_factory=list)  # extra `ray start` arguments on every node
     # Set by a runtime that runs multi-node servers only: why it needs ``nodes``.
     multi_node_only: ClassVar[str | None] = None

@@ -80,6 +80,31 @@ class NodeStep(BaseModel):
     log: str | None = None  # the step's log file, beside server.log
 
 
+class GitState(BaseModel):
+    """A source directory's ``git`` state, read where the server ran (``identity_probe.git_state``)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    head: str | None = Field(default=None, pattern=COMMIT_PATTERN)
+    dirty: bool | None = None
+    changed_files: int | None = None  # as `git status --porcelain` lists them (untracked files too)
+    error: str | None = None  # why git could not say
+
+
+class VllmInstall(BaseModel):
+    """How a server's vLLM was installed (PEP 610 ``direct_url.json``) and where it is imported from."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    # editable (pip install -e), directory, vcs, archive (a wheel or sdist URL or file), index (no direct_url.json)
+    kind: Literal["editable", "directory", "vcs", "archive", "index"] | None = None
+    location: str | None = None  # the imported vllm package's directory
+    installer: str | None = None  # the dist-info INSTALLER (pip, uv)
+    url: str | None = None
+    source_dir: str | None = None  # an editable or directory install's source
+    git: GitState | None = None  # the source directory's state
+
+
 class VllmIdentity(BaseModel):
     """The vLLM a server ran, as its own interpreter reports it (``byog.runtimes.identity_probe``)."""
 
@@ -93,6 +118,7 @@ class VllmIdentity(BaseModel):
     wheel_sha256: str | None = Field(default=None, pattern=SHA256_PATTERN)  # PEP 610 archive_info: from a wheel file
     direct_url: str | None = None
     record_sha256: str | None = Field(default=None, pattern=SHA256_PATTERN)  # the dist-info RECORD's sha256
+    install: VllmInstall | None = None  # absent from records before byog read it: unknown
     error: str | None = None
 
 
@@ -135,6 +161,7 @@ class ServerIdentity(BaseModel):
     model_config = ConfigDict(extra="allow", defer_build=True)
 
     vllm: VllmIdentity | None = None
+    python: str | None = None  # the interpreter that ran the probe, the server's (sys.executable there)
     weights: ModelFilesIdentity | None = None
     tokenizer: ModelFilesIdentity | None = None  # only when the tokenizer is not the weights' directory
     image: ImageIdentity | None = None
@@ -278,6 +305,19 @@ class SleepModeRecord(BaseModel):
     fallback_reason: str | None = None  # that check's sentence
 
 
+class BaselineDistance(BaseModel):
+    """How far a pair's baseline is from the candidate's merge base with vLLM's main, asked of the candidate's
+    git checkout where the run ran (``byog.pipeline.baseline_distance``; the line: ``byog.images.merge_base``)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    baseline: str  # the pair's baseline server
+    merge_base: str | None = Field(default=None, pattern=COMMIT_PATTERN)  # None: unknown (the line says why)
+    baseline_commit: str | None = Field(default=None, pattern=COMMIT_PATTERN)
+    behind: int | None = None  # commits of the merge base the baseline lacks; None: unknown
+    line: str  # "baseline = merge base 1a2b3c4", "baseline vllm 0.32.0 is 412 commits behind ..."
+
+
 class ServerRecord(BaseModel):
     model_config = ConfigDict(extra="allow", defer_build=True)
 
@@ -312,6 +352,8 @@ class ServerRecord(BaseModel):
     starts: list[dict[str, Any]] = []
     activity: list[ActivitySpan] = []  # measuring, evals, numerics passes, swaps (time to verdict)
     sleep_mode: SleepModeRecord | None = None  # a server of an interleaved pair
+    # a candidate installed from a git checkout: per baseline, how far it is from the merge base
+    baseline_distance: list[BaselineDistance] = []
 
 
 register("server", ServerRecord, version=SERVER_SCHEMA_VERSION, files=("servers/*/server.json",))

@@ -14,8 +14,10 @@ import re
 import pyarrow.parquet as pq
 import pytest
 
+from byog.plans.load import load_plan
 from byog.runtimes.local import group_alive
 from tests.support.cli import byog, byog_env
+from tests.support.contributing import checked_commands, measured, run_guide_command
 from tests.support.keys import ContributorKey, ssh_keygen
 from tests.support.smoke import SmokeRun
 
@@ -92,3 +94,14 @@ def test_the_run_ends_with_a_signed_bundle_that_verifies(smoke_run: SmokeRun, si
     rejected = byog("verify", str(bundle), "--allowed-signers", str(stranger), cwd=run_dir.parent, env=byog_env())
     assert rejected.returncode == 1, rejected.stdout + rejected.stderr
     assert "wrong signer" in rejected.stdout
+
+
+def test_the_smoke_run_is_the_run_of_the_plan_byog_init_writes(smoke_run: SmokeRun, tmp_path) -> None:
+    """docs/contributing.md's CPU walkthrough (`byog init` with its flags, then `byog run --tier smoke`):
+    the plan this run recorded is the one `byog init` writes, in everything a run measures, so this one
+    run serves the guide too (no second run of servers in CI)."""
+    assert smoke_run.returncode == 0
+    written = run_guide_command(checked_commands()[0], tmp_path)
+    assert written.returncode == 0, written.stdout[-3000:] + written.stderr[-3000:]
+    recorded, _ = load_plan(str(smoke_run.run_dir / "plan.yaml"))
+    assert measured(load_plan(str(tmp_path / "plan.yaml"))[0]) == measured(recorded)

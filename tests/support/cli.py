@@ -40,3 +40,19 @@ def byog(
         timeout=timeout,
         check=False,
     )
+
+
+def byog_without_terminal(
+    *args: str, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m byog ARGS`` as a script runs it: stdin is not a terminal (so nothing is asked), the hub offline."""
+    return subprocess.run(
+        [*BYOG, *args],
+        cwd=cwd,
+        env=dict(env) if env is not None else byog_env(HF_HUB_OFFLINE="1"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )

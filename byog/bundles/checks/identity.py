@@ -22,7 +22,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from byog.analysis.identity_consistency import contradictions
-from byog.analysis.launch_diff import ALWAYS_SAME, NOT_RECORDED, unrecorded
+from byog.analysis.launch_diff import ALWAYS_SAME, NOT_RECORDED, install_label, unrecorded
 from byog.analysis.pair_diff import PairDiff, compare_pair
 from byog.analysis.resolved_diff import covered
 from byog.bundles.checks.base import Found, Skipped, VerifyContext, check, counted
@@ -138,6 +138,13 @@ def stock_failure(name: str, record: ServerRecord, stock: Stock) -> str | None:
         commit = (vllm.commit if vllm is not None else None) or ""
         if not any(same_commit(commit, allowed.lower()) for allowed in stock.commits):
             return f"baseline '{name}' runs commit {commit or '(none recorded)'}, not a stock commit"
+        install = vllm.install if vllm is not None else None
+        git = install.git if install is not None and install.kind in ("editable", "directory") else None
+        if install is not None and git is not None and (git.dirty is not False or git.error):
+            return (
+                f"baseline '{name}' runs {install_label(record.identity)}: a source tree with changes is not "
+                "the stock commit it was built from"
+            )
     if stock.image_digests is not None:
         digests = record.repo_digests or record.image_digests
         if not any(_digest_matches(d, stock.image_digests) for d in digests):

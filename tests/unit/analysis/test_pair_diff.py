@@ -54,3 +54,52 @@ def test_a_side_without_resolved_config_or_identity_is_unknown() -> None:
     diff = compare_pair(("r", "b"), (refused, record("b", "stock", EAGER)), EnvRecord())
     assert diff.unknown and diff.groups == []
     assert missing("b", record("b", "stock", EAGER)) == []
+
+
+EDITABLE = {
+    "kind": "editable",
+    "source_dir": "/src/vllm",
+    "location": "/src/vllm/vllm",
+    "git": {"head": "1a2b3c4d" * 5, "dirty": True, "changed_files": 2},
+}
+INDEX = {"kind": "index", "location": "/venv/lib/python3.12/site-packages/vllm"}
+
+
+def _ran(python: str, install: dict[str, Any] | None, version: str = "0.32.0") -> dict[str, Any]:
+    vllm = {"distribution": "vllm", "version": version, **({"install": install} if install else {})}
+    return {**IDENTITY, "python": python, "vllm": vllm}
+
+
+def test_the_pair_line_names_each_sides_python_and_install() -> None:
+    from byog.bundles.checks.identity import pair_line
+    from byog.schemas.plan import ComparisonPair
+
+    cand = record("c", "stock", EAGER, identity=_ran("/pr/bin/python", EDITABLE, "0.33.0.dev1"))
+    base = record("b", "stock", EAGER, identity=_ran("/stock/bin/python", INDEX))
+    diff = compare_pair(("c", "b"), (cand, base), EnvRecord())
+    line = pair_line(ComparisonPair(candidate="c", baseline="b"), diff)
+    assert [d.key for d in diff.identity] == ["code", "install", "python"]
+    assert (
+        "install: candidate editable install of /src/vllm @ 1a2b3c4 (dirty: 2 files); baseline vllm 0.32.0 from "
+        "the index (imported from /venv/lib/python3.12/site-packages/vllm)" in line
+    )
+    assert "python: candidate /pr/bin/python; baseline /stock/bin/python" in line
+
+
+def test_an_install_one_side_did_not_record_is_unknown_never_equal() -> None:
+    from byog.analysis.launch_diff import NOT_RECORDED, unrecorded
+
+    cand = record("c", "stock", EAGER, identity=_ran("/py", INDEX))
+    base = record("b", "stock", EAGER, identity=_ran("/py", None))  # a record from before byog read the install
+    [install] = compare_pair(("c", "b"), (cand, base), EnvRecord()).identity
+    assert install.key == "install" and install.baseline == NOT_RECORDED and unrecorded(install)
+
+
+def test_a_stock_commit_baseline_from_a_dirty_tree_is_not_stock() -> None:
+    from byog.bundles.checks.identity import stock_failure
+    from byog.schemas.policy import Stock
+
+    ran = _ran("/py", EDITABLE)
+    ran["vllm"] |= {"commit": "1a2b3c4d" * 5, "commit_source": "vllm/_version.py"}
+    why = stock_failure("b", record("b", "stock", EAGER, identity=ran), Stock(commits=["1a2b3c4d" * 5]))
+    assert why is not None and why.startswith("baseline 'b' runs editable install of /src/vllm @ 1a2b3c4 (dirty")

@@ -128,5 +128,11 @@ def test_help_lists_every_command_without_loading_what_they_run() -> None:
 
 
 def test_a_commands_help_loads_nothing_it_runs() -> None:
-    for command in (["verify", "--help"], ["reproduce", "--help"], ["run", "--help"], ["bench", "--help"]):
+    for command in (
+        ["verify", "--help"],
+        ["reproduce", "--help"],
+        ["run", "--help"],
+        ["bench", "--help"],
+        ["init", "--help"],
+    ):
         assert _loaded_after(command) == ["LOADED []"], command

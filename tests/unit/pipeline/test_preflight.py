@@ -135,3 +135,42 @@ def test_a_credential_in_the_plan_is_refused_before_it_reaches_the_bundle() -> N
     problems = caught.value.problems
     assert any(p.startswith("'servers.candidate.args': --hf-token puts a credential") for p in problems), problems
     assert any(p.startswith("'servers.baseline.env.HF_TOKEN' puts a credential") for p in problems), problems
+
+
+PYTHONS = """\
+name: pythons
+model: {path: builtin:smollm2-135m-instruct, max_model_len: 4096}
+servers:
+  text: {python: TEXT}
+  bare: {python: BARE}
+  broken: {python: BROKEN}
+  baseline: {runtime: local}
+baseline: baseline
+"""
+
+
+def test_each_servers_own_python_is_refused_in_one_sentence_before_anything_starts(isolated: Path) -> None:
+    import venv
+
+    text = isolated / "notes.txt"
+    text.write_text("not a program\n")
+    for name in ("bare", "broken"):
+        venv.EnvBuilder(with_pip=False).create(isolated / name)
+    # a vLLM whose metadata is installed but whose package is not: it cannot start
+    site = next((isolated / "broken" / "lib").glob("python*/site-packages"))
+    (site / "vllm-0.32.0.dist-info").mkdir()
+    (site / "vllm-0.32.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0\n")
+    plan = isolated / "pythons.yaml"
+    plan.write_text(
+        PYTHONS.replace("TEXT", str(text))
+        .replace("BARE", str(isolated / "bare"))
+        .replace("BROKEN", str(isolated / "broken"))
+    )
+    result = runner.invoke(app, ["plan", str(plan)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{plan}: 3 problems, nothing started" in result.output
+    out = " ".join(result.output.split())
+    assert f"server 'text': python '{text}' is no Python that byog can run" in out
+    assert f"server 'bare': python '{isolated / 'bare' / 'bin' / 'python'}' has no vLLM installed" in out
+    assert f"server 'broken': the vLLM in python '{isolated / 'broken' / 'bin' / 'python'}' cannot start" in out
+    assert "server 'baseline'" not in out

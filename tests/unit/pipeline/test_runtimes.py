@@ -45,7 +45,7 @@ def test_a_multi_node_server_goes_to_the_cluster_runtime() -> None:
         tensor_parallel_size=8,
         launcher="ray",
         ssh_options=["-i", "k"],
-        node_python="/opt/py",
+        python="/opt/py",
     )
     assert type(runtime_for(config)).__name__ == "ClusterRuntime"
     assert type(runtime_for(server_config())).__name__ == "LocalRuntime"
@@ -63,7 +63,7 @@ def test_a_multi_node_server_goes_to_the_cluster_runtime() -> None:
 
 
 def test_describe_shows_every_node_for_both_launchers_plans_first() -> None:
-    config = server_config(runtime="ssh", nodes=2, hosts=HOSTS, tensor_parallel_size=8, node_python="/opt/py")
+    config = server_config(runtime="ssh", nodes=2, hosts=HOSTS, tensor_parallel_size=8, python="/opt/py")
     lines = describe_cluster("tp8", config, MODEL)
     assert lines[0] == "tp8: 2 nodes x 4 GPU(s), TP=8, processes over ssh; launcher: native"
     native, ray = (

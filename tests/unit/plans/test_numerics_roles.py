@@ -18,6 +18,7 @@ from byog.plans.numerics_roles import (
     resolve_control,
     stock_roles,
 )
+from byog.schemas.plan import PLAN_SCHEMA_VERSION
 
 H200 = {
     "packages": {"vllm": "0.24.0", "torch": "2.11.0"},
@@ -179,7 +180,7 @@ def test_a_version_1_plan_still_loads() -> None:
         "envelope_variant: {args: [--max-num-seqs, '8']}}\n",
         "p",
     )
-    assert plan.schema_version == 3
+    assert plan.schema_version == PLAN_SCHEMA_VERSION
     assert describe_change(plan.numerics.control).startswith("fp8-kv")  # type: ignore[union-attr]
     assert describe_change(plan.numerics.envelope_variant) == "custom: --max-num-seqs 8"  # type: ignore[union-attr]
     assert detect_platform(None).kind == "unknown"

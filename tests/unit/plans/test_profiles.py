@@ -39,10 +39,12 @@ def test_profile_validates_and_fits(name: str) -> None:
         assert {k: config.env[k] for k in NVL72_ENV} == NVL72_ENV
         # the switch is the plan field, on candidates only
         assert (config.additional_config == SWITCH) == server.startswith("candidate"), server
-    for candidate, baseline in plan.comparisons:
-        c, b = plan.servers[candidate], plan.servers[baseline]
-        # a pair differs only in the switch: same TP, DCP and speculation
-        assert c.model_dump(exclude={"additional_config"}) == b.model_dump(exclude={"additional_config"})
+    for pair in plan.comparison_pairs:
+        c, b = plan.servers[pair.candidate], plan.servers[pair.baseline]
+        # a pair differs only in the switch (the isolation pair only in the build: its image): same TP, DCP
+        # and speculation
+        differs = {"additional_config", "image"} if pair.isolation else {"additional_config"}
+        assert c.model_dump(exclude=differs) == b.model_dump(exclude=differs)
 
 
 def test_kimi_matrix_is_the_published_one() -> None:
@@ -56,7 +58,10 @@ def test_kimi_matrix_is_the_published_one() -> None:
             "baseline-tp8",
             "candidate-tp16",
             "baseline-tp16",
+            "mergebase-tp8",  # the isolation pair's stock server at the PR's merge base
         }
+    isolation = [(p.candidate, p.baseline) for p in plan.comparison_pairs if p.isolation]
+    assert isolation == [("mergebase-tp8", "baseline-tp8")]
     assert [k for k in points if k[0] == "spec-decode"] == [("spec-decode", 1, 1, 1000)]
     spec = plan.servers["candidate-tp16-spec-synth"].speculative_config
     assert spec is not None and spec["method"] == "dspark" and spec["num_speculative_tokens"] == 7
@@ -145,7 +150,7 @@ def test_tier_estimates_shrink() -> None:
     plan, _ = load_plan("kimi-k3-gb300")
     rows = {r["tier"]: r for r in tier_estimates(plan)}
     # + the interactivity point: on its 3 servers in full, on the one kept server in smoke
-    assert rows["smoke"]["bench_points"] == 9 and rows["full"]["bench_points"] == 117
+    assert rows["smoke"]["bench_points"] == 9 and rows["full"]["bench_points"] == 124
     assert rows["smoke"]["gpu_hours"] < rows["standard"]["gpu_hours"] < rows["full"]["gpu_hours"]
     # full evals: 4 servers x (30 x 16 + 198 x 10 + 200 x 1 + 1319 x 1) requests
     assert rows["full"]["eval_requests"] == 4 * (30 * 16 + 198 * 10 + 200 + 1319)

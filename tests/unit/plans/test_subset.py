@@ -23,7 +23,7 @@ servers:
     runtime: local
     args: [--enforce-eager, --max-num-seqs, "8"]
     env: {LD_PRELOAD: /tmp/evil.so, PYTHONPATH: /tmp/evil}
-    node_python: /tmp/evil/python
+    python: /tmp/evil/python
     tensor_parallel_size: 2
     additional_config: {decode_backend: latency_specialized}
   baseline:
@@ -62,7 +62,7 @@ def test_nothing_of_where_and_how_comes_from_the_bundle() -> None:
     plan = reproduction_plan(_plan(), Overrides())
     candidate, baseline = plan.servers["candidate"], plan.servers["baseline"]
     assert candidate.runtime == baseline.runtime == "local"  # the bundle's endpoint URL is never contacted
-    assert candidate.env == {} and candidate.node_python is None and not hasattr(baseline, "url")
+    assert candidate.env == {} and candidate.python is None and not hasattr(baseline, "url")
     assert plan.model.tokenizer is None
     # what is measured stays the bundle's
     assert candidate.args == ["--enforce-eager", "--max-num-seqs", "8"] and candidate.tensor_parallel_size == 2
@@ -86,10 +86,10 @@ def test_the_maintainer_names_runtime_image_hosts_env_and_python() -> None:
 
     remote = reproduction_plan(
         _plan(SSH),
-        Overrides(hosts=["remote=me@gpu0", "remote=me@gpu1"], ssh_options=["-i", "/keys/tray"], node_python="/opt/py"),
+        Overrides(hosts=["remote=me@gpu0", "remote=me@gpu1"], ssh_options=["-i", "/keys/tray"], pythons=["/opt/py"]),
     ).servers["remote"]
     assert (remote.runtime, remote.hosts, remote.ssh_options) == ("ssh", ["me@gpu0", "me@gpu1"], ["-i", "/keys/tray"])
-    assert remote.node_python == "/opt/py"
+    assert remote.python == "/opt/py"
 
 
 def test_a_server_on_the_bundles_hosts_is_refused_in_one_sentence() -> None:
@@ -304,3 +304,17 @@ def test_every_maintainer_owned_field_the_bundle_set_is_listed_as_dropped() -> N
     assert found[(None, "model.weights_gib")] == "0.3"
     assert found[("candidate", "env")] == "1"  # once, with its option (not again from the census)
     assert len(found) == 4
+
+
+def test_a_bundles_python_is_never_run_and_the_dropped_line_asks_for_yours() -> None:
+    from byog.plans.subset import NEVER_RUN_PYTHON, dropped
+
+    bundle = _plan()
+    built = reproduction_plan(bundle, Overrides())
+    assert built.servers["candidate"].python is None  # launched: byog's own Python, not /tmp/evil/python
+    [python] = [d for d in dropped(bundle, built) if d.what == NEVER_RUN_PYTHON]
+    assert (python.server, python.value) == ("candidate", "/tmp/evil/python")
+    assert python.keep() == "--python candidate=YOUR_PYTHON"
+
+    mine = reproduction_plan(bundle, Overrides(pythons=["candidate=/opt/venv"])).servers["candidate"]
+    assert mine.python == "/opt/venv"

@@ -103,7 +103,7 @@ CONFIGS = {
     "native, two local nodes": server_config(nodes=2, tensor_parallel_size=2, env={"A": "1"}),
     "ray, two local nodes": server_config(nodes=2, tensor_parallel_size=4, launcher="ray", ray_args=["--num-cpus=8"]),
     "native over ssh": server_config(
-        runtime="ssh", nodes=2, hosts=["u@tray0", "u@tray1"], tensor_parallel_size=8, node_python="/opt/py"
+        runtime="ssh", nodes=2, hosts=["u@tray0", "u@tray1"], tensor_parallel_size=8, python="/opt/py"
     ),
     "ray over ssh": server_config(
         runtime="ssh", nodes=3, hosts=["a", "b", "c"], tensor_parallel_size=3, launcher="ray"

@@ -170,3 +170,42 @@ def test_a_folder_symlink_has_no_oms_digest(tmp_path: Path) -> None:
     (model / "more").symlink_to(tmp_path / "elsewhere")
     error = "more is a symlink to a folder, which OMS does not define"
     assert model_identity(str(model), None)["oms"] == {"error": error}
+
+
+def _git(source: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(source), *args], check=True, capture_output=True)
+
+
+def test_an_editable_install_names_its_source_and_the_trees_git_state(tmp_path: Path) -> None:
+    source = tmp_path / "src vllm"  # a space: the file URL is percent-encoded
+    source.mkdir()
+    _git(source, "init", "-q")
+    (source / "setup.py").write_text("pass\n")
+    _git(source, "add", ".")
+    _git(source, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    head = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    url = {"url": (source.as_uri()), "dir_info": {"editable": True}}
+    clean = distribution_identity(_dist(tmp_path / "a", "0.33.0.dev1+g1a2b3c4", None, url))["install"]
+    assert clean["kind"] == "editable" and clean["source_dir"] == str(source)
+    assert clean["git"] == {"head": head.strip(), "dirty": False, "changed_files": 0}
+    (source / "setup.py").write_text("changed\n")
+    (source / "new_kernel.py").write_text("new\n")  # untracked files count: the PR's new file runs too
+    dirty = distribution_identity(_dist(tmp_path / "b", "0.33.0", None, url))["install"]
+    assert dirty["git"] == {"head": head.strip(), "dirty": True, "changed_files": 2}
+
+
+def test_pep_610_names_the_index_a_wheel_url_or_a_vcs_url(tmp_path: Path) -> None:
+    index = distribution_identity(_dist(tmp_path / "i", "0.32.0", None, None))["install"]
+    assert index["kind"] == "index" and "url" not in index
+    wheel = {"url": "https://example.invalid/vllm-0.32.0-cp38-abi3-linux_x86_64.whl", "archive_info": {}}
+    assert distribution_identity(_dist(tmp_path / "w", "0.32.0", None, wheel))["install"]["kind"] == "archive"
+    vcs = {"url": "https://github.com/vllm-project/vllm", "vcs_info": {"vcs": "git", "commit_id": "ab" * 20}}
+    found = distribution_identity(_dist(tmp_path / "v", "0.32.0", None, vcs))["install"]
+    assert (found["kind"], found["vcs"]) == ("vcs", "git")
+
+
+def test_a_directory_that_is_no_git_checkout_says_so(tmp_path: Path) -> None:
+    url = {"url": (tmp_path / "plain").as_uri(), "dir_info": {}}
+    (tmp_path / "plain").mkdir()
+    found = distribution_identity(_dist(tmp_path / "d", "0.32.0", None, url))["install"]
+    assert found["kind"] == "directory" and "error" in found["git"]

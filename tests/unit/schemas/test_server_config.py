@@ -21,7 +21,7 @@ from byog.schemas.plan import (
 
 # Written for this byog: no migration runs (an unversioned plan reads as version 1 and is upgraded).
 PLAN = """\
-schema_version: 3
+schema_version: 4
 name: t
 model: {path: builtin:smollm2-135m-instruct, max_model_len: 4096}
 servers:
@@ -127,7 +127,7 @@ seeds: [1234]
 
 def test_a_recorded_version_2_plan_loads_with_what_it_ran() -> None:
     plan = parse_plan(V2_RECORD, "runs/x/plan.yaml")
-    assert plan.schema_version == 3
+    assert plan.schema_version == 4
     candidate, baseline = plan.servers["candidate"], plan.servers["baseline"]
     assert isinstance(candidate, EndpointConfig) and candidate.args == ["--max-num-seqs", "4"]
     assert not hasattr(candidate, "env") and not hasattr(candidate, "startup_timeout_s")  # nothing read them
@@ -143,3 +143,23 @@ def test_the_migration_drops_only_defaults_so_a_set_field_is_still_named() -> No
     assert migrated["servers"]["baseline"]["image"] == "vllm:1"
     with pytest.raises(UsageError, match="`image` is not a field of a local server"):
         parse_plan(yaml.safe_dump(data), "runs/x/plan.yaml")
+
+
+def test_a_version_3_plans_node_python_is_the_servers_python() -> None:
+    v3 = PLAN.replace("schema_version: 4", "schema_version: 3").replace(
+        "SERVER", "{runtime: ssh, nodes: 2, hosts: [a, b], node_python: /opt/venv/bin/python}"
+    )
+    plan = parse_plan(v3, "runs/x/plan.yaml")
+    server = plan.servers["baseline"]
+    assert isinstance(server, SshConfig) and server.python == "/opt/venv/bin/python"
+    assert plan.schema_version == 4
+
+
+def test_a_local_server_names_its_python() -> None:
+    server = server_config(python="/src/venv")
+    assert isinstance(server, LocalConfig) and server.python == "/src/venv"
+    assert "'python'" in _error("{runtime: local, python: ''}") or "python" in _error("{runtime: local, python: ''}")
+
+
+def test_an_endpoint_names_no_python() -> None:
+    assert "python" in _error("{runtime: endpoint, url: 'http://127.0.0.1:8000', python: /usr/bin/python3}")
