@@ -11,6 +11,8 @@
     pairs_may_differ_in: [additional_config.decode_backend, code]   # launch facts a pair may differ in
     stock: {vllm_versions: ["0.11.0"], commits: [...], image_digests: ["sha256:..."]}  # what a baseline runs
     require_bound_candidates: true          # under --for ...#N@SHA a released candidate (no commit) fails
+    forbid_engine_patches: true             # every server's vLLM matches its RECORD, no foreign start-up hook
+    engine_patch_waivers: {vllm/x.py: <sha256>}   # patched files (or hook paths) allowed, by their digest
 
 A policy must require something (an empty one would pass every bundle), numbers are finite, and
 selectors name at least one field. verify fails a requirement that a bundle would meet only
@@ -76,9 +78,16 @@ class Policy(FiniteStrict):
     pairs_may_differ_in: list[Annotated[str, Field(min_length=1)]] | None = None
     stock: Stock | None = None
     require_bound_candidates: bool = False
+    forbid_engine_patches: bool = False  # every vLLM matches its RECORD, no foreign start-up hook; unknown fails
+    # a patch the maintainer accepts: RECORD path (or a hook's path) -> the patched file's sha256
+    engine_patch_waivers: dict[
+        Annotated[str, Field(min_length=1)], Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    ] = {}
 
     @model_validator(mode="after")
     def _requires_something(self) -> Policy:
+        if self.engine_patch_waivers and not self.forbid_engine_patches:
+            raise ValueError("engine_patch_waivers waive nothing without forbid_engine_patches: true")
         if (
             self.allowed_image_digests is None
             and not self.required_points
@@ -91,6 +100,7 @@ class Policy(FiniteStrict):
             and self.pairs_may_differ_in is None
             and self.stock is None
             and not self.require_bound_candidates
+            and not self.forbid_engine_patches
         ):
             raise ValueError("the policy requires nothing, so every bundle would meet it")
         return self

@@ -80,6 +80,43 @@ class NodeStep(BaseModel):
     log: str | None = None  # the step's log file, beside server.log
 
 
+class EngineHook(BaseModel):
+    """Something that runs code at start-up or inside the engine besides vLLM's own files."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    kind: str  # pth, sitecustomize, usercustomize, shadowed, pythonpath, ld_preload, vllm_plugin
+    path: str
+    sha256: str | None = None
+    owner: str | None = None  # the distribution whose RECORD installed it as is (not a patch)
+    detail: str | None = None
+
+
+class CappedNames(BaseModel):
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    names: list[str] = []
+    count: int = 0  # how many there were; ``names`` holds the first 200
+
+
+class EngineIntegrity(BaseModel):
+    """The installed vLLM held to its RECORD, and its start-up hooks (``identity_probe.engine_integrity``)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    status: Literal["clean", "patched", "unknown"]
+    reason: str | None = None  # why unknown
+    record_sha256: str | None = None
+    files_checked: int = 0
+    modified: dict[str, str] = {}  # RECORD path -> the installed file's sha256 (hex)
+    modified_count: int = 0
+    missing: CappedNames = Field(default_factory=CappedNames)
+    unlisted: dict[str, str] = {}  # Python files and extensions in the package that RECORD does not list
+    outside: CappedNames = Field(default_factory=CappedNames)  # RECORD paths outside the environment: not read
+    hooks: list[EngineHook] = []
+    cached: bool = False
+
+
 class VllmIdentity(BaseModel):
     """The vLLM a server ran, as its own interpreter reports it (``byog.runtimes.identity_probe``)."""
 
@@ -93,6 +130,7 @@ class VllmIdentity(BaseModel):
     wheel_sha256: str | None = Field(default=None, pattern=SHA256_PATTERN)  # PEP 610 archive_info: from a wheel file
     direct_url: str | None = None
     record_sha256: str | None = Field(default=None, pattern=SHA256_PATTERN)  # the dist-info RECORD's sha256
+    integrity: EngineIntegrity | None = None
     error: str | None = None
 
 
