@@ -31,7 +31,7 @@ from byog.schemas.commits import same_commit
 from byog.schemas.env import EnvRecord
 from byog.schemas.migrate import migrate
 from byog.schemas.plan import ComparisonPair, Plan
-from byog.schemas.policy import Stock
+from byog.schemas.policy import Policy, Stock
 from byog.schemas.server import ServerIdentity, ServerRecord
 
 
@@ -96,9 +96,9 @@ def derived_lines(pair: ComparisonPair, diff: PairDiff) -> list[str]:
     ]
 
 
-def _pair_failures(pair: ComparisonPair, diff: PairDiff, ctx: VerifyContext) -> list[str]:
+def pair_failures(pair: ComparisonPair, diff: PairDiff, policy: Policy | None) -> list[str]:
+    """Why a pair is unfair: without a policy, contradictions and undeclared hardware/model differences."""
     failures = list(diff.contradictions)
-    policy = ctx.policy
     if diff.unknown and policy is not None and (policy.pairs_may_differ_in is not None or policy.stock is not None):
         failures.append(f"{pair.candidate} vs {pair.baseline}: unknown: cannot check: {'; '.join(diff.unknown)}")
     # a side that recorded nothing is unknown (above, or "records no ... identity" below), not different
@@ -162,7 +162,7 @@ def pairs_are_fair(ctx: VerifyContext) -> Found:
         diff = compare_pair(names, (recorded_server(ctx, pair.candidate), recorded_server(ctx, pair.baseline)), host)
         lines.append(pair_line(pair, diff))
         derived += derived_lines(pair, diff)
-        failures += _pair_failures(pair, diff, ctx)
+        failures += pair_failures(pair, diff, ctx.policy)
     stock = ctx.policy.stock if ctx.policy is not None else None
     if stock is not None:
         for baseline in dict.fromkeys(pair.baseline for pair in pairs if not unlaunched(ctx, pair.baseline)):
