@@ -234,6 +234,78 @@ def _oms(root: Path, paths: list[Path], hashes: dict[str, str], symlinks: bool) 
     }
 
 
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+
+
+def git_blob_sha1(path: Path) -> str:
+    """A file's git blob id: sha1 over 'blob <size>\\0' and the bytes (the hub's etag of a file not in LFS)."""
+    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())  # git's own id, not a security hash
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def hub_snapshot(root: Path, hashes: dict[str, str]) -> dict[str, Any] | None:
+    """A Hugging Face cache snapshot (``models--ORG--NAME/snapshots/<commit>``): its commit, the refs that name it,
+    and each file held to the blob it links to, which huggingface_hub names by its etag: the sha256 for an LFS
+    file, the git blob sha1 for any other. A file that is no link to a blob (a copy) has no hash to hold it to."""
+    repo = root.parent.parent
+    if root.parent.name != "snapshots" or not repo.name.startswith("models--"):
+        return None
+    refs: dict[str, str] = {}
+    for ref in sorted((repo / "refs").rglob("*")) if (repo / "refs").is_dir() else []:
+        if ref.is_file() and len(refs) < LISTED_MAX:
+            with ref.open("rb") as handle:
+                refs[ref.relative_to(repo / "refs").as_posix()] = handle.read(100).decode("ascii", "replace").strip()
+    matched: list[str] = []
+    mismatched: dict[str, str] = {}
+    no_hash: list[str] = []
+    for name, sha in sorted(hashes.items()):
+        link = root / name
+        etag = Path(os.readlink(link)).name if link.is_symlink() else ""
+        if _HEX64.match(etag):
+            same = etag == sha
+        elif _HEX40.match(etag):
+            same = etag == git_blob_sha1(link)
+        else:
+            no_hash.append(name)
+            continue
+        if same:
+            matched.append(name)
+        else:
+            mismatched[name] = etag
+    return {
+        "repo_id": repo.name[len("models--") :].replace("--", "/"),
+        "commit": root.name,
+        "refs": refs,
+        "files_matched": len(matched),
+        "mismatched": mismatched,
+        "no_hash": _capped(no_hash),
+    }
+
+
+SIGNATURE_FILE = "model.sig"
+SIGNATURE_MAX_BYTES = 1 << 20  # an OMS signature is a few KiB; its text travels in server.json
+
+
+def model_signature(root: Path) -> dict[str, Any] | None:
+    """The folder's OMS signature file as text, for verify to check offline; None when there is none."""
+    path = root / SIGNATURE_FILE
+    if not path.is_file():
+        return None
+    with path.open("rb") as handle:
+        data = handle.read(SIGNATURE_MAX_BYTES + 1)
+    if len(data) > SIGNATURE_MAX_BYTES:
+        return {"error": f"{SIGNATURE_FILE} is over {SIGNATURE_MAX_BYTES} bytes, which no OMS signature is"}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"error": f"{SIGNATURE_FILE} is not UTF-8 text"}
+    return {"sha256": hashlib.sha256(data).hexdigest(), "text": text}
+
+
 def model_identity(model: str, cache_dir: Path | None) -> dict[str, Any]:
     """Per-kind file hashes and digests of a local model directory, or a hub id's revision."""
     root = Path(model)
@@ -265,12 +337,16 @@ def model_identity(model: str, cache_dir: Path | None) -> dict[str, Any]:
         if linked_dirs
         else _oms(root, paths, hashes, symlinks=any(p.is_symlink() for p in paths))
     )
+    signature = model_signature(root)
+    if signature is not None and "error" not in oms:
+        oms["signature"] = signature
     return {
         "path": str(root),
         "weights_sha256": files_digest({**kinds["weights"], **kinds["config"]}),
         "tokenizer_sha256": files_digest(kinds["tokenizer"]) if kinds["tokenizer"] else None,
         "files": {name: sha for kind in kinds.values() for name, sha in kind.items()},
         "oms": oms,
+        "hub_snapshot": hub_snapshot(root, hashes),
         "files_hashed": hashed,
         "files_cached": cached,
     }

@@ -134,6 +134,16 @@ class VllmIdentity(BaseModel):
     error: str | None = None
 
 
+class ModelSignatureFile(BaseModel):
+    """A model folder's OMS ``model.sig`` as read (``identity_probe.model_signature``)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    sha256: str | None = None
+    text: str | None = Field(default=None, max_length=1 << 20)  # the Sigstore bundle JSON
+    error: str | None = None
+
+
 class OmsDigest(BaseModel):
     """A model folder's OpenSSF Model Signing v1.0 root digest (byog.runtimes.identity_probe.oms_root_digest)."""
 
@@ -142,7 +152,21 @@ class OmsDigest(BaseModel):
     root_sha256: str | None = None
     serialization: dict[str, Any] = {}  # OMS's "serialization": method, hash_type, allow_symlinks, ignore_paths
     other_files: dict[str, str] = {}  # files OMS covers that ``files`` does not list (README.md, ...)
+    signature: ModelSignatureFile | None = None  # the folder's model.sig, checked offline by verify
     error: str | None = None  # why the folder has no OMS digest
+
+
+class HubSnapshot(BaseModel):
+    """A Hugging Face cache snapshot's commit, its files held to the cache's blobs (``identity_probe.hub_snapshot``)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    repo_id: str | None = None
+    commit: str | None = None
+    refs: dict[str, str] = {}  # the cache's refs (main, ...) and the commit each names
+    files_matched: int = 0
+    mismatched: dict[str, str] = {}  # file -> the etag of the blob it links to, which its bytes do not give
+    no_hash: CappedNames = Field(default_factory=CappedNames)  # files that link to no blob: nothing to hold them to
 
 
 class ModelFilesIdentity(BaseModel):
@@ -157,6 +181,7 @@ class ModelFilesIdentity(BaseModel):
     tokenizer_sha256: str | None = None
     files: dict[str, str] = {}
     oms: OmsDigest | None = None
+    hub_snapshot: HubSnapshot | None = None
 
 
 class ImageIdentity(BaseModel):

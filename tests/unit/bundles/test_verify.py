@@ -67,6 +67,7 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "pairs",
         "commit",
         "engine",
+        "weights",
         "policy",
         "claims",
     ]

@@ -339,3 +339,55 @@ def test_a_pth_that_runs_code_is_a_hook_and_a_huge_one_is_read_only_so_far(tmp_p
     assert set(hooks) == {"patch.pth", "huge.pth"}
     assert hooks["patch.pth"]["lines"] == ["import os; os.environ['X'] = '1'"] and "owner" not in hooks["patch.pth"]
     assert hooks["huge.pth"]["detail"].startswith("longer than 65536 bytes")
+
+
+# ---- Hugging Face cache snapshots ----
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _hub_snapshot(hub: Path) -> Path:
+    """A snapshot as huggingface_hub's file_download lays one out: blobs named by etag (sha256 for an LFS file,
+    git blob sha1 otherwise), refs/main naming the commit, snapshots/<commit>/ of relative links to the blobs."""
+    repo = hub / "models--org--tiny"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    snapshot = repo / "snapshots" / COMMIT
+    (snapshot / "sub").mkdir(parents=True)
+    files = {
+        "config.json": (b'{"a": 1}', False),
+        "model.safetensors": (b"\x00" * 4096, True),
+        "sub/tok.json": (b"{}", False),
+    }
+    for name, (data, lfs) in files.items():
+        etag = hashlib.sha256(data).hexdigest() if lfs else hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
+        (repo / "blobs" / etag).write_bytes(data)
+        depth = "../" * (name.count("/") + 2)
+        (snapshot / name).symlink_to(f"{depth}blobs/{etag}")
+    (snapshot / "README.md").write_text("a copy, not a link\n")
+    return snapshot
+
+
+def test_a_hub_snapshot_is_named_by_its_commit_and_each_file_held_to_its_blob(tmp_path: Path) -> None:
+    snapshot = _hub_snapshot(tmp_path / "hub")
+    found = model_identity(str(snapshot), None)["hub_snapshot"]
+    assert found == {
+        "repo_id": "org/tiny",
+        "commit": COMMIT,
+        "refs": {"main": COMMIT},
+        "files_matched": 3,
+        "mismatched": {},
+        "no_hash": {"names": ["README.md"], "count": 1},
+    }
+    assert identity_probe.git_blob_sha1(snapshot / "config.json") == (snapshot / "config.json").resolve().name
+    blob = (snapshot / "model.safetensors").resolve()
+    blob.write_bytes(b"\x01" * 4096)  # the cached blob edited in place: its name (the hub's sha256) no longer fits
+    again = model_identity(str(snapshot), None)["hub_snapshot"]
+    assert again["mismatched"] == {"model.safetensors": blob.name} and again["files_matched"] == 2
+
+
+def test_a_plain_folder_is_no_snapshot(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    assert model_identity(str(tmp_path / "m"), None)["hub_snapshot"] is None
