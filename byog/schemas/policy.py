@@ -95,9 +95,9 @@ class Policy(FiniteStrict):
     stock: Stock | None = None
     require_bound_candidates: bool = False
     forbid_engine_patches: bool = False  # every vLLM matches its RECORD, no foreign start-up hook; unknown fails
-    # a patch the maintainer accepts: RECORD path (or a hook's path) -> the patched file's sha256
     model_signers: list[ModelSigner] = []  # keys or certificates a model.sig is verified with, offline
     require_model_signature: bool = False  # each pair's weights carry a valid signature by the same signer
+    # a patch the maintainer accepts: RECORD path (or a hook's path) -> the patched file's sha256
     engine_patch_waivers: dict[
         Annotated[str, Field(min_length=1)], Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     ] = {}
