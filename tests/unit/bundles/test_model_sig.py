@@ -120,3 +120,83 @@ def test_without_a_key_the_signer_is_claimed_not_verified(signed: tuple[Path, st
 def test_hostile_text_is_one_sentence(text: str, why: str) -> None:
     found = check_signature(text, {}, [])
     assert (found.status, found.detail) == ("invalid", why)
+
+
+def _certificates(tmp_path: Path) -> tuple[str, str]:
+    """A CA and a signing certificate it issued (key in tmp_path/leaf.pem): the CA's PEM, another CA's PEM."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def cert(
+        subject: str, key: ec.EllipticCurvePrivateKey, issuer: tuple[str, ec.EllipticCurvePrivateKey] | None, ca: bool
+    ):
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer[0])]) if issuer else name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=not ca,
+                    key_cert_sign=ca,
+                    crl_sign=ca,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+        )
+        if not ca:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.RFC822Name("publisher@example.com")]), critical=False
+            )
+        return builder.sign(issuer[1] if issuer else key, hashes.SHA256())
+
+    pem = serialization.Encoding.PEM
+    ca_key, other_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    ca, other = cert("Publisher CA", ca_key, None, True), cert("Other CA", other_key, None, True)
+    leaf = cert("publisher signing", leaf_key, ("Publisher CA", ca_key), False)
+    (tmp_path / "leaf.pem").write_bytes(
+        leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    (tmp_path / "leaf.crt").write_bytes(leaf.public_bytes(pem))
+    (tmp_path / "ca.crt").write_bytes(ca.public_bytes(pem))
+    return ca.public_bytes(pem).decode(), other.public_bytes(pem).decode()
+
+
+def test_a_certificate_signature_verifies_with_the_ca_the_policy_names(tmp_path: Path) -> None:
+    from model_signing import hashing, signing
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    ca, other = _certificates(tmp_path)
+    config = signing.Config().use_certificate_signer(
+        private_key=tmp_path / "leaf.pem",
+        signing_certificate=tmp_path / "leaf.crt",
+        certificate_chain=[tmp_path / "ca.crt"],
+    )
+    config.set_hashing_config(hashing.Config().set_ignored_paths(paths=[".byog-complete", "model.sig"]))
+    config.sign(folder, folder / "model.sig")
+    text, recorded = _recorded(folder)
+    found = check_signature(text, recorded, [ModelSigner(name="publisher", certificate=ca)])
+    assert (found.status, found.signer) == ("valid", "publisher")
+    assert found.claimed == "certificate CN=publisher signing, publisher@example.com"
+    refused = check_signature(text, recorded, [ModelSigner(name="other", certificate=other)])
+    assert refused.status == "invalid" and refused.detail.endswith(
+        "no certificate the policy names verifies its signature"
+    )
