@@ -536,8 +536,13 @@ def _preload_hooks() -> list[dict[str, Any]]:
 def _plugin_hooks(dist: metadata.Distribution) -> list[dict[str, Any]]:
     hooks = []
     for group in VLLM_PLUGIN_GROUPS:
-        for entry_point in metadata.entry_points(group=group):
-            owner = entry_point.dist.metadata["Name"] if entry_point.dist is not None else None
+        try:
+            found: Any = metadata.entry_points(group=group)
+        except TypeError:  # Python 3.9's entry_points() takes no selection
+            found = metadata.entry_points().get(group, [])
+        for entry_point in found:
+            dist_of = getattr(entry_point, "dist", None)
+            owner = dist_of.metadata["Name"] if dist_of is not None else None
             hook = {"kind": "vllm_plugin", "path": f"{group}:{entry_point.name}", "sha256": None}
             hook.update(detail=entry_point.value, distribution=owner)
             if owner == dist.metadata["Name"]:
