@@ -1,7 +1,10 @@
 """in-toto views of a bundle's verdicts: attestations.intoto.jsonl, one test-result statement per gate.
 
 A policy engine or admission check that speaks in-toto reads byog's gates without byog: each
-accuracy verdict, each claim and the points' validity becomes a Statement v1 with predicate
+accuracy verdict, each claim, the points' validity, each pair's fairness (without a policy: a
+contradiction or an undeclared hardware or model difference fails, an unknown side warns) and
+each server's engine integrity (clean passes, patched fails, unknown warns; a policy's waivers
+are verify's, not the bundle's) becomes a Statement v1 with predicate
 ``https://in-toto.io/attestation/test-result/v0.1`` (``result`` PASSED, WARNED or FAILED, the
 gate's name under passed/warned/failedTests). Subject: each candidate's vLLM, by the commit it
 was built from (``gitCommit``) and its wheel's sha256, as read where it ran (server.json
@@ -11,7 +14,9 @@ digests. The file is derived data, a pure function of the summary and the raw fi
 rebuilds it and compares (``byog.bundles.checks.attestations``).
 
 ``verification_result`` is the verifier's own Simple Verification Result (svr/v0.1) for
-``byog verify --emit-attestations``.
+``byog verify --emit-attestations``, which writes nothing for a bundle whose integrity is not
+established (``emit_refusal``): statements re-issued from an archive whose hashes or signer did
+not hold, or were not checked (``--allow-unsigned``), would lend it a credibility it lacks.
 """
 
 from __future__ import annotations
@@ -26,10 +31,14 @@ from typing import Any
 import yaml
 
 from byog.analysis.claims import evaluate_claim
+from byog.analysis.engine_integrity import verdicts as engine_verdicts
+from byog.analysis.pair_diff import compare_pair
+from byog.analysis.summary import plan_of
 from byog.core.canonical import canonical_json
 from byog.core.io import atomic_write_bytes
 from byog.core.paths import CLAIMS_NAME, RunDir
 from byog.schemas.claims import ClaimsFile
+from byog.schemas.env import EnvRecord
 from byog.schemas.evals import EvalVerdict
 from byog.schemas.plan_pin import PLAN_PIN_NAME
 from byog.schemas.server import ServerRecord
@@ -125,6 +134,42 @@ def statements(run_dir: RunDir, summary: Summary) -> list[dict[str, Any]]:
             else f"validity: all {len(summary.bench.points)} points valid"
         )
         found.append(_statement(every, "FAILED" if invalid else "PASSED", test, config))
+    return found + _pair_statements(run_dir, summary, every, config) + _engine_statements(run_dir, summary, config)
+
+
+def _pair_statements(
+    run_dir: RunDir, summary: Summary, every: list[dict[str, Any]], config: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    # verify's pair rules, imported here: byog.bundles.checks imports this module (the attestations check)
+    from byog.bundles.checks.identity import pair_failures, pair_line
+
+    env = run_dir.env_json
+    host = EnvRecord.model_validate_json(env.read_bytes()) if env.is_file() else EnvRecord()
+    found = []
+    for pair in plan_of(run_dir).comparison_pairs:
+        records = (_record(run_dir, pair.candidate), _record(run_dir, pair.baseline))
+        if records[0] is None or records[1] is None:
+            continue  # a server byog did not launch: nothing to compare
+        diff = compare_pair((pair.candidate, pair.baseline), (records[0], records[1]), host)
+        failures = pair_failures(pair, diff, None)
+        result = "FAILED" if failures else "WARNED" if diff.unknown else "PASSED"
+        subject = [candidate_subject(run_dir, pair.candidate)] if pair.candidate in summary.plan.candidates else every
+        found.append(_statement(subject, result, f"pair: {pair_line(pair, diff)}", config))
+    return found
+
+
+def _engine_statements(run_dir: RunDir, summary: Summary, config: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    found = []
+    candidates = summary.plan.candidates
+    every = [candidate_subject(run_dir, name) for name in candidates]
+    results = {"clean": "PASSED", "patched": "FAILED", "waived": "FAILED", "unknown": "WARNED"}
+    for name in [*candidates, summary.plan.baseline]:
+        record = _record(run_dir, name)
+        if record is None:
+            continue
+        subject = [candidate_subject(run_dir, name)] if name in candidates else every
+        for v in engine_verdicts(name, record, {}):
+            found.append(_statement(subject, results[v.status], f"engine integrity {v.line}", config))
     return found
 
 
@@ -141,6 +186,21 @@ def verification_result(subjects: list[dict[str, Any]], properties: list[str], t
         "predicateType": SVR,
         "predicate": {"verifier": {"id": VERIFIER_ID}, "timeCreated": time_created, "properties": properties},
     }
+
+
+# verify's checks that establish the bundle is what its signer packed, and the engine it measured
+INTEGRITY_CHECKS = ("archive", "manifest", "signature", "hashes")
+
+
+def emit_refusal(statuses: dict[str, str]) -> str | None:
+    """Why ``--emit-attestations`` writes nothing, or None: a bundle integrity check that did not pass
+    (a skip is unknown), or the engine check failing the policy."""
+    unsettled = [f"{name} {statuses.get(name, 'not run')}" for name in INTEGRITY_CHECKS if statuses.get(name) != "pass"]
+    if unsettled:
+        return f"no attestations written: the bundle's integrity is not established ({', '.join(unsettled)})"
+    if statuses.get("engine") == "fail":
+        return "no attestations written: a server's engine integrity fails the policy (engine fail)"
+    return None
 
 
 def emit(out_dir: Path, lines: list[str], passed_checks: list[str], verified: bool, bundle_sha256: str) -> list[Path]:

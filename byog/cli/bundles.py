@@ -17,6 +17,7 @@ from byog.cli.common import (
     console,
 )
 from byog.cli.console_reporter import say
+from byog.core.errors import CheckFailed
 from byog.core.io import sha256_file
 from byog.core.paths import PLOTS_BASE, RunDir
 from byog.core.safe_text import terminal_text
@@ -136,18 +137,23 @@ def verify_cmd(
         subject_for=subject_for,
         plan=plan,
     )
+    refusal = None
     if emit_attestations is not None:
+        from byog.bundles.attestations import emit, emit_refusal
+
+        refusal = emit_refusal({r.name: r.status for r in report.results})
         found = next((r for r in report.results if r.name == "attestations" and r.status == "pass"), None)
         passed = [r.name for r in report.results if r.status == "pass"]
         lines = (found.details or {}).get("statements", []) if found is not None else []
-        from byog.bundles.attestations import emit
-
         # the bundle verify named: the one file, or part 0 (the signed part manifest) of a multi-part set
-        emit(emit_attestations, lines, passed, report.verified, sha256_file(Path(report.bundle)))
+        if refusal is None:
+            emit(emit_attestations, lines, passed, report.verified, sha256_file(Path(report.bundle)))
     if as_json:
         typer.echo(json.dumps(report.as_json(), indent=2, sort_keys=True, allow_nan=False))
     else:
         print_checks(report)
+    if refusal is not None:
+        raise CheckFailed(refusal)
     if not report.verified:
         raise typer.Exit(1)
 

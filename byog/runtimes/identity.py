@@ -84,4 +84,4 @@ def container_identity(container: Any, python: str, model: PreparedModel, image:
 
 def local_identity_files(model: PreparedModel) -> dict[str, Any]:
     """The weights' and tokenizer's identity only, hashed by this interpreter (no vLLM needed)."""
-    return identity_probe.identity(model.path, model.tokenizer, Path(cache_dir()))
+    return identity_probe.files_identity(model.path, model.tokenizer, Path(cache_dir()))

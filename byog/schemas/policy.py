@@ -11,6 +11,10 @@
     pairs_may_differ_in: [additional_config.decode_backend, code]   # launch facts a pair may differ in
     stock: {vllm_versions: ["0.11.0"], commits: [...], image_digests: ["sha256:..."]}  # what a baseline runs
     require_bound_candidates: true          # under --for ...#N@SHA a released candidate (no commit) fails
+    forbid_engine_patches: true             # every server's vLLM matches its RECORD, no foreign start-up hook
+    model_signers: [{name: publisher, public_key: "-----BEGIN PUBLIC KEY-----..."}]  # OMS model.sig keys/certs
+    require_model_signature: true           # both sides of each pair: a valid model.sig by the same signer
+    engine_patch_waivers: {vllm/x.py: <sha256>}   # patched files (or hook paths) allowed, by their digest
 
 A policy must require something (an empty one would pass every bundle), numbers are finite, and
 selectors name at least one field. verify fails a requirement that a bundle would meet only
@@ -63,6 +67,20 @@ class Stock(FiniteStrict):
         return self
 
 
+class ModelSigner(FiniteStrict):
+    """A publisher whose OMS signature (model.sig) verify accepts: a PEM public key or CA certificate."""
+
+    name: str = Field(min_length=1)
+    public_key: str | None = Field(default=None, min_length=1, max_length=16384)  # PEM: an EC key's signature
+    certificate: str | None = Field(default=None, min_length=1, max_length=65536)  # PEM chain: a certificate's
+
+    @model_validator(mode="after")
+    def _one_material(self) -> ModelSigner:
+        if (self.public_key is None) == (self.certificate is None):
+            raise ValueError(f"model signer '{self.name}' needs exactly one of public_key or certificate")
+        return self
+
+
 class Policy(FiniteStrict):
     schema_version: Literal[1] = POLICY_SCHEMA_VERSION
     allowed_image_digests: list[str] | None = None  # None: any image; []: no docker images at all
@@ -76,9 +94,20 @@ class Policy(FiniteStrict):
     pairs_may_differ_in: list[Annotated[str, Field(min_length=1)]] | None = None
     stock: Stock | None = None
     require_bound_candidates: bool = False
+    forbid_engine_patches: bool = False  # every vLLM matches its RECORD, no foreign start-up hook; unknown fails
+    model_signers: list[ModelSigner] = []  # keys or certificates a model.sig is verified with, offline
+    require_model_signature: bool = False  # each pair's weights carry a valid signature by the same signer
+    # a patch the maintainer accepts: RECORD path (or a hook's path) -> the patched file's sha256
+    engine_patch_waivers: dict[
+        Annotated[str, Field(min_length=1)], Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    ] = {}
 
     @model_validator(mode="after")
     def _requires_something(self) -> Policy:
+        if self.engine_patch_waivers and not self.forbid_engine_patches:
+            raise ValueError("engine_patch_waivers waive nothing without forbid_engine_patches: true")
+        if self.require_model_signature and not self.model_signers:
+            raise ValueError("require_model_signature needs model_signers to verify signatures with")
         if (
             self.allowed_image_digests is None
             and not self.required_points
@@ -91,6 +120,8 @@ class Policy(FiniteStrict):
             and self.pairs_may_differ_in is None
             and self.stock is None
             and not self.require_bound_candidates
+            and not self.forbid_engine_patches
+            and not self.require_model_signature
         ):
             raise ValueError("the policy requires nothing, so every bundle would meet it")
         return self

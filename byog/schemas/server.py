@@ -103,6 +103,41 @@ class VllmInstall(BaseModel):
     url: str | None = None
     source_dir: str | None = None  # an editable or directory install's source
     git: GitState | None = None  # the source directory's state
+class EngineHook(BaseModel):
+    """Something that runs code at start-up or inside the engine besides vLLM's own files."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    kind: str  # pth, sitecustomize, usercustomize, shadowed, pythonpath, ld_preload, vllm_plugin
+    path: str
+    sha256: str | None = None
+    owner: str | None = None  # the distribution whose RECORD installed it as is (not a patch)
+    detail: str | None = None
+
+
+class CappedNames(BaseModel):
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    names: list[str] = []
+    count: int = 0  # how many there were; ``names`` holds the first 200
+
+
+class EngineIntegrity(BaseModel):
+    """The installed vLLM held to its RECORD, and its start-up hooks (``identity_probe.engine_integrity``)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    status: Literal["clean", "patched", "unknown"]
+    reason: str | None = None  # why unknown
+    record_sha256: str | None = None
+    files_checked: int = 0
+    modified: dict[str, str] = {}  # RECORD path -> the installed file's sha256 (hex)
+    modified_count: int = 0
+    missing: CappedNames = Field(default_factory=CappedNames)
+    unlisted: dict[str, str] = {}  # Python files and extensions in the package that RECORD does not list
+    outside: CappedNames = Field(default_factory=CappedNames)  # RECORD paths outside the environment: not read
+    hooks: list[EngineHook] = []
+    cached: bool = False
 
 
 class VllmIdentity(BaseModel):
@@ -119,6 +154,17 @@ class VllmIdentity(BaseModel):
     direct_url: str | None = None
     record_sha256: str | None = Field(default=None, pattern=SHA256_PATTERN)  # the dist-info RECORD's sha256
     install: VllmInstall | None = None  # absent from records before byog read it: unknown
+    integrity: EngineIntegrity | None = None
+    error: str | None = None
+
+
+class ModelSignatureFile(BaseModel):
+    """A model folder's OMS ``model.sig`` as read (``identity_probe.model_signature``)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    sha256: str | None = None
+    text: str | None = Field(default=None, max_length=1 << 20)  # the Sigstore bundle JSON
     error: str | None = None
 
 
@@ -130,7 +176,21 @@ class OmsDigest(BaseModel):
     root_sha256: str | None = None
     serialization: dict[str, Any] = {}  # OMS's "serialization": method, hash_type, allow_symlinks, ignore_paths
     other_files: dict[str, str] = {}  # files OMS covers that ``files`` does not list (README.md, ...)
+    signature: ModelSignatureFile | None = None  # the folder's model.sig, checked offline by verify
     error: str | None = None  # why the folder has no OMS digest
+
+
+class HubSnapshot(BaseModel):
+    """A Hugging Face cache snapshot's commit, its files held to the cache's blobs (``identity_probe.hub_snapshot``)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    repo_id: str | None = None
+    commit: str | None = None
+    refs: dict[str, str] = {}  # the cache's refs (main, ...) and the commit each names
+    files_matched: int = 0
+    mismatched: dict[str, str] = {}  # file -> the etag of the blob it links to, which its bytes do not give
+    no_hash: CappedNames = Field(default_factory=CappedNames)  # files that link to no blob: nothing to hold them to
 
 
 class ModelFilesIdentity(BaseModel):
@@ -145,6 +205,7 @@ class ModelFilesIdentity(BaseModel):
     tokenizer_sha256: str | None = None
     files: dict[str, str] = {}
     oms: OmsDigest | None = None
+    hub_snapshot: HubSnapshot | None = None
 
 
 class ImageIdentity(BaseModel):

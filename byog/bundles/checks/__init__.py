@@ -5,7 +5,8 @@ name and what it needs with ``@check``): the order is declared here, not left to
 imports, because a check may require another to have passed first. First what needs no trust
 and reads only the gate members (manifest, signature), then, for a trusted signer only, the
 hashes of every other member, the subject and the content checks (bounds, predicate, schemas,
-records, tasks, plan, calibration, summary, report, attestations, identity, pairs, commit, policy, claims).
+records, tasks, plan, calibration, summary, report, attestations, identity, pairs, commit, engine, weights,
+policy, claims).
 """
 
 from byog.bundles.checks import (
@@ -13,6 +14,7 @@ from byog.bundles.checks import (
     bounds,
     calibration,
     claims,
+    engine,
     identity,
     integrity,
     plan_pin,
@@ -23,6 +25,7 @@ from byog.bundles.checks import (
     schemas,
     signature,
     tasks,
+    weights,
 )
 from byog.bundles.checks.base import Check, CheckResult, VerifyContext, in_order, run_checks, run_one
 
@@ -45,6 +48,8 @@ CHECKS: tuple[Check, ...] = in_order(
         identity.identity_is_consistent,
         identity.pairs_are_fair,
         identity.bound_to_commit,
+        engine.engine_is_unpatched,
+        weights.weights_say_the_same,
         policy.meets_policy,
         claims.claims_hold,
     )

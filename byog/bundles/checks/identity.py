@@ -31,11 +31,11 @@ from byog.schemas.commits import same_commit
 from byog.schemas.env import EnvRecord
 from byog.schemas.migrate import migrate
 from byog.schemas.plan import ComparisonPair, Plan
-from byog.schemas.policy import Stock
+from byog.schemas.policy import Policy, Stock
 from byog.schemas.server import ServerIdentity, ServerRecord
 
 
-def _plan(ctx: VerifyContext) -> Plan:
+def recorded_plan(ctx: VerifyContext) -> Plan:
     data = ctx.parsed.get("plan.yaml")
     try:
         return Plan.model_validate(migrate("plan", data, label="plan.yaml") if isinstance(data, dict) else data)
@@ -43,7 +43,7 @@ def _plan(ctx: VerifyContext) -> Plan:
         raise CheckFailed("plan.yaml is not a valid plan") from None
 
 
-def _record(ctx: VerifyContext, name: str) -> ServerRecord:
+def recorded_server(ctx: VerifyContext, name: str) -> ServerRecord:
     path = f"servers/{name}/server.json"
     if path not in ctx.parsed:
         raise CheckFailed(f"server '{name}' has no {path}, so its launch cannot be compared")
@@ -96,9 +96,9 @@ def derived_lines(pair: ComparisonPair, diff: PairDiff) -> list[str]:
     ]
 
 
-def _pair_failures(pair: ComparisonPair, diff: PairDiff, ctx: VerifyContext) -> list[str]:
+def pair_failures(pair: ComparisonPair, diff: PairDiff, policy: Policy | None) -> list[str]:
+    """Why a pair is unfair: without a policy, contradictions and undeclared hardware/model differences."""
     failures = list(diff.contradictions)
-    policy = ctx.policy
     if diff.unknown and policy is not None and (policy.pairs_may_differ_in is not None or policy.stock is not None):
         failures.append(f"{pair.candidate} vs {pair.baseline}: unknown: cannot check: {'; '.join(diff.unknown)}")
     # a side that recorded nothing is unknown (above, or "records no ... identity" below), not different
@@ -154,7 +154,7 @@ def stock_failure(name: str, record: ServerRecord, stock: Stock) -> str | None:
 
 @check("pairs", requires=("schemas",))
 def pairs_are_fair(ctx: VerifyContext) -> Found:
-    plan = _plan(ctx)
+    plan = recorded_plan(ctx)
     pairs = plan.comparison_pairs
     if not pairs:
         raise Skipped("the plan has one server: no pair to compare")
@@ -166,14 +166,14 @@ def pairs_are_fair(ctx: VerifyContext) -> Found:
             lines.append(f"{pair.candidate} vs {pair.baseline}: not compared, '{idle[0]}' was not launched")
             continue
         names = (pair.candidate, pair.baseline)
-        diff = compare_pair(names, (_record(ctx, pair.candidate), _record(ctx, pair.baseline)), host)
+        diff = compare_pair(names, (recorded_server(ctx, pair.candidate), recorded_server(ctx, pair.baseline)), host)
         lines.append(pair_line(pair, diff))
         derived += derived_lines(pair, diff)
-        failures += _pair_failures(pair, diff, ctx)
+        failures += pair_failures(pair, diff, ctx.policy)
     stock = ctx.policy.stock if ctx.policy is not None else None
     if stock is not None:
         for baseline in dict.fromkeys(pair.baseline for pair in pairs if not unlaunched(ctx, pair.baseline)):
-            why = stock_failure(baseline, _record(ctx, baseline), stock)
+            why = stock_failure(baseline, recorded_server(ctx, baseline), stock)
             if why:
                 failures.append(why)
     details = {"pairs": lines, "derived": derived, "failed": failures}
@@ -184,9 +184,9 @@ def pairs_are_fair(ctx: VerifyContext) -> Found:
 
 @check("identity", requires=("schemas",))
 def identity_is_consistent(ctx: VerifyContext) -> Found:
-    plan = _plan(ctx)
+    plan = recorded_plan(ctx)
     names = [name for name in plan.servers if not unlaunched(ctx, name)]
-    found = [sentence for name in names for sentence in contradictions(name, _record(ctx, name))]
+    found = [sentence for name in names for sentence in contradictions(name, recorded_server(ctx, name))]
     details = {"failed": found}
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
@@ -203,8 +203,8 @@ def _commits(record: ServerRecord) -> list[str | None]:
 
 @check("commit", requires=("schemas",))
 def bound_to_commit(ctx: VerifyContext) -> Found:
-    plan = _plan(ctx)
-    measured = {name: _commits(_record(ctx, name)) for name in plan.candidates if not unlaunched(ctx, name)}
+    plan = recorded_plan(ctx)
+    measured = {name: _commits(recorded_server(ctx, name)) for name in plan.candidates if not unlaunched(ctx, name)}
     said = [f"{name}: {', '.join(dict.fromkeys(c or 'no commit' for c in found))}" for name, found in measured.items()]
     head = ctx.subject_for.commit if ctx.subject_for is not None else None
     details = {"measured": said, "head": [head] if head else []}

@@ -89,3 +89,52 @@ def test_the_subject_is_the_candidates_commit_and_wheel_and_the_configuration_na
         "digest": {"sha256": "c" * 64},
     }
     valid_statement(attestations_bytes(run_dir, derive_summary(run_dir)).decode().splitlines()[0])
+
+
+def test_pair_and_engine_gates_are_statements(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path / "run", TINY)
+    for name, integrity in (
+        ("candidate", {"status": "patched", "modified": {"vllm/config.py": "f" * 64}, "modified_count": 1}),
+        ("baseline", {"status": "clean", "files_checked": 3307}),
+    ):
+        path = run_dir.server_record(name)
+        record = json.loads(path.read_text())
+        record["identity"] = {"vllm": {"distribution": "vllm", "version": "0.24.0", "integrity": integrity}}
+        path.write_text(json.dumps(record))
+    docs = [
+        valid_statement(line) for line in attestations_bytes(run_dir, derive_summary(run_dir)).decode().splitlines()
+    ]
+    gates = {
+        next(iter(t for k in ("passedTests", "warnedTests", "failedTests") for t in d["predicate"].get(k, []))): d
+        for d in docs
+    }
+    engine = {test: d["predicate"]["result"] for test, d in gates.items() if test.startswith("engine integrity")}
+    assert engine == {
+        "engine integrity candidate: patched: modified vllm/config.py": "FAILED",
+        "engine integrity baseline: clean (vllm 0.24.0: 3307 files match RECORD)": "PASSED",
+    }
+    pairs = [(test, d["predicate"]["result"]) for test, d in gates.items() if test.startswith("pair:")]
+    assert len(pairs) == 1 and pairs[0][0].startswith("pair: candidate vs baseline: unknown: cannot check")
+    assert pairs[0][1] == "WARNED"
+
+
+def test_emit_refuses_a_bundle_whose_integrity_is_not_established(tmp_path: Path) -> None:
+    from byog.bundles.attestations import emit_refusal
+
+    run_dir = make_run_dir(tmp_path / "run", TINY)
+    run_dir.plots_dir.mkdir(exist_ok=True)
+    atomic_write_bytes(run_dir.root / ATTESTATIONS_NAME, attestations_bytes(run_dir, derive_summary(run_dir)))
+    packed = seal_and_pack(run_dir, tmp_path / "bundle.tar.gz", sign=False, plots=None)
+    out = tmp_path / "emitted"
+    result = CliRunner().invoke(
+        app, ["verify", str(packed.bundle), "--allow-unsigned", "--emit-attestations", str(out)]
+    )
+    assert result.exit_code == 1
+    assert "no attestations written: the bundle's integrity is not established (signature skip)" in result.output
+    assert not out.exists()
+    passing = {name: "pass" for name in ("archive", "manifest", "signature", "hashes")}
+    assert emit_refusal(passing) is None
+    assert emit_refusal({**passing, "hashes": "fail"}) == (
+        "no attestations written: the bundle's integrity is not established (hashes fail)"
+    )
+    assert emit_refusal({**passing, "engine": "fail"}) is not None

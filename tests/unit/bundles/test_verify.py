@@ -66,6 +66,8 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "identity",
         "pairs",
         "commit",
+        "engine",
+        "weights",
         "policy",
         "claims",
     ]
