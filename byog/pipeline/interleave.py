@@ -35,9 +35,9 @@ from byog.evals.runner import run_evals_for_server
 from byog.pipeline.activity import add_span, merge_into_server_record, spent
 from byog.pipeline.launch import launch_server
 from byog.pipeline.numerics import run_numerics_for_server
-from byog.plans.expand import BenchPoint, expand_plan
+from byog.plans.expand import expand_plan
 from byog.runtimes import sleep_mode
-from byog.schemas.bench import PointRecord, RequestRow, write_request_rows
+from byog.schemas.bench import BenchPoint, PointRecord, RequestRow, write_request_rows
 from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer
 
@@ -232,6 +232,9 @@ class _SideRun:
 
 
 def _batch_point(pair: Pair, point: BenchPoint, rd: RunDir, data_dir: Path | None) -> None:
+    # ABBA visits pair the two sides' waves one for one: an interleaved batch point runs its fixed
+    # ``waves``, without sequential stopping (each side stopping on its own CI would break the blocks).
+    point = point.model_copy(update={"ci_target": None, "max_waves": 0})
     runs: dict[Side, _SideRun] = {}
     for side in ("A", "B"):
         server = pair.servers[side]

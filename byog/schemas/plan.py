@@ -136,7 +136,26 @@ class BatchWorkload(_WorkloadBase):
     kind: Literal["batch"] = "batch"
     batch_sizes: list[PositiveInt] = Field(min_length=1)
     warmup_waves: NonNegativeInt = 1
+    # With ``ci_target`` set (the default) ``waves`` is the minimum: each point measures waves until
+    # the relative half-width of its decode-rate 95% wave CI is at most ``ci_target``, or until
+    # ``max_waves`` (default 2 x waves). ``ci_target: null``: exactly ``waves`` waves
+    # (byog.analysis.wave_stopping, docs/statistics.md §8).
     waves: PositiveInt = 3
+    ci_target: float | None = Field(default=0.01, gt=0, lt=1)
+    max_waves: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _cap_not_below_minimum(self) -> BatchWorkload:
+        if self.max_waves is not None and self.max_waves < self.waves:
+            raise ValueError(f"max_waves ({self.max_waves}) is below waves ({self.waves}), the minimum")
+        return self
+
+    @property
+    def wave_cap(self) -> int:
+        """The most measured waves a point of this workload runs (``waves`` when stopping is off)."""
+        if self.ci_target is None:
+            return self.waves
+        return self.max_waves if self.max_waves is not None else 2 * self.waves
 
 
 class ConcurrencyWorkload(_WorkloadBase):
@@ -411,6 +430,9 @@ class Plan(Strict):
     # margin of the per-point perf labels (faster / slower / equivalent / within noise)
     aa_pair: bool = False
     numerics: NumericsSpec | None = None  # the token-level differential + conformance suite (docs/numerics.md)
+    # A bench point invalid only for a transient cause (client saturated, GPU clocks slowed) is
+    # measured again, at most this many times, once the cause has cleared (byog.analysis.validity).
+    remeasure: NonNegativeInt = 2
 
     @model_validator(mode="after")
     def _references(self) -> Plan:
