@@ -136,13 +136,12 @@ class BatchWorkload(_WorkloadBase):
     kind: Literal["batch"] = "batch"
     batch_sizes: list[PositiveInt] = Field(min_length=1)
     warmup_waves: NonNegativeInt = 1
-    # With ``ci_target`` set (the default) ``waves`` is the minimum: each point measures waves until
-    # the relative half-width of its decode-rate 95% wave CI is at most ``ci_target``, or until
-    # ``max_waves`` (default 2 x waves). ``ci_target: null``: exactly ``waves`` waves
-    # (byog.analysis.wave_stopping, docs/statistics.md §8).
+    # measured waves: the minimum while ``ci_target`` is set, else the fixed count
     waves: PositiveInt = 3
+    # stop a point once the 95% wave CI of its decode tok/s is within +/- this share of it (after
+    # ``waves``, up to ``max_waves``); null: exactly ``waves`` (docs/statistics.md §8)
     ci_target: float | None = Field(default=0.01, gt=0, lt=1)
-    max_waves: PositiveInt | None = None
+    max_waves: PositiveInt | None = None  # the cap on measured waves while ``ci_target`` is set; null: 2 x waves
 
     @model_validator(mode="after")
     def _cap_not_below_minimum(self) -> BatchWorkload:
