@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from byog.bench.workloads import PointRun
-from byog.schemas.bench import BenchPoint, RequestRow
+from byog.schemas.bench import BenchPoint, PointRecord, RequestRow, WaveStopping
 
 MS = 1_000_000
 
@@ -60,3 +60,19 @@ def replaying_run_point(steps_ns: Sequence[int]) -> Callable[..., PointRun]:
         return PointRun(rows, rows[0].t_send_ns, rows[-1].chunk_t_ns[-1], 0.1, 0.0, 0.0)
 
     return run_point
+
+
+def stopped_record(server: str, point: BenchPoint, rows: Sequence[RequestRow], stopping: WaveStopping) -> PointRecord:
+    """A complete point record of ``rows`` with its stopping record (what the sweep writes)."""
+    return PointRecord(
+        server=server,
+        point=point,
+        prompts_label="random-ids",
+        status="complete",
+        started_at="2026-12-06T00:00:00+00:00",
+        duration_s=1.0,
+        t_start_ns=rows[0].t_send_ns,
+        t_end_ns=rows[-1].chunk_t_ns[-1],
+        stopping=stopping,
+        byog_version="test",
+    )

@@ -12,7 +12,7 @@ from byog.analysis.bench_summary import wave_units
 from byog.analysis.request_columns import read_request_columns
 from byog.analysis.wave_stopping import LiveStopping, Rule, decide, half_widths, recorded_problem, seed_of
 from byog.schemas.bench import BenchPoint, PointRecord, RandomPrompts, RequestRow, write_request_rows
-from tests.support.waves import replay
+from tests.support.waves import replay, stopped_record
 
 B, OSL, WARMUP = 2, 16, 1
 
@@ -73,18 +73,7 @@ def _stored(tmp_path: Path, p: BenchPoint, steps: list[int]) -> tuple[PointRecor
     rows, live = run_live(p, steps, jitter_ns=437)
     path = tmp_path / "rows.parquet"
     write_request_rows(path, rows)
-    record = PointRecord(
-        server="base",
-        point=p,
-        prompts_label="random-ids",
-        status="complete",
-        started_at="2026-12-06T00:00:00+00:00",
-        duration_s=1.0,
-        t_start_ns=0,
-        t_end_ns=1,
-        stopping=live.record(),
-        byog_version="test",
-    )
+    record = stopped_record("base", p, rows, live.record())
     return record, path
 
 

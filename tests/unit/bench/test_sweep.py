@@ -353,15 +353,19 @@ def test_power_is_sampled_only_where_the_servers_gpus_are() -> None:
     assert "u@tray0, u@tray1" in (power_unknown_reason(remote) or "")
 
 
-STOPPING_PLAN = """
+ONE_SERVER = """
 name: t
 model: {path: /m}
 servers:
   base: {runtime: endpoint, url: "http://unused"}
 baseline: base
 workloads:
-  - {kind: batch, name: decode, batch_sizes: [2], isl: [5], osl: [12], warmup_waves: 1, waves: 3, max_waves: 6}
 """
+STOPPING_PLAN = (
+    ONE_SERVER
+    + "  - {kind: batch, name: decode, batch_sizes: [2], isl: [5], osl: [12], warmup_waves: 1, waves: 3,"
+    + " max_waves: 6}\n"
+)
 TIGHT_MS = [1.0]  # every wave decodes at one rate
 NOISY_MS = [1.0, 1.3, 0.8, 1.25, 0.9, 1.2, 0.95]
 
@@ -393,15 +397,11 @@ def test_the_sweep_stops_a_tight_point_at_its_minimum_and_a_noisy_one_at_its_cap
     assert recorded_problem(record, read_request_columns(run_dir.bench_rows("base", point_id)), planned) is None
 
 
-REMEASURE_PLAN = """
-name: t
-model: {path: /m}
-servers:
-  base: {runtime: endpoint, url: "http://unused"}
-baseline: base
-workloads:
-  - {kind: batch, name: decode, batch_sizes: [1], isl: [5], osl: [12], warmup_waves: 0, waves: 2, ci_target: null}
-"""
+REMEASURE_PLAN = (
+    ONE_SERVER
+    + "  - {kind: batch, name: decode, batch_sizes: [1], isl: [5], osl: [12], warmup_waves: 0, waves: 2,"
+    + " ci_target: null}\n"
+)
 SATURATED = "client saturated: it used 97% of a core (limit 90%)"
 PERMANENT = "prefix cache hit 12 prompt tokens: prefill was partly skipped"
 

@@ -13,9 +13,9 @@ from byog.core.io import atomic_write_json
 from byog.core.paths import RunDir
 from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
-from byog.schemas.bench import PointRecord, write_request_rows
+from byog.schemas.bench import write_request_rows
 from tests.support.synthetic import SyntheticSpec, make_run_dir
-from tests.support.waves import MS, replay
+from tests.support.waves import MS, replay, stopped_record
 from tests.unit.bundles.checks.test_identity import check, pack
 
 POINT = "decode-b1-isl32-osl64"
@@ -33,18 +33,7 @@ def stopped_run(root: Path, edit: dict[str, object] | None = None) -> RunDir:
     live = LiveStopping(point, "candidate", rule)
     rows = replay(point, [int(s * MS) for s in NOISY_MS], live.after_wave, jitter_ns=311)
     write_request_rows(rd.bench_rows("candidate", POINT), rows)
-    record = PointRecord(
-        server="candidate",
-        point=point,
-        prompts_label="random-ids",
-        status="complete",
-        started_at="2026-12-06T00:00:00+00:00",
-        duration_s=1.0,
-        t_start_ns=rows[0].t_send_ns,
-        t_end_ns=rows[-1].chunk_t_ns[-1],
-        stopping=live.record(),
-        byog_version="test",
-    ).model_dump(mode="json")
+    record = stopped_record("candidate", point, rows, live.record()).model_dump(mode="json")
     record["stopping"].update(edit or {})
     atomic_write_json(rd.bench_point("candidate", POINT), record)
     return rd
