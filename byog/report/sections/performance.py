@@ -194,8 +194,8 @@ def _remeasured_list(ctx: ReportContext) -> list[str]:
     ]
     if not lines:
         return []
-    head = "Measured again after a transient cause (client saturated, GPU clocks slowed) had cleared; every attempt"
-    return [f"{head} stays in the bundle (bench/<server>/attempts/):", "", *lines, ""]
+    head = "Measured again after a transient cause (client saturated, GPU clocks slowed); every attempt stays in"
+    return [f"{head} the bundle (bench/<server>/attempts/):", "", *lines, ""]
 
 
 def _conditions_list(ctx: ReportContext) -> list[str]:
