@@ -6,6 +6,12 @@ snapshot again, then write the raw rows and, last, the point record, each atomic
 A point whose two files exist is complete and skipped on a rerun. If the server dies mid-point
 the point gets a ``failed`` record with the log tail and no rows (so a rerun retries it), the
 server is restarted once, and the sweep goes on.
+
+A batch point with a CI target stops measuring waves when its rule says so
+(``byog.analysis.wave_stopping``; its record keeps the rule and every half-width). A point invalid
+for transient causes only (``byog.analysis.validity.transient``) is measured again, at most plan
+``remeasure`` times, once they have cleared (``byog.bench.settle``); each earlier attempt's files
+move to ``bench/<server>/attempts/`` and the final record lists them.
 """
 
 from __future__ import annotations
