@@ -109,6 +109,16 @@ class Unit:
         return unit
 
 
+def wave_units(point: BenchPoint, rows: RequestColumns) -> list[Unit]:
+    """The summary's resampling units of a point's rows: one per measured wave (batch), else per request."""
+    return _units(point, rows)
+
+
+def decode_rate(units: Sequence[Unit]) -> float | None:
+    """decode tok/s of batch waves: the ratio of sums over the waves with a decode window."""
+    return _decode_tok_s(units, "batch")
+
+
 def _units(point: BenchPoint, rows: RequestColumns) -> list[Unit]:
     """Batch: one unit per measured wave (waves in order); else one per measured request (by request index)."""
     measured = rows.take(~rows.warmup)
@@ -320,6 +330,8 @@ def _point_entry(
     reasons = invalid_reasons(record, row_list if point.kind == "agentic" and row_list is not None else rows)
     entry.valid = not reasons
     entry.invalid_reasons = reasons
+    entry.remeasured = len(record.attempts) or None
+    entry.stopping = record.stopping
     entry.n_requests = int((~rows.warmup).sum()) if rows is not None else 0
     if rows is not None:
         deltas = record.measured_counter_deltas if record.measured_counter_deltas is not None else record.counter_deltas
@@ -495,7 +507,8 @@ def bootstrap_ratios(
     return ratios if len(ratios) >= resamples // 2 else None
 
 
-def _interval(ratios: Sequence[float], level: float) -> tuple[float | None, float | None]:
+def interval(ratios: Sequence[float], level: float) -> tuple[float | None, float | None]:
+    """The percentile bootstrap interval of these resampled values at ``level``."""
     alpha = (1.0 - level) / 2 * 100
     return metrics.percentile(ratios, alpha), metrics.percentile(ratios, 100 - alpha)
 
@@ -538,8 +551,8 @@ def _ratio_cis(
         ratios = bootstrap_ratios(cand[0], base[0], stat, seed, metric=metric)
         if ratios is None:
             return _CIs((None, None), None, None)
-        lo90, hi90 = _interval(ratios, 0.90)
-        return _CIs(_interval(ratios, CI_LEVEL), (lo90, hi90) if lo90 is not None and hi90 is not None else None, None)
+        lo90, hi90 = interval(ratios, 0.90)
+        return _CIs(interval(ratios, CI_LEVEL), (lo90, hi90) if lo90 is not None and hi90 is not None else None, None)
     if not launch_ci:
         rows = (_vectorised(metric, _flat(cand)), _vectorised(metric, _flat(base)))
         fast = (rows[0], rows[1]) if rows[0] is not None and rows[1] is not None else None
@@ -772,7 +785,7 @@ def _wake_effects(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str
             seed = [plan.seeds[0], zlib.crc32(f"{point.point_id}/{server}/wake".encode())]
             ratios = bootstrap_ratios(woken, continued, stat, seed)
             if ratios is not None:
-                effect.ci_low, effect.ci_high = _interval(ratios, CI_LEVEL)
+                effect.ci_low, effect.ci_high = interval(ratios, CI_LEVEL)
                 if effect.ci_low is not None and effect.ci_high is not None:
                     effect.flagged = not effect.ci_low <= 1.0 <= effect.ci_high
             out.append(effect)

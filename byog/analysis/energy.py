@@ -40,6 +40,7 @@ THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 # delivery failed the workload: those invalidate the point.
 POWER_CAP = "SwPowerCap"
 INVALIDATING_MASK = 0x8 | 0x20 | 0x40 | 0x80
+THROTTLED = "GPU clocks slowed by heat or hardware"  # how the validity sentence of such a point begins
 # An A/B at a point measured the two servers under different conditions when their mean SM clocks
 # differ by more than this share, or their power-cap shares by more than this many samples in a
 # hundred (docs/metrics.md "Power cap" says where both numbers come from).
@@ -162,10 +163,7 @@ def throttle_reason(shares: dict[str, float]) -> str | None:
     if not bad:
         return None
     listed = ", ".join(f"{name} in {share:.0%} of samples" for name, share in sorted(bad.items()))
-    return (
-        f"GPU clocks slowed by heat or hardware during the point ({listed}): "
-        "it measured the cooling or power delivery too"
-    )
+    return f"{THROTTLED} during the point ({listed}): it measured the cooling or power delivery too"
 
 
 def cap_share(power: PowerMetrics | None) -> float | None:

@@ -26,6 +26,30 @@ from byog.schemas.migrate import migrate
 
 # A closed loop that keeps fewer than this share of its target in flight measured a lighter load.
 MIN_CONCURRENCY_SHARE = 0.95
+CLIENT_SATURATED = "client saturated"
+# Causes that pass: the load generator's machine was busy, or the GPU's clocks were held down for a
+# while. A point invalid for these only is measured again once they cleared (``transient``);
+# every other reason (failed or short requests, cache hits, preemptions, miscounts) is the
+# configuration's and would repeat.
+TRANSIENT_CAUSES = (CLIENT_SATURATED, energy.THROTTLED)
+
+
+def transient(reasons: Sequence[str]) -> bool:
+    """Whether a point is invalid for transient causes only (and so worth measuring again)."""
+    return bool(reasons) and all(r.startswith(TRANSIENT_CAUSES) for r in reasons)
+
+
+def remeasured_note(point: PointSummary) -> str | None:
+    """What every surface says of a point measured again: "re-measured 2×, valid on the 2nd"."""
+    n = point.remeasured
+    if not n:
+        return None
+    return f"re-measured {n}×, " + (f"valid on the {_ordinal(n)}" if point.valid else "still invalid")
+
+
+def _ordinal(k: int) -> str:
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
 
 
 def _some(values: Sequence[Any], n: int = 3) -> str:
@@ -94,7 +118,7 @@ def _client_reasons(client: ClientLoad, measured: RequestColumns) -> list[str]:
     reasons: list[str] = []
     if client.cpu_share is not None and client.cpu_share > client.cpu_share_limit:
         reasons.append(
-            f"client saturated: it used {client.cpu_share:.0%} of a core (limit {client.cpu_share_limit:.0%})"
+            f"{CLIENT_SATURATED}: it used {client.cpu_share:.0%} of a core (limit {client.cpu_share_limit:.0%})"
         )
     lag = client.loop_lag_p99_s
     if lag is not None:
@@ -108,7 +132,7 @@ def _client_reasons(client: ClientLoad, measured: RequestColumns) -> list[str]:
         )
         if lag > limit:
             reasons.append(
-                f"client saturated: event-loop lag P99 {lag * 1e3:.1f} ms is over {rule} (limit {limit * 1e3:.1f} ms)"
+                f"{CLIENT_SATURATED}: event-loop lag P99 {lag * 1e3:.1f} ms is over {rule} (limit {limit * 1e3:.1f} ms)"
             )
     return reasons
 

@@ -6,13 +6,19 @@ snapshot again, then write the raw rows and, last, the point record, each atomic
 A point whose two files exist is complete and skipped on a rerun. If the server dies mid-point
 the point gets a ``failed`` record with the log tail and no rows (so a rerun retries it), the
 server is restarted once, and the sweep goes on.
+
+A batch point with a CI target stops measuring waves when its rule says so
+(``byog.analysis.wave_stopping``; its record keeps the rule and every half-width). A point invalid
+for transient causes only (``byog.analysis.validity.transient``) is measured again, at most plan
+``remeasure`` times, once they have cleared (``byog.bench.settle``); each earlier attempt's files
+move to ``bench/<server>/attempts/`` and the final record lists them.
 """
 
 from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -24,19 +30,21 @@ from byog.analysis import counters
 from byog.analysis.bench_summary import search_probes
 from byog.analysis.goodput import next_rate, rule_of
 from byog.analysis.server_log import root_cause
-from byog.analysis.validity import invalid_reasons
+from byog.analysis.validity import invalid_reasons, transient
+from byog.analysis.wave_stopping import LiveStopping, Rule
 from byog.bench.agentic import run_agentic_point, scripts_for
 from byog.bench.nvml_sampler import PowerSampler, unavailable
 from byog.bench.prompts import Prompt, ServerTokenizer, build_prompts, prompts_label, sends_text, vocabulary
 from byog.bench.server_api import get_text, reset_prefix_cache
+from byog.bench.settle import wait_until_clear
 from byog.bench.traces import replay_requests, run_trace_point
-from byog.bench.workloads import PointRun, client_load, run_point
+from byog.bench.workloads import AfterWave, PointRun, client_load, run_point
 from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, ProgressBoard, ProgressTask, Reporter
 from byog.plans.expand import points_for_server, probe_point, search_workloads
-from byog.schemas.bench import BenchPoint, PointRecord, PowerTrace, write_request_rows
+from byog.schemas.bench import Attempt, BenchPoint, PointRecord, PowerTrace, WaveStopping, write_request_rows
 from byog.schemas.plan import (
     Plan,
     RateWorkload,
@@ -62,6 +70,8 @@ class PointDone(TypedDict):
     point_id: str
     measuring_s: float
     invalid_reasons: list[str]
+    started_at: str
+    requests: int  # sent, warm-up included (a batch point that stopped on its CI: fewer than planned)
 
 
 class SweepOutcome(TypedDict):
@@ -73,6 +83,7 @@ class SweepOutcome(TypedDict):
     skipped: list[str]
     failed: list[str]
     invalid: dict[str, list[str]]  # point id -> why it is invalid
+    remeasured: dict[str, int]  # point id -> times measured again after a transient cause
     restarts: int
     aborted: str | None  # why the sweep stopped early
     measuring_s: float  # with requests in flight
@@ -128,10 +139,13 @@ def gpu_indices(config: ServerConfig) -> list[int] | None:
     return config.gpu_indices()
 
 
+Run = Callable[[Any, Callable[[], None] | None, AfterWave | None], PointRun]
+
+
 class _Measure:
     """A point ready to run: its prompts (or sessions, or trace requests) built, the point resolved."""
 
-    def __init__(self, point: BenchPoint, run: Callable[[Any, Callable[[], None] | None], PointRun]) -> None:
+    def __init__(self, point: BenchPoint, run: Run) -> None:
         self.point, self.run = point, run
 
 
@@ -171,7 +185,7 @@ def _prepare(
                 total(sum(s.n_turns for s in scripts))
                 return _Measure(
                     point,
-                    lambda progress, _start: run_agentic_point(
+                    lambda progress, _start, _after: run_agentic_point(
                         endpoint.base_url, endpoint.model, point, prefix, scripts, progress
                     ),
                 )
@@ -182,26 +196,41 @@ def _prepare(
             total(len(requests))
             return _Measure(
                 point,
-                lambda progress, _start: run_trace_point(endpoint.base_url, endpoint.model, point, requests, progress),
+                lambda progress, _start, _after: run_trace_point(
+                    endpoint.base_url, endpoint.model, point, requests, progress
+                ),
             )
         prompts = point_prompts(point, tok, tokenizer or endpoint.tokenizer, data_dir)
         return _Measure(
             point,
-            lambda progress, on_start: run_point(
-                endpoint.base_url, endpoint.model, point, prompts, progress, on_measure_start=on_start
+            lambda progress, on_start, after_wave: run_point(
+                endpoint.base_url,
+                endpoint.model,
+                point,
+                prompts,
+                progress,
+                on_measure_start=on_start,
+                after_wave=after_wave,
             ),
         )
     finally:
         tok.close()
 
 
-def _record_base(point: BenchPoint, server_name: str) -> dict[str, Any]:
+def _record_base(point: BenchPoint, server_name: str, attempts: Sequence[Attempt] = ()) -> dict[str, Any]:
     """The fields a point's record has whether it completes or fails."""
     repeat = bool(getattr(point.prompts, "repeat", False))
     label = prompts_label(
         point.prompts.kind, getattr(point.prompts, "dataset", None), repeat, sends_text(point.prompts)
     )
-    return dict(server=server_name, point=point, prompts_label=label, started_at=utc_now(), byog_version=__version__)
+    return dict(
+        server=server_name,
+        point=point,
+        prompts_label=label,
+        started_at=utc_now(),
+        attempts=list(attempts),
+        byog_version=__version__,
+    )
 
 
 def _write_failed(
@@ -259,6 +288,7 @@ def _complete_record(
     after: str | None,
     power: PowerTrace,
     reset: bool | None,
+    stopping: WaveStopping | None = None,
 ) -> PointRecord:
     return PointRecord(
         **base,
@@ -273,6 +303,7 @@ def _complete_record(
         else None,
         power=power,
         prefix_cache_reset=reset,
+        stopping=stopping,
     )
 
 
@@ -288,6 +319,7 @@ def run_one_point(
     total: Callable[[int], None] = lambda _: None,
     gpus: list[int] | None = None,
     power_reason: str | None = None,
+    attempts: Sequence[Attempt] = (),
 ) -> PointDone:
     """Measure one point and write its files. Raises ``ServerDied`` (after writing a failed record).
 
@@ -297,7 +329,7 @@ def run_one_point(
     point's ``max_context`` resolved from the server when the plan left it open.
     """
     endpoint = server.endpoint
-    base = _record_base(point, server_name)
+    base = _record_base(point, server_name, attempts)
     wall0 = time.perf_counter()
     try:
         measure = _prepare(point, endpoint, tokenizer, data_dir, total)
@@ -315,20 +347,30 @@ def run_one_point(
     def measure_start() -> None:
         measured.append(snapshot_metrics(run_dir, server_name, point.point_id, "measured", endpoint.base_url))
 
+    rule = Rule.of(point)
+    stopping = LiveStopping(point, server_name, rule) if rule is not None else None
     sampler = PowerSampler(gpus).start() if power_reason is None else None
     try:
-        run = measure.run(progress, measure_start if point.kind == "batch" else None)
+        run = measure.run(
+            progress,
+            measure_start if point.kind == "batch" else None,
+            stopping.after_wave if stopping is not None else None,
+        )
     finally:
         power = sampler.stop() if sampler is not None else unavailable(power_reason or "")
     _raise_if_died(run_dir, server, base, wall0, run, before)
     after = snapshot_metrics(run_dir, server_name, point.point_id, "after", endpoint.base_url)
     write_request_rows(run_dir.bench_rows(server_name, point.point_id), run.records)
-    record = _complete_record(base, wall0, run, before, measured, after, power, reset)
+    record = _complete_record(
+        base, wall0, run, before, measured, after, power, reset, stopping.record() if stopping else None
+    )
     atomic_write_json(run_dir.bench_point(server_name, point.point_id), record.model_dump(mode="json"))
     return {
         "point_id": point.point_id,
         "measuring_s": (run.t_end_ns - run.t_start_ns) / 1e9,
         "invalid_reasons": invalid_reasons(record, run.records),
+        "started_at": record.started_at,
+        "requests": len(run.records),
     }
 
 
@@ -340,6 +382,7 @@ def _empty_outcome(server_name: str, points: int) -> SweepOutcome:
         "skipped": [],
         "failed": [],
         "invalid": {},
+        "remeasured": {},
         "restarts": 0,
         "aborted": None,
         "measuring_s": 0.0,
@@ -372,16 +415,48 @@ class _ServerSweep:
         task = self.progress.task(
             f"{self.server_name} {point.point_id} ({point.load_label})", total=point.total_requests or None
         )
-        try:
-            done = self._run_point(point, task)
-        except ServerDied as err:
-            self.result["failed"].append(point.point_id)
-            task.update(description=f"{self.server_name} {point.point_id}: server died", style="error")
-            self._after_server_died(point, err)
-            return
+        attempts: list[Attempt] = []
+        while True:
+            try:
+                done = self._run_point(point, task, attempts)
+            except ServerDied as err:
+                self.result["failed"].append(point.point_id)
+                task.update(description=f"{self.server_name} {point.point_id}: server died", style="error")
+                self._after_server_died(point, err)
+                return
+            if not transient(done["invalid_reasons"]) or len(attempts) >= self.plan.remeasure:
+                break
+            attempts.append(self._set_aside(point, done, len(attempts) + 1))
+            task = self.progress.task(
+                f"{self.server_name} {point.point_id} ({point.load_label}, attempt {len(attempts) + 1})",
+                total=point.total_requests or None,
+            )
+        if attempts:
+            self.result["remeasured"][point.point_id] = len(attempts)
         self._record(point, task, done)
 
-    def _run_point(self, point: BenchPoint, task: ProgressTask) -> PointDone:
+    def _set_aside(self, point: BenchPoint, done: PointDone, attempt: int) -> Attempt:
+        """Wait for the transient cause of an invalid attempt to clear, then move its files aside
+        (``RunDir.bench_attempt``) so the point is measured again."""
+        reasons = done["invalid_reasons"]
+        self.reporter.line(
+            f"{self.server_name} {point.point_id}: invalid ({reasons[0]}); measuring it again once that clears",
+            style="warn",
+        )
+        settled = wait_until_clear(reasons, gpu_indices(self.plan.servers[self.server_name]))
+        record, rows = self.run_dir.bench_attempt(self.server_name, point.point_id, attempt)
+        record.parent.mkdir(parents=True, exist_ok=True)
+        self.run_dir.bench_rows(self.server_name, point.point_id).replace(rows)
+        self.run_dir.bench_point(self.server_name, point.point_id).replace(record)
+        return Attempt(
+            attempt=attempt,
+            started_at=done["started_at"],
+            invalid_reasons=reasons,
+            waited_s=round(settled.waited_s, 3),
+            cleared=settled.cleared,
+        )
+
+    def _run_point(self, point: BenchPoint, task: ProgressTask, attempts: Sequence[Attempt] = ()) -> PointDone:
         config = self.plan.servers[self.server_name]
         return run_one_point(
             point,
@@ -394,6 +469,7 @@ class _ServerSweep:
             total=lambda n: task.update(total=n),
             gpus=gpu_indices(config),
             power_reason=power_unknown_reason(config),
+            attempts=attempts,
         )
 
     def _after_server_died(self, point: BenchPoint, err: ServerDied) -> None:
@@ -418,6 +494,8 @@ class _ServerSweep:
             self.result["aborted"] = f"restart failed: {restart_err}"
 
     def _record(self, point: BenchPoint, task: ProgressTask, done: PointDone) -> None:
+        if point.total_requests and done["requests"] < point.total_requests:
+            task.update(total=done["requests"])  # it stopped on its CI before its cap: the bar ends full
         self.result["run"].append(point.point_id)
         self.result["measuring_s"] += done["measuring_s"]
         if done["invalid_reasons"]:

@@ -34,6 +34,8 @@ LAG_TICK_S = 0.005
 
 Progress = Callable[[int], None]  # called with the number of requests just finished
 Hook = Callable[[], None]  # called between the warm-up and the measured waves (nothing in flight)
+# called with each measured wave's rows as it ends; True stops the point there (sequential stopping)
+AfterWave = Callable[[list[RequestRow]], bool]
 
 
 def client_load(cpu_share: float | None, loop_lag_p99_s: float | None, loop_lag_max_s: float | None) -> ClientLoad:
@@ -99,15 +101,19 @@ async def _batch(
     prompts: Sequence[Prompt],
     progress: Progress,
     on_measure_start: Hook | None = None,
+    after_wave: AfterWave | None = None,
 ) -> list[RequestRow]:
     """W warm-up waves then R measured waves; each wave sends exactly B requests at once and waits for all.
 
     ``on_measure_start`` runs (in a thread, so the loop's lag monitor does not see it) after the
     last warm-up wave, when no request is in flight: the sweep snapshots /metrics there.
+    ``after_wave``: the point's stopping rule, asked after each measured wave (up to its wave cap);
+    without one the point measures exactly ``waves``.
     """
     b = point.batch_size or 1
     records: list[RequestRow] = []
-    for wave in range(point.warmup_waves + point.waves):
+    measured = point.waves if after_wave is None else point.wave_cap
+    for wave in range(point.warmup_waves + measured):
         if wave == point.warmup_waves and on_measure_start is not None:
             await asyncio.get_running_loop().run_in_executor(None, on_measure_start)
         batch = [
@@ -122,6 +128,8 @@ async def _batch(
         await asyncio.gather(*(client.send(prompts[r.request_index].body, r) for r in batch))
         records.extend(batch)
         progress(b)
+        if wave >= point.warmup_waves and after_wave is not None and after_wave(batch):
+            break
     return records
 
 
@@ -186,6 +194,7 @@ async def _run(
     timeout_s: float,
     extra_body: dict[str, Any] | None,
     on_measure_start: Hook | None,
+    after_wave: AfterWave | None = None,
 ) -> PointRun:
     monitor = LoadMonitor()
     async with StreamingClient(
@@ -194,7 +203,7 @@ async def _run(
         monitor.start()
         t_start = time.perf_counter_ns()
         if point.kind == "batch":
-            records = await _batch(client, point, prompts, progress, on_measure_start)
+            records = await _batch(client, point, prompts, progress, on_measure_start, after_wave)
         else:
             records = await _WORKLOADS[point.kind](client, point, prompts, progress)
         t_end = time.perf_counter_ns()
@@ -218,16 +227,18 @@ def run_point(
     timeout_s: float = 3600.0,
     extra_body: dict[str, Any] | None = None,
     on_measure_start: Hook | None = None,
+    after_wave: AfterWave | None = None,
 ) -> PointRun:
     """Run one point in its own event loop and return its raw records.
 
     ``extra_body``: fields merged into every request body (None removes a field): experiments only
     (``benchmarks/fidelity.py``); a plan's points send what their ``request_body`` style says.
     ``on_measure_start``: batch points only, called once between the warm-up and measured waves.
+    ``after_wave``: batch points only, the stopping rule (``byog.analysis.wave_stopping``).
     """
     if len(prompts) < point.total_requests:
         raise ValueError(f"{point.point_id} needs {point.total_requests} prompts, got {len(prompts)}")
-    coro = _run(base_url, model, point, prompts, progress, timeout_s, extra_body, on_measure_start)
+    coro = _run(base_url, model, point, prompts, progress, timeout_s, extra_body, on_measure_start, after_wave)
     try:
         import uvloop
 

@@ -5,6 +5,7 @@
       servers/<server>/{server.json, server.log, metrics-<point>-{before,after}.prom}
       bench/<server>/<point>.parquet   raw per-request rows (source of truth)
       bench/<server>/<point>.json      the point's record: spec, counters, validity (raw)
+      bench/<server>/attempts/<point>-<n>.{json,parquet}   earlier attempts of a re-measured point
       evals/<server>/<task>/{items.parquet, results.json}
       numerics/<server>/<pass>.parquet  raw per-position answers of the numerics differential
       numerics/<server>/record.json     its prompts, passes and wall times (written last)
@@ -35,6 +36,7 @@ PLOTS_BASE = "plots/"  # relative to report.md: works inside the unpacked bundle
 SIGNATURE_NAME = "manifest.intoto.json.sig"
 CLAIMS_NAME = "claims.yaml"
 SUPERSEDED = ".superseded"  # records moved aside inside a run directory (no bundle packs a dot-folder)
+ATTEMPTS_DIR = "attempts"  # bench/<server>/attempts/: the earlier attempts of re-measured points
 SIGNER_NAME = "signer.json"  # the key that signs, written before sealing so report.md can name it
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -116,6 +118,12 @@ class RunDir:
 
     def bench_point(self, server: str, point_id: str) -> Path:
         return self.bench_dir(server) / f"{safe_name(point_id, 'point id')}.json"
+
+    def bench_attempt(self, server: str, point_id: str, attempt: int) -> tuple[Path, Path]:
+        """(record, rows) of an earlier attempt of a re-measured point, kept beside its final files."""
+        stem = f"{safe_name(point_id, 'point id')}-{attempt}"
+        folder = self.bench_dir(server) / ATTEMPTS_DIR
+        return folder / f"{stem}.json", folder / f"{stem}.parquet"
 
     def bench_point_complete(self, server: str, point_id: str) -> bool:
         """Complete = both files present (each is written atomically; the record last)."""

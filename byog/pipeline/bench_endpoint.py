@@ -92,6 +92,7 @@ def plan_from_flags(flags: BenchFlags, model: str) -> tuple[Plan, str]:
             "name": "decode",
             "batch_sizes": flags.batch_sizes,
             "waves": flags.waves,
+            "ci_target": None,  # --waves N measures exactly N waves
             "warmup_waves": flags.warmup_waves,
             **common,
         }

@@ -276,6 +276,9 @@ class _SideRun:
 
 
 def _batch_point(pair: Pair, point: BenchPoint, rd: RunDir, data_dir: Path | None) -> None:
+    # ABBA visits pair the two sides' waves one for one: an interleaved batch point runs its fixed
+    # ``waves``, without sequential stopping (each side stopping on its own CI would break the blocks).
+    point = point.model_copy(update={"ci_target": None, "max_waves": 0})
     runs: dict[Side, _SideRun] = {}
     for side in ("A", "B"):
         server = pair.servers[side]

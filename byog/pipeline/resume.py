@@ -26,7 +26,15 @@ import yaml
 
 from byog.bundles.pack import BUNDLE_NAME
 from byog.core.io import atomic_write_text, read_json
-from byog.core.paths import LAUNCH_PREFIX, MANIFEST_NAME, SIGNATURE_NAME, SIGNER_NAME, SUPERSEDED, RunDir
+from byog.core.paths import (
+    ATTEMPTS_DIR,
+    LAUNCH_PREFIX,
+    MANIFEST_NAME,
+    SIGNATURE_NAME,
+    SIGNER_NAME,
+    SUPERSEDED,
+    RunDir,
+)
 from byog.core.settings import runs_dir
 from byog.plans.expand import expand_plan
 from byog.schemas.plan import Plan
@@ -132,7 +140,8 @@ def changed_records(rd: RunDir, old: Plan, new: Plan) -> tuple[list[Path], list[
     kept = 0
     for server_dir in sorted((root / "bench").glob("*")):
         server = server_dir.name
-        for record in sorted(server_dir.glob("**/*.json")):
+        # an earlier attempt of a re-measured point (attempts/) stays with the point's files
+        for record in sorted(r for r in server_dir.glob("**/*.json") if r.parent.name != ATTEMPTS_DIR):
             launch_dir = record.parent.name
             launch = int(launch_dir.removeprefix(LAUNCH_PREFIX)) if launch_dir.startswith(LAUNCH_PREFIX) else 1
             if points.kept(server, record, launch):

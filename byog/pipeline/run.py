@@ -29,7 +29,7 @@ from byog.analysis.calibration import (
     load_calibration,
 )
 from byog.analysis.numerics_headline import numerics_headline, weakness
-from byog.analysis.validity import comparison_invalid_reasons
+from byog.analysis.validity import comparison_invalid_reasons, remeasured_note
 from byog.bench.sweep import run_bench_for_server
 from byog.bundles.claims_in import read_claims_file
 from byog.bundles.finalize import finalize_run
@@ -162,6 +162,10 @@ def print_outcome(summary: Summary, reporter: Reporter) -> None:
         reporter.table(table)
         for line in perf_equivalence.ci_notes(comparisons):
             reporter.line(line)
+    for p in summary.bench.points:
+        again = remeasured_note(p)
+        if again:
+            reporter.line(f"{p.server} {p.point_id}: {again}")
     if summary.evals.verdicts:
         table = Table(
             "accuracy, candidate − baseline (points)",

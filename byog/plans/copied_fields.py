@@ -63,7 +63,7 @@ _WORKLOAD = ("kind", "name", "servers", "isl", "osl", "prompts", "api", "reset_p
 
 COPIED: dict[type[BaseModel], frozenset[str]] = {
     Plan: frozenset({"name", "model", "servers", "baseline", "pairs", "workloads", "evals", "seeds"})
-    | {"launches", "aa_pair", "numerics"},
+    | {"launches", "aa_pair", "numerics", "remeasure"},
     ModelSpec: frozenset({"max_model_len"}),
     EndpointConfig: _SERVER,
     LaunchedConfig: _LAUNCHED,  # a runtime's own fields beyond these are listed under its class
@@ -71,7 +71,7 @@ COPIED: dict[type[BaseModel], frozenset[str]] = {
     DockerConfig: _LAUNCHED,
     SshConfig: _LAUNCHED,
     SlurmConfig: _LAUNCHED,
-    BatchWorkload: frozenset({*_WORKLOAD, "batch_sizes", "warmup_waves", "waves"}),
+    BatchWorkload: frozenset({*_WORKLOAD, "batch_sizes", "warmup_waves", "waves", "ci_target", "max_waves"}),
     ConcurrencyWorkload: frozenset({*_WORKLOAD, "concurrencies", "num_prompts", "warmup_prompts"}),
     RateWorkload: frozenset({*_WORKLOAD, "rates", "num_prompts", "seed", "search"}),
     RandomPrompts: frozenset({"kind", "send"}),

@@ -163,7 +163,14 @@ def _load_point(
 ) -> BenchPoint:
     """The point at one load of the workload; ``common``: the fields every kind shares."""
     if isinstance(workload, BatchWorkload):
-        return BenchPoint(**common, batch_size=int(load), warmup_waves=workload.warmup_waves, waves=workload.waves)
+        return BenchPoint(
+            **common,
+            batch_size=int(load),
+            warmup_waves=workload.warmup_waves,
+            waves=workload.waves,
+            ci_target=workload.ci_target,
+            max_waves=workload.wave_cap if workload.ci_target is not None else 0,
+        )
     if isinstance(workload, ConcurrencyWorkload):
         return BenchPoint(
             **common,

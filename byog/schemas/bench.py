@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 # 2: ClientLoad's lag limit is share-of-ITL + floor (v1 records may hold a fixed limit)
 # 3: NVML power/clock samples (``power``), counter deltas over the measured waves only, agentic
 #    points, SLOs and search probes (optional fields: a v2 record reads as it is)
-BENCH_SCHEMA_VERSION: Final = 3
+# 4: a batch point's sequential stopping (``point.ci_target``, ``point.max_waves``, ``stopping``) and
+#    the earlier attempts of a re-measured point (``attempts``); a v3 record ran a fixed count once
+BENCH_SCHEMA_VERSION: Final = 4
 # 2: cached_tokens and the agentic columns; 3: the interleave columns (optional: older files lack them);
 # 4: chunk_t_ns (int64 ns) becomes chunk_gap_us (microsecond gaps, byog.schemas.chunk_timing), and
 #    the file records its version (parquet metadata); a file without one has the layout of 1-3
@@ -72,7 +74,9 @@ class BenchPoint(Strict):
     api: Literal["completions", "chat"] = "completions"
     prompts: RandomPrompts | DatasetPrompts
     warmup_waves: int = 0  # batch
-    waves: int = 0  # batch: measured waves
+    waves: int = 0  # batch: measured waves (the minimum when ``ci_target`` is set)
+    ci_target: float | None = None  # batch: stop once the decode-rate CI's relative half-width is at most this
+    max_waves: int = 0  # batch with ``ci_target``: the cap on measured waves (0: a fixed ``waves``)
     num_prompts: int = 0  # concurrency/rate: measured requests
     warmup_prompts: int = 0  # concurrency
     prompt_seed: int = 0
@@ -96,8 +100,13 @@ class BenchPoint(Strict):
             return 0
         if self.kind == "batch":
             assert self.batch_size is not None
-            return self.batch_size * (self.warmup_waves + self.waves)
+            return self.batch_size * (self.warmup_waves + self.wave_cap)
         return self.num_prompts + self.warmup_prompts
+
+    @property
+    def wave_cap(self) -> int:
+        """The most measured waves the point may run: ``max_waves`` when it stops on its CI, else ``waves``."""
+        return max(self.waves, self.max_waves) if self.ci_target is not None else self.waves
 
     @property
     def measured_requests(self) -> int:
@@ -209,10 +218,35 @@ class PowerTrace(Strict):
         return [list(col) for col in zip(*rows, strict=True)]
 
 
+class WaveStopping(Strict):
+    """How a batch point with a CI target chose its number of measured waves (byog.analysis.wave_stopping):
+    the rule, the relative half-width of the decode-rate CI after each measured wave (None: not
+    computable, e.g. after one wave), how many waves it measured and why it stopped there."""
+
+    target: float  # relative half-width of the 95% wave CI of decode tok/s
+    min_waves: int
+    max_waves: int
+    level: float
+    half_widths: list[float | None]
+    waves: int
+    reason: Literal["target", "cap"]
+
+
+class Attempt(Strict):
+    """An earlier measurement of a point that was invalid for a transient cause only, kept beside the
+    point's final files (``bench/<server>/attempts/<point>-<n>.{json,parquet}``)."""
+
+    attempt: int  # 1 = the first measurement
+    started_at: str
+    invalid_reasons: list[str]
+    waited_s: float  # until its cause had cleared, before the next attempt
+    cleared: bool  # False: still there after the wait; measured again anyway
+
+
 class PointRecord(Strict):
     """Written after the rows, atomically; ``status: failed`` (and no rows) makes a rerun retry it."""
 
-    schema_version: Literal[3] = BENCH_SCHEMA_VERSION
+    schema_version: Literal[4] = BENCH_SCHEMA_VERSION
     server: str
     point: BenchPoint
     prompts_label: str  # "random-ids" or "dataset:<name>": results on random tokens are labelled so
@@ -229,6 +263,8 @@ class PointRecord(Strict):
     measured_counter_deltas: dict[str, float | list[float]] | None = None
     power: PowerTrace | None = None  # None: records of schema < 3
     prefix_cache_reset: bool | None = None  # None: not asked; False: the server refused
+    stopping: WaveStopping | None = None  # batch points with a CI target (records of schema < 4: None)
+    attempts: list[Attempt] = Field(default_factory=list)  # the earlier attempts of a re-measured point
     byog_version: str
 
 
@@ -344,7 +380,9 @@ class PointSummary(Derived):
 
     # Added later (launches, the agentic workload): left out while empty, so a run without them
     # keeps the bytes it had (verify compares summary.json).
-    omit_when_empty: ClassVar[frozenset[str]] = frozenset({"launch", "speedup", "search_probe", "sessions", "goodput"})
+    omit_when_empty: ClassVar[frozenset[str]] = frozenset(
+        {"launch", "speedup", "search_probe", "sessions", "goodput", "remeasured", "stopping"}
+    )
 
     server: str
     point_id: str
@@ -366,6 +404,8 @@ class PointSummary(Derived):
     metrics: PointMetrics | None = None
     sessions: SessionSummary | None = None  # agentic points
     goodput: GoodputSummary | None = None  # points of a workload with an SLO
+    remeasured: int | None = None  # times measured again after a transient cause (its record's attempts)
+    stopping: WaveStopping | None = None  # how a batch point with a CI target chose its waves
 
     @property
     def load_label(self) -> str:

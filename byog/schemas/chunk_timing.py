@@ -33,6 +33,12 @@ def to_us(t_ns: np.ndarray) -> np.ndarray:
     return rounded
 
 
+def as_stored_ns(t_ns: list[int]) -> list[int]:
+    """Chunk times as a stored row gives them back (each on the microsecond grid): what is computed
+    from live rows and again from the stored ones (a point's stopping rule) then agrees."""
+    return (to_us(np.asarray(t_ns, dtype=np.int64)) * NS_PER_US).tolist() if t_ns else []
+
+
 def gaps_us(t_send_ns: np.ndarray, offsets: np.ndarray, chunk_t_ns: np.ndarray) -> np.ndarray:
     """Every request's chunk times (flat, request i at ``offsets[i]:offsets[i+1]``) as microsecond gaps."""
     counts = np.diff(offsets)

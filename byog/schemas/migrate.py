@@ -85,6 +85,17 @@ def _bench_point_power(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("bench_point", 3)
+def _bench_point_stopping(data: dict[str, Any]) -> dict[str, Any]:
+    """bench_point 3 -> 4: adds a batch point's sequential stopping and a re-measured point's earlier
+    attempts. A v3 record ran its fixed ``waves`` once: v4 reads it with no CI target (whatever its
+    point says), no stopping record and no attempts."""
+    point = data.get("point")
+    if isinstance(point, dict):
+        data["point"] = {**point, "ci_target": None, "max_waves": 0}
+    return data
+
+
 @register_migration("summary", 3)
 def _summary_power_cap_and_observed_discordance(data: dict[str, Any]) -> dict[str, Any]:
     """summary 3 -> 4: the software power cap alone no longer makes a point invalid, comparisons

@@ -136,7 +136,25 @@ class BatchWorkload(_WorkloadBase):
     kind: Literal["batch"] = "batch"
     batch_sizes: list[PositiveInt] = Field(min_length=1)
     warmup_waves: NonNegativeInt = 1
+    # measured waves: the minimum while ``ci_target`` is set, else the fixed count
     waves: PositiveInt = 3
+    # stop a point once the 95% wave CI of its decode tok/s is within +/- this share of it (after
+    # ``waves``, up to ``max_waves``); null: exactly ``waves`` (docs/statistics.md §8)
+    ci_target: float | None = Field(default=0.01, gt=0, lt=1)
+    max_waves: PositiveInt | None = None  # the cap on measured waves while ``ci_target`` is set; null: 2 x waves
+
+    @model_validator(mode="after")
+    def _cap_not_below_minimum(self) -> BatchWorkload:
+        if self.max_waves is not None and self.max_waves < self.waves:
+            raise ValueError(f"max_waves ({self.max_waves}) is below waves ({self.waves}), the minimum")
+        return self
+
+    @property
+    def wave_cap(self) -> int:
+        """The most measured waves a point of this workload runs (``waves`` when stopping is off)."""
+        if self.ci_target is None:
+            return self.waves
+        return self.max_waves if self.max_waves is not None else 2 * self.waves
 
 
 class ConcurrencyWorkload(_WorkloadBase):
@@ -416,6 +434,9 @@ class Plan(Strict):
     # margin of the per-point perf labels (faster / slower / equivalent / within noise)
     aa_pair: bool = False
     numerics: NumericsSpec | None = None  # the token-level differential + conformance suite (docs/numerics.md)
+    # A bench point invalid only for a transient cause (client saturated, GPU clocks slowed) is
+    # measured again, at most this many times, once the cause has cleared (byog.analysis.validity).
+    remeasure: NonNegativeInt = 2
 
     @model_validator(mode="after")
     def _references(self) -> Plan:

@@ -32,7 +32,10 @@ def test_smoke_run_writes_the_run_directory(smoke_run: SmokeRun) -> None:
     for server in ("candidate", "baseline"):
         for batch in (1, 2, 4):
             rows = pq.read_table(run_dir / "bench" / server / f"decode-b{batch}-isl32-osl64.parquet").to_pandas()
-            assert len(rows) == batch * 4  # 1 warm-up + 3 measured waves of B requests
+            point = json.loads((run_dir / "bench" / server / f"decode-b{batch}-isl32-osl64.json").read_text())
+            stopping = point["stopping"]  # 3 to 6 measured waves: stopped at the 1% CI target or the cap
+            assert 3 <= stopping["waves"] <= 6 and len(stopping["half_widths"]) == stopping["waves"]
+            assert len(rows) == batch * (1 + stopping["waves"])  # 1 warm-up wave, then the measured ones
         items = pq.read_table(run_dir / "evals" / server / "gsm8k" / "items.parquet").to_pandas()
         assert len(items) == 10  # the smoke profile's GSM8K: the smoke tier's 10 items
         record = json.loads((run_dir / "servers" / server / "server.json").read_text())

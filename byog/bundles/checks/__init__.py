@@ -5,8 +5,8 @@ name and what it needs with ``@check``): the order is declared here, not left to
 imports, because a check may require another to have passed first. First what needs no trust
 and reads only the gate members (manifest, signature), then, for a trusted signer only, the
 hashes of every other member, the subject and the content checks (bounds, predicate, schemas,
-records, tasks, plan, calibration, summary, report, attestations, identity, pairs, commit, engine, weights,
-policy, claims).
+records, stopping, tasks, plan, calibration, summary, report, attestations, identity, pairs, commit, engine,
+weights, policy, claims).
 """
 
 from byog.bundles.checks import (
@@ -24,6 +24,7 @@ from byog.bundles.checks import (
     records,
     schemas,
     signature,
+    stopping,
     tasks,
     weights,
 )
@@ -39,6 +40,7 @@ CHECKS: tuple[Check, ...] = in_order(
         predicate.predicate_matches_files,
         schemas.files_match_schemas,
         records.records_are_possible,
+        stopping.stopping_recomputes,
         tasks.tasks_are_byogs,
         plan_pin.ran_the_given_plan,
         calibration.calibration_belongs,

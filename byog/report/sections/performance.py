@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from byog.analysis.validity import comparison_invalid_reasons
+from byog.analysis.validity import comparison_invalid_reasons, remeasured_note
 from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
 from byog.report.format import INVALID, INVALID_V2, METRICS, ci, metric, num, scaled, speedup, struck, table, times
@@ -178,8 +178,24 @@ def _invalid_list(ctx: ReportContext) -> list[str]:
     ]
     for p in ctx.invalid:
         reasons = "; ".join(p.invalid_reasons) or "no reason recorded"
-        lines.append(f"- {md_text(p.server)} {md_text(p.point_id)}: {md_text(reasons)}")
+        again = remeasured_note(p)
+        lines.append(
+            f"- {md_text(p.server)} {md_text(p.point_id)}: {md_text(reasons)}" + (f" ({again})" if again else "")
+        )
     return [*lines, ""]
+
+
+def _remeasured_list(ctx: ReportContext) -> list[str]:
+    """Valid points that were invalid for a transient cause first (the invalid ones say it in their list)."""
+    lines = [
+        f"- {md_text(p.server)} {md_text(p.point_id)}: {remeasured_note(p)}"
+        for p in ctx.summary.bench.points
+        if p.valid and p.remeasured
+    ]
+    if not lines:
+        return []
+    head = "Measured again after a transient cause (client saturated, GPU clocks slowed); every attempt stays in"
+    return [f"{head} the bundle (bench/<server>/attempts/):", "", *lines, ""]
 
 
 def _conditions_list(ctx: ReportContext) -> list[str]:
@@ -234,4 +250,4 @@ def section(ctx: ReportContext) -> list[str]:
     prompts = sorted({p.prompts for p in points if p.prompts})
     if prompts:
         lines += [f"Prompts: {md_text(', '.join(prompts))}.", ""]
-    return lines + _invalid_list(ctx) + _conditions_list(ctx)
+    return lines + _invalid_list(ctx) + _remeasured_list(ctx) + _conditions_list(ctx)

@@ -30,8 +30,11 @@ servers:
   cand: {runtime: endpoint, url: "http://unused"}
   base: {runtime: endpoint, url: "http://unused"}
 baseline: base
+# fixed waves and no re-measuring: these tests count rows and files (the stopping rule and the
+# re-measuring have their own tests below, on recorded wave timings)
+remeasure: 0
 workloads:
-  - {kind: batch, name: decode, batch_sizes: [1, 3], isl: [5], osl: [12], warmup_waves: 1, waves: 3}
+  - {kind: batch, name: decode, batch_sizes: [1, 3], isl: [5], osl: [12], warmup_waves: 1, waves: 3, ci_target: null}
   - {kind: concurrency, name: cl, concurrencies: [2], isl: [1], osl: [16], num_prompts: 6}
 """
 
@@ -348,3 +351,102 @@ def test_power_is_sampled_only_where_the_servers_gpus_are() -> None:
     assert reason and "runs elsewhere" in reason
     remote = server_config(runtime="ssh", nodes=2, hosts=["u@tray0", "u@tray1"])
     assert "u@tray0, u@tray1" in (power_unknown_reason(remote) or "")
+
+
+ONE_SERVER = """
+name: t
+model: {path: /m}
+servers:
+  base: {runtime: endpoint, url: "http://unused"}
+baseline: base
+workloads:
+"""
+STOPPING_PLAN = (
+    ONE_SERVER
+    + "  - {kind: batch, name: decode, batch_sizes: [2], isl: [5], osl: [12], warmup_waves: 1, waves: 3,"
+    + " max_waves: 6}\n"
+)
+TIGHT_MS = [1.0]  # every wave decodes at one rate
+NOISY_MS = [1.0, 1.3, 0.8, 1.25, 0.9, 1.2, 0.95]
+
+
+@pytest.mark.parametrize(("steps_ms", "waves", "reason"), [(TIGHT_MS, 3, "target"), (NOISY_MS, 6, "cap")])
+def test_the_sweep_stops_a_tight_point_at_its_minimum_and_a_noisy_one_at_its_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steps_ms: list[float], waves: int, reason: str
+) -> None:
+    import byog.bench.sweep as sweep
+    from byog.analysis.request_columns import read_request_columns
+    from byog.analysis.validity import load_point_record
+    from byog.analysis.wave_stopping import recorded_problem
+    from tests.support.waves import MS, replaying_run_point
+
+    plan = parse_plan(STOPPING_PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    monkeypatch.setattr(sweep, "run_point", replaying_run_point([int(s * MS) for s in steps_ms]))
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fake:  # prompts and /metrics only
+        run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, NullReporter())
+    point_id = "decode-b2-isl5-osl12"
+    record = load_point_record(run_dir.bench_point("base", point_id))
+    assert record.stopping is not None
+    assert (record.stopping.waves, record.stopping.reason) == (waves, reason)
+    assert (record.stopping.target, record.stopping.min_waves, record.stopping.max_waves) == (0.01, 3, 6)
+    rows = read_request_rows(run_dir.bench_rows("base", point_id))
+    assert len(rows) == 2 * (1 + waves) and len(record.stopping.half_widths) == waves  # every wave kept
+    # what verify does: the same decision from the stored rows and the plan's rule
+    planned = next(p for p in expand_plan(plan) if p.point_id == point_id)
+    assert recorded_problem(record, read_request_columns(run_dir.bench_rows("base", point_id)), planned) is None
+
+
+REMEASURE_PLAN = (
+    ONE_SERVER
+    + "  - {kind: batch, name: decode, batch_sizes: [1], isl: [5], osl: [12], warmup_waves: 0, waves: 2,"
+    + " ci_target: null}\n"
+)
+SATURATED = "client saturated: it used 97% of a core (limit 90%)"
+PERMANENT = "prefix cache hit 12 prompt tokens: prefill was partly skipped"
+
+
+@pytest.mark.parametrize(
+    ("first_reasons", "attempts", "remeasured"),
+    [
+        ([[SATURATED], []], 2, 1),  # transient, then valid: measured again once
+        ([[SATURATED], [SATURATED], [SATURATED]], 3, 2),  # transient every time: at most `remeasure` (2) more
+        ([[PERMANENT], []], 1, 0),  # the configuration's: would repeat, so not measured again
+        ([[SATURATED, PERMANENT], []], 1, 0),  # a permanent cause beside a transient one
+    ],
+    ids=["transient-then-valid", "transient-bounded", "permanent", "mixed"],
+)
+def test_a_transient_invalid_point_is_measured_again_and_a_permanent_one_is_not(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    first_reasons: list[list[str]],
+    attempts: int,
+    remeasured: int,
+) -> None:
+    import byog.bench.sweep as sweep
+    from byog.analysis.validity import load_point_record
+    from byog.bench.settle import Settled
+    from tests.support.waves import MS, replaying_run_point
+
+    plan = parse_plan(REMEASURE_PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    verdicts = iter(first_reasons)
+    waited: list[list[str]] = []
+    monkeypatch.setattr(sweep, "run_point", replaying_run_point([MS]))
+    monkeypatch.setattr(sweep, "invalid_reasons", lambda record, rows: next(verdicts))
+    monkeypatch.setattr(sweep, "wait_until_clear", lambda reasons, gpus: waited.append(reasons) or Settled(1.5, True))
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
+        result = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, NullReporter())
+    point_id = "decode-b1-isl5-osl12"
+    assert result["remeasured"] == ({point_id: remeasured} if remeasured else {})
+    assert len(waited) == remeasured  # it waited for the cause to clear before each re-measurement
+    record = load_point_record(run_dir.bench_point("base", point_id))
+    assert [a.attempt for a in record.attempts] == list(range(1, remeasured + 1))
+    assert all(a.invalid_reasons == [SATURATED] and a.waited_s == 1.5 and a.cleared for a in record.attempts)
+    for n in range(1, attempts):  # every earlier attempt's files stay, beside the final ones
+        old_record, old_rows = run_dir.bench_attempt("base", point_id, n)
+        assert old_rows.is_file() and load_point_record(old_record).status == "complete"
+    assert run_dir.bench_point_ids("base") == [point_id]  # attempts are not points
+    assert (point_id in result["invalid"]) == bool(first_reasons[attempts - 1])
+    [summary] = summarize_bench(run_dir, plan).points
+    assert summary.remeasured == (remeasured or None)

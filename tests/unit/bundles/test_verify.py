@@ -57,6 +57,7 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "predicate",
         "schemas",
         "records",
+        "stopping",
         "tasks",
         "plan",
         "calibration",

@@ -25,6 +25,7 @@ model: {path: /m}
 servers:
   base: {runtime: endpoint, url: "http://unused"}
 baseline: base
+remeasure: 0  # one bar: a loaded box may saturate the client, which would start a second attempt's
 workloads:
   - {kind: batch, name: decode, batch_sizes: [2], isl: [5], osl: [8], warmup_waves: 1, waves: 2}
 """

@@ -35,7 +35,9 @@ def test_expand_ids_are_the_same_on_every_server_and_ordered() -> None:
     ]
     assert [p.point_id for p in points_for_server(plan, "cand")] == [i for i in ids if not i.startswith("concurrency")]
     b4 = expand_plan(plan)[1]
-    assert (b4.batch_size, b4.warmup_waves, b4.waves, b4.total_requests, b4.measured_requests) == (4, 1, 2, 12, 8)
+    # prompts for the cap (2 x 2 waves + 1 warm-up, it stops on its 1% CI target); 2 waves at least
+    assert (b4.batch_size, b4.warmup_waves, b4.waves, b4.total_requests, b4.measured_requests) == (4, 1, 2, 20, 8)
+    assert (b4.ci_target, b4.max_waves, b4.wave_cap) == (0.01, 4, 4)
 
 
 def test_smoke_profile_expands_to_the_published_decode_sweep() -> None:
