@@ -15,6 +15,9 @@ the same numbers. Floats are finite or None (JSON null), never NaN.
   Each verdict also carries the planned false-fail rate of the plan's design for the eval
   (``byog.analysis.gate_power``, the registry's prior) and ``screening`` when it is over 5%, and the
   degenerate cases of ``byog.analysis.degenerate`` (then the verdict reads "degenerate").
+- sequential: where the plan's eval sets ``looks``, the group-sequential gate
+  (``byog.analysis.group_sequential``) on the paired items in their natural id order; its stopping
+  look's decision is the verdict (unless degenerate) and every look it took is in the record.
 - observed: a greedy single-pass verdict that is not degenerate also carries the pair's observed
   discordance (items whose scores differ / n), the re-draw rate it implies, the false-fail rate and
   power of the same design at that rate, and the least n sound there; a design that rate makes
@@ -25,13 +28,13 @@ from __future__ import annotations
 
 import math
 
-from byog.analysis import stats
+from byog.analysis import group_sequential, stats
 from byog.analysis.degenerate import degenerate_cases
 from byog.analysis.gate_power import ItemModel, ObservedDesign, PlannedPower, observed_design, planned_for_spec
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.plans.tasks import TASKS
-from byog.schemas.evals import EvalScore, EvalSummary, EvalVerdict
+from byog.schemas.evals import EvalScore, EvalSummary, EvalVerdict, SequentialRecord
 from byog.schemas.plan import EvalSpec, Plan
 
 
@@ -103,6 +106,9 @@ def _verdict(
         min_baseline_score=spec.min_baseline_score if spec is not None else None,
     )
     row = comparison.model_dump()
+    sequential = _sequential(spec, cand, base, margin, resolution)
+    if sequential is not None:
+        row["verdict"] = sequential.decision
     if found:
         row["verdict"] = "degenerate"
     observed = _observed(planned, n, margin, discordant, base) if planned and not found else None
@@ -124,8 +130,20 @@ def _verdict(
         observed_sound=observed.sound if observed else None,
         sound_n=observed.sound_n if observed else None,
         screening_label=observed.label() if observed else None,
+        sequential=sequential,
         **row,
     )
+
+
+def _sequential(
+    spec: EvalSpec | None, cand: list[float], base: list[float], margin: float, resolution: float
+) -> SequentialRecord | None:
+    """The group-sequential gate where the plan sets looks (items in ``group_sequential.item_order``)."""
+    if spec is None or spec.looks is None or len(cand) < 2:
+        return None
+    design = group_sequential.SequentialDesign(fractions=tuple(spec.looks), spending=spec.spending)
+    diffs = [c - b for c, b in zip(cand, base, strict=True)]
+    return group_sequential.sequential_record(diffs, margin, design, resolution)
 
 
 def _observed(
@@ -167,7 +185,7 @@ def summarize_evals(run_dir: RunDir, plan: Plan) -> EvalSummary:
             cand = per_server.get((candidate, task))
             if base is None or cand is None:
                 continue
-            keys = sorted(set(base) & set(cand))
+            keys = sorted(set(base) & set(cand), key=group_sequential.item_order)
             passes = max(1, min(passes_of(run_dir, candidate, task), passes_of(run_dir, baseline, task)))
             verdicts.append(
                 _verdict(plan, task, candidate, baseline, [cand[k] for k in keys], [base[k] for k in keys], passes)

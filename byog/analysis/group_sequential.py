@@ -35,6 +35,7 @@ is seen (``look_sizes``), and ``sequential_gate`` reads the items at those count
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -43,6 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from byog.analysis import stats
+from byog.schemas.evals import SequentialLook, SequentialRecord
 
 Spending = Literal["obf", "pocock"]
 Sides = Literal[1, 2]
@@ -50,7 +52,7 @@ SequentialDecision = Literal["equivalent", "different", "continue", "inconclusiv
 
 GRID_POINTS = 1201  # Simpson nodes across one look's continuation region (odd)
 TAIL_SD = 9.0  # a one-sided region is cut this many SDs below 0 (mass beyond: < 1e-18)
-BOUND_MAX = 40.0  # the root finder's upper end for a boundary (a look that spends ~nothing)
+BOUND_MAX = 30.0  # the root finder's upper end for a boundary (a look that spends ~nothing)
 
 Grid = tuple[NDArray[np.float64], NDArray[np.float64]]  # nodes of S, density times Simpson weight
 
@@ -177,11 +179,11 @@ class Look:
     """One planned look: what it saw, its statistics and boundaries, and what it decided."""
 
     items: int
-    d: float | None
-    se_d: float | None
-    z_lower: float | None  # (d + margin) / SE_d: the TOST's lower one-sided statistic
-    z_upper: float | None  # (margin - d) / SE_d
-    z_zero: float | None  # d / SE_d: the difference test's statistic
+    d: float
+    se_d: float
+    z_lower: float  # (d + margin) / SE_d: the TOST's lower one-sided statistic
+    z_upper: float  # (margin - d) / SE_d
+    z_zero: float  # d / SE_d: the difference test's statistic
     equivalence_bound: float  # t boundary the two TOST statistics must both reach
     difference_bound: float  # t boundary |z_zero| must reach (and |d| > margin)
     decision: SequentialDecision
@@ -198,7 +200,7 @@ def _as_t(z_bound: float, df: int) -> float:
     """A z boundary as the t boundary of the same tail probability at ``df`` degrees of freedom."""
     from scipy.special import ndtr
 
-    return stats.t_quantile(float(ndtr(z_bound)), df)
+    return -stats.t_quantile(float(ndtr(-z_bound)), df)  # the lower tail: finite up to BOUND_MAX
 
 
 @dataclass(frozen=True)
@@ -265,3 +267,28 @@ def sequential_gate(
         if look.decision in ("equivalent", "different"):
             break
     return looks
+
+
+def sequential_record(
+    diffs: Sequence[float], margin: float, design: SequentialDesign, resolution: float = 100.0
+) -> SequentialRecord:
+    """The summary's record of the gate on these paired differences (plan item order)."""
+    looks = sequential_gate(diffs, margin, design, resolution)
+    last = looks[-1].decision
+    return SequentialRecord(
+        fractions=list(design.fractions),
+        spending=design.spending,
+        alpha=design.alpha,
+        looks=[SequentialLook(**look.__dict__) for look in looks],
+        decision="inconclusive" if last == "continue" else last,
+        items_used=looks[-1].items,
+        items_planned=len(diffs),
+    )
+
+
+def item_order(key: tuple[str, str]) -> tuple[tuple[int, int | str], ...]:
+    """The order the looks read items in, fixed before any is scored: item ids in natural order
+    ("test:2" before "test:10", as the dataset lists them), then the item's sha256."""
+    item_id, sha = key
+    parts = tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", item_id) if p)
+    return (*parts, (1, sha))

@@ -313,6 +313,22 @@ class EvalSpec(Strict):
     # points: the score the plan expects of the baseline on this model (like vLLM CI's accuracy
     # floors); a baseline below it makes the verdict "degenerate" (byog.analysis.degenerate)
     min_baseline_score: float | None = Field(default=None, ge=0, le=100)
+    # group-sequential gate (docs/statistics.md §1a): the fractions of the items at which the paired
+    # test looks, increasing and ending at 1 (e.g. [0.5, 0.75, 1.0]); None: one look, at every item
+    looks: list[float] | None = None
+    spending: Literal["obf", "pocock"] = "obf"  # Lan-DeMets spending: O'Brien-Fleming or Pocock type
+
+    @model_validator(mode="after")
+    def _looks_planned(self) -> EvalSpec:
+        looks = self.looks
+        if looks is not None and (
+            not looks
+            or any(b <= a for a, b in zip(looks, looks[1:], strict=False))
+            or looks[0] <= 0
+            or looks[-1] != 1.0
+        ):
+            raise ValueError(f"looks must increase within (0, 1] and end at 1.0 (got {looks})")
+        return self
 
 
 class NumericsTolerance(Strict):

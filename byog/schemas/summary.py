@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 7
+SUMMARY_SCHEMA_VERSION = 8
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -90,6 +90,8 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
             ),
         )
     ],
+    # 8: a verdict of an eval with planned looks carries its group-sequential record.
+    8: [(("evals", "verdicts", "*"), frozenset({"sequential"}))],
 }
 
 
