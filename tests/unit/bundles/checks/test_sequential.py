@@ -1,4 +1,4 @@
-"""verify's sequential check: the group-sequential decision recomputes from the per-item records, an edited one is refused."""
+"""verify's sequential check: the decision recomputes from the per-item records; an edited one is refused."""
 
 from __future__ import annotations
 
