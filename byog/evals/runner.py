@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,12 @@ import httpx
 
 from byog.analysis import stats
 from byog.core.errors import ByogError, UsageError
-from byog.core.io import atomic_write_json
+from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, Reporter
 from byog.core.settings import hub_data_dir, resolve_data_dir
 from byog.evals import mrcr
+from byog.evals.capacity import eval_concurrency
 from byog.evals.data import (
     DataSource,
     hub_offline,
@@ -265,6 +267,29 @@ def _mrcr_task(
 # --- one task, one server ----------------------------------------------------------------------
 
 
+def tokens_per_request(task: TaskSpec, endpoint: Endpoint, overrides: dict[str, Any]) -> int:
+    """The most KV cache one request of this task holds: prompt + max tokens, within the context.
+
+    MRCR's prompts fill the context up to 3/4 of it and its answers the rest: max_model_len.
+    """
+    max_len = _max_model_len(endpoint)
+    if task.runner == "mrcr":
+        return max_len
+    max_gen = int(generation_kwargs(task, endpoint, overrides).get("max_gen_toks", 256))
+    return min(max_len, task.prompt_reserve_tokens + max_gen)
+
+
+def recorded_server_info(run_dir: RunDir, server: str) -> Mapping[str, Any] | None:
+    """The server's /server_info answer as server.json keeps it; None when it has none."""
+    try:
+        record = read_json(run_dir.server_record(server))
+    except (OSError, ValueError):
+        return None
+    resolved = record.get("resolved") if isinstance(record, dict) else None
+    info = resolved.get("server_info") if isinstance(resolved, dict) else None
+    return info if isinstance(info, dict) else None
+
+
 def run_task(
     task: TaskSpec,
     server: str,
@@ -273,10 +298,13 @@ def run_task(
     seeds: list[int],
     limit: int | None,
     data_dir: Path | None,
-    num_concurrent: int = 8,
+    num_concurrent: int | None = None,
+    server_info: Mapping[str, Any] | None = None,
     gen_overrides: dict[str, Any] | None = None,
     reporter: Reporter = NullReporter(),
 ) -> TaskRun:
+    """One task on one server. ``num_concurrent`` None: from the server's capacity (``server_info``,
+    its /server_info answer; ``byog.evals.capacity``)."""
     source = resolve_source(task, data_dir)
     if task.runner == "mrcr" and source.kind == "hub":
         # byog's own runner reads files: pull the pinned revision into a cache, then read it
@@ -284,6 +312,7 @@ def run_task(
         pull([task], data_dir)
         source = resolve_source(task, data_dir)
     overrides = dict(gen_overrides or {})
+    concurrency = eval_concurrency(server_info, tokens_per_request(task, endpoint, overrides), num_concurrent)
     started = time.perf_counter()
     with reporter.status(f"eval {task.name} on {server}") as live:
 
@@ -292,11 +321,11 @@ def run_task(
 
         if task.runner == "lm_eval":
             rows, gen, runner, extra = _lm_eval_task(
-                task, source, endpoint, seeds, limit, num_concurrent, overrides, status
+                task, source, endpoint, seeds, limit, concurrency.num_concurrent, overrides, status
             )
         else:
             rows, gen, runner, extra = _mrcr_task(
-                task, source, endpoint, seeds, limit, num_concurrent, overrides, status, data_dir
+                task, source, endpoint, seeds, limit, concurrency.num_concurrent, overrides, status, data_dir
             )
     wall_s = time.perf_counter() - started
     rows = [EvalItemRow(**row).model_dump() for row in rows]  # validate before anything is written
@@ -336,7 +365,7 @@ def run_task(
         stderr=stats.standard_error(item_means),
         pass_scores=[100.0 * stats.mean(v) for _, v in sorted(per_pass.items())],
         wall_s=round(wall_s, 3),
-        extra=extra,
+        extra={**extra, "concurrency": concurrency.record()},
     ).model_dump(mode="json")
     return TaskRun(rows=rows, results=results)
 
@@ -367,12 +396,15 @@ def run_evals_for_server(
             limit=spec.limit,
             data_dir=data_dir,
             num_concurrent=spec.num_concurrent,
+            server_info=recorded_server_info(run_dir, server_name),
             gen_overrides=spec.gen_kwargs,
             reporter=reporter,
         )
         write_task(run_dir, server_name, task.name, run)
         r = run.results
+        c = r["extra"]["concurrency"]
         reporter.line(
             f"eval {task.name} on {server_name}: {r['score']:.1f} points over {r['n_items']} items x "
-            f"{len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s, data: {r['data']['label']})"
+            f"{len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s at concurrency {c['num_concurrent']} "
+            f"({c['source']}), data: {r['data']['label']})"
         )

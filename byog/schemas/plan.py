@@ -309,7 +309,7 @@ class EvalSpec(Strict):
     margin: float | None = Field(default=None, gt=0)  # equivalence margin in score points (0-100)
     servers: list[str] | None = None
     gen_kwargs: dict[str, Any] = Field(default_factory=dict)  # task-level overrides
-    num_concurrent: PositiveInt = 8
+    num_concurrent: PositiveInt | None = None  # null: what the server says it can hold (byog.evals.capacity)
     # points: the score the plan expects of the baseline on this model (like vLLM CI's accuracy
     # floors); a baseline below it makes the verdict "degenerate" (byog.analysis.degenerate)
     min_baseline_score: float | None = Field(default=None, ge=0, le=100)

@@ -90,7 +90,7 @@ MEANINGS: dict[str, str] = {
     "source": "synthetic sessions or a replayed trace",
     "slo": "latency limits; each point reports the share of requests inside them",
     "task": "an eval task of byog's registry (a typo is named with the nearest task)",
-    "num_concurrent": "requests in flight while the eval runs",
+    "num_concurrent": "requests in flight while the eval runs (null: what the server's KV cache and max_num_seqs hold)",
     "looks": "fractions of the items at which the paired test looks (group-sequential), ending at 1.0",
     "spending": "alpha spending of the looks: obf (O'Brien-Fleming type) or pocock",
     "random_prompts": "random-id prompts",

@@ -235,3 +235,20 @@ def test_a_greedy_verdict_is_judged_at_the_discordance_it_observed(tmp_path: Pat
     (calm,) = summarize_evals(quiet, _plan_for(440)).verdicts
     assert calm.observed_sound is True and calm.screening is False and calm.screening_label is None
     assert calm.observed_redraw < 0.10 and calm.sound_n is not None and calm.sound_n <= 440
+
+
+def test_eval_requests_are_sized_by_the_task_and_the_server_record_is_read(tmp_path: Path) -> None:
+    from byog.core.io import atomic_write_json
+    from byog.evals.runner import recorded_server_info, tokens_per_request
+    from byog.schemas.server import Endpoint
+
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
+    assert tokens_per_request(get_task("gsm8k"), endpoint, {}) == 1024 + 256
+    assert tokens_per_request(get_task("gsm8k"), endpoint, {"max_gen_toks": 100000}) == 4096
+    assert tokens_per_request(get_task("mrcr_generated"), endpoint, {}) == 4096
+    rd = RunDir(tmp_path)
+    assert recorded_server_info(rd, "candidate") is None
+    atomic_write_json(rd.server_record("candidate"), {"resolved": {"server_info": {"vllm_config": {"x": 1}}}})
+    assert recorded_server_info(rd, "candidate") == {"vllm_config": {"x": 1}}
+    atomic_write_json(rd.server_record("baseline"), {"resolved": None})
+    assert recorded_server_info(rd, "baseline") is None
