@@ -57,6 +57,11 @@ def test_planned_looks_recompute_and_are_recorded(tmp_path: Path) -> None:
     report = verify_bundle(bundle, allowed_signers=allowed)
     assert report.verified, report.failures
     assert result(report, "sequential").message.startswith("1 group-sequential decision(s) recompute")
+    note = next(line for line in rd.report_md.read_text().splitlines() if "group-sequential" in line)
+    assert note.startswith(
+        f"- gsm8k, candidate vs baseline: group-sequential (pocock spending, looks at 0.50, 0.75, 1.00): "
+        f"{verdict.sequential.decision} at {verdict.sequential.items_used} of 40 items; 20 items: "
+    )
 
 
 def test_an_edited_decision_is_refused(tmp_path: Path) -> None:
