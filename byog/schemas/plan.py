@@ -314,8 +314,8 @@ class EvalSpec(Strict):
     # floors); a baseline below it makes the verdict "degenerate" (byog.analysis.degenerate)
     min_baseline_score: float | None = Field(default=None, ge=0, le=100)
     # group-sequential gate (docs/statistics.md §1a): the fractions of the items at which the paired
-    # test looks, increasing and ending at 1 (e.g. [0.5, 0.75, 1.0]); None: one look, at every item
-    looks: list[float] | None = None
+    # test looks, increasing and ending at 1 (e.g. [0.5, 0.75, 1.0]), at most 20; None: one look, at every item
+    looks: list[float] | None = Field(default=None, max_length=20)
     spending: Literal["obf", "pocock"] = "obf"  # Lan-DeMets spending: O'Brien-Fleming or Pocock type
 
     @model_validator(mode="after")
