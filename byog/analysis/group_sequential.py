@@ -249,19 +249,27 @@ def t_bounds(sizes: Sequence[int], design: SequentialDesign) -> list[tuple[float
 
 
 def sequential_gate(
-    diffs: Sequence[float], margin: float, design: SequentialDesign, resolution: float = 100.0
+    diffs: Sequence[float],
+    margin: float,
+    design: SequentialDesign,
+    resolution: float = 100.0,
+    planned: int | None = None,
 ) -> list[Look]:
     """Every look the design plans on these paired differences (item order), up to the one that stops.
 
-    The last entry's decision is the verdict ("equivalent", "different" or "inconclusive").
+    The looks are fractions of ``planned`` items (None: of every item given). The last entry's decision
+    is the verdict ("equivalent", "different" or "inconclusive"), or "continue" where the differences
+    end before the next look: items past a look that did not stop are missing.
     """
     if margin <= 0:
         raise ValueError("the equivalence margin must be positive")
     if len(diffs) < 2:
         raise ValueError("a sequential design needs at least 2 items")
-    sizes = look_sizes(len(diffs), design.fractions)
+    sizes = look_sizes(len(diffs) if planned is None else max(planned, 2), design.fractions)
     looks: list[Look] = []
     for k, (size, (e_t, c_t)) in enumerate(zip(sizes, t_bounds(sizes, design), strict=True)):
+        if size > len(diffs):
+            break
         look = _look(diffs[:size], margin, resolution, e_t, c_t, k == len(sizes) - 1)
         looks.append(look)
         if look.decision in ("equivalent", "different"):
@@ -270,19 +278,25 @@ def sequential_gate(
 
 
 def sequential_record(
-    diffs: Sequence[float], margin: float, design: SequentialDesign, resolution: float = 100.0
+    diffs: Sequence[float],
+    margin: float,
+    design: SequentialDesign,
+    resolution: float = 100.0,
+    planned: int | None = None,
 ) -> SequentialRecord:
-    """The summary's record of the gate on these paired differences (plan item order)."""
-    looks = sequential_gate(diffs, margin, design, resolution)
-    last = looks[-1].decision
+    """The summary's record of the gate on these paired differences (plan item order). Where the
+    items end before a look the design needs, the last look says "continue" (or none was taken) and
+    the decision is "inconclusive": ``missing_items`` tells it apart."""
+    looks = sequential_gate(diffs, margin, design, resolution, planned)
+    last = looks[-1].decision if looks else "continue"
     return SequentialRecord(
         fractions=list(design.fractions),
         spending=design.spending,
         alpha=design.alpha,
         looks=[SequentialLook(**look.__dict__) for look in looks],
         decision="inconclusive" if last == "continue" else last,
-        items_used=looks[-1].items,
-        items_planned=len(diffs),
+        items_used=looks[-1].items if looks else 0,
+        items_planned=len(diffs) if planned is None else planned,
     )
 
 
@@ -292,3 +306,8 @@ def item_order(key: tuple[str, str]) -> tuple[tuple[int, int | str], ...]:
     item_id, sha = key
     parts = tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", item_id) if p)
     return (*parts, (1, sha))
+
+
+def missing_items(record: SequentialRecord) -> bool:
+    """The paired items end before a look the design needed: no look stopped, the last was not taken."""
+    return not record.looks or record.looks[-1].decision == "continue"

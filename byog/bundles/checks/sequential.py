@@ -4,18 +4,22 @@ looks the plan fixed, and the decision the bundle states is the one its per-item
 The gate is recomputed from items.parquet and plan.yaml (``byog.analysis.eval_summary``): a verdict
 whose shipped decision, stopping look or looks differ (an edited decision, a look the plan did not
 plan, a design the plan did not name) fails here with the eval named, before the whole-summary
-comparison of the summary check.
+comparison of the summary check. The runner may stop before the plan's limit only where the gate
+stopped: records that end before a look the gate needed (items dropped past a look that said
+continue) are refused; items recorded past the stopping look are fine, and the decision stays the
+first look that crossed a boundary.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from byog.analysis import group_sequential
 from byog.bundles.checks.base import Skipped, VerifyContext, check, counted
 from byog.bundles.checks.recompute import derived_summary
 from byog.core.errors import CheckFailed
 from byog.core.safe_text import one_line
-from byog.schemas.evals import SequentialRecord
+from byog.schemas.evals import EvalVerdict, SequentialRecord
 
 
 def _key(row: Any) -> tuple[str, str, str] | None:
@@ -42,6 +46,18 @@ def _looks(record: Any) -> list[tuple[Any, Any]]:
     return [(lk.get("items"), lk.get("decision")) for lk in looks or [] if isinstance(lk, dict)]
 
 
+def _dropped(verdict: EvalVerdict, record: SequentialRecord) -> str:
+    """Items past a look that did not stop are missing: the run may only end early where the gate stopped."""
+    sizes = group_sequential.look_sizes(record.items_planned, record.fractions)
+    k = len(record.looks)
+    name = one_line(f"{verdict.task} {verdict.candidate} vs {verdict.baseline}", 120)
+    said = f"look {k} at {record.looks[-1].items} items said continue" if k else "no look was taken"
+    return (
+        f"{name}: the per-item records pair fewer than the {sizes[k]} items of look {k + 1} of the plan, "
+        f"and {said}: items were dropped without the group-sequential gate stopping"
+    )
+
+
 @check("sequential", requires=("schemas",))
 def sequential_decisions_recompute(ctx: VerifyContext) -> str:
     shipped = ctx.parsed.get("summary.json")
@@ -51,7 +67,9 @@ def sequential_decisions_recompute(ctx: VerifyContext) -> str:
     stated = [r for r in rows or [] if isinstance(r, dict) and r.get("sequential") is not None]
     if not planned and not stated:
         raise Skipped("no eval plans looks")
-    failures: list[str] = []
+    failures = [
+        _dropped(v, v.sequential) for v in planned if v.sequential and group_sequential.missing_items(v.sequential)
+    ]
     for row in rows or []:
         key = _key(row)
         if key is None or key not in derived:

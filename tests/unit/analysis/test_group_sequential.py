@@ -72,3 +72,18 @@ def test_identical_servers_stop_early_for_equivalence_and_a_shift_for_difference
     noisy = [100.0 if i % 2 else -100.0 for i in range(200)]  # SE far wider than the margin
     looks = gs.sequential_gate(noisy, 3.0, design)
     assert [lk.decision for lk in looks] == ["continue", "continue", "inconclusive"]
+
+
+def test_looks_are_fractions_of_the_planned_items_and_records_may_end_only_where_the_gate_stopped() -> None:
+    design = gs.SequentialDesign(fractions=(0.5, 0.75, 1.0))
+    quiet = [100.0 if i % 50 == 0 else -100.0 if i % 50 == 25 else 0.0 for i in range(1000)]
+    stopped = gs.sequential_record(quiet[:500], 3.0, design, planned=1000)  # the run stopped at look 1
+    assert (stopped.decision, stopped.items_used, stopped.items_planned) == ("equivalent", 500, 1000)
+    assert not gs.missing_items(stopped)
+    past = gs.sequential_record(quiet[:800], 3.0, design, planned=1000)  # items run past the stop
+    assert past == stopped  # the decision is the first crossing
+    noisy = [100.0 if i % 2 else -100.0 for i in range(200)]
+    short = gs.sequential_record(noisy[:120], 3.0, design, planned=200)  # look 2 (150) never taken
+    assert [lk.decision for lk in short.looks] == ["continue"]
+    assert short.decision == "inconclusive" and gs.missing_items(short)
+    assert gs.missing_items(gs.sequential_record(noisy[:50], 3.0, design, planned=200))  # not even look 1

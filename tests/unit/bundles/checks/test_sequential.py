@@ -93,3 +93,30 @@ def test_a_plan_with_unordered_looks_is_refused() -> None:
     text = plan_yaml(SPEC).replace("    margin: 3.0\n", "    margin: 3.0\n    looks: [0.75, 0.5, 1.0]\n")
     with pytest.raises(ByogError, match="looks must increase"):
         parse_plan(text, "plan")
+
+
+def _keep_items(run_dir: RunDir, server: str, n: int) -> None:
+    """Keep the first ``n`` items of the server's gsm8k records (test:0 .. test:n-1)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    path = run_dir.eval_items(server, "gsm8k")
+    table = pq.read_table(path)
+    keep = pc.is_in(table.column("item_id"), value_set=pa.array([f"test:{i}" for i in range(n)]))
+    pq.write_table(table.filter(keep), path)
+
+
+def test_items_dropped_past_a_look_that_said_continue_are_refused(tmp_path: Path) -> None:
+    rd = sequential_run(tmp_path, "[0.5, 1.0]")
+    _keep_items(rd, "candidate", 25)
+    verdict = derive_summary(rd).evals.verdicts[0]
+    assert verdict.sequential is not None
+    assert [(look.items, look.decision) for look in verdict.sequential.looks] == [(20, "continue")]
+    bundle, allowed = pack(tmp_path, rd)
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert not report.verified
+    assert result(report, "sequential").message == (
+        "gsm8k candidate vs baseline: the per-item records pair fewer than the 40 items of look 2 of the plan, "
+        "and look 1 at 20 items said continue: items were dropped without the group-sequential gate stopping"
+    )
