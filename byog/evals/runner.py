@@ -115,24 +115,29 @@ def _lm_eval_task(
     rows: list[dict[str, Any]] = []
     runner: dict[str, Any] = {}
     chunks: list[list[int] | None] = [None]
-    if looks is not None:
+    record: dict[str, Any] | None = None
+    if looks is not None and not source.files:
+        # lm-eval streams the hub copy: the items' ids, hence the looks' order, are unknown before they run
+        record = {"planned_items": looks.sizes[-1], "looks_run": 0, "items_run": looks.sizes[-1], "stopped": False}
+        record["why"] = "every item ran: no local data files to order the looks by before the items run"
+        looks = None
+    elif looks is not None:
         order = look_order(task, source, looks.sizes[-1])
         chunks = [order[a:b] for a, b in zip([0, *looks.sizes], looks.sizes, strict=False)]
-    extra: dict[str, Any] = {}
     for j, chunk in enumerate(chunks):
         rows.extend(_lm_eval_passes(task, source, endpoint, seeds, limit, num_concurrent, gen, status, chunk, runner))
         if looks is not None:
             status(f"{task.name}: look {j + 1}/{len(chunks)} at {looks.sizes[j]} items")
-            extra = {"looks_run": j + 1, "items_run": looks.sizes[j], "stopped": looks.stop(rows)}
-            if extra["stopped"]:
+            stopped = looks.stop(rows)
+            record = {"planned_items": looks.sizes[-1], "looks_run": j + 1, "items_run": looks.sizes[j]}
+            record["stopped"] = stopped
+            if stopped:
                 break
-    return rows, gen, runner, ({"sequential": {"planned_items": looks.sizes[-1], **extra}} if looks else {})
+    return rows, gen, runner, ({"sequential": record} if record else {})
 
 
 def look_order(task: TaskSpec, source: DataSource, n: int) -> list[int]:
     """The first ``n`` docs' indices in the order the gate reads items (``group_sequential.item_order``)."""
-    if source.files is None:
-        raise ByogError(f"{task.name}: the items' ids are unknown before lm-eval runs them (no local data files)")
     rows = read_split(source, task.eval_split)
     if len(rows) < n:
         raise UsageError(
@@ -462,6 +467,19 @@ def looks_for(plan: Plan, spec: EvalSpec, server: str, run_dir: RunDir) -> Looks
     return Looks(sizes=group_sequential.look_sizes(spec.limit, design.fractions), stop=stop)
 
 
+def _check_planned_items(spec: EvalSpec, server: str, run: TaskRun) -> None:
+    """An eval with looks must reach its limit unless the gate stopped it: its looks are fractions of
+    the limit, and records that end short of a look the gate needed would not verify."""
+    seq = run.results["extra"].get("sequential")
+    if spec.looks is None or spec.limit is None or (seq and seq["stopped"]):
+        return
+    if run.results["n_items"] < spec.limit:
+        raise UsageError(
+            f"{spec.task} ran {run.results['n_items']} items on {server}, fewer than the plan's limit {spec.limit} "
+            "that its looks are fractions of: set the limit to the items the task has"
+        )
+
+
 def run_evals_for_server(
     plan: Plan, server_name: str, endpoint: Endpoint, run_dir: RunDir, data_dir: Path | None, reporter: Reporter
 ) -> None:
@@ -487,6 +505,7 @@ def run_evals_for_server(
             reporter=reporter,
             looks=looks_for(plan, spec, server_name, run_dir),
         )
+        _check_planned_items(spec, server_name, run)
         write_task(run_dir, server_name, task.name, run)
         r = run.results
         c = r["extra"]["concurrency"]

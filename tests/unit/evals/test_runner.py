@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -358,3 +359,31 @@ def test_looks_need_the_items_to_exist(tmp_path: Path) -> None:
     task = get_task("arithmetic_generated")
     with pytest.raises(UsageError, match="arithmetic_generated has 200 items, fewer than the plan's limit 300"):
         runner.look_order(task, resolve_source(task, None), 300)
+
+
+def test_an_eval_with_looks_that_runs_short_of_its_limit_is_refused_before_its_records_are_written(
+    tmp_path: Path, monkeypatch
+) -> None:
+    rd = RunDir(tmp_path)
+    plan = _looks_plan()
+    fake = FakeLmEval(_mixed)
+    monkeypatch.setattr(runner, "run_pass", lambda *a, **kw: (fake(*a, **kw)[0][:150], {}))
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
+    with pytest.raises(UsageError, match="ran 150 items on baseline, fewer than the plan's limit 200"):
+        runner.run_evals_for_server(plan, "baseline", endpoint, rd, None, RecordingReporter())
+    assert not rd.eval_items("baseline", "arithmetic_generated").exists()
+
+
+def test_without_local_data_files_the_later_server_runs_every_item_and_says_why(tmp_path: Path, monkeypatch) -> None:
+    rd = RunDir(tmp_path)
+    _run_server(rd, "baseline", _mixed, monkeypatch)
+    task = get_task("arithmetic_generated")
+    source = resolve_source(task, None)
+    monkeypatch.setattr(runner, "resolve_source", lambda *_: replace(source, kind="hub", files={}))
+    fake = FakeLmEval(_mixed)
+    monkeypatch.setattr(runner, "run_pass", lambda t, s, e, **kw: fake(t, source, e, **kw))
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
+    runner.run_evals_for_server(_looks_plan(), "candidate", endpoint, rd, None, RecordingReporter())
+    assert fake.calls == [list(range(200))]
+    record = json.loads(rd.eval_results("candidate", task.name).read_text())["extra"]["sequential"]
+    assert record["stopped"] is False and record["why"].startswith("every item ran: no local data files")
