@@ -313,8 +313,9 @@ class EvalSpec(Strict):
     # points: the score the plan expects of the baseline on this model (like vLLM CI's accuracy
     # floors); a baseline below it makes the verdict "degenerate" (byog.analysis.degenerate)
     min_baseline_score: float | None = Field(default=None, ge=0, le=100)
-    # group-sequential gate (docs/statistics.md §1a): the fractions of the items at which the paired
-    # test looks, increasing and ending at 1 (e.g. [0.5, 0.75, 1.0]), at most 20; None: one look, at every item
+    # group-sequential gate (docs/statistics.md §1a): the fractions of the limit at which the paired test
+    # looks (the later server stops where it decides), increasing and ending at 1 (e.g. [0.5, 0.75, 1.0]),
+    # at most 20; None: one look, at every item
     looks: list[float] | None = Field(default=None, max_length=20)
     spending: Literal["obf", "pocock"] = "obf"  # Lan-DeMets spending: O'Brien-Fleming or Pocock type
 

@@ -91,7 +91,7 @@ MEANINGS: dict[str, str] = {
     "slo": "latency limits; each point reports the share of requests inside them",
     "task": "an eval task of byog's registry (a typo is named with the nearest task)",
     "num_concurrent": "requests in flight while the eval runs (null: what the server's KV cache and max_num_seqs hold)",
-    "looks": "fractions of the items at which the paired test looks (group-sequential), ending at 1.0",
+    "looks": "fractions of the limit at which the paired test looks (group-sequential), ending at 1.0",
     "spending": "alpha spending of the looks: obf (O'Brien-Fleming type) or pocock",
     "random_prompts": "random-id prompts",
     "random_isl": "tokens of each random-id prompt",
