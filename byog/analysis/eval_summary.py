@@ -15,6 +15,9 @@ the same numbers. Floats are finite or None (JSON null), never NaN.
   Each verdict also carries the planned false-fail rate of the plan's design for the eval
   (``byog.analysis.gate_power``, the registry's prior) and ``screening`` when it is over 5%, and the
   degenerate cases of ``byog.analysis.degenerate`` (then the verdict reads "degenerate").
+- sequential: where the plan's eval sets ``looks``, the group-sequential gate
+  (``byog.analysis.group_sequential``) on the paired items in their natural id order; its stopping
+  look's decision is the verdict (unless degenerate) and every look it took is in the record.
 - observed: a greedy single-pass verdict that is not degenerate also carries the pair's observed
   discordance (items whose scores differ / n), the re-draw rate it implies, the false-fail rate and
   power of the same design at that rate, and the least n sound there; a design that rate makes
@@ -24,14 +27,15 @@ the same numbers. Floats are finite or None (JSON null), never NaN.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
-from byog.analysis import stats
+from byog.analysis import group_sequential, stats
 from byog.analysis.degenerate import degenerate_cases
 from byog.analysis.gate_power import ItemModel, ObservedDesign, PlannedPower, observed_design, planned_for_spec
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.plans.tasks import TASKS
-from byog.schemas.evals import EvalScore, EvalSummary, EvalVerdict
+from byog.schemas.evals import EvalScore, EvalSummary, EvalVerdict, SequentialRecord
 from byog.schemas.plan import EvalSpec, Plan
 
 
@@ -42,12 +46,21 @@ def item_scores(run_dir: RunDir, server: str, task: str) -> dict[tuple[str, str]
     table = pq.ParquetFile(run_dir.eval_items(server, task)).read(
         columns=["item_id", "item_sha256", "score"], use_threads=False
     )
+    return scores_of(zip(*(table.column(c).to_pylist() for c in ("item_id", "item_sha256", "score")), strict=True))
+
+
+def scores_of(rows: Iterable[tuple[str, str, float]]) -> dict[tuple[str, str], float]:
+    """(item_id, item_sha256) -> mean score over passes, in points, from (id, sha, score) rows."""
     sums: dict[tuple[str, str], list[float]] = {}
-    for item_id, sha, score in zip(
-        *(table.column(c).to_pylist() for c in ("item_id", "item_sha256", "score")), strict=True
-    ):
+    for item_id, sha, score in rows:
         sums.setdefault((item_id, sha), []).append(float(score))
     return {key: 100.0 * math.fsum(vals) / len(vals) for key, vals in sums.items()}
+
+
+def paired(cand: dict[tuple[str, str], float], base: dict[tuple[str, str], float]) -> tuple[list[float], list[float]]:
+    """The items both servers scored (same id and sha256), in the order the looks read them."""
+    keys = sorted(set(base) & set(cand), key=group_sequential.item_order)
+    return [cand[k] for k in keys], [base[k] for k in keys]
 
 
 def passes_of(run_dir: RunDir, server: str, task: str) -> int:
@@ -103,6 +116,9 @@ def _verdict(
         min_baseline_score=spec.min_baseline_score if spec is not None else None,
     )
     row = comparison.model_dump()
+    sequential = _sequential(spec, cand, base, margin, resolution)
+    if sequential is not None:
+        row["verdict"] = sequential.decision
     if found:
         row["verdict"] = "degenerate"
     observed = _observed(planned, n, margin, discordant, base) if planned and not found else None
@@ -124,8 +140,37 @@ def _verdict(
         observed_sound=observed.sound if observed else None,
         sound_n=observed.sound_n if observed else None,
         screening_label=observed.label() if observed else None,
+        sequential=sequential,
         **row,
     )
+
+
+def _sequential(
+    spec: EvalSpec | None, cand: list[float], base: list[float], margin: float, resolution: float
+) -> SequentialRecord | None:
+    """The group-sequential gate where the plan sets looks (items in ``group_sequential.item_order``)."""
+    if spec is None or spec.looks is None or len(cand) < 2:
+        return None
+    design = group_sequential.SequentialDesign(fractions=tuple(spec.looks), spending=spec.spending)
+    diffs = [c - b for c, b in zip(cand, base, strict=True)]
+    # with a limit, the looks are fractions of it, fixed before any item ran; the runner may stop
+    # before the limit, and verify refuses records that end before a look without a stop
+    return group_sequential.sequential_record(diffs, margin, design, resolution, spec.limit)
+
+
+def sequential_for(
+    plan: Plan,
+    task: str,
+    candidate: str,
+    baseline: str,
+    cand: dict[tuple[str, str], float],
+    base: dict[tuple[str, str], float],
+    passes: int,
+) -> SequentialRecord | None:
+    """The gate on the items scored so far, as the summary will compute it (the runner's stop test)."""
+    c, b = paired(cand, base)
+    spec = spec_for(plan, task, candidate, baseline)
+    return _sequential(spec, c, b, margin_for(plan, task), 100.0 / max(1, passes))
 
 
 def _observed(
@@ -167,9 +212,7 @@ def summarize_evals(run_dir: RunDir, plan: Plan) -> EvalSummary:
             cand = per_server.get((candidate, task))
             if base is None or cand is None:
                 continue
-            keys = sorted(set(base) & set(cand))
+            c, b = paired(cand, base)
             passes = max(1, min(passes_of(run_dir, candidate, task), passes_of(run_dir, baseline, task)))
-            verdicts.append(
-                _verdict(plan, task, candidate, baseline, [cand[k] for k in keys], [base[k] for k in keys], passes)
-            )
+            verdicts.append(_verdict(plan, task, candidate, baseline, c, b, passes))
     return EvalSummary(scores=scores, verdicts=verdicts)

@@ -42,7 +42,9 @@ def eval_cmd(
         min=1,
         help="Cap on generated tokens per answer (default: the task's, within the context).",
     ),
-    num_concurrent: int = typer.Option(8, "--num-concurrent", min=1, help="Requests in flight."),
+    num_concurrent: int | None = typer.Option(
+        None, "--num-concurrent", min=1, help="Requests in flight (default: what the server's KV cache holds)."
+    ),
     server_name: str = typer.Option("endpoint", "--server-name", help="Name of this server in the run directory."),
     data_dir: DataDirOpt = None,
     run_dir: RunDirOpt = None,

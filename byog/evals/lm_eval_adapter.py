@@ -193,9 +193,10 @@ def short_target(task: TaskSpec, target: Any) -> str | None:
     return text
 
 
-def _item_identity(
+def item_identity(
     task: TaskSpec, doc_id: int, file_rows: list[dict[str, Any]] | None, doc: dict[str, Any]
 ) -> tuple[str, str]:
+    """(item_id, item_sha256) of doc ``doc_id``: the row's own id where it has one, else split:index."""
     row = file_rows[doc_id] if file_rows is not None and doc_id < len(file_rows) else doc
     for key in ("Record ID", "id", "ID", "problem_id"):
         if key in row and row[key] not in (None, ""):
@@ -222,7 +223,7 @@ def items_from_samples(
         extracted = _aime_extract(str(response)) if task.name == "aime25" and response is not None else response
         if task.dataset.gated and extracted is not None and not _SAFE_CHOICE.fullmatch(str(extracted).strip()):
             extracted = "[unparsed]"  # gated data: keep only a choice letter, never a span of the response
-        item_id, sha = _item_identity(task, doc_id, file_rows, sample.get("doc") or {})
+        item_id, sha = item_identity(task, doc_id, file_rows, sample.get("doc") or {})
         out.append(
             PassItem(
                 doc_id=doc_id,
@@ -246,8 +247,12 @@ def run_pass(
     num_concurrent: int,
     gen: dict[str, Any],
     max_retries: int = 3,
+    samples: list[int] | None = None,
 ) -> tuple[list[PassItem], dict[str, Any]]:
-    """Run lm-eval once (one seed) and return per-item records and what lm-eval was asked to do."""
+    """Run lm-eval once (one seed) and return per-item records and what lm-eval was asked to do.
+
+    ``samples``: the doc indices to run (instead of the first ``limit``); lm-eval logs each under its
+    own index only when the list is ascending, so it is sorted here."""
     if source.kind != "hub":
         os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # local files: datasets must not phone the hub
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -274,7 +279,8 @@ def run_pass(
                     model_args=model_args,
                     tasks=[f"byog_{task.name}"],
                     num_fewshot=task.num_fewshot,
-                    limit=limit,
+                    limit=None if samples is not None else limit,
+                    samples=None if samples is None else {f"byog_{task.name}": sorted(samples)},
                     use_cache=None,  # the response cache stays off: sampled passes must be fresh
                     cache_requests=False,
                     log_samples=True,
@@ -290,9 +296,9 @@ def run_pass(
             ) from err
     if results is None:
         raise ByogError(f"lm-eval returned no results for {task.name}")
-    samples = results.get("samples", {}).get(f"byog_{task.name}", [])
+    logged = results.get("samples", {}).get(f"byog_{task.name}", [])
     file_rows = read_split(source, task.eval_split) if source.files else None
-    items = items_from_samples(task, samples, file_rows)
+    items = items_from_samples(task, logged, file_rows)
     config = results.get("config", {})
     runner = {
         "name": "lm-eval",

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from byog.analysis import stats
+from byog.analysis import group_sequential, stats
+from byog.analysis.eval_summary import item_scores, passes_of, scores_of, sequential_for, spec_for
 from byog.core.errors import ByogError, UsageError
-from byog.core.io import atomic_write_json
+from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, Reporter
 from byog.core.settings import hub_data_dir, resolve_data_dir
 from byog.evals import mrcr
+from byog.evals.capacity import eval_concurrency
 from byog.evals.data import (
     DataSource,
     hub_offline,
@@ -32,16 +35,24 @@ from byog.evals.data import (
     read_split,
     resolve_source,
 )
-from byog.evals.lm_eval_adapter import generation_kwargs, run_pass
+from byog.evals.lm_eval_adapter import generation_kwargs, item_identity, run_pass
 from byog.evals.mrcr_generate import DEFAULT_NEEDLES, generate_rows
 from byog.evals.mrcr_grade import bin_label
 from byog.evals.mrcr_tokens import token_counter
 from byog.plans.tasks import TaskSpec, get_task
 from byog.schemas.evals import EvalItemRow, EvalResults, write_eval_items
-from byog.schemas.plan import Plan
+from byog.schemas.plan import EvalSpec, Plan
 from byog.schemas.server import Endpoint
 
 GENERATED_TARGETS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+
+
+@dataclass(frozen=True)
+class Looks:
+    """A task run in look-sized chunks so the plan's group-sequential gate can stop it early."""
+
+    sizes: list[int]  # items at each look, fractions of the plan's limit fixed before any item ran
+    stop: Callable[[list[dict[str, Any]]], bool]  # the rows so far -> the gate stopped (every pair)
 
 
 @dataclass(frozen=True)
@@ -98,13 +109,64 @@ def _lm_eval_task(
     num_concurrent: int,
     overrides: dict[str, Any],
     status: Any,
+    looks: Looks | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
     gen = generation_kwargs(task, endpoint, overrides)
     rows: list[dict[str, Any]] = []
     runner: dict[str, Any] = {}
+    chunks: list[list[int] | None] = [None]
+    record: dict[str, Any] | None = None
+    if looks is not None and not source.files:
+        # lm-eval streams the hub copy: the items' ids, hence the looks' order, are unknown before they run
+        record = {"planned_items": looks.sizes[-1], "looks_run": 0, "items_run": looks.sizes[-1], "stopped": False}
+        record["why"] = "every item ran: no local data files to order the looks by before the items run"
+        looks = None
+    elif looks is not None:
+        order = look_order(task, source, looks.sizes[-1])
+        chunks = [order[a:b] for a, b in zip([0, *looks.sizes], looks.sizes, strict=False)]
+    for j, chunk in enumerate(chunks):
+        rows.extend(_lm_eval_passes(task, source, endpoint, seeds, limit, num_concurrent, gen, status, chunk, runner))
+        if looks is not None:
+            status(f"{task.name}: look {j + 1}/{len(chunks)} at {looks.sizes[j]} items")
+            stopped = looks.stop(rows)
+            record = {"planned_items": looks.sizes[-1], "looks_run": j + 1, "items_run": looks.sizes[j]}
+            record["stopped"] = stopped
+            if stopped:
+                break
+    return rows, gen, runner, ({"sequential": record} if record else {})
+
+
+def look_order(task: TaskSpec, source: DataSource, n: int) -> list[int]:
+    """The first ``n`` docs' indices in the order the gate reads items (``group_sequential.item_order``)."""
+    rows = read_split(source, task.eval_split)
+    if len(rows) < n:
+        raise UsageError(
+            f"{task.name} has {len(rows)} items, fewer than the plan's limit {n} that its looks are fractions of"
+        )
+    ids = [item_identity(task, i, rows, {}) for i in range(n)]
+    return sorted(range(n), key=lambda i: group_sequential.item_order(ids[i]))
+
+
+def _lm_eval_passes(
+    task: TaskSpec,
+    source: DataSource,
+    endpoint: Endpoint,
+    seeds: list[int],
+    limit: int | None,
+    num_concurrent: int,
+    gen: dict[str, Any],
+    status: Any,
+    samples: list[int] | None,
+    runner: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Every pass (seed) over the first ``limit`` items or the ``samples`` doc indices."""
+    rows: list[dict[str, Any]] = []
     for k, seed in enumerate(seeds):
         status(f"{task.name}: pass {k + 1}/{len(seeds)} (seed {seed})")
-        items, runner = run_pass(task, source, endpoint, seed=seed, limit=limit, num_concurrent=num_concurrent, gen=gen)
+        items, made = run_pass(
+            task, source, endpoint, seed=seed, limit=limit, num_concurrent=num_concurrent, gen=gen, samples=samples
+        )
+        runner.update(made)
         rows.extend(
             {
                 "item_id": it.item_id,
@@ -119,7 +181,7 @@ def _lm_eval_task(
             }
             for it in items
         )
-    return rows, gen, runner, {}
+    return rows
 
 
 def _mrcr_rows(source: DataSource, limit: int | None, max_model_len: int) -> tuple[list[dict[str, Any]], list[str]]:
@@ -265,6 +327,29 @@ def _mrcr_task(
 # --- one task, one server ----------------------------------------------------------------------
 
 
+def tokens_per_request(task: TaskSpec, endpoint: Endpoint, overrides: dict[str, Any]) -> int:
+    """The most KV cache one request of this task holds: prompt + max tokens, within the context.
+
+    MRCR's prompts fill the context up to 3/4 of it and its answers the rest: max_model_len.
+    """
+    max_len = _max_model_len(endpoint)
+    if task.runner == "mrcr":
+        return max_len
+    max_gen = int(generation_kwargs(task, endpoint, overrides).get("max_gen_toks", 256))
+    return min(max_len, task.prompt_reserve_tokens + max_gen)
+
+
+def recorded_server_info(run_dir: RunDir, server: str) -> Mapping[str, Any] | None:
+    """The server's /server_info answer as server.json keeps it; None when it has none."""
+    try:
+        record = read_json(run_dir.server_record(server))
+    except (OSError, ValueError):
+        return None
+    resolved = record.get("resolved") if isinstance(record, dict) else None
+    info = resolved.get("server_info") if isinstance(resolved, dict) else None
+    return info if isinstance(info, dict) else None
+
+
 def run_task(
     task: TaskSpec,
     server: str,
@@ -273,10 +358,15 @@ def run_task(
     seeds: list[int],
     limit: int | None,
     data_dir: Path | None,
-    num_concurrent: int = 8,
+    num_concurrent: int | None = None,
+    server_info: Mapping[str, Any] | None = None,
     gen_overrides: dict[str, Any] | None = None,
     reporter: Reporter = NullReporter(),
+    looks: Looks | None = None,
 ) -> TaskRun:
+    """One task on one server. ``num_concurrent`` None: from the server's capacity (``server_info``,
+    its /server_info answer; ``byog.evals.capacity``). ``looks``: run in look-sized chunks and stop
+    where the group-sequential gate stops (lm-eval tasks)."""
     source = resolve_source(task, data_dir)
     if task.runner == "mrcr" and source.kind == "hub":
         # byog's own runner reads files: pull the pinned revision into a cache, then read it
@@ -284,6 +374,7 @@ def run_task(
         pull([task], data_dir)
         source = resolve_source(task, data_dir)
     overrides = dict(gen_overrides or {})
+    concurrency = eval_concurrency(server_info, tokens_per_request(task, endpoint, overrides), num_concurrent)
     started = time.perf_counter()
     with reporter.status(f"eval {task.name} on {server}") as live:
 
@@ -292,11 +383,11 @@ def run_task(
 
         if task.runner == "lm_eval":
             rows, gen, runner, extra = _lm_eval_task(
-                task, source, endpoint, seeds, limit, num_concurrent, overrides, status
+                task, source, endpoint, seeds, limit, concurrency.num_concurrent, overrides, status, looks
             )
         else:
             rows, gen, runner, extra = _mrcr_task(
-                task, source, endpoint, seeds, limit, num_concurrent, overrides, status, data_dir
+                task, source, endpoint, seeds, limit, concurrency.num_concurrent, overrides, status, data_dir
             )
     wall_s = time.perf_counter() - started
     rows = [EvalItemRow(**row).model_dump() for row in rows]  # validate before anything is written
@@ -336,7 +427,7 @@ def run_task(
         stderr=stats.standard_error(item_means),
         pass_scores=[100.0 * stats.mean(v) for _, v in sorted(per_pass.items())],
         wall_s=round(wall_s, 3),
-        extra=extra,
+        extra={**extra, "concurrency": concurrency.record()},
     ).model_dump(mode="json")
     return TaskRun(rows=rows, results=results)
 
@@ -345,6 +436,48 @@ def write_task(run_dir: RunDir, server: str, task: str, run: TaskRun) -> None:
     """items.parquet first, results.json last: "complete" means both exist."""
     write_eval_items(run_dir.eval_items(server, task), run.rows)
     atomic_write_json(run_dir.eval_results(server, task), run.results)
+
+
+def looks_for(plan: Plan, spec: EvalSpec, server: str, run_dir: RunDir) -> Looks | None:
+    """Look-sized chunks for this server's run of ``spec`` where it can stop early: the plan sets looks
+    and a limit, the task runs through lm-eval, and every server this one is compared with has its
+    items of the task in hand (the earlier server of a pair runs every item; the later one stops at
+    the look where the gate on the paired items so far stops, for every pair it is in)."""
+    task = get_task(spec.task)
+    if spec.looks is None or spec.limit is None or task.runner != "lm_eval":
+        return None
+    pairs = [(c, b) for c, b in plan.comparisons if server in (c, b) and spec_for(plan, task.name, c, b) is spec]
+    others = {b if c == server else c for c, b in pairs}
+    if not pairs or not all(run_dir.eval_complete(o, task.name) for o in others):
+        return None
+    scored = {o: (item_scores(run_dir, o, task.name), passes_of(run_dir, o, task.name)) for o in others}
+
+    def stop(rows: list[dict[str, Any]]) -> bool:
+        mine = scores_of((r["item_id"], r["item_sha256"], r["score"]) for r in rows)
+        passes = len({r["pass_index"] for r in rows})
+        for c, b in pairs:
+            theirs, their_passes = scored[b if c == server else c]
+            cand, base = (mine, theirs) if c == server else (theirs, mine)
+            record = sequential_for(plan, task.name, c, b, cand, base, min(passes, their_passes))
+            if record is None or record.decision == "inconclusive":
+                return False
+        return True
+
+    design = group_sequential.SequentialDesign(fractions=tuple(spec.looks), spending=spec.spending)
+    return Looks(sizes=group_sequential.look_sizes(spec.limit, design.fractions), stop=stop)
+
+
+def _check_planned_items(spec: EvalSpec, server: str, run: TaskRun) -> None:
+    """An eval with looks must reach its limit unless the gate stopped it: its looks are fractions of
+    the limit, and records that end short of a look the gate needed would not verify."""
+    seq = run.results["extra"].get("sequential")
+    if spec.looks is None or spec.limit is None or (seq and seq["stopped"]):
+        return
+    if run.results["n_items"] < spec.limit:
+        raise UsageError(
+            f"{spec.task} ran {run.results['n_items']} items on {server}, fewer than the plan's limit {spec.limit} "
+            "that its looks are fractions of: set the limit to the items the task has"
+        )
 
 
 def run_evals_for_server(
@@ -367,12 +500,25 @@ def run_evals_for_server(
             limit=spec.limit,
             data_dir=data_dir,
             num_concurrent=spec.num_concurrent,
+            server_info=recorded_server_info(run_dir, server_name),
             gen_overrides=spec.gen_kwargs,
             reporter=reporter,
+            looks=looks_for(plan, spec, server_name, run_dir),
         )
+        _check_planned_items(spec, server_name, run)
         write_task(run_dir, server_name, task.name, run)
         r = run.results
+        c = r["extra"]["concurrency"]
         reporter.line(
             f"eval {task.name} on {server_name}: {r['score']:.1f} points over {r['n_items']} items x "
-            f"{len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s, data: {r['data']['label']})"
+            f"{len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s at concurrency {c['num_concurrent']} "
+            f"({c['source']}), data: {r['data']['label']}){looks_said(r['extra'].get('sequential'))}"
         )
+
+
+def looks_said(record: Mapping[str, Any] | None) -> str:
+    """The eval line's tail for a run in looks: where it stopped, items run / planned."""
+    if not record:
+        return ""
+    where = f"stopped at look {record['looks_run']}" if record["stopped"] else "no look stopped"
+    return f"; {where}: items run / planned {record['items_run']} / {record['planned_items']}"

@@ -18,6 +18,7 @@ from byog.core.settings import hub_data_dir, resolve_data_dir, runs_dir
 from byog.evals.data import pull
 from byog.evals.runner import describe_endpoint, run_task, write_task
 from byog.plans.tasks import parse_task_list
+from byog.runtimes.record import resolved_config
 
 DEFAULT_SEED = 1234
 
@@ -34,7 +35,7 @@ class EvalFlags:
     data_dir: Path | None = None
     server_name: str = "endpoint"
     max_gen_toks: int | None = None
-    num_concurrent: int = 8
+    num_concurrent: int | None = None  # None: from the server's /server_info (byog.evals.capacity)
 
 
 def parse_seeds(text: str | None, passes: int) -> list[int]:
@@ -61,6 +62,7 @@ def eval_endpoint(flags: EvalFlags, run_dir: Path | None, reporter: Reporter) ->
     root = RunDir(run_dir or runs_dir() / f"eval-{new_run_id()}")
     overrides = {"max_gen_toks": flags.max_gen_toks} if flags.max_gen_toks else {}
     results = []
+    server_info = None if flags.num_concurrent else resolved_config(endpoint.base_url).server_info
     for task in tasks:
         if root.eval_complete(server, task.name):
             reporter.line(f"eval {task.name}: already complete in {root.root}, skipped")
@@ -73,6 +75,7 @@ def eval_endpoint(flags: EvalFlags, run_dir: Path | None, reporter: Reporter) ->
                 limit=flags.limit,
                 data_dir=data_dir,
                 num_concurrent=flags.num_concurrent,
+                server_info=server_info,
                 gen_overrides=overrides,
                 reporter=reporter,
             )

@@ -23,6 +23,7 @@ from typing import TypedDict
 
 from byog.core.io import read_json
 from byog.core.paths import RunDir
+from byog.evals.capacity import UNKNOWN_CAPACITY_CONCURRENCY
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import eval_items
 from byog.runtimes.sleep_mode import weights_bytes
@@ -194,13 +195,14 @@ def eval_estimates(plan: Plan, tpot_s: dict[str, float], ttft_s: float) -> list[
         requests = eval_items(spec) * spec.passes
         for server in plan.servers_for(spec):
             tpot = tpot_s[server]
-            rounds = math.ceil(requests / spec.num_concurrent)
+            concurrency = spec.num_concurrent or UNKNOWN_CAPACITY_CONCURRENCY  # the server's capacity: not known yet
+            rounds = math.ceil(requests / concurrency)
             rows.append(
                 {
                     "server": server,
                     "task": spec.task,
                     "requests": requests,
-                    "concurrency": spec.num_concurrent,
+                    "concurrency": concurrency,
                     "expected_tokens": expected,
                     "tpot_s": tpot,
                     "estimate_s": rounds * (ttft_s + expected * tpot),

@@ -79,7 +79,19 @@ COPIED: dict[type[BaseModel], frozenset[str]] = {
     SloSpec: frozenset({"ttft_s", "tpot_s", "e2e_s", "target_share"}),
     RateSearch: frozenset({"start_rate", "growth", "rel_tol", "max_probes", "min_rate"}),
     # task: vetted against byog's registry; gen_kwargs: vetted (byog.plans.gen_kwargs); limit: capped
-    EvalSpec: frozenset({"task", "limit", "margin", "servers", "gen_kwargs", "num_concurrent", "min_baseline_score"}),
+    EvalSpec: frozenset(
+        {
+            "task",
+            "limit",
+            "margin",
+            "servers",
+            "gen_kwargs",
+            "num_concurrent",
+            "min_baseline_score",
+            "looks",
+            "spending",
+        }
+    ),
     NumericsSpec: frozenset(
         {"random_prompts", "random_isl", "dataset", "dataset_prompts", "dataset_isl", "contexts", "max_tokens"}
         | {"top_k", "seed", "conformance", "tolerance", "control", "envelope_variant"}

@@ -117,6 +117,32 @@ class PairedComparison(Derived):
     mde: float | None
 
 
+class SequentialLook(Derived):
+    """One planned look of the group-sequential gate (``byog.analysis.group_sequential``)."""
+
+    items: int  # the first items (in the plan's item order) this look saw
+    d: float
+    se_d: float
+    z_lower: float  # (d + margin) / SE_d
+    z_upper: float  # (margin - d) / SE_d
+    z_zero: float  # d / SE_d
+    equivalence_bound: float  # both TOST statistics at or above it: equivalent
+    difference_bound: float  # |z_zero| at or above it, and |d| > margin: different
+    decision: Literal["equivalent", "different", "continue", "inconclusive"]
+
+
+class SequentialRecord(Derived):
+    """The plan's group-sequential design for a verdict and every look it took, up to the one that stopped."""
+
+    fractions: list[float]  # the plan's looks
+    spending: Literal["obf", "pocock"]
+    alpha: float
+    looks: list[SequentialLook]
+    decision: Literal["equivalent", "different", "inconclusive"]  # the stopping look's
+    items_used: int  # items seen at the stopping look
+    items_planned: int
+
+
 class EvalVerdict(PairedComparison):
     """summary.json evals.verdicts[]: one per (task, candidate vs baseline, speculative on/off).
 
@@ -149,6 +175,9 @@ class EvalVerdict(PairedComparison):
     observed_sound: bool | None = None  # observed_false_fail <= 5%
     sound_n: int | None = None  # least n sound at the observed rate (None: more than 20,000 or n/a)
     screening_label: str | None = None  # "screening (observed re-draw X% > planned Y%)" when unsound
+    # Summary schema 8 added: the group-sequential design's looks where the plan sets ``looks``; its
+    # decision is then the verdict (unless degenerate)
+    sequential: SequentialRecord | None = None
 
 
 class EvalSummary(Derived):

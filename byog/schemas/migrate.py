@@ -146,6 +146,13 @@ def _summary_wake_integrity(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("summary", 8)
+def _summary_sequential(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 8 -> 9: a verdict of an eval with planned looks carries its group-sequential record
+    (no plan before it could plan looks, so none is missing: ``CHANGED_IN``)."""
+    return data
+
+
 # A version-2 server's fields at their defaults (a version-2 plan.yaml records every field but the null ones).
 _PLAN_V2_SERVER_DEFAULTS: dict[str, Any] = {
     **dict.fromkeys(("image", "platform", "gpus", "url", "additional_config", "speculative_config"), None),

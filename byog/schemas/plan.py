@@ -327,10 +327,27 @@ class EvalSpec(Strict):
     margin: float | None = Field(default=None, gt=0)  # equivalence margin in score points (0-100)
     servers: list[str] | None = None
     gen_kwargs: dict[str, Any] = Field(default_factory=dict)  # task-level overrides
-    num_concurrent: PositiveInt = 8
+    num_concurrent: PositiveInt | None = None  # null: what the server says it can hold (byog.evals.capacity)
     # points: the score the plan expects of the baseline on this model (like vLLM CI's accuracy
     # floors); a baseline below it makes the verdict "degenerate" (byog.analysis.degenerate)
     min_baseline_score: float | None = Field(default=None, ge=0, le=100)
+    # group-sequential gate (docs/statistics.md §1a): the fractions of the limit at which the paired test
+    # looks (the later server stops where it decides), increasing and ending at 1 (e.g. [0.5, 0.75, 1.0]),
+    # at most 20; None: one look, at every item
+    looks: list[float] | None = Field(default=None, max_length=20)
+    spending: Literal["obf", "pocock"] = "obf"  # Lan-DeMets spending: O'Brien-Fleming or Pocock type
+
+    @model_validator(mode="after")
+    def _looks_planned(self) -> EvalSpec:
+        looks = self.looks
+        if looks is not None and (
+            not looks
+            or any(b <= a for a, b in zip(looks, looks[1:], strict=False))
+            or looks[0] <= 0
+            or looks[-1] != 1.0
+        ):
+            raise ValueError(f"looks must increase within (0, 1] and end at 1.0 (got {looks})")
+        return self
 
 
 class NumericsTolerance(Strict):

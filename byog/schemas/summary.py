@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 8
+SUMMARY_SCHEMA_VERSION = 9
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -92,6 +92,8 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
     ],
     # 8: an interleaved pair's wake checks and the method its verdict uses.
     8: [(("bench",), frozenset({"wake_integrity"}))],
+    # 9: a verdict of an eval with planned looks carries its group-sequential record.
+    9: [(("evals", "verdicts", "*"), frozenset({"sequential"}))],
 }
 
 

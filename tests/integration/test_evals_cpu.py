@@ -14,6 +14,7 @@ from byog.analysis.eval_summary import summarize_evals
 from byog.core.paths import RunDir
 from byog.evals.runner import run_task, write_task
 from byog.plans.tasks import get_task
+from byog.runtimes.record import resolved_config
 from byog.schemas.plan import Plan
 from tests.support.gated import find_texts, gpqa_fixture_texts
 
@@ -21,7 +22,10 @@ pytestmark = pytest.mark.integration
 
 
 def test_gsm8k_three_items(endpoint, shared_datasets: Path, tmp_path: Path) -> None:
-    run = run_task(get_task("gsm8k"), "shared", endpoint, seeds=[1234], limit=3, data_dir=shared_datasets)
+    info = resolved_config(endpoint.base_url).server_info
+    run = run_task(
+        get_task("gsm8k"), "shared", endpoint, seeds=[1234], limit=3, data_dir=shared_datasets, server_info=info
+    )
     rd = RunDir(tmp_path)
     write_task(rd, "shared", "gsm8k", run)
     rows = pq.read_table(rd.eval_items("shared", "gsm8k")).to_pylist()
@@ -34,6 +38,9 @@ def test_gsm8k_three_items(endpoint, shared_datasets: Path, tmp_path: Path) -> N
     assert results["runner"]["lm_eval_version"] == "0.4.13" and results["runner"]["model"] == "local-completions"
     assert results["task"]["version"] == "gsm8k-5shot-strict@1" and results["sampling"]["do_sample"] is False
     assert results["score"] == pytest.approx(100 * sum(r["score"] for r in rows) / 3)
+    c = results["extra"]["concurrency"]  # what the server reported it holds, not a constant
+    assert c["source"] == "server capacity" and c["tokens_per_request"] == 1024 + 256
+    assert c["num_concurrent"] == min(c["max_num_seqs"], c["kv_cache_tokens"] // c["tokens_per_request"])
     print(f"\ngsm8k 3 items: score {results['score']:.1f}, wall {results['wall_s']:.1f} s")
 
 

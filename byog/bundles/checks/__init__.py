@@ -5,8 +5,8 @@ name and what it needs with ``@check``): the order is declared here, not left to
 imports, because a check may require another to have passed first. First what needs no trust
 and reads only the gate members (manifest, signature), then, for a trusted signer only, the
 hashes of every other member, the subject and the content checks (bounds, predicate, schemas,
-records, stopping, tasks, plan, calibration, summary, report, attestations, identity, pairs, commit, engine,
-weights, policy, claims).
+records, stopping, tasks, plan, calibration, sequential, summary, report, attestations, identity, pairs, commit,
+engine, weights, policy, claims).
 """
 
 from byog.bundles.checks import (
@@ -23,6 +23,7 @@ from byog.bundles.checks import (
     recompute,
     records,
     schemas,
+    sequential,
     signature,
     stopping,
     tasks,
@@ -44,6 +45,7 @@ CHECKS: tuple[Check, ...] = in_order(
         tasks.tasks_are_byogs,
         plan_pin.ran_the_given_plan,
         calibration.calibration_belongs,
+        sequential.sequential_decisions_recompute,
         recompute.summary_recomputes,
         recompute.report_rerenders,
         attestations.attestations_rebuild,

@@ -8,6 +8,7 @@ from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
 from byog.report.format import fixed, num, table
 from byog.report.sections.headline import VERDICT_MARK
+from byog.schemas.evals import SequentialRecord
 
 SHOWN_ITEMS = 50  # flipped items listed per pair; `byog items` prints them all
 
@@ -50,6 +51,8 @@ def section(ctx: ReportContext) -> list[str]:
                 f"this design fails identical servers {fixed(100 * (v.observed_false_fail or 0), 1)}% of the time and "
                 f"flags one margin worse {fixed(100 * (v.observed_power or 0), 0)}%: {sound}; sound from n = {needed}."
             )
+        if v.sequential is not None:
+            notes.append(f"- {where}: {_looks_line(v.sequential)}")
         if v.screening and v.planned_false_fail is not None and v.planned_false_fail > 0.05:
             notes.append(
                 f"- {where}: screening, not a pass: the plan's items and passes at ±{fixed(v.margin)} fail "
@@ -86,6 +89,21 @@ def section(ctx: ReportContext) -> list[str]:
     ]
     lines += table(["Server", "Task", "Items", "Passes", "Score", "SE", "Data"], scores)
     return lines
+
+
+def _looks_line(record: SequentialRecord) -> str:
+    """The group-sequential design's looks, as one note (docs/statistics.md §1a)."""
+    looks = "; ".join(
+        f"{num(lk.items)} items: {lk.decision} "
+        f"(TOST {fixed(min(lk.z_lower, lk.z_upper))} vs {fixed(lk.equivalence_bound)}, "
+        f"|d|/SE {fixed(abs(lk.z_zero))} vs {fixed(lk.difference_bound)})"
+        for lk in record.looks
+    )
+    return (
+        f"group-sequential ({md_text(record.spending)} spending, looks at "
+        f"{', '.join(fixed(t, 2) for t in record.fractions)}): {record.decision} at {num(record.items_used)} of "
+        f"{num(record.items_planned)} items; {looks}."
+    )
 
 
 def _flipped(ctx: ReportContext) -> list[str]:

@@ -61,6 +61,7 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "tasks",
         "plan",
         "calibration",
+        "sequential",
         "summary",
         "report",
         "attestations",

@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from byog.analysis import stats
+from byog.analysis import group_sequential, stats
 from byog.analysis.eval_summary import summarize_evals
+from byog.core.errors import UsageError
 from byog.core.paths import RunDir
-from byog.evals.data import FIXTURES_DIR
-from byog.evals.lm_eval_adapter import items_from_samples
+from byog.core.reporter import RecordingReporter
+from byog.evals import runner
+from byog.evals.data import FIXTURES_DIR, read_split, resolve_source
+from byog.evals.lm_eval_adapter import PassItem, item_identity, items_from_samples
 from byog.evals.runner import TaskRun, write_task
 from byog.plans.tasks import get_task
 from byog.schemas.plan import Plan
+from byog.schemas.server import Endpoint
 from tests.support.gated import find_texts, gpqa_fixture_texts
 
 
@@ -235,3 +242,148 @@ def test_a_greedy_verdict_is_judged_at_the_discordance_it_observed(tmp_path: Pat
     (calm,) = summarize_evals(quiet, _plan_for(440)).verdicts
     assert calm.observed_sound is True and calm.screening is False and calm.screening_label is None
     assert calm.observed_redraw < 0.10 and calm.sound_n is not None and calm.sound_n <= 440
+
+
+def test_eval_requests_are_sized_by_the_task_and_the_server_record_is_read(tmp_path: Path) -> None:
+    from byog.core.io import atomic_write_json
+    from byog.evals.runner import recorded_server_info, tokens_per_request
+    from byog.schemas.server import Endpoint
+
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
+    assert tokens_per_request(get_task("gsm8k"), endpoint, {}) == 1024 + 256
+    assert tokens_per_request(get_task("gsm8k"), endpoint, {"max_gen_toks": 100000}) == 4096
+    assert tokens_per_request(get_task("mrcr_generated"), endpoint, {}) == 4096
+    rd = RunDir(tmp_path)
+    assert recorded_server_info(rd, "candidate") is None
+    atomic_write_json(rd.server_record("candidate"), {"resolved": {"server_info": {"vllm_config": {"x": 1}}}})
+    assert recorded_server_info(rd, "candidate") == {"vllm_config": {"x": 1}}
+    atomic_write_json(rd.server_record("baseline"), {"resolved": None})
+    assert recorded_server_info(rd, "baseline") is None
+
+
+# --- stopping early: the later server of a pair runs in look-sized chunks -----------------------
+
+
+def _looks_plan() -> Plan:
+    return Plan(
+        name="t",
+        model={"path": "m"},
+        servers={"candidate": {}, "baseline": {"args": ["--enforce-eager"]}},
+        baseline="baseline",
+        evals=[
+            {"task": "arithmetic_generated", "limit": 200, "passes": 1, "margin": 3.0, "looks": [0.5, 1.0]},
+        ],
+        seeds=[1],
+    )
+
+
+class FakeLmEval:
+    """lm-eval's per-item outcomes without a server: score by doc index; records the docs each pass ran."""
+
+    def __init__(self, score: Callable[[int], float]) -> None:
+        self.score = score
+        self.calls: list[list[int]] = []
+
+    def __call__(self, task: Any, source: Any, endpoint: Any, **kw: Any) -> tuple[list[PassItem], dict[str, Any]]:
+        rows = read_split(source, task.eval_split)
+        docs = sorted(kw["samples"]) if kw.get("samples") is not None else list(range(kw["limit"]))
+        self.calls.append(docs)
+        items = [PassItem(d, *item_identity(task, d, rows, {}), "1", "1", self.score(d)) for d in docs]
+        return items, {"name": "fake lm-eval"}
+
+
+def _run_server(
+    rd: RunDir, server: str, score: Callable[[int], float], monkeypatch: pytest.MonkeyPatch
+) -> tuple[FakeLmEval, RecordingReporter]:
+    fake = FakeLmEval(score)
+    monkeypatch.setattr(runner, "run_pass", fake)
+    reporter = RecordingReporter()
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
+    runner.run_evals_for_server(_looks_plan(), server, endpoint, rd, None, reporter)
+    return fake, reporter
+
+
+def _mixed(d: int) -> float:
+    return float(d % 3 != 0)
+
+
+def test_the_later_server_stops_at_the_look_where_the_gate_stops(tmp_path: Path, monkeypatch) -> None:
+    rd = RunDir(tmp_path)
+    first, _ = _run_server(rd, "baseline", _mixed, monkeypatch)
+    assert first.calls == [list(range(200))]  # nothing to pair with yet: every item, in one pass
+    later, reporter = _run_server(rd, "candidate", _mixed, monkeypatch)
+    assert len(later.calls) == 1 and len(later.calls[0]) == 100  # look 1 of 2 stopped: half the items
+    task = get_task("arithmetic_generated")
+    rows = read_split(resolve_source(task, None), "test")
+    first_half = sorted((item_identity(task, d, rows, {}) for d in range(200)), key=group_sequential.item_order)
+    assert {item_identity(task, d, rows, {}) for d in later.calls[0]} == set(first_half[:100])
+    assert later.calls[0] != list(range(100))  # the looks read items in id order, not the file's
+    results = json.loads(rd.eval_results("candidate", task.name).read_text())
+    assert results["n_items"] == 100
+    assert results["extra"]["sequential"] == {"planned_items": 200, "looks_run": 1, "items_run": 100, "stopped": True}
+    assert "stopped at look 1: items run / planned 100 / 200" in "\n".join(reporter.lines)
+    verdict = summarize_evals(rd, _looks_plan()).verdicts[0]
+    assert verdict.sequential is not None
+    assert (verdict.sequential.decision, verdict.sequential.items_used, verdict.sequential.items_planned) == (
+        "equivalent",
+        100,
+        200,
+    )
+    assert not group_sequential.missing_items(verdict.sequential)
+
+
+def test_a_gate_that_does_not_stop_runs_every_look(tmp_path: Path, monkeypatch) -> None:
+    rd = RunDir(tmp_path)
+    _run_server(rd, "baseline", _mixed, monkeypatch)
+    later, reporter = _run_server(rd, "candidate", lambda d: _mixed(d) if d % 10 else 1 - _mixed(d), monkeypatch)
+    assert [len(c) for c in later.calls] == [100, 100]
+    assert sorted(d for c in later.calls for d in c) == list(range(200))
+    assert "no look stopped: items run / planned 200 / 200" in "\n".join(reporter.lines)
+    verdict = summarize_evals(rd, _looks_plan()).verdicts[0]
+    assert verdict.sequential is not None and verdict.sequential.decision == "inconclusive"
+    assert [look.items for look in verdict.sequential.looks] == [100, 200]
+
+
+def test_a_different_pair_stops_for_difference_and_the_order_of_servers_does_not_matter(
+    tmp_path: Path, monkeypatch
+) -> None:
+    rd = RunDir(tmp_path)
+    _run_server(rd, "candidate", lambda d: 0.0 if d % 2 else _mixed(d), monkeypatch)  # the candidate first
+    later, _ = _run_server(rd, "baseline", _mixed, monkeypatch)
+    assert [len(c) for c in later.calls] == [100]
+    verdict = summarize_evals(rd, _looks_plan()).verdicts[0]
+    assert verdict.sequential is not None and verdict.sequential.decision == "different"
+
+
+def test_looks_need_the_items_to_exist(tmp_path: Path) -> None:
+    task = get_task("arithmetic_generated")
+    with pytest.raises(UsageError, match="arithmetic_generated has 200 items, fewer than the plan's limit 300"):
+        runner.look_order(task, resolve_source(task, None), 300)
+
+
+def test_an_eval_with_looks_that_runs_short_of_its_limit_is_refused_before_its_records_are_written(
+    tmp_path: Path, monkeypatch
+) -> None:
+    rd = RunDir(tmp_path)
+    plan = _looks_plan()
+    fake = FakeLmEval(_mixed)
+    monkeypatch.setattr(runner, "run_pass", lambda *a, **kw: (fake(*a, **kw)[0][:150], {}))
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
+    with pytest.raises(UsageError, match="ran 150 items on baseline, fewer than the plan's limit 200"):
+        runner.run_evals_for_server(plan, "baseline", endpoint, rd, None, RecordingReporter())
+    assert not rd.eval_items("baseline", "arithmetic_generated").exists()
+
+
+def test_without_local_data_files_the_later_server_runs_every_item_and_says_why(tmp_path: Path, monkeypatch) -> None:
+    rd = RunDir(tmp_path)
+    _run_server(rd, "baseline", _mixed, monkeypatch)
+    task = get_task("arithmetic_generated")
+    source = resolve_source(task, None)
+    monkeypatch.setattr(runner, "resolve_source", lambda *_: replace(source, kind="hub", files={}))
+    fake = FakeLmEval(_mixed)
+    monkeypatch.setattr(runner, "run_pass", lambda t, s, e, **kw: fake(t, source, e, **kw))
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
+    runner.run_evals_for_server(_looks_plan(), "candidate", endpoint, rd, None, RecordingReporter())
+    assert fake.calls == [list(range(200))]
+    record = json.loads(rd.eval_results("candidate", task.name).read_text())["extra"]["sequential"]
+    assert record["stopped"] is False and record["why"].startswith("every item ran: no local data files")

@@ -1,0 +1,89 @@
+"""Group-sequential boundaries against published values, computed here by scipy (no tables)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from byog.analysis import group_sequential as gs
+from byog.analysis import stats
+
+FIVE = [k / 5 for k in range(1, 6)]
+
+
+def test_classic_pocock_and_obrien_fleming_constants_for_five_looks() -> None:
+    # Jennison & Turnbull (2000), Tables 2.1 and 2.3: K = 5, two-sided alpha 0.05
+    assert gs.classic_constant(FIVE, 0.05, "pocock") == pytest.approx(2.413, abs=5e-4)
+    assert gs.classic_constant(FIVE, 0.05, "obf") == pytest.approx(2.040, abs=5e-4)
+
+
+def test_lan_demets_spending_boundaries_for_five_looks() -> None:
+    # Reboussin, DeMets, Kim and Lan (2000), the Lan-DeMets programs: K = 5 equally spaced, two-sided 0.05
+    obf = gs.spending_bounds(FIVE, 0.05, "obf", 2)
+    assert obf == pytest.approx([4.877, 3.357, 2.680, 2.290, 2.031], abs=1e-3)
+    pocock = gs.spending_bounds(FIVE, 0.05, "pocock", 2)
+    assert pocock == pytest.approx([2.438, 2.427, 2.410, 2.397, 2.386], abs=1e-3)
+
+
+def test_boundaries_hold_alpha_under_the_joint_normal_law() -> None:
+    # the integration against scipy's multivariate normal: corr(Z_i, Z_j) = sqrt(t_i / t_j)
+    fractions = [0.5, 0.75, 1.0]
+    for spending in ("obf", "pocock"):
+        bounds = gs.spending_bounds(fractions, 0.05, spending, 2)
+        cov = np.array([[math.sqrt(min(a, b) / max(a, b)) for b in fractions] for a in fractions])
+        inside = multivariate_normal(mean=np.zeros(3), cov=cov, abseps=1e-7, releps=1e-7).cdf(
+            np.array(bounds), lower_limit=-np.array(bounds)
+        )
+        assert 1 - inside == pytest.approx(0.05, abs=2e-4)
+        one_sided = gs.spending_bounds(fractions, 0.05, spending, 1)
+        below = multivariate_normal(mean=np.zeros(3), cov=cov, abseps=1e-7, releps=1e-7).cdf(np.array(one_sided))
+        assert 1 - below == pytest.approx(0.05, abs=2e-4)
+
+
+def test_one_look_is_the_fixed_gate() -> None:
+    rng = np.random.default_rng(3)
+    diffs = [float(x) for x in rng.choice([-100.0, 0.0, 100.0], size=400, p=[0.04, 0.92, 0.04])]
+    looks = gs.sequential_gate(diffs, 3.0, gs.SequentialDesign(fractions=(1.0,)))
+    fixed = stats.paired_comparison([d for d in diffs], [0.0] * len(diffs), 3.0)
+    assert len(looks) == 1
+    assert looks[0].equivalence_bound == pytest.approx(stats.t_quantile(0.95, 399))
+    assert looks[0].difference_bound == pytest.approx(stats.t_quantile(0.975, 399))
+    assert looks[0].decision == fixed.verdict
+
+
+def test_look_sizes_are_fixed_by_the_plan() -> None:
+    assert gs.look_sizes(440, (0.5, 0.75, 1.0)) == [220, 330, 440]
+    assert gs.look_sizes(3, (0.5, 0.75, 1.0)) == [2, 3]
+    with pytest.raises(ValueError, match="end at 1"):
+        gs.look_sizes(100, (0.5, 0.9))
+
+
+def test_identical_servers_stop_early_for_equivalence_and_a_shift_for_difference() -> None:
+    design = gs.SequentialDesign(fractions=(0.5, 0.75, 1.0))
+    quiet = [100.0 if i % 50 == 0 else -100.0 if i % 50 == 25 else 0.0 for i in range(1000)]
+    looks = gs.sequential_gate(quiet, 3.0, design)
+    assert [lk.items for lk in looks] == [500]
+    assert looks[-1].decision == "equivalent"
+    shifted = [-100.0 if i % 5 == 0 else 0.0 for i in range(1000)]  # 20 points worse
+    assert gs.sequential_gate(shifted, 3.0, design)[-1].decision == "different"
+    noisy = [100.0 if i % 2 else -100.0 for i in range(200)]  # SE far wider than the margin
+    looks = gs.sequential_gate(noisy, 3.0, design)
+    assert [lk.decision for lk in looks] == ["continue", "continue", "inconclusive"]
+
+
+def test_looks_are_fractions_of_the_planned_items_and_records_may_end_only_where_the_gate_stopped() -> None:
+    design = gs.SequentialDesign(fractions=(0.5, 0.75, 1.0))
+    quiet = [100.0 if i % 50 == 0 else -100.0 if i % 50 == 25 else 0.0 for i in range(1000)]
+    stopped = gs.sequential_record(quiet[:500], 3.0, design, planned=1000)  # the run stopped at look 1
+    assert (stopped.decision, stopped.items_used, stopped.items_planned) == ("equivalent", 500, 1000)
+    assert not gs.missing_items(stopped)
+    past = gs.sequential_record(quiet[:800], 3.0, design, planned=1000)  # items run past the stop
+    assert past == stopped  # the decision is the first crossing
+    noisy = [100.0 if i % 2 else -100.0 for i in range(200)]
+    short = gs.sequential_record(noisy[:120], 3.0, design, planned=200)  # look 2 (150) never taken
+    assert [lk.decision for lk in short.looks] == ["continue"]
+    assert short.decision == "inconclusive" and gs.missing_items(short)
+    assert gs.missing_items(gs.sequential_record(noisy[:50], 3.0, design, planned=200))  # not even look 1

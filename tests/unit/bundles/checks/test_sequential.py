@@ -1,0 +1,122 @@
+"""verify's sequential check: the decision recomputes from the per-item records; an edited one is refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from byog.analysis.summary import derive_summary
+from byog.bundles.finalize import seal_and_pack
+from byog.bundles.verify import verify_bundle
+from byog.core.errors import ByogError
+from byog.core.io import atomic_write_json, atomic_write_text
+from byog.core.paths import RunDir
+from byog.plans.load import parse_plan
+from byog.report.markdown import render_report
+from tests.support.keys import allowed_signers, make_key
+from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
+
+SPEC = SyntheticSpec(batch_sizes=(1,), eval_items=40)
+
+
+def sequential_run(tmp_path: Path, looks: str | None) -> RunDir:
+    text = plan_yaml(SPEC)
+    if looks is not None:
+        text = text.replace("    margin: 3.0\n", f"    margin: 3.0\n    looks: {looks}\n    spending: pocock\n")
+    return make_run_dir(tmp_path / "run", SPEC, plan_text=text)
+
+
+def pack(tmp_path: Path, run_dir: RunDir, edit: dict[str, Any] | None = None) -> tuple[Path, Path]:
+    summary = derive_summary(run_dir)
+    document = summary.to_json()
+    atomic_write_text(run_dir.report_md, render_report(run_dir, summary))
+    if edit:
+        verdict = document["evals"]["verdicts"][0]
+        verdict["sequential"] = {**verdict["sequential"], **edit}
+        verdict["verdict"] = edit.get("decision", verdict["verdict"])
+    atomic_write_json(run_dir.summary_json, document)
+    key, public = make_key(tmp_path, "alice")
+    allowed = allowed_signers(tmp_path / "allowed", [("alice@example.com", public)])
+    return seal_and_pack(run_dir, tmp_path / "b.tar.gz", key=key).bundle, allowed
+
+
+def result(report: Any, name: str) -> Any:
+    return next(r for r in report.results if r.name == name)
+
+
+def test_planned_looks_recompute_and_are_recorded(tmp_path: Path) -> None:
+    rd = sequential_run(tmp_path, "[0.5, 0.75, 1.0]")
+    verdict = derive_summary(rd).evals.verdicts[0]
+    assert verdict.sequential is not None
+    assert [look.items for look in verdict.sequential.looks][:1] == [20]
+    assert verdict.sequential.items_planned == 40
+    assert verdict.verdict in (verdict.sequential.decision, "degenerate")
+    bundle, allowed = pack(tmp_path, rd)
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert report.verified, report.failures
+    assert result(report, "sequential").message.startswith("1 group-sequential decision(s) recompute")
+    note = next(line for line in rd.report_md.read_text().splitlines() if "group-sequential" in line)
+    assert note.startswith(
+        f"- gsm8k, candidate vs baseline: group-sequential (pocock spending, looks at 0.50, 0.75, 1.00): "
+        f"{verdict.sequential.decision} at {verdict.sequential.items_used} of 40 items; 20 items: "
+    )
+
+
+def test_an_edited_decision_is_refused(tmp_path: Path) -> None:
+    rd = sequential_run(tmp_path, "[0.5, 1.0]")
+    verdict = derive_summary(rd).evals.verdicts[0]
+    assert verdict.sequential is not None
+    forged = "different" if verdict.sequential.decision == "equivalent" else "equivalent"
+    first = verdict.sequential.looks[0].model_dump()
+    bundle, allowed = pack(
+        tmp_path, rd, {"decision": forged, "items_used": 20, "looks": [{**first, "decision": forged}]}
+    )
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert not report.verified
+    message = result(report, "sequential").message
+    assert message.startswith(f"gsm8k candidate vs baseline: the bundle states {forged} at 20 of 40 items")
+    assert f"its per-item records and plan give {verdict.sequential.decision}" in message
+
+
+def test_no_looks_planned_is_skipped(tmp_path: Path) -> None:
+    rd = sequential_run(tmp_path, None)
+    assert derive_summary(rd).evals.verdicts[0].sequential is None
+    bundle, allowed = pack(tmp_path, rd)
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert report.verified, report.failures
+    assert result(report, "sequential").status == "skip"
+
+
+def test_a_plan_with_unordered_looks_is_refused() -> None:
+    text = plan_yaml(SPEC).replace("    margin: 3.0\n", "    margin: 3.0\n    looks: [0.75, 0.5, 1.0]\n")
+    with pytest.raises(ByogError, match="looks must increase"):
+        parse_plan(text, "plan")
+
+
+def _keep_items(run_dir: RunDir, server: str, n: int) -> None:
+    """Keep the first ``n`` items of the server's gsm8k records (test:0 .. test:n-1)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    path = run_dir.eval_items(server, "gsm8k")
+    table = pq.read_table(path)
+    keep = pc.is_in(table.column("item_id"), value_set=pa.array([f"test:{i}" for i in range(n)]))
+    pq.write_table(table.filter(keep), path)
+
+
+def test_items_dropped_past_a_look_that_said_continue_are_refused(tmp_path: Path) -> None:
+    rd = sequential_run(tmp_path, "[0.5, 1.0]")
+    _keep_items(rd, "candidate", 25)
+    verdict = derive_summary(rd).evals.verdicts[0]
+    assert verdict.sequential is not None
+    assert [(look.items, look.decision) for look in verdict.sequential.looks] == [(20, "continue")]
+    bundle, allowed = pack(tmp_path, rd)
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert not report.verified
+    assert result(report, "sequential").message == (
+        "gsm8k candidate vs baseline: the per-item records pair fewer than the 40 items of look 2 of the plan, "
+        "and look 1 at 20 items said continue: items were dropped without the group-sequential gate stopping"
+    )
