@@ -24,6 +24,7 @@ from byog.cli.common import (
 )
 from byog.cli.console_reporter import print_table
 from byog.core.errors import UsageError
+from byog.core.numbers import decimal, duration
 from byog.core.reporter import Table
 
 if TYPE_CHECKING:
@@ -129,8 +130,8 @@ def plan_cmd(
     from_run: Path | None = typer.Option(
         None,
         "--from-run",
-        help="An earlier run directory: use its measured start-up and TPOT, and its per-item eval data for the "
-        "planned power (default for evals: the newest smoke-tier run of this plan under runs/).",
+        help="An earlier run directory or bundle: use its measured start-up and TPOT per point, and its per-item "
+        "eval data for the planned power (default for evals: the newest smoke-tier run of this plan under runs/).",
     ),
     tier: TierOpt = "full",
     details: bool = typer.Option(
@@ -341,10 +342,10 @@ def _render_tiers(overview: PlanOverview) -> None:
             str(t["bench_points"]),
             str(t["eval_requests"]),
             str(t["max_gpus"]),
-            f"{t['estimate_s'] / 3600:.1f} h",
-            f"{t['evals_s'] / 3600:.1f} h",
-            f"{t['wall_s'] / 3600:.1f} h",
-            f"{t['wall_gpu_hours']:.0f}",
+            duration(t["estimate_s"]),
+            duration(t["evals_s"]),
+            duration(t["wall_s"]),
+            decimal(t["wall_gpu_hours"], 3),
         )
     print_table(console, tiers)
 
@@ -356,9 +357,9 @@ def render_first_screen(overview: PlanOverview, details: bool = False) -> None:
     console.print(
         Text.assemble(
             f"plan '{overview['plan']}', tier {overview['tier']}: ",
-            (f"{overview['wall_s'] / 3600:.1f} h wall, {overview['wall_gpu_hours']:.0f} GPU-hours", "bold"),
-            f" (bench {bench_s / 3600:.1f} h: {len(overview['points'])} points on {len(overview['servers'])} "
-            f"servers with their start-ups; evals {evals_s / 3600:.1f} h: {len(overview['eval_time'])} server x task)",
+            (f"{duration(overview['wall_s'])} wall, {decimal(overview['wall_gpu_hours'], 3)} GPU-hours", "bold"),
+            f" (bench {duration(bench_s)}: {len(overview['points'])} points on {len(overview['servers'])} "
+            f"servers with their start-ups; evals {duration(evals_s)}: {len(overview['eval_time'])} server x task)",
         ),
         highlight=False,
     )
@@ -367,7 +368,7 @@ def render_first_screen(overview: PlanOverview, details: bool = False) -> None:
     for n, item in enumerate(overview["largest"], 1):
         share = item["seconds"] / overview["wall_s"] if overview["wall_s"] else 0.0
         console.print(
-            f"  {n}. {item['what']}: {item['seconds'] / 3600:.2f} h ({share:.0%})", highlight=False, markup=False
+            f"  {n}. {item['what']}: {duration(item['seconds'])} ({share:.0%})", highlight=False, markup=False
         )
     console.print("assumptions:", highlight=False)
     for said in overview["assumptions"]:

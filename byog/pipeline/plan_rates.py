@@ -14,9 +14,11 @@ TPOT of a (server, batch), first found of:
 
 Evals (the same capacity rule ``byog run`` uses): a server runs min(max_num_seqs, KV tokens //
 (prompt + max tokens)) requests at once, the prompt being the task's ``prompt_reserve_tokens``.
-The plan cannot read a server's KV cache before it starts: it is *assumed* to hold what the plan's
-own largest bench point on that server (or a server with the same TP) puts in it, B x (ISL + OSL),
-and ``max_num_seqs`` is the server's ``--max-num-seqs`` or vLLM's default below 70 GiB of GPU
+With ``--from-run`` the KV tokens and max_num_seqs are what each server of that run reported
+(``/server_info``: num_gpu_blocks x block_size). Else the plan cannot know them: the KV cache is
+*assumed* to hold what the plan's own largest bench point on that server (or a server with the
+same TP) puts in it, B x (ISL + OSL), and ``max_num_seqs`` is the server's ``--max-num-seqs`` or
+vLLM's default below 70 GiB of GPU
 memory (256; 1024 above). Per server and eval: ceil(requests / concurrency) rounds of (TTFT +
 expected output tokens x TPOT at that batch); the expected output is half the task's
 ``max_gen_toks`` (a guess: answers stop early on their stop strings).
@@ -27,10 +29,12 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypedDict
 
 from byog.bundles.claims_in import read_claims_file
 from byog.core.argv import arg_value
+from byog.core.io import read_json
 from byog.plans.claims_files import builtin_claims, builtin_claims_path
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import eval_items
@@ -179,7 +183,29 @@ def _kv_tokens(plan: Plan, points: list[BenchPoint], server: str) -> tuple[int |
     return None, "KV tokens unknown: no bench point says what the KV cache holds (max_num_seqs alone)"
 
 
-def eval_estimates(plan: Plan, points: list[BenchPoint], rate_of: RateLookup) -> list[EvalEstimate]:
+class Served(TypedDict):
+    """What a server of an earlier run reported it holds (its recorded /server_info)."""
+
+    kv_tokens: int
+    max_num_seqs: int
+
+
+def served_capacity(run_dir: Path) -> dict[str, Served]:
+    """Per server of a run directory whose record kept /server_info: num_gpu_blocks x block_size and
+    max_num_seqs, as vLLM resolved them."""
+    found: dict[str, Served] = {}
+    for record in sorted((run_dir / "servers").glob("*/server.json")):
+        info = ((read_json(record).get("resolved") or {}).get("server_info") or {}).get("vllm_config") or {}
+        cache, scheduler = info.get("cache_config") or {}, info.get("scheduler_config") or {}
+        blocks, size, seqs = cache.get("num_gpu_blocks"), cache.get("block_size"), scheduler.get("max_num_seqs")
+        if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (blocks, size, seqs)):
+            found[record.parent.name] = {"kv_tokens": blocks * size, "max_num_seqs": seqs}
+    return found
+
+
+def eval_estimates(
+    plan: Plan, points: list[BenchPoint], rate_of: RateLookup, served: dict[str, Served] | None = None
+) -> list[EvalEstimate]:
     """Per (server, eval): requests, the concurrency the server holds, expected output tokens, and seconds."""
     rows: list[EvalEstimate] = []
     for spec in plan.evals:
@@ -193,9 +219,13 @@ def eval_estimates(plan: Plan, points: list[BenchPoint], rate_of: RateLookup) ->
         for server in plan.servers_for(spec):
             seqs_flag = arg_value(plan.servers[server].args, "--max-num-seqs")
             max_seqs = int(seqs_flag) if seqs_flag else VLLM_DEFAULT_MAX_NUM_SEQS
-            kv, kv_why = _kv_tokens(plan, points, server)
-            concurrency = capacity(kv, prompt + max_gen, max_seqs)
             seqs_why = "--max-num-seqs" if seqs_flag else "vLLM's default under 70 GiB"
+            kv, kv_why = _kv_tokens(plan, points, server)
+            reported = (served or {}).get(server)
+            if reported is not None:
+                kv, max_seqs = reported["kv_tokens"], reported["max_num_seqs"]
+                kv_why = seqs_why = "as the server reported in --from-run (/server_info)"
+            concurrency = capacity(kv, prompt + max_gen, max_seqs)
             why = (
                 f"min({max_seqs} max_num_seqs ({seqs_why}), {kv} KV tokens // ({prompt} prompt + {max_gen} max tokens))"
             )

@@ -19,6 +19,7 @@ from byog.analysis.bench_summary import summarize_bench
 from byog.analysis.interleave import swaps_in
 from byog.bench.agentic import session_shape
 from byog.bench.traces import link_sessions, read_trace, selected_lines
+from byog.bundles.unpack import Extracted
 from byog.core.errors import UsageError
 from byog.core.io import read_json
 from byog.core.paths import RunDir
@@ -33,6 +34,7 @@ from byog.pipeline.plan_rates import (
     RateLookup,
     batch_of,
     eval_estimates,
+    served_capacity,
 )
 from byog.pipeline.preflight import preflight
 from byog.pipeline.runtimes import runtime_for
@@ -293,7 +295,7 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     for est in servers:
         total_s += est["estimate_s"]
         gpu_h += est["estimate_s"] / 3600 * est["gpus"]
-    evals = eval_estimates(plan, points, rates)
+    evals = eval_estimates(plan, points, rates, served_capacity(from_run) if from_run else None)
     return {
         "plan": plan.name,
         "points": rows,
@@ -471,9 +473,25 @@ def perf_ci_rows(plan: Plan) -> list[dict[str, Any]]:
     return rows
 
 
-def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> PlanOverview:
+def plan_overview(ref: str | None, tier: str, from_run: Path | None = None) -> PlanOverview:
     """What ``byog plan`` shows: the tier's matrix, launch commands (per node where a server spans
-    several) and estimate, every tier's cost, and the placeholders left to set."""
+    several) and estimate, every tier's cost, and the placeholders left to set.
+
+    ``from_run`` is a run directory or a bundle; a bundle is extracted (vetted, not verified: its
+    figures only feed an estimate) into a private temp dir for the time it is read."""
+    if from_run is not None and from_run.is_file():
+        with Extracted(from_run) as bundle:
+            assert bundle.root is not None
+            overview = _plan_overview(ref, tier, bundle.root)
+            temp = str(bundle.root)
+        said = f"{from_run} (a bundle, not verified: its figures feed this estimate only)"
+        return {**overview, "from_run": said, "eval_prior": overview["eval_prior"].replace(temp, str(from_run))}
+    if from_run is not None and not from_run.is_dir():
+        raise UsageError(f"--from-run {from_run}: neither a run directory nor a bundle file")
+    return _plan_overview(ref, tier, from_run)
+
+
+def _plan_overview(ref: str | None, tier: str, from_run: Path | None) -> PlanOverview:
     plan, _ = load_plan(ref)
     tiered, here = apply_tier(plan, tier), environment_fingerprint()
     control = control_choice(tiered, here)  # the plan's own, or the default for where its baselines run

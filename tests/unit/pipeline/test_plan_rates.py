@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import tarfile
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
 from byog.cli import app
+from byog.core.errors import UsageError
 from byog.pipeline.plan_rates import (
     GUESS,
     SEEDS,
@@ -15,10 +20,13 @@ from byog.pipeline.plan_rates import (
     SeedRates,
     capacity,
     eval_estimates,
+    served_capacity,
 )
 from byog.plans.expand import expand_plan
 from byog.plans.load import load_plan, parse_plan
 from byog.plans.tiers import apply_tier
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def test_capacity_is_kv_tokens_over_one_request_capped_by_max_num_seqs() -> None:
@@ -94,11 +102,8 @@ def test_the_flagship_first_screen_names_wall_tiers_largest_items_and_assumption
     assert lines[0].startswith("plan 'kimi-k3-gb300', tier standard: ") and "h wall" in lines[0]
     assert "GPU-hours" in lines[0]
     assert len(lines) <= 30 and "srun" not in result.output  # one screen; the launch lines are --details
-    assert [x.split("|")[1].strip() for x in lines if x.startswith("| ") and " h |" in x] == [
-        "smoke",
-        "standard \\<",
-        "full",
-    ]
+    tiers = [x.split("|")[1].strip() for x in lines if x.startswith("| ")][1:]  # after the header row
+    assert tiers == ["smoke", "standard \\<", "full"]
     at = lines.index("largest items:")
     assert [x[:5] for x in lines[at + 1 : at + 4]] == ["  1. ", "  2. ", "  3. "]
     said = result.output[result.output.index("assumptions:") :]
@@ -115,3 +120,35 @@ def test_the_standard_tier_costs_less_than_full_with_evals_counted() -> None:
     full, standard = estimate_plan(plan), estimate_plan(apply_tier(plan, "standard"))
     assert 0 < standard["evals_total_s"] < full["evals_total_s"]
     assert standard["evals_gpu_hours"] == pytest.approx(standard["evals_total_s"] / 3600 * 16)
+
+
+def test_from_run_takes_what_each_server_reported_it_holds(tmp_path: Path) -> None:
+    info = json.loads((FIXTURES / "server-info" / "stock.json").read_text())
+    record = tmp_path / "servers" / "a" / "server.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"name": "a", "resolved": {"server_info": info}}))
+    (tmp_path / "servers" / "b").mkdir()
+    (tmp_path / "servers" / "b" / "server.json").write_text(json.dumps({"name": "b", "resolved": None}))
+    served = served_capacity(tmp_path)
+    assert served == {"a": {"kv_tokens": 2912 * 32, "max_num_seqs": 128}}  # b's record kept no /server_info
+    plan = parse_plan(PLAN, "p.yaml")
+    rows = {r["server"]: r for r in eval_estimates(plan, expand_plan(plan), RateLookup(plan, {}), served)}
+    assert rows["a"]["concurrency"] == 72 == (2912 * 32) // 1280  # under the server's max_num_seqs 128
+    assert "as the server reported" in rows["a"]["kv_why"] and "assumed" in rows["b"]["kv_why"]
+
+
+def test_from_run_reads_a_bundle_as_well_as_a_run_directory(tmp_path: Path) -> None:
+    from byog.pipeline.planview import plan_overview
+
+    bundle = FIXTURES / "report-v1" / "v1-bundle.tar.gz"
+    plan = tmp_path / "plan.yaml"
+    with tarfile.open(bundle) as tar:
+        member = tar.extractfile("plan.yaml")
+        assert member is not None
+        text = member.read().decode()
+    plan.write_text(text)
+    overview = plan_overview(str(plan), "full", bundle)
+    assert overview["from_run"] is not None and "a bundle, not verified" in overview["from_run"]
+    assert {p["source"] for p in overview["points"]} == {"measured"}
+    with pytest.raises(UsageError, match="neither a run directory nor a bundle file"):
+        plan_overview("smoke", "full", bundle.with_name("missing.tar.gz"))
