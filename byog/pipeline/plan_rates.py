@@ -30,7 +30,7 @@ import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, TypeGuard
 
 from byog.bundles.claims_in import read_claims_file
 from byog.core.argv import arg_value
@@ -190,6 +190,10 @@ class Served(TypedDict):
     max_num_seqs: int
 
 
+def _count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
 def served_capacity(run_dir: Path) -> dict[str, Served]:
     """Per server of a run directory whose record kept /server_info: num_gpu_blocks x block_size and
     max_num_seqs, as vLLM resolved them."""
@@ -198,7 +202,7 @@ def served_capacity(run_dir: Path) -> dict[str, Served]:
         info = ((read_json(record).get("resolved") or {}).get("server_info") or {}).get("vllm_config") or {}
         cache, scheduler = info.get("cache_config") or {}, info.get("scheduler_config") or {}
         blocks, size, seqs = cache.get("num_gpu_blocks"), cache.get("block_size"), scheduler.get("max_num_seqs")
-        if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (blocks, size, seqs)):
+        if _count(blocks) and _count(size) and _count(seqs):
             found[record.parent.name] = {"kv_tokens": blocks * size, "max_num_seqs": seqs}
     return found
 
