@@ -36,6 +36,7 @@ from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, ProgressBoard, ProgressTask, Reporter
 from byog.plans.expand import BenchPoint, points_for_server, probe_point, search_workloads
 from byog.schemas.bench import PointRecord, PowerTrace, write_request_rows
+from byog.schemas.phases import Instant, now
 from byog.schemas.plan import (
     Plan,
     RateWorkload,
@@ -61,6 +62,7 @@ class PointDone(TypedDict):
     point_id: str
     measuring_s: float
     invalid_reasons: list[str]
+    warmup: tuple[Instant, Instant] | None  # a batch point's warm-up waves: from the first request to the measured ones
 
 
 class SweepOutcome(TypedDict):
@@ -77,6 +79,7 @@ class SweepOutcome(TypedDict):
     measuring_s: float  # with requests in flight
     server_up_s: float
     measuring_share: float | None  # measuring_s / server_up_s
+    warmups: list[tuple[Instant, Instant]]  # each batch point's warm-up waves (start, end)
 
 
 class ServerDied(Exception):
@@ -328,11 +331,14 @@ def run_one_point(
     reset = reset_prefix_cache(endpoint.base_url) if point.reset_prefix_cache else None
     before = snapshot_metrics(run_dir, server_name, point.point_id, "before", endpoint.base_url)
     measured: list[str | None] = []
+    warmed: list[Instant] = []
 
     def measure_start() -> None:
+        warmed.append(now())
         measured.append(snapshot_metrics(run_dir, server_name, point.point_id, "measured", endpoint.base_url))
 
     sampler = PowerSampler(gpus).start() if power_reason is None else None
+    first = now()
     try:
         run = measure.run(progress, measure_start if point.kind == "batch" else None)
     finally:
@@ -346,6 +352,7 @@ def run_one_point(
         "point_id": point.point_id,
         "measuring_s": (run.t_end_ns - run.t_start_ns) / 1e9,
         "invalid_reasons": invalid_reasons(record, run.records),
+        "warmup": (first, warmed[0]) if warmed and point.warmup_waves else None,
     }
 
 
@@ -362,6 +369,7 @@ def _empty_outcome(server_name: str, points: int) -> SweepOutcome:
         "measuring_s": 0.0,
         "server_up_s": 0.0,  # both set once the sweep ends
         "measuring_share": None,
+        "warmups": [],
     }
 
 
@@ -437,6 +445,8 @@ class _ServerSweep:
     def _record(self, point: BenchPoint, task: ProgressTask, done: PointDone) -> None:
         self.result["run"].append(point.point_id)
         self.result["measuring_s"] += done["measuring_s"]
+        if done["warmup"] is not None:
+            self.result["warmups"].append(done["warmup"])
         if done["invalid_reasons"]:
             self.result["invalid"][point.point_id] = done["invalid_reasons"]
             task.update(description=f"{self.server_name} {point.point_id}: invalid", style="warn")

@@ -128,6 +128,13 @@ def _summary_launch_t_interval(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("summary", 7)
+def _summary_phases(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 7 -> 8: the run's wall time by phase (phases.json) was added (absent from a schema-7
+    summary; verify compares it as of version 7: ``CHANGED_IN``)."""
+    return data
+
+
 # A version-2 server's fields at their defaults (a version-2 plan.yaml records every field but the null ones).
 _PLAN_V2_SERVER_DEFAULTS: dict[str, Any] = {
     **dict.fromkeys(("image", "platform", "gpus", "url", "additional_config", "speculative_config"), None),
