@@ -21,16 +21,16 @@ def at(s: float) -> tuple[float, float]:
     return M0 + s, U0 + s
 
 
-def sequential_run(rd: RunDir) -> None:
+def sequential_run(rd: RunDir, stock: str = "stock", cand: str = "cand") -> None:
     """A sequential pair as byog records it: start, measure (two warm-ups inside), eval; then the other."""
-    add_phase(rd, "start", "stock", at(0), at(40))
-    add_warmups(rd, "stock", [(at(41), at(43)), (at(50), at(52))])
-    add_phase(rd, "measure", "stock", at(40), at(60))
-    add_phase(rd, "eval", "stock", at(60), at(80))
-    add_phase(rd, "start", "cand", at(82), at(120))
-    add_warmups(rd, "cand", [(at(121), at(124))])
-    add_phase(rd, "measure", "cand", at(120), at(140))
-    add_phase(rd, "eval", "cand", at(140), at(160))
+    add_phase(rd, "start", stock, at(0), at(40))
+    add_warmups(rd, stock, [(at(41), at(43)), (at(50), at(52))])
+    add_phase(rd, "measure", stock, at(40), at(60))
+    add_phase(rd, "eval", stock, at(60), at(80))
+    add_phase(rd, "start", cand, at(82), at(120))
+    add_warmups(rd, cand, [(at(121), at(124))])
+    add_phase(rd, "measure", cand, at(120), at(140))
+    add_phase(rd, "eval", cand, at(140), at(160))
 
 
 def test_the_wall_by_phase_and_its_measuring_share(tmp_path: Path) -> None:
