@@ -112,8 +112,8 @@ def test_acceptance_with_cis_and_energy_beside_tok_s() -> None:
     assert "stock" not in text  # no acceptance length without speculation
     text = "\n".join(dm.energy(s))
     rows = [line for line in text.splitlines() if line.startswith("| spec | spec-decode-b1-isl1-osl256 |")]
-    assert " ".join(r.removeprefix("| spec | spec-decode-b1-isl1-osl256 |") for r in rows).split() == (
-        "200 | 200 | 50 | 450 | 1980 / 1965 | 0% | none | counter, decode |".split()
-    )  # 10 columns: split into tables that fit GitHub's column, each keyed by server and point
+    cells = " ".join(r.removeprefix("| spec | spec-decode-b1-isl1-osl256 |") for r in rows)
+    # 10 columns: split into tables that fit GitHub's column, each keyed by server and point
+    assert " ".join(cells.split()) == "200 | 200 | 50 | 450 | 1980 / 1965 | 0% | none | counter, decode |"
     only_cpu = "\n".join(dm.energy(summary([stock])))
     assert only_cpu == "### Energy\n\nNot measured: nvidia-ml-py is not installed.\n"
