@@ -307,3 +307,13 @@ def test_for_a_commit_without_a_pr_number_checks_the_measured_commit(tmp_path: P
     bundle, allowed = pack(tmp_path / "same", run_dir, subject=f"octo/repo@{COMMIT}")
     held = verify_bundle(bundle, allowed_signers=allowed, subject_for=f"octo/repo@{COMMIT}")
     assert held.verified and check(held, "commit").message == f"every candidate ran commit {COMMIT}"
+
+
+def test_the_reports_setup_line_says_what_verify_says_the_pair_differs_in(run_dir: RunDir) -> None:
+    """Format 6: the first screen's setup line holds verify's pair line; format 5 re-renders without it."""
+    summary = derive_summary(run_dir)
+    setup = next(x for x in render_report(run_dir, summary).splitlines() if x.startswith("- **candidate vs baseline**"))
+    escaped = VARIANT_LINE.replace("_", "\\_")  # md_text escapes emphasis characters
+    assert setup.endswith(f"baseline declared stock. {escaped}.")
+    old = render_report(run_dir, summary, report_format=5)
+    assert "differs from baseline in" not in old
