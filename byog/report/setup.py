@@ -9,6 +9,8 @@ guess. Every bundle string goes through ``md_text`` / ``md_code`` here, where it
 
 from __future__ import annotations
 
+import re
+
 from byog.analysis.hardware import describe
 from byog.analysis.launch_diff import serve_flags
 from byog.analysis.pair_diff import compare_pair, pair_line
@@ -189,3 +191,17 @@ def warning_lines(ctx: ReportContext) -> list[str]:
                 f"{md_text(candidate)}'s numbers are against that launch, not against stock vLLM."
             )
     return lines
+
+
+_ESCAPED = re.compile(r"\\(.)")
+
+
+def plain(line: str) -> str:
+    """A first-screen markdown line as terminal text: no bullet, bold or code marks, escapes undone."""
+    text = line.removeprefix("- ").replace("**", "").replace("`", "")
+    return _ESCAPED.sub(r"\1", text)
+
+
+def summary_lines(ctx: ReportContext) -> list[str]:
+    """verify's summary lines (plain text): 'setup: ...' per pair, then 'warning: ...' each."""
+    return [f"setup: {plain(x)}" for x in setup_lines(ctx)] + [f"warning: {plain(x)}" for x in warning_lines(ctx)]
