@@ -71,6 +71,7 @@ class PointEstimate(TypedDict):
     point_id: str
     kind: str
     load: str
+    workload: str
     isl: int
     osl: int
     requests: int
@@ -241,6 +242,7 @@ def _point_rows(server: str, mine: list[BenchPoint], measured: Measured, rates: 
                 "point_id": p.point_id,
                 "kind": p.kind,
                 "load": p.load_label,
+                "workload": p.workload,
                 "isl": p.isl,
                 "osl": p.osl,
                 "requests": p.total_requests,
@@ -539,21 +541,32 @@ def _plan_overview(ref: str | None, tier: str, from_run: Path | None) -> PlanOve
 
 
 def largest_items(estimate: Estimate) -> list[Item]:
-    """The wall time in blocks, largest first: each server's start-ups, each server's bench points (every
-    launch), each (server, eval)."""
-    items: list[Item] = []
-    for s in estimate["servers"]:
-        launches = s["launches"]
-        times = f"{launches} start-ups" if launches > 1 else "start-up"
-        items.append({"what": f"{s['server']} {times}", "seconds": s["startup_s"] * launches})
-        bench = s["estimate_s"] - s["startup_s"] * launches
-        runs = f" x {launches} launches" if launches > 1 else ""
-        items.append({"what": f"{s['server']} bench, {s['points']} points{runs}", "seconds": bench})
-    for e in estimate["eval_time"]:
+    """The wall time in blocks a plan can change, largest first: the servers' start-ups, each workload's
+    points (every server, every launch), each eval task (every server)."""
+    launches = {s["server"]: s["launches"] for s in estimate["servers"]}
+    starts = sum(s["startup_s"] * s["launches"] for s in estimate["servers"])
+    count = sum(launches.values())
+    items: list[Item] = [{"what": f"start-ups ({count} over {len(launches)} servers)", "seconds": starts}]
+    workloads: dict[str, list[PointEstimate]] = {}
+    for p in estimate["points"]:
+        workloads.setdefault(p["workload"], []).append(p)
+    for name, rows in workloads.items():
+        runs = sum(launches[p["server"]] for p in rows)
         items.append(
             {
-                "what": f"{e['task']} on {e['server']} ({e['requests']} requests at concurrency {e['concurrency']})",
-                "seconds": e["estimate_s"],
+                "what": f"workload '{name}' ({runs} point runs: {len(rows)} points x launches)",
+                "seconds": sum(p["estimate_s"] * launches[p["server"]] for p in rows),
+            }
+        )
+    tasks: dict[str, list[EvalEstimate]] = {}
+    for e in estimate["eval_time"]:
+        tasks.setdefault(e["task"], []).append(e)
+    for task, evals in tasks.items():
+        at = "/".join(str(c) for c in sorted({e["concurrency"] for e in evals}))
+        items.append(
+            {
+                "what": f"eval {task} ({len(evals)} servers x {evals[0]['requests']} requests at concurrency {at})",
+                "seconds": sum(e["estimate_s"] for e in evals),
             }
         )
     return sorted(items, key=lambda i: -i["seconds"])

@@ -152,3 +152,15 @@ def test_from_run_reads_a_bundle_as_well_as_a_run_directory(tmp_path: Path) -> N
     assert {p["source"] for p in overview["points"]} == {"measured"}
     with pytest.raises(UsageError, match="neither a run directory nor a bundle file"):
         plan_overview("smoke", "full", bundle.with_name("missing.tar.gz"))
+
+
+def test_the_largest_items_add_up_to_the_wall_and_name_what_a_plan_can_change() -> None:
+    from byog.pipeline.planview import estimate_plan, largest_items
+
+    estimate = estimate_plan(apply_tier(load_plan("kimi-k3-gb300")[0], "standard"))
+    items = largest_items(estimate)
+    wall = estimate["total_estimate_s"] + estimate["evals_total_s"]
+    assert sum(i["seconds"] for i in items) == pytest.approx(wall)
+    assert [i["seconds"] for i in items] == sorted((i["seconds"] for i in items), reverse=True)
+    assert items[0]["what"].startswith("eval aime25 (4 servers x 480 requests at concurrency 63)")
+    assert any(i["what"] == "start-ups (20 over 10 servers)" for i in items)
