@@ -20,6 +20,7 @@ from byog.analysis.launch_diff import (
 )
 from byog.analysis.resolved_diff import Group, IgnoreWhen, changes, group, resolved_facts
 from byog.schemas.env import EnvRecord
+from byog.schemas.plan import ComparisonPair
 from byog.schemas.server import ServerRecord
 
 
@@ -103,3 +104,23 @@ def compare_pair(names: tuple[str, str], records: tuple[ServerRecord, ServerReco
         elif placed == "asked":
             diff.asked_only.append(difference)
     return diff
+
+
+def pair_line(pair: ComparisonPair, diff: PairDiff) -> str:
+    """What the pair differs in, as verify's ``pairs`` check and the report's setup line say it."""
+    stock = "" if pair.baseline_is_stock else " (the plan says the baseline is not stock)"
+    if diff.unknown:
+        asked = "; ".join(d.label for d in diff.asked)
+        return (
+            f"{pair.candidate} vs {pair.baseline}: unknown: cannot check ({'; '.join(diff.unknown)})"
+            + (f"; asked: {asked}" if asked else "")
+            + stock
+        )
+    shown = [*(d.label for d in diff.identity), *(g.label for g in diff.groups)]
+    shown += [f"{d.label} (asked; not in vLLM's resolved config)" for d in diff.asked_only]
+    same = "; ".join(d.label for d in diff.resolved_same)
+    return (
+        f"{pair.candidate} differs from {pair.baseline} in: {'; '.join(shown) or 'nothing'}"
+        + (f"; asked, but vLLM resolved the same: {same}" if same else "")
+        + stock
+    )

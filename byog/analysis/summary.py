@@ -11,6 +11,7 @@ from byog.analysis import wake
 from byog.analysis.bench_summary import summarize_bench
 from byog.analysis.eval_summary import summarize_evals
 from byog.analysis.numerics_summary import summarize_numerics
+from byog.analysis.phases import phase_time
 from byog.analysis.time_to_verdict import server_records, time_to_verdict
 from byog.core.paths import RunDir
 from byog.plans.load import parse_plan
@@ -35,4 +36,5 @@ def derive_summary(run_dir: RunDir, launch_ci: bool = True) -> Summary:
         evals=summarize_evals(run_dir, plan),
         numerics=summarize_numerics(run_dir, plan),
         time_to_verdict=time_to_verdict(run_dir, plan),
+        phases=phase_time(run_dir),
     )

@@ -45,6 +45,7 @@ from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, ProgressBoard, ProgressTask, Reporter
 from byog.plans.expand import points_for_server, probe_point, search_workloads
 from byog.schemas.bench import Attempt, BenchPoint, PointRecord, PowerTrace, WaveStopping, write_request_rows
+from byog.schemas.phases import Instant, now
 from byog.schemas.plan import (
     Plan,
     RateWorkload,
@@ -72,6 +73,7 @@ class PointDone(TypedDict):
     invalid_reasons: list[str]
     started_at: str
     requests: int  # sent, warm-up included (a batch point that stopped on its CI: fewer than planned)
+    warmup: tuple[Instant, Instant] | None  # a batch point's warm-up waves: from the first request to the measured ones
 
 
 class SweepOutcome(TypedDict):
@@ -89,6 +91,7 @@ class SweepOutcome(TypedDict):
     measuring_s: float  # with requests in flight
     server_up_s: float
     measuring_share: float | None  # measuring_s / server_up_s
+    warmups: list[tuple[Instant, Instant]]  # each batch point's warm-up waves (start, end)
 
 
 class ServerDied(Exception):
@@ -343,13 +346,16 @@ def run_one_point(
     reset = reset_prefix_cache(endpoint.base_url) if point.reset_prefix_cache else None
     before = snapshot_metrics(run_dir, server_name, point.point_id, "before", endpoint.base_url)
     measured: list[str | None] = []
+    warmed: list[Instant] = []
 
     def measure_start() -> None:
+        warmed.append(now())
         measured.append(snapshot_metrics(run_dir, server_name, point.point_id, "measured", endpoint.base_url))
 
     rule = Rule.of(point)
     stopping = LiveStopping(point, server_name, rule) if rule is not None else None
     sampler = PowerSampler(gpus).start() if power_reason is None else None
+    first = now()
     try:
         run = measure.run(
             progress,
@@ -371,6 +377,7 @@ def run_one_point(
         "invalid_reasons": invalid_reasons(record, run.records),
         "started_at": record.started_at,
         "requests": len(run.records),
+        "warmup": (first, warmed[0]) if warmed and point.warmup_waves else None,
     }
 
 
@@ -388,6 +395,7 @@ def _empty_outcome(server_name: str, points: int) -> SweepOutcome:
         "measuring_s": 0.0,
         "server_up_s": 0.0,  # both set once the sweep ends
         "measuring_share": None,
+        "warmups": [],
     }
 
 
@@ -498,6 +506,8 @@ class _ServerSweep:
             task.update(total=done["requests"])  # it stopped on its CI before its cap: the bar ends full
         self.result["run"].append(point.point_id)
         self.result["measuring_s"] += done["measuring_s"]
+        if done["warmup"] is not None:
+            self.result["warmups"].append(done["warmup"])
         if done["invalid_reasons"]:
             self.result["invalid"][point.point_id] = done["invalid_reasons"]
             task.update(description=f"{self.server_name} {point.point_id}: invalid", style="warn")

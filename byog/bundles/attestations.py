@@ -141,7 +141,8 @@ def _pair_statements(
     run_dir: RunDir, summary: Summary, every: list[dict[str, Any]], config: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     # verify's pair rules, imported here: byog.bundles.checks imports this module (the attestations check)
-    from byog.bundles.checks.identity import pair_failures, pair_line
+    from byog.analysis.pair_diff import pair_line
+    from byog.bundles.checks.identity import pair_failures
 
     env = run_dir.env_json
     host = EnvRecord.model_validate_json(env.read_bytes()) if env.is_file() else EnvRecord()

@@ -13,9 +13,17 @@ from __future__ import annotations
 
 from byog.bundles.checks.base import VerifyContext
 from byog.bundles.checks.recompute import derived_summary
-from byog.report.context import ReportInputs
-from byog.report.markdown import render_report
+from byog.report.context import ReportContext, ReportInputs
+from byog.report.markdown import REPORT_VERSION, render_report
+from byog.report.setup import summary_lines
 
 
 def render_comment_report(ctx: VerifyContext) -> str:
     return render_report(ctx.run_dir, derived_summary(ctx), ReportInputs(image_base=None))
+
+
+def verify_summary_lines(ctx: VerifyContext) -> list[str]:
+    """The first screen's setup and warnings as verify prints them above its checks, from the recomputed
+    summary and the bundle's records (never from its report.md)."""
+    report = ReportContext(ctx.run_dir, derived_summary(ctx), ReportInputs(image_base=None), REPORT_VERSION)
+    return summary_lines(report)

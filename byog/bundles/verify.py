@@ -34,6 +34,7 @@ slowness and memory included), 2 for usage errors (a missing file, a bad --polic
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -47,7 +48,7 @@ from byog.bundles.bounds import CAPS, Caps, size_cap
 from byog.bundles.checks import CHECKS, Check, CheckResult, VerifyContext, run_one
 from byog.bundles.checks.recompute import derived_summary
 from byog.bundles.claims_in import load_yaml_model
-from byog.bundles.comment import render_comment_report
+from byog.bundles.comment import render_comment_report, verify_summary_lines
 from byog.bundles.isolate import ChildLimits, run_isolated
 from byog.bundles.pack import BUNDLE_NAME
 from byog.bundles.parts import find_part0, is_part, join_parts, stem_of
@@ -56,6 +57,7 @@ from byog.bundles.verify_events import (
     ChildEvent,
     Comment,
     Finished,
+    FirstScreen,
     MachineLacks,
     RenderFailed,
     Reproduced,
@@ -93,6 +95,7 @@ class VerifyReport:
     comment: str | None = None  # the PR comment, when asked for and every check passed
     written: list[str] = field(default_factory=list)  # report files written (report_to), when every check passed
     reproduction: ReproductionView | None = None  # its reproduction.json, read by the child (want_reproduction)
+    first_screen: list[str] = field(default_factory=list)  # setup and warning lines, where the summary recomputed
 
     @property
     def verified(self) -> bool:
@@ -119,6 +122,7 @@ class VerifyReport:
                 "content_isolated": self.isolated,
                 "checks": [{"name": r.name, "status": r.status, "message": r.message} for r in self.results],
                 "details": self.details,
+                "first_screen": self.first_screen,
             }
         )
         return document
@@ -189,6 +193,7 @@ class ContentPhase:
     isolated: bool  # False where fork does not exist: the checks ran in this process, without limits
     results: list[CheckResult] = field(default_factory=list)
     comment: str | None = None
+    first_screen: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
     reproduction: ReproductionView | None = None
     render_error: str | None = None
@@ -221,6 +226,11 @@ def _content_phase(
                     )
                 )
             passed = all(status.get(item.name) != "fail" for item in checks)
+            if status.get("summary") == "pass":
+                # the setup and warnings of a bundle whose summary recomputes, whatever else failed; a record
+                # they cannot be read from leaves them out (the checks above already said what failed)
+                with contextlib.suppress(Exception):
+                    send(FirstScreen(lines=[one_line(x, 400) for x in verify_summary_lines(ctx)]))
             try:
                 if want_comment and passed:
                     send(Comment(text=render_comment_report(ctx)))
@@ -252,6 +262,8 @@ def _read_events(events: Iterable[ChildEvent], phase: ContentPhase) -> str | Non
             started = None
         elif isinstance(event, Comment):
             phase.comment = event.text
+        elif isinstance(event, FirstScreen):
+            phase.first_screen = event.lines
         elif isinstance(event, Written):
             phase.written = event.files
         elif isinstance(event, Reproduced):
@@ -380,6 +392,7 @@ def verify_bundle(
                 )
                 results += content.results
                 report.isolated, report.comment, report.written = content.isolated, content.comment, content.written
+                report.first_screen = content.first_screen
                 report.reproduction, report.render_error = content.reproduction, content.render_error
             report.results = results
             report.signer = ctx.signer

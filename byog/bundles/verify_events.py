@@ -44,6 +44,13 @@ class Comment(_Event):
     text: str
 
 
+class FirstScreen(_Event):
+    """The setup and warning lines verify prints above its checks (plain text)."""
+
+    event: Literal["first_screen"] = "first_screen"
+    lines: list[str]
+
+
 class Written(_Event):
     """The report files written (``verify --report-to``)."""
 
@@ -75,7 +82,8 @@ class MachineLacks(_Event):
 
 
 ChildEvent = Annotated[
-    Started | Finished | Comment | Written | Reproduced | RenderFailed | MachineLacks, Field(discriminator="event")
+    Started | Finished | Comment | FirstScreen | Written | Reproduced | RenderFailed | MachineLacks,
+    Field(discriminator="event"),
 ]
 _ADAPTER: TypeAdapter[ChildEvent] = TypeAdapter(ChildEvent)
 

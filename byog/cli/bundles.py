@@ -159,12 +159,21 @@ def verify_cmd(
 
 
 def print_checks(report: VerifyReport) -> None:
-    """One line per check, through the console layer's ``say`` (escaped, never markup), and under a check
+    """The setup and warning lines (where the summary recomputed), then one line per check, through the
+    console layer's ``say`` (escaped, never markup), and under a check
     that failed more than once each failure on its own line (none hidden behind "and N more"); on a
     terminal each line is cut to its width, so nothing wraps into what could pass for another check's line."""
     from byog.bundles.checks.base import failure_list
 
     marks = {"pass": ("ok  ", "green"), "skip": ("skip", "dim"), "fail": ("FAIL", "bold red")}
+    for line in report.first_screen:  # setup and warnings first: what the verdict below rests on
+        say(
+            console,
+            (line.split(": ", 1)[0], "yellow" if line.startswith("warning") else "bold"),
+            ": ",
+            terminal_text(line.split(": ", 1)[-1], 600),
+            fit=True,
+        )
     for result in report.results:
         mark, style = marks[result.status]
         say(console, (mark, style), " ", f"{result.name}: {terminal_text(result.message, 400)}", fit=True)

@@ -24,6 +24,7 @@ from byog.cli.common import (
 )
 from byog.cli.console_reporter import print_table
 from byog.core.errors import UsageError
+from byog.core.numbers import decimal, duration
 from byog.core.reporter import Table
 
 if TYPE_CHECKING:
@@ -129,20 +130,27 @@ def plan_cmd(
     from_run: Path | None = typer.Option(
         None,
         "--from-run",
-        help="An earlier run directory: use its measured start-up and TPOT, and its per-item eval data for the "
-        "planned power (default for evals: the newest smoke-tier run of this plan under runs/).",
+        help="An earlier run directory or bundle: use its measured start-up and TPOT per point, and its per-item "
+        "eval data for the planned power (default for evals: the newest smoke-tier run of this plan under runs/).",
     ),
     tier: TierOpt = "full",
+    details: bool = typer.Option(
+        False, "--details", help="Also every bench point, launch command, srun line, KV cache row and eval design."
+    ),
     as_json: JsonOpt = False,
 ) -> None:
-    """Show a plan's expanded bench matrix, each server's launch command, and the estimate of every tier."""
+    """Show a plan's wall time, GPU-hours, each tier's cost, the largest items and every assumption;
+    --details adds the expanded matrix and each server's launch commands."""
     from byog.pipeline.planview import plan_overview
 
     overview = plan_overview(plan, tier, from_run)
     if as_json:
         print_json(overview)
-    else:
+    elif details:
         render_plan_overview(overview)
+        render_first_screen(overview, details=True)
+    else:
+        render_first_screen(overview)
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -321,12 +329,10 @@ def _render_launch_scripts(overview: PlanOverview) -> None:
 
 
 def _render_tiers(overview: PlanOverview) -> None:
-    from byog.pipeline.planview import TPOT_GUESS_S
-
     tiers = Table(
-        "tiers: bench wall time and GPU-hours (evals not timed here; without --from-run, a guess of "
-        f"{TPOT_GUESS_S * 1e3:.0f} ms TPOT and the start-up estimate above)",
-        ["tier", "servers", "bench points", "max GPUs", "est. wall", "GPU-hours", "eval requests"],
+        "tiers: wall time (bench + evals, one server at a time) and GPU-hours",
+        ["tier", "servers", "bench points", "eval requests", "max GPUs", "bench", "evals", "wall", "GPU-hours"],
+        right={"servers", "bench points", "eval requests", "max GPUs", "bench", "evals", "wall", "GPU-hours"},
     )
     for t in overview["tiers"]:
         mark = " <" if t["tier"] == overview["tier"] else ""
@@ -334,12 +340,55 @@ def _render_tiers(overview: PlanOverview) -> None:
             t["tier"] + mark,
             str(t["servers"]),
             str(t["bench_points"]),
-            str(t["max_gpus"]),
-            f"{t['estimate_s'] / 3600:.2f} h",
-            f"{t['gpu_hours']:.2f}",
             str(t["eval_requests"]),
+            str(t["max_gpus"]),
+            duration(t["estimate_s"]),
+            duration(t["evals_s"]),
+            duration(t["wall_s"]),
+            decimal(t["wall_gpu_hours"], 3),
         )
     print_table(console, tiers)
+
+
+def render_first_screen(overview: PlanOverview, details: bool = False) -> None:
+    """What a plan costs and what that rests on: the wall time, GPU-hours, each tier, the three largest
+    items and every assumption."""
+    bench_s, evals_s = overview["total_estimate_s"], overview["evals_total_s"]
+    console.print(
+        Text.assemble(
+            f"plan '{overview['plan']}', tier {overview['tier']}: ",
+            (f"{duration(overview['wall_s'])} wall, {decimal(overview['wall_gpu_hours'], 3)} GPU-hours", "bold"),
+            f" (bench {duration(bench_s)}: {len(overview['points'])} points on {len(overview['servers'])} "
+            f"servers with their start-ups; evals {duration(evals_s)}: {len(overview['eval_time'])} server x task)",
+        ),
+        highlight=False,
+    )
+    _render_tiers(overview)
+    console.print("largest items:", highlight=False)
+    for n, item in enumerate(overview["largest"], 1):
+        share = item["seconds"] / overview["wall_s"] if overview["wall_s"] else 0.0
+        console.print(
+            f"  {n}. {item['what']}: {duration(item['seconds'])} ({share:.0%})", highlight=False, markup=False
+        )
+    console.print("assumptions:", highlight=False)
+    for said in overview["assumptions"]:
+        console.print(f"  - {said}", highlight=False, markup=False, soft_wrap=True)
+    if overview["placeholders"]:
+        console.print(
+            Text.assemble(
+                ("to set before a run: ", "yellow"), f"{len(overview['placeholders'])} placeholder value(s) (--details)"
+            ),
+            highlight=False,
+        )
+    if overview["not_checked"] and not details:
+        console.print(
+            Text.assemble(
+                ("not checked before launch: ", "yellow"), f"{len(overview['not_checked'])} thing(s) (--details)"
+            ),
+            highlight=False,
+        )
+    if not details:
+        console.print("every point, launch command and eval design: --details", highlight=False)
 
 
 def _render_placeholders(overview: PlanOverview) -> None:
@@ -373,7 +422,6 @@ def render_plan_overview(overview: PlanOverview) -> None:
     console.print("pairs: " + ", ".join(f"{c} vs {b}" for c, b in overview["pairs"]), highlight=False)
     _render_perf_ci(overview["perf_ci"])
     _render_numerics_cost(overview.get("numerics") or [])
-    _render_tiers(overview)
     render_eval_power(overview["evals"], overview["tier"], overview["eval_prior"])
     _render_placeholders(overview)
     for note in overview["not_checked"]:

@@ -20,3 +20,12 @@ def decimal(value: float, digits: int = 4) -> str:
         return f"{value:.0f}"
     places = min(digits - 1 - math.floor(math.log10(abs(value))), MAX_PLACES)
     return f"{value:.{places}f}".rstrip("0").rstrip(".")
+
+
+def duration(seconds: float) -> str:
+    """A span in the unit a reader takes in at a glance: '95.3 s', '42.0 min', '10.9 h'."""
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 120 * 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

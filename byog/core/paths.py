@@ -89,6 +89,10 @@ class RunDir:
         return self.root / "report.md"
 
     @property
+    def phases_json(self) -> Path:
+        return self.root / "phases.json"
+
+    @property
     def signer_json(self) -> Path:
         return self.root / SIGNER_NAME
 

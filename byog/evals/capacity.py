@@ -56,6 +56,14 @@ def kv_capacity(server_info: Mapping[str, Any] | None) -> tuple[int | None, int 
     return tokens, _int(config, "scheduler_config", "max_num_seqs")
 
 
+def concurrency_for(kv_tokens: int | None, tokens_per_request: int, max_num_seqs: int) -> int:
+    """Requests a server holds at once: its KV tokens over one request's, capped by max_num_seqs (the
+    module docstring's rule; ``byog plan`` estimates with it too). No KV figure: max_num_seqs alone."""
+    if kv_tokens is None:
+        return max_num_seqs
+    return max(1, min(max_num_seqs, kv_tokens // max(tokens_per_request, 1)))
+
+
 def eval_concurrency(
     server_info: Mapping[str, Any] | None, tokens_per_request: int, planned: int | None = None
 ) -> Concurrency:
@@ -72,6 +80,6 @@ def eval_concurrency(
             tokens_per_request,
             why="the server did not report its KV cache size and max_num_seqs (/server_info)",
         )
-    fits = max(1, tokens // max(1, tokens_per_request))
-    limit = "max_num_seqs" if seqs <= fits else "KV cache tokens / (prompt + max tokens)"
-    return Concurrency(min(seqs, fits), "server capacity", tokens, seqs, tokens_per_request, why=f"bound: {limit}")
+    value = concurrency_for(tokens, tokens_per_request, seqs)
+    limit = "max_num_seqs" if value == seqs else "KV cache tokens / (prompt + max tokens)"
+    return Concurrency(value, "server capacity", tokens, seqs, tokens_per_request, why=f"bound: {limit}")

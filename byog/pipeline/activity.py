@@ -1,19 +1,23 @@
-"""Record what a server's time went on, into its server.json, as each stretch ends (time to verdict).
+"""Record what a run's time went on, as each stretch ends: the servers' ``activity`` spans (time to
+verdict, in each server.json) and the run's phase record (``phases.json``, schema
+``byog.schemas.phases``). This module is the one writer of both.
 
 The runtime writes server.json at every (re)start; the pipeline adds an ``activity`` span after a
 phase ends (a restart happens inside a measuring phase, before its span is added), and an
 interleaved server's ``sleep_mode`` after each swap. Both are merged into the record on disk.
+Every span is also a phase of phases.json, with its monotonic and Unix times; start-ups and the
+warm-up waves of each batch point are phases only.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import RunDir
+from byog.schemas.phases import Instant, Phase, PhaseKind, PhaseLog, now
 from byog.schemas.server import ActivityKind
 
 
@@ -24,20 +28,60 @@ def merge_into_server_record(rd: RunDir, server: str, update: dict[str, Any]) ->
         atomic_write_json(path, {**read_json(path), **update})
 
 
-def add_span(rd: RunDir, server: str, kind: ActivityKind, t0_unix_s: float, t1_unix_s: float) -> None:
+def add_phase(rd: RunDir, kind: PhaseKind, server: str, t0: Instant, t1: Instant) -> None:
+    """Append one phase to the run's phases.json (a record that does not parse is started afresh:
+    the phases are a timing aid, and verify checks what is there)."""
+    path = rd.phases_json
+    try:
+        log = PhaseLog.model_validate(read_json(path)) if path.is_file() else PhaseLog()
+    except ValueError:
+        log = PhaseLog()
+    log.phases.append(
+        Phase(
+            kind=kind,
+            server=server,
+            launch=rd.launch,
+            t0_mono_s=round(t0[0], 6),
+            t1_mono_s=round(t1[0], 6),
+            t0_unix_s=round(t0[1], 3),
+            t1_unix_s=round(t1[1], 3),
+        )
+    )
+    atomic_write_json(path, log.model_dump(mode="json"))
+
+
+def add_warmups(rd: RunDir, server: str, warmups: list[tuple[Instant, Instant]]) -> None:
+    """The warm-up waves of a server's batch points, each (start, end), as phases inside its measuring one."""
+    for t0, t1 in warmups:
+        add_phase(rd, "warm-up", server, t0, t1)
+
+
+def add_span(rd: RunDir, server: str, kind: ActivityKind, t0: Instant, t1: Instant) -> None:
+    """A server's activity span (in its server.json, when it has one) and the run's phase of the same times."""
+    add_phase(rd, kind, server, t0, t1)
     path = rd.server_record(server)
     if not path.is_file():
         return
     spans = list(read_json(path).get("activity") or [])
-    spans.append({"kind": kind, "t0_unix_s": round(t0_unix_s, 3), "t1_unix_s": round(t1_unix_s, 3)})
+    spans.append({"kind": kind, "t0_unix_s": round(t0[1], 3), "t1_unix_s": round(t1[1], 3)})
     merge_into_server_record(rd, server, {"activity": spans})
 
 
 @contextmanager
 def spent(rd: RunDir, server: str, kind: ActivityKind) -> Iterator[None]:
     """Time the block and add it as a span of ``server``, also when it raises (an interrupted phase took its time)."""
-    t0 = time.time()
+    t0 = now()
     try:
         yield
     finally:
-        add_span(rd, server, kind, t0, time.time())
+        add_span(rd, server, kind, t0, now())
+
+
+@contextmanager
+def phase(rd: RunDir, kind: PhaseKind, server: str) -> Iterator[None]:
+    """Time the block as a phase of phases.json only (a start-up), also when it raises."""
+    t0 = now()
+    try:
+        yield
+    finally:
+        add_phase(rd, kind, server, t0, now())

@@ -33,13 +33,14 @@ from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import SUPERSEDED, RunDir
 from byog.core.reporter import Reporter
 from byog.evals.runner import run_evals_for_server
-from byog.pipeline.activity import add_span, merge_into_server_record, spent
+from byog.pipeline.activity import add_span, add_warmups, merge_into_server_record, phase, spent
 from byog.pipeline.launch import launch_server
 from byog.pipeline.numerics import run_numerics_for_server
 from byog.pipeline.wake_check import WakeCheck, WakeIntegrityFailure
 from byog.plans.expand import expand_plan
 from byog.runtimes import sleep_mode
 from byog.schemas.bench import BenchPoint, PointRecord, RequestRow, write_request_rows
+from byog.schemas.phases import now
 from byog.schemas.plan import Plan
 from byog.schemas.server import PreparedModel, RunningServer, SleepModeRecord
 
@@ -73,7 +74,8 @@ class Pair:
 
     def start(self, side: Side, model: PreparedModel) -> None:
         name = self.names[side]
-        server = launch_server(self.plan, name, model, self.rd, transform=sleep_mode.with_sleep_mode)
+        with phase(self.rd, "start", name):
+            server = launch_server(self.plan, name, model, self.rd, transform=sleep_mode.with_sleep_mode)
         self.servers[side] = server
         control = sleep_mode.SleepControl(name, server.endpoint.base_url)
         try:
@@ -115,12 +117,12 @@ class Pair:
         if self.awake == side:
             return False
         gpu_before = sleep_mode.gpu_used_bytes()
-        t0 = time.time()
+        t0 = now()
         other: Side = "B" if side == "A" else "A"
         sleep_s = self.put_to_sleep(other) if self.awake == other else 0.0
         gpu_asleep = sleep_mode.gpu_used_bytes()
         wake_s = self.controls[side].wake_up()
-        t1 = time.time()
+        t1 = now()
         self.awake = side
         record = self.records[side]
         if record.get("awake_gpu_used_bytes") is None:
@@ -132,7 +134,7 @@ class Pair:
                 "from_server": self.names[other],
                 "sleep_s": round(sleep_s, 4),
                 "wake_s": round(wake_s, 4),
-                "at_unix_s": round(t0, 3),
+                "at_unix_s": round(t0[1], 3),
                 "level": sleep_mode.SLEEP_LEVEL,
                 "gpu_used_before_bytes": gpu_before,
                 "gpu_used_asleep_bytes": gpu_asleep,
@@ -309,7 +311,8 @@ def _whole_point(
             continue
         pair.on(side, 2 * index + pos, point.point_id)
         with spent(rd, name, "measure"):
-            run_one_point(point, name, pair.servers[side], rd, data_dir=data_dir)
+            done = run_one_point(point, name, pair.servers[side], rd, data_dir=data_dir)
+            add_warmups(rd, name, [done["warmup"]] if done["warmup"] else [])
 
 
 def bench_pair(pair: Pair, rd: RunDir, data_dir: Path | None, reporter: Reporter) -> None:

@@ -19,23 +19,27 @@ from byog.analysis.bench_summary import summarize_bench
 from byog.analysis.interleave import swaps_in
 from byog.bench.agentic import session_shape
 from byog.bench.traces import link_sessions, read_trace, selected_lines
+from byog.bundles.unpack import Extracted
 from byog.core.errors import UsageError
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.images.fingerprint import environment_fingerprint
 from byog.pipeline.eval_power import eval_power_rows, eval_prior
 from byog.pipeline.kv_overview import check_plan_kv
+from byog.pipeline.plan_rates import (
+    SEEDS,
+    TPOT_GUESS_S,
+    TTFT_GUESS_S,
+    EvalEstimate,
+    RateLookup,
+    batch_of,
+    eval_estimates,
+    served_capacity,
+)
 from byog.pipeline.preflight import preflight
 from byog.pipeline.runtimes import runtime_for
 from byog.pipeline.slurm_submit import SubmitOptions, batch_script, default_run_dir
-from byog.pipeline.startup_estimate import (
-    EvalEstimate,
-    MeasuredStart,
-    StartupParts,
-    eval_estimates,
-    measured_starts,
-    startup_parts,
-)
+from byog.pipeline.startup_estimate import MeasuredStart, StartupParts, measured_starts, startup_parts
 from byog.plans.expand import expand_plan, probe_point, search_workloads
 from byog.plans.load import load_plan, parse_plan
 from byog.plans.numerics_roles import (
@@ -52,8 +56,7 @@ from byog.schemas.bench import BenchPoint
 from byog.schemas.plan import BatchWorkload, Plan, SyntheticSessions, TraceSource
 from byog.schemas.server import PreparedModel
 
-TPOT_GUESS_S = 0.030  # CPU vLLM + SmolLM2-135M at batch 1 decodes ~38 tok/s
-TTFT_GUESS_S = 0.100
+__all__ = ["TPOT_GUESS_S", "Estimate", "PlanOverview", "estimate_plan", "plan_overview", "tier_estimates"]
 
 
 class Measured(TypedDict):
@@ -68,12 +71,14 @@ class PointEstimate(TypedDict):
     point_id: str
     kind: str
     load: str
+    workload: str
     isl: int
     osl: int
     requests: int
     tpot_s: float
     estimate_s: float
-    source: str  # where tpot_s came from: measured, server median or guess
+    source: str  # where tpot_s came from: measured, server median, seeds' figure or guess
+    why: str  # which figure, in words
 
 
 class ServerEstimate(TypedDict):
@@ -98,8 +103,9 @@ class Estimate(TypedDict):
     gpu_hours: float
     from_run: str | None
     note: str
-    eval_time: list[EvalEstimate]  # per (server, eval): requests, expected tokens, seconds
+    eval_time: list[EvalEstimate]  # per (server, eval): requests, concurrency, expected tokens, seconds
     evals_total_s: float
+    evals_gpu_hours: float
     interleave: list[InterleaveEstimate]  # per interleaved pair: its swaps, and what it saves
 
 
@@ -117,8 +123,18 @@ class TierEstimate(TypedDict):
     bench_points: int
     eval_requests: int
     max_gpus: int
-    estimate_s: float
-    gpu_hours: float
+    estimate_s: float  # bench only
+    gpu_hours: float  # bench only
+    evals_s: float
+    wall_s: float  # bench + evals
+    wall_gpu_hours: float  # bench + evals
+
+
+class Item(TypedDict):
+    """One block of the plan's wall time, for the first screen's largest items."""
+
+    what: str
+    seconds: float
 
 
 class PlanOverview(Estimate):
@@ -136,6 +152,10 @@ class PlanOverview(Estimate):
     numerics: list[dict[str, Any]]  # per baseline: the control and envelope variant byog adds, and their cost
     not_checked: list[str]  # what the pre-start checks could not check before launch, each with why
     perf_ci: list[dict[str, Any]]  # per pair: launches, the perf CI they give, its simulated coverage
+    wall_s: float  # bench + evals
+    wall_gpu_hours: float  # bench + evals
+    largest: list[Item]  # the three largest blocks of the wall time
+    assumptions: list[str]  # every figure the estimate assumed, each with where it comes from
 
 
 def launch_command(plan: Plan, server: str) -> str:
@@ -210,30 +230,26 @@ def _points_with_probes(plan: Plan) -> list[BenchPoint]:
     return points
 
 
-def _point_rows(server: str, mine: list[BenchPoint], measured: Measured) -> list[PointEstimate]:
-    """Each point's estimate: its measured TPOT/TTFT, else the server's median, else a guess."""
-    server_tpots = [v[0] for (s, _), v in measured["per_point"].items() if s == server]
-    fallback_tpot = statistics.median(server_tpots) if server_tpots else TPOT_GUESS_S
+def _point_rows(server: str, mine: list[BenchPoint], measured: Measured, rates: RateLookup) -> list[PointEstimate]:
+    """Each point's estimate: its measured TPOT/TTFT, else the server's median, the seeds' figure or a guess."""
     rows: list[PointEstimate] = []
     for p in mine:
-        tpot, ttft = measured["per_point"].get((server, p.point_id), (fallback_tpot, TTFT_GUESS_S))
-        source = (
-            "measured"
-            if (server, p.point_id) in measured["per_point"]
-            else ("server median" if server_tpots else "guess")
-        )
+        rate = rates(server, p.point_id, batch_of(p))
+        ttft = measured["per_point"].get((server, p.point_id), (0.0, TTFT_GUESS_S))[1]
         rows.append(
             {
                 "server": server,
                 "point_id": p.point_id,
                 "kind": p.kind,
                 "load": p.load_label,
+                "workload": p.workload,
                 "isl": p.isl,
                 "osl": p.osl,
                 "requests": p.total_requests,
-                "tpot_s": tpot,
-                "estimate_s": point_seconds(p, tpot, ttft),
-                "source": source,
+                "tpot_s": rate.tpot_s,
+                "estimate_s": point_seconds(p, rate.tpot_s, ttft),
+                "source": rate.source,
+                "why": rate.why,
             }
         )
     return rows
@@ -259,7 +275,7 @@ def _server_estimate(
         "points": len(mine),
         "launches": launches,
         "estimate_s": seconds,
-        "gpus": config.tensor_parallel_size * config.data_parallel_size,
+        "gpus": _gpus(plan, server),
     }
 
 
@@ -268,11 +284,12 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     measured: Measured = _measured(from_run) if from_run else {"startup": {}, "per_point": {}}
     starts = measured_starts(from_run) if from_run else {}
     points = _points_with_probes(plan)
+    rates = RateLookup(plan, measured["per_point"])
     servers: list[ServerEstimate] = []
     rows: list[PointEstimate] = []
     for server in plan.servers:
         mine = [p for p in points if server in p.servers]
-        server_rows = _point_rows(server, mine, measured)
+        server_rows = _point_rows(server, mine, measured, rates)
         rows += server_rows
         servers.append(_server_estimate(plan, server, mine, server_rows, starts))
     total_s = 0.0
@@ -280,11 +297,7 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     for est in servers:
         total_s += est["estimate_s"]
         gpu_h += est["estimate_s"] / 3600 * est["gpus"]
-    tpots = {
-        name: statistics.median([v[0] for (s, _), v in measured["per_point"].items() if s == name] or [TPOT_GUESS_S])
-        for name in plan.servers
-    }
-    evals = eval_estimates(plan, tpots, TTFT_GUESS_S)
+    evals = eval_estimates(plan, points, rates, served_capacity(from_run) if from_run else None)
     return {
         "plan": plan.name,
         "points": rows,
@@ -295,8 +308,14 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
         "note": "bench: start-ups and points; evals estimated apart",
         "eval_time": evals,
         "evals_total_s": sum(e["estimate_s"] for e in evals),
+        "evals_gpu_hours": sum(e["estimate_s"] / 3600 * _gpus(plan, e["server"]) for e in evals),
         "interleave": _interleave_estimates(plan, points, servers, from_run),
     }
+
+
+def _gpus(plan: Plan, server: str) -> int:
+    config = plan.servers[server]
+    return config.tensor_parallel_size * config.data_parallel_size
 
 
 SWAP_GUESS_S = 1.1  # sleep + wake_up of an 8B-class server measured on an H200 (docs/interleave.md)
@@ -381,7 +400,7 @@ def numerics_cost(plan: Plan, from_run: Path | None = None, control_why: str | N
 
 
 def tier_estimates(plan: Plan, from_run: Any = None) -> list[TierEstimate]:
-    """For each tier: bench points, servers, GPUs, estimated wall time and GPU-hours (bench only)."""
+    """For each tier: bench points, servers, GPUs, estimated wall time and GPU-hours (bench, evals, both)."""
     rows: list[TierEstimate] = []
     for tier in TIERS:
         cut = apply_tier(plan, tier)
@@ -395,6 +414,9 @@ def tier_estimates(plan: Plan, from_run: Any = None) -> list[TierEstimate]:
                 "max_gpus": max((s["gpus"] for s in estimate["servers"]), default=0),
                 "estimate_s": estimate["total_estimate_s"],
                 "gpu_hours": estimate["gpu_hours"],
+                "evals_s": estimate["evals_total_s"],
+                "wall_s": estimate["total_estimate_s"] + estimate["evals_total_s"],
+                "wall_gpu_hours": estimate["gpu_hours"] + estimate["evals_gpu_hours"],
             }
         )
     return rows
@@ -453,9 +475,25 @@ def perf_ci_rows(plan: Plan) -> list[dict[str, Any]]:
     return rows
 
 
-def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> PlanOverview:
+def plan_overview(ref: str | None, tier: str, from_run: Path | None = None) -> PlanOverview:
     """What ``byog plan`` shows: the tier's matrix, launch commands (per node where a server spans
-    several) and estimate, every tier's cost, and the placeholders left to set."""
+    several) and estimate, every tier's cost, and the placeholders left to set.
+
+    ``from_run`` is a run directory or a bundle; a bundle is extracted (vetted, not verified: its
+    figures only feed an estimate) into a private temp dir for the time it is read."""
+    if from_run is not None and from_run.is_file():
+        with Extracted(from_run) as bundle:
+            assert bundle.root is not None
+            overview = _plan_overview(ref, tier, bundle.root)
+            temp = str(bundle.root)
+        said = f"{from_run} (a bundle, not verified: its figures feed this estimate only)"
+        return {**overview, "from_run": said, "eval_prior": overview["eval_prior"].replace(temp, str(from_run))}
+    if from_run is not None and not from_run.is_dir():
+        raise UsageError(f"--from-run {from_run}: neither a run directory nor a bundle file")
+    return _plan_overview(ref, tier, from_run)
+
+
+def _plan_overview(ref: str | None, tier: str, from_run: Path | None) -> PlanOverview:
     plan, _ = load_plan(ref)
     tiered, here = apply_tier(plan, tier), environment_fingerprint()
     control = control_choice(tiered, here)  # the plan's own, or the default for where its baselines run
@@ -483,6 +521,10 @@ def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> PlanOverv
     prior_run, prior_text = eval_prior(plan, from_run)
     return {
         **estimate,
+        "wall_s": estimate["total_estimate_s"] + estimate["evals_total_s"],
+        "wall_gpu_hours": estimate["gpu_hours"] + estimate["evals_gpu_hours"],
+        "largest": largest_items(estimate)[:3],
+        "assumptions": assumptions(estimate),
         "tier": tier,
         "kv_cache": {**kv, "rows": kv_rows},
         "tiers": tier_estimates(plan, from_run),
@@ -496,3 +538,85 @@ def plan_overview(ref: str | None, tier: str, from_run: Any = None) -> PlanOverv
         "not_checked": not_checked,
         "perf_ci": perf_ci_rows(cut),
     }
+
+
+def largest_items(estimate: Estimate) -> list[Item]:
+    """The wall time in blocks a plan can change, largest first: the servers' start-ups, each workload's
+    points (every server, every launch), each eval task (every server)."""
+    launches = {s["server"]: s["launches"] for s in estimate["servers"]}
+    starts = sum(s["startup_s"] * s["launches"] for s in estimate["servers"])
+    count = sum(launches.values())
+    items: list[Item] = [{"what": f"start-ups ({count} over {len(launches)} servers)", "seconds": starts}]
+    workloads: dict[str, list[PointEstimate]] = {}
+    for p in estimate["points"]:
+        workloads.setdefault(p["workload"], []).append(p)
+    for name, rows in workloads.items():
+        runs = sum(launches[p["server"]] for p in rows)
+        items.append(
+            {
+                "what": f"workload '{name}' ({runs} point runs: {len(rows)} points x launches)",
+                "seconds": sum(p["estimate_s"] * launches[p["server"]] for p in rows),
+            }
+        )
+    tasks: dict[str, list[EvalEstimate]] = {}
+    for e in estimate["eval_time"]:
+        tasks.setdefault(e["task"], []).append(e)
+    for task, evals in tasks.items():
+        at = "/".join(str(c) for c in sorted({e["concurrency"] for e in evals}))
+        items.append(
+            {
+                "what": f"eval {task} ({len(evals)} servers x {evals[0]['requests']} requests at concurrency {at})",
+                "seconds": sum(e["estimate_s"] for e in evals),
+            }
+        )
+    return sorted(items, key=lambda i: -i["seconds"])
+
+
+def _count_sources(rows: list[tuple[str, str]]) -> str:
+    """'seeds' figure for 110 (candidate-tp8 B=1: 193.3 tok/s, ...), guess for 7' from (source, why) rows."""
+    by_source: dict[str, list[str]] = {}
+    for source, why in rows:
+        by_source.setdefault(source, []).append(why)
+    parts = []
+    for source, whys in by_source.items():
+        examples = list(dict.fromkeys(whys))
+        shown = "; ".join(examples[:2]) + (f"; {len(examples) - 2} more" if len(examples) > 2 else "")
+        parts.append(f"{source} for {len(whys)} ({shown})")
+    return ", ".join(parts)
+
+
+def assumptions(estimate: Estimate) -> list[str]:
+    """Every figure the wall time rests on that nothing measured here, each saying where it comes from."""
+    points, evals = estimate["points"], estimate["eval_time"]
+    out = [f"TPOT of {len(points)} bench points: " + _count_sources([(p["source"], p["why"]) for p in points])]
+    if any(p["source"] == SEEDS for p in points) or any(e["tpot_source"] == SEEDS for e in estimate["eval_time"]):
+        out.append(
+            f"seeds' figures: the published decode tok/s at batch B in claims/{estimate['plan']}.claims.yaml, "
+            "TPOT = B / tok/s (no run has measured this plan)"
+        )
+    if evals:
+        out.append(
+            f"TPOT of {len(evals)} evals (server x task): "
+            + _count_sources([(e["tpot_source"], e["tpot_why"]) for e in evals])
+        )
+        concurrency = ", ".join(dict.fromkeys(f"{e['task']} {e['concurrency']}" for e in evals))
+        kv = "; ".join(dict.fromkeys(e["kv_why"] for e in evals))
+        seqs = "; ".join(dict.fromkeys(e["concurrency_why"].split(", ")[0].removeprefix("min(") for e in evals))
+        out.append(
+            f"eval concurrency = min(max_num_seqs, KV tokens // (prompt + max tokens)): {concurrency}; {kv}; {seqs} "
+            "(1024 on a GPU of 70 GiB or more: the plan does not name the GPU)"
+        )
+        out.append(
+            f"eval output: half of each task's max_gen_toks per answer; TTFT {TTFT_GUESS_S * 1e3:.0f} ms (a guess)"
+        )
+    if not estimate["from_run"]:
+        out.append("nothing measured: `byog plan --from-run RUN_DIR` takes TPOT, TTFT and start-ups from a run")
+    long_isl = [p for p in points if p["isl"] > 1024 and p["source"] != "measured"]
+    if long_isl:
+        out.append(
+            f"{len(long_isl)} points at ISL up to {max(p['isl'] for p in long_isl)}: their decode rate is the figure "
+            f"above (not measured at that context) and prefill is a {TTFT_GUESS_S * 1e3:.0f} ms TTFT guess"
+        )
+    sources = sorted({s["startup_parts"]["source"] for s in estimate["servers"] if s["startup_parts"]["source"]})
+    out += [f"start-up: {source}" for source in sources]
+    return out

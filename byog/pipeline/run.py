@@ -29,6 +29,7 @@ from byog.analysis.calibration import (
     load_calibration,
 )
 from byog.analysis.numerics_headline import numerics_headline, weakness
+from byog.analysis.phases import shares_line
 from byog.analysis.validity import comparison_invalid_reasons, remeasured_note
 from byog.bench.sweep import run_bench_for_server
 from byog.bundles.claims_in import read_claims_file
@@ -40,7 +41,7 @@ from byog.core.reporter import NullReporter, Reporter, Status, Table
 from byog.evals.runner import run_evals_for_server
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
-from byog.pipeline.activity import spent
+from byog.pipeline.activity import add_warmups, phase, spent
 from byog.pipeline.baseline_distance import record_baseline_distances
 from byog.pipeline.derive import derive_and_write
 from byog.pipeline.interleave import interleaved_rounds, keep_after_fallback, run_interleaved_pair
@@ -98,12 +99,14 @@ def run_server(
     with (
         reporter.status(f"{starting}…", lead=label) as status,
         watch_start(rd.server_log(name), lambda p: show_start(reporter, status, label, starting, p, said_stopping)),
+        phase(rd, "start", name),
     ):
         server: RunningServer = launch_server(plan, name, model, rd)
     try:
         reporter.line(f": up at {server.endpoint.base_url}", lead=label)
         with spent(rd, name, "measure"):
-            run_bench_for_server(plan, name, server, rd, reporter, data_dir=data_dir)
+            outcome = run_bench_for_server(plan, name, server, rd, reporter, data_dir=data_dir)
+            add_warmups(rd, name, outcome["warmups"])
         if rd.launch == 1:
             with spent(rd, name, "eval"):
                 run_evals_for_server(plan, name, server.endpoint, rd, data_dir, reporter)
@@ -314,10 +317,14 @@ def run_plan(
         adopt_calibration(held, rd, plan, reporter)
     for line in record_baseline_distances(plan, rd):
         reporter.line(line)
+    closing = time.monotonic()
     summary = derive_and_write(rd.root, reporter)
     print_outcome(summary, reporter)
     bundle = finalize_run(rd, reporter, subject=with_candidate_commit(bundle_subject, plan, rd), claims=claims)
     wall_s = time.monotonic() - started
+    if summary.phases is not None:
+        after = time.monotonic() - closing
+        reporter.line(f"where the time went: {shares_line(summary.phases)}; then deriving and packing {after:.1f} s")
     reporter.line(f"run directory: {rd.root}   wall time: {wall_s:.0f} s")
     return {
         "run_dir": str(rd.root),

@@ -8,9 +8,7 @@ is its ready time minus those; the same server's figures when it ran there, else
 the run's servers. Without one the rate is a stated default per storage class and the other parts
 are stated guesses. An eager server (``--enforce-eager``) compiles and captures nothing.
 
-Evals: per server and eval, ceil(items x passes / concurrency) rounds of (TTFT + expected output
-tokens x TPOT); the expected output is half the task's ``max_gen_toks`` (a guess: answers stop
-early on their stop strings) and TPOT the run's measured median or the bench guess.
+The evals' estimate is ``byog.pipeline.plan_rates``.
 """
 
 from __future__ import annotations
@@ -23,9 +21,6 @@ from typing import TypedDict
 
 from byog.core.io import read_json
 from byog.core.paths import RunDir
-from byog.evals.capacity import UNKNOWN_CAPACITY_CONCURRENCY
-from byog.plans.tasks import TASKS
-from byog.plans.tiers import eval_items
 from byog.runtimes.sleep_mode import weights_bytes
 from byog.schemas.plan import Plan, ServerConfig
 
@@ -37,7 +32,6 @@ STORAGE_RATE_GB_S = {"local disk": 2.0, "shared filesystem": 1.0}
 COMPILE_GUESS_S = 60.0  # torch.compile, cold cache (SmolLM2 on an H200: 20 s; a large model more)
 GRAPH_CAPTURE_GUESS_S = 30.0  # CUDA graphs for the default capture sizes (SmolLM2 on an H200: 5 s)
 OTHER_GUESS_S = 30.0  # process start, profile run, KV cache allocation, API server
-EXPECTED_SHARE_OF_MAX_GEN = 0.5
 
 _LOAD = re.compile(r"Model loading took ([0-9.]+) GiB(?: memory)? and ([0-9.]+) seconds")
 _COMPILE = re.compile(r"torch\.compile took ([0-9.]+) s in total")
@@ -171,41 +165,3 @@ def startup_parts(plan: Plan, config: ServerConfig, server: str, measured: dict[
         "total_s": load_s + compile_s + capture_s + other_s,
         "source": source,
     }
-
-
-class EvalEstimate(TypedDict):
-    server: str
-    task: str
-    requests: int
-    concurrency: int
-    expected_tokens: int
-    tpot_s: float
-    estimate_s: float
-
-
-def eval_estimates(plan: Plan, tpot_s: dict[str, float], ttft_s: float) -> list[EvalEstimate]:
-    """Per (server, eval): requests, expected output tokens, and the estimated seconds."""
-    rows: list[EvalEstimate] = []
-    for spec in plan.evals:
-        task = TASKS.get(spec.task)
-        max_gen = int(
-            (spec.gen_kwargs or {}).get("max_gen_toks") or (task.generation.get("max_gen_toks") if task else 0) or 1024
-        )
-        expected = max(int(max_gen * EXPECTED_SHARE_OF_MAX_GEN), 1)
-        requests = eval_items(spec) * spec.passes
-        for server in plan.servers_for(spec):
-            tpot = tpot_s[server]
-            concurrency = spec.num_concurrent or UNKNOWN_CAPACITY_CONCURRENCY  # the server's capacity: not known yet
-            rounds = math.ceil(requests / concurrency)
-            rows.append(
-                {
-                    "server": server,
-                    "task": spec.task,
-                    "requests": requests,
-                    "concurrency": concurrency,
-                    "expected_tokens": expected,
-                    "tpot_s": tpot,
-                    "estimate_s": rounds * (ttft_s + expected * tpot),
-                }
-            )
-    return rows

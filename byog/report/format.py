@@ -34,14 +34,26 @@ M = TypeVar("M", bound=BaseModel)
 _E_NOTATION: ContextVar[bool] = ContextVar("e_notation", default=False)
 PLAIN_FROM = 5  # the first report format without e-notation
 
+# From format 6 a table wider than GitHub's column is split into tables that fit, each keeping the
+# first (key) column. Width is estimated from the text: GitHub draws tables at max-content width in
+# its 880 px column (16 px body font: ~8 px a glyph on average; 2 x 13 px padding + 1 px border a cell).
+_SPLIT_WIDE: ContextVar[bool] = ContextVar("split_wide", default=True)
+SPLIT_FROM = 6
+COLUMN_PX = 880
+GLYPH_PX = 8.0
+CELL_PX = 27.0
+_MARKUP = re.compile(r"\]\([^)]*\)|[\\*`~\[\]]")  # link targets and markup GitHub does not draw as glyphs
+
 
 @contextmanager
 def number_style(report_format: int) -> Iterator[None]:
-    """Numbers as ``report_format`` wrote them, within the block."""
+    """Numbers (and wide tables) as ``report_format`` wrote them, within the block."""
     token = _E_NOTATION.set(report_format < PLAIN_FROM)
+    split = _SPLIT_WIDE.set(report_format >= SPLIT_FROM)
     try:
         yield
     finally:
+        _SPLIT_WIDE.reset(split)
         _E_NOTATION.reset(token)
 
 
@@ -86,17 +98,47 @@ def load_label(point: PointSummary) -> str:
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
-    """A markdown table (no lines when there are no rows); cells may not break the table."""
+    """A markdown table (no lines when there are no rows); cells may not break the table. Wider than
+    GitHub's column (format 6 on): split into tables that fit, each with the first column again."""
     if not rows:
         return []
     clean = [[cell.replace("|", "\\|").replace("\n", " ") for cell in row] for row in [header, *rows]]
-    header = clean.pop(0)
-    return [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join("---" for _ in header) + "|",
-        *("| " + " | ".join(r) + " |" for r in clean),
-        "",
-    ]
+    groups = column_groups(clean) if _SPLIT_WIDE.get() else [list(range(len(clean[0])))]
+    out: list[str] = []
+    for group in groups:
+        head, *body = [[row[i] for i in group] for row in clean]
+        out += [
+            "| " + " | ".join(head) + " |",
+            "|" + "|".join("---" for _ in head) + "|",
+            *("| " + " | ".join(r) + " |" for r in body),
+            "",
+        ]
+    return out
+
+
+def cell_px(cell: str) -> float:
+    """The width GitHub gives a cell of this markdown (an estimate from its glyphs)."""
+    return len(_MARKUP.sub("", cell)) * GLYPH_PX + CELL_PX
+
+
+def column_groups(rows: list[list[str]]) -> list[list[int]]:
+    """Column indices per table so that each fits COLUMN_PX: the key (the first column, and the second
+    too where it is a narrow label: server and point), then columns in order until the next would not
+    fit (a column too wide on its own gets a table with the key alone)."""
+    widths = [max(cell_px(row[i]) for row in rows) for i in range(len(rows[0]))]
+    if sum(widths) <= COLUMN_PX or len(widths) <= 2:
+        return [list(range(len(widths)))]
+    label = not any(_NUMBER_CELL.match(row[1].strip()) for row in rows[1:])
+    key = [0, 1] if label and widths[0] + widths[1] <= 0.4 * COLUMN_PX else [0]
+    groups: list[list[int]] = [list(key)]
+    used = sum(widths[i] for i in key)
+    for i in range(len(key), len(widths)):
+        if used + widths[i] > COLUMN_PX and len(groups[-1]) > len(key):
+            groups.append(list(key))
+            used = sum(widths[k] for k in key)
+        groups[-1].append(i)
+        used += widths[i]
+    return groups
 
 
 _NUMBER_CELL = re.compile(r"^(?:~~)?[-+−±x×\[]?[0-9]")

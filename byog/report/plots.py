@@ -24,16 +24,27 @@ from byog.schemas.summary import Summary
 INVALID_COLOR = "tab:red"
 
 
+ONE_CI_FORMAT = 6  # the first report format whose eval-delta plot draws the verdict's 90% CI, and says so
+
+
 @dataclass(frozen=True)
 class Plot:
     name: str
     alt: str
+    alt_before: str | None = None  # its alt text in reports older than ONE_CI_FORMAT (they re-render with it)
+
+    def alt_in(self, report_format: int) -> str:
+        return self.alt_before if self.alt_before is not None and report_format < ONE_CI_FORMAT else self.alt
 
 
 TOK_S_VS_BATCH = Plot("tok_s_vs_batch.png", "decode tok/s against batch size, per server")
 SPEEDUP = Plot("speedup.png", "decode tok/s speed-up per point with its 95% CI")
 TPOT_DISTRIBUTION = Plot("tpot_distribution.png", "TPOT per request, per point")
-EVAL_DELTAS = Plot("eval_deltas.png", "eval score deltas with their 95% CI and the margin")
+EVAL_DELTAS = Plot(
+    "eval_deltas.png",
+    "eval score deltas with the 90% CI the equivalence test (TOST) holds against the ±margin",
+    alt_before="eval score deltas with their 95% CI and the margin",
+)
 PLOTS = tuple(p.name for p in (TOK_S_VS_BATCH, SPEEDUP, TPOT_DISTRIBUTION, EVAL_DELTAS))
 
 
@@ -150,13 +161,13 @@ def _draw_eval_deltas(ax: Any, summary: Summary) -> None:
     for i, v in enumerate(verdicts):
         if v.d is None:
             continue
-        low, high = v.ci95_low, v.ci95_high
+        low, high = v.ci90_low, v.ci90_high  # the verdict's: equivalent when it lies inside ±margin
         err = [[v.d - low], [high - v.d]] if low is not None and high is not None else None
         ax.errorbar([i], [v.d], yerr=err, fmt="o", capsize=4)
         ax.hlines([-v.margin, v.margin], i - 0.3, i + 0.3, colors="tab:red", linestyles="dotted")
     ax.axhline(0.0, color="grey", linewidth=1)
     ax.set_xticks(range(len(verdicts)), [f"{v.task}\n{v.candidate}" for v in verdicts], fontsize=8)
-    ax.set_ylabel("score delta d, points (95% CI; dotted: ±margin)")
+    ax.set_ylabel("score delta d, points (90% CI, TOST; dotted: ±margin)")
     ax.set_title("Eval deltas, candidate − baseline")
 
 

@@ -9,12 +9,17 @@ guess. Every bundle string goes through ``md_text`` / ``md_code`` here, where it
 
 from __future__ import annotations
 
+import re
+
 from byog.analysis.hardware import describe
 from byog.analysis.launch_diff import serve_flags
+from byog.analysis.pair_diff import compare_pair, pair_line
 from byog.core.safe_text import md_code, md_text
 from byog.report.context import ReportContext
 from byog.report.format import load_label
 from byog.schemas.bench import PointSummary
+from byog.schemas.env import EnvRecord
+from byog.schemas.plan import ComparisonPair
 from byog.schemas.server import ServerRecord
 
 SYNTHETIC = "speculative_config.rejection_sample_method"
@@ -81,16 +86,35 @@ def _stock(ctx: ReportContext, candidate: str, baseline: str) -> str:
     return "⚠ baseline not stock" if pair is not None and not pair.baseline_is_stock else "baseline declared stock"
 
 
+PAIR_LINE_FORMAT = 6  # the first report format whose setup line says what the pair differs in
+
+
+def _differs(ctx: ReportContext, candidate: str, baseline: str) -> str:
+    """verify's pair line (``byog.analysis.pair_diff.pair_line``): what vLLM resolved differently, asked or not."""
+    a, b = _record(ctx, candidate), _record(ctx, baseline)
+    if a is None or b is None:
+        return " What the pair differs in: not recorded."
+    declared = ctx.plan.comparison_pairs if ctx.plan is not None else []
+    pair = next(
+        (p for p in declared if (p.candidate, p.baseline) == (candidate, baseline)),
+        ComparisonPair(candidate=candidate, baseline=baseline),
+    )
+    line = pair_line(pair, compare_pair((candidate, baseline), (a, b), ctx.env or EnvRecord()))
+    return f" {md_text(line)}."
+
+
 def setup_lines(ctx: ReportContext) -> list[str]:
-    """One line per pair: hardware, weights, each side's vLLM build, whether the baseline is stock."""
+    """One line per pair: hardware, weights, each side's vLLM build, whether the baseline is stock, and
+    (format 6 on) what the pair differs in."""
     hardware = md_text(describe(ctx.env)) if ctx.env is not None else "hardware not recorded"
     lines = []
     for candidate, baseline in pairs(ctx):
         a, b = _record(ctx, candidate), _record(ctx, baseline)
         weights = _weights(a) if _weights(a) == _weights(b) else f"candidate {_weights(a)}, baseline {_weights(b)}"
+        differs = _differs(ctx, candidate, baseline) if ctx.report_format >= PAIR_LINE_FORMAT else ""
         lines.append(
             f"- **{md_text(candidate)} vs {md_text(baseline)}**: {hardware}; {weights}; "
-            f"candidate {_vllm(a)}; baseline {_vllm(b)}; {_stock(ctx, candidate, baseline)}."
+            f"candidate {_vllm(a)}; baseline {_vllm(b)}; {_stock(ctx, candidate, baseline)}.{differs}"
         )
     return lines + _method_lines(ctx)
 
@@ -187,3 +211,17 @@ def warning_lines(ctx: ReportContext) -> list[str]:
                 f"{md_text(candidate)}'s numbers are against that launch, not against stock vLLM."
             )
     return lines
+
+
+_ESCAPED = re.compile(r"\\(.)")
+
+
+def plain(line: str) -> str:
+    """A first-screen markdown line as terminal text: no bullet, bold or code marks, escapes undone."""
+    text = line.removeprefix("- ").replace("**", "").replace("`", "")
+    return _ESCAPED.sub(r"\1", text)
+
+
+def summary_lines(ctx: ReportContext) -> list[str]:
+    """verify's summary lines (plain text): 'setup: ...' per pair, then 'warning: ...' each."""
+    return [f"setup: {plain(x)}" for x in setup_lines(ctx)] + [f"warning: {plain(x)}" for x in warning_lines(ctx)]

@@ -41,12 +41,18 @@ def _render_v4(run_dir: RunDir, summary: Summary) -> str:
     return render_report(run_dir, summary, report_format=4)
 
 
+def _render_v5(run_dir: RunDir, summary: Summary) -> str:
+    return render_report(run_dir, summary, report_format=5)
+
+
 RENDERERS: dict[int, Renderer] = {
     1: legacy_v1.render_report,  # the renderer before versions (commit 85b2f8f), with today's escaping
     2: _render_v2,  # matrices with one column group per pair, left-aligned
     3: _render_v3,  # Mermaid charts from 0, no flipped items, speed-up ends named by load only
     # e-notation (1.33e+04), claims one row each, no setup or warnings on the first screen, hierarchical bootstrap CI
     4: _render_v4,
+    # the eval-delta plot's alt text names a 95% CI; wide tables scroll; no pair line in the setup
+    5: _render_v5,
     REPORT_VERSION: render_report,
 }
 

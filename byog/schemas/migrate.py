@@ -153,6 +153,13 @@ def _summary_sequential(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("summary", 9)
+def _summary_phases(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 9 -> 10: the run's wall time by phase (phases.json) was added (absent from a schema-9
+    summary; verify compares it as of version 9: ``CHANGED_IN``)."""
+    return data
+
+
 # A version-2 server's fields at their defaults (a version-2 plan.yaml records every field but the null ones).
 _PLAN_V2_SERVER_DEFAULTS: dict[str, Any] = {
     **dict.fromkeys(("image", "platform", "gpus", "url", "additional_config", "speculative_config"), None),

@@ -103,6 +103,8 @@ class VllmInstall(BaseModel):
     url: str | None = None
     source_dir: str | None = None  # an editable or directory install's source
     git: GitState | None = None  # the source directory's state
+
+
 class EngineHook(BaseModel):
     """Something that runs code at start-up or inside the engine besides vLLM's own files."""
 

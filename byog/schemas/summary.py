@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 9
+SUMMARY_SCHEMA_VERSION = 10
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -94,6 +94,8 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
     8: [(("bench",), frozenset({"wake_integrity"}))],
     # 9: a verdict of an eval with planned looks carries its group-sequential record.
     9: [(("evals", "verdicts", "*"), frozenset({"sequential"}))],
+    # 10: the run's wall time by phase, from phases.json.
+    10: [((), frozenset({"phases"}))],
 }
 
 
@@ -153,6 +155,21 @@ class TimeToVerdict(Derived):
     servers: list[ServerTime]
 
 
+class PhaseTime(Derived):
+    """A run's wall time by phase, from its phase record (``byog.analysis.phases``): seconds starting,
+    in warm-up waves, measuring (warm-up excluded), swapping, evaluating (evals and numerics) and
+    other (the rest of the wall); ``measuring_share`` = measuring_s / wall_s."""
+
+    wall_s: float
+    start_s: float
+    warmup_s: float
+    measuring_s: float
+    swap_s: float
+    eval_s: float
+    other_s: float
+    measuring_share: float | None = None
+
+
 class Summary(Derived):
     schema_version: int = SUMMARY_SCHEMA_VERSION
     plan: SummaryPlan
@@ -160,6 +177,7 @@ class Summary(Derived):
     evals: EvalSummary
     numerics: NumericsSummary | None = None  # absent from summary.json when the run has no numerics
     time_to_verdict: TimeToVerdict | None = None  # None: no server recorded a start
+    phases: PhaseTime | None = None  # None: a run made before byog recorded phases (absent from summary.json)
 
     def to_json(self) -> dict[str, Any]:
         """The document summary.json holds (write it with ``atomic_write_json``).
@@ -167,7 +185,7 @@ class Summary(Derived):
         A run without numerics writes no ``numerics`` key, so its summary.json is the same bytes
         as before the numerics part existed.
         """
-        absent = {k for k in ("numerics", "time_to_verdict") if getattr(self, k) is None}
+        absent = {k for k in ("numerics", "time_to_verdict", "phases") if getattr(self, k) is None}
         return self.model_dump(mode="json", exclude=absent or None)
 
 

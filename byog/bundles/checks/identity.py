@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from byog.analysis.identity_consistency import contradictions
 from byog.analysis.launch_diff import ALWAYS_SAME, NOT_RECORDED, install_label, unrecorded
-from byog.analysis.pair_diff import PairDiff, compare_pair
+from byog.analysis.pair_diff import PairDiff, compare_pair, pair_line
 from byog.analysis.resolved_diff import covered
 from byog.bundles.checks.base import Found, Skipped, VerifyContext, check, counted
 from byog.core.errors import CheckFailed, UsageError
@@ -66,25 +66,6 @@ def _host(ctx: VerifyContext) -> EnvRecord:
         return EnvRecord.model_validate(ctx.parsed.get("env.json") or {})
     except ValidationError:
         return EnvRecord()
-
-
-def pair_line(pair: ComparisonPair, diff: PairDiff) -> str:
-    stock = "" if pair.baseline_is_stock else " (the plan says the baseline is not stock)"
-    if diff.unknown:
-        asked = "; ".join(d.label for d in diff.asked)
-        return (
-            f"{pair.candidate} vs {pair.baseline}: unknown: cannot check ({'; '.join(diff.unknown)})"
-            + (f"; asked: {asked}" if asked else "")
-            + stock
-        )
-    shown = [*(d.label for d in diff.identity), *(g.label for g in diff.groups)]
-    shown += [f"{d.label} (asked; not in vLLM's resolved config)" for d in diff.asked_only]
-    same = "; ".join(d.label for d in diff.resolved_same)
-    return (
-        f"{pair.candidate} differs from {pair.baseline} in: {'; '.join(shown) or 'nothing'}"
-        + (f"; asked, but vLLM resolved the same: {same}" if same else "")
-        + stock
-    )
 
 
 def derived_lines(pair: ComparisonPair, diff: PairDiff) -> list[str]:

@@ -3,15 +3,18 @@ computed or rendered from them.
 
 An interleaved pair's ABBA order is read from its rows' times and its servers' swaps
 (``byog.analysis.interleave_records``), never from the labels alone; the time-to-verdict records
-(starts, activity spans, swaps) must be possible (``byog.analysis.time_to_verdict.check_records``).
+(starts, activity spans, swaps) must be possible (``byog.analysis.time_to_verdict.check_records``), and
+so must the run's phase record, phases.json: its order and times (``byog.analysis.phases.phase_problems``).
 """
 
 from __future__ import annotations
 
 from byog.analysis.interleave_records import check_interleaving
+from byog.analysis.phases import phase_problems, read_phases
 from byog.analysis.summary import plan_of
 from byog.analysis.time_to_verdict import check_records
-from byog.bundles.checks.base import Found, VerifyContext, check
+from byog.bundles.checks.base import Found, VerifyContext, check, counted
+from byog.core.errors import CheckFailed
 
 
 @check("records", requires=("schemas",))
@@ -19,10 +22,16 @@ def records_are_possible(ctx: VerifyContext) -> Found:
     plan = plan_of(ctx.run_dir)
     interleaving = check_interleaving(ctx.run_dir, plan)
     problems = check_records(ctx.run_dir, plan) + interleaving.problems
+    try:
+        phases = read_phases(ctx.run_dir)
+        problems += [f"phases.json: {p}" for p in phase_problems(phases)] if phases is not None else []
+    except CheckFailed as err:
+        phases = None
+        problems.append(str(err))
     details = {"failed": problems, "interleaved": sorted(f"{s} at {p}" for s, p in interleaving.held)}
     if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        return Found(f"{problems[0]}{more}", failed=True, details=details)
+        return Found(counted(problems, "time records are impossible"), failed=True, details=details)
     pairs = len(plan.interleaved_pairs)
     held = f"; {pairs} interleaved pair(s) took turns ABBA, as their swaps and times show" if pairs else ""
-    return Found(f"the servers' time records are possible{held}", details=details)
+    recorded = f"; {len(phases.phases)} phases in order" if phases is not None else ""
+    return Found(f"the servers' time records are possible{held}{recorded}", details=details)

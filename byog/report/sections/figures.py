@@ -42,7 +42,7 @@ def _pngs(ctx: ReportContext, plots: list[Plot], lines: list[str], named: str) -
         return [*lines, f"{named}: {names}.", ""]
     lines = [*lines]
     for p in plots:
-        lines += [f"![{p.alt}]({base}{p.name})", ""]
+        lines += [f"![{p.alt_in(ctx.report_format)}]({base}{p.name})", ""]
     if ctx.invalid:
         lines += ["Invalid points are drawn as red crosses (and hatched boxes) in the plots.", ""]
     return lines

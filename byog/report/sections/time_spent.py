@@ -7,6 +7,7 @@ byog recorded them), so those reports keep their bytes.
 
 from __future__ import annotations
 
+from byog.analysis.phases import shares_line
 from byog.core.safe_text import md_text
 from byog.report.context import ReportContext
 from byog.report.format import fixed, table
@@ -30,9 +31,12 @@ def section(ctx: ReportContext) -> list[str]:
     """``## Time to verdict``: seconds starting, measuring, evaluating, swapping and idle."""
     spent = ctx.summary.time_to_verdict
     effects = ctx.summary.bench.wake_effects
-    if spent is None and not effects:
+    phases = ctx.summary.phases
+    if spent is None and not effects and phases is None:
         return []
     lines = ["## Time to verdict", ""]
+    if phases is not None:
+        lines += [f"Where the time went (phases.json): {shares_line(phases)}.", ""]
     if spent is not None:
         lines += [
             "Seconds of wall time, from each server's recorded start-ups and activity spans; evaluating holds the "

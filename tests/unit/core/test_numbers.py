@@ -17,3 +17,9 @@ def test_large_and_small_numbers_are_plain_decimals() -> None:
 
 def test_the_digits_are_significant_as_in_g() -> None:
     assert decimal(2.99596, 4) == "2.996" and decimal(2.99596, 3) == "3"
+
+
+def test_duration_picks_seconds_minutes_or_hours() -> None:
+    from byog.core.numbers import duration
+
+    assert [duration(s) for s in (95.25, 2520, 39240)] == ["95.2 s", "42.0 min", "10.9 h"]

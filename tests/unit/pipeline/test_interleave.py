@@ -250,6 +250,7 @@ def test_the_report_section_shows_the_time_spent() -> None:
     class Ctx:
         class summary:
             time_to_verdict = ttv
+            phases = None
 
             class bench:
                 wake_effects: list[object] = []

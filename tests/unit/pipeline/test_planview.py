@@ -61,7 +61,7 @@ def test_byog_plan_names_the_default_control_for_the_platform_and_why(
     monkeypatch.setattr("byog.pipeline.planview.environment_fingerprint", lambda: env)
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN.replace("  fp16: {args: [--enforce-eager, --dtype, float16]}\n", ""))
-    result = CliRunner().invoke(app, ["plan", str(plan)], env={"COLUMNS": "400"})
+    result = CliRunner().invoke(app, ["plan", str(plan), "--details"], env={"COLUMNS": "400"})
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("numerics control of stock: stock.control"))
@@ -85,7 +85,7 @@ def test_byog_plan_says_r_and_the_coverage_it_buys() -> None:
     flagship = perf_ci_rows(load_plan("kimi-k3-gb300")[0])
     assert flagship and all(r["launches"] == [2, 2] and r["df"] == 2 for r in flagship)
     assert all(0.93 <= c <= 0.97 for r in flagship for c in r["coverage"].values())
-    result = CliRunner().invoke(app, ["plan", "smoke"], env={"COLUMNS": "400"})
+    result = CliRunner().invoke(app, ["plan", "smoke", "--details"], env={"COLUMNS": "400"})
     assert result.exit_code == 0, result.output
     (line,) = [x for x in result.output.splitlines() if x.startswith("perf CI, ")]
     assert line.startswith(

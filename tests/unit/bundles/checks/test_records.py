@@ -3,10 +3,13 @@ the summary or the report is recomputed from them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from byog.bundles.finalize import seal_and_pack
 from byog.bundles.verify import verify_bundle
 from byog.core.paths import RunDir
+from tests.support.keys import allowed_signers, make_key
 from tests.unit.bundles.checks.test_identity import pack, run_dir  # noqa: F401 (run_dir: the fixture)
 
 T0 = 1_764_979_200.0
@@ -66,3 +69,31 @@ def test_a_swap_at_visit_999_that_slept_minus_5_s_fails_verify(tmp_path: Path, r
     assert not report.verified
     assert report.failures[0].startswith("records: server 'candidate' (launch 1): a swap slept -5"), report.failures
     assert "a swap before visit 999 of p is outside it" in str(report.results), report.failures
+
+
+def test_a_phase_record_edited_after_the_run_fails_verify(tmp_path: Path, run_dir: RunDir) -> None:  # noqa: F811
+    """The phases a run recorded are signed with it: a signed record whose phases cannot be a run's
+    (a measure that ends before it starts, a warm-up moved out of its measure) fails, each named."""
+    from tests.unit.analysis.test_phases import sequential_run
+
+    sequential_run(run_dir, "baseline", "candidate")
+    (tmp_path / "good").mkdir()
+    (tmp_path / "bad").mkdir()
+    bundle, allowed = pack(tmp_path / "good", run_dir)
+    good = verify_bundle(bundle, allowed_signers=allowed)
+    assert good.verified, good.failures
+    assert next(r for r in good.results if r.name == "records").message.endswith("; 9 phases in order")
+    data = json.loads(run_dir.phases_json.read_text())
+    data["phases"][3].update(t1_mono_s=data["phases"][3]["t0_mono_s"] - 5, t1_unix_s=data["phases"][3]["t0_unix_s"] - 5)
+    data["phases"][1].update(server="candidate")  # a warm-up of the baseline's, moved to the candidate
+    run_dir.phases_json.write_text(json.dumps(data))  # after byog's summary and report: a contributor's own edit
+    key, public = make_key(tmp_path / "bad", "alice")
+    allowed = allowed_signers(tmp_path / "bad" / "allowed", [("alice@example.com", public)])
+    bundle = seal_and_pack(run_dir, tmp_path / "bad" / "b.tar.gz", key=key).bundle
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert not report.verified
+    records = next(r for r in report.results if r.name == "records")
+    assert records.details is not None
+    failed = records.details["failed"]
+    assert any("phase 4 (measure of baseline) ends 5.0 s before it starts" in f for f in failed)
+    assert any("phase 2 (warm-up of candidate) lies outside every measure phase of its server" in f for f in failed)

@@ -1,0 +1,48 @@
+"""phases.json: what a run's wall time went on, phase by phase, as the run went
+(``byog.pipeline.activity`` is its one writer; ``byog.analysis.phases`` reads and checks it).
+
+Each phase holds both clocks: ``time.monotonic()`` (which no clock change moves, so lengths and
+order come from it) and Unix time (which places the phase in the world and beside the servers'
+records). A ``warm-up`` lies inside a ``measure`` of the same server: the batch point's warm-up
+waves before its measured ones; every other phase follows the one before it. Phases are appended
+as they end, so the file is in order of their ends. Deriving the verdict and packing the bundle
+are not phases: they happen after the record is final (it is signed with the run).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from pydantic import Field
+
+from byog.schemas.base import Strict
+from byog.schemas.registry import register
+
+PHASES_SCHEMA_VERSION = 1
+
+PhaseKind = Literal["start", "warm-up", "measure", "swap", "eval", "numerics"]
+Instant = tuple[float, float]  # (time.monotonic(), time.time()), read together
+
+
+def now() -> Instant:
+    return time.monotonic(), time.time()
+
+
+class Phase(Strict):
+    kind: PhaseKind
+    server: str
+    launch: int = Field(default=1, ge=1)
+    t0_mono_s: float
+    t1_mono_s: float
+    t0_unix_s: float
+    t1_unix_s: float
+
+
+class PhaseLog(Strict):
+    schema_version: Literal[1] = 1
+    clock: Literal["time.monotonic"] = "time.monotonic"
+    phases: list[Phase] = Field(default_factory=list)
+
+
+register("phases", PhaseLog, version=PHASES_SCHEMA_VERSION, files=("phases.json",))

@@ -1,0 +1,167 @@
+"""``byog plan``'s decode rates (measured, the seeds' figure, a guess) and the eval capacity rule."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from byog.cli import app
+from byog.core.errors import UsageError
+from byog.evals.capacity import concurrency_for
+from byog.pipeline.plan_rates import (
+    GUESS,
+    SEEDS,
+    TPOT_GUESS_S,
+    VLLM_DEFAULT_MAX_NUM_SEQS,
+    RateLookup,
+    SeedRates,
+    eval_estimates,
+    served_capacity,
+)
+from byog.plans.expand import expand_plan
+from byog.plans.load import load_plan, parse_plan
+from byog.plans.tiers import apply_tier
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def test_capacity_is_kv_tokens_over_one_request_capped_by_max_num_seqs() -> None:
+    capacity = concurrency_for
+    assert capacity(64 * 33768, 1024 + 32768, 1024) == 63
+    assert capacity(64 * 33768, 1024 + 256, 256) == 256
+    assert capacity(1000, 33792, 256) == 1  # a request larger than the cache still runs one at a time
+    assert capacity(None, 33792, 128) == 128  # nothing known of the KV cache: max_num_seqs alone
+
+
+def test_seeds_figure_is_the_published_decode_rate_of_the_profile() -> None:
+    seeds = SeedRates(load_plan("kimi-k3-gb300")[0])
+    b1 = seeds.rate("candidate-tp8", 1)
+    assert b1 is not None and b1.source == SEEDS and b1.tpot_s == pytest.approx(1 / 193.3)
+    # the baseline has no value claim at B=1: the candidate's over the claimed speed-up 1.58
+    base = seeds.rate("baseline-tp8", 1)
+    assert base is not None and base.tpot_s == pytest.approx(1.58 / 193.3)
+    # the stock speculative server at B=1: the seeds' own 488 tok/s (~2 ms per token)
+    spec = seeds.rate("baseline-tp16-spec-synth", 1)
+    assert spec is not None and spec.tpot_s == pytest.approx(1 / 488)
+    # above the largest published B the throughput is held: TPOT grows with B (an upper bound)
+    big = seeds.rate("candidate-tp16", 256)
+    assert big is not None and big.tpot_s == pytest.approx(256 / 3606.1) and "held up to B=256" in big.why
+    # a server with no figure of its own borrows one on the same side with the same TP, and says so
+    borrowed = seeds.rate("baseline-tp16-spec", 64)
+    assert borrowed is not None and borrowed.tpot_s == pytest.approx(64 * 1.62 / 3606.1)
+    assert "as baseline-tp16" in borrowed.why
+
+
+def test_a_plan_with_no_claims_file_and_no_run_is_a_guess() -> None:
+    plan = load_plan("smoke")[0]
+    assert RateLookup(plan, {})("candidate", "any", 4) == GUESS and GUESS.tpot_s == TPOT_GUESS_S
+
+
+def test_a_measured_point_wins_over_the_seeds_figure() -> None:
+    plan = load_plan("kimi-k3-gb300")[0]
+    rates = RateLookup(plan, {("candidate-tp8", "decode-b1-isl1-osl1000"): (0.004, 0.2)})
+    assert rates("candidate-tp8", "decode-b1-isl1-osl1000", 1).tpot_s == 0.004
+    assert rates("candidate-tp8", "decode-b2-isl1-osl1000", 2).source == "server median"
+    assert rates("baseline-tp8", "decode-b2-isl1-osl1000", 2).source == SEEDS
+
+
+PLAN = """\
+name: evalcap
+model: {path: "builtin:smollm2-135m-instruct"}
+servers:
+  a: {args: [--max-num-seqs, "16"]}
+  b: {}
+baseline: b
+workloads:
+  - {kind: batch, name: d, batch_sizes: [4], isl: [1000], osl: [1000]}
+evals:
+  - {task: gsm8k, limit: 100}
+"""
+
+
+def test_eval_concurrency_follows_the_servers_capacity() -> None:
+    plan = parse_plan(PLAN, "p.yaml")
+    rows = {r["server"]: r for r in eval_estimates(plan, expand_plan(plan), RateLookup(plan, {}))}
+    # gsm8k: 1024 prompt tokens reserved + 256 max tokens; the KV cache holds B=4 x 2000 = 8000 tokens
+    assert rows["a"]["concurrency"] == rows["b"]["concurrency"] == 8000 // 1280 == 6
+    assert "KV tokens assumed" in rows["a"]["kv_why"]
+    assert rows["a"]["estimate_s"] == pytest.approx(17 * (0.1 + 128 * TPOT_GUESS_S))  # ceil(100 / 6) rounds
+    wide = parse_plan(PLAN.replace("batch_sizes: [4]", "batch_sizes: [400]"), "p.yaml")
+    rows = {r["server"]: r for r in eval_estimates(wide, expand_plan(wide), RateLookup(wide, {}))}
+    assert rows["a"]["concurrency"] == 16 and "--max-num-seqs" in rows["a"]["concurrency_why"]
+    assert rows["b"]["concurrency"] == VLLM_DEFAULT_MAX_NUM_SEQS
+
+
+def test_the_flagship_first_screen_names_wall_tiers_largest_items_and_assumptions() -> None:
+    result = CliRunner().invoke(app, ["plan", "kimi-k3-gb300", "--tier", "standard"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("plan 'kimi-k3-gb300', tier standard: ") and "h wall" in lines[0]
+    assert "GPU-hours" in lines[0]
+    assert len(lines) <= 30 and "srun" not in result.output  # one screen; the launch lines are --details
+    tiers = [x.split("|")[1].strip() for x in lines if x.startswith("| ")][1:]  # after the header row
+    assert tiers == ["smoke", "standard \\<", "full"]
+    at = lines.index("largest items:")
+    assert [x[:5] for x in lines[at + 1 : at + 4]] == ["  1. ", "  2. ", "  3. "]
+    said = result.output[result.output.index("assumptions:") :]
+    assert "seeds' figure for 117" in said and "claims/kimi-k3-gb300.claims.yaml" in said
+    assert "aime25 63" in said and "KV tokens assumed" in said
+    details = CliRunner().invoke(app, ["plan", "kimi-k3-gb300", "--details"], env={"COLUMNS": "200"})
+    assert details.exit_code == 0 and "srun (node 0)" in details.output and "assumptions:" in details.output
+
+
+def test_the_standard_tier_costs_less_than_full_with_evals_counted() -> None:
+    plan = load_plan("kimi-k3-gb300")[0]
+    from byog.pipeline.planview import estimate_plan
+
+    full, standard = estimate_plan(plan), estimate_plan(apply_tier(plan, "standard"))
+    assert 0 < standard["evals_total_s"] < full["evals_total_s"]
+    assert standard["evals_gpu_hours"] == pytest.approx(standard["evals_total_s"] / 3600 * 16)
+
+
+def test_from_run_takes_what_each_server_reported_it_holds(tmp_path: Path) -> None:
+    info = json.loads((FIXTURES / "server-info" / "stock.json").read_text())
+    record = tmp_path / "servers" / "a" / "server.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"name": "a", "resolved": {"server_info": info}}))
+    (tmp_path / "servers" / "b").mkdir()
+    (tmp_path / "servers" / "b" / "server.json").write_text(json.dumps({"name": "b", "resolved": None}))
+    served = served_capacity(tmp_path)
+    assert served == {"a": {"kv_tokens": 2912 * 32, "max_num_seqs": 128}}  # b's record kept no /server_info
+    plan = parse_plan(PLAN, "p.yaml")
+    rows = {r["server"]: r for r in eval_estimates(plan, expand_plan(plan), RateLookup(plan, {}), served)}
+    assert rows["a"]["concurrency"] == 72 == (2912 * 32) // 1280  # under the server's max_num_seqs 128
+    assert "as the server reported" in rows["a"]["kv_why"] and "assumed" in rows["b"]["kv_why"]
+
+
+def test_from_run_reads_a_bundle_as_well_as_a_run_directory(tmp_path: Path) -> None:
+    from byog.pipeline.planview import plan_overview
+
+    bundle = FIXTURES / "report-v1" / "v1-bundle.tar.gz"
+    plan = tmp_path / "plan.yaml"
+    with tarfile.open(bundle) as tar:
+        member = tar.extractfile("plan.yaml")
+        assert member is not None
+        text = member.read().decode()
+    plan.write_text(text)
+    overview = plan_overview(str(plan), "full", bundle)
+    assert overview["from_run"] is not None and "a bundle, not verified" in overview["from_run"]
+    assert {p["source"] for p in overview["points"]} == {"measured"}
+    with pytest.raises(UsageError, match="neither a run directory nor a bundle file"):
+        plan_overview("smoke", "full", bundle.with_name("missing.tar.gz"))
+
+
+def test_the_largest_items_add_up_to_the_wall_and_name_what_a_plan_can_change() -> None:
+    from byog.pipeline.planview import estimate_plan, largest_items
+
+    estimate = estimate_plan(apply_tier(load_plan("kimi-k3-gb300")[0], "standard"))
+    items = largest_items(estimate)
+    wall = estimate["total_estimate_s"] + estimate["evals_total_s"]
+    assert sum(i["seconds"] for i in items) == pytest.approx(wall)
+    assert [i["seconds"] for i in items] == sorted((i["seconds"] for i in items), reverse=True)
+    assert items[0]["what"].startswith("eval aime25 (4 servers x 480 requests at concurrency 63)")
+    assert any(i["what"] == "start-ups (20 over 10 servers)" for i in items)
