@@ -115,7 +115,8 @@ MAINTAINER_OWNED: dict[type[BaseModel], frozenset[str]] = {
     SshConfig: _LAUNCHED_OWNED | {"hosts", "ssh_options"},
     SlurmConfig: _LAUNCHED_OWNED | {"image", "platform", "hosts"},
     EvalSpec: frozenset({"passes"}),  # one greedy pass: byog's
-    ComparisonPair: frozenset({"interleave", "wake_warmup_waves"}),  # sleep mode is the maintainer's platform's: sequential by default
+    # sleep mode is the maintainer's platform's: sequential by default, and its warm-up after a wake with it
+    ComparisonPair: frozenset({"interleave", "wake_warmup_waves"}),
 }
 
 # Models a reproduction never copies, and why.
