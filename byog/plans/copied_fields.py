@@ -71,7 +71,7 @@ COPIED: dict[type[BaseModel], frozenset[str]] = {
     DockerConfig: _LAUNCHED,
     SshConfig: _LAUNCHED,
     SlurmConfig: _LAUNCHED,
-    BatchWorkload: frozenset({*_WORKLOAD, "batch_sizes", "warmup_waves", "waves", "ci_target", "max_waves"}),
+    BatchWorkload: frozenset({*_WORKLOAD, "batch_sizes", "warmup_waves", "waves", "ci_target", "min_waves"}),
     ConcurrencyWorkload: frozenset({*_WORKLOAD, "concurrencies", "num_prompts", "warmup_prompts"}),
     RateWorkload: frozenset({*_WORKLOAD, "rates", "num_prompts", "seed", "search"}),
     RandomPrompts: frozenset({"kind", "send"}),
@@ -115,7 +115,8 @@ MAINTAINER_OWNED: dict[type[BaseModel], frozenset[str]] = {
     SshConfig: _LAUNCHED_OWNED | {"hosts", "ssh_options"},
     SlurmConfig: _LAUNCHED_OWNED | {"image", "platform", "hosts"},
     EvalSpec: frozenset({"passes"}),  # one greedy pass: byog's
-    ComparisonPair: frozenset({"interleave"}),  # sleep mode is the maintainer's platform's: sequential by default
+    # sleep mode is the maintainer's platform's: sequential by default, and its warm-up after a wake with it
+    ComparisonPair: frozenset({"interleave", "wake_warmup_waves"}),
 }
 
 # Models a reproduction never copies, and why.

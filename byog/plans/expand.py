@@ -167,9 +167,9 @@ def _load_point(
             **common,
             batch_size=int(load),
             warmup_waves=workload.warmup_waves,
-            waves=workload.waves,
+            waves=workload.first_stop,  # the point's minimum; its cap is the plan's waves
             ci_target=workload.ci_target,
-            max_waves=workload.wave_cap if workload.ci_target is not None else 0,
+            max_waves=workload.waves if workload.ci_target is not None else 0,
         )
     if isinstance(workload, ConcurrencyWorkload):
         return BenchPoint(

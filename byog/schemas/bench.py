@@ -74,9 +74,9 @@ class BenchPoint(Strict):
     api: Literal["completions", "chat"] = "completions"
     prompts: RandomPrompts | DatasetPrompts
     warmup_waves: int = 0  # batch
-    waves: int = 0  # batch: measured waves (the minimum when ``ci_target`` is set)
+    waves: int = 0  # batch: measured waves (the minimum when ``ci_target`` is set: the plan's min_waves)
     ci_target: float | None = None  # batch: stop once the decode-rate CI's relative half-width is at most this
-    max_waves: int = 0  # batch with ``ci_target``: the cap on measured waves (0: a fixed ``waves``)
+    max_waves: int = 0  # batch with ``ci_target``: the cap on measured waves, the plan's waves (0: a fixed ``waves``)
     num_prompts: int = 0  # concurrency/rate: measured requests
     warmup_prompts: int = 0  # concurrency
     prompt_seed: int = 0

@@ -130,31 +130,35 @@ class _WorkloadBase(Strict):
     slo: SloSpec | None = None  # each point reports the share of requests inside it and the goodput
 
 
+DEFAULT_MIN_WAVES = 3  # a batch point stopping on its CI runs this many waves at least (docs/statistics.md §8)
+
+
 class BatchWorkload(_WorkloadBase):
     """Exactly B requests start together; W warm-up waves, then R measured waves."""
 
     kind: Literal["batch"] = "batch"
     batch_sizes: list[PositiveInt] = Field(min_length=1)
     warmup_waves: NonNegativeInt = 1
-    # measured waves: the minimum while ``ci_target`` is set, else the fixed count
+    # measured waves: the most a point runs (the plan's budget), exactly this many with ``ci_target: null``
     waves: PositiveInt = 3
-    # stop a point once the 95% wave CI of its decode tok/s is within +/- this share of it (after
-    # ``waves``, up to ``max_waves``); null: exactly ``waves`` (docs/statistics.md §8)
+    # stop a point early once the 95% wave CI of its decode tok/s is within +/- this share of it, after
+    # ``min_waves`` at least; null: exactly ``waves`` (docs/statistics.md §8)
     ci_target: float | None = Field(default=0.01, gt=0, lt=1)
-    max_waves: PositiveInt | None = None  # the cap on measured waves while ``ci_target`` is set; null: 2 x waves
+    # the fewest measured waves a point stops at on its CI; null: 3 (fewer moved A/A verdicts), or ``waves``
+    min_waves: PositiveInt | None = None
 
     @model_validator(mode="after")
-    def _cap_not_below_minimum(self) -> BatchWorkload:
-        if self.max_waves is not None and self.max_waves < self.waves:
-            raise ValueError(f"max_waves ({self.max_waves}) is below waves ({self.waves}), the minimum")
+    def _minimum_within_budget(self) -> BatchWorkload:
+        if self.min_waves is not None and self.min_waves > self.waves:
+            raise ValueError(f"min_waves ({self.min_waves}) is above waves ({self.waves}), the most a point runs")
         return self
 
     @property
-    def wave_cap(self) -> int:
-        """The most measured waves a point of this workload runs (``waves`` when stopping is off)."""
+    def first_stop(self) -> int:
+        """The fewest measured waves a point of this workload runs (``waves`` when stopping is off)."""
         if self.ci_target is None:
             return self.waves
-        return self.max_waves if self.max_waves is not None else 2 * self.waves
+        return min(self.min_waves if self.min_waves is not None else DEFAULT_MIN_WAVES, self.waves)
 
 
 class ConcurrencyWorkload(_WorkloadBase):

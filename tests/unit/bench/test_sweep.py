@@ -363,8 +363,8 @@ workloads:
 """
 STOPPING_PLAN = (
     ONE_SERVER
-    + "  - {kind: batch, name: decode, batch_sizes: [2], isl: [5], osl: [12], warmup_waves: 1, waves: 3,"
-    + " max_waves: 6}\n"
+    + "  - {kind: batch, name: decode, batch_sizes: [2], isl: [5], osl: [12], warmup_waves: 1, waves: 6,"
+    + " min_waves: 3}\n"
 )
 TIGHT_MS = [1.0]  # every wave decodes at one rate
 NOISY_MS = [1.0, 1.3, 0.8, 1.25, 0.9, 1.2, 0.95]

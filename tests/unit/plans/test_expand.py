@@ -35,9 +35,23 @@ def test_expand_ids_are_the_same_on_every_server_and_ordered() -> None:
     ]
     assert [p.point_id for p in points_for_server(plan, "cand")] == [i for i in ids if not i.startswith("concurrency")]
     b4 = expand_plan(plan)[1]
-    # prompts for the cap (2 x 2 waves + 1 warm-up, it stops on its 1% CI target); 2 waves at least
-    assert (b4.batch_size, b4.warmup_waves, b4.waves, b4.total_requests, b4.measured_requests) == (4, 1, 2, 20, 8)
-    assert (b4.ci_target, b4.max_waves, b4.wave_cap) == (0.01, 4, 4)
+    # the plan's 2 waves are the budget; the default minimum (3) is cut to it: 2 waves, prompts for 2 + 1 warm-up
+    assert (b4.batch_size, b4.warmup_waves, b4.waves, b4.total_requests, b4.measured_requests) == (4, 1, 2, 12, 8)
+    assert (b4.ci_target, b4.max_waves, b4.wave_cap) == (0.01, 2, 2)
+
+
+def test_a_point_stopping_on_its_ci_runs_between_min_waves_and_the_plans_waves() -> None:
+    import pytest
+
+    from byog.core.errors import ByogError
+
+    eight = parse_plan(PLAN.replace("waves: 2}", "waves: 8}"), "t.yaml")
+    point = expand_plan(eight)[0]
+    assert (point.waves, point.wave_cap, point.total_requests) == (3, 8, 1 * (1 + 8))  # default minimum 3
+    fixed = parse_plan(PLAN.replace("waves: 2}", "waves: 8, ci_target: null}"), "t.yaml")
+    assert (expand_plan(fixed)[0].waves, expand_plan(fixed)[0].wave_cap) == (8, 8)
+    with pytest.raises(ByogError, match="min_waves"):
+        parse_plan(PLAN.replace("waves: 2}", "waves: 2, min_waves: 5}"), "t.yaml")
 
 
 def test_smoke_profile_expands_to_the_published_decode_sweep() -> None:

@@ -23,9 +23,9 @@ NOISY_MS = [1.0, 1.3, 0.8, 1.25, 0.9, 1.2, 0.95]
 
 
 def stopped_run(root: Path, edit: dict[str, object] | None = None) -> RunDir:
-    """A synthetic run whose candidate point ran under the plan's stopping rule (1%, 3-6 waves) on
-    noisy recorded waves; ``edit``: fields of its stopping record changed afterwards."""
-    rd = make_run_dir(root, SyntheticSpec(batch_sizes=(1,), eval_items=5))
+    """A synthetic run whose candidate point ran under the plan's stopping rule (1%, 3-6 waves: 6 planned, 3
+    at least) on noisy recorded waves; ``edit``: fields of its stopping record changed afterwards."""
+    rd = make_run_dir(root, SyntheticSpec(batch_sizes=(1,), eval_items=5, waves=6))
     plan = parse_plan(rd.plan_yaml.read_text(encoding="utf-8"), "plan.yaml")
     point = next(p for p in expand_plan(plan) if p.point_id == POINT)
     rule = Rule.of(point)
