@@ -4,9 +4,10 @@ One cluster start per node runtime (module-scoped, parametrized): three local pr
 three containers on the real Docker engine (the ``cpu-host`` image, host network), three
 processes over SSH to this machine's own sshd on 127.0.0.1. Against each: server.json records
 every node, the TP size is read back from the server, a bench point runs; an eval (2 items of
-byog's generated arithmetic) runs on local nodes. Last, on every kind, a node killed while the cluster is idle is seen dead
-and the group torn down (the node runtime's part). After each runtime's module part, nothing is
-left: no process carrying a node marker, no container of the run. A node dying mid-point (the
+byog's generated arithmetic) runs on local nodes. Last, on every kind, a node killed while the
+cluster is idle is seen dead and the group torn down (the node runtime's part). After each
+runtime's module part, nothing is left: no process carrying a node marker, no container of the
+run. A node dying mid-point (the
 point failed with the node's log tail, the group restarted by the sweep, a rerun resuming the
 point) is the sweep's doing, the same on every node runtime: test_cluster_slurm_cpu measures it
 on a cluster (a step cancelled mid-point), test_bench_kill on a single server.
@@ -180,9 +181,7 @@ def test_a_bench_point_and_an_eval(cluster: ClusterServer, shared_datasets: Path
         cluster.config,
         "point",
         osl=16,
-        evals=[EvalSpec(task="arithmetic_generated", limit=2, num_concurrent=2)]
-        if with_eval
-        else None,
+        evals=[EvalSpec(task="arithmetic_generated", limit=2, num_concurrent=2)] if with_eval else None,
     )
     result = run_bench_for_server(plan, "tp3", cluster, rd, QUIET)
     assert result["run"] and not result["failed"] and result["restarts"] == 0, result
