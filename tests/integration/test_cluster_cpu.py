@@ -3,10 +3,11 @@
 One cluster start per node runtime (module-scoped, parametrized): three local process groups,
 three containers on the real Docker engine (the ``cpu-host`` image, host network), three
 processes over SSH to this machine's own sshd on 127.0.0.1. Against each: server.json records
-every node, the TP size is read back from the server, a bench point runs; a GSM8K eval (2 items)
-runs on local nodes. Last, on every kind, a node killed while the cluster is idle is seen dead
-and the group torn down (the node runtime's part). After each runtime's module part, nothing is
-left: no process carrying a node marker, no container of the run. A node dying mid-point (the
+every node, the TP size is read back from the server, a bench point runs; an eval (2 items of
+byog's generated arithmetic) runs on local nodes. Last, on every kind, a node killed while the
+cluster is idle is seen dead and the group torn down (the node runtime's part). After each
+runtime's module part, nothing is left: no process carrying a node marker, no container of the
+run. A node dying mid-point (the
 point failed with the node's log tail, the group restarted by the sweep, a rerun resuming the
 point) is the sweep's doing, the same on every node runtime: test_cluster_slurm_cpu measures it
 on a cluster (a step cancelled mid-point), test_bench_kill on a single server.
@@ -43,7 +44,7 @@ from tests.support.sshd import sshd_available, start_loopback_sshd
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
 NODES = 3
-MAX_MODEL_LEN = 2048  # GSM8K's 5-shot prompts are ~900 tokens
+MAX_MODEL_LEN = 2048  # as test_cluster_slurm_cpu's clusters
 REPO = Path(__file__).resolve().parents[2]
 QUIET = NullReporter()
 
@@ -168,19 +169,19 @@ def test_every_node_is_recorded_and_the_tp_size_read_back(cluster: ClusterServer
     assert all(p.alive() for p in (r.proc for r in cluster.running))
 
 
-def test_a_bench_point_and_a_gsm8k_eval(cluster: ClusterServer, shared_datasets: Path) -> None:
+def test_a_bench_point_and_an_eval(cluster: ClusterServer, shared_datasets: Path) -> None:
     """A point on every kind of node; the eval on local nodes (an eval sees only the endpoint, so on
-    another node runtime it would add CI time, not coverage: each GSM8K item is ~900 prompt tokens
-    through a TP3 gloo group on two cores)."""
+    another node runtime it would add CI time, not coverage). The eval is byog's generated arithmetic
+    through lm-eval's chat path: ~30 prompt tokens and a few answer tokens an item, where a GSM8K
+    item is ~900 prompt tokens (5-shot) and up to 32 answer tokens through a TP3 gloo group on two
+    cores; GSM8K itself runs on a single server (test_evals_cpu, the smoke run)."""
     rd = RunDir(cluster.test_run_root)  # type: ignore[attr-defined]
     with_eval = cluster.test_kind == "local"  # type: ignore[attr-defined]
     plan = plan_for(
         cluster.config,
         "point",
         osl=16,
-        evals=[EvalSpec(task="gsm8k", limit=2, gen_kwargs={"max_gen_toks": 32}, num_concurrent=2)]
-        if with_eval
-        else None,
+        evals=[EvalSpec(task="arithmetic_generated", limit=2, num_concurrent=2)] if with_eval else None,
     )
     result = run_bench_for_server(plan, "tp3", cluster, rd, QUIET)
     assert result["run"] and not result["failed"] and result["restarts"] == 0, result
@@ -188,7 +189,7 @@ def test_a_bench_point_and_a_gsm8k_eval(cluster: ClusterServer, shared_datasets:
     assert point["status"] == "complete"
     if with_eval:
         run_evals_for_server(plan, "tp3", cluster.endpoint, rd, shared_datasets, QUIET)
-        results = json.loads(rd.eval_results("tp3", "gsm8k").read_text())
+        results = json.loads(rd.eval_results("tp3", "arithmetic_generated").read_text())
         assert results["n_items"] == 2 and 0.0 <= results["score"] <= 100.0
 
 
