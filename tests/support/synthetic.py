@@ -72,7 +72,7 @@ def synthetic_rows(rng: random.Random, point: Any, tpot_s: float) -> list[Any]:
     rows = []
     t = 10 * NS
     index = 0
-    for wave in range(point.warmup_waves + point.waves):
+    for wave in range(point.warmup_waves + point.wave_cap):  # the plan's waves (a stopping point's cap)
         for _ in range(point.batch_size):
             ttft_ns = int(rng.uniform(0.02, 0.03) * NS)
             times = [t + ttft_ns]

@@ -103,7 +103,7 @@ def test_agentic_rows_carry_the_session_structure(run: tuple[RunDir, object]) ->
     run_dir, _ = run
     rows = read_request_rows(run_dir.bench_rows("cand", "agent-c2"))
     record = json.loads(run_dir.bench_point("cand", "agent-c2").read_text())
-    assert record["schema_version"] == 3 and record["point"]["max_context"] == 1024  # the plan's model context
+    assert record["schema_version"] == 4 and record["point"]["max_context"] == 1024  # the plan's model context
     assert all(r.error is None and r.n_out == r.expected_n_out == 6 for r in rows)
     assert {r.session for r in rows if r.warmup} == {1_000_000} and {r.session for r in rows if not r.warmup} == {
         0,

@@ -108,7 +108,7 @@ def test_the_flagship_first_screen_names_wall_tiers_largest_items_and_assumption
     at = lines.index("largest items:")
     assert [x[:5] for x in lines[at + 1 : at + 4]] == ["  1. ", "  2. ", "  3. "]
     said = result.output[result.output.index("assumptions:") :]
-    assert "seeds' figure for 117" in said and "claims/kimi-k3-gb300.claims.yaml" in said
+    assert "seeds' figure for 124" in said and "claims/kimi-k3-gb300.claims.yaml" in said
     assert "aime25 63" in said and "KV tokens assumed" in said
     details = CliRunner().invoke(app, ["plan", "kimi-k3-gb300", "--details"], env={"COLUMNS": "200"})
     assert details.exit_code == 0 and "srun (node 0)" in details.output and "assumptions:" in details.output
@@ -164,4 +164,4 @@ def test_the_largest_items_add_up_to_the_wall_and_name_what_a_plan_can_change() 
     assert sum(i["seconds"] for i in items) == pytest.approx(wall)
     assert [i["seconds"] for i in items] == sorted((i["seconds"] for i in items), reverse=True)
     assert items[0]["what"].startswith("eval aime25 (4 servers x 480 requests at concurrency 63)")
-    assert any(i["what"] == "start-ups (20 over 10 servers)" for i in items)
+    assert any(i["what"] == "start-ups (22 over 11 servers)" for i in items)

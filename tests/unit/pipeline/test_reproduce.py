@@ -155,7 +155,8 @@ def test_the_sample_is_the_bundles_and_named_points_override_it(made: dict[str, 
 
 
 def test_a_doctored_bundle_verifies_but_does_not_reproduce(made: dict[str, object], fake: str) -> None:
-    assert verify_bundle(made["doctored"], allowed_signers=made["signers"]).verified  # every number recomputes
+    report = verify_bundle(made["doctored"], allowed_signers=made["signers"])
+    assert report.verified, report.failures  # every number recomputes
     done = _reproduce(made, made["doctored"], fake, "doctored", points=["decode-b1-isl16-osl16"])
     checks = {(c.kind, c.server, c.metric): c for c in done.record.points[0].checks}
     assert done.record.outcome == "not reproduced"

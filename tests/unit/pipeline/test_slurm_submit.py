@@ -71,7 +71,7 @@ def test_dry_run_prints_the_script_and_submits_nothing(tmp_path: Path) -> None:
 
 
 def test_byog_plan_shows_the_batch_script_and_every_nodes_srun_line() -> None:
-    out = CliRunner().invoke(app, ["plan", "kimi-k3-gb300", "--tier", "smoke"], env={"COLUMNS": "400"})
+    out = CliRunner().invoke(app, ["plan", "kimi-k3-gb300", "--tier", "smoke", "--details"], env={"COLUMNS": "400"})
     assert out.exit_code == 0, out.output
     assert "#SBATCH --nodes=2" in out.output and "#SBATCH --exclusive" in out.output
     for server in ("candidate-tp8", "baseline-tp8"):
