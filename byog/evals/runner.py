@@ -166,7 +166,8 @@ def _lm_eval_passes(
         items, made = run_pass(
             task, source, endpoint, seed=seed, limit=limit, num_concurrent=num_concurrent, gen=gen, samples=samples
         )
-        runner.update(made, raw_output={"kept_for": INVALID_ANSWER, "max_chars": RAW_OUTPUT_CHARS, "gated": "never"})
+        # where items.parquet keeps the server's text (byog.schemas.evals.EvalItemRow.raw_output)
+        runner.update(made, raw_output={"kept_for": f"{INVALID_ANSWER} answers", "max_chars": RAW_OUTPUT_CHARS})
         rows.extend(
             {
                 "item_id": it.item_id,

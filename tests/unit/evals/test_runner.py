@@ -15,7 +15,6 @@ from byog.analysis import group_sequential, stats
 from byog.analysis.eval_summary import summarize_evals
 from byog.core.errors import UsageError
 from byog.core.paths import RunDir
-from byog.core.reporter import RecordingReporter
 from byog.evals import runner
 from byog.evals.data import FIXTURES_DIR, read_split, resolve_source
 from byog.evals.lm_eval_adapter import PassItem, item_identity, items_from_samples
@@ -24,6 +23,7 @@ from byog.plans.tasks import get_task
 from byog.schemas.plan import Plan
 from byog.schemas.server import Endpoint
 from tests.support.gated import find_texts, gpqa_fixture_texts
+from tests.support.reporter import RecordingReporter
 
 
 def _plan(spec_candidate: bool = False) -> Plan:
