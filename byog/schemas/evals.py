@@ -111,8 +111,6 @@ class EvalResults(Strict):
     extra: dict[str, Any] = Field(default_factory=dict)  # runner-specific (MRCR bins, token counter)
 
 
-
-
 class EvalScore(Derived):
     """summary.json evals.scores[]: one per (server, task)."""
 
