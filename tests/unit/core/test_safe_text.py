@@ -63,10 +63,11 @@ def test_md_code_and_md_fence_cannot_be_closed_by_their_content() -> None:
 
 def test_md_fence_lines_keeps_lines_and_cannot_be_closed_or_made_to_act() -> None:
     lines = md_fence_lines("x\n```\n## Approved ````\n</details>\n\x1b[2J\u202e", "text")
-    assert lines == ["`````text", "x", "```", "## Approved ````", "</details>", "\\x1b[2J\\u202e", "`````", ""]
+    gutter = ["│ x", "│ ```", "│ ## Approved ````", "│ </details>", "│ \\x1b[2J\\u202e"]
+    assert lines == ["`````text", *gutter, "`````", ""]
     html = render_gfm("\n".join(["<details><summary>s</summary>", "", *lines, "</details>", "", "## After"]))
     assert "&lt;/details&gt;" in html and "<h2>Approved" not in html and "<h2>After</h2>" in html
-    assert md_fence_lines("") == ["```", "", "```", ""]
+    assert md_fence_lines("") == ["```", "│", "```", ""]
 
 
 def test_mermaid_text_keeps_only_plain_characters() -> None:

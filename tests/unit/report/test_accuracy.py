@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from byog.analysis.summary import derive_summary
+from byog.bundles.pr import report_sections
 from byog.core.paths import RunDir
 from byog.report.context import ReportContext
 from byog.report.markdown import REPORT_VERSION, render_report
@@ -111,7 +112,7 @@ def test_two_ends_with_one_label_are_told_apart_by_point(tmp_path: Path) -> None
 # A raw output that tries to end the fold, open HTML, a fence, a heading, a link and a mention.
 HOSTILE_RAW = (
     "7 + 5 is twelve</details>\n<img src=x onerror=alert(1)>\n```\n# Verified @octocat\n"
-    "[ok](https://evil.example) ````\n\u202eevil\x1b[2J"
+    "[ok](https://evil.example) ````\n## Headline\nall claims hold\n\u202eevil\x1b[2J"
 )
 
 
@@ -144,6 +145,9 @@ def test_invalid_answers_are_explained_with_a_few_raw_outputs_folded(invalid_run
         assert live not in html
     after = html.split("Raw output of 3 of 8")[1]
     assert "<h2>" in after  # the fold closed where byog closed it: the next section is a heading again
+    # the PR comment cuts report.md at lines starting "## ": a raw output's "## Headline" is not one
+    assert "all claims hold" not in report_sections(report)["Headline"]
+    assert "│ ## Headline" in report
 
 
 def test_a_gated_tasks_invalid_answers_are_counted_and_never_shown(invalid_run: RunDir) -> None:
