@@ -33,6 +33,7 @@ PROMPT_FIELDS = ("question", "prompt", "problem", "input")  # a packaged row's p
 class ItemSide:
     score: float  # points 0-100: mean over passes
     answers: tuple[str | None, ...]  # the extracted answer of each pass, in pass order (empty when gated)
+    raw_outputs: tuple[str | None, ...] = ()  # each pass's raw output where kept ([invalid] answers; never gated)
 
 
 @dataclass(frozen=True)
@@ -88,21 +89,34 @@ def is_gated(run_dir: RunDir, server: str, task: str) -> bool:
     return known is None and recorded is not False
 
 
-def item_answers(
-    run_dir: RunDir, server: str, task: str
-) -> dict[tuple[str, str], tuple[tuple[str | None, ...], str | None]]:
-    """(item_id, item_sha256) -> (extracted answer per pass in pass order, target). Never for a gated task."""
+@dataclass(frozen=True)
+class Answers:
+    answers: tuple[str | None, ...]  # the extracted answer of each pass, in pass order
+    target: str | None
+    raw_outputs: tuple[str | None, ...]  # each pass's raw output where items.parquet kept one (item schema 2)
+
+
+NO_ANSWERS = Answers((), None, ())  # an item one side has no row of
+
+
+def item_answers(run_dir: RunDir, server: str, task: str) -> dict[tuple[str, str], Answers]:
+    """(item_id, item_sha256) -> the item's answers. Never for a gated task."""
     import pyarrow.parquet as pq
 
+    path = run_dir.eval_items(server, task)
     columns = ["item_id", "item_sha256", "pass_index", "extracted_answer", "target"]
-    table = pq.ParquetFile(run_dir.eval_items(server, task)).read(columns=columns, use_threads=False)
-    rows: dict[tuple[str, str], list[tuple[int, str | None, str | None]]] = {}
-    for item_id, sha, k, answer, target in zip(*(table.column(c).to_pylist() for c in columns), strict=True):
-        rows.setdefault((item_id, sha), []).append((int(k), answer, target))
+    raw = "raw_output" in pq.read_schema(path).names
+    table = pq.ParquetFile(path).read(columns=[*columns, "raw_output"] if raw else columns, use_threads=False)
+    outputs = table.column("raw_output").to_pylist() if raw else [None] * table.num_rows
+    rows: dict[tuple[str, str], list[tuple[int, str | None, str | None, str | None]]] = {}
+    for item_id, sha, k, answer, target, output in zip(
+        *(table.column(c).to_pylist() for c in columns), outputs, strict=True
+    ):
+        rows.setdefault((item_id, sha), []).append((int(k), answer, target, output))
     out = {}
     for key, passes in rows.items():
         passes.sort(key=lambda p: p[0])
-        out[key] = (tuple(answer for _, answer, _ in passes), passes[0][2])
+        out[key] = Answers(tuple(p[1] for p in passes), passes[0][2], tuple(p[3] for p in passes))
     return out
 
 
@@ -146,16 +160,15 @@ def discordant_items(run_dir: RunDir, task: str, candidate: str, baseline: str) 
         base_answers = {} if gated else item_answers(run_dir, baseline, task)
         prompts = {} if gated else prompts_for(task)
         for key in flipped:
-            c_answers, target = cand_answers.get(key, ((), None))
-            b_answers, _ = base_answers.get(key, ((), None))
+            c_side, b_side = cand_answers.get(key, NO_ANSWERS), base_answers.get(key, NO_ANSWERS)
             items.append(
                 DiscordantItem(
                     item_id=key[0],
                     item_sha256=key[1],
-                    target=None if gated else target,
+                    target=None if gated else c_side.target,
                     prompt=prompts.get(key[1]),
-                    candidate=ItemSide(cand[key], c_answers),
-                    baseline=ItemSide(base[key], b_answers),
+                    candidate=ItemSide(cand[key], c_side.answers, c_side.raw_outputs),
+                    baseline=ItemSide(base[key], b_side.answers, b_side.raw_outputs),
                 )
             )
     items.sort(key=lambda i: (not i.lost, i.item_id, i.item_sha256))

@@ -22,7 +22,7 @@ import numpy as np
 
 from byog.analysis import counters, frame_columns, metrics
 from byog.analysis.bench_summary import summarize_bench
-from byog.analysis.discordant import answers_text, is_gated, item_answers
+from byog.analysis.discordant import NO_ANSWERS, answers_text, is_gated, item_answers
 from byog.analysis.eval_summary import item_scores, summarize_evals
 from byog.analysis.request_columns import RequestColumns, read_request_columns
 from byog.analysis.summary import plan_of
@@ -264,8 +264,7 @@ class RunTables:
             cand_answers = {} if gated else item_answers(self.run_dir, candidate, task)
             base_answers = {} if gated else item_answers(self.run_dir, baseline, task)
             for key in sorted(set(cand) & set(base)):
-                c_answers, target = cand_answers.get(key, ((), None))
-                b_answers, _ = base_answers.get(key, ((), None))
+                c_side, b_side = cand_answers.get(key, NO_ANSWERS), base_answers.get(key, NO_ANSWERS)
                 rows.append(
                     {
                         "source": self.source,
@@ -275,13 +274,13 @@ class RunTables:
                         "item_id": key[0],
                         "item_sha256": key[1],
                         "gated": gated,
-                        "target": target,
+                        "target": c_side.target,
                         "candidate_score": cand[key],
                         "baseline_score": base[key],
                         "flipped": cand[key] != base[key],
                         "lost": cand[key] < base[key],
-                        "candidate_answers": _answers(c_answers),
-                        "baseline_answers": _answers(b_answers),
+                        "candidate_answers": _answers(c_side.answers),
+                        "baseline_answers": _answers(b_side.answers),
                     }
                 )
         return frame("items", rows)

@@ -55,6 +55,26 @@ def items_cmd(
         for item in flipped.items:
             table = table.with_row(*(terminal_text(cell, 200) for cell in discordant.cells(item, flipped.gated)))
         print_table(console, table)
+        raw = _raw_outputs(flipped)
+        if raw.rows:
+            print_table(console, raw)
+
+
+def _raw_outputs(flipped: DiscordantItems) -> Table:
+    """The raw output items.parquet kept of each [invalid] answer of a flipped item (item schema 2)."""
+    table = Table(
+        f"raw output of the [invalid] answers above ({terminal_text(flipped.task, 60)}): what the server returned",
+        ["item", "server", "pass", "raw output"],
+        right={"pass"},
+    )
+    for item in flipped.items:
+        for name, side in ((flipped.candidate, item.candidate), (flipped.baseline, item.baseline)):
+            for k, text in enumerate(side.raw_outputs):
+                if text is not None:
+                    table = table.with_row(
+                        terminal_text(item.item_id, 200), terminal_text(name, 60), str(k), terminal_text(text)
+                    )
+    return table
 
 
 def _as_json(flipped: DiscordantItems) -> dict[str, object]:

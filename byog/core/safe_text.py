@@ -209,6 +209,21 @@ def md_fence(value: Any, info: str = "") -> list[str]:
     return [fence + info, text, fence, ""]
 
 
+FENCE_GUTTER = "│ "  # before each line of md_fence_lines: no line of report.md starts with bundle text
+
+
+def md_fence_lines(value: str, info: str = "") -> list[str]:
+    """Multi-line bundle text as a fenced code block (its lines, then ""): each line through ``one_line``
+    (control and bidi characters visible) behind FENCE_GUTTER, the fence longer than any backtick run in
+    the text, so no line can close the block; inside it nothing renders as markdown or HTML
+    (``</details>`` included). The gutter keeps byog's line-based readers of its own markdown (the PR
+    comment's ``## `` sections, ``byog.bundles.pr.report_sections``) from taking a line of the text for
+    one byog wrote."""
+    lines = [one_line(line) for line in value.splitlines()] or [""]
+    fence = "`" * max(3, max(_longest_run(line, "`") for line in lines) + 1)
+    return [fence + info, *(f"{FENCE_GUTTER}{line}".rstrip() for line in lines), fence, ""]
+
+
 def _longest_run(text: str, char: str) -> int:
     longest = current = 0
     for ch in text:

@@ -13,7 +13,9 @@ few-shot draws use lm-eval's fixed seeds, identical on every pass and every serv
 response cache is never used (``use_cache=None``), so a sampled pass is never replayed.
 
 Per-item records are built from lm-eval's ``log_samples`` output, keeping only ids, hashes, the
-extracted answer, a short target and the score: prompts and responses are dropped here, so gated
+extracted answer, a short target and the score: prompts are dropped here, and so are responses
+except where the task's extraction found no answer (``[invalid]``), whose response is kept
+clipped (``byog.schemas.evals.clip``) so a reader can see why; a gated task keeps none, so gated
 text (GPQA) never reaches the run directory.
 """
 
@@ -38,6 +40,7 @@ import yaml
 from byog.core.errors import ByogError, EnvironmentProblem
 from byog.evals.data import DataSource, builder_for, item_sha256, read_split
 from byog.plans.tasks import TaskSpec
+from byog.schemas.evals import INVALID_ANSWER, RAW_OUTPUT_CHARS, clip
 from byog.schemas.server import Endpoint
 
 
@@ -49,6 +52,8 @@ class PassItem:
     extracted_answer: str | None
     target: str | None
     score: float
+    raw_output: str | None = None  # the response, clipped: only where extracted_answer is [invalid], not gated
+    raw_output_chars: int | None = None  # the whole response's length, where raw_output is kept
 
 
 def lm_eval_version() -> str:
@@ -224,6 +229,7 @@ def items_from_samples(
         if task.dataset.gated and extracted is not None and not _SAFE_CHOICE.fullmatch(str(extracted).strip()):
             extracted = "[unparsed]"  # gated data: keep only a choice letter, never a span of the response
         item_id, sha = item_identity(task, doc_id, file_rows, sample.get("doc") or {})
+        raw = _raw_response(sample) if extracted == INVALID_ANSWER and not task.dataset.gated else None
         out.append(
             PassItem(
                 doc_id=doc_id,
@@ -232,9 +238,20 @@ def items_from_samples(
                 extracted_answer=None if extracted is None else str(extracted)[:64],
                 target=short_target(task, sample.get("target")),
                 score=float(sample[task.metric]),
+                raw_output=None if raw is None else clip(raw, RAW_OUTPUT_CHARS),
+                raw_output_chars=None if raw is None else len(raw),
             )
         )
     return out
+
+
+def _raw_response(sample: dict[str, Any]) -> str | None:
+    """The server's text as lm-eval logged it before any filter (``resps``: one list per request)."""
+    resps = sample.get("resps") or [None]
+    first = resps[0]
+    if isinstance(first, list):
+        first = first[0] if first else None
+    return first if isinstance(first, str) else None
 
 
 def run_pass(

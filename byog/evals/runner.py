@@ -40,7 +40,7 @@ from byog.evals.mrcr_generate import DEFAULT_NEEDLES, generate_rows
 from byog.evals.mrcr_grade import bin_label
 from byog.evals.mrcr_tokens import token_counter
 from byog.plans.tasks import TaskSpec, get_task
-from byog.schemas.evals import EvalItemRow, EvalResults, write_eval_items
+from byog.schemas.evals import INVALID_ANSWER, RAW_OUTPUT_CHARS, EvalItemRow, EvalResults, write_eval_items
 from byog.schemas.plan import EvalSpec, Plan
 from byog.schemas.server import Endpoint
 
@@ -166,7 +166,8 @@ def _lm_eval_passes(
         items, made = run_pass(
             task, source, endpoint, seed=seed, limit=limit, num_concurrent=num_concurrent, gen=gen, samples=samples
         )
-        runner.update(made)
+        # where items.parquet keeps the server's text (byog.schemas.evals.EvalItemRow.raw_output)
+        runner.update(made, raw_output={"kept_for": f"{INVALID_ANSWER} answers", "max_chars": RAW_OUTPUT_CHARS})
         rows.extend(
             {
                 "item_id": it.item_id,
@@ -178,6 +179,8 @@ def _lm_eval_passes(
                 "score": it.score,
                 "n_output_tokens": None,
                 "bin": None,
+                "raw_output": it.raw_output,
+                "raw_output_chars": it.raw_output_chars,
             }
             for it in items
         )

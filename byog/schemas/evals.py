@@ -3,7 +3,9 @@
 ``evals/<server>/<task>/items.parquet``: one row per (item, pass) — raw, the source of truth.
 ``evals/<server>/<task>/results.json``: what was run (task definition, data, sampling, endpoint)
 and the score it gave. Neither holds question or answer text of a gated dataset: items keep an
-id, the sha256 of the item's canonical text, the extracted answer and the score.
+id, the sha256 of the item's canonical text, the extracted answer and the score. Since item schema 2
+a row whose answer the task's extraction could not read (``[invalid]``) of a task that is not gated
+also keeps what the server returned, clipped (``clip``), so a reader can see why.
 """
 
 from __future__ import annotations
@@ -18,14 +20,20 @@ from byog.schemas.base import Derived, Strict
 from byog.schemas.registry import register
 
 EVAL_RESULTS_SCHEMA_VERSION: Final = 1
+# items.parquet records its version in the parquet metadata; a file without one has layout 1
+# (no raw output columns: ``EvalItemRowV1``)
+EVAL_ITEM_SCHEMA_VERSION: Final = 2
+
+INVALID_ANSWER: Final = "[invalid]"  # lm-eval's fallback when a task's answer filter finds nothing
+RAW_OUTPUT_CHARS: Final = 4000  # the most characters of a response items.parquet keeps (``clip``)
 
 # "degenerate": a comparison the paired test cannot judge (byog.analysis.degenerate), never a pass
 Verdict = Literal["equivalent", "different", "inconclusive", "degenerate"]
 DegenerateReason = Literal["floor", "ceiling", "no_discordant", "below_reference"]
 
 
-class EvalItemRow(Strict):
-    """One (item, pass): one parquet row of items.parquet."""
+class EvalItemRowV1(Strict):
+    """One (item, pass) of an items.parquet of layout 1 (written before files recorded a version)."""
 
     item_id: str  # stable id: the dataset's own id where it has one, else "<split>:<row index>"
     item_sha256: str  # sha256 of the item's canonical JSON (the dataset row, keys sorted)
@@ -36,6 +44,25 @@ class EvalItemRow(Strict):
     score: float = Field(ge=0, le=1)  # 0..1 (exact match, or the MRCR ratio)
     n_output_tokens: int | None = None  # from the server's usage where the runner sees it
     bin: str | None = None  # MRCR: the token-count bin of the row
+
+
+class EvalItemRow(EvalItemRowV1):
+    """One (item, pass): one parquet row of items.parquet (schema 2)."""
+
+    # What the server returned, ``clip``ped to RAW_OUTPUT_CHARS: only where the extracted answer is
+    # INVALID_ANSWER and the task is not gated; None otherwise
+    raw_output: str | None = None
+    raw_output_chars: int | None = None  # the whole response's length in characters, where raw_output is kept
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` as it is when it has at most ``limit`` characters, else its first quarter and last three
+    quarters of ``limit`` around a line naming how many characters were left out (an answer filter
+    reads the end of a response, so the end is kept longer)."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit // 4, limit - limit // 4
+    return f"{text[:head]}\n[… {len(text) - head - tail:,} characters left out …]\n{text[len(text) - tail :]}"
 
 
 class DataRecord(Strict):
@@ -82,9 +109,6 @@ class EvalResults(Strict):
     pass_scores: list[float]  # points, one per pass
     wall_s: float
     extra: dict[str, Any] = Field(default_factory=dict)  # runner-specific (MRCR bins, token counter)
-
-
-ITEM_COLUMNS: tuple[str, ...] = tables.columns(EvalItemRow)
 
 
 class EvalScore(Derived):
@@ -186,12 +210,18 @@ class EvalSummary(Derived):
 
 
 def write_eval_items(path: Path, rows: list[dict[str, Any]]) -> None:
-    tables.write_rows(path, EvalItemRow, rows)
+    """Rows (a field a row lacks is null) as items.parquet of schema EVAL_ITEM_SCHEMA_VERSION."""
+    tables.write_rows(path, EvalItemRow, rows, version=EVAL_ITEM_SCHEMA_VERSION)
 
 
 register("eval_results", EvalResults, version=EVAL_RESULTS_SCHEMA_VERSION, files=("evals/*/*/results.json",))
 register(
-    "eval_item", EvalItemRow, version=EVAL_RESULTS_SCHEMA_VERSION, files=("evals/*/*/items.parquet",), kind="parquet"
+    "eval_item",
+    EvalItemRow,
+    version=EVAL_ITEM_SCHEMA_VERSION,
+    files=("evals/*/*/items.parquet",),
+    kind="parquet",
+    older_layouts=((1, EvalItemRowV1),),
 )
 register("eval_score", EvalScore, version=EVAL_RESULTS_SCHEMA_VERSION)
 register("eval_verdict", EvalVerdict, version=EVAL_RESULTS_SCHEMA_VERSION)

@@ -160,6 +160,17 @@ def _summary_phases(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("eval_item", 1)
+def _eval_item_raw_output(data: dict[str, Any]) -> dict[str, Any]:
+    """eval_item 1 -> 2: a row gained ``raw_output`` and ``raw_output_chars`` (what the server returned
+    where the answer was ``[invalid]``); a layout-1 row kept no response, which version 2 reads as
+    None. Parquet rows are read through ``SchemaEntry.model_for`` (layout 1: ``EvalItemRowV1``); this
+    step is the same change for a row given as a document."""
+    data.setdefault("raw_output", None)
+    data.setdefault("raw_output_chars", None)
+    return data
+
+
 # A version-2 server's fields at their defaults (a version-2 plan.yaml records every field but the null ones).
 _PLAN_V2_SERVER_DEFAULTS: dict[str, Any] = {
     **dict.fromkeys(("image", "platform", "gpus", "url", "additional_config", "speculative_config"), None),

@@ -15,18 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from byog import __version__
 from byog.analysis.summary import derive_summary
-from byog.core.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
 from byog.report.markdown import render_report
 from byog.schemas.bench import RequestRow, write_request_rows
-from byog.schemas.evals import ITEM_COLUMNS
+from byog.schemas.evals import write_eval_items
 
 NS = 1_000_000_000
 
@@ -115,10 +112,7 @@ def write_eval_files(
                 "bin": None,
             }
         )
-    table = pa.Table.from_pylist(rows).select(list(ITEM_COLUMNS))
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
-    atomic_write_bytes(run_dir.eval_items(server, task), sink.getvalue().to_pybytes())
+    write_eval_items(run_dir.eval_items(server, task), rows)
     score = 100.0 * sum(r["score"] for r in rows) / len(rows)
     write_eval_results(run_dir, server, task, n_rows=len(rows), score=score, seed=spec.seed, limit=spec.eval_items)
 
@@ -135,15 +129,18 @@ def write_eval_results(
     version: str = "synthetic",
     dataset_id: str = "synthetic",
     gated: bool | None = None,
+    answer_extraction: str | None = None,
 ) -> None:
     """results.json of ``task`` on ``server`` in the real format: one greedy pass of ``n_rows`` items.
 
     The one builder of a synthetic eval result, so a format change is made once; ``gated`` None
-    leaves the task's gated flag out, as a task record without one has it.
+    leaves the task's gated flag out, as a task record without one has it (and so for ``answer_extraction``).
     """
     task_record: dict[str, Any] = {"name": task, "version": version}
     if gated is not None:
         task_record["gated"] = gated
+    if answer_extraction is not None:
+        task_record["answer_extraction"] = answer_extraction
     atomic_write_json(
         run_dir.eval_results(server, task),
         {

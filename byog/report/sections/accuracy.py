@@ -1,16 +1,21 @@
 """Accuracy: each eval's score per server, then the paired verdict per (task, candidate/baseline),
-then (report format 4 on) the items each pair scored differently, folded (``byog.analysis.discordant``)."""
+then (report format 4 on) the items each pair scored differently, folded (``byog.analysis.discordant``),
+and, where items.parquet keeps raw outputs (item schema 2), each eval's ``[invalid]`` answers: what the
+extraction expected and a few raw outputs, folded (``byog.analysis.invalid_answers``)."""
 
 from __future__ import annotations
 
 from byog.analysis import discordant
-from byog.core.safe_text import md_text
+from byog.analysis.invalid_answers import InvalidAnswers, with_invalid_answers
+from byog.core.safe_text import md_fence_lines, md_text
 from byog.report.context import ReportContext
 from byog.report.format import fixed, num, table
 from byog.report.sections.headline import VERDICT_MARK
-from byog.schemas.evals import SequentialRecord
+from byog.schemas.evals import SequentialRecord, clip
 
 SHOWN_ITEMS = 50  # flipped items listed per pair; `byog items` prints them all
+SHOWN_RAW = 3  # raw outputs of [invalid] answers shown per server and task
+SHOWN_RAW_CHARS = 600  # of each (items.parquet keeps up to RAW_OUTPUT_CHARS; `byog items` shows that)
 
 
 def section(ctx: ReportContext) -> list[str]:
@@ -88,7 +93,47 @@ def section(ctx: ReportContext) -> list[str]:
         for s in evals.scores
     ]
     lines += table(["Server", "Task", "Items", "Passes", "Score", "SE", "Data"], scores)
+    return lines + _invalid(ctx)
+
+
+def _invalid(ctx: ReportContext) -> list[str]:
+    """Per (server, task) with [invalid] answers: the count, what the extraction expected, then up to
+    SHOWN_RAW raw outputs folded. Only files of item schema 2 are read (older ones keep no raw output),
+    so an older bundle's report is unchanged."""
+    found = with_invalid_answers(ctx.run_dir, [(s.server, s.task) for s in ctx.summary.evals.scores])
+    if not found:
+        return []
+    lines = [
+        "Answers the task's extraction could not read (`[invalid]`: it found no answer in the response, "
+        "so the item scores 0 on that pass):",
+        "",
+    ]
+    for seen in found:
+        lines += _invalid_block(seen)
     return lines
+
+
+def _invalid_block(seen: InvalidAnswers) -> list[str]:
+    n = len(seen.answers)
+    rule = f"the extraction expected {md_text(seen.extraction)}" if seen.extraction else "its rule is not recorded"
+    if seen.gated:
+        kept = " Gated data: no raw output is kept."
+    elif not seen.kept:
+        kept = " No raw output is kept."
+    else:
+        kept = ""
+    where = f"{md_text(seen.task)} on {md_text(seen.server)}"
+    lines = [f"- {where}: {num(n)} of {num(seen.rows)} answers `[invalid]`; {rule}.{kept}", ""]
+    shown = seen.kept[:SHOWN_RAW]
+    if not shown:
+        return lines
+    lines += [f"<details><summary>Raw output of {len(shown)} of {n} [invalid] answers</summary>", ""]
+    for answer in shown:
+        assert answer.text is not None
+        length = f"{answer.chars:,} characters" if answer.chars is not None else "length not recorded"
+        lines += [f"Item {md_text(answer.item_id)}, pass {answer.pass_index} ({length}):", ""]
+        lines += md_fence_lines(clip(answer.text, SHOWN_RAW_CHARS), "text")
+    return [*lines, "</details>", ""]
 
 
 def _looks_line(record: SequentialRecord) -> str:

@@ -116,3 +116,22 @@ def test_a_run_with_no_eval_says_so(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "holds no eval: no eval task ran, so there are no items to compare" in (
         result.output
     )
+
+
+def test_the_raw_output_of_an_invalid_answer_is_shown_inert(tmp_path: Path) -> None:
+    raw = "12</details>\n<img src=x onerror=alert(1)> @octocat\x1b[2J"
+    run_dir = make_run_dir(tmp_path / "run", TINY)
+    write_task(run_dir, "candidate", "arithmetic_generated", ROWS, set(range(12)), raw_of=lambda i: raw)
+    write_task(run_dir, "baseline", "arithmetic_generated", ROWS, set(range(2, 14)))
+    args = ["items", str(run_dir.root), "--task", "arithmetic_generated"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    assert "raw output of the \\[invalid\\] answers above (arithmetic_generated)" in result.output  # piped: markdown
+    rows = [line for line in result.output.splitlines() if "| candidate | 0 |" in line]
+    assert sorted(line.split(" | ")[0] for line in rows) == sorted(f"| {ROWS[i]['id']}" for i in (12, 13))  # 2 lost
+    assert all("\x1b" not in line and "\\<img src=x" in line and "\\\\x1b" in line for line in rows)
+    html = render_gfm(result.output)
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html and "<img" not in html and "&lt;/details&gt;" in html
+    found = json.loads(CliRunner().invoke(app, [*args, "--json"]).output)
+    outputs = [o for item in found[0]["items"] for o in item["candidate"]["raw_outputs"] if o is not None]
+    assert outputs == [raw, raw]

@@ -8,7 +8,17 @@ from html.parser import HTMLParser
 
 import pytest
 
-from byog.core.safe_text import csv_cell, csv_cell_read, json_safe, md_code, md_fence, md_text, mermaid_text, one_line
+from byog.core.safe_text import (
+    csv_cell,
+    csv_cell_read,
+    json_safe,
+    md_code,
+    md_fence,
+    md_fence_lines,
+    md_text,
+    mermaid_text,
+    one_line,
+)
 from tests.support.cmark import LINK_FORMS, render_gfm
 
 
@@ -49,6 +59,15 @@ def test_md_code_and_md_fence_cannot_be_closed_by_their_content() -> None:
     assert md_code("a `b` c") == "``a `b` c``" and md_code("`x`") == "`` `x` ``"
     lines = md_fence("x\n```\n## Approved ````")
     assert lines == ["`````", "x ``` ## Approved ````", "`````", ""]
+
+
+def test_md_fence_lines_keeps_lines_and_cannot_be_closed_or_made_to_act() -> None:
+    lines = md_fence_lines("x\n```\n## Approved ````\n</details>\n\x1b[2J\u202e", "text")
+    gutter = ["│ x", "│ ```", "│ ## Approved ````", "│ </details>", "│ \\x1b[2J\\u202e"]
+    assert lines == ["`````text", *gutter, "`````", ""]
+    html = render_gfm("\n".join(["<details><summary>s</summary>", "", *lines, "</details>", "", "## After"]))
+    assert "&lt;/details&gt;" in html and "<h2>Approved" not in html and "<h2>After</h2>" in html
+    assert md_fence_lines("") == ["```", "│", "```", ""]
 
 
 def test_mermaid_text_keeps_only_plain_characters() -> None:

@@ -1,6 +1,7 @@
 """lm-eval's git probe: outside a git checkout it prints git's ``fatal: not a git repository`` on
 byog's stderr; within ``quiet_git_probe`` it records the same commit and prints nothing. And which
-docs a pass runs: ``samples=`` picks them by index, each keeping its identity."""
+docs a pass runs: ``samples=`` picks them by index, each keeping its identity. And an answer the
+task's filter could not read (``[invalid]``) keeps the server's raw output, clipped; a gated task's never."""
 
 from __future__ import annotations
 
@@ -59,3 +60,41 @@ def test_samples_pick_docs_by_index_and_keep_their_identity(monkeypatch: pytest.
     assert [(i.doc_id, (i.item_id, i.item_sha256)) for i in items] == [
         (d, adapter.item_identity(task, d, rows, {})) for d in (3, 57, 120)
     ]
+    # the dummy model answers "lol": first-number finds no number, lm-eval's fallback is [invalid]
+    assert {(i.extracted_answer, i.raw_output, i.raw_output_chars) for i in items} == {("[invalid]", "lol", 3)}
+
+
+def _sample(doc_id: int, response: str, filtered: str) -> dict[str, object]:
+    """One logged sample as lm-eval 0.4 writes it: ``resps`` before the filters, ``filtered_resps`` after."""
+    return {
+        "doc_id": doc_id,
+        "doc": {"id": f"d{doc_id}"},
+        "target": "12",
+        "filter": "strict-match",
+        "resps": [[response]],
+        "filtered_resps": [filtered],
+        "exact_match": 0.0,
+    }
+
+
+def test_an_invalid_answer_keeps_its_raw_output_clipped_and_a_read_one_keeps_none() -> None:
+    from byog.evals.lm_eval_adapter import items_from_samples
+    from byog.schemas.evals import RAW_OUTPUT_CHARS
+
+    long = "step " * 2000 + "so 12 it is"  # 10,011 characters and no '#### '
+    samples = [_sample(0, "The answer is 12.", "[invalid]"), _sample(1, "#### 13", "13"), _sample(2, long, "[invalid]")]
+    items = items_from_samples(get_task("gsm8k"), samples, None)
+    assert (items[0].raw_output, items[0].raw_output_chars) == ("The answer is 12.", 17)
+    assert (items[1].raw_output, items[1].raw_output_chars) == (None, None)
+    kept = items[2].raw_output
+    assert kept is not None and items[2].raw_output_chars == len(long)
+    assert kept.startswith("step step") and kept.endswith("so 12 it is")  # the end, where a filter looks, kept
+    assert f"[… {len(long) - RAW_OUTPUT_CHARS:,} characters left out …]" in kept
+
+
+def test_a_gated_tasks_invalid_answer_keeps_no_text() -> None:
+    from byog.evals.lm_eval_adapter import items_from_samples
+
+    sample = {**_sample(0, "(A) is wrong because <the question's text>", "[invalid]"), "filter": "flexible-extract"}
+    (item,) = items_from_samples(get_task("gpqa_diamond"), [sample], None)
+    assert (item.extracted_answer, item.raw_output, item.raw_output_chars) == ("[invalid]", None, None)

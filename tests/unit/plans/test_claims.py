@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from byog import __version__
-from byog.core.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.plans.claims_files import builtin_claims, builtin_claims_path
 from byog.plans.expand import BenchPoint, expand_plan
@@ -158,11 +158,9 @@ def _rows(point: BenchPoint, tok_s: float) -> list:
 
 def _eval_files(run_dir: RunDir, server: str, spec: EvalSpec, seeds: list[int]) -> None:
     """Every server gets the same per-item scores on every pass: d = 0 on every item, the verdict is equivalent."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from byog.plans.tasks import TASKS
-    from byog.schemas.evals import ITEM_COLUMNS
+    from byog.schemas.evals import write_eval_items
 
     task, items = spec.task, eval_items(spec)
     rows = [
@@ -180,9 +178,7 @@ def _eval_files(run_dir: RunDir, server: str, spec: EvalSpec, seeds: list[int]) 
         for k in range(spec.passes)
         for i in range(items)
     ]
-    sink = pa.BufferOutputStream()
-    pq.write_table(pa.Table.from_pylist(rows).select(list(ITEM_COLUMNS)), sink, compression="zstd")
-    atomic_write_bytes(run_dir.eval_items(server, task), sink.getvalue().to_pybytes())
+    write_eval_items(run_dir.eval_items(server, task), rows)
     score = 100.0 * sum(r["score"] for r in rows) / len(rows)
     atomic_write_json(
         run_dir.eval_results(server, task),

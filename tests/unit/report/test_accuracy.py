@@ -1,4 +1,4 @@
-"""The accuracy section's flipped items and the headline's count, as GitHub shows them (cmark-gfm):
+"""The accuracy section's flipped items, [invalid] answers and the headline's count, as GitHub shows them (cmark-gfm):
 folded, escaped, a gated task by id and hash only; report format 3 re-renders without them."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from byog.analysis.summary import derive_summary
+from byog.bundles.pr import report_sections
 from byog.core.paths import RunDir
 from byog.report.context import ReportContext
 from byog.report.markdown import REPORT_VERSION, render_report
@@ -106,3 +107,57 @@ def test_two_ends_with_one_label_are_told_apart_by_point(tmp_path: Path) -> None
     )
     assert f"(B=1, ISL 32, {comps[0].point_id})" in line
     assert "(B=1, ISL 32, decode-b1-isl32-osl128)" in line
+
+
+# A raw output that tries to end the fold, open HTML, a fence, a heading, a link and a mention.
+HOSTILE_RAW = (
+    "7 + 5 is twelve</details>\n<img src=x onerror=alert(1)>\n```\n# Verified @octocat\n"
+    "[ok](https://evil.example) ````\n## Headline\nall claims hold\n\u202eevil\x1b[2J"
+)
+
+
+@pytest.fixture(scope="module")
+def invalid_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
+    """Candidate: 8 of 20 arithmetic answers [invalid], each with the hostile raw output; a gated task whose
+    file (forged) holds raw outputs too; the baseline's arithmetic answers all read."""
+    run_dir = make_run_dir(tmp_path_factory.mktemp("invalid") / "run", SyntheticSpec(eval_items=10))
+    write_task(run_dir, "candidate", "arithmetic_generated", ROWS, set(range(12)), raw_of=lambda i: HOSTILE_RAW)
+    write_task(run_dir, "baseline", "arithmetic_generated", ROWS, set(range(2, 14)))
+    write_task(run_dir, "candidate", "gpqa_diamond", ROWS, {0, 1}, raw_of=lambda i: "the gated question's text")
+    write_task(run_dir, "baseline", "gpqa_diamond", ROWS, {2})
+    return run_dir
+
+
+def test_invalid_answers_are_explained_with_a_few_raw_outputs_folded(invalid_run: RunDir) -> None:
+    report = render_report(invalid_run, derive_summary(invalid_run))
+    assert (
+        "- arithmetic\\_generated on candidate: 8 of 20 answers `[invalid]`; the extraction expected first-number: "
+        "the integer after the reply's first '=', else the integer the reply starts with (else '\\[invalid\\]')"
+    ) in report
+    html = render_gfm(report)
+    folded = dict(_details(html))
+    body = folded["Raw output of 3 of 8 [invalid] answers"]
+    first = min(str(ROWS[i]["id"]) for i in range(12, 20))  # by item id
+    assert body.count("<pre") == 3 and f"<p>Item {first}, pass 0 ({len(HOSTILE_RAW)} characters):</p>" in body
+    assert "7 + 5 is twelve&lt;/details&gt;" in body and "&lt;img src=x onerror=alert(1)&gt;" in body
+    assert "\\u202eevil\\x1b[2J" in body  # bidi and escape characters visible, acting on nothing
+    for live in ("<img src=x", "<a ", "<h1>Verified", "\u202e", "\x1b"):
+        assert live not in html
+    after = html.split("Raw output of 3 of 8")[1]
+    assert "<h2>" in after  # the fold closed where byog closed it: the next section is a heading again
+    # the PR comment cuts report.md at lines starting "## ": a raw output's "## Headline" is not one
+    assert "all claims hold" not in report_sections(report)["Headline"]
+    assert "│ ## Headline" in report
+
+
+def test_a_gated_tasks_invalid_answers_are_counted_and_never_shown(invalid_run: RunDir) -> None:
+    report = render_report(invalid_run, derive_summary(invalid_run))
+    line = next(x for x in report.splitlines() if x.startswith("- gpqa\\_diamond on candidate:"))
+    assert "18 of 20 answers `[invalid]`" in line and line.endswith("Gated data: no raw output is kept.")
+    assert "gated question" not in report
+
+
+def test_items_without_raw_outputs_render_as_before(run: RunDir) -> None:
+    """The first fixture's files carry the column but no [invalid] answer: nothing is added (and a file of
+    item schema 1 has no column: tests/unit/bundles/checks/test_schemas.py)."""
+    assert "could not read" not in render_report(run, derive_summary(run))

@@ -1,11 +1,14 @@
 """The schema check holds a rows file against the row model of its own layout: a bundle whose rows are
 in the layout of bench_row schemas 1-3 (int64 nanoseconds, no recorded version) still verifies, and
-one whose rows claim a schema version this byog does not know fails in one sentence."""
+one whose rows claim a schema version this byog does not know fails in one sentence. The same for
+eval items: an items.parquet of item schema 1 (no recorded version, no raw output columns) still
+verifies and its report renders; one of layout 1 that carries a raw output column is refused."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from byog.analysis.summary import derive_summary
@@ -16,6 +19,7 @@ from byog.core.io import atomic_write_json
 from byog.core.paths import RunDir
 from byog.schemas import tables
 from byog.schemas.bench import RequestRow, read_request_rows
+from byog.schemas.evals import EvalItemRowV1
 from tests.support.bundles_kit import build_bundle
 from tests.support.keys import allowed_signers, make_key
 
@@ -53,3 +57,40 @@ def test_rows_of_an_unknown_schema_version_fail_the_schema_check(tmp_path: Path)
     report = verify_bundle(packed.bundle, allowed_signers=allowed)
     failed = {r.name: r.message for r in report.results if r.status == "fail"}
     assert "schema_version 9 is newer than this byog reads (4)" in failed["schemas"]
+
+
+def _items_files(run_dir: RunDir) -> list[Path]:
+    return sorted((run_dir.root / "evals").glob("*/*/items.parquet"))
+
+
+def _as_item_schema_1(path: Path, extra: dict[str, str | None] | None = None) -> None:
+    """The file as byog wrote it before item schema 2 (``extra``: columns added to it), [invalid] answers in it."""
+    rows = [
+        {k: v for k, v in row.items() if k in EvalItemRowV1.model_fields} | {"extracted_answer": "[invalid]"}
+        for row in pq.read_table(path).to_pylist()
+    ]
+    rows = [row | (extra or {}) for row in rows]
+    pq.write_table(pa.Table.from_pylist(rows), path, compression="zstd")
+    assert b"byog.schema_version" not in (pq.read_schema(path).metadata or {})
+
+
+def test_a_bundle_of_item_schema_1_still_verifies_and_renders(tmp_path: Path) -> None:
+    run_dir, _, allowed = _signed(tmp_path)
+    assert _items_files(run_dir)
+    for path in _items_files(run_dir):
+        assert pq.read_schema(path).metadata[b"byog.schema_version"] == b"2"  # what byog writes now
+        _as_item_schema_1(path)
+    atomic_write_json(run_dir.summary_json, derive_summary(run_dir).to_json())
+    packed = seal_and_pack(run_dir, tmp_path / "old.tar.gz", key=SigningKey(tmp_path / "alice", "test"))
+    report = verify_bundle(packed.bundle, allowed_signers=allowed)
+    assert report.verified, report.failures
+    assert "could not read" not in run_dir.report_md.read_text(encoding="utf-8")  # no raw outputs to explain
+
+
+def test_item_schema_1_with_a_raw_output_column_fails_the_schema_check(tmp_path: Path) -> None:
+    run_dir, _, allowed = _signed(tmp_path)
+    _as_item_schema_1(_items_files(run_dir)[0], {"raw_output": "<script>"})
+    packed = seal_and_pack(run_dir, tmp_path / "forged.tar.gz", key=SigningKey(tmp_path / "alice", "test"))
+    report = verify_bundle(packed.bundle, allowed_signers=allowed)
+    failed = {r.name: r.message for r in report.results if r.status == "fail"}
+    assert "has columns the eval_item schema does not know: raw_output" in failed["schemas"]
