@@ -375,9 +375,9 @@ def interleaved_record(rd: RunDir, name: str) -> dict[str, Any] | None:
     start since may have rewritten server.json), else server.json where it holds a sleep_mode."""
     copies = sorted((rd.root / SUPERSEDED).glob(f"{FALLBACK_ASIDE}*/{rd.server_record(name).relative_to(rd.root)}"))
     if copies:
-        return read_json(copies[-1])
+        return dict(read_json(copies[-1]))
     path = rd.server_record(name)
-    current = read_json(path) if path.is_file() else {}
+    current = dict(read_json(path)) if path.is_file() else {}
     return current if current.get("sleep_mode") else None
 
 
