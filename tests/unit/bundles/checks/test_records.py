@@ -67,7 +67,8 @@ def test_a_swap_at_visit_999_that_slept_minus_5_s_fails_verify(tmp_path: Path, r
     bundle, allowed = pack(tmp_path, run_dir, forged={"sleep_mode": mode})
     report = verify_bundle(bundle, allowed_signers=allowed)
     assert not report.verified
-    assert report.failures[0].startswith("records: server 'candidate' (launch 1): a swap slept -5"), report.failures
+    first = report.failures[0]
+    assert first.startswith("records: ") and "server 'candidate' (launch 1): a swap slept -5" in first, report.failures
     assert "a swap before visit 999 of p is outside it" in str(report.results), report.failures
 
 
