@@ -771,8 +771,7 @@ def _wake_effects(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str
             units = launches[0] if len(launches) == 1 and point.kind == "batch" else []
             if not units or any(u.seq is None for u in units):
                 continue
-            woken = [u for u in units if u.seq is not None and follows_wake(u.seq)]
-            continued = [u for u in units if u.seq is not None and not follows_wake(u.seq)]
+            woken, continued = woken_and_continued(units)
             stat = stat_for("decode_tok_s", point.kind)
             w, c = stat(woken) if woken else None, stat(continued) if continued else None
             effect = WakeEffect(
@@ -790,6 +789,27 @@ def _wake_effects(plan: Plan, points: list[BenchPoint], units_of: dict[tuple[str
                     effect.flagged = not effect.ci_low <= 1.0 <= effect.ci_high
             out.append(effect)
     return out
+
+
+def woken_and_continued(units: Sequence[Unit]) -> tuple[list[Unit], list[Unit]]:
+    """An interleaved side's waves split by ``follows_wake``: the ones whose visit started right after
+    the server was woken (the first visit included), and the ones that continued a visit of the same side."""
+    woken = [u for u in units if u.seq is not None and follows_wake(u.seq)]
+    continued = [u for u in units if u.seq is not None and not follows_wake(u.seq)]
+    return woken, continued
+
+
+def woken_wave_ratios(units: Sequence[Unit], kind: str) -> list[float]:
+    """Each woken wave's decode tok/s over the median of the side's continued waves, in visit order: the
+    spread behind ``WakeEffect.ratio`` (which pools the waves of each kind), one value per wake."""
+    woken, continued = woken_and_continued(units)
+    stat = stat_for("decode_tok_s", kind)
+    steady = [v for v in (stat([u]) for u in continued) if v is not None]
+    if not steady:
+        return []
+    median = float(np.median(steady))
+    ordered = sorted(woken, key=lambda u: u.seq or 0)
+    return [v / median for v in (stat([u]) for u in ordered) if v is not None and median > 0]
 
 
 def _flag_conditions(comparisons: list[PointComparison], entries: list[PointSummary]) -> None:

@@ -133,6 +133,22 @@ def verdict_mismatches(record: SleepModeRecord) -> list[str]:
     return out
 
 
+def fell_back(record: SleepModeRecord) -> str | None:
+    """Why a pair stopped interleaving, as this side's record shows it: the recorded fallback reason, else
+    the first wake check its fingerprints fail (recomputed, so a run stopped before the fallback was
+    recorded still knows); None while every wake matched."""
+    if record.fallback_reason:
+        return record.fallback_reason
+    return next(
+        (
+            str(again.message)
+            for fp, again in zip(record.fingerprints, judged(record), strict=True)
+            if fp.wake > 0 and again.verdict == "changed"
+        ),
+        None,
+    )
+
+
 def invalid_points(record: SleepModeRecord) -> list[tuple[str, str]]:
     """(point, why) of every point where the server measured a visit since its last good fingerprint
     before one that changed. Wake k's fingerprints follow the k-th swap that woke it (``swaps[k - 1]``):

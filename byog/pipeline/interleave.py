@@ -58,6 +58,9 @@ def interleaved_rounds(plan: Plan, rounds: list[tuple[int, str]]) -> list[tuple[
     return out
 
 
+FALLBACK_ASIDE = "wake-integrity-"  # .superseded/<this><UTC>/: what a failed wake check moved aside
+
+
 class Pair:
     """Two servers of one pair, up at once; ``on(side)`` swaps so that side holds the GPU."""
 
@@ -338,7 +341,7 @@ def _fall_back(pair: Pair, rd: RunDir, why: str) -> dict[str, dict[str, Any]]:
         for side in pair.records
         for point_id, _ in wake.invalid_points(SleepModeRecord.model_validate(pair.records[side]))
     }
-    aside = rd.root / SUPERSEDED / f"wake-integrity-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    aside = rd.root / SUPERSEDED / f"{FALLBACK_ASIDE}{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
     for point_id in sorted(invalid):
         for name in pair.names.values():
             for path in (rd.bench_rows(name, point_id), rd.bench_point(name, point_id)):
@@ -358,7 +361,42 @@ def _fall_back(pair: Pair, rd: RunDir, why: str) -> dict[str, dict[str, Any]]:
         pair.records[side]["fallback_points"] = remaining
         pair.records[side]["fallback_reason"] = why
         pair._write(side)
+        # A sequential start rewrites server.json: this copy keeps the interleaved record for a resume.
+        name = pair.names[side]
+        if rd.server_record(name).is_file():
+            copy = aside / rd.server_record(name).relative_to(rd.root)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(copy, read_json(rd.server_record(name)))
     return {pair.names[side]: dict(pair.records[side]) for side in pair.records}
+
+
+def interleaved_record(rd: RunDir, name: str) -> dict[str, Any] | None:
+    """The server's record from its interleaved part: the copy the newest fallback kept (a sequential
+    start since may have rewritten server.json), else server.json where it holds a sleep_mode."""
+    copies = sorted((rd.root / SUPERSEDED).glob(f"{FALLBACK_ASIDE}*/{rd.server_record(name).relative_to(rd.root)}"))
+    if copies:
+        return dict(read_json(copies[-1]))
+    path = rd.server_record(name)
+    current = dict(read_json(path)) if path.is_file() else {}
+    return current if current.get("sleep_mode") else None
+
+
+def resumed_fallback(plan: Plan, pair_names: tuple[str, str], rd: RunDir) -> dict[str, dict[str, Any]]:
+    """Where an earlier attempt of this launch saw a wake fail its check (the recorded fallback, or a failed
+    verdict recomputed from the recorded fingerprints): per server its sleep_mode record, the fallback
+    completed if the stop came before it was; the rest goes on sequentially. {} where every wake matched."""
+    candidate, baseline = pair_names
+    names: dict[Side, str] = {"A": baseline, "B": candidate}
+    records = {side: r for side, name in names.items() if (r := interleaved_record(rd, name)) and r.get("sleep_mode")}
+    modes = {side: SleepModeRecord.model_validate(r["sleep_mode"]) for side, r in records.items()}
+    why = next((reason for mode in modes.values() if (reason := wake.fell_back(mode))), None)
+    if why is None:
+        return {}
+    if len(modes) == len(names) and all(mode.fallback_reason for mode in modes.values()):
+        return {names[side]: dict(records[side]["sleep_mode"]) for side in records}
+    pair = Pair(plan, names, rd)
+    pair.records = {side: dict(records[side]["sleep_mode"]) for side in records}
+    return _fall_back(pair, rd, why)
 
 
 def keep_after_fallback(rd: RunDir, name: str, sleep_record: dict[str, Any], earlier: dict[str, Any]) -> None:

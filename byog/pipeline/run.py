@@ -44,7 +44,13 @@ from byog.images.models import prepare_model
 from byog.pipeline.activity import add_warmups, phase, spent
 from byog.pipeline.baseline_distance import record_baseline_distances
 from byog.pipeline.derive import derive_and_write
-from byog.pipeline.interleave import interleaved_rounds, keep_after_fallback, run_interleaved_pair
+from byog.pipeline.interleave import (
+    interleaved_record,
+    interleaved_rounds,
+    keep_after_fallback,
+    resumed_fallback,
+    run_interleaved_pair,
+)
 from byog.pipeline.launch import launch_server
 from byog.pipeline.numerics import numerics_done, run_numerics_for_server, server_order
 from byog.pipeline.opening import open_or_resume
@@ -346,10 +352,17 @@ def _measure(plan: Plan, rd: RunDir, data_dir: Path | None, reporter: Reporter) 
             launch_dir = rd.for_launch(launch)
             if isinstance(name, tuple):
                 if not all(server_work_done(plan, n, launch_dir) for n in name):
-                    for n, kept in run_interleaved_pair(plan, name, model, launch_dir, data_dir, reporter).items():
-                        earlier = read_json(launch_dir.server_record(n))  # a fresh start rewrites server.json
-                        run_server(plan, n, model, launch_dir, data_dir, reporter)
-                        keep_after_fallback(launch_dir, n, kept, earlier)
+                    fallen = resumed_fallback(plan, name, launch_dir)  # a failed wake stays failed across a resume
+                    if fallen:
+                        reporter.line(f"{' and '.join(name)}: a wake failed its check before the stop; sequential")
+                    kept = fallen or run_interleaved_pair(plan, name, model, launch_dir, data_dir, reporter)
+                    for n, sleep_record in kept.items():
+                        earlier = interleaved_record(launch_dir, n) or {}  # a fresh start rewrites server.json
+                        if not server_work_done(plan, n, launch_dir):
+                            run_server(plan, n, model, launch_dir, data_dir, reporter)
+                        elif read_json(launch_dir.server_record(n)).get("sleep_mode"):
+                            continue  # its sequential part finished and was recorded before the stop
+                        keep_after_fallback(launch_dir, n, sleep_record, earlier)
                 continue
             if server_work_done(plan, name, launch_dir):
                 reporter.line(": every point and eval is already complete; not launched", lead=_label(name, launch_dir))

@@ -125,12 +125,37 @@ def _method_lines(ctx: ReportContext) -> list[str]:
     for w in ctx.summary.bench.wake_integrity:
         launch = f" (launch {w.launch})" if w.launch > 1 else ""
         dlogprob = "" if w.max_abs_dlogprob is None else f", max |Δlogprob| {w.max_abs_dlogprob:.2g} at B=1"
+        effect = _wake_effect(ctx, (w.candidate, w.baseline)) if ctx.report_format >= PAIR_LINE_FORMAT else ""
         lines.append(
             f"- Method, {md_text(w.candidate)} vs {md_text(w.baseline)}{launch}: **{w.method}**: {md_text(w.why)} "
             f"({w.wakes_matched} of {w.wakes_checked} wake checks matched{dlogprob}; figures: summary.json "
-            "bench.wake_integrity, and the wake-up check under Time to verdict)."
+            f"bench.wake_integrity, and the wake-up check under Time to verdict).{effect}"
         )
     return lines
+
+
+def _wake_effect(ctx: ReportContext, servers: tuple[str, str]) -> str:
+    """The pair's measured wake effect per side (summary bench.wake_effects): decode tok/s of the waves
+    right after a wake over the side's continued waves, per point; a flagged one is named with its CI."""
+    effects = [w for w in ctx.summary.bench.wake_effects if w.server in servers and w.ratio is not None]
+    if not effects:
+        return ""
+    sides = "; ".join(
+        f"{md_text(name)} " + ", ".join(f"{w.ratio:.2f}" for w in effects if w.server == name)
+        for name in servers
+        if any(w.server == name for w in effects)
+    )
+    flagged = [
+        f"{md_text(w.server)} at {md_text(w.point_id)} {w.ratio:.3f} (95% CI {w.ci_low:.3f}–{w.ci_high:.3f})"
+        for w in effects
+        if w.flagged and w.ratio is not None and w.ci_low is not None and w.ci_high is not None
+    ]
+    verdict = (
+        f"⚠ flagged: {', '.join(flagged)}; that ratio carries the wake-up, raise the pair's `wake_warmup_waves`"
+        if flagged
+        else "none flagged"
+    )
+    return f" Wake effect (first wave after a wake / continued waves, decode tok/s, per point): {sides}; {verdict}."
 
 
 def _remedy(reason: str) -> str:

@@ -307,3 +307,26 @@ def test_an_ab_at_different_sm_clocks_is_flagged_not_invalidated(tmp_path: Path)
         "mean SM clock 1860 vs 1980 MHz (-6.1%" in c["conditions"] for c in flagged["comparisons"]
     )
     assert all("conditions" not in c for c in summarize_bench(same, plan).model_dump(mode="json")["comparisons"])
+
+
+def test_each_woken_wave_is_set_against_the_median_continued_wave_in_visit_order() -> None:
+    import numpy as np
+
+    from byog.analysis.bench_summary import Unit, woken_and_continued, woken_wave_ratios
+
+    def wave(seq: int, tok_s: float) -> Unit:
+        unit = Unit(np.array([]), np.array([]), np.array([]), (0, 1_000_000_000), int(tok_s), 1.0, int(tok_s))
+        unit.seq = seq
+        return unit
+
+    # side A of 8 ABBA blocks visits 0, 3, 4, 7, 8, 11, 12, 15: woken 0, 3, 7, 11, 15, continued 4, 8, 12
+    speeds = {0: 90, 3: 95, 4: 100, 7: 100, 8: 90, 11: 105, 12: 110, 15: 80}
+    units = [wave(seq, speeds[seq]) for seq in (15, 0, 3, 4, 7, 8, 11, 12)]
+    woken, continued = woken_and_continued(units)
+    assert sorted(u.seq or 0 for u in woken) == [0, 3, 7, 11, 15] and sorted(u.seq or 0 for u in continued) == [
+        4,
+        8,
+        12,
+    ]
+    assert woken_wave_ratios(units, "batch") == pytest.approx([0.9, 0.95, 1.0, 1.05, 0.8])
+    assert woken_wave_ratios([u for u in units if u.seq in (0, 3)], "batch") == []  # no continued wave to hold against

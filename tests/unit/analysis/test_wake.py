@@ -139,3 +139,23 @@ def test_the_summary_names_the_method_and_why() -> None:
 def test_a_fingerprint_with_fewer_logprob_rows_than_prompts_is_compared_not_crashed_on() -> None:
     short = fp(1, logprobs=LOGPROBS[:1])
     assert wake.compare(fp(0).model_dump(), short.model_dump()).identical == 3
+
+
+def test_a_fallback_is_known_from_the_recorded_reason_or_from_the_fingerprints_alone() -> None:
+    matched = judged_record([fp(0), fp(0), fp(1), fp(2)])
+    assert wake.fell_back(matched) is None
+    changed = judged_record([fp(0), fp(0), fp(1), fp(2, [[1, 2, 3, 4], [5, 6, 0, 0], [9, 10, 11, 12]])])
+    # the verdict is recomputed, so a record whose stored verdicts were edited to "match" still falls back
+    edited = changed.model_copy(
+        update={
+            "fingerprints": [
+                f.model_copy(update={"verdict": "reference" if f.wake == 0 else "match"}) for f in changed.fingerprints
+            ]
+        }
+    )
+    for record in (changed, edited):
+        reason = wake.fell_back(record)
+        assert reason is not None and reason.startswith("wake integrity: outputs changed after wake 2")
+    assert wake.fell_back(matched.model_copy(update={"fallback_reason": "acceptance 5.9 → 1.0 after wake 2"})) == (
+        "acceptance 5.9 → 1.0 after wake 2"
+    )

@@ -3,6 +3,7 @@ endpoints (byog's loopback vLLM), the ABBA visits of a point, and the time it re
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -312,6 +313,7 @@ def test_a_woken_server_that_matches_passes_every_wake_check(tmp_path: Path) -> 
     assert check_interleaving(rd, plan).problems == []
     [entry] = integrity(server_records(rd, plan), plan)
     assert entry.method == "interleaved" and entry.wakes_checked == entry.wakes_matched > 0
+    assert interleave.resumed_fallback(plan, ("cand", "base"), rd) == {}  # a resume interleaves it again
 
 
 def test_a_server_whose_outputs_change_after_a_wake_invalidates_the_right_points(tmp_path: Path) -> None:
@@ -365,3 +367,69 @@ def test_points_completed_before_a_failed_wake_are_moved_aside_when_measured_sin
     # the first point's visit 7 came after wake 3, the last good one: both sides' records of it go aside
     assert not rd.bench_point_complete("base", first) and not rd.bench_point_complete("cand", first)
     assert list((rd.root / ".superseded").glob(f"wake-integrity-*/bench/base/{first}.json"))
+
+
+def _failed_at_wake_3(folder: Path) -> tuple[RunDir, Plan, interleave.Pair, WakeIntegrityFailure]:
+    stock, cand = FakeVllm(sleep_mode=True, changes_after_wake=3), FakeVllm(sleep_mode=True)
+    try:
+        rd, plan, pair, failure = _checked_sweep(folder, stock, cand)
+    finally:
+        stock.close()
+        cand.close()
+    assert failure is not None
+    return rd, plan, pair, failure
+
+
+def _resumed_measure(rd: RunDir, plan: Plan, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """byog run's measuring step on ``rd`` as a resume runs it: the servers it starts sequentially (a fresh
+    start rewrites server.json, as a real one does); starting the pair interleaved again fails the test."""
+    from byog.pipeline import run as run_module
+
+    started: list[str] = []
+
+    def sequential(plan: Plan, name: str, model: Any, launch_dir: RunDir, *rest: Any) -> None:
+        started.append(name)
+        write_server_record(launch_dir.server_record(name), ServerRecord(name=name))
+
+    def interleaved_again(*args: Any) -> None:
+        raise AssertionError("the pair was started interleaved again after a wake failed its check")
+
+    monkeypatch.setattr(run_module, "run_interleaved_pair", interleaved_again)
+    monkeypatch.setattr(run_module, "run_server", sequential)
+    monkeypatch.setattr(run_module, "prepare_model", lambda spec: None)
+    monkeypatch.setattr(run_module, "resolve_control", lambda plan, env: plan)
+    rd.env_json.write_text(json.dumps({}))
+    run_module._measure(plan, rd, None, NullReporter())
+    return started
+
+
+def test_a_resume_after_a_failed_wake_goes_on_sequentially_even_if_the_stop_came_before_the_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rd, plan, _, failure = _failed_at_wake_3(tmp_path)
+    # stopped right after the failed check was recorded, before the fallback: the verdict is recomputed
+    assert ServerRecord.model_validate(read_json(rd.server_record("base"))).sleep_mode.fallback_reason is None  # type: ignore[union-attr]
+    assert sorted(_resumed_measure(rd, plan, monkeypatch)) == ["base", "cand"]
+    first, second = [p.point_id for p in expand_plan(plan) if p.kind == "batch"]
+    for name in ("base", "cand"):
+        record = ServerRecord.model_validate(read_json(rd.server_record(name))).sleep_mode
+        assert record is not None and record.fallback_reason == str(failure)
+        assert record.fallback_points == [first, second]
+    assert [
+        f.verdict for f in ServerRecord.model_validate(read_json(rd.server_record("base"))).sleep_mode.fingerprints
+    ][-1] == "changed"  # type: ignore[union-attr]
+
+
+def test_a_run_stopped_during_the_sequential_fallback_resumes_sequentially_with_its_fingerprints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rd, plan, pair, failure = _failed_at_wake_3(tmp_path)
+    interleave._fall_back(pair, rd, str(failure))
+    fingerprints = read_json(rd.server_record("base"))["sleep_mode"]["fingerprints"]
+    # base's sequential start rewrote its server.json, then the run stopped
+    write_server_record(rd.server_record("base"), ServerRecord(name="base"))
+    assert sorted(_resumed_measure(rd, plan, monkeypatch)) == ["base", "cand"]
+    for name in ("base", "cand"):
+        record = read_json(rd.server_record(name))["sleep_mode"]
+        assert record["fallback_reason"] == str(failure)
+    assert read_json(rd.server_record("base"))["sleep_mode"]["fingerprints"] == fingerprints
