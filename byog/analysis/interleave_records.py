@@ -164,7 +164,7 @@ def point_problems(sides: list[Side], point: BenchPoint) -> list[str]:
     where = f"interleaved {sides[1].name} vs {sides[0].name} at {point.point_id}"
     if any(s.rows.interleave_seq is None for s in sides):
         return [f"{where}: {next(s.name for s in sides if s.rows.interleave_seq is None)}'s rows carry no visits"]
-    for found in (_mode_problems(sides, where), _labels(sides, point.waves, where), _time_order(sides, where)):
+    for found in (_mode_problems(sides, where), _labels(sides, point.wave_cap, where), _time_order(sides, where)):
         problems = list(found)
         if problems:
             return problems

@@ -118,7 +118,7 @@ def _swap_seqs(plan: Plan) -> dict[str | None, int]:
     """Per point id, the visits a swap may precede (batch: 2 x waves; a whole point: 2 x its index + 2); None: evals."""
     points = expand_plan(plan)
     return {None: 0} | {
-        p.point_id: 2 * max(p.waves, 1) if p.kind == "batch" else 2 * i + 2 for i, p in enumerate(points)
+        p.point_id: 2 * max(p.wave_cap, 1) if p.kind == "batch" else 2 * i + 2 for i, p in enumerate(points)
     }
 
 

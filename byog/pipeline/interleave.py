@@ -169,7 +169,7 @@ def visits(point: BenchPoint) -> list[tuple[int, Side, int, int]]:
     """(seq, side, first wave, end wave) of each visit of a batch point: one measured wave per visit,
     a side's first visit also its warm-up waves."""
     out, next_wave = [], {"A": 0, "B": 0}
-    for seq in range(2 * point.waves):
+    for seq in range(2 * point.wave_cap):
         side = side_of(seq)
         first = next_wave[side]
         end = point.warmup_waves + 1 if first == 0 else first + 1
@@ -283,7 +283,7 @@ class _SideRun:
 def _batch_point(pair: Pair, point: BenchPoint, rd: RunDir, data_dir: Path | None) -> None:
     # ABBA visits pair the two sides' waves one for one: an interleaved batch point runs its fixed
     # ``waves``, without sequential stopping (each side stopping on its own CI would break the blocks).
-    point = point.model_copy(update={"ci_target": None, "max_waves": 0})
+    point = point.model_copy(update={"ci_target": None, "max_waves": 0, "waves": point.wave_cap})
     runs: dict[Side, _SideRun] = {}
     for side in ("A", "B"):
         server = pair.servers[side]

@@ -51,6 +51,7 @@ import re
 import site
 import subprocess
 import sys
+import sysconfig
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -567,7 +568,12 @@ def _customize_hooks() -> list[dict[str, Any]]:
             spec = importlib.util.find_spec(name)  # a top-level module: finding it runs nothing
             origin = spec.origin if spec is not None else None
         if origin and origin not in ("built-in", "frozen"):
-            hooks.append(_file_hook(name, Path(origin)))
+            hook = _file_hook(name, Path(origin))
+            # the interpreter's own standard library ships one on Debian and Ubuntu (dpkg's, not pip's):
+            # shown with its sha256, not counted as a patch of the engine
+            if Path(origin).parent.resolve() == Path(sysconfig.get_paths()["stdlib"]).resolve():
+                hook["owner"] = "the Python installation (its standard library)"
+            hooks.append(hook)
     return hooks
 
 
