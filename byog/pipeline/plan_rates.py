@@ -30,7 +30,7 @@ import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict, TypeGuard
+from typing import TypedDict
 
 from byog.bundles.claims_in import read_claims_file
 from byog.core.argv import arg_value
@@ -182,10 +182,6 @@ class Served(TypedDict):
 
     kv_tokens: int
     max_num_seqs: int
-
-
-def _count(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def served_capacity(run_dir: Path) -> dict[str, Served]:
