@@ -9,7 +9,7 @@ from pathlib import Path
 from byog.analysis.bench_summary import wave_units
 from byog.analysis.request_columns import read_request_columns
 from byog.analysis.validity import load_point_record
-from byog.analysis.wave_stopping import half_widths, seed_of
+from byog.analysis.wave_stopping import Rule, half_widths, seed_of
 from byog.bundles.finalize import Packed, seal_and_pack
 from byog.bundles.sign import SigningKey
 from byog.core.io import atomic_write_json
@@ -33,10 +33,12 @@ def faster_decode(run_dir: RunDir, server: str, factor: float = 0.8) -> list[str
                 row.chunk_t_ns = [first + round((t - first) * factor) for t in row.chunk_t_ns]
         write_request_rows(path, rows)
         record = load_point_record(run_dir.bench_point(server, point_id))
-        if record.stopping is not None:  # the stopping record's half-widths, recomputed as verify will
+        stopping = record.stopping
+        if stopping is not None:  # the stopping record decided anew from the doctored waves, as verify will
             units = wave_units(record.point, read_request_columns(path))  # the rows as stored, read as verify reads
-            widths = half_widths(units, seed_of(record.point, server))
-            record = record.model_copy(update={"stopping": record.stopping.model_copy(update={"half_widths": widths})})
+            rule = Rule(stopping.target, stopping.min_waves, stopping.max_waves)
+            redecided = rule.record(half_widths(units, seed_of(record.point, server)))
+            record = record.model_copy(update={"stopping": redecided})
             atomic_write_json(run_dir.bench_point(server, point_id), record.model_dump(mode="json"))
         if record.client is not None:
             lag = {
