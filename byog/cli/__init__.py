@@ -22,6 +22,7 @@ from typing import Any
 
 import typer
 
+from byog.cli.common import Group
 from byog.cli.common import command as guarded_command
 
 # command (first argument) -> "module:attribute" of byog.cli; the order lists them in --help
@@ -62,7 +63,7 @@ def _add(app: typer.Typer, name: str, *, hidden: bool = False) -> None:
     module, attribute = COMMANDS[ALIASES.get(name, name)].split(":")
     target = getattr(importlib.import_module(f"byog.cli.{module}"), attribute)
     if isinstance(target, typer.Typer):
-        app.add_typer(target, name=name, hidden=hidden)
+        app.add_typer(target, name=name, hidden=hidden, cls=Group)
     else:
         guarded_command(app, name, hidden=hidden)(target)
 
@@ -71,6 +72,7 @@ def build_app(command: str | None = None) -> typer.Typer:
     """The typer app with ``command`` registered (every command when it is unknown or None)."""
     app = typer.Typer(
         name="byog",
+        cls=Group,
         help="Bring your own GPU: measure a vLLM change against stock vLLM and pack a signed bundle.",
         no_args_is_help=True,
         add_completion=False,

@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperGroup
 
 from byog.cli.console_reporter import ConsoleReporter
 from byog.core.errors import ByogError, PlanProblems
@@ -27,6 +28,21 @@ from byog.core.settings import debug
 # read as rich markup, so "[signing]" prints as written; styling is explicit (Text, style=).
 console = Console(soft_wrap=True, markup=False)  # a long line is one line in a log or pipe, never re-wrapped at 80
 err_console = Console(stderr=True, soft_wrap=True, markup=False)
+
+
+class Group(TyperGroup):
+    """Every byog group (``cls=`` of each ``typer.Typer``): its ``--help``, when absent, reads False, not None.
+
+    typer coerces a parameter's value unless it already is a bool; coercing the group's absent ``--help``
+    builds a pydantic adapter for it, and importing pydantic for that cost ~60 ms of every
+    ``byog COMMAND --help`` (the command's own eager ``--help`` answers before its options are coerced).
+    """
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.default = False
+        return option
 
 
 def reporter(to_stderr: bool = False) -> ConsoleReporter:

@@ -594,7 +594,6 @@ def read_request_table(path: Path) -> pa.Table:
     (``byog.analysis.request_columns``) and ``read_request_rows`` both read through it.
 
     Raises ValueError when the file's recorded version or its columns do not fit a layout."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = pq.ParquetFile(path).read(use_threads=False)  # not read_table: it imports pandas (0.4 s)
@@ -614,7 +613,7 @@ def read_request_table(path: Path) -> pa.Table:
     offsets, gaps = tables.list_column(table, chunk_timing.GAP_COLUMN)
     send = tables.int_column(table, "t_send_ns") if "t_send_ns" in table.column_names else np.zeros(table.num_rows)
     times = chunk_timing.chunk_t_ns(send.astype(np.int64), offsets, gaps)
-    column = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), pa.array(times, type=pa.int64()))
+    column = tables.list_array(offsets, times)
     return _as_request_rows(table.append_column("chunk_t_ns", column))
 
 

@@ -128,7 +128,6 @@ EXEMPT: dict[str, str] = {
     "byog/schemas/reproduction.py": "tested in tests/unit/analysis/test_reproduction.py",
     "byog/schemas/server.py": "tested in tests/unit/schemas/test_records.py",
     "byog/schemas/summary.py": "tested in tests/unit/report/test_markdown.py",
-    "byog/schemas/tables.py": "tested in tests/unit/bundles/checks/test_schemas.py",
 }
 
 
