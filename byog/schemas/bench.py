@@ -625,7 +625,9 @@ def _as_request_rows(table: pa.Table) -> pa.Table:
     columns = []
     for field in schema:
         if field.name in table.column_names:
-            columns.append(table.column(field.name).cast(field.type))
+            column = table.column(field.name)
+            # cast only what differs: a cast imports pyarrow.compute (0.1 s of every verify)
+            columns.append(column if column.type == field.type else column.cast(field.type))
         else:
             default = RequestRow.model_fields[field.name].get_default(call_default_factory=True)
             columns.append(pa.array([default] * table.num_rows, type=field.type))

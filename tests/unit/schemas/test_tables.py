@@ -35,8 +35,9 @@ def test_list_array_refuses_an_offset_past_int32() -> None:
         list_array(np.array([0, 2**31], dtype=np.int64), np.zeros(0, dtype=np.int64))
 
 
-def test_a_points_rows_read_without_importing_pandas(tmp_path: Path) -> None:
-    """pyarrow's ``pa.array`` imports pandas (0.4 s of every verify) to ask whether its input is a pandas object."""
+def test_a_points_rows_read_without_importing_pandas_or_arrows_compute(tmp_path: Path) -> None:
+    """pyarrow's ``pa.array`` imports pandas (0.4 s of every verify) to ask whether its input is a pandas
+    object, and a ``cast`` imports pyarrow.compute (0.1 s)."""
     run_dir = make_run_dir(tmp_path / "run", SyntheticSpec(batch_sizes=(1,), waves=1))
     rows_file = next((run_dir.root / "bench").glob("*/*.parquet"))
     table = read_request_table(rows_file)
@@ -44,7 +45,7 @@ def test_a_points_rows_read_without_importing_pandas(tmp_path: Path) -> None:
     probe = (
         "import sys\nfrom pathlib import Path\nfrom byog.schemas.bench import read_request_table\n"
         f"table = read_request_table(Path({str(rows_file)!r}))\n"
-        "print(table.num_rows, 'pandas' in sys.modules)\n"
+        "print(table.num_rows, 'pandas' in sys.modules, 'pyarrow.compute' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True)
-    assert done.stdout.split() == [str(table.num_rows), "False"]
+    assert done.stdout.split() == [str(table.num_rows), "False", "False"]
