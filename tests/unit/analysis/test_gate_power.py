@@ -82,3 +82,45 @@ def test_the_observed_design_is_the_planned_one_at_the_rate_its_discordance_impl
     assert not planned_power(ItemModel(0.75, 1.0, observed.redraw), observed.sound_n - 10, 1, False, 3.0).sound
     calm = observed_design(planned, 440, 3.0, 0, 0.75)
     assert calm.sound and calm.label() is None and calm.redraw < planned.redraw
+
+
+def _exact_on_every_pair(step: float, p_down: float, p_up: float, n: int, margin: float, resolution: float) -> float:
+    """``prob_equivalent_exact``'s sum written out on every (a, b) pair of counts, each term evaluated there."""
+    import numpy as np
+    from scipy.special import gammaln, xlogy
+
+    from byog.analysis.gate_power import _count_range, _t95
+
+    a, b = _count_range(n, p_up)[:, None], _count_range(n, p_down)[None, :]
+    aa, bb = np.broadcast_arrays(a, b)
+    ok = a + b <= n
+    aa, bb = aa[ok].astype(float), bb[ok].astype(float)
+    zz = n - aa - bb
+    p_zero = max(0.0, 1.0 - p_down - p_up)
+    with np.errstate(divide="ignore"):
+        logs = (
+            gammaln(n + 1)
+            - gammaln(aa + 1)
+            - gammaln(bb + 1)
+            - gammaln(zz + 1)
+            + xlogy(aa, p_up)
+            + xlogy(bb, p_down)
+            + xlogy(zz, p_zero)
+        )
+    d = step * (aa - bb) / n
+    se = np.sqrt(np.clip((step * step * (aa + bb) - n * d * d) / (n - 1), 0, None) / n)
+    se = np.where((aa + bb == 0) | (aa == n) | (bb == n), resolution / n, se)
+    eq = (np.abs(d) + _t95(n) * se) < margin
+    return float(np.clip(np.exp(logs)[eq].sum(), 0.0, 1.0))
+
+
+@pytest.mark.parametrize(
+    "p_down,p_up,n,margin",
+    [(0.0, 0.0, 20, 3.0), (0.5, 0.5, 20, 3.0), (0.0, 1.0, 30, 3.0), (0.03, 0.01, 673, 3.0), (0.06, 0.07, 20000, 1.0)],
+)
+def test_the_exact_sum_is_the_same_number_as_on_every_pair(p_down: float, p_up: float, n: int, margin: float) -> None:
+    """Each term is evaluated once per count and gathered: the same values, added in the same order."""
+    from byog.analysis.gate_power import prob_equivalent_exact
+
+    expected = _exact_on_every_pair(100.0, p_down, p_up, n, margin, 100.0)
+    assert prob_equivalent_exact(100.0, p_down, p_up, n, margin, 100.0) == expected
