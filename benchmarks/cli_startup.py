@@ -1,10 +1,12 @@
 """Whole-process start-up of the CLI (issue 52's goals): `byog --help` and `byog verify --help`
 <= 0.25 s, `byog verify` of a small bundle <= 0.5 s, each beside `python -c 'import byog'`.
 
-    python benchmarks/cli_startup.py [--repo PATH] [--runs 7]
+    python benchmarks/cli_startup.py [--repo PATH ...] [--runs 7]
 
 ``--repo`` times another checkout's byog (e.g. the commit before a change, unpacked with
-``git archive``) with this same script. Every command runs as its own process with compiled
+``git archive``) with this same script; given twice or more (before, after), the runs of each command
+alternate between the checkouts, so a machine whose load drifts weighs on each alike, and each
+command's rows stand together. Every command runs as its own process with compiled
 bytecode (as an installed byog does), pinned to one core with ``taskset`` when it exists; printed:
 min and median wall seconds of ``--runs`` runs (at least 7), the same of CPU seconds (user + system of the
 process and its children: what a loaded machine, where wall time is mostly waiting for a core, still
@@ -25,7 +27,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
-HEAVY = ("pandas", "pyarrow", "numpy", "scipy", "matplotlib", "vllm")
+HEAVY = ("pandas", "pyarrow", "pyarrow.compute", "numpy", "scipy", "matplotlib", "pydantic", "vllm")
 # What any typer CLI pays before its first line of its own: typer, rich's help screen and, once a
 # command's options are built (`a --help`), pydantic (typer builds an adapter per option). byog's
 # --help figures are these plus byog's own imports.
@@ -40,10 +42,13 @@ TYPER_FLOOR = (
 
 def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repo", type=Path, default=HERE, help="checkout whose byog to time (default: this one)")
+    parser.add_argument(
+        "--repo", type=Path, action="append", help="checkout whose byog to time (default: this one); repeatable"
+    )
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     args.runs = max(7, args.runs)
+    args.repo = [path.resolve() for path in args.repo or [HERE]]
     return args
 
 
@@ -87,9 +92,11 @@ def _env(repo: Path) -> dict[str, str]:
 
 
 def _heavy_after(repo: Path, argv: list[str]) -> str:
-    """The heavy modules left in sys.modules after running the CLI with ``argv`` in-process."""
+    """The heavy modules left in sys.modules after running the CLI with ``argv`` in-process (verify's
+    content checks too: without ``os.fork`` they run in this process, so what they import shows)."""
     probe = (
-        "import sys, runpy\n"
+        "import os, sys, runpy\n"
+        "del os.fork\n"
         f"sys.argv = ['byog', *{argv!r}]\n"
         "try:\n    runpy.run_module('byog', run_name='__main__')\nexcept SystemExit:\n    pass\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules) or '-', file=sys.stderr)\n"
@@ -100,50 +107,69 @@ def _heavy_after(repo: Path, argv: list[str]) -> str:
     return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "?"
 
 
+def _cases(bundle: Path, allowed: Path) -> dict[str, list[str]]:
+    return {
+        "python -c 'import byog'": [sys.executable, "-c", "import byog"],
+        "typer floor (2-command app --help)": [sys.executable, "-c", TYPER_FLOOR, "--help"],
+        "byog --help": [sys.executable, "-m", "byog", "--help"],
+        "typer floor (its command a --help)": [sys.executable, "-c", TYPER_FLOOR, "a", "--help"],
+        "byog verify --help": [sys.executable, "-m", "byog", "verify", "--help"],
+        f"byog verify (small, {bundle.stat().st_size / 1e3:.0f} kB)": [
+            sys.executable,
+            "-m",
+            "byog",
+            "verify",
+            str(bundle),
+            "--allowed-signers",
+            str(allowed),
+        ],
+    }
+
+
+def _timed(command: list[str], repo: Path) -> tuple[float, float, int]:
+    """(wall s, CPU s, exit status) of one run of ``command`` against ``repo``'s byog."""
+    start, start_cpu = time.perf_counter(), _children_cpu_s()
+    code = subprocess.run(_pinned(command), env=_env(repo), cwd=repo, capture_output=True, check=False).returncode
+    return time.perf_counter() - start, _children_cpu_s() - start_cpu, code
+
+
 def main() -> None:
     args = _args()
-    repo = args.repo.resolve()
-    env = _env(repo)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(repo / "byog")], check=True, capture_output=True)
+    repos: list[Path] = args.repo
+    for repo in repos:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(repo / "byog")], check=True, capture_output=True)
     with tempfile.TemporaryDirectory(prefix="byog-startup-") as tmp:
-        bundle, allowed = _small_bundle(repo, Path(tmp))
-        cases = {
-            "python -c 'import byog'": [sys.executable, "-c", "import byog"],
-            "typer floor (2-command app --help)": [sys.executable, "-c", TYPER_FLOOR, "--help"],
-            "byog --help": [sys.executable, "-m", "byog", "--help"],
-            "typer floor (its command a --help)": [sys.executable, "-c", TYPER_FLOOR, "a", "--help"],
-            "byog verify --help": [sys.executable, "-m", "byog", "verify", "--help"],
-            f"byog verify (small, {bundle.stat().st_size / 1e3:.0f} kB)": [
-                sys.executable,
-                "-m",
-                "byog",
-                "verify",
-                str(bundle),
-                "--allowed-signers",
-                str(allowed),
-            ],
-        }
+        cases = {}
+        for i, repo in enumerate(repos):
+            (Path(tmp) / str(i)).mkdir()
+            cases[repo] = _cases(*_small_bundle(repo, Path(tmp) / str(i)))
         print(
-            f"CLI start-up of {repo}; python {sys.version.split()[0]}; "
+            f"CLI start-up of {', '.join(str(r) for r in repos)}; python {sys.version.split()[0]}; "
             f"{'taskset -c 0' if shutil.which('taskset') else 'not pinned'}; "
             f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.runs} runs each"
+            + ("; runs alternate between the checkouts" if len(repos) > 1 else "")
         )
-        print(f"{'':<34} {'min s':>7} {'median s':>9} {'cpu min':>8} {'cpu med':>8}  exit  heavy modules imported")
-        for label, command in cases.items():
-            subprocess.run(
-                command, env=env, cwd=repo, capture_output=True, check=False
-            )  # not timed: writes bytecode left
-            walls, cpus, code = [], [], 0
+        width = max(len(label) for label in cases[repos[0]]) + (6 if len(repos) > 1 else 2)
+        print(f"{'':<{width}} {'min s':>7} {'median s':>9} {'cpu min':>8} {'cpu med':>8}  exit  heavy modules imported")
+        for row in range(len(cases[repos[0]])):
+            commands = {repo: list(cases[repo].values())[row] for repo in repos}
+            for repo, command in commands.items():  # not timed: writes bytecode left
+                subprocess.run(command, env=_env(repo), cwd=repo, capture_output=True, check=False)
+            runs: dict[Path, list[tuple[float, float, int]]] = {repo: [] for repo in repos}
             for _ in range(args.runs):
-                start, start_cpu = time.perf_counter(), _children_cpu_s()
-                code = subprocess.run(_pinned(command), env=env, cwd=repo, capture_output=True, check=False).returncode
-                walls.append(time.perf_counter() - start)
-                cpus.append(_children_cpu_s() - start_cpu)
-            heavy = _heavy_after(repo, command[3:]) if command[1] == "-m" else "-"
-            print(
-                f"{label:<34} {min(walls):>7.3f} {statistics.median(walls):>9.3f} {min(cpus):>8.3f} "
-                f"{statistics.median(cpus):>8.3f}  {code:>4}  {heavy}"
-            )
+                for repo, command in commands.items():
+                    runs[repo].append(_timed(command, repo))
+            for i, repo in enumerate(repos):
+                command, walls, cpus = commands[repo], [r[0] for r in runs[repo]], [r[1] for r in runs[repo]]
+                label = list(cases[repo])[row] + (f" [{i + 1}]" if len(repos) > 1 else "")
+                heavy = _heavy_after(repo, command[3:]) if command[1] == "-m" else "-"
+                print(
+                    f"{label:<{width}} {min(walls):>7.3f} {statistics.median(walls):>9.3f} {min(cpus):>8.3f} "
+                    f"{statistics.median(cpus):>8.3f}  {runs[repo][-1][2]:>4}  {heavy}"
+                )
+    if len(repos) > 1:
+        print("  " + "; ".join(f"[{i + 1}] {repo}" for i, repo in enumerate(repos)))
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
     print("goals: --help and verify --help <= 0.25 s, small verify <= 0.5 s (whole process)")
 
 
