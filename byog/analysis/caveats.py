@@ -52,11 +52,13 @@ class Caveat:
     wake_effect: WakeEffect | None = None  # wake effect
     forced_length: str | None = None  # synthetic acceptance: the acceptance length forced, when given
 
-    def undermines(self, gate: Gate, servers: Sequence[str]) -> bool:
-        """Whether this caveat voids or limits a statement of ``gate`` about ``servers`` (every server: validity)."""
-        return (gate in self.voids or gate in self.limits) and (
-            not self.servers or bool(set(self.servers) & set(servers))
-        )
+    def undermines(self, gate: Gate, servers: Sequence[str], point_id: str | None = None) -> bool:
+        """Whether this caveat voids or limits a statement of ``gate`` about ``servers`` (every server:
+        validity), at ``point_id`` where the statement is about one point (a claim)."""
+        concerns = not self.servers or bool(set(self.servers) & set(servers))
+        at = self.wake_effect.point_id if self.wake_effect is not None else None
+        elsewhere = at is not None and point_id is not None and at != point_id
+        return concerns and not elsewhere and (gate in self.voids or gate in self.limits)
 
 
 def flags(record: ServerRecord | None) -> dict[str, str]:
@@ -88,7 +90,7 @@ def _is_invalid(points: dict[tuple[str, str], PointSummary], server: str, point_
 
 def _invalid(summary: Summary) -> list[Caveat]:
     found = [
-        Caveat("invalid point", (p.server,), voids=("validity",), limits=("speed claim",), point=p)
+        Caveat("invalid point", (p.server,), voids=("validity",), point=p)  # a claim there is not checked already
         for p in summary.bench.points
         if not p.valid
     ]

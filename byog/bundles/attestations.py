@@ -41,14 +41,16 @@ from byog.analysis.caveats import Gate
 from byog.analysis.claims import evaluate_claim
 from byog.analysis.engine_integrity import verdicts as engine_verdicts
 from byog.analysis.pair_diff import compare_pair
+from byog.analysis.points import one_point
 from byog.analysis.summary import plan_of
 from byog.core.canonical import canonical_json
+from byog.core.errors import ByogError
 from byog.core.io import atomic_write_bytes
 from byog.core.paths import CLAIMS_NAME, RunDir
 from byog.report.context import ReportContext, ReportInputs
 from byog.report.markdown import REPORT_VERSION
 from byog.report.setup import WarningLine, plain, warnings
-from byog.schemas.claims import Claim, ClaimsFile, RatioClaim, ValueClaim
+from byog.schemas.claims import Claim, ClaimsFile, ValueClaim, VerdictClaim
 from byog.schemas.env import EnvRecord
 from byog.schemas.evals import EvalVerdict
 from byog.schemas.plan_pin import PLAN_PIN_NAME
@@ -130,10 +132,12 @@ class _Gates:
             ctx = ReportContext(run_dir, summary, ReportInputs(image_base=None), report_format)
             self.warned = warnings(ctx)
 
-    def judge(self, result: str, test: str, gate: Gate, servers: Iterable[str]) -> tuple[str, str]:
-        """(result, test) once the warnings about ``servers`` that undermine ``gate`` are taken in."""
+    def judge(
+        self, result: str, test: str, gate: Gate, servers: Iterable[str], point: str | None = None
+    ) -> tuple[str, str]:
+        """(result, test) once the warnings about ``servers`` (at ``point``) that undermine ``gate`` are taken in."""
         named = list(servers)
-        hits = [w for w in self.warned if w.caveat.undermines(gate, named)]
+        hits = [w for w in self.warned if w.caveat.undermines(gate, named, point)]
         worst = "FAILED" if any(gate in w.caveat.voids for w in hits) else "WARNED" if hits else result
         if _RANK[worst] <= _RANK[result]:
             return result, test
@@ -141,12 +145,16 @@ class _Gates:
         return worst, f"{test}; warning: {words}"
 
 
-def _claim_gate(claim: Claim) -> tuple[Gate, tuple[str, ...]]:
-    if isinstance(claim, ValueClaim):
-        return "speed claim", (claim.server,)
-    if isinstance(claim, RatioClaim):
-        return "speed claim", (claim.candidate, claim.baseline)
-    return "accuracy", (claim.candidate,)
+def _claim_gate(summary: Summary, claim: Claim) -> tuple[Gate, tuple[str, ...], str | None]:
+    """The gate a claim attests, the servers it is about, and its point (None where it names none it can)."""
+    if isinstance(claim, VerdictClaim):
+        return "accuracy", (claim.candidate,), None
+    servers = (claim.server,) if isinstance(claim, ValueClaim) else (claim.candidate, claim.baseline)
+    try:
+        point: str | None = one_point(summary, servers[0], point=claim.point, select=claim.select).point_id
+    except ByogError:
+        point = None  # the claim itself fails or is not checked: said by its own result
+    return "speed claim", servers, point
 
 
 def statements(run_dir: RunDir, summary: Summary, report_format: int = REPORT_VERSION) -> list[dict[str, Any]]:
@@ -170,7 +178,8 @@ def statements(run_dir: RunDir, summary: Summary, report_format: int = REPORT_VE
             outcome = evaluate_claim(summary, claim)
             result = {"holds": "PASSED", "fails": "FAILED"}.get(outcome.outcome, "WARNED")
             test = f"claim {outcome.label}: claimed {outcome.claimed}: {outcome.outcome}"
-            found.append(_statement(every, *gates.judge(result, test, *_claim_gate(claim)), config))
+            gate, about, point = _claim_gate(summary, claim)
+            found.append(_statement(every, *gates.judge(result, test, gate, about, point), config))
     invalid = [p for p in summary.bench.points if not p.valid]
     if summary.bench.points and every:
         test = (

@@ -14,6 +14,7 @@ from in_toto_attestation.v1 import statement_pb2
 from in_toto_attestation.v1.statement import Statement
 from typer.testing import CliRunner
 
+from byog.analysis.claims import measured
 from byog.analysis.summary import derive_summary
 from byog.bundles.attestations import (
     ATTESTATIONS_NAME,
@@ -24,15 +25,17 @@ from byog.bundles.attestations import (
     attestations_bytes,
 )
 from byog.bundles.finalize import seal_and_pack
+from byog.bundles.sign import SigningKey
 from byog.bundles.verify import verify_bundle
 from byog.cli import app
 from byog.core.io import atomic_write_bytes, atomic_write_json
-from byog.core.paths import RunDir
+from byog.core.paths import CLAIMS_NAME, RunDir
 from byog.pipeline.derive import derive_and_write
 from byog.report.context import ReportContext, ReportInputs
 from byog.report.markdown import REPORT_VERSION, render_report
 from byog.report.setup import warning_lines
 from byog.schemas.bench import WakeEffect, WakeIntegrity
+from byog.schemas.claims import RatioClaim
 from byog.schemas.summary import Summary, read_summary
 from tests.support.bundles_kit import TINY, repacked
 from tests.support.interleave_run import BATCH_PLAN, interleaved_sweep, steady_waves
@@ -179,18 +182,19 @@ def woken_slow(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     return rd
 
 
-def _copy(rd: RunDir, folder: Path) -> RunDir:
-    shutil.copytree(rd.root, folder)
-    return RunDir(folder)
+def _signed_copy(rd: RunDir, folder: Path) -> tuple[SigningKey, Path, RunDir]:
+    """A signing key, the allowed-signers file that trusts it, and a copy of ``rd`` to pack."""
+    key, public = make_key(folder, "alice")
+    allowed = allowed_signers(folder / "allowed", [("alice@example.com", public)])
+    shutil.copytree(rd.root, folder / "run")
+    return key, allowed, RunDir(folder / "run")
 
 
 @pytest.mark.serial  # a real interleaved bench against loopback fakes
 def test_a_flagged_wake_effect_fails_validity_naming_side_and_point_and_verify_rebuilds_it(
     woken_slow: RunDir, tmp_path: Path
 ) -> None:
-    key, public = make_key(tmp_path, "alice")
-    allowed = allowed_signers(tmp_path / "allowed", [("alice@example.com", public)])
-    rd = _copy(woken_slow, tmp_path / "run")
+    key, allowed, rd = _signed_copy(woken_slow, tmp_path)
     summary = read_summary(rd.summary_json)
     assert [(w.server, w.flagged) for w in summary.bench.wake_effects] == [("cand", True), ("base", None)]
     assert all(p.valid for p in summary.bench.points)
@@ -213,9 +217,7 @@ def test_a_flagged_wake_effect_fails_validity_naming_side_and_point_and_verify_r
 def test_an_older_format_bundle_still_verifies_and_verify_reissues_under_todays_rules(
     woken_slow: RunDir, tmp_path: Path
 ) -> None:
-    key, public = make_key(tmp_path, "alice")
-    allowed = allowed_signers(tmp_path / "allowed", [("alice@example.com", public)])
-    rd = _copy(woken_slow, tmp_path / "run")
+    key, allowed, rd = _signed_copy(woken_slow, tmp_path)
     summary = read_summary(rd.summary_json)
     old = attestations_bytes(rd, summary, report_format=WARNINGS_ATTESTED - 1)  # as format 6's byog wrote it
     assert _gates(old)["validity"] == ("PASSED", "validity: all 2 points valid")
@@ -312,3 +314,33 @@ def test_dummy_weights_void_the_accuracy_statement(tmp_path: Path) -> None:
     accuracy = next(gate for gate in after if gate.startswith("accuracy"))
     assert before[accuracy][0] != "FAILED" and after[accuracy][0] == "FAILED"
     assert "; warning: Dummy weights: candidate ran random weights (--load-format dummy)" in after[accuracy][1]
+
+
+def test_a_flagged_wake_effect_limits_a_speed_claim_at_its_point_only(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path / "run", TINY)
+    summary = derive_summary(run_dir)
+    point = summary.bench.points[0].point_id
+    ratio = measured(
+        summary,
+        RatioClaim(
+            kind="ratio", candidate="candidate", baseline="baseline", point=point, metric="decode_tok_s", value=1.0
+        ),
+    )
+    claim = {
+        "kind": "ratio",
+        "name": "faster",
+        "candidate": "candidate",
+        "baseline": "baseline",
+        "point": point,
+        "metric": "decode_tok_s",
+        "value": ratio,
+    }
+    (run_dir.root / CLAIMS_NAME).write_text(json.dumps({"schema_version": 1, "claims": [claim]}))
+    results = {}
+    for at in (point, "another-point"):
+        summary.bench.wake_effects = [
+            WakeEffect(server="candidate", point_id=at, woken_waves=4, continued_waves=4, ratio=0.9, flagged=True)
+        ]
+        results[at] = _gates(attestations_bytes(run_dir, summary))["claim faster"]
+    assert results["another-point"][0] == "PASSED"
+    assert results[point][0] == "WARNED" and f"; warning: Wake-up flagged: candidate at {point}" in results[point][1]
