@@ -1,7 +1,9 @@
 """The end of ``byog run`` (and ``byog bundle pack``): name the signer, render, seal, sign, pack.
 
 Order matters: signer.json and report.md are part of the signed content, so they are written
-first; then the manifest is built over every file, signed, and everything packed.
+first (report.md in the current format, and attestations.intoto.jsonl, where the run has one, again
+under that format's rules, whichever byog derived the run); then the manifest is built over every
+file, signed, and everything packed.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from byog.bundles.attestations import ATTESTATIONS_NAME, attestations_bytes
 from byog.bundles.claims_in import take_claims
 from byog.bundles.pack import BUDGET_BYTES, BUNDLE_NAME, archive_bytes, seal
 from byog.bundles.parts import part0_bytes, part_name, split, stem_of
@@ -79,6 +82,8 @@ def seal_and_pack(
     _write_signer(run_dir, key)
     summary = read_summary(run_dir.summary_json)
     atomic_write_text(run_dir.report_md, render_report(run_dir, summary))
+    if (run_dir.root / ATTESTATIONS_NAME).is_file():
+        atomic_write_bytes(run_dir.root / ATTESTATIONS_NAME, attestations_bytes(run_dir, summary))
     if plots or (plots is None and not run_dir.plots_dir.is_dir()):
         write_plots(run_dir, summary)
     out = (out or run_dir.root / BUNDLE_NAME).resolve()

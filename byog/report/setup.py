@@ -5,14 +5,24 @@ Read from the run directory's own records: env.json (hardware), servers/*/server
 identity read where the server ran), plan.yaml (a baseline declared not stock) and the summary
 (invalid points, wake-up checks, evals). What a record does not say is "not recorded", never a
 guess. Every bundle string goes through ``md_text`` / ``md_code`` here, where it enters the markdown.
+Which warnings there are is decided once, by ``byog.analysis.caveats``; here each is worded, and the
+attestations (``byog.bundles.attestations``) read the same ``warnings``.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
+from byog.analysis.caveats import (
+    SYNTHETIC,
+    Caveat,
+    baseline_not_stock,
+    caveats,
+    compared_pairs,
+    is_dummy,
+)
 from byog.analysis.hardware import describe
-from byog.analysis.launch_diff import serve_flags
 from byog.analysis.pair_diff import compare_pair, pair_line
 from byog.core.safe_text import md_code, md_text
 from byog.report.context import ReportContext
@@ -22,8 +32,6 @@ from byog.schemas.env import EnvRecord
 from byog.schemas.plan import ComparisonPair
 from byog.schemas.server import ServerRecord
 
-SYNTHETIC = "speculative_config.rejection_sample_method"
-SYNTHETIC_LENGTH = "speculative_config.synthetic_acceptance_length"
 # what an invalid point's first reason calls for: (words in the reason, the remedy)
 REMEDIES: tuple[tuple[str, str], ...] = (
     ("client saturated", "run the bench client on an idle machine or more cores, or at a lower load"),
@@ -38,27 +46,17 @@ REMEDY_ELSE = "re-run the point"
 
 def pairs(ctx: ReportContext) -> list[tuple[str, str]]:
     """Every candidate/baseline pair the bundle compares (bench, then evals), in order."""
-    found = [(c.candidate, c.baseline) for c in ctx.summary.bench.comparisons]
-    found += [(v.candidate, v.baseline) for v in ctx.summary.evals.verdicts]
-    return list(dict.fromkeys(found))
+    return compared_pairs(ctx.summary)
 
 
 def _record(ctx: ReportContext, name: str) -> ServerRecord | None:
     return next((r for r in ctx.servers if r.name == name), None)
 
 
-def _flags(record: ServerRecord | None) -> dict[str, str]:
-    return serve_flags(record.argv or []) if record is not None else {}
-
-
-def _dummy(record: ServerRecord | None) -> bool:
-    return _flags(record).get("--load-format") == "dummy"
-
-
 def _weights(record: ServerRecord | None) -> str:
     if record is None:
         return "weights not recorded"
-    if _dummy(record):
+    if is_dummy(record):
         return "⚠ dummy weights (`--load-format dummy`)"
     files = record.identity.weights if record.identity is not None else None
     if files is not None and files.weights_sha256:
@@ -81,9 +79,7 @@ def _vllm(record: ServerRecord | None) -> str:
 
 def _stock(ctx: ReportContext, candidate: str, baseline: str) -> str:
     """What the plan declares of the baseline (verify's ``--policy`` stock check holds it to that)."""
-    declared = ctx.plan.pairs or [] if ctx.plan is not None else []
-    pair = next((p for p in declared if (p.candidate, p.baseline) == (candidate, baseline)), None)
-    return "⚠ baseline not stock" if pair is not None and not pair.baseline_is_stock else "baseline declared stock"
+    return "⚠ baseline not stock" if baseline_not_stock(ctx.plan, candidate, baseline) else "baseline declared stock"
 
 
 PAIR_LINE_FORMAT = 6  # the first report format whose setup line says what the pair differs in
@@ -162,80 +158,80 @@ def _remedy(reason: str) -> str:
     return next((remedy for words, remedy in REMEDIES if words in reason), REMEDY_ELSE)
 
 
-def _invalid_warnings(ctx: ReportContext) -> list[str]:
-    invalid = ctx.invalid
-    if not invalid:
-        return []
-    lines = []
-    for p in invalid:
-        reason = p.invalid_reasons[0] if p.invalid_reasons else "no reason recorded"
-        lines.append(
-            f"- ⚠ Invalid point, {md_text(p.server)} {_where(p)}: {md_text(reason, 200)}. Its numbers are not "
-            f"results; remedy: {_remedy(reason)}."
-        )
-    for candidate, baseline in pairs(ctx):
-        ids = dict.fromkeys(c.point_id for c in ctx.summary.bench.comparisons if c.candidate == candidate)
-        one_side = [
-            (pid, candidate if ctx.is_invalid(candidate, pid) else baseline)
-            for pid in ids
-            if ctx.is_invalid(candidate, pid) != ctx.is_invalid(baseline, pid)
-        ]
-        if one_side:
-            named = ", ".join(f"{_where(ctx.points[(side, pid)])} ({md_text(side)} only)" for pid, side in one_side)
-            lines.append(
-                f"- ⚠ Invalid on one side only, {md_text(candidate)} vs {md_text(baseline)}: {named}: the other "
-                "side's valid number there has nothing to be compared with, so no speed-up is given there."
-            )
-    return lines
+def _invalid_line(p: PointSummary) -> str:
+    reason = p.invalid_reasons[0] if p.invalid_reasons else "no reason recorded"
+    return (
+        f"- ⚠ Invalid point, {md_text(p.server)} {_where(p)}: {md_text(reason, 200)}. Its numbers are not "
+        f"results; remedy: {_remedy(reason)}."
+    )
+
+
+def _one_side_line(ctx: ReportContext, candidate: str, baseline: str, one_side: tuple[tuple[str, str], ...]) -> str:
+    named = ", ".join(f"{_where(ctx.points[(side, pid)])} ({md_text(side)} only)" for pid, side in one_side)
+    return (
+        f"- ⚠ Invalid on one side only, {md_text(candidate)} vs {md_text(baseline)}: {named}: the other "
+        "side's valid number there has nothing to be compared with, so no speed-up is given there."
+    )
 
 
 def _where(p: PointSummary) -> str:
     return f"{md_text(p.workload)} {load_label(p)}, ISL {p.isl}"
 
 
-def warning_lines(ctx: ReportContext) -> list[str]:
-    """Every condition that voids or limits the claim: one sentence each, with its consequence."""
-    lines = []
-    for record in ctx.servers:
-        flags = _flags(record)
-        if flags.get(SYNTHETIC) == "synthetic":
-            length = flags.get(SYNTHETIC_LENGTH)
-            forced = f" at acceptance length {md_text(length)}" if length else ""
-            lines.append(
-                f"- ⚠ Synthetic acceptance: {md_text(record.name)} forces its drafts' acceptance{forced} "
-                f"(`{SYNTHETIC} synthetic`): its speed is what that acceptance would give, not what this draft "
-                "method achieves on real text."
-            )
-    dummy = [record.name for record in ctx.servers if _dummy(record)]
-    if dummy:
-        lines.append(
-            f"- ⚠ Dummy weights: {', '.join(md_text(n) for n in dummy)} ran random weights (`--load-format dummy`): "
+def _line(ctx: ReportContext, c: Caveat) -> str:
+    """A caveat as the first screen's warning: one sentence with its consequence."""
+    names = [md_text(n) for n in c.servers]
+    if c.kind == "synthetic acceptance":
+        forced = f" at acceptance length {md_text(c.forced_length)}" if c.forced_length else ""
+        return (
+            f"- ⚠ Synthetic acceptance: {names[0]} forces its drafts' acceptance{forced} "
+            f"(`{SYNTHETIC} synthetic`): its speed is what that acceptance would give, not what this draft "
+            "method achieves on real text."
+        )
+    if c.kind == "dummy weights":
+        return (
+            f"- ⚠ Dummy weights: {', '.join(names)} ran random weights (`--load-format dummy`): "
             "outputs are noise, so accuracy cannot be checked, and speed with real weights may differ."
         )
-    if not ctx.summary.evals.verdicts and pairs(ctx):
-        lines.append(
-            "- ❔ accuracy: not checked. No eval ran, so nothing here shows the candidate still answers correctly."
-        )
-    lines += _invalid_warnings(ctx)
-    for integrity in ctx.summary.bench.wake_integrity:
-        lines += [
-            f"- ⚠ {md_text(changed)}: {md_text(integrity.candidate)} vs {md_text(integrity.baseline)}'s waves since "
+    if c.kind == "accuracy not checked":
+        return "- ❔ accuracy: not checked. No eval ran, so nothing here shows the candidate still answers correctly."
+    if c.kind == "invalid point" and c.point is not None:
+        return _invalid_line(c.point)
+    if c.kind == "invalid on one side":
+        return _one_side_line(ctx, c.servers[0], c.servers[1], c.one_side)
+    if c.kind == "wake integrity":
+        return (
+            f"- ⚠ {md_text(c.changed)}: {names[0]} vs {names[1]}'s waves since "
             "the last good fingerprint are invalid and were measured again sequentially."
-            for changed in integrity.changed
-        ]
-    for w in ctx.summary.bench.wake_effects:
-        if w.flagged:
-            lines.append(
-                f"- ⚠ Wake-up flagged: {md_text(w.server)} at {md_text(w.point_id)} ran at {w.ratio or 0:.2f}× its "
-                "continued speed right after waking: the pair's ratio there carries the wake-up's effect."
-            )
-    for candidate, baseline in pairs(ctx):
-        if _stock(ctx, candidate, baseline).startswith("⚠"):
-            lines.append(
-                f"- ⚠ Baseline not stock: the plan declares {md_text(baseline)} is not a stock launch, so "
-                f"{md_text(candidate)}'s numbers are against that launch, not against stock vLLM."
-            )
-    return lines
+        )
+    if c.kind == "wake effect" and c.wake_effect is not None:
+        w = c.wake_effect
+        return (
+            f"- ⚠ Wake-up flagged: {md_text(w.server)} at {md_text(w.point_id)} ran at {w.ratio or 0:.2f}× its "
+            "continued speed right after waking: the pair's ratio there carries the wake-up's effect."
+        )
+    return (
+        f"- ⚠ Baseline not stock: the plan declares {names[1]} is not a stock launch, so "
+        f"{names[0]}'s numbers are against that launch, not against stock vLLM."
+    )
+
+
+@dataclass(frozen=True)
+class WarningLine:
+    """One caveat of the bundle (``byog.analysis.caveats``) and its first-screen line (markdown)."""
+
+    caveat: Caveat
+    line: str
+
+
+def warnings(ctx: ReportContext) -> list[WarningLine]:
+    """The bundle's caveats, each worded: what the headline, verify and the attestations all read."""
+    return [WarningLine(c, _line(ctx, c)) for c in caveats(ctx.summary, ctx.servers, ctx.plan)]
+
+
+def warning_lines(ctx: ReportContext) -> list[str]:
+    """Every condition that voids or limits the claim: one sentence each, with its consequence."""
+    return [w.line for w in warnings(ctx)]
 
 
 _ESCAPED = re.compile(r"\\(.)")

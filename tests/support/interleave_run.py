@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from byog.analysis.interleave import follows_wake
+from byog.analysis.validity import load_point_record
 from byog.bench.ceiling import FakeConfig, FakeServerThread
+from byog.core.io import atomic_write_json
 from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter
 from byog.pipeline import interleave
 from byog.plans.load import parse_plan
 from byog.runtimes.record import write_server_record
+from byog.schemas.bench import read_request_rows, write_request_rows
 from byog.schemas.plan import Plan
 from byog.schemas.server import Endpoint, ServerRecord
 from tests.support.fake_vllm import FakeVllm
@@ -28,6 +32,8 @@ workloads:
   - {kind: batch, name: decode, batch_sizes: [1, 3], isl: [5], osl: [12], warmup_waves: 1, waves: 4}
   - {kind: concurrency, name: cl, concurrencies: [2], isl: [1], osl: [16], num_prompts: 6}
 """
+# B=1 only: the one batch point whose decode window any wave of loopback requests has
+BATCH_PLAN = SWEEP_PLAN.split("  - {kind: concurrency", 1)[0].replace("batch_sizes: [1, 3]", "batch_sizes: [1]")
 
 
 class NoSwap:
@@ -63,11 +69,11 @@ class FakeServer:
         self.stopped = True
 
 
-def interleaved_sweep(folder: Path, log: list[str] | None = None) -> tuple[RunDir, Plan]:
-    """SWEEP_PLAN's pair run interleaved into ``folder`` (plan.yaml, rows, both server.json records)."""
-    plan = parse_plan(SWEEP_PLAN, "plan.yaml")
+def interleaved_sweep(folder: Path, log: list[str] | None = None, text: str = SWEEP_PLAN) -> tuple[RunDir, Plan]:
+    """The plan ``text``'s pair run interleaved into ``folder`` (plan.yaml, rows, both server.json records)."""
+    plan = parse_plan(text, "plan.yaml")
     rd = RunDir(folder)
-    (folder / "plan.yaml").write_text(SWEEP_PLAN)
+    (folder / "plan.yaml").write_text(text)
     log = [] if log is None else log
     with FakeServerThread(FakeConfig(step_s=0.002)) as fa, FakeServerThread(FakeConfig(step_s=0.003)) as fb:
         pair = interleave.Pair(plan, {"A": "base", "B": "cand"}, rd)
@@ -79,3 +85,26 @@ def interleaved_sweep(folder: Path, log: list[str] | None = None) -> tuple[RunDi
         pair.awake = "B"
         interleave.bench_pair(pair, rd, None, NullReporter())
     return rd, plan
+
+
+def steady_waves(rd: RunDir, server: str, woken: float = 1.0) -> None:
+    """Make ``server``'s run as a quiet machine would have it, and its woken waves ``woken`` times as
+    fast as the rest: every inter-token gap set to 0.5 ms (times ``1 / woken`` in a wave right after a
+    wake; the fakes step 2 ms or more, so gaps only shrink for ``woken`` >= 0.25 and every row stays in
+    its visit), the client's event-loop lag zero. A loaded test box neither saturates the client nor
+    blurs the wake effect then."""
+    for point_id in rd.bench_point_ids(server):
+        path = rd.bench_rows(server, point_id)
+        rows = read_request_rows(path)
+        for row in rows:
+            gap = 500_000 / (woken if row.interleave_seq is not None and follows_wake(row.interleave_seq) else 1.0)
+            if row.chunk_t_ns:
+                first = row.chunk_t_ns[0]
+                row.chunk_t_ns = [first + round(i * gap) for i in range(len(row.chunk_t_ns))]
+        write_request_rows(path, rows)
+        record = load_point_record(rd.bench_point(server, point_id))
+        if record.client is not None:
+            quiet = record.client.model_copy(update={"loop_lag_p99_s": 0.0, "loop_lag_max_s": 0.0})
+            atomic_write_json(
+                rd.bench_point(server, point_id), record.model_copy(update={"client": quiet}).model_dump(mode="json")
+            )

@@ -12,17 +12,15 @@ from pathlib import Path
 import pytest
 
 from byog.analysis.summary import derive_summary
-from byog.bundles.manifest import build_statement, statement_bytes
-from byog.bundles.pack import tar_gz
-from byog.bundles.sign import SigningKey, sign_bytes
+from byog.bundles.sign import SigningKey
 from byog.bundles.verify import VerifyReport, verify_bundle
 from byog.core.errors import CheckFailed
-from byog.core.paths import MANIFEST_NAME, SIGNATURE_NAME, RunDir
+from byog.core.paths import MANIFEST_NAME, RunDir
 from byog.report import legacy_v1
 from byog.report.markdown import MARKER, REPORT_VERSION, render_report
 from byog.report.versions import version_of
 from byog.schemas.summary import read_summary
-from tests.support.bundles_kit import build_bundle
+from tests.support.bundles_kit import build_bundle, repacked
 from tests.support.keys import allowed_signers, make_key
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "report-v1"
@@ -57,14 +55,7 @@ def current(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, Path, Sig
 
 def _repacked(bundle: Path, report: str, key: SigningKey, out: Path) -> Path:
     """The bundle with another report.md, re-hashed and re-signed by its own key: only the report check can object."""
-    with tarfile.open(bundle, "r:gz") as tar:
-        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
-    files.pop(MANIFEST_NAME)
-    files.pop(SIGNATURE_NAME)
-    files["report.md"] = report.encode()
-    manifest = statement_bytes(build_statement(files))
-    out.write_bytes(tar_gz({**files, MANIFEST_NAME: manifest, SIGNATURE_NAME: sign_bytes(manifest, key)}))
-    return out
+    return repacked(bundle, {"report.md": report.encode()}, key, out)
 
 
 def test_a_current_bundle_is_checked_against_the_current_renderer(
