@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from byog.bundles.attestations import ATTESTATIONS_NAME, attestations_bytes
 from byog.bundles.checks.base import Found, Skipped, VerifyContext, check
-from byog.bundles.checks.recompute import derived_summary
+from byog.bundles.checks.recompute import stated_summary
 from byog.core.errors import CheckFailed
 
 
@@ -17,7 +17,7 @@ def attestations_rebuild(ctx: VerifyContext) -> Found:
     if not ctx.has(ATTESTATIONS_NAME):
         raise Skipped(f"the bundle has no {ATTESTATIONS_NAME} (packed before byog wrote one)")
     shipped = ctx.read(ATTESTATIONS_NAME)
-    rebuilt = attestations_bytes(ctx.run_dir, derived_summary(ctx))
+    rebuilt = attestations_bytes(ctx.run_dir, stated_summary(ctx))
     if shipped != rebuilt:
         ours, theirs = rebuilt.splitlines(), shipped.splitlines()
         if len(ours) != len(theirs):
