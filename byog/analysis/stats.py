@@ -109,7 +109,7 @@ def decide(d: float, ci90: tuple[float, float], ci95: tuple[float, float], margi
 def method_for(
     candidate: Sequence[float], baseline: Sequence[float], resolution: float, score_interval: bool = True
 ) -> PairedMethod:
-    """ "tango-score" for binary items (one pass, every score 0 or 100 points), else "paired-t".
+    """The gate's method: "tango-score" for binary items (one pass, every score 0 or 100 points), else "paired-t".
 
     ``score_interval=False``: "paired-t" for every item, as byog judged before summary schema 11
     (verify recomputes an older bundle's statements that way)."""
