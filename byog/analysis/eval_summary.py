@@ -123,6 +123,7 @@ def _verdict(
         resolution=resolution,
         t95=stats.t_quantile(1 - stats.ALPHA, n - 1) if n >= 2 else None,
         min_baseline_score=spec.min_baseline_score if spec is not None else None,
+        method=comparison.method,
     )
     row = comparison.model_dump()
     sequential = _sequential(spec, cand, base, margin, resolution, score_interval)
