@@ -10,7 +10,7 @@ profile/tier rows are simulated once.
     python benchmarks/power_table.py --trials 300 --json
     python benchmarks/power_table.py --redraw         # the greedy standard designs at re-draw 0.1-1.0
 
-``--redraw``: the standard tier's greedy designs (GSM8K 440 x 1 at margin 3, MRCR 200 x 1 at margin
+``--redraw``: the standard tier's greedy designs (GSM8K at its standard n x 1 at margin 3, MRCR 200 x 1 at margin
 5, the registry's priors) at re-draw rates 0.1, 0.3, 0.6 and 1.0 (1.0: the two servers answer
 independently), predicted and simulated: how the gate's false-fail rate grows with the rate a run
 observes (docs/statistics.md, "Observed discordance").
@@ -82,7 +82,7 @@ def table(trials: int) -> list[dict[str, Any]]:
 
 
 REDRAWS = (0.1, 0.3, 0.6, 1.0)
-GREEDY_STANDARD = (("gsm8k", 440, 3.0), ("mrcr", 200, 5.0))
+GREEDY_STANDARD = (("gsm8k", TASKS["gsm8k"].standard_items or 1319, 3.0), ("mrcr", 200, 5.0))
 
 
 def redraw_table(trials: int) -> list[dict[str, Any]]:

@@ -8,7 +8,9 @@ instead (docs/statistics.md). A verdict row with any of them reads "degenerate",
 - ``ceiling``: both score at least 100 - M: the task cannot tell a weaker server apart.
 - ``no_discordant``: every item scored the same on both servers and n is too small for that to
   count: the gate floors SE_d at one discordant item's worth, resolution / n, and
-  t(0.95, n - 1) x resolution / n >= M, so no outcome at this n could be "equivalent".
+  t(0.95, n - 1) x resolution / n >= M, so no outcome at this n could be "equivalent"; on binary
+  items (``method`` "tango-score") Tango's statistic with no discordant item is sqrt(n m / (1 - m)),
+  m = M / 100, and it is too few items while that stays below z(0.95).
 - ``below_reference``: the baseline scored below the plan's ``min_baseline_score`` for the task
   (the score the plan expects of this model, like vLLM CI's accuracy floors): the harness, the
   data or the weights are not what the plan assumed, so the comparison is not about the candidate.
@@ -16,9 +18,11 @@ instead (docs/statistics.md). A verdict row with any of them reads "degenerate",
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from byog.schemas.evals import DegenerateReason
+from byog.analysis.stats import ALPHA, z_quantile
+from byog.schemas.evals import DegenerateReason, PairedMethod
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ def degenerate_cases(
     resolution: float,
     t95: float | None,
     min_baseline_score: float | None = None,
+    method: PairedMethod = "paired-t",
 ) -> list[Degenerate]:
     """Every degenerate case of one comparison, in a fixed order (scores and margin in points).
 
@@ -61,7 +66,18 @@ def degenerate_cases(
                     "tell a weaker server apart",
                 )
             )
-    if n >= 2 and discordant == 0 and t95 is not None and t95 * resolution / n >= margin:
+    if n >= 2 and discordant == 0 and method == "tango-score" and margin < 100:
+        m = margin / 100.0
+        need = math.ceil(z_quantile(1 - ALPHA) ** 2 * (1 - m) / m)
+        if n < need:
+            found.append(
+                Degenerate(
+                    "no_discordant",
+                    f"no item differs between the servers, and {n} identical right-or-wrong items cannot "
+                    f"bound the difference inside the margin ({margin:g}): Tango's interval needs {need}",
+                )
+            )
+    elif n >= 2 and discordant == 0 and t95 is not None and t95 * resolution / n >= margin:
         found.append(
             Degenerate(
                 "no_discordant",

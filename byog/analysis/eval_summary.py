@@ -11,7 +11,9 @@ the same numbers. Floats are finite or None (JSON null), never NaN.
   ServerConfig.speculative), on the items both servers scored (paired by item id and item
   sha256, so a changed item is never paired), through ``byog.analysis.stats.paired_comparison``
   with the plan's margin for the task (EvalSpec.margin, else the task's default margin) and a
-  score resolution of 100 / K points (K = the pair's passes; it floors SE_d when all d_i are equal).
+  score resolution of 100 / K points (K = the pair's passes; it floors SE_d when all d_i are equal);
+  binary items (one pass, scores 0 or 100) are judged by Tango's score statistic, others by the
+  paired t, and the verdict's ``method`` says which.
   Each verdict also carries the planned false-fail rate of the plan's design for the eval
   (``byog.analysis.gate_power``, the registry's prior) and ``screening`` when it is over 5%, and the
   degenerate cases of ``byog.analysis.degenerate`` (then the verdict reads "degenerate").
@@ -96,11 +98,18 @@ def spec_for(plan: Plan, task: str, candidate: str, baseline: str) -> EvalSpec |
 
 
 def _verdict(
-    plan: Plan, task: str, candidate: str, baseline: str, cand: list[float], base: list[float], passes: int
+    plan: Plan,
+    task: str,
+    candidate: str,
+    baseline: str,
+    cand: list[float],
+    base: list[float],
+    passes: int,
+    score_interval: bool,
 ) -> EvalVerdict:
     margin = margin_for(plan, task)
     resolution = 100.0 / passes
-    comparison = stats.paired_comparison(cand, base, margin, resolution=resolution)
+    comparison = stats.paired_comparison(cand, base, margin, resolution, score_interval)
     spec = spec_for(plan, task, candidate, baseline)
     planned = planned_for_spec(spec, margin) if spec is not None else None
     n = len(cand)
@@ -114,9 +123,10 @@ def _verdict(
         resolution=resolution,
         t95=stats.t_quantile(1 - stats.ALPHA, n - 1) if n >= 2 else None,
         min_baseline_score=spec.min_baseline_score if spec is not None else None,
+        method=comparison.method,
     )
     row = comparison.model_dump()
-    sequential = _sequential(spec, cand, base, margin, resolution)
+    sequential = _sequential(spec, cand, base, margin, resolution, score_interval)
     if sequential is not None:
         row["verdict"] = sequential.decision
     if found:
@@ -146,16 +156,22 @@ def _verdict(
 
 
 def _sequential(
-    spec: EvalSpec | None, cand: list[float], base: list[float], margin: float, resolution: float
+    spec: EvalSpec | None,
+    cand: list[float],
+    base: list[float],
+    margin: float,
+    resolution: float,
+    score_interval: bool = True,
 ) -> SequentialRecord | None:
     """The group-sequential gate where the plan sets looks (items in ``group_sequential.item_order``)."""
     if spec is None or spec.looks is None or len(cand) < 2:
         return None
     design = group_sequential.SequentialDesign(fractions=tuple(spec.looks), spending=spec.spending)
     diffs = [c - b for c, b in zip(cand, base, strict=True)]
+    method = stats.method_for(cand, base, resolution, score_interval)  # the fixed gate's statistic at every look
     # with a limit, the looks are fractions of it, fixed before any item ran; the runner may stop
     # before the limit, and verify refuses records that end before a look without a stop
-    return group_sequential.sequential_record(diffs, margin, design, resolution, spec.limit)
+    return group_sequential.sequential_record(diffs, margin, design, resolution, spec.limit, method)
 
 
 def sequential_for(
@@ -184,7 +200,8 @@ def _observed(
     return observed_design(model, n, margin, discordant, stats.mean(base) / 100.0)
 
 
-def summarize_evals(run_dir: RunDir, plan: Plan) -> EvalSummary:
+def summarize_evals(run_dir: RunDir, plan: Plan, score_interval: bool = True) -> EvalSummary:
+    """``score_interval=False``: binary items judged by the paired t, as before summary schema 11."""
     scores: list[EvalScore] = []
     per_server: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
     for server in run_dir.eval_servers():
@@ -214,5 +231,5 @@ def summarize_evals(run_dir: RunDir, plan: Plan) -> EvalSummary:
                 continue
             c, b = paired(cand, base)
             passes = max(1, min(passes_of(run_dir, candidate, task), passes_of(run_dir, baseline, task)))
-            verdicts.append(_verdict(plan, task, candidate, baseline, c, b, passes))
+            verdicts.append(_verdict(plan, task, candidate, baseline, c, b, passes, score_interval))
     return EvalSummary(scores=scores, verdicts=verdicts)

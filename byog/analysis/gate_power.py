@@ -2,7 +2,8 @@
 how often it flags a server one margin worse (docs/statistics.md states every rule and number).
 
 The gate is ``byog.analysis.stats.paired_comparison``'s TOST: "equivalent" when
-|d| + t(0.95, n-1) SE_d < margin, with SE_d floored at ``resolution / n`` when every d_i is equal.
+|d| + t(0.95, n-1) SE_d < margin, with SE_d floored at ``resolution / n`` when every d_i is equal;
+on binary items, when Tango's score statistic passes both one-sided tests (``stats.score_stops``).
 A *false fail* is identical servers not declared equivalent; *power* is the chance a candidate
 whose true score is one margin lower is not declared equivalent (flagged).
 
@@ -21,9 +22,11 @@ Variance model (per-item Beta-binomial):
 Items are independent draws from that model, so d_1..d_n are i.i.d. with a pmf on 2K + 1
 values (3 for greedy or K = 1), computed by averaging over ``GRID`` equal-weight nodes of the
 Beta (its midpoint quantiles). Then P(equivalent) is:
-- **exact** when d_i takes 3 values: a sum over the trinomial counts (a of +s, b of -s):
-  d = s (a - b) / n, sum d_i^2 = s^2 (a + b), SE_d = sqrt((sum d_i^2 - n d^2) / (n - 1) / n),
-  floored as the gate floors it; the counts within 12 SD of their means, a few ms at n = 1,319;
+- **exact** when d_i takes 3 values: a sum over the trinomial counts (a of +s, b of -s) of the
+  gate's rule on them: binary items (s = 100, one pass) by Tango's score statistic, as the gate
+  judges them (``stats.score_stops``); otherwise d = s (a - b) / n, sum d_i^2 = s^2 (a + b),
+  SE_d = sqrt((sum d_i^2 - n d^2) / (n - 1) / n), floored as the gate floors it; the counts
+  within 12 SD of their means, a few ms at n = 1,319;
 - **normal** otherwise: d ~ N(mu_d, sigma^2 / n) and s^2 ~ sigma^2 chi2(nu) / nu with nu matched to
   Var(s^2) = mu_4 / n - sigma^4 (n - 3) / (n (n - 1)) (Satterthwaite), taken independent;
   P = P0 [all d_i equal: floored SE] + (1 - P0) E_s[ Phi((M - tS - mu_d)/tau) - Phi((-M + tS - mu_d)/tau) ]^+
@@ -42,9 +45,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from byog.analysis.stats import ALPHA, paired_comparison, t_quantile
+from byog.analysis.stats import ALPHA, paired_comparison, score_stops, t_quantile, z_quantile
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import eval_items
+from byog.schemas.evals import PairedMethod
 from byog.schemas.plan import EvalSpec
 
 SOUND_FALSE_FAIL = 0.05  # the gate is "sound" when identical servers fail it at most this often
@@ -169,8 +173,19 @@ def _count_range(n: int, p: float) -> np.ndarray:
     return np.arange(max(0, math.floor(mean - 12 * sd - 1)), min(n, math.ceil(mean + 12 * sd + 1)) + 1)
 
 
-def prob_equivalent_exact(step: float, p_down: float, p_up: float, n: int, margin: float, resolution: float) -> float:
-    """P(TOST equivalent) when d_i is -step, 0 or +step: the sum over the trinomial counts."""
+def prob_equivalent_exact(
+    step: float,
+    p_down: float,
+    p_up: float,
+    n: int,
+    margin: float,
+    resolution: float,
+    method: PairedMethod | None = None,
+) -> float:
+    """P(TOST equivalent) when d_i is -step, 0 or +step: the sum over the trinomial counts.
+
+    ``method``: the gate's rule to sum (None: the one the gate uses on such items, Tango's score
+    statistic for binary items; "paired-t" shows what the paired t gate did)."""
     from scipy.special import gammaln, xlogy
 
     if n < 2:
@@ -198,6 +213,10 @@ def prob_equivalent_exact(step: float, p_down: float, p_up: float, n: int, margi
         + z_terms[1][iz]
     )
     prob = np.exp(logs)
+    binary = step == 100.0 and resolution == 100.0
+    if method == "tango-score" or (method is None and binary):  # binary items: Tango's score statistic
+        eq = score_stops(aa, bb, n, margin, z_quantile(1 - ALPHA), z_quantile(1 - ALPHA / 2))[0]
+        return float(np.clip(prob[eq].sum(), 0.0, 1.0))
     d = step * (aa - bb) / n
     var = np.clip((step * step * (aa + bb) - n * d * d) / (n - 1), 0, None)
     se = np.sqrt(var / n)

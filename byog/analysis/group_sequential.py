@@ -27,7 +27,13 @@ as in ``byog.analysis.stats`` (SE_d floored the same way):
 - otherwise continue; at the last look, **inconclusive**.
 
 z boundaries become t boundaries at n_k - 1 degrees of freedom by their tail probability (the
-"significance level" conversion), so a one-look design is the fixed gate exactly. A look the
+"significance level" conversion), so a one-look design is the fixed gate exactly.
+
+**Binary items** (``stats.method_for`` gives "tango-score": one pass, scores 0 or 100): every look
+uses the fixed gate's statistic, Tango's score statistic, which is on the z scale the boundaries
+are computed on, so they apply as they are: equivalent when T(-margin) >= e_k and -T(+margin) >= e_k;
+different when |T(0)| >= c_k and |d| > margin (``stats.score_stops``). A one-look design is again
+the fixed gate exactly. A look the
 plan did not list is never taken: the looks are item counts fixed from the plan before any item
 is seen (``look_sizes``), and ``sequential_gate`` reads the items at those counts only.
 """
@@ -44,7 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from byog.analysis import stats
-from byog.schemas.evals import SequentialLook, SequentialRecord
+from byog.schemas.evals import PairedMethod, SequentialLook, SequentialRecord
 
 Spending = Literal["obf", "pocock"]
 Sides = Literal[1, 2]
@@ -227,24 +233,43 @@ def floored_se(sd: NDArray[np.float64], n: int, resolution: float) -> NDArray[np
     return np.where(se == 0, resolution / n, se)
 
 
-def _look(diffs: Sequence[float], margin: float, resolution: float, e_t: float, c_t: float, last: bool) -> Look:
+def _look(
+    diffs: Sequence[float],
+    margin: float,
+    resolution: float,
+    bounds: tuple[float, float],
+    last: bool,
+    method: PairedMethod,
+) -> Look:
     n = len(diffs)
     d = stats.mean(diffs)
     se = float(floored_se(np.array([stats.sample_sd(diffs)]), n, resolution)[0])
-    equivalent, different = stops(np.array([d]), np.array([se]), margin, e_t, c_t)
+    e_b, c_b = bounds
+    if method == "tango-score":
+        plus, minus = sum(1 for x in diffs if x > 0), sum(1 for x in diffs if x < 0)
+        low, high, zero = (float(z) for z in stats.score_statistics(plus, minus, n, margin))
+        equivalent, different = stats.score_stops(plus, minus, n, margin, e_b, c_b)
+    else:
+        low, high, zero = (d + margin) / se, (margin - d) / se, d / se
+        equivalent, different = stops(np.array([d]), np.array([se]), margin, e_b, c_b)
     decision: SequentialDecision = "inconclusive" if last else "continue"
-    if equivalent[0]:
+    if bool(np.all(equivalent)):
         decision = "equivalent"
-    elif different[0]:
+    elif bool(np.all(different)):
         decision = "different"
-    return Look(n, d, se, (d + margin) / se, (margin - d) / se, d / se, e_t, c_t, decision)
+    return Look(n, d, se, low, high, zero, e_b, c_b, decision)
 
 
-def t_bounds(sizes: Sequence[int], design: SequentialDesign) -> list[tuple[float, float]]:
-    """Per look of ``sizes`` items (the last is every item): (TOST t boundary, difference t boundary)."""
+def look_bounds(
+    sizes: Sequence[int], design: SequentialDesign, method: PairedMethod = "paired-t"
+) -> list[tuple[float, float]]:
+    """Per look of ``sizes`` items (the last is every item): (TOST boundary, difference boundary),
+    as t boundaries for the paired t statistic, as the z boundaries themselves for Tango's."""
     fractions = [s / sizes[-1] for s in sizes]
     e_bounds = spending_bounds(fractions, design.alpha, design.spending, 1)
     c_bounds = spending_bounds(fractions, design.alpha, design.spending, 2)
+    if method == "tango-score":
+        return list(zip(e_bounds, c_bounds, strict=True))
     return [(_as_t(e, s - 1), _as_t(c, s - 1)) for s, e, c in zip(sizes, e_bounds, c_bounds, strict=True)]
 
 
@@ -254,12 +279,14 @@ def sequential_gate(
     design: SequentialDesign,
     resolution: float = 100.0,
     planned: int | None = None,
+    method: PairedMethod = "paired-t",
 ) -> list[Look]:
     """Every look the design plans on these paired differences (item order), up to the one that stops.
 
     The looks are fractions of ``planned`` items (None: of every item given). The last entry's decision
     is the verdict ("equivalent", "different" or "inconclusive"), or "continue" where the differences
-    end before the next look: items past a look that did not stop are missing.
+    end before the next look: items past a look that did not stop are missing. ``method``: the fixed
+    gate's (``stats.method_for`` on the paired scores), so every look uses the statistic it judges by.
     """
     if margin <= 0:
         raise ValueError("the equivalence margin must be positive")
@@ -267,10 +294,10 @@ def sequential_gate(
         raise ValueError("a sequential design needs at least 2 items")
     sizes = look_sizes(len(diffs) if planned is None else max(planned, 2), design.fractions)
     looks: list[Look] = []
-    for k, (size, (e_t, c_t)) in enumerate(zip(sizes, t_bounds(sizes, design), strict=True)):
+    for k, (size, bounds) in enumerate(zip(sizes, look_bounds(sizes, design, method), strict=True)):
         if size > len(diffs):
             break
-        look = _look(diffs[:size], margin, resolution, e_t, c_t, k == len(sizes) - 1)
+        look = _look(diffs[:size], margin, resolution, bounds, k == len(sizes) - 1, method)
         looks.append(look)
         if look.decision in ("equivalent", "different"):
             break
@@ -283,16 +310,18 @@ def sequential_record(
     design: SequentialDesign,
     resolution: float = 100.0,
     planned: int | None = None,
+    method: PairedMethod = "paired-t",
 ) -> SequentialRecord:
     """The summary's record of the gate on these paired differences (plan item order). Where the
     items end before a look the design needs, the last look says "continue" (or none was taken) and
     the decision is "inconclusive": ``missing_items`` tells it apart."""
-    looks = sequential_gate(diffs, margin, design, resolution, planned)
+    looks = sequential_gate(diffs, margin, design, resolution, planned, method)
     last = looks[-1].decision if looks else "continue"
     return SequentialRecord(
         fractions=list(design.fractions),
         spending=design.spending,
         alpha=design.alpha,
+        method=method,
         looks=[SequentialLook(**look.__dict__) for look in looks],
         decision="inconclusive" if last == "continue" else last,
         items_used=looks[-1].items if looks else 0,

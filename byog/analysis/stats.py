@@ -31,6 +31,24 @@ passes (the summary passes it). The floored value is what ``se_d`` reports and w
 z, power and MDE use, so 20 identical items stay "inconclusive" at a 3-point margin while
 1,319 identical items are "equivalent".
 n < 2: no variance can be estimated; the verdict is "inconclusive" and the SE-based fields are None.
+
+**Binary items** (``method`` "tango-score"): where every per-item score is 0 or 100 from one pass
+(correct / incorrect), the intervals and the verdict come from Tango's score statistic for the
+difference of paired proportions (T. Tango, "Equivalence test and confidence interval for the
+difference in proportions for the paired-sample design", Statistics in Medicine 17:891-908, 1998).
+With b items only the candidate solved, c only the baseline, n items and a hypothesised difference
+D (a fraction), T(D) = (b - c - n D) / sqrt(n (2 p21 + D (1 - D))), where p21 is the restricted
+maximum-likelihood estimate of P(only the baseline solved) under D (Tango's closed form, the root
+of a quadratic). The paired t interval on d_i in {-100, 0, +100} is anti-conservative when few
+items are discordant (a skewed d_i: 7.5% false equivalence at 5% nominal with ~30 discordant items,
+benchmarks/results/eval-sequential.md); Tango's interval holds its level there. Then:
+- equivalent when T(-M) >= z(0.95) and -T(+M) >= z(0.95) (the TOST on the score statistic, M = margin / 100);
+- different when |T(0)| >= z(0.975) (McNemar's z) and |d| > margin;
+- the 90% / 95% intervals are {D : |T(D)| < z} (Tango's interval), found by root finding;
+- d, SE_d (floored as above), z = d / SE_d, power and MDE stay the descriptive paired figures.
+No SE floor is needed there: with no discordant item T(-M) = sqrt(n M / (1 - M)), so 20 identical
+items stay inconclusive at a 3-point margin and 88 or more are equivalent. Any other score
+(several passes, partial credit) keeps the paired t interval ("paired-t").
 """
 
 from __future__ import annotations
@@ -38,7 +56,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from byog.schemas.evals import PairedComparison, Verdict
+import numpy as np
+from numpy.typing import NDArray
+
+from byog.schemas.evals import PairedComparison, PairedMethod, Verdict
 
 ALPHA = 0.05  # each one-sided test of the TOST; the difference test is two-sided at the same alpha
 POWER_TARGET = 0.80  # for the minimum detectable effect
@@ -85,6 +106,82 @@ def decide(d: float, ci90: tuple[float, float], ci95: tuple[float, float], margi
     return "inconclusive"
 
 
+def method_for(
+    candidate: Sequence[float], baseline: Sequence[float], resolution: float, score_interval: bool = True
+) -> PairedMethod:
+    """The gate's method: "tango-score" for binary items (one pass, every score 0 or 100 points), else "paired-t".
+
+    ``score_interval=False``: "paired-t" for every item, as byog judged before summary schema 11
+    (verify recomputes an older bundle's statements that way)."""
+    binary = resolution == 100.0 and all(v in (0.0, 100.0) for v in (*candidate, *baseline))
+    return "tango-score" if binary and score_interval else "paired-t"
+
+
+Counts = NDArray[np.float64] | NDArray[np.int64] | float  # item counts, elementwise
+
+
+def tango_z(plus: Counts, minus: Counts, n: Counts, delta: float) -> NDArray[np.float64]:
+    """Tango's score statistic T(delta) for p_candidate - p_baseline = delta (a fraction), elementwise.
+
+    ``plus``: items only the candidate solved; ``minus``: only the baseline; ``n``: items. No
+    discordant item at delta 0 gives 0 (nothing against the hypothesis).
+    """
+    delta = min(max(delta, -1.0 + 1e-12), 1.0 - 1e-12)
+    b, c, m = (np.asarray(x, dtype=np.float64) for x in (plus, minus, n))
+    qa = 2.0 * m
+    qb = -b - c + (2.0 * m - b + c) * delta
+    qc = -c * delta * (1.0 - delta)
+    root = np.sqrt(np.maximum(qb * qb - 4.0 * qa * qc, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # the quadratic's non-negative root, in the form that does not cancel for either sign of qb
+        p21 = np.where(qb > 0, -2.0 * qc / (root + qb), (root - qb) / (2.0 * qa))
+        var = m * (2.0 * p21 + delta * (1.0 - delta))
+        top = b - c - m * delta
+        z = np.where(var > 0, top / np.sqrt(np.maximum(var, 1e-300)), np.sign(top) * np.inf)
+    return np.where(top == 0, 0.0, z)
+
+
+def score_statistics(
+    plus: Counts, minus: Counts, n: Counts, margin: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(T(-M), -T(+M), T(0)) at margin M points: the two TOST statistics and McNemar's z."""
+    m = margin / 100.0
+    return tango_z(plus, minus, n, -m), -tango_z(plus, minus, n, m), tango_z(plus, minus, n, 0.0)
+
+
+def score_stops(
+    plus: Counts, minus: Counts, n: Counts, margin: float, e_z: float, c_z: float
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """The binary rule at z boundaries: (equivalent, different); the fixed gate is e_z = z(0.95), c_z = z(0.975)."""
+    low, high, zero = score_statistics(plus, minus, n, margin)
+    d = 100.0 * (np.asarray(plus, dtype=np.float64) - np.asarray(minus, dtype=np.float64)) / np.asarray(n)
+    equivalent = (low >= e_z) & (high >= e_z)
+    different = ~equivalent & (np.abs(zero) >= c_z) & (np.abs(d) > margin)
+    return equivalent, different
+
+
+def z_quantile(q: float) -> float:
+    from scipy.special import ndtri
+
+    return float(ndtri(q))
+
+
+def tango_interval(plus: int, minus: int, n: int, level: float) -> tuple[float, float]:
+    """Tango's two-sided ``level`` interval for p_candidate - p_baseline, in points: {D : |T(D)| < z}."""
+    from scipy.optimize import brentq
+
+    z = z_quantile(0.5 + level / 2.0)
+    d = (plus - minus) / n
+
+    def t(delta: float) -> float:
+        return float(tango_z(plus, minus, n, delta))
+
+    edge = 1.0 - 1e-9
+    low = -1.0 if t(-edge) < z else float(brentq(lambda x: t(x) - z, -edge, d, xtol=1e-12))
+    high = 1.0 if t(edge) > -z else float(brentq(lambda x: t(x) + z, d, edge, xtol=1e-12))
+    return 100.0 * low, 100.0 * high
+
+
 def tost_power(margin: float, se_d: float, n: int, alpha: float = ALPHA) -> float:
     """P(TOST says equivalent | true difference 0), for SE_d > 0."""
     t_crit = t_quantile(1 - alpha, n - 1)
@@ -96,12 +193,17 @@ def minimum_detectable_effect(se_d: float, n: int, alpha: float = ALPHA, power: 
 
 
 def paired_comparison(
-    candidate: Sequence[float], baseline: Sequence[float], margin: float, resolution: float = 100.0
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    margin: float,
+    resolution: float = 100.0,
+    score_interval: bool = True,
 ) -> PairedComparison:
     """Compare per-item scores (points, item order shared) against an equivalence margin (points).
 
     ``resolution``: the smallest step of a per-item score in points (100 / K for exact match over
     K passes); it sets the floor of SE_d when every d_i is equal (see the module docstring).
+    ``score_interval``: binary items by Tango's score statistic (False: the paired t, ``method_for``).
     """
     if len(candidate) != len(baseline):
         raise ValueError(f"paired scores need the same items: {len(candidate)} candidate vs {len(baseline)} baseline")
@@ -114,6 +216,7 @@ def paired_comparison(
         return PairedComparison(
             n=n,
             margin=margin,
+            method=method_for(candidate, baseline, resolution, score_interval),
             d=d,
             se_d=None,
             ci90_low=None,
@@ -130,22 +233,32 @@ def paired_comparison(
     se_d = sample_sd(diffs) / math.sqrt(n)
     if se_d == 0:
         se_d = resolution / n  # one discordant item's worth: identical scores are not proof
-    t90 = t_quantile(1 - ALPHA, n - 1)
-    t95 = t_quantile(1 - ALPHA / 2, n - 1)
-    ci90 = (d - t90 * se_d, d + t90 * se_d)
-    ci95 = (d - t95 * se_d, d + t95 * se_d)
+    method = method_for(candidate, baseline, resolution, score_interval)
+    if method == "tango-score":
+        plus, minus = sum(1 for x in diffs if x > 0), sum(1 for x in diffs if x < 0)
+        ci90 = tango_interval(plus, minus, n, 1 - 2 * ALPHA)
+        ci95 = tango_interval(plus, minus, n, 1 - ALPHA)
+        equivalent, different = score_stops(plus, minus, n, margin, z_quantile(1 - ALPHA), z_quantile(1 - ALPHA / 2))
+        verdict: Verdict = "equivalent" if equivalent else "different" if different else "inconclusive"
+    else:
+        t90 = t_quantile(1 - ALPHA, n - 1)
+        t95 = t_quantile(1 - ALPHA / 2, n - 1)
+        ci90 = (d - t90 * se_d, d + t90 * se_d)
+        ci95 = (d - t95 * se_d, d + t95 * se_d)
+        verdict = decide(d, ci90, ci95, margin)
     z = d / se_d
     within = abs(d) <= se_d
     return PairedComparison(
         n=n,
         margin=margin,
+        method=method,
         d=d,
         se_d=se_d,
         ci90_low=ci90[0],
         ci90_high=ci90[1],
         ci95_low=ci95[0],
         ci95_high=ci95[1],
-        verdict=decide(d, ci90, ci95, margin),
+        verdict=verdict,
         within_1se=within,
         z=z,
         power=tost_power(margin, se_d, n),

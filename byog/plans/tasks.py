@@ -144,7 +144,7 @@ TASKS: dict[str, TaskSpec] = {
             recommended_passes=1,
             recommended_items=1319,
             sim_profile=(0.75, 1.0),
-            standard_items=440,
+            standard_items=500,
         ),
         TaskSpec(
             name="gsm8k_cot_chat",
@@ -170,7 +170,7 @@ TASKS: dict[str, TaskSpec] = {
             recommended_passes=1,
             recommended_items=1319,
             sim_profile=(0.75, 1.0),
-            standard_items=440,
+            standard_items=500,
         ),
         TaskSpec(
             name="aime25",
@@ -262,7 +262,7 @@ TASKS: dict[str, TaskSpec] = {
             recommended_passes=1,
             recommended_items=200,
             sim_profile=(0.5, 1.0),
-            standard_items=80,
+            standard_items=90,
         ),
         TaskSpec(
             name="mrcr",

@@ -29,6 +29,8 @@ RAW_OUTPUT_CHARS: Final = 4000  # the most characters of a response items.parque
 
 # "degenerate": a comparison the paired test cannot judge (byog.analysis.degenerate), never a pass
 Verdict = Literal["equivalent", "different", "inconclusive", "degenerate"]
+# how the paired verdict was judged: Tango's score statistic for binary items, else the paired t
+PairedMethod = Literal["paired-t", "tango-score"]
 DegenerateReason = Literal["floor", "ceiling", "no_discordant", "below_reference"]
 
 
@@ -128,6 +130,7 @@ class PairedComparison(Derived):
 
     n: int
     margin: float
+    method: PairedMethod  # "tango-score" (binary items) or "paired-t" (byog.analysis.stats)
     d: float | None
     se_d: float | None
     ci90_low: float | None
@@ -147,9 +150,9 @@ class SequentialLook(Derived):
     items: int  # the first items (in the plan's item order) this look saw
     d: float
     se_d: float
-    z_lower: float  # (d + margin) / SE_d
-    z_upper: float  # (margin - d) / SE_d
-    z_zero: float  # d / SE_d
+    z_lower: float  # (d + margin) / SE_d; tango-score: T(-margin)
+    z_upper: float  # (margin - d) / SE_d; tango-score: -T(+margin)
+    z_zero: float  # d / SE_d; tango-score: T(0), McNemar's z
     equivalence_bound: float  # both TOST statistics at or above it: equivalent
     difference_bound: float  # |z_zero| at or above it, and |d| > margin: different
     decision: Literal["equivalent", "different", "continue", "inconclusive"]
@@ -161,6 +164,7 @@ class SequentialRecord(Derived):
     fractions: list[float]  # the plan's looks
     spending: Literal["obf", "pocock"]
     alpha: float
+    method: PairedMethod  # the statistic of every look; tango-score looks use z boundaries, paired-t t ones
     looks: list[SequentialLook]
     decision: Literal["equivalent", "different", "inconclusive"]  # the stopping look's
     items_used: int  # items seen at the stopping look

@@ -160,6 +160,20 @@ def _summary_phases(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("summary", 10)
+def _summary_paired_method(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 10 -> 11: every verdict (and its sequential record) names the method that judged it;
+    a schema-10 summary judged every verdict by the paired t (verify compares it as of version 10:
+    ``CHANGED_IN``)."""
+    evals = data.get("evals")
+    for verdict in (evals.get("verdicts") or []) if isinstance(evals, dict) else []:
+        if isinstance(verdict, dict):
+            verdict.setdefault("method", "paired-t")
+            if isinstance(verdict.get("sequential"), dict):
+                verdict["sequential"].setdefault("method", "paired-t")
+    return data
+
+
 @register_migration("eval_item", 1)
 def _eval_item_raw_output(data: dict[str, Any]) -> dict[str, Any]:
     """eval_item 1 -> 2: a row gained ``raw_output`` and ``raw_output_chars`` (what the server returned

@@ -7,7 +7,7 @@ these models, and report, claims, policy and verify read them, never raw dicts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from byog.core.io import read_json
 from byog.schemas.base import Derived
@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 10
+SUMMARY_SCHEMA_VERSION = 11
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -96,7 +96,15 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
     9: [(("evals", "verdicts", "*"), frozenset({"sequential"}))],
     # 10: the run's wall time by phase, from phases.json.
     10: [((), frozenset({"phases"}))],
+    # 11: every verdict (and its sequential record) names its method; binary items are judged by
+    # Tango's score statistic (verify recomputes an older summary's verdicts by the paired t:
+    # SCORE_INTERVAL_VERSION, bundles.checks.recompute.stated_summary).
+    11: [
+        (("evals", "verdicts", "*"), frozenset({"method"})),
+        (("evals", "verdicts", "*", "sequential"), frozenset({"method"})),
+    ],
 }
+SCORE_INTERVAL_VERSION: Final = 11  # the first summary schema that judges binary items by Tango's statistic
 
 
 def _drop(node: Any, path: tuple[str, ...], keys: frozenset[str]) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from byog.bundles.attestations import ATTESTATIONS_NAME, attestations_bytes
 from byog.bundles.checks.base import Found, Skipped, VerifyContext, check
-from byog.bundles.checks.recompute import derived_summary
+from byog.bundles.checks.recompute import stated_summary
 from byog.core.errors import CheckFailed
 from byog.report.markdown import REPORT_VERSION
 from byog.report.versions import version_of
@@ -35,7 +35,7 @@ def attestations_rebuild(ctx: VerifyContext) -> Found:
         raise Skipped(f"the bundle has no {ATTESTATIONS_NAME} (packed before byog wrote one)")
     shipped = ctx.read(ATTESTATIONS_NAME)
     version = bundle_report_format(ctx)
-    rebuilt = attestations_bytes(ctx.run_dir, derived_summary(ctx), version)
+    rebuilt = attestations_bytes(ctx.run_dir, stated_summary(ctx), version)
     if shipped != rebuilt:
         ours, theirs = rebuilt.splitlines(), shipped.splitlines()
         if len(ours) != len(theirs):

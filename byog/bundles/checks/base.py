@@ -98,6 +98,7 @@ class VerifyContext:
     signer: str | None = None  # set by the signature check: "principal (SHA256:...)"
     unsigned_allowed: bool = False  # set by the signature check: unsigned, and --allow-unsigned given
     derived: Summary | None = None  # the recomputed summary
+    derived_paired_t: Summary | None = None  # the same with every verdict by the paired t (recompute.stated_summary)
     parsed: dict[str, Any] = field(default_factory=dict)  # member name -> its JSON/YAML, parsed within bounds
 
     @property

@@ -11,11 +11,12 @@ import json
 import math
 from typing import Any
 
-from byog.analysis.summary import derive_summary
+from byog.analysis.eval_summary import summarize_evals
+from byog.analysis.summary import derive_summary, plan_of
 from byog.bundles.checks.base import VerifyContext, check
 from byog.core.errors import CheckFailed
 from byog.report.versions import LAUNCH_CI_FORMAT, rerender, version_of
-from byog.schemas.summary import SUMMARY_SCHEMA_VERSION, Summary, as_of_version
+from byog.schemas.summary import SCORE_INTERVAL_VERSION, SUMMARY_SCHEMA_VERSION, Summary, as_of_version
 
 FLOAT_REL_TOL = 1e-9
 FLOAT_ABS_TOL = 1e-12
@@ -73,15 +74,34 @@ def derived_summary(ctx: VerifyContext) -> Summary:
     return ctx.derived
 
 
+def shipped_version(ctx: VerifyContext) -> int | None:
+    shipped = ctx.parsed.get("summary.json")
+    version = shipped.get("schema_version") if isinstance(shipped, dict) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
+def stated_summary(ctx: VerifyContext) -> Summary:
+    """The summary recomputed as the byog that wrote the bundle computed it, to compare its statements
+    with: before summary schema 11 (``SCORE_INTERVAL_VERSION``) binary items took the paired t."""
+    derived = derived_summary(ctx)
+    version = shipped_version(ctx)
+    if version is None or version >= SCORE_INTERVAL_VERSION:
+        return derived
+    if ctx.derived_paired_t is None:
+        evals = summarize_evals(ctx.run_dir, plan_of(ctx.run_dir), score_interval=False)
+        ctx.derived_paired_t = derived.model_copy(update={"evals": evals})
+    return ctx.derived_paired_t
+
+
 @check("summary", requires=("schemas",))
 def summary_recomputes(ctx: VerifyContext) -> str:
     if not ctx.has("summary.json"):
         raise CheckFailed("the bundle has no summary.json")
     shipped = ctx.parsed["summary.json"]  # parsed within bounds by the bounds check
     # Round-trip through JSON so the recomputed numbers compare as what summary.json would hold.
-    recomputed = json.loads(json.dumps(derived_summary(ctx).to_json(), allow_nan=False))
-    version = shipped.get("schema_version") if isinstance(shipped, dict) else None
-    if isinstance(version, int) and not isinstance(version, bool) and 1 <= version < SUMMARY_SCHEMA_VERSION:
+    recomputed = json.loads(json.dumps(stated_summary(ctx).to_json(), allow_nan=False))
+    version = shipped_version(ctx)
+    if version is not None and 1 <= version < SUMMARY_SCHEMA_VERSION:
         # An older byog's summary: both sides without what it did not compute, or computed otherwise
         # (byog.schemas.summary.CHANGED_IN); claims, policy and the report read the recomputed one.
         shipped, recomputed = as_of_version(shipped, version), as_of_version(recomputed, version)
@@ -109,7 +129,9 @@ def report_rerenders(ctx: VerifyContext) -> str:
     declared = ctx.statement.predicate.report_format if ctx.statement is not None else None
     # A report before format 5 was written from CIs computed without the launch t interval.
     older = version_of(shipped, declared) < LAUNCH_CI_FORMAT
-    summary = derive_summary(ctx.run_dir, launch_ci=False) if older else derived_summary(ctx)
+    summary = stated_summary(ctx)
+    if older:
+        summary = derive_summary(ctx.run_dir, launch_ci=False).model_copy(update={"evals": summary.evals})
     version, rendered = rerender(shipped, declared, ctx.run_dir, summary)
     if shipped != rendered:
         for number, (a, b) in enumerate(zip(shipped.splitlines(), rendered.splitlines(), strict=True), start=1):

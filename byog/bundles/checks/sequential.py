@@ -16,7 +16,7 @@ from typing import Any
 
 from byog.analysis import group_sequential
 from byog.bundles.checks.base import Skipped, VerifyContext, check, counted
-from byog.bundles.checks.recompute import derived_summary
+from byog.bundles.checks.recompute import stated_summary
 from byog.core.errors import CheckFailed
 from byog.core.safe_text import one_line
 from byog.schemas.evals import EvalVerdict, SequentialRecord
@@ -62,7 +62,7 @@ def _dropped(verdict: EvalVerdict, record: SequentialRecord) -> str:
 def sequential_decisions_recompute(ctx: VerifyContext) -> str:
     shipped = ctx.parsed.get("summary.json")
     rows = ((shipped or {}).get("evals") or {}).get("verdicts") if isinstance(shipped, dict) else None
-    derived = {(v.task, v.candidate, v.baseline): v for v in derived_summary(ctx).evals.verdicts}
+    derived = {(v.task, v.candidate, v.baseline): v for v in stated_summary(ctx).evals.verdicts}
     planned = [v for v in derived.values() if v.sequential is not None]
     stated = [r for r in rows or [] if isinstance(r, dict) and r.get("sequential") is not None]
     if not planned and not stated:

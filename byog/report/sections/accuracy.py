@@ -56,6 +56,11 @@ def section(ctx: ReportContext) -> list[str]:
                 f"this design fails identical servers {fixed(100 * (v.observed_false_fail or 0), 1)}% of the time and "
                 f"flags one margin worse {fixed(100 * (v.observed_power or 0), 0)}%: {sound}; sound from n = {needed}."
             )
+        if v.method == "tango-score":
+            notes.append(
+                f"- {where}: right-or-wrong items, so the CIs and the verdict are Tango's score interval for paired "
+                f"proportions ({num(v.discordant)} discordant items), not the paired t (docs/statistics.md §1)."
+            )
         if v.sequential is not None:
             notes.append(f"- {where}: {_looks_line(v.sequential)}")
         if v.screening and v.planned_false_fail is not None and v.planned_false_fail > 0.05:
@@ -138,14 +143,16 @@ def _invalid_block(seen: InvalidAnswers) -> list[str]:
 
 def _looks_line(record: SequentialRecord) -> str:
     """The group-sequential design's looks, as one note (docs/statistics.md §1a)."""
+    zero = "McNemar |z|" if record.method == "tango-score" else "|d|/SE"
     looks = "; ".join(
         f"{num(lk.items)} items: {lk.decision} "
         f"(TOST {fixed(min(lk.z_lower, lk.z_upper))} vs {fixed(lk.equivalence_bound)}, "
-        f"|d|/SE {fixed(abs(lk.z_zero))} vs {fixed(lk.difference_bound)})"
+        f"{zero} {fixed(abs(lk.z_zero))} vs {fixed(lk.difference_bound)})"
         for lk in record.looks
     )
     return (
-        f"group-sequential ({md_text(record.spending)} spending, looks at "
+        f"group-sequential ({md_text(record.spending)} spending, "
+        f"{'Tango score statistic, ' if record.method == 'tango-score' else ''}looks at "
         f"{', '.join(fixed(t, 2) for t in record.fractions)}): {record.decision} at {num(record.items_used)} of "
         f"{num(record.items_planned)} items; {looks}."
     )

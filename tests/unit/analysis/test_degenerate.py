@@ -75,3 +75,16 @@ def test_baseline_below_the_plans_reference() -> None:
         )
         == []
     )
+
+
+def test_no_discordant_binary_items_follow_the_score_interval() -> None:
+    # one pass, right or wrong: Tango's T(-M) with no discordant item is sqrt(n m / (1 - m)), m = 0.03;
+    # it reaches z(0.95) = 1.645 from n = 88, where the floored paired t already passed at n = 55
+    healthy = {"candidate_score": 70.0, "baseline_score": 70.0, "discordant": 0, "margin": 3.0, "resolution": 100.0}
+    few = degenerate_cases(n=87, t95=1.66, method="tango-score", **healthy)
+    assert [d.reason for d in few] == ["no_discordant"] and "needs 88" in few[0].why
+    assert _reasons(n=88, t95=1.66, method="tango-score", **healthy) == []
+    assert _reasons(n=87, t95=1.66, **healthy) == []  # the paired t's rule: 1.66 x 100 / 87 < 3
+    cand = [100.0, 0.0] * 43 + [100.0]
+    assert paired_comparison(cand, cand, 3.0).verdict == "inconclusive"  # the gate agrees at 87
+    assert paired_comparison([*cand, 0.0], [*cand, 0.0], 3.0).verdict == "equivalent"  # and at 88

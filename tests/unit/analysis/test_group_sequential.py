@@ -54,6 +54,44 @@ def test_one_look_is_the_fixed_gate() -> None:
     assert looks[0].decision == fixed.verdict
 
 
+def test_binary_items_take_the_score_statistic_at_every_look_and_one_look_is_the_fixed_gate() -> None:
+    from scipy.special import ndtri
+
+    rng = np.random.default_rng(5)
+    base = rng.choice([0.0, 100.0], size=600)
+    flip = rng.random(600) < 0.05  # ~30 discordant items
+    cand = np.where(flip, 100.0 - base, base)
+    cand_l, base_l = [float(x) for x in cand], [float(x) for x in base]
+    diffs = [c - b for c, b in zip(cand_l, base_l, strict=True)]
+    method = stats.method_for(cand_l, base_l, 100.0)
+    assert method == "tango-score"
+    fixed = stats.paired_comparison(cand_l, base_l, 3.0)
+    (look,) = gs.sequential_gate(diffs, 3.0, gs.SequentialDesign(fractions=(1.0,)), method=method)
+    assert look.equivalence_bound == pytest.approx(float(ndtri(0.95)))  # z, not t: Tango's statistic is a z
+    assert look.difference_bound == pytest.approx(float(ndtri(0.975)))
+    assert look.decision == fixed.verdict
+    plus, minus = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    assert look.z_zero == pytest.approx((plus - minus) / np.sqrt(plus + minus))  # McNemar's z
+    assert look.z_lower == pytest.approx(float(stats.tango_z(plus, minus, 600, -0.03)))
+    record = gs.sequential_record(diffs, 3.0, gs.SequentialDesign(fractions=(0.5, 0.75, 1.0)), method=method)
+    assert record.method == "tango-score"
+    assert all(lk.equivalence_bound > float(ndtri(0.95)) for lk in record.looks[:-1])  # OBF: stricter early
+
+
+def test_a_small_discordance_pair_the_paired_t_passed_is_not_equivalent_at_any_look() -> None:
+    # 610 items, 15 only the candidate solved, 4 only the baseline, spread over the item order:
+    # the paired t said equivalent at the last look; Tango's statistic does not (test_stats has the figures)
+    diffs = [0.0] * 610
+    for i in range(15):
+        diffs[i * 40] = 100.0
+    for i in range(4):
+        diffs[i * 150 + 20] = -100.0
+    design = gs.SequentialDesign(fractions=(0.5, 0.75, 1.0))
+    assert gs.sequential_gate(diffs, 3.0, design, method="paired-t")[-1].decision == "equivalent"
+    looks = gs.sequential_gate(diffs, 3.0, design, method="tango-score")
+    assert [lk.decision for lk in looks] == ["continue", "continue", "inconclusive"]
+
+
 def test_look_sizes_are_fixed_by_the_plan() -> None:
     assert gs.look_sizes(440, (0.5, 0.75, 1.0)) == [220, 330, 440]
     assert gs.look_sizes(3, (0.5, 0.75, 1.0)) == [2, 3]

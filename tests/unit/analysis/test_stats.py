@@ -13,17 +13,64 @@ T95_3 = 2.353363
 T95_4 = 2.131847
 T975_4 = 2.776445
 T80_4 = 0.940965
+T95_609 = 1.647360  # t(0.95, 609)
 
 
 def test_inconclusive_with_hand_computed_intervals() -> None:
-    # d_i = 0, 100, 0, 0 -> d = 25, sd = 50, SE = 25
-    c = stats.paired_comparison([100, 100, 0, 100], [100, 0, 0, 100], margin=3.0)
-    assert c.n == 4 and c.d == pytest.approx(25.0) and c.se_d == pytest.approx(25.0)
-    assert c.ci90_low == pytest.approx(25 - T95_3 * 25, abs=1e-4)
-    assert c.ci90_high == pytest.approx(25 + T95_3 * 25, abs=1e-4)
+    # two passes (scores in 50-point steps): d_i = 0, 50, 0, 0 -> d = 12.5, sd = 25, SE = 12.5
+    c = stats.paired_comparison([100, 50, 0, 100], [100, 0, 0, 100], margin=3.0, resolution=50.0)
+    assert c.method == "paired-t"  # not binary items: the paired t interval, as before
+    assert c.n == 4 and c.d == pytest.approx(12.5) and c.se_d == pytest.approx(12.5)
+    assert c.ci90_low == pytest.approx(12.5 - T95_3 * 12.5, abs=1e-4)
+    assert c.ci90_high == pytest.approx(12.5 + T95_3 * 12.5, abs=1e-4)
     assert c.ci95_low < 0 < c.ci95_high
     assert c.verdict == "inconclusive"
     assert c.z == pytest.approx(1.0) and c.within_1se is True
+
+
+def _binary(only_candidate: int, only_baseline: int, n: int) -> tuple[list[float], list[float]]:
+    """Per-item scores of two servers (one pass, 0 or 100) with these discordant counts."""
+    rest = n - only_candidate - only_baseline
+    cand = [100.0] * only_candidate + [0.0] * only_baseline + [100.0, 0.0] * (rest // 2) + [0.0] * (rest % 2)
+    base = [0.0] * only_candidate + [100.0] * only_baseline + [100.0, 0.0] * (rest // 2) + [0.0] * (rest % 2)
+    return cand, base
+
+
+def test_tango_interval_reproduces_the_published_example() -> None:
+    # Cavo et al. (2012), complete response before and after consolidation therapy: the paired table
+    # [[59, 6], [16, 80]], n = 161. Fagerland, Lydersen and Laake, "Statistical Analysis of Contingency
+    # Tables" (2017), ch. 8 (and Stat Med 33:2850-2875, 2014), give Tango's asymptotic score 95% CI
+    # for the difference: estimate -0.0621, -0.1240 to -0.0054 (the authors' R package contingencytables
+    # prints the same in tests/testthat/test-ch8.R).
+    low, high = stats.tango_interval(6, 16, 161, 0.95)
+    assert (round(low / 100, 4), round(high / 100, 4)) == (-0.1240, -0.0054)
+    c = stats.paired_comparison(*_binary(6, 16, 161), margin=3.0)
+    assert c.method == "tango-score" and c.d == pytest.approx(-6.2112, abs=1e-4)
+    assert (c.ci95_low, c.ci95_high) == pytest.approx((low, high))
+    assert c.verdict == "different"  # the 95% interval excludes 0 and |d| = 6.2 > 3
+
+
+def test_tango_statistic_at_zero_is_mcnemars_and_no_discordant_item_has_a_closed_form() -> None:
+    assert float(stats.tango_z(15, 4, 610, 0.0)) == pytest.approx((15 - 4) / math.sqrt(19))
+    # no discordant item: T(-M) = sqrt(n M / (1 - M)); 20 identical items prove little, 100 pass at 3 points
+    assert float(stats.tango_z(0, 0, 20, -0.03)) == pytest.approx(math.sqrt(20 * 0.03 / 0.97))
+    assert stats.paired_comparison([100.0, 0.0] * 10, [100.0, 0.0] * 10, margin=3.0).verdict == "inconclusive"
+    assert stats.paired_comparison([100.0, 0.0] * 50, [100.0, 0.0] * 50, margin=3.0).verdict == "equivalent"
+
+
+def test_few_discordant_items_are_judged_by_the_score_interval() -> None:
+    # 610 items, 15 only the candidate solved, 4 only the baseline: d = +1.80 points. The paired t
+    # 90% interval ends at 2.98 < 3 ("equivalent" before); Tango's ends past 3: not proven.
+    cand, base = _binary(15, 4, 610)
+    diffs = [c - b for c, b in zip(cand, base, strict=True)]
+    t_high = stats.mean(diffs) + T95_609 * stats.sample_sd(diffs) / math.sqrt(610)
+    assert t_high < 3.0
+    c = stats.paired_comparison(cand, base, margin=3.0)
+    assert c.method == "tango-score" and c.ci90_high > 3.0 and c.verdict == "inconclusive"
+    assert float(stats.tango_z(15, 4, 610, 0.03)) > -stats.z_quantile(0.95)  # the upper one-sided test fails
+    # the same counts on several passes' scores (not binary) keep the paired t and its verdict
+    assert stats.method_for([50.0, *cand[1:]], base, 100.0) == "paired-t"
+    assert stats.method_for(cand, base, 50.0) == "paired-t"
 
 
 def test_different_when_ci95_excludes_zero_and_d_beyond_margin() -> None:

@@ -270,8 +270,10 @@ def _looks_plan() -> Plan:
         model={"path": "m"},
         servers={"candidate": {}, "baseline": {"args": ["--enforce-eager"]}},
         baseline="baseline",
+        # 7 points: 100 identical right-or-wrong items prove equivalence at look 1 (Tango's
+        # sqrt(100 M / (1 - M)) reaches the OBF boundary 2.54 from M = 6.1 points)
         evals=[
-            {"task": "arithmetic_generated", "limit": 200, "passes": 1, "margin": 3.0, "looks": [0.5, 1.0]},
+            {"task": "arithmetic_generated", "limit": 200, "passes": 1, "margin": 7.0, "looks": [0.5, 1.0]},
         ],
         seeds=[1],
     )

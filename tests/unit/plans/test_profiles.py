@@ -140,7 +140,7 @@ def test_tier_rules_on_kimi() -> None:
         ("aime25", None, 16),
         ("gpqa_diamond", None, 10),
         ("mrcr", 200, 1),
-        ("gsm8k", 440, 1),
+        ("gsm8k", 500, 1),
     ]
     with pytest.raises(UsageError, match="unknown tier 'huge'"):
         apply_tier(plan, "huge")
@@ -155,8 +155,8 @@ def test_tier_estimates_shrink() -> None:
     # full evals: 4 servers x (30 x 16 + 198 x 10 + 200 x 1 + 1319 x 1) requests
     assert rows["full"]["eval_requests"] == 4 * (30 * 16 + 198 * 10 + 200 + 1319)
     assert rows["smoke"]["eval_requests"] == 2 * 4 * 10
-    # standard: GSM8K cut to 440 items, the rest as written (they cannot be cut and stay sound)
-    assert rows["standard"]["eval_requests"] == 4 * (30 * 16 + 198 * 10 + 200 + 440)
+    # standard: GSM8K cut to 500 items, the rest as written (they cannot be cut and stay sound)
+    assert rows["standard"]["eval_requests"] == 4 * (30 * 16 + 198 * 10 + 200 + 500)
 
 
 def test_placeholders_are_named_and_refused() -> None:

@@ -59,7 +59,8 @@ def test_planned_looks_recompute_and_are_recorded(tmp_path: Path) -> None:
     assert result(report, "sequential").message.startswith("1 group-sequential decision(s) recompute")
     note = next(line for line in rd.report_md.read_text().splitlines() if "group-sequential" in line)
     assert note.startswith(
-        f"- gsm8k, candidate vs baseline: group-sequential (pocock spending, looks at 0.50, 0.75, 1.00): "
+        f"- gsm8k, candidate vs baseline: group-sequential (pocock spending, Tango score statistic, "
+        "looks at 0.50, 0.75, 1.00): "
         f"{verdict.sequential.decision} at {verdict.sequential.items_used} of 40 items; 20 items: "
     )
 
