@@ -1,6 +1,8 @@
 """The group-sequential accuracy gate by Monte Carlo: false-equivalence and false-difference rates
 across discordance rates 0.05-0.6, and the items it saves (docs/statistics.md §1a). Fixed seeds;
-the model and the rates are byog.analysis.sequential_sim's.
+the model and the rates are byog.analysis.sequential_sim's. Beside the simulated items saved, the
+figure ``byog plan`` computes (``group_sequential.expected_items``: the normal approximation of the
+same boundaries, no simulation).
 
     python benchmarks/eval_sequential.py [--trials N] [--margin M] [--looks 0.5 0.75 1.0]
 """
@@ -8,12 +10,14 @@ the model and the rates are byog.analysis.sequential_sim's.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from byog.analysis.group_sequential import SequentialDesign, expected_items
 from byog.analysis.sequential_sim import simulate
 
 DISCORDANCE = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
@@ -37,17 +41,22 @@ def main() -> int:
     print(
         "| spending | discordance | n | false equivalence (delta = margin) | one-look gate | "
         "difference level (delta 0) | false difference (delta 0) | equivalent at delta 0 | one-look gate | "
-        "items saved, delta 0 | items saved, delta = margin |"
+        "items saved, delta 0 | computed (byog plan) | items saved, delta = margin | computed (byog plan) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for spending in ("obf", "pocock"):
         for index, q in enumerate(DISCORDANCE):
             cell = simulate(q, args.margin, looks, args.trials, seed=1000 + index, spending=spending)
+            design = SequentialDesign(fractions=looks, spending=spending)
+            sd_equal, sd_apart = 100.0 * math.sqrt(q), math.sqrt(1e4 * q - args.margin**2)
+            equal = 1.0 - expected_items(cell.n, design, args.margin, 0.0, sd_equal) / cell.n
+            apart = 1.0 - expected_items(cell.n, design, args.margin, args.margin, sd_apart) / cell.n
             print(
                 f"| {spending} | {q:g} | {cell.n} | {pct(cell.false_equivalence)} | "
                 f"{pct(cell.fixed_false_equivalence)} | "
                 f"{pct(cell.difference_level)} | {pct(cell.false_difference)} | {pct(cell.power)} | "
-                f"{pct(cell.fixed_power)} | {pct(cell.items_saved_equal)} | {pct(cell.items_saved_margin)} |"
+                f"{pct(cell.fixed_power)} | {pct(cell.items_saved_equal)} | {pct(equal)} | "
+                f"{pct(cell.items_saved_margin)} | {pct(apart)} |"
             )
     return 0
 

@@ -21,7 +21,9 @@ same TP) puts in it, B x (ISL + OSL), and ``max_num_seqs`` is the server's ``--m
 vLLM's default below 70 GiB of GPU
 memory (256; 1024 above). Per server and eval: ceil(requests / concurrency) rounds of (TTFT +
 expected output tokens x TPOT at that batch); the expected output is half the task's
-``max_gen_toks`` (a guess: answers stop early on their stop strings).
+``max_gen_toks`` (a guess: answers stop early on their stop strings). Where the plan's ``looks`` may
+stop an eval early, ``expected_s`` is that time at the expected share of its items
+(``byog.pipeline.eval_stopping``); ``estimate_s`` stays every item.
 """
 
 from __future__ import annotations
