@@ -498,7 +498,12 @@ def plan_overview(ref: str | None, tier: str, from_run: Path | None = None) -> P
             overview = _plan_overview(ref, tier, bundle.root)
             temp = str(bundle.root)
         said = f"{from_run} (a bundle, not verified: its figures feed this estimate only)"
-        return {**overview, "from_run": said, "eval_prior": overview["eval_prior"].replace(temp, str(from_run))}
+        return {
+            **overview,
+            "from_run": said,
+            "eval_prior": overview["eval_prior"].replace(temp, str(from_run)),
+            "assumptions": [a.replace(temp, str(from_run)) for a in overview["assumptions"]],  # the item model's run
+        }
     if from_run is not None and not from_run.is_dir():
         raise UsageError(f"--from-run {from_run}: neither a run directory nor a bundle file")
     return _plan_overview(ref, tier, from_run)
