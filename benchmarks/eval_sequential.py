@@ -1,6 +1,8 @@
 """The group-sequential accuracy gate by Monte Carlo: false-equivalence and false-difference rates
 across discordance rates 0.05-0.6, and the items it saves (docs/statistics.md §1a). Fixed seeds;
-the model and the rates are byog.analysis.sequential_sim's.
+the model and the rates are byog.analysis.sequential_sim's. Beside the simulated items saved, the
+figure ``byog plan`` computes (``group_sequential.expected_items``: the normal approximation of the
+same boundaries, no simulation).
 
     python benchmarks/eval_sequential.py [--trials N] [--margin M] [--looks 0.5 0.75 1.0] [--method M]
 
@@ -11,6 +13,7 @@ is the paired t gate it used before, for the before/after comparison (docs/stati
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -18,6 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from byog.analysis.gate_power import prob_equivalent_exact
+from byog.analysis.group_sequential import SequentialDesign, expected_items
 from byog.analysis.sequential_sim import simulate
 from byog.schemas.evals import PairedMethod
 
@@ -46,20 +50,25 @@ def main() -> int:
     print(
         "| spending | discordance | n | false equivalence (delta = margin): sequential | fixed | fixed, exact | "
         "difference level (delta 0): sequential | fixed | false difference (delta 0): sequential | fixed | "
-        "equivalent at delta 0: sequential | fixed | items saved, delta 0 | items saved, delta = margin |"
+        "equivalent at delta 0: sequential | fixed | items saved, delta 0 | computed (byog plan) | "
+        "items saved, delta = margin | computed (byog plan) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for spending in ("obf", "pocock"):
         for index, q in enumerate(DISCORDANCE):
             cell = simulate(q, args.margin, looks, args.trials, seed=1000 + index, spending=spending, method=method)
             shift = args.margin / 100.0  # delta = margin: P(+100) = (q + shift) / 2, P(-100) = (q - shift) / 2
             exact = prob_equivalent_exact(100.0, (q - shift) / 2, (q + shift) / 2, cell.n, args.margin, 100.0, method)
+            design = SequentialDesign(fractions=looks, spending=spending)
+            sd_equal, sd_apart = 100.0 * math.sqrt(q), math.sqrt(1e4 * q - args.margin**2)
+            equal = 1.0 - expected_items(cell.n, design, args.margin, 0.0, sd_equal) / cell.n
+            apart = 1.0 - expected_items(cell.n, design, args.margin, args.margin, sd_apart) / cell.n
             print(
                 f"| {spending} | {q:g} | {cell.n} | {pct(cell.false_equivalence)} | "
                 f"{pct(cell.fixed_false_equivalence)} | {pct(exact)} | {pct(cell.difference_level)} | "
                 f"{pct(cell.fixed_difference_level)} | {pct(cell.false_difference)} | "
                 f"{pct(cell.fixed_false_difference)} | {pct(cell.power)} | {pct(cell.fixed_power)} | "
-                f"{pct(cell.items_saved_equal)} | {pct(cell.items_saved_margin)} |"
+                f"{pct(cell.items_saved_equal)} | {pct(equal)} | {pct(cell.items_saved_margin)} | {pct(apart)} |"
             )
     return 0
 

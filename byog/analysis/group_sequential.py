@@ -40,6 +40,7 @@ is seen (``look_sizes``), and ``sequential_gate`` reads the items at those count
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -159,6 +160,12 @@ def spending_bounds(fractions: Sequence[float], alpha: float, spending: Spending
     return bounds
 
 
+@functools.lru_cache(maxsize=64)
+def _bounds(fractions: tuple[float, ...], alpha: float, spending: Spending, sides: Sides) -> tuple[float, ...]:
+    """``spending_bounds``, once per design: the gate, verify and ``byog plan`` ask for the same ones."""
+    return tuple(spending_bounds(fractions, alpha, spending, sides))
+
+
 def classic_constant(fractions: Sequence[float], alpha: float, shape: Spending, sides: Sides = 2) -> float:
     """C of the original designs: Pocock c_k = C, O'Brien-Fleming c_k = C sqrt(t_K / t_k)."""
     from scipy.optimize import brentq
@@ -265,9 +272,9 @@ def look_bounds(
 ) -> list[tuple[float, float]]:
     """Per look of ``sizes`` items (the last is every item): (TOST boundary, difference boundary),
     as t boundaries for the paired t statistic, as the z boundaries themselves for Tango's."""
-    fractions = [s / sizes[-1] for s in sizes]
-    e_bounds = spending_bounds(fractions, design.alpha, design.spending, 1)
-    c_bounds = spending_bounds(fractions, design.alpha, design.spending, 2)
+    fractions = tuple(s / sizes[-1] for s in sizes)
+    e_bounds = _bounds(fractions, design.alpha, design.spending, 1)
+    c_bounds = _bounds(fractions, design.alpha, design.spending, 2)
     if method == "tango-score":
         return list(zip(e_bounds, c_bounds, strict=True))
     return [(_as_t(e, s - 1), _as_t(c, s - 1)) for s, e, c in zip(sizes, e_bounds, c_bounds, strict=True)]
@@ -340,3 +347,47 @@ def item_order(key: tuple[str, str]) -> tuple[tuple[int, int | str], ...]:
 def missing_items(record: SequentialRecord) -> bool:
     """The paired items end before a look the design needed: no look stopped, the last was not taken."""
     return not record.looks or record.looks[-1].decision == "continue"
+
+
+# --- where the gate is expected to stop (byog plan's estimate) -----------------------------------
+
+
+def stop_probabilities(
+    n: int, design: SequentialDesign, margin: float, mean: float, sd: float
+) -> list[tuple[int, float]]:
+    """(items, P(the gate stops at that look)) for each planned look of an eval of ``n`` items whose
+    paired differences d_i have this mean and sd (points); the last look takes what is left.
+
+    The run's own look sizes and t boundaries (``look_sizes``, ``look_bounds``) with SE_d taken as
+    sd / sqrt(n_k) (the normal approximation: SE_d is estimated in the run), so the score process is
+    S(t) = sum of d_i / (sd sqrt(N)), a Brownian motion of drift mean sqrt(N) / sd. At look k, with
+    M = margin sqrt(N) / sd, the gate stops for equivalence where |S| <= t M - e_k sqrt(t) and for a
+    difference where |S| >= max(c_k sqrt(t), t M); the density on what remains is carried look to
+    look by the same recursion as the boundaries (``_carry``, ``_exit``), on the driftless W = S - drift t.
+    """
+    sizes = look_sizes(max(n, 2), design.fractions)
+    if sd <= 0:  # no item ever differs: nothing to carry; counted as every item (an upper bound)
+        return [(s, 1.0 if s == sizes[-1] else 0.0) for s in sizes]
+    scale = math.sqrt(sizes[-1]) / sd
+    drift, big_m = mean * scale, margin * scale
+    state, before, alive = _start(), 0.0, 1.0
+    out: list[tuple[int, float]] = []
+    for k, (size, (e_t, c_t)) in enumerate(zip(sizes, look_bounds(sizes, design), strict=True)):
+        if k == len(sizes) - 1:
+            out.append((size, alive))
+            break
+        t = size / sizes[-1]
+        high, low = max(c_t * math.sqrt(t), t * big_m), t * big_m - e_t * math.sqrt(t)
+        regions = [(-high, high)] if low <= 0 else [(-high, -low), (low, high)]
+        shifted = [(a - drift * t, b - drift * t) for a, b in regions]
+        stays = sum(alive - _exit(state, t - before, a, b) for a, b in shifted)
+        out.append((size, alive - stays))
+        grids = [_carry(state, t - before, a, b) for a, b in shifted]
+        state = (np.concatenate([g[0] for g in grids]), np.concatenate([g[1] for g in grids]))
+        before, alive = t, stays
+    return out
+
+
+def expected_items(n: int, design: SequentialDesign, margin: float, mean: float, sd: float) -> float:
+    """E[items at the stopping look] (the average sample number) under ``stop_probabilities``' model."""
+    return sum(size * p for size, p in stop_probabilities(n, design, margin, mean, sd))

@@ -230,9 +230,20 @@ def _render_time_parts(overview: PlanOverview) -> None:
     print_table(console, table)
     if overview["eval_time"]:
         evals = Table(
-            "eval estimate: ceil(requests / concurrency) x (TTFT + expected tokens x TPOT)",
-            ["server", "task", "requests", "concurrency", "expected tokens", "TPOT ms", "est. min"],
-            right={"requests", "concurrency", "expected tokens", "TPOT ms", "est. min"},
+            "eval estimate: ceil(requests / concurrency) x (TTFT + expected tokens x TPOT); with looks, the "
+            "expected share of the items (servers equivalent / one margin apart) and the minutes at the first",
+            [
+                "server",
+                "task",
+                "requests",
+                "concurrency",
+                "expected tokens",
+                "TPOT ms",
+                "est. min",
+                "share",
+                "exp. min",
+            ],
+            right={"requests", "concurrency", "expected tokens", "TPOT ms", "est. min", "share", "exp. min"},
         )
         for e in overview["eval_time"]:
             evals = evals.with_row(
@@ -243,15 +254,17 @@ def _render_time_parts(overview: PlanOverview) -> None:
                 str(e["expected_tokens"]),
                 f"{e['tpot_s'] * 1e3:.1f}",
                 f"{e['estimate_s'] / 60:.1f}",
+                f"{stop['identical']:.2f} / {stop['at_margin']:.2f}" if (stop := e["early_stop"]) else "all",
+                f"{e['expected_s'] / 60:.1f}",
             )
         print_table(console, evals)
     bench_s = overview["total_estimate_s"]
-    evals_s = overview["evals_total_s"]
+    evals_s, expected_s = overview["evals_total_s"], overview["evals_expected_s"]
     console.print(
         Text.assemble(
             "estimated wall time with evals: ",
-            (f"{(bench_s + evals_s) / 60:.1f} min", "bold"),
-            f" (bench {bench_s / 60:.1f} + evals {evals_s / 60:.1f}; numerics starts below)",
+            (_expected_or_most(bench_s + expected_s, bench_s + evals_s), "bold"),
+            f" (bench {bench_s / 60:.1f} min + evals {_expected_or_most(expected_s, evals_s)}; numerics starts below)",
         ),
         highlight=False,
     )
@@ -328,9 +341,29 @@ def _render_launch_scripts(overview: PlanOverview) -> None:
         console.print(overview["slurm_batch"], highlight=False, soft_wrap=True, markup=False, end="")
 
 
+def _expected_or_most(expected_s: float, most_s: float, short: bool = False) -> str:
+    """'10.1 h expected, 11.5 h at most' where a plan's looks may stop evals early, else '11.5 h'."""
+    if most_s - expected_s < 0.5:
+        return duration(most_s)
+    if short:
+        return f"{duration(expected_s)} (≤ {duration(most_s)})"
+    return f"{duration(expected_s)} expected, {duration(most_s)} at most"
+
+
+def _wall_and_gpu_hours(overview: PlanOverview) -> str:
+    """'11.5 h wall, 148 GPU-hours', or with looks that may stop evals early '10.8 h wall expected, 11.5 h
+    at most, 148 GPU-hours at most'."""
+    wall, expected, gpu_h = overview["wall_s"], overview["wall_expected_s"], decimal(overview["wall_gpu_hours"], 3)
+    if wall - expected < 0.5:
+        return f"{duration(wall)} wall, {gpu_h} GPU-hours"
+    return f"{duration(expected)} wall expected, {duration(wall)} at most, {gpu_h} GPU-hours at most"
+
+
 def _render_tiers(overview: PlanOverview) -> None:
+    stops = any(t["wall_s"] - t["wall_expected_s"] >= 0.5 for t in overview["tiers"])
     tiers = Table(
-        "tiers: wall time (bench + evals, one server at a time) and GPU-hours",
+        "tiers: wall time (bench + evals, one server at a time) and GPU-hours"
+        + (" (evals and wall: expected if the servers are equivalent, (≤ at most))" if stops else ""),
         ["tier", "servers", "bench points", "eval requests", "max GPUs", "bench", "evals", "wall", "GPU-hours"],
         right={"servers", "bench points", "eval requests", "max GPUs", "bench", "evals", "wall", "GPU-hours"},
     )
@@ -343,8 +376,8 @@ def _render_tiers(overview: PlanOverview) -> None:
             str(t["eval_requests"]),
             str(t["max_gpus"]),
             duration(t["estimate_s"]),
-            duration(t["evals_s"]),
-            duration(t["wall_s"]),
+            _expected_or_most(t["evals_expected_s"], t["evals_s"], short=True),
+            _expected_or_most(t["wall_expected_s"], t["wall_s"], short=True),
             decimal(t["wall_gpu_hours"], 3),
         )
     print_table(console, tiers)
@@ -357,18 +390,21 @@ def render_first_screen(overview: PlanOverview, details: bool = False) -> None:
     console.print(
         Text.assemble(
             f"plan '{overview['plan']}', tier {overview['tier']}: ",
-            (f"{duration(overview['wall_s'])} wall, {decimal(overview['wall_gpu_hours'], 3)} GPU-hours", "bold"),
+            (_wall_and_gpu_hours(overview), "bold"),
             f" (bench {duration(bench_s)}: {len(overview['points'])} points on {len(overview['servers'])} "
-            f"servers with their start-ups; evals {duration(evals_s)}: {len(overview['eval_time'])} server x task)",
+            f"servers with their start-ups; evals {_expected_or_most(overview['evals_expected_s'], evals_s)}: "
+            f"{len(overview['eval_time'])} server x task)",
         ),
         highlight=False,
     )
     _render_tiers(overview)
     console.print("largest items:", highlight=False)
     for n, item in enumerate(overview["largest"], 1):
-        share = item["seconds"] / overview["wall_s"] if overview["wall_s"] else 0.0
+        share = item["expected_seconds"] / overview["wall_expected_s"] if overview["wall_expected_s"] else 0.0
         console.print(
-            f"  {n}. {item['what']}: {duration(item['seconds'])} ({share:.0%})", highlight=False, markup=False
+            f"  {n}. {item['what']}: {_expected_or_most(item['expected_seconds'], item['seconds'])} ({share:.0%})",
+            highlight=False,
+            markup=False,
         )
     console.print("assumptions:", highlight=False)
     for said in overview["assumptions"]:

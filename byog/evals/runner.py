@@ -39,7 +39,7 @@ from byog.evals.lm_eval_adapter import generation_kwargs, item_identity, run_pas
 from byog.evals.mrcr_generate import DEFAULT_NEEDLES, generate_rows
 from byog.evals.mrcr_grade import bin_label
 from byog.evals.mrcr_tokens import token_counter
-from byog.plans.tasks import TaskSpec, get_task
+from byog.plans.tasks import TaskSpec, get_task, stops_early
 from byog.schemas.evals import INVALID_ANSWER, RAW_OUTPUT_CHARS, EvalItemRow, EvalResults, write_eval_items
 from byog.schemas.plan import EvalSpec, Plan
 from byog.schemas.server import Endpoint
@@ -446,9 +446,10 @@ def looks_for(plan: Plan, spec: EvalSpec, server: str, run_dir: RunDir) -> Looks
     and a limit, the task runs through lm-eval, and every server this one is compared with has its
     items of the task in hand (the earlier server of a pair runs every item; the later one stops at
     the look where the gate on the paired items so far stops, for every pair it is in)."""
-    task = get_task(spec.task)
-    if spec.looks is None or spec.limit is None or task.runner != "lm_eval":
+    if not stops_early(spec):
         return None
+    assert spec.looks is not None and spec.limit is not None
+    task = get_task(spec.task)
     pairs = [(c, b) for c, b in plan.comparisons if server in (c, b) and spec_for(plan, task.name, c, b) is spec]
     others = {b if c == server else c for c, b in pairs}
     if not pairs or not all(run_dir.eval_complete(o, task.name) for o in others):

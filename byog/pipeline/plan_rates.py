@@ -21,21 +21,24 @@ same TP) puts in it, B x (ISL + OSL), and ``max_num_seqs`` is the server's ``--m
 vLLM's default below 70 GiB of GPU
 memory (256; 1024 above). Per server and eval: ceil(requests / concurrency) rounds of (TTFT +
 expected output tokens x TPOT at that batch); the expected output is half the task's
-``max_gen_toks`` (a guess: answers stop early on their stop strings).
+``max_gen_toks`` (a guess: answers stop early on their stop strings). Where the plan's ``looks`` may
+stop an eval early, ``expected_s`` is that time at the expected share of its items
+(``byog.pipeline.eval_stopping``); ``estimate_s`` stays every item.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from byog.bundles.claims_in import read_claims_file
 from byog.core.argv import arg_value
 from byog.core.io import read_json
 from byog.evals.capacity import concurrency_for, kv_capacity
+from byog.pipeline.eval_stopping import expected_share
 from byog.plans.claims_files import builtin_claims, builtin_claims_path
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import eval_items
@@ -157,7 +160,11 @@ class EvalEstimate(TypedDict):
     tpot_s: float
     tpot_source: str
     tpot_why: str
-    estimate_s: float
+    estimate_s: float  # every item
+    # a plan's group-sequential looks (``eval_stopping``): the expected share of the items, the seconds
+    # at that share if the servers are identical, and the figures behind it; None: every item runs
+    early_stop: dict[str, Any] | None
+    expected_s: float
 
 
 def _kv_tokens(plan: Plan, points: list[BenchPoint], server: str) -> tuple[int | None, str]:
@@ -196,9 +203,14 @@ def served_capacity(run_dir: Path) -> dict[str, Served]:
 
 
 def eval_estimates(
-    plan: Plan, points: list[BenchPoint], rate_of: RateLookup, served: dict[str, Served] | None = None
+    plan: Plan,
+    points: list[BenchPoint],
+    rate_of: RateLookup,
+    served: dict[str, Served] | None = None,
+    from_run: Path | None = None,
 ) -> list[EvalEstimate]:
-    """Per (server, eval): requests, the concurrency the server holds, expected output tokens, and seconds."""
+    """Per (server, eval): requests, the concurrency the server holds, expected output tokens, and seconds
+    (every item, and the expected share where the plan's looks may stop it early)."""
     rows: list[EvalEstimate] = []
     for spec in plan.evals:
         task = TASKS.get(spec.task)
@@ -226,6 +238,8 @@ def eval_estimates(
             )
             rate = rate_of(server, None, concurrency)
             rounds = math.ceil(requests / concurrency)
+            seconds = rounds * (TTFT_GUESS_S + expected * rate.tpot_s)
+            share = expected_share(plan, spec, server, from_run)
             rows.append(
                 {
                     "server": server,
@@ -238,7 +252,9 @@ def eval_estimates(
                     "tpot_s": rate.tpot_s,
                     "tpot_source": rate.source,
                     "tpot_why": rate.why,
-                    "estimate_s": rounds * (TTFT_GUESS_S + expected * rate.tpot_s),
+                    "estimate_s": seconds,
+                    "early_stop": asdict(share) if share else None,
+                    "expected_s": seconds * share.identical if share else seconds,
                 }
             )
     return rows

@@ -104,8 +104,10 @@ class Estimate(TypedDict):
     from_run: str | None
     note: str
     eval_time: list[EvalEstimate]  # per (server, eval): requests, concurrency, expected tokens, seconds
-    evals_total_s: float
+    evals_total_s: float  # every item
     evals_gpu_hours: float
+    evals_expected_s: float  # at the expected share of items where looks may stop an eval (identical servers)
+    evals_expected_gpu_hours: float
     interleave: list[InterleaveEstimate]  # per interleaved pair: its swaps, and what it saves
 
 
@@ -126,7 +128,9 @@ class TierEstimate(TypedDict):
     estimate_s: float  # bench only
     gpu_hours: float  # bench only
     evals_s: float
+    evals_expected_s: float
     wall_s: float  # bench + evals
+    wall_expected_s: float  # bench + evals at their expected items
     wall_gpu_hours: float  # bench + evals
 
 
@@ -134,7 +138,8 @@ class Item(TypedDict):
     """One block of the plan's wall time, for the first screen's largest items."""
 
     what: str
-    seconds: float
+    seconds: float  # at most (every eval item)
+    expected_seconds: float  # evals at their expected items (= seconds where nothing stops early)
 
 
 class PlanOverview(Estimate):
@@ -154,6 +159,8 @@ class PlanOverview(Estimate):
     perf_ci: list[dict[str, Any]]  # per pair: launches, the perf CI they give, its simulated coverage
     wall_s: float  # bench + evals
     wall_gpu_hours: float  # bench + evals
+    wall_expected_s: float  # bench + evals at their expected items
+    wall_expected_gpu_hours: float
     largest: list[Item]  # the three largest blocks of the wall time
     assumptions: list[str]  # every figure the estimate assumed, each with where it comes from
 
@@ -297,7 +304,7 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     for est in servers:
         total_s += est["estimate_s"]
         gpu_h += est["estimate_s"] / 3600 * est["gpus"]
-    evals = eval_estimates(plan, points, rates, served_capacity(from_run) if from_run else None)
+    evals = eval_estimates(plan, points, rates, served_capacity(from_run) if from_run else None, from_run)
     return {
         "plan": plan.name,
         "points": rows,
@@ -309,6 +316,8 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
         "eval_time": evals,
         "evals_total_s": sum(e["estimate_s"] for e in evals),
         "evals_gpu_hours": sum(e["estimate_s"] / 3600 * _gpus(plan, e["server"]) for e in evals),
+        "evals_expected_s": sum(e["expected_s"] for e in evals),
+        "evals_expected_gpu_hours": sum(e["expected_s"] / 3600 * _gpus(plan, e["server"]) for e in evals),
         "interleave": _interleave_estimates(plan, points, servers, from_run),
     }
 
@@ -415,7 +424,9 @@ def tier_estimates(plan: Plan, from_run: Any = None) -> list[TierEstimate]:
                 "estimate_s": estimate["total_estimate_s"],
                 "gpu_hours": estimate["gpu_hours"],
                 "evals_s": estimate["evals_total_s"],
+                "evals_expected_s": estimate["evals_expected_s"],
                 "wall_s": estimate["total_estimate_s"] + estimate["evals_total_s"],
+                "wall_expected_s": estimate["total_estimate_s"] + estimate["evals_expected_s"],
                 "wall_gpu_hours": estimate["gpu_hours"] + estimate["evals_gpu_hours"],
             }
         )
@@ -487,7 +498,12 @@ def plan_overview(ref: str | None, tier: str, from_run: Path | None = None) -> P
             overview = _plan_overview(ref, tier, bundle.root)
             temp = str(bundle.root)
         said = f"{from_run} (a bundle, not verified: its figures feed this estimate only)"
-        return {**overview, "from_run": said, "eval_prior": overview["eval_prior"].replace(temp, str(from_run))}
+        return {
+            **overview,
+            "from_run": said,
+            "eval_prior": overview["eval_prior"].replace(temp, str(from_run)),
+            "assumptions": [a.replace(temp, str(from_run)) for a in overview["assumptions"]],  # the item model's run
+        }
     if from_run is not None and not from_run.is_dir():
         raise UsageError(f"--from-run {from_run}: neither a run directory nor a bundle file")
     return _plan_overview(ref, tier, from_run)
@@ -523,6 +539,8 @@ def _plan_overview(ref: str | None, tier: str, from_run: Path | None) -> PlanOve
         **estimate,
         "wall_s": estimate["total_estimate_s"] + estimate["evals_total_s"],
         "wall_gpu_hours": estimate["gpu_hours"] + estimate["evals_gpu_hours"],
+        "wall_expected_s": estimate["total_estimate_s"] + estimate["evals_expected_s"],
+        "wall_expected_gpu_hours": estimate["gpu_hours"] + estimate["evals_expected_gpu_hours"],
         "largest": largest_items(estimate)[:3],
         "assumptions": assumptions(estimate),
         "tier": tier,
@@ -546,16 +564,20 @@ def largest_items(estimate: Estimate) -> list[Item]:
     launches = {s["server"]: s["launches"] for s in estimate["servers"]}
     starts = sum(s["startup_s"] * s["launches"] for s in estimate["servers"])
     count = sum(launches.values())
-    items: list[Item] = [{"what": f"start-ups ({count} over {len(launches)} servers)", "seconds": starts}]
+    items: list[Item] = [
+        {"what": f"start-ups ({count} over {len(launches)} servers)", "seconds": starts, "expected_seconds": starts}
+    ]
     workloads: dict[str, list[PointEstimate]] = {}
     for p in estimate["points"]:
         workloads.setdefault(p["workload"], []).append(p)
     for name, rows in workloads.items():
         runs = sum(launches[p["server"]] for p in rows)
+        seconds = sum(p["estimate_s"] * launches[p["server"]] for p in rows)
         items.append(
             {
                 "what": f"workload '{name}' ({runs} point runs: {len(rows)} points x launches)",
-                "seconds": sum(p["estimate_s"] * launches[p["server"]] for p in rows),
+                "seconds": seconds,
+                "expected_seconds": seconds,
             }
         )
     tasks: dict[str, list[EvalEstimate]] = {}
@@ -567,9 +589,37 @@ def largest_items(estimate: Estimate) -> list[Item]:
             {
                 "what": f"eval {task} ({len(evals)} servers x {evals[0]['requests']} requests at concurrency {at})",
                 "seconds": sum(e["estimate_s"] for e in evals),
+                "expected_seconds": sum(e["expected_s"] for e in evals),
             }
         )
-    return sorted(items, key=lambda i: -i["seconds"])
+    return sorted(items, key=lambda i: -i["expected_seconds"])
+
+
+def early_stop_assumption(evals: list[EvalEstimate]) -> str | None:
+    """The expected-items line: which evals may stop at their looks, the share each is expected to run,
+    under which hypothesis, design and discordance (``byog.pipeline.eval_stopping``)."""
+    stopping = [e for e in evals if e["early_stop"]]
+    if not stopping:
+        return None
+    tasks: dict[str, tuple[int, dict[str, Any]]] = {}
+    for e in stopping:
+        count, share = tasks.get(e["task"], (0, e["early_stop"]))
+        tasks[e["task"]] = (count + 1, share or {})
+    parts = [
+        f"{task} {share['identical']:.2f} ({share['at_margin']:.2f}) on {count} server(s), {share['design']}, "
+        f"discordance {share['discordance']:.3f}"
+        for task, (count, share) in tasks.items()
+    ]
+    models = ", ".join(
+        sorted({"the task registry's prior" if s["model"] == "prior" else str(s["model"]) for _, s in tasks.values()})
+    )
+    return (
+        "evals with looks (group-sequential: the later server of each pair stops where the gate does): expected "
+        "share of items if the servers are equivalent (one margin apart), at most all: "
+        + "; ".join(parts)
+        + f"; item model (discordance = P(d_i != 0)): {models}; normal approximation of the run's boundaries; "
+        f"{len(evals) - len(stopping)} other server x task run every item"
+    )
 
 
 def _count_sources(rows: list[tuple[str, str]]) -> str:
@@ -609,6 +659,9 @@ def assumptions(estimate: Estimate) -> list[str]:
         out.append(
             f"eval output: half of each task's max_gen_toks per answer; TTFT {TTFT_GUESS_S * 1e3:.0f} ms (a guess)"
         )
+        stopping = early_stop_assumption(evals)
+        if stopping:
+            out.append(stopping)
     if not estimate["from_run"]:
         out.append("nothing measured: `byog plan --from-run RUN_DIR` takes TPOT, TTFT and start-ups from a run")
     long_isl = [p for p in points if p["isl"] > 1024 and p["source"] != "measured"]

@@ -20,9 +20,12 @@ the same answer, so K = 1; the sampled tasks need K passes to average the sampli
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from byog.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from byog.schemas.plan import EvalSpec
 
 Runner = Literal["lm_eval", "mrcr"]
 Api = Literal["completions", "chat"]
@@ -316,6 +319,13 @@ def get_task(name: str) -> TaskSpec:
         return TASKS[name]
     except KeyError:
         raise UsageError(f"unknown eval task '{name}'; known tasks: {', '.join(sorted(TASKS))}") from None
+
+
+def stops_early(spec: EvalSpec) -> bool:
+    """Whether a plan eval can stop at its looks: it sets looks and a limit (the looks are fractions of
+    it) and lm-eval runs the task (its ``samples=`` runs a look's chunk; byog's MRCR runner scores whole)."""
+    task = TASKS.get(spec.task)
+    return spec.looks is not None and spec.limit is not None and task is not None and task.runner == "lm_eval"
 
 
 def parse_task_list(text: str) -> list[TaskSpec]:

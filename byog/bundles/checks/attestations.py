@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from byog.bundles.attestations import ATTESTATIONS_NAME, attestations_bytes
 from byog.bundles.checks.base import Found, Skipped, VerifyContext, check
-from byog.bundles.checks.recompute import stated_summary
+from byog.bundles.checks.recompute import derived_summary, stated_summary
 from byog.core.errors import CheckFailed
 from byog.report.markdown import REPORT_VERSION
 from byog.report.versions import version_of

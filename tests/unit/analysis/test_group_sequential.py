@@ -125,3 +125,28 @@ def test_looks_are_fractions_of_the_planned_items_and_records_may_end_only_where
     assert [lk.decision for lk in short.looks] == ["continue"]
     assert short.decision == "inconclusive" and gs.missing_items(short)
     assert gs.missing_items(gs.sequential_record(noisy[:50], 3.0, design, planned=200))  # not even look 1
+
+
+def test_a_one_look_design_runs_every_item() -> None:
+    fixed = gs.SequentialDesign(fractions=(1.0,))
+    assert gs.stop_probabilities(1319, fixed, 3.0, 0.0, 15.0) == [(1319, 1.0)]
+    assert gs.expected_items(1319, fixed, 3.0, 0.0, 15.0) == 1319
+
+
+@pytest.mark.parametrize("spending", ["obf", "pocock"])
+def test_expected_items_match_the_monte_carlo_of_the_gate_itself(spending: gs.Spending) -> None:
+    from byog.analysis import sequential_sim
+
+    q, margin, looks = 0.2, 3.0, (0.5, 0.75, 1.0)
+    n = sequential_sim.design_n(q, margin)
+    design = gs.SequentialDesign(fractions=looks, spending=spending)
+    probs = gs.stop_probabilities(n, design, margin, 0.0, 100.0 * math.sqrt(q))
+    assert [size for size, _ in probs] == gs.look_sizes(n, looks)
+    assert sum(p for _, p in probs) == pytest.approx(1.0, abs=1e-9)
+    equal = gs.expected_items(n, design, margin, 0.0, 100.0 * math.sqrt(q)) / n
+    # one margin apart: d_i = +-100 with P (q +- delta/100) / 2, so sd = sqrt(1e4 q - delta^2)
+    apart = gs.expected_items(n, design, margin, margin, math.sqrt(1e4 * q - margin**2)) / n
+    cell = sequential_sim.simulate(q, margin, looks, trials=4000, seed=11, spending=spending)
+    assert equal == pytest.approx(1.0 - cell.items_saved_equal, abs=0.015)  # MC SE of the mean ~0.003
+    assert apart == pytest.approx(1.0 - cell.items_saved_margin, abs=0.015)
+    assert equal < 0.9 and apart < 0.9  # the design saves items under both hypotheses

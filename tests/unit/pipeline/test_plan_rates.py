@@ -100,7 +100,8 @@ def test_the_flagship_first_screen_names_wall_tiers_largest_items_and_assumption
     result = CliRunner().invoke(app, ["plan", "kimi-k3-gb300", "--tier", "standard"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].startswith("plan 'kimi-k3-gb300', tier standard: ") and "h wall" in lines[0]
+    assert lines[0].startswith("plan 'kimi-k3-gb300', tier standard: ") and "h wall, " in lines[0]
+    assert "expected" not in result.output and "at most" not in result.output  # no looks: every item runs
     assert "GPU-hours" in lines[0]
     assert len(lines) <= 30 and "srun" not in result.output  # one screen; the launch lines are --details
     tiers = [x.split("|")[1].strip() for x in lines if x.startswith("| ")][1:]  # after the header row
@@ -165,3 +166,42 @@ def test_the_largest_items_add_up_to_the_wall_and_name_what_a_plan_can_change() 
     assert [i["seconds"] for i in items] == sorted((i["seconds"] for i in items), reverse=True)
     assert items[0]["what"].startswith("eval aime25 (4 servers x 480 requests at concurrency 63)")
     assert any(i["what"] == "start-ups (22 over 11 servers)" for i in items)
+
+
+def _with_looks(tmp_path: Path) -> Path:
+    """The flagship with looks on its lm-eval tasks (a limit each: the looks are fractions of it)."""
+    from byog.plans.load import resolve_plan_path
+
+    text = resolve_plan_path("kimi-k3-gb300")[1]
+    for task, passes, limit in (("aime25", 16, 30), ("gpqa_diamond", 10, 198), ("gsm8k", 1, 1319)):
+        old = f"  - task: {task}\n    passes: {passes}\n"
+        assert old in text
+        text = text.replace(old, f"{old}    limit: {limit}\n    looks: [0.5, 0.75, 1.0]\n")
+    path = tmp_path / "kimi-k3-gb300.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_plan_with_looks_shows_the_expected_wall_beside_the_maximum(tmp_path: Path) -> None:
+    from byog.pipeline.planview import plan_overview
+
+    path = _with_looks(tmp_path)
+    result = CliRunner().invoke(app, ["plan", str(path), "--tier", "standard"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) <= 30
+    overview = plan_overview(str(path), "standard")
+    assert overview["wall_expected_s"] < overview["wall_s"]
+    assert overview["wall_s"] == pytest.approx(overview["total_estimate_s"] + overview["evals_total_s"])
+    assert " h wall expected, " in lines[0] and " h at most, " in lines[0] and "GPU-hours at most" in lines[0]
+    standard = next(x for x in lines if x.startswith("| standard"))
+    assert standard.count("(≤ ") == 2  # evals and wall
+    aime = next(x for x in lines if x.startswith("  ") and "eval aime25" in x)
+    assert " expected, " in aime and " at most " in aime
+    said = result.output[result.output.index("assumptions:") :]
+    assert "evals with looks" in said and "discordance" in said and "the task registry's prior" in said
+    assert "one margin apart" in said and "2 server(s), 3 looks, obf" in said
+    assert "10 other server x task run every item" in said  # 6 earlier servers, MRCR on 4 (scored whole)
+    rows = [e for e in overview["eval_time"] if e["early_stop"]]
+    assert {e["server"] for e in rows} == {"baseline-tp16", "baseline-tp16-spec"}  # later in plan order
+    assert all(e["expected_s"] < e["estimate_s"] for e in rows)
