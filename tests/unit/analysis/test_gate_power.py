@@ -11,6 +11,7 @@ control cases (too few passes or items): the simulation can fail.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import pytest
 
@@ -84,12 +85,15 @@ def test_the_observed_design_is_the_planned_one_at_the_rate_its_discordance_impl
     assert calm.sound and calm.label() is None and calm.redraw < planned.redraw
 
 
-def _exact_on_every_pair(step: float, p_down: float, p_up: float, n: int, margin: float, resolution: float) -> float:
+def _exact_on_every_pair(
+    step: float, p_down: float, p_up: float, n: int, margin: float, resolution: float, method: str
+) -> float:
     """``prob_equivalent_exact``'s sum written out on every (a, b) pair of counts, each term evaluated there."""
     import numpy as np
     from scipy.special import gammaln, xlogy
 
-    from byog.analysis.gate_power import _count_range, _t95
+    from byog.analysis.gate_power import ALPHA, _count_range, _t95
+    from byog.analysis.stats import score_stops, z_quantile
 
     a, b = _count_range(n, p_up)[:, None], _count_range(n, p_down)[None, :]
     aa, bb = np.broadcast_arrays(a, b)
@@ -107,6 +111,9 @@ def _exact_on_every_pair(step: float, p_down: float, p_up: float, n: int, margin
             + xlogy(bb, p_down)
             + xlogy(zz, p_zero)
         )
+    if method == "tango-score":
+        eq = score_stops(aa, bb, n, margin, z_quantile(1 - ALPHA), z_quantile(1 - ALPHA / 2))[0]
+        return float(np.clip(np.exp(logs)[eq].sum(), 0.0, 1.0))
     d = step * (aa - bb) / n
     se = np.sqrt(np.clip((step * step * (aa + bb) - n * d * d) / (n - 1), 0, None) / n)
     se = np.where((aa + bb == 0) | (aa == n) | (bb == n), resolution / n, se)
@@ -114,13 +121,16 @@ def _exact_on_every_pair(step: float, p_down: float, p_up: float, n: int, margin
     return float(np.clip(np.exp(logs)[eq].sum(), 0.0, 1.0))
 
 
+@pytest.mark.parametrize("method", ["paired-t", "tango-score"])
 @pytest.mark.parametrize(
     "p_down,p_up,n,margin",
     [(0.0, 0.0, 20, 3.0), (0.5, 0.5, 20, 3.0), (0.0, 1.0, 30, 3.0), (0.03, 0.01, 673, 3.0), (0.06, 0.07, 20000, 1.0)],
 )
-def test_the_exact_sum_is_the_same_number_as_on_every_pair(p_down: float, p_up: float, n: int, margin: float) -> None:
+def test_the_exact_sum_is_the_same_number_as_on_every_pair(
+    p_down: float, p_up: float, n: int, margin: float, method: Literal["paired-t", "tango-score"]
+) -> None:
     """Each term is evaluated once per count and gathered: the same values, added in the same order."""
     from byog.analysis.gate_power import prob_equivalent_exact
 
-    expected = _exact_on_every_pair(100.0, p_down, p_up, n, margin, 100.0)
-    assert prob_equivalent_exact(100.0, p_down, p_up, n, margin, 100.0) == expected
+    expected = _exact_on_every_pair(100.0, p_down, p_up, n, margin, 100.0, method)
+    assert prob_equivalent_exact(100.0, p_down, p_up, n, margin, 100.0, method) == expected
