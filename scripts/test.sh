@@ -32,17 +32,15 @@ if [ "${1:-}" = "--unit" ]; then
   exit "$tested"
 fi
 # The services the tests use (Docker, sshd, cmark-gfm, mermaid-cli, Slurm) install from apt while
-# pip installs byog; their log is shown once both are done.
+# pip installs byog; their log is shown once both are done. The checks that need only byog's venv
+# (import layers, style, types) run as soon as pip is done, while apt may still be installing.
 services_log=$(mktemp) services_env=$(mktemp) mypy_log=$(mktemp) results=$(mktemp -d)
 trap 'rm -rf "$services_log" "$services_env" "$mypy_log" "$results"' EXIT
 bash scripts/test-services.sh "$services_env" >"$services_log" 2>&1 &
 services=$!
 installed=0
 bash scripts/install.sh --test || installed=$?
-wait "$services" || true
-cat "$services_log"
-[ "$installed" = 0 ] || exit "$installed"
-. "$services_env"
+[ "$installed" = 0 ] || { wait "$services" || true; cat "$services_log"; exit "$installed"; }
 venv=$(byog_venv)
 # What activation would do: the venv's python, byog and lint-imports come first on PATH.
 export PATH="$venv/bin:$PATH"
@@ -54,11 +52,21 @@ echo "checking the import layers (lint-imports)"
 echo "checking style (ruff check, ruff format --check)"
 "$venv/bin/ruff" check byog tests benchmarks
 "$venv/bin/ruff" format --check byog tests benchmarks
-# mypy takes a minute from a cold cache, on one core: it runs beside pytest, niced so the timing
-# tests keep the cores, and its verdict comes last.
+# mypy takes a minute or more from a cold cache: it starts now, beside the rest of apt and then the
+# tests, niced so the timing tests keep the cores, and its verdict comes last.
 echo "checking types (mypy), beside the tests"
 nice -n 19 "$venv/bin/mypy" byog >"$mypy_log" 2>&1 &
 mypy=$!
+wait "$services" || true
+cat "$services_log"
+. "$services_env"
+# The docker tests' image starts from a debootstrapped root filesystem (about a minute): it is made
+# now, beside the first integration tests, which need no Docker; the image build waits for it
+# (byog.images.context.rootfs_tarball takes turns) and reuses it. A failure here shows again there.
+if [ "${BYOG_REQUIRE_DOCKER:-}" = 1 ]; then
+  nice -n 10 "$venv/bin/python" -c 'from byog.images.context import rootfs_tarball, source_root; rootfs_tarball(source_root(), print)' \
+    >"$results/rootfs.log" 2>&1 &
+fi
 # The integration tests one after another (each starts real servers and reads their timing), then
 # the unit suite. The 30 slowest tests of the three runs are printed at the end of every run, where
 # CI time goes.

@@ -66,22 +66,30 @@ def rootfs_key(root: Path) -> str:
 
 
 def rootfs_tarball(root: Path, log: Log) -> Path:
-    """The debootstrapped tarball, cached by the script's content (rebuilt when the script changes)."""
+    """The debootstrapped tarball, cached by the script's content (rebuilt when the script changes).
+
+    Builds of the same tarball take turns (an advisory lock beside it): a second build started
+    meanwhile, by another byog, waits for the first and reuses its tarball.
+    """
+    import fcntl
+
     out = cache_dir() / "images" / f"rootfs-{rootfs_key(root)}.tar"
-    if out.is_file():
-        log(f"rootfs: reusing {out}")
-        return out
-    if shutil.which("debootstrap") is None and os.geteuid() != 0:
-        raise EnvironmentProblem(
-            "building the root filesystem needs debootstrap (apt-get install debootstrap) and root"
-        )
     out.parent.mkdir(parents=True, exist_ok=True)
-    log(f"rootfs: debootstrap into {out} (about a minute)")
-    done = subprocess.run(["bash", str(root / ROOTFS_SCRIPT), str(out)], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise EnvironmentProblem(f"{ROOTFS_SCRIPT} failed: {(done.stderr or done.stdout).strip()[-600:]}")
-    log(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "rootfs: done")
-    return out
+    with (out.parent / f"{out.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if out.is_file():
+            log(f"rootfs: reusing {out}")
+            return out
+        if shutil.which("debootstrap") is None and os.geteuid() != 0:
+            raise EnvironmentProblem(
+                "building the root filesystem needs debootstrap (apt-get install debootstrap) and root"
+            )
+        log(f"rootfs: debootstrap into {out} (about a minute)")
+        done = subprocess.run(["bash", str(root / ROOTFS_SCRIPT), str(out)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise EnvironmentProblem(f"{ROOTFS_SCRIPT} failed: {(done.stderr or done.stdout).strip()[-600:]}")
+        log(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "rootfs: done")
+        return out
 
 
 def stage_cpu_context(root: Path, context: Path, log: Log) -> dict[str, str]:

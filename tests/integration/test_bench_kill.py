@@ -31,7 +31,8 @@ servers:
 baseline: s
 workloads:
   - {kind: batch, name: decode, batch_sizes: [1, 2, 3], isl: [16], osl: [48], warmup_waves: 1, waves: 2}
-"""
+remeasure: 0
+"""  # remeasure 0: re-measuring a flagged point is tests/unit/bench/test_sweep.py's, not this test's
 VICTIM = "decode-b2-isl16-osl48"
 
 

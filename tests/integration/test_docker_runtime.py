@@ -106,6 +106,7 @@ def test_docker_server_benches_records_and_leaves_nothing(
         servers={"docker": config},
         baseline="docker",
         workloads=[BatchWorkload(batch_sizes=[1], isl=[32], osl=[16], warmup_waves=0, waves=1)],
+        remeasure=0,  # re-measuring a flagged point is tests/unit/bench/test_sweep.py's, not this test's
     )
     # Port taken -> pick another: the first port handed out is held by a listener here.
     held = socket.socket()

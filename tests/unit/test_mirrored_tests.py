@@ -69,7 +69,6 @@ EXEMPT: dict[str, str] = {
     "byog/evals/mrcr_grade.py": "tested in tests/unit/evals/test_mrcr.py",
     "byog/evals/mrcr_tokens.py": "tested in tests/unit/evals/test_mrcr.py",
     "byog/images/build.py": "tested in tests/unit/runtimes/test_docker.py",
-    "byog/images/context.py": "tested in tests/unit/runtimes/test_docker.py",
     "byog/images/engine.py": "tested in tests/unit/images/test_wheel_layer.py",
     "byog/images/fingerprint.py": "tested in tests/unit/schemas/test_records.py",
     "byog/images/host_python.py": "mounts the host's Python into a container: tests/integration/test_wheel_image.py",
