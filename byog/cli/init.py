@@ -8,11 +8,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from byog.cli.common import ForOpt, console
 from byog.core.errors import UsageError
+
+if TYPE_CHECKING:  # imported when the command runs: --help stays light
+    from byog.plans.init_plan import InitAnswers
+    from byog.schemas.plan import Plan
 
 # what each answer is, the flag that gives it, and the kinds it takes (KIND or KIND:VALUE)
 CANDIDATE_HELP = (
@@ -77,23 +82,11 @@ def init_cmd(
 
     if out.exists() and not force:
         raise UsageError(f"{out} exists: byog init writes nothing over it without --force")
-    ask: Ask | None = _terminal_ask if sys.stdin.isatty() else None
-
-    def answer(value: str | None, flag: str, question: str, default: str | None) -> str:
-        if value is not None:
-            return value
-        if ask is not None:
-            given = ask(question, default or "").strip()
-            if given or default is not None:
-                return given or (default or "")
-            raise UsageError(f"byog init needs {flag}: the answer was empty")
-        if default is not None:
-            return default
-        raise UsageError(f"byog init needs {flag} (no terminal to ask on)")
-
-    model = answer(model, "--model", "Model (a Hugging Face id or a local folder)", None)
+    answers = _Answers(_terminal_ask if sys.stdin.isatty() else None)
+    ask = answers.ask
+    model = answers.get(model, "--model", "Model (a Hugging Face id or a local folder)", None)
     cand_kind, cand_value = _build(
-        answer(
+        answers.get(
             candidate,
             "--candidate",
             "Candidate (installed, python:PATH, image:REF, wheel:PATH, flags:ARGS, endpoint:URL)",
@@ -105,7 +98,7 @@ def init_cmd(
     if not switch and ask is not None and candidate is None:
         given = ask("Switch on the PR build (--additional-config KEY=VALUE, empty for none)", "")
         switch = [given] if given.strip() else []
-    base_spec = answer(
+    base_spec = answers.get(
         baseline,
         "--baseline",
         "Baseline (merge-base, installed, python:PATH, image:REF, flags:ARGS, endpoint:URL)",
@@ -113,11 +106,9 @@ def init_cmd(
     )
     base_kind, base_value = _build(base_spec, "--baseline", BASELINE_KINDS)
     if long_context is None:
-        long_context = ask is not None and _yes(ask("Long-context points (ISL 8k, 32k)? y/n", "n"))
+        long_context = answers.yes("Long-context points (ISL 8k, 32k)? y/n")
     if reasoning_evals is None:
-        reasoning_evals = ask is not None and _yes(
-            ask("Reasoning evals (AIME25, GPQA-Diamond) besides GSM8K? y/n", "n")
-        )
+        reasoning_evals = answers.yes("Reasoning evals (AIME25, GPQA-Diamond) besides GSM8K? y/n")
     if subject is None and ask is not None:
         subject = ask("The PR (OWNER/REPO#N, empty for none)", "").strip() or None
     req = InitRequest(
@@ -136,15 +127,43 @@ def init_cmd(
         install_baseline=install_baseline,
         name=name,
     )
-    plan, resolved = write_plan(req, out, force)
+    _said_written(*write_plan(req, out, force), out, subject)
+
+
+class _Answers:
+    """Each answer from its flag, else asked on the terminal (``ask``), else its default, else one
+    sentence naming the flag."""
+
+    def __init__(self, ask: Ask | None) -> None:
+        self.ask = ask
+
+    def get(self, value: str | None, flag: str, question: str, default: str | None) -> str:
+        if value is not None:
+            return value
+        if self.ask is not None:
+            given = self.ask(question, default or "").strip()
+            if given or default is not None:
+                return given or (default or "")
+            raise UsageError(f"byog init needs {flag}: the answer was empty")
+        if default is not None:
+            return default
+        raise UsageError(f"byog init needs {flag} (no terminal to ask on)")
+
+    def yes(self, question: str) -> bool:
+        """A y/n question (default no); no terminal: no."""
+        return self.ask is not None and _yes(self.ask(question, "n"))
+
+
+def _said_written(plan: Plan, resolved: InitAnswers, out: Path, subject: str | None) -> None:
+    """What byog init resolved and wrote, `byog plan`'s summary of it, and the next commands."""
+    from byog.cli.run import render_plan_summary
+    from byog.pipeline.planview import plan_overview
+
     console.print(f"GPUs: {resolved.gpus.said}; TP {resolved.tp}: {resolved.tp_why}", highlight=False)
     console.print(f"baseline: {resolved.baseline.how}", highlight=False, soft_wrap=True)
     if resolved.baseline.distance:
         console.print(resolved.baseline.distance, highlight=False)
     console.print(f"wrote {out} (plan '{plan.name}', {len(plan.servers)} servers)", highlight=False)
-    from byog.cli.run import render_plan_summary
-    from byog.pipeline.planview import plan_overview
-
     render_plan_summary(plan_overview(str(out), "full"))
     tail = f" --for {subject}" if subject else " --for OWNER/REPO#N"
     console.print(f"next: byog run {out} --tier smoke, then byog run {out} --tier standard{tail}", highlight=False)

@@ -11,7 +11,7 @@ from byog.core.safe_text import md_fence_lines, md_text
 from byog.report.context import ReportContext
 from byog.report.format import fixed, num, table
 from byog.report.sections.headline import VERDICT_MARK
-from byog.schemas.evals import SequentialRecord, clip
+from byog.schemas.evals import EvalVerdict, SequentialRecord, clip
 
 SHOWN_ITEMS = 50  # flipped items listed per pair; `byog items` prints them all
 SHOWN_RAW = 3  # raw outputs of [invalid] answers shown per server and task
@@ -23,52 +23,8 @@ def section(ctx: ReportContext) -> list[str]:
     lines = ["## Accuracy", ""]
     if not evals.scores and not evals.verdicts:
         return [*lines, "No evals ran.", ""]
-    verdicts, notes = [], []
-    for v in evals.verdicts:
-        within = "–" if v.within_1se is None else ("yes" if v.within_1se else "no")
-        verdicts.append(
-            [
-                md_text(v.task),
-                f"{md_text(v.candidate)} vs {md_text(v.baseline)}",
-                "on" if v.speculative else "off",
-                num(v.n),
-                fixed(v.d),
-                fixed(v.se_d),
-                f"[{fixed(v.ci90_low)}, {fixed(v.ci90_high)}]",
-                f"±{fixed(v.margin)}",
-                VERDICT_MARK[v.verdict] + (f" ({md_text(v.screening_label or 'screening')})" if v.screening else ""),
-                within,
-                fixed(v.power),
-                fixed(v.mde),
-            ]
-        )
-        where = f"{md_text(v.task)}, {md_text(v.candidate)} vs {md_text(v.baseline)}"
-        for reason, why in zip(v.degenerate, v.degenerate_why, strict=True):
-            notes.append(f"- {where}: degenerate ({md_text(reason)}): {md_text(why)}.")
-        if v.observed_redraw is not None:
-            sound = "sound" if v.observed_sound else "unsound"
-            needed = f"{v.sound_n:,}" if v.sound_n else "more than 20,000"
-            notes.append(
-                f"- {where}: observed discordance {num(v.discordant)} of {num(v.n)} items "
-                f"({fixed(100 * (v.observed_discordance or 0), 1)}%), implying a re-draw rate of "
-                f"{fixed(100 * v.observed_redraw, 0)}% (planned {fixed(100 * (v.planned_redraw or 0), 0)}%); "
-                "at that rate "
-                f"this design fails identical servers {fixed(100 * (v.observed_false_fail or 0), 1)}% of the time and "
-                f"flags one margin worse {fixed(100 * (v.observed_power or 0), 0)}%: {sound}; sound from n = {needed}."
-            )
-        if v.method == "tango-score":
-            notes.append(
-                f"- {where}: right-or-wrong items, so the CIs and the verdict are Tango's score interval for paired "
-                f"proportions ({num(v.discordant)} discordant items), not the paired t (docs/statistics.md §1)."
-            )
-        if v.sequential is not None:
-            notes.append(f"- {where}: {_looks_line(v.sequential)}")
-        if v.screening and v.planned_false_fail is not None and v.planned_false_fail > 0.05:
-            notes.append(
-                f"- {where}: screening, not a pass: the plan's items and passes at ±{fixed(v.margin)} fail "
-                f"identical servers {fixed(100 * (v.planned_false_fail or 0), 0)}% of the time (predicted before "
-                "the run; a sound design keeps that at 5% or less)."
-            )
+    verdicts = [_verdict_row(v) for v in evals.verdicts]
+    notes = [note for v in evals.verdicts for note in _verdict_notes(v)]
     if verdicts:
         lines += [
             "Paired per item, in score points: d = mean(candidate − baseline); **equivalent** when the 90% CI lies "
@@ -99,6 +55,59 @@ def section(ctx: ReportContext) -> list[str]:
     ]
     lines += table(["Server", "Task", "Items", "Passes", "Score", "SE", "Data"], scores)
     return lines + _invalid(ctx)
+
+
+def _verdict_row(v: EvalVerdict) -> list[str]:
+    within = "–" if v.within_1se is None else ("yes" if v.within_1se else "no")
+    return [
+        md_text(v.task),
+        f"{md_text(v.candidate)} vs {md_text(v.baseline)}",
+        "on" if v.speculative else "off",
+        num(v.n),
+        fixed(v.d),
+        fixed(v.se_d),
+        f"[{fixed(v.ci90_low)}, {fixed(v.ci90_high)}]",
+        f"±{fixed(v.margin)}",
+        VERDICT_MARK[v.verdict] + (f" ({md_text(v.screening_label or 'screening')})" if v.screening else ""),
+        within,
+        fixed(v.power),
+        fixed(v.mde),
+    ]
+
+
+def _verdict_notes(v: EvalVerdict) -> list[str]:
+    """The lines under the verdict table about one verdict: degeneracy, observed discordance, the
+    method, the sequential looks and a screening design's predicted false-fail rate."""
+    where = f"{md_text(v.task)}, {md_text(v.candidate)} vs {md_text(v.baseline)}"
+    notes = [
+        f"- {where}: degenerate ({md_text(reason)}): {md_text(why)}."
+        for reason, why in zip(v.degenerate, v.degenerate_why, strict=True)
+    ]
+    if v.observed_redraw is not None:
+        sound = "sound" if v.observed_sound else "unsound"
+        needed = f"{v.sound_n:,}" if v.sound_n else "more than 20,000"
+        notes.append(
+            f"- {where}: observed discordance {num(v.discordant)} of {num(v.n)} items "
+            f"({fixed(100 * (v.observed_discordance or 0), 1)}%), implying a re-draw rate of "
+            f"{fixed(100 * v.observed_redraw, 0)}% (planned {fixed(100 * (v.planned_redraw or 0), 0)}%); "
+            "at that rate "
+            f"this design fails identical servers {fixed(100 * (v.observed_false_fail or 0), 1)}% of the time and "
+            f"flags one margin worse {fixed(100 * (v.observed_power or 0), 0)}%: {sound}; sound from n = {needed}."
+        )
+    if v.method == "tango-score":
+        notes.append(
+            f"- {where}: right-or-wrong items, so the CIs and the verdict are Tango's score interval for paired "
+            f"proportions ({num(v.discordant)} discordant items), not the paired t (docs/statistics.md §1)."
+        )
+    if v.sequential is not None:
+        notes.append(f"- {where}: {_looks_line(v.sequential)}")
+    if v.screening and v.planned_false_fail is not None and v.planned_false_fail > 0.05:
+        notes.append(
+            f"- {where}: screening, not a pass: the plan's items and passes at ±{fixed(v.margin)} fail "
+            f"identical servers {fixed(100 * (v.planned_false_fail or 0), 0)}% of the time (predicted before "
+            "the run; a sound design keeps that at 5% or less)."
+        )
+    return notes
 
 
 def _invalid(ctx: ReportContext) -> list[str]:
