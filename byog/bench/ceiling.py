@@ -54,6 +54,7 @@ class FakeConfig:
     tokens_per_chunk: int = 1  # > 1 mimics speculative decoding (k tokens per step)
     step_s: float = 0.0  # sleep between chunks; 0 = as fast as the loop can write
     vocab_size: int = VOCAB_SIZE
+    dev_mode: bool = True  # serves POST /reset_prefix_cache, as vLLM does under VLLM_SERVER_DEV_MODE=1
 
 
 class FakeOpenAIServer:
@@ -63,6 +64,7 @@ class FakeOpenAIServer:
         self.prompt_tokens = 0
         self.steps = 0
         self.requests = 0
+        self.cache_resets = 0
         self._cache: dict[tuple[bool, int, int, int, bool], bytes] = {}
 
     # --- HTTP ------------------------------------------------------------------------------
@@ -118,6 +120,9 @@ class FakeOpenAIServer:
                 return "200 OK", json.dumps({"count": count, "tokens": list(range(count))})
             ids = [hash(w) % self.config.vocab_size for w in str(body.get("prompt", "")).split()]
             return "200 OK", json.dumps({"count": len(ids), "tokens": ids})
+        if path == "/reset_prefix_cache" and method == "POST" and self.config.dev_mode:
+            self.cache_resets += 1  # it caches nothing: the count is what a test reads
+            return "200 OK", ""
         if path == "/detokenize" and method == "POST":
             text = " ".join(f"w{i}" for i in body.get("tokens", []) if 0 <= i < self.config.vocab_size)
             return "200 OK", json.dumps({"prompt": text})

@@ -11,7 +11,9 @@ A batch point with a CI target stops measuring waves when its rule says so
 (``byog.analysis.wave_stopping``; its record keeps the rule and every half-width). A point invalid
 for transient causes only (``byog.analysis.validity.transient``) is measured again, at most plan
 ``remeasure`` times, once they have cleared (``byog.bench.settle``); each earlier attempt's files
-move to ``bench/<server>/attempts/`` and the final record lists them.
+move to ``bench/<server>/attempts/`` and the final record lists them. A re-measure resets the prefix
+cache first (its record says so): it sends the prompts of the attempt before it, which the cache
+would serve; a server that refuses the reset keeps its invalid point, not measured again.
 """
 
 from __future__ import annotations
@@ -343,7 +345,9 @@ def run_one_point(
         raise
     point = measure.point
     base["point"] = point
-    reset = reset_prefix_cache(endpoint.base_url) if point.reset_prefix_cache else None
+    # A re-measure (``attempts``) starts from an empty prefix cache: it sends the prompts its first
+    # attempt sent, which the cache would otherwise serve (shorter prefills, inflated hit rates).
+    reset = reset_prefix_cache(endpoint.base_url) if point.reset_prefix_cache or attempts else None
     before = snapshot_metrics(run_dir, server_name, point.point_id, "before", endpoint.base_url)
     measured: list[str | None] = []
     warmed: list[Instant] = []
@@ -433,6 +437,14 @@ class _ServerSweep:
                 self._after_server_died(point, err)
                 return
             if not transient(done["invalid_reasons"]) or len(attempts) >= self.plan.remeasure:
+                break
+            if not reset_prefix_cache(self.server.endpoint.base_url):
+                self.reporter.line(
+                    f"{self.server_name} {point.point_id}: invalid ({done['invalid_reasons'][0]}); not measured "
+                    "again: the server refused /reset_prefix_cache, and without it a second attempt is served its "
+                    "first attempt's prompts from the prefix cache",
+                    style="warn",
+                )
                 break
             attempts.append(self._set_aside(point, done, len(attempts) + 1))
             task = self.progress.task(

@@ -437,10 +437,13 @@ def test_a_transient_invalid_point_is_measured_again_and_a_permanent_one_is_not(
     monkeypatch.setattr(sweep, "wait_until_clear", lambda reasons, gpus: waited.append(reasons) or Settled(1.5, True))
     with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
         result = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, NullReporter())
+        resets = fake.app.cache_resets
     point_id = "decode-b1-isl5-osl12"
     assert result["remeasured"] == ({point_id: remeasured} if remeasured else {})
     assert len(waited) == remeasured  # it waited for the cause to clear before each re-measurement
     record = load_point_record(run_dir.bench_point("base", point_id))
+    # each re-measure sends the first attempt's prompts again: from an emptied prefix cache, recorded
+    assert resets >= remeasured and record.prefix_cache_reset == (True if remeasured else None)
     assert [a.attempt for a in record.attempts] == list(range(1, remeasured + 1))
     assert all(a.invalid_reasons == [SATURATED] and a.waited_s == 1.5 and a.cleared for a in record.attempts)
     for n in range(1, attempts):  # every earlier attempt's files stay, beside the final ones
@@ -450,3 +453,27 @@ def test_a_transient_invalid_point_is_measured_again_and_a_permanent_one_is_not(
     assert (point_id in result["invalid"]) == bool(first_reasons[attempts - 1])
     [summary] = summarize_bench(run_dir, plan).points
     assert summary.remeasured == (remeasured or None)
+
+
+def test_a_server_that_refuses_the_cache_reset_keeps_its_invalid_point_not_measured_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without /reset_prefix_cache (an endpoint without dev mode) a second attempt would be served its
+    first attempt's prompts from the cache: the point stays as measured, invalid, and the run says why."""
+    import byog.bench.sweep as sweep
+    from byog.analysis.validity import load_point_record
+    from tests.support.reporter import RecordingReporter
+    from tests.support.waves import MS, replaying_run_point
+
+    plan = parse_plan(REMEASURE_PLAN, "t.yaml")
+    run_dir = RunDir(tmp_path)
+    monkeypatch.setattr(sweep, "run_point", replaying_run_point([MS]))
+    monkeypatch.setattr(sweep, "invalid_reasons", lambda record, rows: [SATURATED])
+    monkeypatch.setattr(sweep, "wait_until_clear", lambda reasons, gpus: pytest.fail("nothing to wait for"))
+    said = RecordingReporter()
+    with FakeServerThread(FakeConfig(step_s=0.001, dev_mode=False)) as fake:
+        result = run_bench_for_server(plan, "base", FakeRunning(fake.base_url, "base"), run_dir, said)
+    point_id = "decode-b1-isl5-osl12"
+    assert result["remeasured"] == {} and point_id in result["invalid"]
+    assert load_point_record(run_dir.bench_point("base", point_id)).attempts == []
+    assert any("not measured again: the server refused /reset_prefix_cache" in line for line in said.lines), said.lines
