@@ -310,11 +310,16 @@ def test_unlisted_missing_and_a_vllm_from_elsewhere(tmp_path: Path) -> None:
     env_path = os.pathsep.join([str(shadow), str(site_dir)])
     dist = metadata.PathDistribution(next(site_dir.glob("*.dist-info")))
     old = sys.path[:]
+    # the probe runs in a fresh interpreter, before vLLM is imported; here another test of this
+    # worker may have imported it, and find_spec would then answer from sys.modules
+    imported = sys.modules.pop("vllm", None)
     try:
         sys.path[:0] = env_path.split(os.pathsep)
         os.environ["PYTHONPATH"], saved = env_path, os.environ.get("PYTHONPATH")
         hooks = {h["kind"]: h for h in identity_probe.start_up_hooks(dist)}
     finally:
+        if imported is not None:
+            sys.modules["vllm"] = imported
         sys.path[:] = old
         if saved is None:
             os.environ.pop("PYTHONPATH")
