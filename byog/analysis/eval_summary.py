@@ -97,6 +97,11 @@ def spec_for(plan: Plan, task: str, candidate: str, baseline: str) -> EvalSpec |
     return None
 
 
+def pairs_judged_by(plan: Plan, spec: EvalSpec, server: str) -> list[tuple[str, str]]:
+    """The (candidate, baseline) comparisons ``server`` is in whose verdict on ``spec.task`` this eval makes."""
+    return [(c, b) for c, b in plan.comparisons if server in (c, b) and spec_for(plan, spec.task, c, b) is spec]
+
+
 def _verdict(
     plan: Plan,
     task: str,
@@ -166,7 +171,7 @@ def _sequential(
     """The group-sequential gate where the plan sets looks (items in ``group_sequential.item_order``)."""
     if spec is None or spec.looks is None or len(cand) < 2:
         return None
-    design = group_sequential.SequentialDesign(fractions=tuple(spec.looks), spending=spec.spending)
+    design = group_sequential.SequentialDesign.of(spec)
     diffs = [c - b for c, b in zip(cand, base, strict=True)]
     method = stats.method_for(cand, base, resolution, score_interval)  # the fixed gate's statistic at every look
     # with a limit, the looks are fractions of it, fixed before any item ran; the runner may stop

@@ -52,6 +52,7 @@ from numpy.typing import NDArray
 
 from byog.analysis import stats
 from byog.schemas.evals import PairedMethod, SequentialLook, SequentialRecord
+from byog.schemas.plan import EvalSpec
 
 Spending = Literal["obf", "pocock"]
 Sides = Literal[1, 2]
@@ -223,6 +224,12 @@ class SequentialDesign:
     fractions: tuple[float, ...]
     spending: Spending = "obf"
     alpha: float = stats.ALPHA
+
+    @classmethod
+    def of(cls, spec: EvalSpec) -> SequentialDesign:
+        """The design an eval of the plan sets (its ``looks`` and ``spending``; ``looks`` must be set)."""
+        assert spec.looks is not None, "an eval without looks has no sequential design"
+        return cls(fractions=tuple(spec.looks), spending=spec.spending)
 
 
 def stops(

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from byog.analysis import group_sequential, stats
-from byog.analysis.eval_summary import item_scores, passes_of, scores_of, sequential_for, spec_for
+from byog.analysis.eval_summary import item_scores, pairs_judged_by, passes_of, scores_of, sequential_for
 from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import RunDir
@@ -450,7 +450,7 @@ def looks_for(plan: Plan, spec: EvalSpec, server: str, run_dir: RunDir) -> Looks
         return None
     assert spec.looks is not None and spec.limit is not None
     task = get_task(spec.task)
-    pairs = [(c, b) for c, b in plan.comparisons if server in (c, b) and spec_for(plan, task.name, c, b) is spec]
+    pairs = pairs_judged_by(plan, spec, server)
     others = {b if c == server else c for c, b in pairs}
     if not pairs or not all(run_dir.eval_complete(o, task.name) for o in others):
         return None
@@ -467,7 +467,7 @@ def looks_for(plan: Plan, spec: EvalSpec, server: str, run_dir: RunDir) -> Looks
                 return False
         return True
 
-    design = group_sequential.SequentialDesign(fractions=tuple(spec.looks), spending=spec.spending)
+    design = group_sequential.SequentialDesign.of(spec)
     return Looks(sizes=group_sequential.look_sizes(spec.limit, design.fractions), stop=stop)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from byog.analysis import group_sequential
-from byog.analysis.eval_summary import margin_for, spec_for
+from byog.analysis.eval_summary import margin_for, pairs_judged_by
 from byog.analysis.gate_power import ItemModel, difference_pmf, prior_model
 from byog.pipeline.eval_power import model_from_run
 from byog.pipeline.numerics import server_order
@@ -97,7 +97,7 @@ def expected_share(plan: Plan, spec: EvalSpec, server: str, from_run: Path | Non
     task = TASKS.get(spec.task)
     if task is None or spec.limit is None or not stops_early(spec):
         return None
-    pairs = [(c, b) for c, b in plan.comparisons if server in (c, b) and spec_for(plan, spec.task, c, b) is spec]
+    pairs = pairs_judged_by(plan, spec, server)
     if not pairs or not all(_runs_after(plan, server, b if c == server else c) for c, b in pairs):
         return None
     sampled = task.sampled_with(spec.gen_kwargs)
@@ -105,7 +105,7 @@ def expected_share(plan: Plan, spec: EvalSpec, server: str, from_run: Path | Non
     if model is None:
         return None
     assert spec.looks is not None  # stops_early
-    design = group_sequential.SequentialDesign(fractions=tuple(spec.looks), spending=spec.spending)
+    design = group_sequential.SequentialDesign.of(spec)
     margin = margin_for(plan, spec.task)
     values, probs = difference_pmf(model, spec.passes, sampled)
     shifted_values, shifted_probs = difference_pmf(model, spec.passes, sampled, shift_points=-margin)
