@@ -10,7 +10,11 @@
 #   gpu-session.sh all SECONDS      in the background until SECONDS from now: A/A batch 1, the wake
 #                                    probes on two of its servers, more A/A batches, then the study
 #                                    (ABBA, sequential with 2 launches, BAAB) while time remains
+#   gpu-session.sh studies SECONDS  in the background until SECONDS from now: the study of issue 57 item 4
+#                                    (ABBA, sequential with 1 launch, BAAB, sequential with 2 launches)
+#                                    and a level-2 sleep of a fresh server woken by vLLM's documented route
 #   gpu-session.sh poll | pack      log tail | $OUT/h200-session.tar.xz
+#   gpu-session.sh snap             while a job runs: $OUT/snap.tar.xz, its records so far (no logs, no bundles)
 #
 # A/A (issue 58): K identical servers (stock: torch.compile + CUDA graphs, sleep mode on, as the
 # interleaved runs use) start together and `byog run` measures each in turn as an endpoint while
@@ -60,7 +64,12 @@ aa_measure() {  # $1 batch: one byog run over the healthy endpoints
 }
 aa_stop() { for i in $(seq 1 "$K"); do kill -- -"$(cat /tmp/aa-s$i.pid)" 2>/dev/null; done; sleep 5; pkill -f 'vllm.entrypoints' ; sleep 3; }
 left() { echo $(( END - $(date +%s) )); }
-study() {  # $1 abba|baab|seq
+l2_fresh() {  # one fresh server: level-2 sleeps woken with reload_weights must serve its pre-sleep outputs
+  K=1 aa_start l2
+  python3 benchmarks/gpu/wake_probe.py --url http://127.0.0.1:8101 --swaps 2 --level 2 --out "$ROOT/wake-l2-fresh.json"
+  echo "wake l2 fresh rc=$?"; K=1 aa_stop
+}
+study() {  # $1 abba|baab|seq|seq1
   python3 -m byog run benchmarks/gpu/study-$1.yaml --run-dir "$ROOT/study-$1"; echo "study $1 rc=$? at $(date +%T)"
   nvidia-smi --query-gpu=memory.used --format=csv,noheader
 }
@@ -113,13 +122,28 @@ PY
     [ "$(left)" -gt 330 ] && study seq
     [ "$(left)" -gt 200 ] && study baab
     echo "DONE $(date +%T)" ;;
+  studies)
+    mkdir -p "$ROOT"; setsid nohup bash "$0" _studies "$(( $(date +%s) + ${2:?seconds} ))" > "$LOG" 2>&1 < /dev/null &
+    echo "started; poll: gpu-session.sh poll" ;;
+  _studies)
+    END=$2; echo "start $(date +%T), budget $(left) s"
+    [ "$(left)" -gt 200 ] && study abba
+    [ "$(left)" -gt 150 ] && study seq1
+    [ "$(left)" -gt 100 ] && l2_fresh
+    [ "$(left)" -gt 200 ] && study baab
+    [ "$(left)" -gt 250 ] && study seq
+    echo "DONE $(date +%T)" ;;
   poll)
     tail -n "${2:-25}" "$LOG"; grep -q '^DONE' "$LOG" && echo "finished: gpu-session.sh pack" ;;
+  snap)
+    OUT=${OUT:?OUT: where the tarball goes}; cp "$LOG" "$OUT/session.log" 2>/dev/null
+    tar -C /tmp/runs -cJf "$OUT/snap.tar.xz" --exclude=bundle.tar.gz --exclude=server.log --exclude=aa-logs h200-session 2>/dev/null
+    ls -l "$OUT" ;;
   pack)
     OUT=${OUT:?OUT: where the tarball goes}
     for f in "$ROOT"/*/servers/*/server.log "$ROOT"/*/*/servers/*/server.log "$ROOT"/aa-logs/*.log; do
       [ -f "$f" ] && tail -200 "$f" > "$f.t" && mv "$f.t" "$f"; done
     rm -f "$ROOT"/*/bundle.tar.gz "$ROOT"/*/*/bundle.tar.gz; cp "$LOG" "$ROOT/session.log"
     tar -C /tmp/runs -cJf "$OUT/h200-session.tar.xz" h200-session && ls -l "$OUT" ;;
-  *) sed -n '2,13p' "$0"; exit 2 ;;
+  *) sed -n '2,17p' "$0"; exit 2 ;;
 esac
