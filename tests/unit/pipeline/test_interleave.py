@@ -298,8 +298,9 @@ def _checked_sweep(
     return rd, plan, pair, failure
 
 
-def test_a_woken_server_that_matches_passes_every_wake_check(tmp_path: Path) -> None:
+def test_a_woken_server_that_matches_passes_every_wake_check_whose_time_is_its_own(tmp_path: Path) -> None:
     from byog.analysis.interleave_records import check_interleaving
+    from byog.analysis.phases import phase_time, read_phases
     from byog.analysis.time_to_verdict import server_records
     from byog.analysis.wake import integrity
 
@@ -320,18 +321,7 @@ def test_a_woken_server_that_matches_passes_every_wake_check(tmp_path: Path) -> 
     [entry] = integrity(server_records(rd, plan), plan)
     assert entry.method == "interleaved" and entry.wakes_checked == entry.wakes_matched > 0
     assert interleave.resumed_fallback(plan, ("cand", "base"), rd) == {}  # a resume interleaves it again
-
-
-def test_the_wake_checks_are_their_own_time_not_idle(tmp_path: Path) -> None:
-    from byog.analysis.phases import phase_time, read_phases
-
-    stock, cand = FakeVllm(sleep_mode=True), FakeVllm(sleep_mode=True)
-    try:
-        rd, plan, _, failure = _checked_sweep(tmp_path, stock, cand)
-    finally:
-        stock.close()
-        cand.close()
-    assert failure is None
+    # the wake checks are their own time, not idle
     log = read_phases(rd)
     assert log is not None
     wakes = stock.wakes + cand.wakes
