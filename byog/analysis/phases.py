@@ -2,9 +2,10 @@
 
 wall = the first phase's start to the last phase's end (Unix time: a run resumed later holds the
 pause, as "other"); per kind, the length of the union of its phases (monotonic lengths, placed at
-their Unix start); measuring = the measure phases less the warm-up waves inside them; evaluating =
-the eval and numerics phases; other = wall - everything recorded (prompt building, snapshots,
-stops, a resumed run's pause). The measuring share = measuring / wall.
+their Unix start); measuring = the measure phases less the warm-up waves inside them; checking =
+an interleaved server's wake-integrity fingerprints; evaluating = the eval and numerics phases;
+other = wall - everything recorded (prompt building, snapshots, stops, a resumed run's pause).
+The measuring share = measuring / wall.
 
 ``phase_problems`` says why a record cannot be a run's, each in one sentence: a phase that ends
 before it starts or outlasts any run, monotonic and Unix lengths that disagree, phases not in the
@@ -29,6 +30,7 @@ KIND_FIELDS = {
     "warm-up": "warmup_s",
     "measure": "measuring_s",
     "swap": "swap_s",
+    "wake-check": "check_s",
     "eval": "eval_s",
     "numerics": "eval_s",
 }
@@ -116,6 +118,7 @@ def shares_line(spent: PhaseTime) -> str:
         "start": spent.start_s,
         "warm-up": spent.warmup_s,
         "swap": spent.swap_s,
+        "wake check": spent.check_s,
         "eval": spent.eval_s,
         "other": spent.other_s,
     }

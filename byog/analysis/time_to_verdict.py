@@ -1,13 +1,14 @@
 """Time to verdict: where a run's wall time went, from the servers' own records.
 
 Each ``servers/<name>[/launch-<r>]/server.json`` holds its starts (``started_at``, ``ready_after_s``)
-and the spans the pipeline recorded as each ended (``activity``: measure, eval, numerics, swap).
-Per server: starting = sum of its ready times; measuring, evaluating (evals and numerics passes)
-and swapping = sums of those spans; its span runs from its first start to its last recorded end,
-and idle = span - the rest. For the run: wall = first start to last end over every server; each
-kind is the length of the union of that kind's intervals (two servers do not start at once, but a
-union never counts a second twice); idle = wall - the union of every busy interval. The
-measuring share is measuring / wall: what fraction of the run produced the numbers it reports.
+and the spans the pipeline recorded as each ended (``activity``: measure, eval, numerics, swap,
+wake-check). Per server: starting = sum of its ready times; measuring, evaluating (evals and numerics passes),
+swapping and checking (an interleaved server's wake-integrity fingerprints) = sums of those spans;
+its span runs from its first start to its last recorded end, and idle = span - the rest. For the
+run: wall = first start to last end over every server; each kind is the length of the union of that
+kind's intervals (two servers do not start at once, but a union never counts a second twice); idle =
+wall - the union of every busy interval. The measuring share is measuring / wall: what fraction of
+the run produced the numbers it reports.
 
 The records are checked before any of that is computed (``record_problems``): a span that ends
 before it starts or lasts longer than ``MAX_SPAN_S``, a span before its server's first start, a
@@ -32,7 +33,14 @@ from byog.schemas.server import ServerRecord
 from byog.schemas.summary import ServerTime, TimeSpent, TimeToVerdict
 
 Interval = tuple[float, float]
-KINDS = {"measure": "measuring_s", "eval": "evaluating_s", "numerics": "evaluating_s", "swap": "swapping_s"}
+KINDS = {
+    "measure": "measuring_s",
+    "eval": "evaluating_s",
+    "numerics": "evaluating_s",
+    "swap": "swapping_s",
+    "wake-check": "checking_s",
+}
+FIELDS = ("starting_s", *dict.fromkeys(KINDS.values()))  # TimeSpent's seconds by kind
 MAX_SPAN_S = 7 * 24 * 3600.0  # a week: longer than any run byog makes; a record that says more is not a run's
 START_SLACK_S = 1.0  # started_at has whole-second precision in some records
 
@@ -54,7 +62,7 @@ def union_length(intervals: Iterable[Interval]) -> float:
 
 def _intervals(record: ServerRecord) -> dict[str, list[Interval]]:
     """Per field of ``TimeSpent``: the server's intervals of that kind (starts from ``starts``)."""
-    out: dict[str, list[Interval]] = {"starting_s": [], "measuring_s": [], "evaluating_s": [], "swapping_s": []}
+    out: dict[str, list[Interval]] = {field: [] for field in FIELDS}
     for start in record.starts:
         if start.get("started_at") and start.get("ready_after_s") is not None:
             t0 = _unix(str(start["started_at"]))
@@ -76,10 +84,7 @@ def _spent(intervals: dict[str, list[Interval]], union: bool) -> TimeSpent | Non
     busy = union_length(every)
     return TimeSpent(
         wall_s=wall,
-        starting_s=length(intervals["starting_s"]),
-        measuring_s=length(intervals["measuring_s"]),
-        evaluating_s=length(intervals["evaluating_s"]),
-        swapping_s=length(intervals["swapping_s"]),
+        **{field: length(intervals[field]) for field in FIELDS},
         idle_s=max(wall - busy, 0.0),
         measuring_share=length(intervals["measuring_s"]) / wall if wall > 0 else None,
     )
@@ -181,7 +186,7 @@ def time_to_verdict(run_dir: RunDir, plan: Plan) -> TimeToVerdict | None:
     if not any(record.activity for _, _, record in records):
         return None
     servers: list[ServerTime] = []
-    merged: dict[str, list[Interval]] = {"starting_s": [], "measuring_s": [], "evaluating_s": [], "swapping_s": []}
+    merged: dict[str, list[Interval]] = {field: [] for field in FIELDS}
     for name, launch, record in records:
         intervals = _intervals(record)
         spent = _spent(intervals, union=False)

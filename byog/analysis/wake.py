@@ -7,6 +7,10 @@ swaps; the pipeline judges with them while it runs and verify recomputes the sam
   (vLLM's CUDA build is exact here: 13 wakes on an H200, max |Δlogprob| 0).
 - **Batched**: not exact even before any sleep, so the prompts that differ from the reference may
   number at most what the server's own A/A pair (two fingerprints before any sleep) differed by.
+- **After a wake** the fingerprint may hold only the reference's first ``required_prompts`` prompts
+  (B = 1: ``WAKE_PROMPTS``; batched: the reference's first batch); it is judged against the
+  reference's same first prompts, and the A/A allowance is counted over those prompts too. One
+  holding fewer is a change, whatever its tokens; one holding more is judged on all of them.
 - **Acceptance** (speculative decoding; lossless, so outputs cannot show a lost drafter): the mean
   acceptance length after a wake may fall below the A/A pair's lower value by at most their spread,
   or ``ACCEPTANCE_FLOOR`` of it, whichever is larger.
@@ -24,6 +28,9 @@ from byog.schemas.plan import Plan
 from byog.schemas.server import FingerprintRecord, ServerRecord, SleepModeRecord, SwapRecord
 
 ACCEPTANCE_FLOOR = 0.02  # relative: two identical greedy runs can differ by a scheduling step
+# A broken wake (a level-2 wake without reload_weights) served garbage on every prompt, and B = 1 is
+# exact on CUDA, so 8 prompts x 32 tokens see it at a quarter of a full fingerprint's cost.
+WAKE_PROMPTS = 8
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,17 @@ def compare(ref: Mapping[str, Any], got: Mapping[str, Any]) -> Comparison:
             if pos < len(la) and pos < len(lb):
                 worst = max(worst, abs(float(la[pos]) - float(lb[pos])))
     return Comparison(prompts=max(len(ref_tokens), len(got_tokens)), identical=identical, max_abs_dlogprob=worst)
+
+
+def required_prompts(batch: int, reference_prompts: int) -> int:
+    """Prompts a fingerprint after a wake must hold: at B = 1 the first ``WAKE_PROMPTS``, batched the
+    reference's first batch (the same prompts sent together), never more than the reference holds."""
+    return min(WAKE_PROMPTS if batch <= 1 else batch, reference_prompts)
+
+
+def first_prompts(fingerprint: Mapping[str, Any], n: int) -> dict[str, Any]:
+    """A fingerprint's tokens and logprobs of its first ``n`` prompts."""
+    return {"tokens": list(fingerprint["tokens"])[:n], "logprobs": list(fingerprint["logprobs"])[:n]}
 
 
 def allowed_differing(batch: int, aa: Comparison | None) -> int:
@@ -97,8 +115,16 @@ def judge(fingerprint: FingerprintRecord, earlier: Sequence[FingerprintRecord]) 
     refs = [f for f in earlier if f.wake == 0 and f.batch == fingerprint.batch]
     if not refs:
         return Judged("changed", f"wake integrity: no fingerprint before the first sleep at B={fingerprint.batch}")
-    ref = refs[0].model_dump()
-    aa = compare(ref, refs[1].model_dump()) if len(refs) > 1 else None
+    full = refs[0].model_dump()
+    need, held = required_prompts(fingerprint.batch, len(full["tokens"])), len(fingerprint.tokens)
+    if held < need:
+        return Judged(
+            "changed",
+            f"wake integrity: the fingerprint after wake {fingerprint.wake} holds {held} prompts at "
+            f"B={fingerprint.batch}; the check needs the first {need}",
+        )
+    ref = first_prompts(full, held)
+    aa = compare(ref, first_prompts(refs[1].model_dump(), held)) if len(refs) > 1 else None
     got = compare(ref, fingerprint.model_dump())
     if not outputs_match(fingerprint.batch, got, aa):
         allowed = allowed_differing(fingerprint.batch, aa)

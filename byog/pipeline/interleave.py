@@ -98,7 +98,8 @@ class Pair:
             self.plan, (name, self.names[other]), server.endpoint.base_url, server.endpoint.model
         )
         try:
-            self.checks[side].before_first_sleep()
+            with spent(self.rd, name, "wake-check"):
+                self.checks[side].before_first_sleep()
         finally:
             self._write(side)
 
@@ -149,7 +150,8 @@ class Pair:
         check = self.checks.get(side)  # every started side has one; a pair assembled by hand may not
         try:
             if check is not None:
-                check.after_wake(seq, point_id)
+                with spent(self.rd, self.names[side], "wake-check"):
+                    check.after_wake(seq, point_id)
         finally:
             self._write(side)
         return True

@@ -1,5 +1,6 @@
 """Wake integrity while an interleaved pair runs: a server's greedy fingerprints before its first
-sleep (twice per batch size: the A/A pair) and after every wake, judged as verify judges them
+sleep (twice per batch size: the A/A pair, of every prompt) and after every wake (of the first
+prompts the check needs: ``wake.required_prompts``), judged as verify judges them
 (byog.analysis.wake), with its spec-decode acceptance where it drafts.
 """
 
@@ -33,9 +34,9 @@ class WakeCheck:
         self.records: list[FingerprintRecord] = []
         self.wakes = 0
 
-    def _take(self, batch: int, seq: int | None, point_id: str | None) -> FingerprintRecord:
+    def _take(self, batch: int, seq: int | None, point_id: str | None, prompts: int) -> FingerprintRecord:
         before = metrics_text(self.base_url)
-        found = take_fingerprint(self.base_url, self.model, self.prompts, batch, MAX_TOKENS)
+        found = take_fingerprint(self.base_url, self.model, self.prompts[:prompts], batch, MAX_TOKENS)
         deltas = counters.counter_deltas(before, metrics_text(self.base_url))
         spec = {k: v for k, v in deltas.items() if k.startswith("vllm:spec_decode")} or None
         record = FingerprintRecord(
@@ -45,6 +46,7 @@ class WakeCheck:
             batch=batch,
             max_tokens=found["max_tokens"],
             cache_reset=found["cache_reset"],
+            seconds=found["seconds"],
             tokens=found["tokens"],
             logprobs=found["logprobs"],
             acceptance_length=wake.acceptance_length(spec) if spec else None,
@@ -60,12 +62,12 @@ class WakeCheck:
         """The references: two fingerprints per batch size (their difference is the server's own envelope)."""
         for batch in self.batches:
             for _ in range(2):
-                self._take(batch, None, None)
+                self._take(batch, None, None, len(self.prompts))
 
     def after_wake(self, seq: int, point_id: str | None) -> None:
         """Fingerprint the woken server; WakeIntegrityFailure (after recording it) when it changed."""
         self.wakes += 1
         for batch in self.batches:
-            record = self._take(batch, seq, point_id)
+            record = self._take(batch, seq, point_id, wake.required_prompts(batch, len(self.prompts)))
             if record.verdict == "changed":
                 raise WakeIntegrityFailure(str(record.message))

@@ -174,6 +174,14 @@ def _summary_paired_method(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("summary", 11)
+def _summary_wake_check_time(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 11 -> 12: an interleaved server's wake-integrity fingerprints are their own time
+    (``checking_s``, ``check_s``); a schema-11 summary counted them idle (verify compares it as of
+    version 11: ``CHANGED_IN``)."""
+    return data
+
+
 @register_migration("eval_item", 1)
 def _eval_item_raw_output(data: dict[str, Any]) -> dict[str, Any]:
     """eval_item 1 -> 2: a row gained ``raw_output`` and ``raw_output_chars`` (what the server returned

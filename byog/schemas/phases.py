@@ -21,7 +21,7 @@ from byog.schemas.registry import register
 
 PHASES_SCHEMA_VERSION = 1
 
-PhaseKind = Literal["start", "warm-up", "measure", "swap", "eval", "numerics"]
+PhaseKind = Literal["start", "warm-up", "measure", "swap", "wake-check", "eval", "numerics"]
 Instant = tuple[float, float]  # (time.monotonic(), time.time()), read together
 
 

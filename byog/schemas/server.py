@@ -292,7 +292,7 @@ class Resolved(BaseModel):
     attention_backend_from: Literal["server_info", "server.log"] | None = None
 
 
-ActivityKind = Literal["measure", "eval", "numerics", "swap"]
+ActivityKind = Literal["measure", "eval", "numerics", "swap", "wake-check"]
 
 
 class ActivitySpan(BaseModel):
@@ -341,6 +341,7 @@ class FingerprintRecord(BaseModel):
     batch: int
     max_tokens: int
     cache_reset: bool
+    seconds: float | None = None  # how long it took (None: recorded before byog kept it)
     tokens: list[list[int]]
     logprobs: list[list[float]]
     acceptance_length: float | None = None  # speculative decoding: 1 + accepted / drafts while it ran

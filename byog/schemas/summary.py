@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 11
+SUMMARY_SCHEMA_VERSION = 12
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -103,6 +103,12 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
         (("evals", "verdicts", "*"), frozenset({"method"})),
         (("evals", "verdicts", "*", "sequential"), frozenset({"method"})),
     ],
+    # 12: an interleaved server's wake-integrity fingerprints are their own kind of time (no longer idle/other).
+    12: [
+        (("time_to_verdict", "run"), frozenset({"checking_s"})),
+        (("time_to_verdict", "servers", "*"), frozenset({"checking_s"})),
+        (("phases",), frozenset({"check_s"})),
+    ],
 }
 SCORE_INTERVAL_VERSION: Final = 11  # the first summary schema that judges binary items by Tango's statistic
 
@@ -139,7 +145,8 @@ class TimeSpent(Derived):
 
     ``evaluating_s`` holds the evals and the numerics passes; ``idle_s`` is what is left of the wall
     (prompt building, /metrics snapshots, file writes, stops, and on a server the time its partner
-    had the GPU). ``measuring_share`` = measuring_s / wall_s.
+    had the GPU); ``checking_s`` the wake-integrity fingerprints of an interleaved server.
+    ``measuring_share`` = measuring_s / wall_s.
     """
 
     wall_s: float
@@ -147,6 +154,7 @@ class TimeSpent(Derived):
     measuring_s: float
     evaluating_s: float
     swapping_s: float
+    checking_s: float = 0.0  # an interleaved server's wake-integrity fingerprints
     idle_s: float
     measuring_share: float | None = None
 
@@ -165,7 +173,7 @@ class TimeToVerdict(Derived):
 
 class PhaseTime(Derived):
     """A run's wall time by phase, from its phase record (``byog.analysis.phases``): seconds starting,
-    in warm-up waves, measuring (warm-up excluded), swapping, evaluating (evals and numerics) and
+    in warm-up waves, measuring (warm-up excluded), swapping, checking wakes, evaluating (evals and numerics) and
     other (the rest of the wall); ``measuring_share`` = measuring_s / wall_s."""
 
     wall_s: float
@@ -173,6 +181,7 @@ class PhaseTime(Derived):
     warmup_s: float
     measuring_s: float
     swap_s: float
+    check_s: float = 0.0  # wake-check phases: an interleaved server's wake-integrity fingerprints
     eval_s: float
     other_s: float
     measuring_share: float | None = None

@@ -22,13 +22,14 @@ def _cells(spent: TimeSpent) -> list[str]:
         fixed(spent.measuring_s, 0),
         fixed(spent.evaluating_s, 0),
         fixed(spent.swapping_s, 1),
+        fixed(spent.checking_s, 1),
         fixed(spent.idle_s, 0),
         share,
     ]
 
 
 def section(ctx: ReportContext) -> list[str]:
-    """``## Time to verdict``: seconds starting, measuring, evaluating, swapping and idle."""
+    """``## Time to verdict``: seconds starting, measuring, evaluating, swapping, checking wakes and idle."""
     spent = ctx.summary.time_to_verdict
     effects = ctx.summary.bench.wake_effects
     phases = ctx.summary.phases
@@ -40,7 +41,8 @@ def section(ctx: ReportContext) -> list[str]:
     if spent is not None:
         lines += [
             "Seconds of wall time, from each server's recorded start-ups and activity spans; evaluating holds the "
-            "evals and numerics passes; idle is the rest (prompt building, snapshots, stops, a sleeping partner).",
+            "evals and numerics passes; checking the wake-integrity fingerprints of an interleaved pair; idle is the "
+            "rest (prompt building, snapshots, stops, a sleeping partner).",
             "",
         ]
         rows = [["run", *_cells(spent.run)]]
@@ -48,7 +50,8 @@ def section(ctx: ReportContext) -> list[str]:
             [md_text(s.server) + (f" (launch {s.launch})" if s.launch > 1 else ""), *_cells(s)] for s in spent.servers
         ]
         lines += table(
-            ["Who", "Wall s", "Starting", "Measuring", "Evaluating", "Swapping", "Idle", "Measuring share"], rows
+            ["Who", "Wall s", "Starting", "Measuring", "Evaluating", "Swapping", "Checking", "Idle", "Measuring share"],
+            rows,
         )
     if effects:
         lines += [

@@ -102,3 +102,16 @@ def test_two_phases_that_overlap_are_refused(tmp_path: Path) -> None:
 
 def test_a_run_without_a_record_has_no_phases(tmp_path: Path) -> None:
     assert phase_time(RunDir(tmp_path)) is None
+
+
+def test_the_wake_checks_are_a_phase_of_their_own_in_the_shares(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path)
+    add_phase(rd, "start", "stock", at(0), at(40))
+    add_phase(rd, "wake-check", "stock", at(40), at(50))
+    add_phase(rd, "measure", "stock", at(50), at(60))
+    add_phase(rd, "swap", "cand", at(60), at(61))
+    add_phase(rd, "wake-check", "cand", at(61), at(71))
+    add_phase(rd, "measure", "cand", at(71), at(80))
+    spent_ = phase_time(rd)
+    assert spent_ is not None and (spent_.check_s, spent_.other_s) == (20, 0)
+    assert shares_line(spent_) == "measuring 23.8% of 80.0 s; start 50.0%, wake check 25.0%, swap 1.2%"

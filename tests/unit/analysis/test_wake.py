@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from byog.analysis import counters, wake
 from byog.plans.load import parse_plan
 from byog.schemas.server import FingerprintRecord, ServerRecord, SleepModeRecord, SwapRecord
@@ -159,3 +161,53 @@ def test_a_fallback_is_known_from_the_recorded_reason_or_from_the_fingerprints_a
     assert wake.fell_back(matched.model_copy(update={"fallback_reason": "acceptance 5.9 → 1.0 after wake 2"})) == (
         "acceptance 5.9 → 1.0 after wake 2"
     )
+
+
+FULL = [[i, i + 1, i + 2, i + 3] for i in range(32)]  # a reference of every fingerprint prompt
+FULL_LOGPROBS = [[-0.1, -0.2, -0.3, -0.4]] * 32
+
+
+def full(wake_no: int, tokens: list[list[int]] = FULL, batch: int = 1) -> FingerprintRecord:
+    return fp(wake_no, tokens, batch=batch, logprobs=FULL_LOGPROBS[: len(tokens)])
+
+
+def test_a_wake_check_of_the_first_prompts_is_judged_against_the_references_same_prompts() -> None:
+    n = wake.required_prompts(1, 32)
+    assert n == wake.WAKE_PROMPTS == 8 and wake.required_prompts(64, 32) == 32 and wake.required_prompts(16, 32) == 16
+    changed = [list(t) for t in FULL[:n]]
+    changed[5] = [5, 6, 0, 0]
+    record = judged_record([full(0), full(0), full(1, FULL[:n]), full(2, changed)])
+    assert [f.verdict for f in record.fingerprints] == ["reference", "reference", "match", "changed"]
+    assert "(B=1: 1 of 8 prompts differ" in str(record.fingerprints[-1].message)
+    # an older run's check of every prompt is judged on all of them, as it was
+    late = [list(t) for t in FULL]
+    late[20] = [0, 0, 0, 0]
+    older = judged_record([full(0), full(0), full(1), full(2, late)])
+    assert [f.verdict for f in older.fingerprints] == ["reference", "reference", "match", "changed"]
+    assert "(B=1: 1 of 32 prompts differ" in str(older.fingerprints[-1].message)
+
+
+def test_a_batched_wake_check_is_allowed_what_the_aa_pair_differed_by_over_the_same_first_batch() -> None:
+    late = [list(t) for t in FULL]
+    late[20] = [0, 0, 0, 0]  # the A/A pair differed only outside the first batch of 8
+    early = [list(t) for t in FULL[:8]]
+    early[3] = [0, 0, 0, 0]
+    record = judged_record([full(0, batch=8), full(0, late, batch=8), full(1, FULL[:8], 8), full(2, early, 8)])
+    assert [f.verdict for f in record.fingerprints] == ["reference", "reference", "match", "changed"]
+    assert "1 of 8 prompts differ from before the first sleep, 0 allowed" in str(record.fingerprints[-1].message)
+
+
+@pytest.mark.parametrize("held", [0, 1, 7])
+def test_a_wake_check_of_fewer_prompts_than_the_rule_needs_is_a_change_and_verify_says_so(held: int) -> None:
+    record = judged_record([full(0), full(0), full(1, FULL[:held])])
+    last = record.fingerprints[-1]
+    assert last.verdict == "changed"
+    assert (
+        last.message
+        == f"wake integrity: the fingerprint after wake 1 holds {held} prompts at B=1; the check needs the first 8"
+    )
+    # a bundle that records it as a match does not verify: the count comes from the rule, not the record
+    claimed = record.model_copy(deep=True)
+    claimed.fingerprints[-1].verdict, claimed.fingerprints[-1].message = "match", None
+    assert wake.verdict_mismatches(claimed) == ["fingerprint 2 (wake 1) records 'match' but its tokens give 'changed'"]
+    assert wake.fell_back(claimed) == last.message

@@ -144,7 +144,8 @@ def test_swaps_sleep_the_one_then_wake_the_other_and_are_recorded(fakes: dict[st
     assert stock.sleep_mode.asleep_host_rss_bytes is None  # a fake has no process
     cand = ServerRecord.model_validate(read_json(rd.server_record("cand")))
     assert cand.sleep_mode is not None and [s.seq for s in cand.sleep_mode.swaps] == [1, 5]
-    assert [span.kind for span in cand.activity] == ["swap", "swap"]
+    # each side's references before its first sleep, then each wake's swap and its check
+    assert [span.kind for span in cand.activity] == ["wake-check", "swap", "wake-check", "swap", "wake-check"]
     pair.stop()
 
 
@@ -245,7 +246,9 @@ def test_the_report_section_shows_the_time_spent() -> None:
     from byog.report.sections import time_spent
     from byog.schemas.summary import ServerTime, TimeSpent, TimeToVerdict
 
-    spent = dict(wall_s=100.0, starting_s=60.0, measuring_s=30.0, evaluating_s=0.0, swapping_s=1.5, idle_s=8.5)
+    spent = dict(
+        wall_s=100.0, starting_s=60.0, measuring_s=30.0, evaluating_s=0.0, swapping_s=1.5, checking_s=2.0, idle_s=6.5
+    )
     ttv = TimeToVerdict(run=TimeSpent(**spent, measuring_share=0.3), servers=[ServerTime(server="stock", **spent)])
 
     class Ctx:
@@ -259,8 +262,11 @@ def test_the_report_section_shows_the_time_spent() -> None:
     lines = time_spent.section(Ctx())  # type: ignore[arg-type]
     assert lines[0] == "## Time to verdict"
     assert (
-        "| run | 100 | 60 | 30 | 0 | 1.5 | 8 | 30.0% |" in lines
-        or "| run | 100 | 60 | 30 | 0 | 1.5 | 9 | 30.0% |" in lines
+        "| Who | Wall s | Starting | Measuring | Evaluating | Swapping | Checking | Idle | Measuring share |" in lines
+    )
+    assert (
+        "| run | 100 | 60 | 30 | 0 | 1.5 | 2.0 | 6 | 30.0% |" in lines
+        or "| run | 100 | 60 | 30 | 0 | 1.5 | 2.0 | 7 | 30.0% |" in lines
     )
 
 
@@ -292,8 +298,9 @@ def _checked_sweep(
     return rd, plan, pair, failure
 
 
-def test_a_woken_server_that_matches_passes_every_wake_check(tmp_path: Path) -> None:
+def test_a_woken_server_that_matches_passes_every_wake_check_whose_time_is_its_own(tmp_path: Path) -> None:
     from byog.analysis.interleave_records import check_interleaving
+    from byog.analysis.phases import phase_time, read_phases
     from byog.analysis.time_to_verdict import server_records
     from byog.analysis.wake import integrity
 
@@ -314,6 +321,25 @@ def test_a_woken_server_that_matches_passes_every_wake_check(tmp_path: Path) -> 
     [entry] = integrity(server_records(rd, plan), plan)
     assert entry.method == "interleaved" and entry.wakes_checked == entry.wakes_matched > 0
     assert interleave.resumed_fallback(plan, ("cand", "base"), rd) == {}  # a resume interleaves it again
+    # the wake checks are their own time, not idle
+    log = read_phases(rd)
+    assert log is not None
+    wakes = stock.wakes + cand.wakes
+    assert sum(p.kind == "wake-check" for p in log.phases) == sum(p.kind == "swap" for p in log.phases) == wakes
+    spent = time_to_verdict(rd, plan)
+    phases = phase_time(rd)
+    assert spent is not None and phases is not None
+    assert spent.run.checking_s > 0 and phases.check_s > 0
+    # the same records without their wake-check spans: that time was idle before it had a kind of its own
+    for name in ("base", "cand"):
+        path = rd.server_record(name)
+        data = read_json(path)
+        data["activity"] = [s for s in data["activity"] if s["kind"] != "wake-check"]
+        write_record(path, data)
+    before = time_to_verdict(rd, plan)
+    assert before is not None and before.run.checking_s == 0
+    assert before.run.wall_s == pytest.approx(spent.run.wall_s)
+    assert before.run.idle_s == pytest.approx(spent.run.idle_s + spent.run.checking_s, abs=1e-6)
 
 
 def test_a_server_whose_outputs_change_after_a_wake_invalidates_the_right_points(tmp_path: Path) -> None:
