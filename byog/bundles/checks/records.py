@@ -4,17 +4,19 @@ computed or rendered from them.
 An interleaved pair's ABBA order is read from its rows' times and its servers' swaps
 (``byog.analysis.interleave_records``), never from the labels alone; the time-to-verdict records
 (starts, activity spans, swaps) must be possible (``byog.analysis.time_to_verdict.check_records``), and
-so must the run's phase record, phases.json: its order and times (``byog.analysis.phases.phase_problems``).
+so must the run's phase record, phases.json: its order and times (``byog.analysis.phases.phase_problems``),
+and any evals it says ran at once, on GPU sets the plan keeps apart (``eval_order_problems``).
 """
 
 from __future__ import annotations
 
 from byog.analysis.interleave_records import check_interleaving
-from byog.analysis.phases import phase_problems, read_phases
+from byog.analysis.phases import eval_order_problems, phase_problems, read_phases
 from byog.analysis.summary import plan_of
 from byog.analysis.time_to_verdict import check_records
 from byog.bundles.checks.base import Found, VerifyContext, check, counted
 from byog.core.errors import CheckFailed
+from byog.core.io import read_json
 
 
 @check("records", requires=("schemas",))
@@ -24,7 +26,11 @@ def records_are_possible(ctx: VerifyContext) -> Found:
     problems = check_records(ctx.run_dir, plan) + interleaving.problems
     try:
         phases = read_phases(ctx.run_dir)
-        problems += [f"phases.json: {p}" for p in phase_problems(phases)] if phases is not None else []
+        if phases is not None:
+            env = read_json(ctx.run_dir.env_json) if ctx.run_dir.env_json.is_file() else None
+            gpu = env.get("gpu") if isinstance(env, dict) else None
+            found = phase_problems(phases) + eval_order_problems(phases, plan, gpu)
+            problems += [f"phases.json: {p}" for p in found]
     except CheckFailed as err:
         phases = None
         problems.append(str(err))
