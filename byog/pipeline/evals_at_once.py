@@ -94,6 +94,42 @@ def say_eval_order(rd: RunDir, choices: list[Choice], reporter: Reporter) -> Non
             reporter.line(f"evals of {pair} one server at a time: {c.why}")
 
 
+@dataclass(frozen=True)
+class EvalWall:
+    """The evals' part of a plan's wall time in the run's order, and the assumption line that says how."""
+
+    total_s: float  # every item
+    expected_s: float  # at the expected items where looks may stop an eval
+    said: str | None  # None: no two servers with evals launch one after the other
+
+
+def eval_wall(
+    steps: list[tuple[int, Step]], choices: list[Choice], full: dict[str, float], expected: dict[str, float]
+) -> EvalWall:
+    """Each server's evals (``full``: every item, ``expected``: at the expected items) summed one
+    server at a time, and the longer of two run at once: neither has the other's items to stop at a
+    look then, so both run every item."""
+    pairs = [step.servers for _, step in steps if isinstance(step, AtOnce)]
+    paired = {s for pair in pairs for s in pair}
+    alone = [s for s in full if s not in paired]
+    at_once_s = sum(max(full[a], full[b]) for a, b in pairs)
+    total = sum(full[s] for s in alone) + at_once_s
+    expected_total = sum(expected[s] for s in alone) + at_once_s
+    said = []
+    together = [c for c in choices if c.together]
+    if together:
+        listed = "; ".join(f"{' and '.join(c.servers)} ({c.why})" for c in together)
+        said.append(
+            f"evals at once: {listed}: a pair's eval wall is the longer of the two, every item on both (neither "
+            "has the other's items to stop at a look), not their sum"
+        )
+    apart = [c for c in choices if not c.together]
+    if apart:
+        more = f" ({len(apart) - 1} more pair(s) likewise)" if len(apart) > 1 else ""
+        said.append(f"evals of {' and '.join(apart[0].servers)} one server at a time: {apart[0].why}{more}")
+    return EvalWall(total, expected_total, "; ".join(said) or None)
+
+
 # --- in the eval process -------------------------------------------------------------------------
 
 
