@@ -9,6 +9,7 @@ import pytest
 from byog.pipeline.planview import numerics_cost
 from byog.pipeline.startup_estimate import OTHER_GUESS_S
 from byog.plans.load import parse_plan
+from tests.unit.pipeline.test_evals_at_once import PLAN as AT_ONCE_PLAN
 
 PLAN = """\
 name: cost
@@ -97,17 +98,11 @@ def test_byog_plan_says_r_and_the_coverage_it_buys() -> None:
     )
 
 
-EVALS_PLAN = """\
-name: evals
-model: {path: "builtin:smollm2-135m-instruct"}
-servers:
-  cand: {env: {CUDA_VISIBLE_DEVICES: "1"}}
-  stock: {args: [--enforce-eager], env: {CUDA_VISIBLE_DEVICES: "0"}}
-baseline: stock
-evals:
-  - {task: gsm8k, limit: 200}
-  - {task: arithmetic_generated, servers: [cand], limit: 100}
-"""
+# the run's pair on GPUs 1 and 0, with a second task on the candidate only
+EVALS_PLAN = AT_ONCE_PLAN.replace(
+    "  - {task: arithmetic_generated, limit: 6, passes: 1}\n",
+    "  - {task: gsm8k, limit: 200}\n  - {task: arithmetic_generated, servers: [cand], limit: 100}\n",
+)
 
 
 def test_a_pair_on_gpus_of_their_own_plans_the_longer_eval_not_the_sum() -> None:
