@@ -28,7 +28,7 @@ from typing import Any
 from byog.analysis.gpu_sets import Choice, eval_order
 from byog.core.errors import ByogError
 from byog.core.paths import RunDir
-from byog.core.reporter import NullStatus, ProgressBoard, Reporter, Status, Style, Table
+from byog.core.reporter import ProgressBoard, Reporter, Status, Style, Table
 from byog.evals.runner import run_evals_for_server
 from byog.pipeline.activity import add_eval_order, add_span
 from byog.schemas.phases import Instant, now
@@ -278,7 +278,7 @@ def run_evals_at_once(
     A failure on one server lets the others finish (their records are kept), then raises."""
     names = " and ".join(endpoints)
     with reporter.status(f"evals of {names} at once…") as status:
-        evals = _Evals(rd, reporter, status or NullStatus())
+        evals = _Evals(rd, reporter, status)
         try:
             for server, endpoint in endpoints.items():
                 evals.start(plan, server, endpoint, data_dir)

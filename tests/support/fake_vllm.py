@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -45,7 +46,9 @@ class FakeVllm:
         swap_bodies: bool = True,
         changes_after_wake: int | None = None,
         acceptance: tuple[float, float, int] | None = None,
+        delay_s: float = 0.0,
     ) -> None:
+        self.delay_s = delay_s  # each completion's time at the server (a request in flight, for benchmarks)
         self.noise, self.max_model_len, self.sleep_mode = noise, max_model_len, sleep_mode
         self.swap_bodies = swap_bodies
         self.changes_after_wake, self.acceptance = changes_after_wake, acceptance
@@ -80,6 +83,8 @@ class FakeVllm:
         )
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.delay_s:
+            time.sleep(self.delay_s)
         prompt = body["prompt"]
         ids = list(prompt) if isinstance(prompt, list) else tokenize(str(prompt))
         if self.acceptance is not None:
