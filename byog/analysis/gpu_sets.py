@@ -11,11 +11,14 @@ byog only says "at once" where the plan declares each server's GPUs and they can
 - the two sets share no index.
 Anything else is evaluated one server at a time, with why. ``eval_order`` pairs the servers whose evals
 run, in the order they launch; the run (``byog.pipeline.evals_at_once``), ``byog plan``'s eval wall
-and verify's phase check read the same answer.
+and verify's phase check read the same answer. Once both are up, what NVML reported at each start
+(server.json ``hardware``: the cards' UUIDs) has the last word: two servers that saw one card are
+evaluated one at a time after all (``shared_cards``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,3 +119,19 @@ def eval_order(plan: Plan, order: list[str], gpu: dict[str, Any] | None) -> list
         choices.append(choice)
         i += 2 if choice.together else 1
     return choices
+
+
+def cards_seen(record: object) -> set[str]:
+    """The UUIDs of the GPUs a server saw at its start (a server.json document; read as hostile input)."""
+    hardware = record.get("hardware") if isinstance(record, dict) else None
+    gpus = hardware.get("gpus") if isinstance(hardware, dict) else None
+    return {g["uuid"] for g in gpus or [] if isinstance(g, dict) and isinstance(g.get("uuid"), str)}
+
+
+def shared_cards(seen: Mapping[str, Collection[str]], a: str, b: str) -> str | None:
+    """Why ``a`` and ``b`` did not run on GPUs of their own by what NVML reported at their starts, or
+    None (no card in common, or none reported)."""
+    both = sorted(set(seen.get(a, ())) & set(seen.get(b, ())))
+    if not both:
+        return None
+    return f"'{a}' and '{b}' both saw GPU {', '.join(both)} at their start (server.json hardware)"

@@ -15,9 +15,10 @@ in its measure, or the eval phases of two servers the run recorded as evaluated 
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from byog.analysis.gpu_sets import at_once
+from byog.analysis.gpu_sets import at_once, shared_cards
 from byog.analysis.time_to_verdict import union_length
 from byog.core.errors import CheckFailed
 from byog.core.io import read_json
@@ -104,9 +105,12 @@ def evals_at_once(log: PhaseLog, p: Phase, q: Phase) -> bool:
     )
 
 
-def eval_order_problems(log: PhaseLog, plan: Plan, gpu: dict[str, Any] | None) -> list[str]:
+def eval_order_problems(
+    log: PhaseLog, plan: Plan, gpu: dict[str, Any] | None, seen: Mapping[str, Collection[str]]
+) -> list[str]:
     """Each pair the record says was evaluated at once must be one the plan's GPU sets allow on the
-    host its env.json describes (``byog.analysis.gpu_sets.at_once``): a record cannot make a pair of
+    host its env.json describes (``byog.analysis.gpu_sets.at_once``), whose servers saw no GPU in
+    common at their starts (``seen``: each server's cards by UUID): a record cannot make a pair of
     servers on shared or unknown GPUs legal to overlap."""
     problems: list[str] = []
     for o in log.eval_order:
@@ -117,8 +121,9 @@ def eval_order_problems(log: PhaseLog, plan: Plan, gpu: dict[str, Any] | None) -
             problems.append(f"eval_order names servers {o.servers}, not a pair of the plan's servers")
             continue
         choice = at_once(plan, o.servers[0], o.servers[1], gpu)
-        if not choice.together:
-            problems.append(f"eval_order says {' and '.join(o.servers)} were evaluated at once, but {choice.why}")
+        why = shared_cards(seen, o.servers[0], o.servers[1]) if choice.together else choice.why
+        if why is not None:
+            problems.append(f"eval_order says {' and '.join(o.servers)} were evaluated at once, but {why}")
     return problems
 
 

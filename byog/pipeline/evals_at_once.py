@@ -25,12 +25,13 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from byog.analysis.gpu_sets import Choice, eval_order
+from byog.analysis.gpu_sets import Choice, cards_seen, eval_order, shared_cards
 from byog.core.errors import ByogError
+from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.core.reporter import ProgressBoard, Reporter, Status, Style, Table
 from byog.evals.runner import run_evals_for_server
-from byog.pipeline.activity import add_eval_order, add_span
+from byog.pipeline.activity import add_eval_order, add_span, spent
 from byog.schemas.phases import Instant, now
 from byog.schemas.plan import Plan
 from byog.schemas.server import Endpoint
@@ -84,8 +85,9 @@ def with_evals_at_once(
 
 
 def say_eval_order(rd: RunDir, choices: list[Choice], reporter: Reporter) -> None:
-    """Record each choice in phases.json and say it in one line."""
-    add_eval_order(rd, choices)
+    """Say each choice in one line; record those of one server at a time in phases.json (a pair at once
+    is recorded when its evals start: ``run_evals_at_once``)."""
+    add_eval_order(rd, [c for c in choices if not c.together])
     for c in choices:
         pair = " and ".join(c.servers)
         if c.together:
@@ -272,10 +274,21 @@ class _Evals:
 
 
 def run_evals_at_once(
-    plan: Plan, endpoints: dict[str, Endpoint], rd: RunDir, data_dir: Path | None, reporter: Reporter
+    plan: Plan, endpoints: dict[str, Endpoint], rd: RunDir, data_dir: Path | None, reporter: Reporter, why: str
 ) -> None:
-    """Each server's evals in a process of its own, all at once; each eval phase recorded as it ends.
-    A failure on one server lets the others finish (their records are kept), then raises."""
+    """Two servers' evals, each in a process of its own, at once (``why``: the plan's reason they may);
+    each eval phase recorded as it ends. A failure on one server lets the other finish (its records
+    are kept), then raises. Where the two reported one GPU at their starts, one at a time after all."""
+    a, b = endpoints
+    seen = {n: cards_seen(read_json(rd.server_record(n)) if rd.server_record(n).is_file() else None) for n in endpoints}
+    shared = shared_cards(seen, a, b)
+    add_eval_order(rd, [Choice((a, b), shared is None, shared or why)])
+    if shared is not None:
+        reporter.line(f"evals of {a} and {b} one server at a time after all: {shared}")
+        for server, endpoint in endpoints.items():
+            with spent(rd, server, "eval"):
+                run_evals_for_server(plan, server, endpoint, rd, data_dir, reporter)
+        return
     names = " and ".join(endpoints)
     with reporter.status(f"evals of {names} at once…") as status:
         evals = _Evals(rd, reporter, status)

@@ -145,12 +145,12 @@ def run_server(
 
 
 def run_servers_at_once(
-    plan: Plan, names: tuple[str, str], model: PreparedModel, rd: RunDir, data_dir: Path | None, reporter: Reporter
+    plan: Plan, step: AtOnce, model: PreparedModel, rd: RunDir, data_dir: Path | None, reporter: Reporter
 ) -> None:
     """Two servers on GPUs of their own (launch 1): both up, each benched while the other idles, then
     their evals at once, then numerics in launch order. A server whose work is complete is not started."""
-    todo = [n for n in names if not server_work_done(plan, n, rd)]
-    for done in (n for n in names if n not in todo):
+    todo = [n for n in step.servers if not server_work_done(plan, n, rd)]
+    for done in (n for n in step.servers if n not in todo):
         reporter.line(": every point and eval is already complete; not launched", lead=_label(done, rd))
     if len(todo) < 2:
         for name in todo:
@@ -160,7 +160,7 @@ def run_servers_at_once(
         servers = {n: up.enter_context(_up(plan, n, model, rd, reporter)) for n in todo}
         for name in todo:
             _bench(plan, name, servers[name], rd, data_dir, reporter)
-        run_evals_at_once(plan, {n: servers[n].endpoint for n in todo}, rd, data_dir, reporter)
+        run_evals_at_once(plan, {n: servers[n].endpoint for n in todo}, rd, data_dir, reporter, step.why)
         for name in todo:
             _numerics(plan, name, servers[name].endpoint, rd, data_dir, reporter)
 
@@ -395,7 +395,7 @@ def _measure(plan: Plan, rd: RunDir, data_dir: Path | None, reporter: Reporter) 
         for launch, name in steps:
             launch_dir = rd.for_launch(launch)
             if isinstance(name, AtOnce):
-                run_servers_at_once(plan, name.servers, model, launch_dir, data_dir, reporter)
+                run_servers_at_once(plan, name, model, launch_dir, data_dir, reporter)
                 continue
             if isinstance(name, tuple):
                 if not all(server_work_done(plan, n, launch_dir) for n in name):

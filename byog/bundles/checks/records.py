@@ -10,6 +10,9 @@ and any evals it says ran at once, on GPU sets the plan keeps apart (``eval_orde
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from byog.analysis.gpu_sets import cards_seen
 from byog.analysis.interleave_records import check_interleaving
 from byog.analysis.phases import eval_order_problems, phase_problems, read_phases
 from byog.analysis.summary import plan_of
@@ -29,7 +32,8 @@ def records_are_possible(ctx: VerifyContext) -> Found:
         if phases is not None:
             env = read_json(ctx.run_dir.env_json) if ctx.run_dir.env_json.is_file() else None
             gpu = env.get("gpu") if isinstance(env, dict) else None
-            found = phase_problems(phases) + eval_order_problems(phases, plan, gpu)
+            seen = {name: cards_seen(_record(ctx.run_dir.server_record(name))) for name in plan.servers}
+            found = phase_problems(phases) + eval_order_problems(phases, plan, gpu, seen)
             problems += [f"phases.json: {p}" for p in found]
     except CheckFailed as err:
         phases = None
@@ -41,3 +45,8 @@ def records_are_possible(ctx: VerifyContext) -> Found:
     held = f"; {pairs} interleaved pair(s) took turns ABBA, as their swaps and times show" if pairs else ""
     recorded = f"; {len(phases.phases)} phases in order" if phases is not None else ""
     return Found(f"the servers' time records are possible{held}{recorded}", details=details)
+
+
+def _record(path: Path) -> object:
+    """A server.json document, or None where there is none."""
+    return read_json(path) if path.is_file() else None

@@ -68,7 +68,10 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, FakeVllm]]:
 
     class Runtime:
         def launch(self, name: str, config: ServerConfig, model: PreparedModel, server_dir: Path) -> Any:
-            record = {"name": name, "starts": [{"started_at": utc_now(), "ready_after_s": 1.0}]}
+            record: dict[str, Any] = {"name": name, "starts": [{"started_at": utc_now(), "ready_after_s": 1.0}]}
+            seen = getattr(made[name], "uuid", None)  # a test's NVML answer at the start: this card
+            if seen:
+                record["hardware"] = {"gpus": [{"index": 0, "uuid": seen}]}
             write_server_record(server_dir / "server.json", ServerRecord.model_validate(record))
             return FakeServer(name, made[name])
 
@@ -128,5 +131,24 @@ def test_two_servers_on_their_own_gpus_run_their_evals_at_once_and_resume(
     starts = [p for p in log.phases if p.kind == "start"]
     assert max(p.t1_unix_s for p in starts[-2:]) <= min(p.t0_unix_s for p in evals[2:])  # both up first
     assert [(o.servers, o.together) for o in log.eval_order] == [(["cand", "stock"], True)]
-    assert phase_problems(log) == [] and eval_order_problems(log, _plan(), NO_GPU) == []
+    assert phase_problems(log) == [] and eval_order_problems(log, _plan(), NO_GPU, {}) == []
     assert any("eval arithmetic_generated on stock: 0.0 points over 6 items" in line for line in reporter.lines)
+
+
+def test_servers_that_saw_one_card_at_their_start_are_evaluated_one_at_a_time_after_all(
+    fakes: dict[str, FakeVllm], tmp_path: Path
+) -> None:
+    """The plan's sets are disjoint, but what NVML reported at each start names one card behind both."""
+    for fake in fakes.values():
+        fake.uuid = "GPU-5e1f"  # type: ignore[attr-defined]
+    rd = RunDir(tmp_path / "run")
+    reporter = RecordingReporter()
+    _measure(rd, reporter)
+    after_all = "evals of cand and stock one server at a time after all: 'cand' and 'stock' both saw GPU GPU-5e1f"
+    assert any(line.startswith(after_all) for line in reporter.lines)
+    log = read_phases(rd)
+    assert log is not None and phase_problems(log) == []
+    cand, stock = (p for p in log.phases if p.kind == "eval")
+    assert cand.t1_unix_s <= stock.t0_unix_s  # one after the other
+    assert [(o.servers, o.together) for o in log.eval_order] == [(["cand", "stock"], False)]
+    assert all(rd.eval_complete(name, "arithmetic_generated") for name in fakes)

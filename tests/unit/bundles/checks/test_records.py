@@ -12,7 +12,7 @@ from byog.bundles.finalize import seal_and_pack
 from byog.bundles.verify import verify_bundle
 from byog.core.paths import RunDir
 from tests.support.keys import allowed_signers, make_key
-from tests.unit.bundles.checks.test_identity import pack, run_dir  # noqa: F401 (run_dir: the fixture)
+from tests.unit.bundles.checks.test_identity import edit_server, pack, run_dir  # noqa: F401 (run_dir: the fixture)
 
 T0 = 1_764_979_200.0
 
@@ -130,12 +130,18 @@ def _evals_at_once(rd: RunDir, gpus: tuple[str, str], recorded: bool) -> None:
         (("1", "0"), None, None),
         (("1", "0"), "drop", "phase 3 (eval of candidate) starts 69.0 s before phase 4 (eval of baseline) ends"),
         (
+            ("1", "0"),
+            "one-card",
+            "eval_order says candidate and baseline were evaluated at once, but 'candidate' and 'baseline' both saw "
+            "GPU GPU-5e1f at their start (server.json hardware)",
+        ),
+        (
             ("0", "0"),
             "forge",
             "eval_order says candidate and baseline were evaluated at once, but 'candidate' and 'baseline' share GPU 0",
         ),
     ],
-    ids=["honest", "record-dropped", "forged-record-on-one-card"],
+    ids=["honest", "record-dropped", "nvml-saw-one-card", "forged-record-on-one-card"],
 )
 def test_evals_at_once_verify_only_where_the_run_recorded_them_on_gpus_of_their_own(
     tmp_path: Path,
@@ -154,6 +160,9 @@ def test_evals_at_once_verify_only_where_the_run_recorded_them_on_gpus_of_their_
         data = json.loads(run_dir.phases_json.read_text())
         data["eval_order"] = [EvalOrder(servers=["candidate", "baseline"], together=True, why="x").model_dump()]
         run_dir.phases_json.write_text(json.dumps(data))
+    if edit == "one-card":  # the plan's sets are disjoint, but NVML saw one card behind both at their starts
+        for name in ("candidate", "baseline"):
+            edit_server(run_dir, name, hardware={"gpus": [{"index": 0, "uuid": "GPU-5e1f"}]})
     (tmp_path / "first").mkdir()
     bundle, allowed = pack(tmp_path / "first", run_dir)  # byog's summary and report
     if edit == "drop":  # after the summary: the record alone loses the choice
