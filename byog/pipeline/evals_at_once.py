@@ -155,7 +155,7 @@ class _QueueReporter:
         self.sink.put(("line", self.server, lead + text))
 
     def table(self, table: Table) -> None:
-        self.sink.put(("line", self.server, table.title))
+        self.sink.put(("table", self.server, table))
 
     @contextmanager
     def status(self, text: str, *, lead: str = "") -> Iterator[Status]:
@@ -232,6 +232,8 @@ class _Evals:
         kind, server, body = message
         if kind == "line":
             self.reporter.line(body)
+        elif kind == "table":
+            self.reporter.table(body)
         elif kind == "status":
             self.said[server] = body
             self.status.update(" | ".join(self.said[s] for s in sorted(self.said)))
