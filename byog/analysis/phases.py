@@ -10,16 +10,23 @@ The measuring share = measuring / wall.
 ``phase_problems`` says why a record cannot be a run's, each in one sentence: a phase that ends
 before it starts or outlasts any run, monotonic and Unix lengths that disagree, phases not in the
 order they ended, a warm-up outside every measure of its server, two phases (other than a warm-up
-in its measure) that overlap.
+in its measure, or the eval phases of two servers the run recorded as evaluated at once) that overlap.
+``eval_order_problems`` holds each such record to the plan: only servers on GPUs of their own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from byog.analysis.gpu_sets import at_once, shared_cards
 from byog.analysis.time_to_verdict import union_length
 from byog.core.errors import CheckFailed
 from byog.core.io import read_json
 from byog.core.paths import RunDir
+from byog.schemas.migrate import migrate
 from byog.schemas.phases import Phase, PhaseLog
+from byog.schemas.plan import Plan
 from byog.schemas.summary import PhaseTime
 
 MAX_SPAN_S = 7 * 24 * 3600.0  # a week: longer than any run byog makes
@@ -41,7 +48,7 @@ def read_phases(rd: RunDir) -> PhaseLog | None:
     if not rd.phases_json.is_file():
         return None
     try:
-        return PhaseLog.model_validate(read_json(rd.phases_json))
+        return PhaseLog.model_validate(migrate("phases", read_json(rd.phases_json), label="phases.json"))
     except ValueError as err:
         raise CheckFailed(f"phases.json is not a phase record: {str(err).splitlines()[0]}") from None
 
@@ -80,9 +87,45 @@ def phase_problems(log: PhaseLog) -> list[str]:
         ):
             problems.append(f"{_where(p, i)} lies outside every measure phase of its server")
     top = sorted((p.t0_unix_s, p.t1_unix_s, i) for i, p in enumerate(phases) if p.kind != "warm-up")
-    for (_, end, i), (start, _, j) in zip(top, top[1:], strict=False):
-        if start < end - SLACK_S:
-            problems.append(f"{_where(phases[j], j)} starts {end - start:.1f} s before {_where(phases[i], i)} ends")
+    running: list[tuple[float, int]] = []  # (end, index) of the phases not yet over
+    for start, end, j in top:
+        running = [(e, i) for e, i in running if start < e - SLACK_S]
+        for e, i in running:
+            if not evals_at_once(log, phases[i], phases[j]):
+                problems.append(f"{_where(phases[j], j)} starts {e - start:.1f} s before {_where(phases[i], i)} ends")
+        running.append((end, j))
+    return problems
+
+
+def evals_at_once(log: PhaseLog, p: Phase, q: Phase) -> bool:
+    """Two eval phases of servers the run recorded as evaluated at once (``eval_order``): they may overlap."""
+    return (
+        p.kind == q.kind == "eval"
+        and p.server != q.server
+        and p.launch == q.launch
+        and any(o.together and o.launch == p.launch and {p.server, q.server} <= set(o.servers) for o in log.eval_order)
+    )
+
+
+def eval_order_problems(
+    log: PhaseLog, plan: Plan, gpu: dict[str, Any] | None, seen: Mapping[str, Collection[str]]
+) -> list[str]:
+    """Each pair the record says was evaluated at once must be one the plan's GPU sets allow on the
+    host its env.json describes (``byog.analysis.gpu_sets.at_once``), whose servers saw no GPU in
+    common at their starts (``seen``: each server's cards by UUID): a record cannot make a pair of
+    servers on shared or unknown GPUs legal to overlap."""
+    problems: list[str] = []
+    for o in log.eval_order:
+        if not o.together:
+            continue
+        unknown = [s for s in o.servers if s not in plan.servers]
+        if unknown or len(o.servers) != 2:
+            problems.append(f"eval_order names servers {o.servers}, not a pair of the plan's servers")
+            continue
+        choice = at_once(plan, o.servers[0], o.servers[1], gpu)
+        why = shared_cards(seen, o.servers[0], o.servers[1]) if choice.together else choice.why
+        if why is not None:
+            problems.append(f"eval_order says {' and '.join(o.servers)} were evaluated at once, but {why}")
     return problems
 
 

@@ -362,7 +362,7 @@ def _wall_and_gpu_hours(overview: PlanOverview) -> str:
 def _render_tiers(overview: PlanOverview) -> None:
     stops = any(t["wall_s"] - t["wall_expected_s"] >= 0.5 for t in overview["tiers"])
     tiers = Table(
-        "tiers: wall time (bench + evals, one server at a time) and GPU-hours"
+        "tiers: wall time (bench + evals: one server at a time, or two at once on GPUs of their own) and GPU-hours"
         + (" (evals and wall: expected if the servers are equivalent, (≤ at most))" if stops else ""),
         ["tier", "servers", "bench points", "eval requests", "max GPUs", "bench", "evals", "wall", "GPU-hours"],
         right={"servers", "bench points", "eval requests", "max GPUs", "bench", "evals", "wall", "GPU-hours"},

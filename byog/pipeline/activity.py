@@ -15,9 +15,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from byog.analysis.gpu_sets import Choice
+from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import RunDir
-from byog.schemas.phases import Instant, Phase, PhaseKind, PhaseLog, now
+from byog.schemas.migrate import migrate
+from byog.schemas.phases import EvalOrder, Instant, Phase, PhaseKind, PhaseLog, now
 from byog.schemas.server import ActivityKind
 
 
@@ -28,14 +31,32 @@ def merge_into_server_record(rd: RunDir, server: str, update: dict[str, Any]) ->
         atomic_write_json(path, {**read_json(path), **update})
 
 
-def add_phase(rd: RunDir, kind: PhaseKind, server: str, t0: Instant, t1: Instant) -> None:
-    """Append one phase to the run's phases.json (a record that does not parse is started afresh:
-    the phases are a timing aid, and verify checks what is there)."""
+def _phase_log(rd: RunDir) -> PhaseLog:
+    """The run's phases.json so far (a record that does not parse is started afresh: the phases are a
+    timing aid, and verify checks what is there)."""
     path = rd.phases_json
     try:
-        log = PhaseLog.model_validate(read_json(path)) if path.is_file() else PhaseLog()
-    except ValueError:
-        log = PhaseLog()
+        return PhaseLog.model_validate(migrate("phases", read_json(path))) if path.is_file() else PhaseLog()
+    except (ValueError, ByogError):
+        return PhaseLog()
+
+
+def add_eval_order(rd: RunDir, choices: list[Choice]) -> None:
+    """Record how the run runs the evals of servers that launch one after the other (a resume that
+    chooses the same adds nothing)."""
+    if not choices:
+        return
+    log = _phase_log(rd)
+    for c in choices:
+        made = EvalOrder(servers=list(c.servers), launch=rd.launch, together=c.together, why=c.why)
+        if made not in log.eval_order:
+            log.eval_order.append(made)
+    atomic_write_json(rd.phases_json, log.model_dump(mode="json"))
+
+
+def add_phase(rd: RunDir, kind: PhaseKind, server: str, t0: Instant, t1: Instant) -> None:
+    """Append one phase to the run's phases.json."""
+    log = _phase_log(rd)
     log.phases.append(
         Phase(
             kind=kind,
@@ -47,7 +68,7 @@ def add_phase(rd: RunDir, kind: PhaseKind, server: str, t0: Instant, t1: Instant
             t1_unix_s=round(t1[1], 3),
         )
     )
-    atomic_write_json(path, log.model_dump(mode="json"))
+    atomic_write_json(rd.phases_json, log.model_dump(mode="json"))
 
 
 def add_warmups(rd: RunDir, server: str, warmups: list[tuple[Instant, Instant]]) -> None:

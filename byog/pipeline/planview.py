@@ -25,6 +25,8 @@ from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.images.fingerprint import environment_fingerprint
 from byog.pipeline.eval_power import eval_power_rows, eval_prior
+from byog.pipeline.evals_at_once import EvalWall, eval_wall, with_evals_at_once
+from byog.pipeline.interleave import interleaved_rounds
 from byog.pipeline.kv_overview import check_plan_kv
 from byog.pipeline.plan_rates import (
     SEEDS,
@@ -37,6 +39,7 @@ from byog.pipeline.plan_rates import (
     served_capacity,
 )
 from byog.pipeline.preflight import preflight
+from byog.pipeline.run import launch_rounds
 from byog.pipeline.runtimes import runtime_for
 from byog.pipeline.slurm_submit import SubmitOptions, batch_script, default_run_dir
 from byog.pipeline.startup_estimate import MeasuredStart, StartupParts, measured_starts, startup_parts
@@ -104,7 +107,8 @@ class Estimate(TypedDict):
     from_run: str | None
     note: str
     eval_time: list[EvalEstimate]  # per (server, eval): requests, concurrency, expected tokens, seconds
-    evals_total_s: float  # every item
+    evals_total_s: float  # every item, in the run's order (two servers at once: the longer of the two)
+    evals_order: str | None  # how the evals add up: one server at a time or two at once, and why
     evals_gpu_hours: float
     evals_expected_s: float  # at the expected share of items where looks may stop an eval (identical servers)
     evals_expected_gpu_hours: float
@@ -305,6 +309,7 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
         total_s += est["estimate_s"]
         gpu_h += est["estimate_s"] / 3600 * est["gpus"]
     evals = eval_estimates(plan, points, rates, served_capacity(from_run) if from_run else None, from_run)
+    wall = _eval_wall(plan, evals)
     return {
         "plan": plan.name,
         "points": rows,
@@ -314,12 +319,25 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
         "from_run": str(from_run) if from_run else None,
         "note": "bench: start-ups and points; evals estimated apart",
         "eval_time": evals,
-        "evals_total_s": sum(e["estimate_s"] for e in evals),
+        "evals_total_s": wall.total_s,
         "evals_gpu_hours": sum(e["estimate_s"] / 3600 * _gpus(plan, e["server"]) for e in evals),
-        "evals_expected_s": sum(e["expected_s"] for e in evals),
+        "evals_expected_s": wall.expected_s,
+        "evals_order": wall.said,
         "evals_expected_gpu_hours": sum(e["expected_s"] / 3600 * _gpus(plan, e["server"]) for e in evals),
         "interleave": _interleave_estimates(plan, points, servers, from_run),
     }
+
+
+def _eval_wall(plan: Plan, evals: list[EvalEstimate]) -> EvalWall:
+    """The evals in the order ``byog run`` takes (two servers on GPUs of their own at once: the plan's
+    declarations as written, since the plan does not see the host's GPUs)."""
+    full: dict[str, float] = {}
+    expected: dict[str, float] = {}
+    for e in evals:
+        full[e["server"]] = full.get(e["server"], 0.0) + e["estimate_s"]
+        expected[e["server"]] = expected.get(e["server"], 0.0) + e["expected_s"]
+    steps, choices = with_evals_at_once(plan, interleaved_rounds(plan, launch_rounds(plan)), None)
+    return eval_wall(steps, choices, full, expected)
 
 
 def _gpus(plan: Plan, server: str) -> int:
@@ -583,13 +601,20 @@ def largest_items(estimate: Estimate) -> list[Item]:
     tasks: dict[str, list[EvalEstimate]] = {}
     for e in estimate["eval_time"]:
         tasks.setdefault(e["task"], []).append(e)
+    # two servers' evals at once take the longer of the two: each task its share of that wall
+    summed = sum(e["estimate_s"] for e in estimate["eval_time"])
+    at_once = bool(summed) and not math.isclose(estimate["evals_total_s"], summed)
+    share = estimate["evals_total_s"] / summed if at_once else 1.0
+    summed_expected = sum(e["expected_s"] for e in estimate["eval_time"])
+    expected_share = estimate["evals_expected_s"] / summed_expected if at_once else 1.0
     for task, evals in tasks.items():
         at = "/".join(str(c) for c in sorted({e["concurrency"] for e in evals}))
         items.append(
             {
-                "what": f"eval {task} ({len(evals)} servers x {evals[0]['requests']} requests at concurrency {at})",
-                "seconds": sum(e["estimate_s"] for e in evals),
-                "expected_seconds": sum(e["expected_s"] for e in evals),
+                "what": f"eval {task} ({len(evals)} servers x {evals[0]['requests']} requests at concurrency {at}"
+                f"{', its share of evals at once' if at_once else ''})",
+                "seconds": share * sum(e["estimate_s"] for e in evals),
+                "expected_seconds": expected_share * sum(e["expected_s"] for e in evals),
             }
         )
     return sorted(items, key=lambda i: -i["expected_seconds"])
@@ -662,6 +687,8 @@ def assumptions(estimate: Estimate) -> list[str]:
         stopping = early_stop_assumption(evals)
         if stopping:
             out.append(stopping)
+        if estimate["evals_order"]:
+            out.append(estimate["evals_order"])
     if not estimate["from_run"]:
         out.append("nothing measured: `byog plan --from-run RUN_DIR` takes TPOT, TTFT and start-ups from a run")
     long_isl = [p for p in points if p["isl"] > 1024 and p["source"] != "measured"]

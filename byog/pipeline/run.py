@@ -8,7 +8,9 @@ are launched in rounds: round r launches every server that has an r-th launch, o
 other, in reverse order every second round (ABBA), so slow drift of the machine spreads over all
 servers instead of landing on one.
 Launch r >= 2 runs the bench points only, into its own folder (``RunDir.for_launch``); evals
-run on launch 1.
+run on launch 1. Two servers of launch 1 that launch one after the other and run on GPUs of their own
+(``byog.analysis.gpu_sets``) are up together: each is benched while the other idles, then their evals
+run at once (``byog.pipeline.evals_at_once``); every other server runs alone, as above.
 
 Every raw record is written atomically as it is produced, so an interrupted run keeps what it
 finished and ``byog run PLAN`` again picks up where it stopped (byog.pipeline.resume).
@@ -17,6 +19,8 @@ finished and ``byog run PLAN`` again picks up where it stopped (byog.pipeline.re
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -44,6 +48,7 @@ from byog.images.models import prepare_model
 from byog.pipeline.activity import add_warmups, phase, spent
 from byog.pipeline.baseline_distance import record_baseline_distances
 from byog.pipeline.derive import derive_and_write
+from byog.pipeline.evals_at_once import AtOnce, run_evals_at_once, say_eval_order, with_evals_at_once
 from byog.pipeline.interleave import (
     interleaved_record,
     interleaved_rounds,
@@ -63,7 +68,7 @@ from byog.report.format import struck
 from byog.schemas.calibration import Calibration
 from byog.schemas.manifest import BundleSubject, subject_arg
 from byog.schemas.plan import Plan
-from byog.schemas.server import PreparedModel, RunningServer, ServerRecord
+from byog.schemas.server import Endpoint, PreparedModel, RunningServer, ServerRecord
 from byog.schemas.summary import Summary
 
 
@@ -95,9 +100,9 @@ def _label(name: str, rd: RunDir) -> str:
     return name if rd.launch == 1 else f"{name} (launch {rd.launch})"
 
 
-def run_server(
-    plan: Plan, name: str, model: PreparedModel, rd: RunDir, data_dir: Path | None, reporter: Reporter
-) -> None:
+@contextmanager
+def _up(plan: Plan, name: str, model: PreparedModel, rd: RunDir, reporter: Reporter) -> Iterator[RunningServer]:
+    """The server started, its start-up a phase; stopped when the block ends, however it ends."""
     config = launch_config(plan, name)
     label = _label(name, rd)
     starting = f": starting vLLM ({config.runtime} runtime)"
@@ -110,18 +115,54 @@ def run_server(
         server: RunningServer = launch_server(plan, name, model, rd)
     try:
         reporter.line(f": up at {server.endpoint.base_url}", lead=label)
-        with spent(rd, name, "measure"):
-            outcome = run_bench_for_server(plan, name, server, rd, reporter, data_dir=data_dir)
-            add_warmups(rd, name, outcome["warmups"])
-        if rd.launch == 1:
-            with spent(rd, name, "eval"):
-                run_evals_for_server(plan, name, server.endpoint, rd, data_dir, reporter)
-            if plan.numerics is not None:
-                with spent(rd, name, "numerics"):
-                    run_numerics_for_server(plan, name, server.endpoint, rd, data_dir, reporter)
+        yield server
     finally:
         with stop_shown(reporter, label):
             server.stop()
+
+
+def _bench(plan: Plan, name: str, server: RunningServer, rd: RunDir, data_dir: Path | None, reporter: Reporter) -> None:
+    with spent(rd, name, "measure"):
+        outcome = run_bench_for_server(plan, name, server, rd, reporter, data_dir=data_dir)
+        add_warmups(rd, name, outcome["warmups"])
+
+
+def _numerics(plan: Plan, name: str, endpoint: Endpoint, rd: RunDir, data_dir: Path | None, reporter: Reporter) -> None:
+    if plan.numerics is not None:
+        with spent(rd, name, "numerics"):
+            run_numerics_for_server(plan, name, endpoint, rd, data_dir, reporter)
+
+
+def run_server(
+    plan: Plan, name: str, model: PreparedModel, rd: RunDir, data_dir: Path | None, reporter: Reporter
+) -> None:
+    with _up(plan, name, model, rd, reporter) as server:
+        _bench(plan, name, server, rd, data_dir, reporter)
+        if rd.launch == 1:
+            with spent(rd, name, "eval"):
+                run_evals_for_server(plan, name, server.endpoint, rd, data_dir, reporter)
+            _numerics(plan, name, server.endpoint, rd, data_dir, reporter)
+
+
+def run_servers_at_once(
+    plan: Plan, step: AtOnce, model: PreparedModel, rd: RunDir, data_dir: Path | None, reporter: Reporter
+) -> None:
+    """Two servers on GPUs of their own (launch 1): both up, each benched while the other idles, then
+    their evals at once, then numerics in launch order. A server whose work is complete is not started."""
+    todo = [n for n in step.servers if not server_work_done(plan, n, rd)]
+    for done in (n for n in step.servers if n not in todo):
+        reporter.line(": every point and eval is already complete; not launched", lead=_label(done, rd))
+    if len(todo) < 2:
+        for name in todo:
+            run_server(plan, name, model, rd, data_dir, reporter)
+        return
+    with ExitStack() as up:
+        servers = {n: up.enter_context(_up(plan, n, model, rd, reporter)) for n in todo}
+        for name in todo:
+            _bench(plan, name, servers[name], rd, data_dir, reporter)
+        run_evals_at_once(plan, {n: servers[n].endpoint for n in todo}, rd, data_dir, reporter, step.why)
+        for name in todo:
+            _numerics(plan, name, servers[name].endpoint, rd, data_dir, reporter)
 
 
 def show_start(
@@ -347,9 +388,15 @@ def _measure(plan: Plan, rd: RunDir, data_dir: Path | None, reporter: Reporter) 
     plan = resolve_control(plan, read_json(rd.env_json))
     with reporter.status("preparing the model (the built-in default converts once, ~20 s)…"):
         model = prepare_model(plan.model)
+    host_gpus = read_json(rd.env_json).get("gpu")
+    steps, choices = with_evals_at_once(plan, interleaved_rounds(plan, launch_rounds(plan)), host_gpus)
+    say_eval_order(rd, choices, reporter)
     with sigterm_as_interrupt():
-        for launch, name in interleaved_rounds(plan, launch_rounds(plan)):
+        for launch, name in steps:
             launch_dir = rd.for_launch(launch)
+            if isinstance(name, AtOnce):
+                run_servers_at_once(plan, name, model, launch_dir, data_dir, reporter)
+                continue
             if isinstance(name, tuple):
                 if not all(server_work_done(plan, n, launch_dir) for n in name):
                     fallen = resumed_fallback(plan, name, launch_dir)  # a failed wake stays failed across a resume

@@ -101,9 +101,8 @@ class ClusterPlan:
 
 
 def world_size(config: ServerBase) -> int:
-    """GPUs (or CPU ranks) one server uses: TP x PP x DP; PP is read from the server's args."""
-    pp = int(arg_value(list(config.args), "--pipeline-parallel-size") or arg_value(list(config.args), "-pp") or 1)
-    return config.tensor_parallel_size * pp * config.data_parallel_size
+    """GPUs (or CPU ranks) one server uses (``ServerBase.world_size``)."""
+    return config.world_size()
 
 
 def check_split(config: ServerBase, nodes: int, gpus_per_node: int, name: str) -> None:

@@ -182,6 +182,13 @@ def _summary_wake_check_time(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("phases", 1)
+def _phases_eval_order(data: dict[str, Any]) -> dict[str, Any]:
+    """phases 1 -> 2: the record gained ``eval_order``; a layout-1 run evaluated one server at a time."""
+    data.setdefault("eval_order", [])
+    return data
+
+
 @register_migration("eval_item", 1)
 def _eval_item_raw_output(data: dict[str, Any]) -> dict[str, Any]:
     """eval_item 1 -> 2: a row gained ``raw_output`` and ``raw_output_chars`` (what the server returned

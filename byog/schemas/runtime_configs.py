@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic_core import CoreSchema, core_schema
 
+from byog.core.argv import arg_value
 from byog.core.errors import UsageError
 from byog.schemas.base import Strict
 
@@ -94,6 +95,11 @@ class ServerBase(Strict):
     @property
     def speculative(self) -> bool:
         return self.speculative_config is not None
+
+    def world_size(self) -> int:
+        """GPUs (or CPU ranks) one server uses: TP x PP x DP; PP is read from the server's args."""
+        pp = int(arg_value(list(self.args), "--pipeline-parallel-size") or arg_value(list(self.args), "-pp") or 1)
+        return self.tensor_parallel_size * pp * self.data_parallel_size
 
     def launched(self) -> LaunchedConfig | None:
         """This config as one byog launches, or None (an endpoint: already running)."""

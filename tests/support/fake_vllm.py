@@ -4,7 +4,8 @@ Next-token logits are a seeded function of (last token, position) plus the serve
 so a greedy generation is deterministic, teacher-forcing it gives the same numbers as decoding
 it, and a "candidate" with more noise is a numerical change. Only what the numerics runner
 sends is implemented: /tokenize, /detokenize, /v1/models and /v1/completions with ``logprobs``,
-``prompt_logprobs`` and the ``token_id:N`` keys.
+``prompt_logprobs`` and the ``token_id:N`` keys; /v1/chat/completions answers as the completion of
+the messages' text (what lm-eval's chat model reads: the message's content).
 
 With ``sleep_mode`` (vLLM's ``--enable-sleep-mode`` under ``VLLM_SERVER_DEV_MODE=1``) it serves the
 dev endpoints as vLLM 0.32's ``entrypoints/serve/dev/sleep/api_router.py`` does: ``POST /sleep?level=N``
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -44,7 +46,9 @@ class FakeVllm:
         swap_bodies: bool = True,
         changes_after_wake: int | None = None,
         acceptance: tuple[float, float, int] | None = None,
+        delay_s: float = 0.0,
     ) -> None:
+        self.delay_s = delay_s  # each completion's time at the server (a request in flight, for benchmarks)
         self.noise, self.max_model_len, self.sleep_mode = noise, max_model_len, sleep_mode
         self.swap_bodies = swap_bodies
         self.changes_after_wake, self.acceptance = changes_after_wake, acceptance
@@ -79,6 +83,8 @@ class FakeVllm:
         )
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.delay_s:
+            time.sleep(self.delay_s)
         prompt = body["prompt"]
         ids = list(prompt) if isinstance(prompt, list) else tokenize(str(prompt))
         if self.acceptance is not None:
@@ -109,6 +115,17 @@ class FakeVllm:
         if k:
             choice["logprobs"] = {"tokens": [f"token_id:{t}" for t in out], "token_logprobs": lps, "top_logprobs": tops}
         return {"choices": [choice], "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(out)}}
+
+    def chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A chat completion: the messages' text as one prompt, the answer as the message's content."""
+        done = self.complete({**body, "prompt": _chat_prompt(body["messages"]), "logprobs": None})
+        choice = done["choices"][0]
+        message = {"role": "assistant", "content": choice["text"]}
+        return {**done, "choices": [{"index": 0, "message": message, "finish_reason": choice["finish_reason"]}]}
+
+
+def _chat_prompt(messages: list[dict[str, Any]]) -> str:
+    return "\n".join(str(m.get("content", "")) for m in messages)
 
 
 def tokenize(text: str) -> list[int]:
@@ -173,6 +190,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send({"tokens": tokenize(body["prompt"])})
         elif self.path == "/detokenize":
             self._send({"prompt": "".join("x" for t in body["tokens"] if t < VOCAB)})
+        elif path == "/v1/chat/completions":
+            self._send(self.fake.chat(body))
         else:
             self._send(self.fake.complete(body))
 

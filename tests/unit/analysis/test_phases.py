@@ -115,3 +115,37 @@ def test_the_wake_checks_are_a_phase_of_their_own_in_the_shares(tmp_path: Path) 
     spent_ = phase_time(rd)
     assert spent_ is not None and (spent_.check_s, spent_.other_s) == (20, 0)
     assert shares_line(spent_) == "measuring 23.8% of 80.0 s; start 50.0%, wake check 25.0%, swap 1.2%"
+
+
+def test_two_servers_evals_overlap_only_where_the_run_recorded_them_at_once(tmp_path: Path) -> None:
+    from byog.analysis.gpu_sets import Choice
+    from byog.pipeline.activity import add_eval_order
+
+    rd = RunDir(tmp_path)
+    add_phase(rd, "eval", "stock", at(0), at(50))
+    add_phase(rd, "eval", "cand", at(10), at(60))
+    log = read_phases(rd)
+    assert log is not None
+    assert phase_problems(log) == ["phase 2 (eval of cand) starts 40.0 s before phase 1 (eval of stock) ends"]
+    add_eval_order(rd, [Choice(("cand", "stock"), True, "each on GPUs of its own")])
+    add_eval_order(rd, [Choice(("cand", "stock"), True, "each on GPUs of its own")])  # a resume: recorded once
+    log = read_phases(rd)
+    assert log is not None and len(log.eval_order) == 1 and phase_problems(log) == []
+    spent_ = phase_time(rd)
+    assert spent_ is not None and spent_.eval_s == 60  # the union: the overlap counts once
+    add_phase(rd, "start", "other", at(55), at(70))  # only the two servers' evals may overlap
+    log = read_phases(rd)
+    assert log is not None
+    assert phase_problems(log) == ["phase 3 (start of other) starts 5.0 s before phase 2 (eval of cand) ends"]
+
+
+def test_a_layout_1_record_reads_as_one_server_at_a_time(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path)
+    add_phase(rd, "eval", "stock", at(0), at(50))
+    data = json.loads(rd.phases_json.read_text())
+    del data["eval_order"]
+    rd.phases_json.write_text(json.dumps({**data, "schema_version": 1}))
+    add_phase(rd, "eval", "cand", at(51), at(60))  # the run resumed by this byog keeps the earlier phases
+    log = read_phases(rd)
+    assert log is not None and [p.server for p in log.phases] == ["stock", "cand"] and log.eval_order == []
+    assert log.schema_version == 2

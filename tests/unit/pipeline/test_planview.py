@@ -9,6 +9,7 @@ import pytest
 from byog.pipeline.planview import numerics_cost
 from byog.pipeline.startup_estimate import OTHER_GUESS_S
 from byog.plans.load import parse_plan
+from tests.unit.pipeline.test_evals_at_once import PLAN as AT_ONCE_PLAN
 
 PLAN = """\
 name: cost
@@ -94,4 +95,34 @@ def test_byog_plan_says_r_and_the_coverage_it_buys() -> None:
     )
     assert line.endswith(
         "(3 waves per launch); perf labels: screening; `launches: 2` or more (or `byog run --calibration`) puts it in"
+    )
+
+
+# the run's pair on GPUs 1 and 0, with a second task on the candidate only
+EVALS_PLAN = AT_ONCE_PLAN.replace(
+    "  - {task: arithmetic_generated, limit: 6, passes: 1}\n",
+    "  - {task: gsm8k, limit: 200}\n  - {task: arithmetic_generated, servers: [cand], limit: 100}\n",
+)
+
+
+def test_a_pair_on_gpus_of_their_own_plans_the_longer_eval_not_the_sum() -> None:
+    from byog.pipeline.planview import assumptions, estimate_plan, largest_items
+
+    at_once = estimate_plan(parse_plan(EVALS_PLAN, "plan.yaml"))
+    per_server = {s: sum(e["estimate_s"] for e in at_once["eval_time"] if e["server"] == s) for s in ("cand", "stock")}
+    assert per_server["cand"] > per_server["stock"] > 0  # cand runs one task more
+    assert at_once["evals_total_s"] == pytest.approx(per_server["cand"])  # the longer, not the sum
+    assert at_once["evals_expected_s"] == pytest.approx(per_server["cand"])
+    said = (
+        "evals at once: cand and stock (each on GPUs of its own: 'cand' CUDA_VISIBLE_DEVICES=1, 'stock' "
+        "CUDA_VISIBLE_DEVICES=0): a pair's eval wall is the longer of the two, every item on both (neither has the "
+        "other's items to stop at a look), not their sum"
+    )
+    assert said in assumptions(at_once)
+    evals = [i for i in largest_items(at_once) if i["what"].startswith("eval ")]
+    assert sum(i["seconds"] for i in evals) == pytest.approx(at_once["evals_total_s"])
+    shared = estimate_plan(parse_plan(EVALS_PLAN.replace('"1"}', '"0"}'), "plan.yaml"))
+    assert shared["evals_total_s"] == pytest.approx(sum(per_server.values()))
+    assert "evals of cand and stock one server at a time: 'cand' and 'stock' share GPU 0" in "\n".join(
+        assumptions(shared)
     )
