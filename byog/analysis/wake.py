@@ -61,10 +61,10 @@ def compare(ref: Mapping[str, Any], got: Mapping[str, Any]) -> Comparison:
     return Comparison(prompts=max(len(ref_tokens), len(got_tokens)), identical=identical, max_abs_dlogprob=worst)
 
 
-def required_prompts(batch: int, reference_prompts: int) -> int:
-    """Prompts a fingerprint after a wake must hold: at B = 1 the first ``WAKE_PROMPTS``, batched the
-    reference's first batch (the same prompts sent together), never more than the reference holds."""
-    return min(WAKE_PROMPTS if batch <= 1 else batch, reference_prompts)
+def required_prompts(batch: int) -> int:
+    """Prompts a fingerprint after a wake must hold, and its references at least: at B = 1 the first
+    ``WAKE_PROMPTS``, batched the reference's first batch (the same prompts sent together)."""
+    return WAKE_PROMPTS if batch <= 1 else batch
 
 
 def first_prompts(fingerprint: Mapping[str, Any], n: int) -> dict[str, Any]:
@@ -116,7 +116,14 @@ def judge(fingerprint: FingerprintRecord, earlier: Sequence[FingerprintRecord]) 
     if not refs:
         return Judged("changed", f"wake integrity: no fingerprint before the first sleep at B={fingerprint.batch}")
     full = refs[0].model_dump()
-    need, held = required_prompts(fingerprint.batch, len(full["tokens"])), len(fingerprint.tokens)
+    need, held = required_prompts(fingerprint.batch), len(fingerprint.tokens)
+    short = min(len(r.tokens) for r in refs)
+    if short < need:  # a record that shrank its references would make any check trivially "match"
+        return Judged(
+            "changed",
+            f"wake integrity: a fingerprint before the first sleep holds {short} prompts at B={fingerprint.batch}; "
+            f"the check needs {need}",
+        )
     if held < need:
         return Judged(
             "changed",

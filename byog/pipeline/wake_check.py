@@ -68,6 +68,6 @@ class WakeCheck:
         """Fingerprint the woken server; WakeIntegrityFailure (after recording it) when it changed."""
         self.wakes += 1
         for batch in self.batches:
-            record = self._take(batch, seq, point_id, wake.required_prompts(batch, len(self.prompts)))
+            record = self._take(batch, seq, point_id, wake.required_prompts(batch))
             if record.verdict == "changed":
                 raise WakeIntegrityFailure(str(record.message))

@@ -10,8 +10,13 @@ from byog.analysis import counters, wake
 from byog.plans.load import parse_plan
 from byog.schemas.server import FingerprintRecord, ServerRecord, SleepModeRecord, SwapRecord
 
-TOKENS = [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]
-LOGPROBS = [[-0.1, -0.2, -0.3, -0.4]] * 3
+TOKENS = [[4 * k + 1, 4 * k + 2, 4 * k + 3, 4 * k + 4] for k in range(wake.WAKE_PROMPTS)]
+LOGPROBS = [[-0.1, -0.2, -0.3, -0.4]] * wake.WAKE_PROMPTS
+
+
+def second_prompt_changed() -> list[list[int]]:
+    """TOKENS with the second prompt's last two tokens replaced."""
+    return [TOKENS[0], [5, 6, 0, 0], *TOKENS[2:]]
 
 
 def fp(wake_no: int, tokens: list[list[int]] = TOKENS, batch: int = 1, **kw: Any) -> FingerprintRecord:
@@ -44,16 +49,27 @@ def swap(seq: int, point: str | None = "p", **kw: Any) -> SwapRecord:
 
 
 def test_a_b1_fingerprint_must_match_token_for_token() -> None:
-    ok = judged_record([fp(0), fp(0), fp(1), fp(2, logprobs=[[-0.1, -0.2, -0.3, -0.45]] * 3)])
+    ok = judged_record([fp(0), fp(0), fp(1), fp(2, logprobs=[[-0.1, -0.2, -0.3, -0.45]] * wake.WAKE_PROMPTS)])
     assert [f.verdict for f in ok.fingerprints] == ["reference", "reference", "match", "match"]
     assert wake.compare(ok.fingerprints[0].model_dump(), ok.fingerprints[3].model_dump()).max_abs_dlogprob == (
         abs(-0.45 - -0.4)
     )
-    changed = judged_record([fp(0), fp(0), fp(1), fp(2), fp(3, [[1, 2, 3, 4], [5, 6, 0, 0], [9, 10, 11, 12]])])
+    changed = judged_record([fp(0), fp(0), fp(1), fp(2), fp(3, second_prompt_changed())])
     last = changed.fingerprints[-1]
     assert last.verdict == "changed"
     assert last.message is not None and last.message.startswith("wake integrity: outputs changed after wake 3")
-    assert "1 of 3 prompts differ" in last.message
+    assert "1 of 8 prompts differ" in last.message
+
+
+def test_references_shrunk_below_what_the_check_needs_fail_whatever_the_tokens() -> None:
+    # a record whose references and wake checks both hold 1 prompt would otherwise "match" on almost nothing
+    one = [TOKENS[0]]
+    record = judged_record([fp(0, one, logprobs=LOGPROBS[:1]), fp(0, one, logprobs=LOGPROBS[:1]), fp(1, one)])
+    assert record.fingerprints[-1].verdict == "changed"
+    assert "a fingerprint before the first sleep holds 1 prompts at B=1; the check needs 8" in str(
+        record.fingerprints[-1].message
+    )
+    assert wake.fell_back(record) is not None
 
 
 def test_a_batched_fingerprint_is_judged_against_the_servers_own_aa_envelope() -> None:
@@ -77,7 +93,7 @@ def test_spec_decode_acceptance_that_drops_after_a_wake_invalidates_with_outputs
 
 
 def test_the_points_measured_since_the_last_good_fingerprint_are_the_invalid_ones() -> None:
-    bad = [[0, 0, 0, 0]] * 3
+    bad = [[0, 0, 0, 0]] * wake.WAKE_PROMPTS
     swaps = [swap(0, "p1"), swap(3, "p1"), swap(0, "p2"), swap(3, "p3")]
     record = judged_record([fp(0), fp(0), fp(1), fp(2), fp(3), fp(4, bad)], swaps)
     # wake 3 (p2, visit 0) was the last good one: p2's visits after it and p3's through wake 4 are invalid
@@ -87,7 +103,7 @@ def test_the_points_measured_since_the_last_good_fingerprint_are_the_invalid_one
 
 
 def test_an_edited_fingerprint_or_verdict_no_longer_agrees_with_its_recomputation() -> None:
-    record = judged_record([fp(0), fp(0), fp(1, [[0, 0, 0, 0]] * 3)])
+    record = judged_record([fp(0), fp(0), fp(1, [[0, 0, 0, 0]] * wake.WAKE_PROMPTS)])
     assert wake.verdict_mismatches(record) == []
     # the failing fingerprint's tokens edited to match: its recorded "changed" is no longer what they give
     edited = record.model_copy(deep=True)
@@ -127,7 +143,7 @@ def test_the_summary_names_the_method_and_why() -> None:
     records = [("base", 1, ServerRecord(name="base", sleep_mode=good)), ("cand", 1, ServerRecord(name="cand"))]
     [entry] = wake.integrity(records, plan)
     assert (entry.method, entry.wakes_checked, entry.wakes_matched, entry.max_abs_dlogprob) == ("interleaved", 1, 1, 0)
-    failed = judged_record([fp(0), fp(0), fp(1), fp(2, [[0, 0, 0, 0]] * 3)], [swap(0), swap(3)])
+    failed = judged_record([fp(0), fp(0), fp(1), fp(2, [[0, 0, 0, 0]] * wake.WAKE_PROMPTS)], [swap(0), swap(3)])
     failed.fallback_points = ["p"]
     records[0] = ("base", 1, ServerRecord(name="base", sleep_mode=failed))
     [entry] = wake.integrity(records, plan)
@@ -140,13 +156,13 @@ def test_the_summary_names_the_method_and_why() -> None:
 
 def test_a_fingerprint_with_fewer_logprob_rows_than_prompts_is_compared_not_crashed_on() -> None:
     short = fp(1, logprobs=LOGPROBS[:1])
-    assert wake.compare(fp(0).model_dump(), short.model_dump()).identical == 3
+    assert wake.compare(fp(0).model_dump(), short.model_dump()).identical == wake.WAKE_PROMPTS
 
 
 def test_a_fallback_is_known_from_the_recorded_reason_or_from_the_fingerprints_alone() -> None:
     matched = judged_record([fp(0), fp(0), fp(1), fp(2)])
     assert wake.fell_back(matched) is None
-    changed = judged_record([fp(0), fp(0), fp(1), fp(2, [[1, 2, 3, 4], [5, 6, 0, 0], [9, 10, 11, 12]])])
+    changed = judged_record([fp(0), fp(0), fp(1), fp(2, second_prompt_changed())])
     # the verdict is recomputed, so a record whose stored verdicts were edited to "match" still falls back
     edited = changed.model_copy(
         update={
@@ -172,8 +188,8 @@ def full(wake_no: int, tokens: list[list[int]] = FULL, batch: int = 1) -> Finger
 
 
 def test_a_wake_check_of_the_first_prompts_is_judged_against_the_references_same_prompts() -> None:
-    n = wake.required_prompts(1, 32)
-    assert n == wake.WAKE_PROMPTS == 8 and wake.required_prompts(64, 32) == 32 and wake.required_prompts(16, 32) == 16
+    n = wake.required_prompts(1)
+    assert n == wake.WAKE_PROMPTS == 8 and wake.required_prompts(32) == 32 and wake.required_prompts(16) == 16
     changed = [list(t) for t in FULL[:n]]
     changed[5] = [5, 6, 0, 0]
     record = judged_record([full(0), full(0), full(1, FULL[:n]), full(2, changed)])
