@@ -115,9 +115,28 @@ def setup_lines(ctx: ReportContext) -> list[str]:
     return lines + _method_lines(ctx)
 
 
+METHOD_FORMAT = 8  # the first report format that names the method of a sequential pair too
+
+
+def _sequential_lines(ctx: ReportContext) -> list[str]:
+    """A benched pair the plan does not interleave: each server measured in a block of its own."""
+    plan = ctx.plan
+    if plan is None or ctx.report_format < METHOD_FORMAT:
+        return []
+    interleaved = {*plan.interleaved_pairs, *((w.candidate, w.baseline) for w in ctx.summary.bench.wake_integrity)}
+    benched = dict.fromkeys((c.candidate, c.baseline) for c in ctx.summary.bench.comparisons)
+    return [
+        f"- Method, {md_text(c)} vs {md_text(b)}: **sequential**: each server measured in a block of its own, "
+        "the plan's default (`interleave: false`; docs/interleave.md says why interleaving is not the default)."
+        for c, b in benched
+        if (c, b) not in interleaved
+    ]
+
+
 def _method_lines(ctx: ReportContext) -> list[str]:
-    """An interleaved pair's method as its wake checks decided it (byog.analysis.wake.integrity)."""
-    lines = []
+    """Each benched pair's method: sequential, or interleaved as its wake checks decided it
+    (byog.analysis.wake.integrity)."""
+    lines = _sequential_lines(ctx)
     for w in ctx.summary.bench.wake_integrity:
         launch = f" (launch {w.launch})" if w.launch > 1 else ""
         dlogprob = "" if w.max_abs_dlogprob is None else f", max |Δlogprob| {w.max_abs_dlogprob:.2g} at B=1"

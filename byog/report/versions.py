@@ -49,6 +49,10 @@ def _render_v6(run_dir: RunDir, summary: Summary) -> str:
     return render_report(run_dir, summary, report_format=6)
 
 
+def _render_v7(run_dir: RunDir, summary: Summary) -> str:
+    return render_report(run_dir, summary, report_format=7)
+
+
 RENDERERS: dict[int, Renderer] = {
     1: legacy_v1.render_report,  # the renderer before versions (commit 85b2f8f), with today's escaping
     2: _render_v2,  # matrices with one column group per pair, left-aligned
@@ -59,6 +63,8 @@ RENDERERS: dict[int, Renderer] = {
     5: _render_v5,
     # report.md as format 7 writes it, marker aside; its attestations ignore the first screen's warnings
     6: _render_v6,
+    # no wake-check column in the time-to-verdict table; a method line for interleaved pairs only
+    7: _render_v7,
     REPORT_VERSION: render_report,
 }
 

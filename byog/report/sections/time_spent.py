@@ -13,8 +13,10 @@ from byog.report.context import ReportContext
 from byog.report.format import fixed, table
 from byog.schemas.summary import TimeSpent
 
+CHECKING_FORMAT = 8  # the first report format with a column for the wake checks (earlier ones counted them idle)
 
-def _cells(spent: TimeSpent) -> list[str]:
+
+def _cells(spent: TimeSpent, checking: bool) -> list[str]:
     share = "—" if spent.measuring_share is None else f"{fixed(100 * spent.measuring_share, 1)}%"
     return [
         fixed(spent.wall_s, 0),
@@ -22,7 +24,7 @@ def _cells(spent: TimeSpent) -> list[str]:
         fixed(spent.measuring_s, 0),
         fixed(spent.evaluating_s, 0),
         fixed(spent.swapping_s, 1),
-        fixed(spent.checking_s, 1),
+        *([fixed(spent.checking_s, 1)] if checking else []),
         fixed(spent.idle_s, 0),
         share,
     ]
@@ -39,20 +41,21 @@ def section(ctx: ReportContext) -> list[str]:
     if phases is not None:
         lines += [f"Where the time went (phases.json): {shares_line(phases)}.", ""]
     if spent is not None:
+        checking = ctx.report_format >= CHECKING_FORMAT
         lines += [
             "Seconds of wall time, from each server's recorded start-ups and activity spans; evaluating holds the "
-            "evals and numerics passes; checking the wake-integrity fingerprints of an interleaved pair; idle is the "
-            "rest (prompt building, snapshots, stops, a sleeping partner).",
+            "evals and numerics passes; "
+            + ("checking the wake-integrity fingerprints of an interleaved pair; " if checking else "")
+            + "idle is the rest (prompt building, snapshots, stops, a sleeping partner).",
             "",
         ]
-        rows = [["run", *_cells(spent.run)]]
+        rows = [["run", *_cells(spent.run, checking)]]
         rows += [
-            [md_text(s.server) + (f" (launch {s.launch})" if s.launch > 1 else ""), *_cells(s)] for s in spent.servers
+            [md_text(s.server) + (f" (launch {s.launch})" if s.launch > 1 else ""), *_cells(s, checking)]
+            for s in spent.servers
         ]
-        lines += table(
-            ["Who", "Wall s", "Starting", "Measuring", "Evaluating", "Swapping", "Checking", "Idle", "Measuring share"],
-            rows,
-        )
+        header = ["Who", "Wall s", "Starting", "Measuring", "Evaluating", "Swapping", "Checking", "Idle"]
+        lines += table([*(h for h in header if checking or h != "Checking"), "Measuring share"], rows)
     if effects:
         lines += [
             "Wake-up check (interleaved pairs): decode tok/s of the waves right after a wake-up over the waves that "

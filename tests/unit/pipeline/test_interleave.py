@@ -252,6 +252,8 @@ def test_the_report_section_shows_the_time_spent() -> None:
     ttv = TimeToVerdict(run=TimeSpent(**spent, measuring_share=0.3), servers=[ServerTime(server="stock", **spent)])
 
     class Ctx:
+        report_format = 8
+
         class summary:
             time_to_verdict = ttv
             phases = None
@@ -267,6 +269,10 @@ def test_the_report_section_shows_the_time_spent() -> None:
     assert (
         "| run | 100 | 60 | 30 | 0 | 1.5 | 2.0 | 6 | 30.0% |" in lines
         or "| run | 100 | 60 | 30 | 0 | 1.5 | 2.0 | 7 | 30.0% |" in lines
+    )
+    Ctx.report_format = 7  # a bundle of format 7 re-renders as it was written: the checks were idle then
+    assert "| Who | Wall s | Starting | Measuring | Evaluating | Swapping | Idle | Measuring share |" in (
+        time_spent.section(Ctx())  # type: ignore[arg-type]
     )
 
 

@@ -55,9 +55,10 @@ def test_synthetic_acceptance_dummy_weights_and_no_eval_are_each_a_warning(spec_
     run_dir, summary = spec_run
     screen = _first_screen(render_gfm(render_report(run_dir, summary)))
     items = re.findall(r"<li>(.*?)</li>", screen, flags=re.S)
-    setup, warnings = items[0], items[1:4]
+    setup, method, warnings = items[0], items[1], items[2:5]
     assert setup.startswith("<strong>candidate vs baseline</strong>: synthetic CPU, 2 cores, no GPU; ⚠ dummy weights")
     assert "candidate vLLM synthetic, commit not recorded" in setup and "baseline declared stock" in setup
+    assert method.startswith("Method, candidate vs baseline: <strong>sequential</strong>: each server measured in")
     assert warnings[0].startswith(
         "⚠ Synthetic acceptance: candidate forces its drafts' acceptance at acceptance length 6"
     )

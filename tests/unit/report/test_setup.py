@@ -34,8 +34,11 @@ def test_the_report_names_the_method_and_a_wake_that_changed_outputs(tmp_path: P
     assert "(2 of 3 wake checks matched, max |Δlogprob| 0 at B=1; figures: summary.json" in report
     assert f"- ⚠ {why}: candidate vs baseline's waves since the last good fingerprint are invalid" in report
     assert "are valid" not in report
+    assert "**sequential**" not in report  # the interleaved pair's method only
     summary.bench.wake_integrity = []
-    assert "Method," not in render_report(rd, summary)
+    sequential = "- Method, candidate vs baseline: **sequential**: each server measured in a block of its own"
+    assert sequential in render_report(rd, summary)
+    assert "Method," not in render_report(rd, summary, report_format=7)  # format 7 named interleaved pairs only
 
 
 def test_the_method_line_gives_each_sides_wake_effect_and_a_flagged_one_is_a_warning(tmp_path: Path) -> None:
