@@ -1,12 +1,14 @@
 """Re-print an interleaved run beside the same plan run sequentially, from their raw records.
 
-    python benchmarks/interleave_table.py [ROOT]   # ROOT holds interleaved/ and sequential/ run directories
+    python benchmarks/interleave_table.py [ROOT]   # ROOT holds run directories of one plan's pair
                                                    # (default: benchmarks/results/interleave-smollm2)
 
-Per run: the swaps each server recorded (server.json ``sleep_mode``), the ABBA order of every batch
-point as its rows hold it (``interleave_seq``, ``interleave_side``), the decode tok/s ratio and its
-95 % CI (derived again from the rows by ``byog.analysis.summary``, with the block bootstrap where
-the rows are interleaved), the wake-up check, and the time to verdict.
+Every run directory under ROOT, in name order (interleaved/ and sequential/; or study-abba/,
+study-baab/, study-seq1/). Per run: the swaps each server recorded (server.json ``sleep_mode``), the
+ABBA order of every batch point as its rows hold it (``interleave_seq``, ``interleave_side``), each
+measured wave's decode tok/s and their spread, the decode tok/s ratio and its 95 % CI (derived again
+from the rows by ``byog.analysis.summary``, with the block bootstrap where the rows are interleaved),
+the wake-up check, and the time to verdict.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from byog.analysis.bench_summary import decode_rate, wave_units
+from byog.analysis.request_columns import read_request_columns
 from byog.analysis.summary import derive_summary
+from byog.analysis.validity import load_point_record
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.schemas.bench import read_request_rows
@@ -60,12 +65,26 @@ def _abba(rd: RunDir, servers: list[str], point_ids: list[str]) -> None:
             print(f"  {point_id}: " + " ".join(visits[s] for s in sorted(visits)))
 
 
+def _waves(rd: RunDir, servers: list[str], point_ids: list[str]) -> None:
+    for server in servers:
+        for point_id in point_ids:
+            record_path, rows_path = rd.bench_point(server, point_id), rd.bench_rows(server, point_id)
+            if not (record_path.is_file() and rows_path.is_file()):
+                continue
+            units = wave_units(load_point_record(record_path).point, read_request_columns(rows_path))
+            rates = [r for r in (decode_rate([u]) for u in units) if r is not None]
+            spread = statistics.stdev(rates) / statistics.mean(rates) if len(rates) > 1 else float("nan")
+            print(f"  waves {server} {point_id}: decode tok/s {' '.join(f'{r:.0f}' for r in rates)} (CV {spread:.1%})")
+
+
 def show(rd: RunDir, label: str) -> None:
     summary = derive_summary(rd)
     print(f"== {label}: {rd.root}")
     _swaps(rd)
     servers = sorted(p.name for p in (rd.root / "bench").iterdir()) if (rd.root / "bench").is_dir() else []
-    _abba(rd, servers, sorted({p.point_id for p in summary.bench.points}))
+    point_ids = sorted({p.point_id for p in summary.bench.points})
+    _abba(rd, servers, point_ids)
+    _waves(rd, servers, point_ids)
     for c in summary.bench.comparisons:
         if c.metric == "decode_tok_s":
             ci = f"{c.ci_low:.4f}-{c.ci_high:.4f}" if c.ci_low is not None and c.ci_high is not None else "-"
@@ -85,20 +104,19 @@ def show(rd: RunDir, label: str) -> None:
     if t is None:
         print("  time to verdict: no server recorded a start")
         return
-    print("  time to verdict (s):   wall  starting measuring evaluating swapping   idle  measuring share")
+    print("  time to verdict (s):   wall  starting measuring evaluating swapping checking   idle  measuring share")
     for who, spent in [("run", t.run), *((f"{s.server}", s) for s in t.servers)]:
         share = f"{spent.measuring_share:.1%}" if spent.measuring_share is not None else "-"
         print(
             f"    {who:<18} {spent.wall_s:7.1f} {spent.starting_s:8.1f} {spent.measuring_s:9.1f}"
-            f" {spent.evaluating_s:10.1f} {spent.swapping_s:8.1f} {spent.idle_s:6.1f}  {share}"
+            f" {spent.evaluating_s:10.1f} {spent.swapping_s:8.1f} {spent.checking_s:8.1f} {spent.idle_s:6.1f}  {share}"
         )
 
 
 def main() -> None:
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "benchmarks/results/interleave-smollm2"
-    for label in ("interleaved", "sequential"):
-        if (root / label / "plan.yaml").is_file():
-            show(RunDir(root / label), label)
+    for run in sorted(d for d in root.iterdir() if (d / "plan.yaml").is_file()):
+        show(RunDir(run), run.name)
 
 
 if __name__ == "__main__":
