@@ -1,0 +1,67 @@
+"""The committed interleaving study on one H100 re-derives from its raw rows
+(benchmarks/results/gpu-session-h100-2: ABBA, BAAB and sequential arms of one pair, back to back)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from byog.analysis.interleave_records import check_interleaving
+from byog.analysis.summary import plan_of
+from byog.analysis.wake import verdict_mismatches
+from byog.core.io import read_json
+from byog.core.paths import RunDir
+from byog.schemas.server import SleepModeRecord
+
+pytestmark = pytest.mark.gpu_evidence
+
+REPO = Path(__file__).resolve().parents[3]
+ROOT = REPO / "benchmarks" / "results" / "gpu-session-h100-2"
+
+
+@pytest.fixture(scope="module")
+def table() -> str:
+    return subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "interleave_table.py"), str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+
+
+def test_interleaved_and_sequential_disagree_beyond_their_cis_at_b8(table: str) -> None:
+    assert "decode-b8-isl128-osl128: eager 363.7 / stock 3048.3 tok/s = 0.1193, 95% CI 0.1014-0.1341" in table
+    assert "decode-b8-isl128-osl128: stock 2927.3 / eager 363.1 tok/s = 8.0627, 95% CI 7.5604-8.7009" in table
+    assert "decode-b8-isl128-osl128: eager 378.5 / stock 2592.4 tok/s = 0.1460, 95% CI 0.1438-0.1478" in table
+    assert 0.1341 < 0.1438 and 1 / 7.5604 < 0.1438  # both interleaved upper ends below the sequential lower one
+    assert table.count("flagged False") == 8 and "flagged True" not in table  # no first-wave-after-wake effect
+
+
+def test_every_wake_check_matched_and_its_verdicts_recompute() -> None:
+    for arm in ("study-abba", "study-baab"):
+        rd = RunDir(ROOT / arm)
+        assert check_interleaving(rd, plan_of(rd)).problems == []
+        for server in ("stock", "eager"):
+            sleep = SleepModeRecord.model_validate(read_json(rd.server_dir(server) / "server.json")["sleep_mode"])
+            woken = [f for f in sleep.fingerprints if f.wake > 0]
+            assert len(woken) == 18 and all(f.verdict == "match" for f in woken)
+            assert verdict_mismatches(sleep) == []
+            assert {len(f.tokens) for f in woken} == {8}  # the post-wake check: the first 8 prompts
+
+
+def test_the_wake_checks_are_timed_and_the_sequential_arm_has_none(table: str) -> None:
+    rows = [line.split() for line in table.splitlines() if line.startswith("    run ")]
+    walls, checking = [float(r[1]) for r in rows], [float(r[6]) for r in rows]
+    assert walls == [468.6, 386.6, 231.3] and checking == [151.1, 137.8, 0.0]
+
+
+def test_a_level2_sleep_woken_with_reload_weights_serves_the_same_outputs() -> None:
+    probe = read_json(ROOT / "wake-l2-fresh.json")
+    assert probe["level"] == 2 and not probe["bare_level2_wake"]
+    [server] = probe["servers"]
+    assert server["reference_before_first_sleep"] and len(server["wakes"]) == 2
+    assert all(w["tokens_identical"] == w["prompts"] == 32 and w["max_abs_dlogprob"] == 0 for w in server["wakes"])
