@@ -85,7 +85,8 @@ class ServerEstimate(TypedDict):
     server: str
     runtime: str
     command: str
-    startup_s: float
+    startup_s: float  # the first launch's start-up
+    restart_s: float  # each later launch's (``startup_estimate.restart``)
     startup_parts: StartupParts
     points: int
     launches: int
@@ -267,17 +268,15 @@ def _server_estimate(
 ) -> ServerEstimate:
     config = plan.servers[server]
     parts = startup_parts(plan, config, server, starts)
-    startup = parts["total_s"]
-    seconds = startup
-    for row in rows:
-        seconds += row["estimate_s"]
     launches = plan.launches_of(server)
-    seconds *= launches  # every launch starts the server and runs every point again
+    # every launch starts the server and runs every point again; a relaunch starts at its own figure
+    seconds = parts["total_s"] + (launches - 1) * parts["restart_s"] + launches * sum(r["estimate_s"] for r in rows)
     return {
         "server": server,
         "runtime": config.runtime,
         "command": launch_command(plan, server),
-        "startup_s": startup,
+        "startup_s": parts["total_s"],
+        "restart_s": parts["restart_s"],
         "startup_parts": parts,
         "points": len(mine),
         "launches": launches,
@@ -461,11 +460,14 @@ SHARES = (0.1, 0.5, 0.9)  # between-launch shares at which `byog plan` shows a C
 
 
 def perf_ci_rows(plan: Plan) -> list[dict[str, Any]]:
-    """Per pair: its launches, which 95% CI that gives and the coverage it buys in the simulation of
-    ``byog.analysis.launch_coverage`` (the plan's waves per point; fixed seeds)."""
+    """Per pair with bench points on both sides: its launches, which 95% CI that gives and the coverage it
+    buys in the simulation of ``byog.analysis.launch_coverage`` (the plan's waves per point; fixed seeds).
+    A pair that only runs evals has no perf CI."""
     waves = next((w.waves for w in plan.workloads if isinstance(w, BatchWorkload)), 3)
     rows = []
     for candidate, baseline in plan.comparisons:
+        if not any({candidate, baseline} <= set(plan.servers_for(w)) for w in plan.workloads):
+            continue
         r_c, r_b = plan.launches_of(candidate), plan.launches_of(baseline)
         one = r_c == 1 and r_b == 1
         method: launch_coverage.Method = "bootstrap" if one else "t"
@@ -562,11 +564,12 @@ def largest_items(estimate: Estimate) -> list[Item]:
     """The wall time in blocks a plan can change, largest first: the servers' start-ups, each workload's
     points (every server, every launch), each eval task (every server)."""
     launches = {s["server"]: s["launches"] for s in estimate["servers"]}
-    starts = sum(s["startup_s"] * s["launches"] for s in estimate["servers"])
+    starts = sum(s["startup_s"] + (s["launches"] - 1) * s["restart_s"] for s in estimate["servers"])
     count = sum(launches.values())
-    items: list[Item] = [
-        {"what": f"start-ups ({count} over {len(launches)} servers)", "seconds": starts, "expected_seconds": starts}
-    ]
+    what = f"start-ups ({count} over {len(launches)} servers"
+    if count > len(launches):
+        what += f": {len(launches)} first, {count - len(launches)} relaunches"
+    items: list[Item] = [{"what": what + ")", "seconds": starts, "expected_seconds": starts}]
     workloads: dict[str, list[PointEstimate]] = {}
     for p in estimate["points"]:
         workloads.setdefault(p["workload"], []).append(p)
@@ -672,4 +675,10 @@ def assumptions(estimate: Estimate) -> list[str]:
         )
     sources = sorted({s["startup_parts"]["source"] for s in estimate["servers"] if s["startup_parts"]["source"]})
     out += [f"start-up: {source}" for source in sources]
+    relaunched = [s for s in estimate["servers"] if s["launches"] > 1]
+    reasons = sorted({s["startup_parts"]["restart_source"] for s in relaunched})
+    out += [
+        f"relaunch ({sum(s['launches'] - 1 for s in relaunched if s['startup_parts']['restart_source'] == why)}): {why}"
+        for why in reasons
+    ]
     return out

@@ -447,9 +447,9 @@ class Plan(Strict):
     workloads: list[Workload] = Field(default_factory=list)
     evals: list[EvalSpec] = Field(default_factory=list)
     seeds: list[int] = Field(default_factory=lambda: [1234], min_length=1)
-    # R independent launches of every server; each launch's bench points are kept apart and the
-    # perf CIs become the launch t interval over them (byog.analysis.perf_equivalence).
-    # Evals run on the first launch only.
+    # R independent launches of every server with bench points; each launch's bench points are kept
+    # apart and the perf CIs become the launch t interval over them (byog.analysis.perf_equivalence).
+    # Evals run on the first launch only, so a server with evals only is launched once.
     launches: PositiveInt = 1
     # launch the baseline at least twice (an A/A pair): its first two launches calibrate the
     # margin of the per-point perf labels (faster / slower / equivalent / within noise)
@@ -552,7 +552,11 @@ class Plan(Strict):
         return [(p.candidate, p.baseline) for p in self.pairs or [] if p.interleave]
 
     def launches_of(self, server: str) -> int:
-        """How many times ``server`` is launched: R, and at least 2 for the baseline of an A/A pair."""
+        """How many times ``server`` is launched: R, and at least 2 for the baseline of an A/A pair; once for
+        a server no workload measures (outside an interleaved pair): a later launch would run nothing."""
+        interleaved = {s for pair in self.interleaved_pairs for s in pair}
+        if server not in interleaved and not any(server in self.servers_for(w) for w in self.workloads):
+            return 1
         if self.aa_pair and server in {baseline for _, baseline in self.comparisons} | {self.baseline}:
             return max(self.launches, 2)
         return self.launches

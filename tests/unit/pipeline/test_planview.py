@@ -84,6 +84,7 @@ def test_byog_plan_says_r_and_the_coverage_it_buys() -> None:
     assert one["coverage"]["0.5"] < 0.7 and one["coverage"]["0.9"] < 0.4  # what one launch per side buys
     flagship = perf_ci_rows(load_plan("kimi-k3-gb300")[0])
     assert flagship and all(r["launches"] == [2, 2] and r["df"] == 2 for r in flagship)
+    assert ["candidate-tp16-spec", "baseline-tp16-spec"] not in [r["pair"] for r in flagship]  # evals only: no perf CI
     assert all(0.93 <= c <= 0.97 for r in flagship for c in r["coverage"].values())
     result = CliRunner().invoke(app, ["plan", "smoke", "--details"], env={"COLUMNS": "400"})
     assert result.exit_code == 0, result.output

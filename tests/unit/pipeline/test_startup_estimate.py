@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 
 from byog.pipeline.startup_estimate import (
+    _COMPILE,
     COMPILE_GUESS_S,
     GIB,
     GRAPH_CAPTURE_GUESS_S,
     OTHER_GUESS_S,
     STORAGE_RATE_GB_S,
+    WARM_COMPILE_SHARE,
     measured_starts,
     startup_parts,
 )
@@ -55,3 +57,46 @@ def test_a_run_on_the_h200_gives_its_measured_rate_and_parts(tmp_path: Path) -> 
     parts = startup_parts(plan, plan.servers["stock"], "stock.control", measured)  # type: ignore[attr-defined]
     assert parts["source"].startswith("--from-run (this server)")
     assert parts["compile_s"] == 19.99 and parts["other_s"] > 0
+
+
+RELAUNCH_LOG = Path(__file__).parents[3] / "benchmarks/results/numerics/h200-numerics-moe/servers/graphs/server.log"
+
+
+def test_a_relaunch_with_the_compile_cache_kept_is_charged_the_measured_warm_compile(tmp_path: Path) -> None:
+    """A local server's relaunch finds vLLM's compile cache: the compile costs the share that the committed
+    log of one server started twice measured (cold, then from the cache); the rest is the first start's."""
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 2_000_000)
+    plan = _plan(tmp_path)
+    parts = startup_parts(plan, plan.servers["cand"], "cand", {})  # type: ignore[attr-defined]
+    assert parts["restart_s"] == pytest.approx(parts["total_s"] - COMPILE_GUESS_S * (1 - WARM_COMPILE_SHARE))
+    assert parts["restart_s"] < parts["total_s"]
+    cold, warm = (float(x) for x in _COMPILE.findall(RELAUNCH_LOG.read_text(encoding="utf-8")))
+    assert warm / cold == pytest.approx(WARM_COMPILE_SHARE)  # the constant is that log's, as its source says
+    assert "from the cache" in RELAUNCH_LOG.read_text(encoding="utf-8")
+    said = parts["restart_source"]
+    assert str(RELAUNCH_LOG.relative_to(RELAUNCH_LOG.parents[4])) in said and "0.24 of the cold compile" in said
+    assert "page cache across launches: unknown" in said  # what byog cannot know is said, and charged cold
+
+
+def test_a_relaunch_in_a_fresh_container_or_without_a_cache_is_a_first_start(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 2_000_000)
+    plan = parse_plan(
+        f"""
+name: t
+model: {{path: "{tmp_path}"}}
+servers:
+  stock: {{runtime: docker, image: "byog-eval@sha256:{"0" * 64}"}}
+  cand: {{env: {{VLLM_DISABLE_COMPILE_CACHE: "1"}}}}
+  eager: {{args: [--enforce-eager]}}
+baseline: stock
+""",
+        "t.yaml",
+    )
+    for name, why in (
+        ("stock", "fresh container"),
+        ("cand", "VLLM_DISABLE_COMPILE_CACHE"),
+        ("eager", "nothing compiled"),
+    ):
+        parts = startup_parts(plan, plan.servers[name], name, {})
+        assert parts["restart_s"] == parts["total_s"] > 0
+        assert why in parts["restart_source"] and "page cache across launches: unknown" in parts["restart_source"]
