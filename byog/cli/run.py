@@ -481,7 +481,8 @@ def _render_perf_ci(rows: list[dict[str, Any]]) -> None:
             f"R = {r_c} candidate / {r_b} baseline launches; {how}; simulated coverage {covered} at between-launch "
             f"share {'/'.join(coverage)} ({r['waves']} waves per launch); {tail}"
         )
-        groups.setdefault(said, []).append(" vs ".join(r["pair"]))
+        only = f" ({', '.join(r['workloads'])})" if r.get("workloads") else ""
+        groups.setdefault(said, []).append(" vs ".join(r["pair"]) + only)
     for said, pairs in groups.items():
         console.print(f"perf CI, {', '.join(pairs)}: {said}", highlight=False, soft_wrap=True)
 

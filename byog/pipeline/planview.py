@@ -79,6 +79,7 @@ class PointEstimate(TypedDict):
     estimate_s: float
     source: str  # where tpot_s came from: measured, server median, seeds' figure or guess
     why: str  # which figure, in words
+    launches: int  # on how many of the server's launches the point runs
 
 
 class ServerEstimate(TypedDict):
@@ -238,7 +239,9 @@ def _points_with_probes(plan: Plan) -> list[BenchPoint]:
     return points
 
 
-def _point_rows(server: str, mine: list[BenchPoint], measured: Measured, rates: RateLookup) -> list[PointEstimate]:
+def _point_rows(
+    plan: Plan, server: str, mine: list[BenchPoint], measured: Measured, rates: RateLookup
+) -> list[PointEstimate]:
     """Each point's estimate: its measured TPOT/TTFT, else the server's median, the seeds' figure or a guess."""
     rows: list[PointEstimate] = []
     for p in mine:
@@ -258,6 +261,7 @@ def _point_rows(server: str, mine: list[BenchPoint], measured: Measured, rates: 
                 "estimate_s": point_seconds(p, rate.tpot_s, ttft),
                 "source": rate.source,
                 "why": rate.why,
+                "launches": plan.point_launches(p.workload, server),
             }
         )
     return rows
@@ -269,8 +273,10 @@ def _server_estimate(
     config = plan.servers[server]
     parts = startup_parts(plan, config, server, starts)
     launches = plan.launches_of(server)
-    # every launch starts the server and runs every point again; a relaunch starts at its own figure
-    seconds = parts["total_s"] + (launches - 1) * parts["restart_s"] + launches * sum(r["estimate_s"] for r in rows)
+    # every launch starts the server and runs the points it measures again; a relaunch starts at its own figure
+    seconds = (
+        parts["total_s"] + (launches - 1) * parts["restart_s"] + sum(r["estimate_s"] * r["launches"] for r in rows)
+    )
     return {
         "server": server,
         "runtime": config.runtime,
@@ -295,7 +301,7 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     rows: list[PointEstimate] = []
     for server in plan.servers:
         mine = [p for p in points if server in p.servers]
-        server_rows = _point_rows(server, mine, measured, rates)
+        server_rows = _point_rows(plan, server, mine, measured, rates)
         rows += server_rows
         servers.append(_server_estimate(plan, server, mine, server_rows, starts))
     total_s = 0.0
@@ -462,30 +468,39 @@ SHARES = (0.1, 0.5, 0.9)  # between-launch shares at which `byog plan` shows a C
 def perf_ci_rows(plan: Plan) -> list[dict[str, Any]]:
     """Per pair with bench points on both sides: its launches, which 95% CI that gives and the coverage it
     buys in the simulation of ``byog.analysis.launch_coverage`` (the plan's waves per point; fixed seeds).
-    A pair that only runs evals has no perf CI."""
+    One row per launch count the pair's workloads run at (``workloads``: theirs, where they differ; None:
+    every workload of the pair). A pair that only runs evals has no perf CI."""
     waves = next((w.waves for w in plan.workloads if isinstance(w, BatchWorkload)), 3)
     rows = []
     for candidate, baseline in plan.comparisons:
-        if not any({candidate, baseline} <= set(plan.servers_for(w)) for w in plan.workloads):
-            continue
-        r_c, r_b = plan.launches_of(candidate), plan.launches_of(baseline)
-        one = r_c == 1 and r_b == 1
-        method: launch_coverage.Method = "bootstrap" if one else "t"
-        trials = 400 if one else 2000
-        rows.append(
-            {
-                "pair": [candidate, baseline],
-                "launches": [r_c, r_b],
-                "waves": waves,
-                "ci": perf_equivalence.ONE_LAUNCH_NOTE if one else "launch t interval",
-                "df": None if one else r_c + r_b - 2,
-                "coverage": {
-                    str(share): launch_coverage.coverage((r_c, r_b), waves, share, method, trials=trials, resamples=200)
-                    for share in SHARES
-                },
-            }
-        )
+        counts: dict[tuple[int, int], list[str]] = {}
+        for w in plan.workloads:
+            if {candidate, baseline} <= set(plan.servers_for(w)):
+                key = (plan.workload_launches(w, candidate), plan.workload_launches(w, baseline))
+                counts.setdefault(key, []).append(w.name or w.kind)
+        for (r_c, r_b), names in counts.items():
+            rows.append(_perf_ci_row(candidate, baseline, r_c, r_b, waves, names if len(counts) > 1 else None))
     return rows
+
+
+def _perf_ci_row(
+    candidate: str, baseline: str, r_c: int, r_b: int, waves: int, workloads: list[str] | None
+) -> dict[str, Any]:
+    one = r_c == 1 and r_b == 1
+    method: launch_coverage.Method = "bootstrap" if one else "t"
+    trials = 400 if one else 2000
+    return {
+        "pair": [candidate, baseline],
+        "workloads": workloads,
+        "launches": [r_c, r_b],
+        "waves": waves,
+        "ci": perf_equivalence.ONE_LAUNCH_NOTE if one else "launch t interval",
+        "df": None if one else r_c + r_b - 2,
+        "coverage": {
+            str(share): launch_coverage.coverage((r_c, r_b), waves, share, method, trials=trials, resamples=200)
+            for share in SHARES
+        },
+    }
 
 
 def plan_overview(ref: str | None, tier: str, from_run: Path | None = None) -> PlanOverview:
@@ -574,8 +589,8 @@ def largest_items(estimate: Estimate) -> list[Item]:
     for p in estimate["points"]:
         workloads.setdefault(p["workload"], []).append(p)
     for name, rows in workloads.items():
-        runs = sum(launches[p["server"]] for p in rows)
-        seconds = sum(p["estimate_s"] * launches[p["server"]] for p in rows)
+        runs = sum(p["launches"] for p in rows)
+        seconds = sum(p["estimate_s"] * p["launches"] for p in rows)
         items.append(
             {
                 "what": f"workload '{name}' ({runs} point runs: {len(rows)} points x launches)",
@@ -625,6 +640,28 @@ def early_stop_assumption(evals: list[EvalEstimate]) -> str | None:
     )
 
 
+def launches_line(estimate: Estimate) -> str | None:
+    """Which points run on how many launches (by workload), and which servers start once for evals only;
+    None where every point and server has the same count."""
+    by_count: dict[int, dict[str, int]] = {}
+    for p in estimate["points"]:
+        counts = by_count.setdefault(p["launches"], {})
+        counts[p["workload"]] = counts.get(p["workload"], 0) + 1
+    measured = {p["server"] for p in estimate["points"]}
+    eval_only = [s["server"] for s in estimate["servers"] if s["server"] not in measured]
+    relaunched = any(count > 1 for count in by_count)
+    if len(by_count) < 2 and not (eval_only and relaunched):
+        return None
+    parts = [
+        f"{count} for {sum(workloads.values())} points ({', '.join(workloads)})"
+        + ("; perf labels screening (no launch-to-launch variance)" if count == 1 else "")
+        for count, workloads in sorted(by_count.items(), reverse=True)
+    ]
+    if eval_only and relaunched:
+        parts.append(f"{', '.join(eval_only)}: evals only, started once (evals run on the first launch)")
+    return "launches: " + "; ".join(parts)
+
+
 def _count_sources(rows: list[tuple[str, str]]) -> str:
     """'seeds' figure for 110 (candidate-tp8 B=1: 193.3 tok/s, ...), guess for 7' from (source, why) rows."""
     by_source: dict[str, list[str]] = {}
@@ -665,6 +702,9 @@ def assumptions(estimate: Estimate) -> list[str]:
         stopping = early_stop_assumption(evals)
         if stopping:
             out.append(stopping)
+    launch_line = launches_line(estimate)
+    if launch_line:
+        out.append(launch_line)
     if not estimate["from_run"]:
         out.append("nothing measured: `byog plan --from-run RUN_DIR` takes TPOT, TTFT and start-ups from a run")
     long_isl = [p for p in points if p["isl"] > 1024 and p["source"] != "measured"]

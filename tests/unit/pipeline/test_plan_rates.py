@@ -111,8 +111,14 @@ def test_the_flagship_first_screen_names_wall_tiers_largest_items_and_assumption
     said = result.output[result.output.index("assumptions:") :]
     assert "seeds' figure for 124" in said and "claims/kimi-k3-gb300.claims.yaml" in said
     assert "aime25 63" in said and "KV tokens assumed" in said
-    relaunch = next(x for x in lines if x.startswith("  - relaunch (9): "))  # 9 servers start twice
+    relaunch = next(x for x in lines if x.startswith("  - relaunch (7): "))  # 7 servers start twice
     assert "fresh container" in relaunch and "page cache across launches: unknown" in relaunch
+    launches = next(x for x in lines if x.startswith("  - launches: "))
+    assert launches.startswith(
+        "  - launches: 2 for 40 points (decode, interactivity, spec-decode); "
+        "1 for 84 points (longctx-tp8, longctx-tp16, longctx-dcp8); perf labels screening"
+    )
+    assert "candidate-tp16-spec, baseline-tp16-spec: evals only, started once" in launches
     details = CliRunner().invoke(app, ["plan", "kimi-k3-gb300", "--details"], env={"COLUMNS": "200"})
     assert details.exit_code == 0 and "srun (node 0)" in details.output and "assumptions:" in details.output
 
@@ -169,26 +175,33 @@ def test_the_largest_items_add_up_to_the_wall_and_name_what_a_plan_can_change() 
     assert expected == sorted(expected, reverse=True)  # by the expected wall (looks may stop an eval)
     assert sum(expected) == pytest.approx(estimate["total_estimate_s"] + estimate["evals_expected_s"])
     assert items[0]["what"].startswith("eval aime25 (4 servers x 480 requests at concurrency 63)")
-    assert any(i["what"] == "start-ups (20 over 11 servers: 11 first, 9 relaunches)" for i in items)
+    assert any(i["what"] == "start-ups (18 over 11 servers: 11 first, 7 relaunches)" for i in items)
 
 
-def test_the_flagship_starts_its_eval_only_servers_once_and_every_relaunch_cold() -> None:
-    """Its servers run in containers (Pyxis): a relaunch keeps no compile cache, and the weights are read
-    again (the page cache is unknown), so a relaunch costs a first start; the two servers that only run
-    evals (on the first launch) start once, and every other server twice, each point measured twice."""
+def test_the_flagship_relaunches_only_what_its_published_figures_rest_on() -> None:
+    """Two launches for every point of a workload with a published figure; one for the long-context matrix
+    (none published): the servers that run nothing else (the DCP8 pair) and the two that only run evals
+    (on the first launch) start once. Its servers run in containers (Pyxis): a relaunch keeps no compile
+    cache and reads the weights again (the page cache is unknown), so it costs a first start."""
     from byog.pipeline.planview import estimate_plan
 
     estimate = estimate_plan(apply_tier(load_plan("kimi-k3-gb300")[0], "standard"))
     launches = {s["server"]: s["launches"] for s in estimate["servers"]}
-    assert {name for name, r in launches.items() if r == 1} == {"candidate-tp16-spec", "baseline-tp16-spec"}
-    assert set(launches.values()) == {1, 2}
-    measured = {p["server"] for p in estimate["points"]}
-    assert all(launches[name] == 2 for name in measured)  # every bench point: two launches, the launch t interval
+    once = {"candidate-tp16-spec", "baseline-tp16-spec", "candidate-tp8-dcp8", "baseline-tp8-dcp8"}
+    assert {name for name, r in launches.items() if r == 1} == once
+    assert all(r == 2 for name, r in launches.items() if name not in once)
+    twice = {p["workload"] for p in estimate["points"] if p["launches"] == 2}
+    assert twice == {"decode", "spec-decode", "interactivity"}  # every workload a claim selects
+    assert {p["workload"] for p in estimate["points"] if p["launches"] == 1} == {
+        "longctx-tp8",
+        "longctx-tp16",
+        "longctx-dcp8",
+    }
     for s in estimate["servers"]:
         assert s["restart_s"] == s["startup_s"] > 0
         assert "fresh container" in s["startup_parts"]["restart_source"]
-        points = sum(p["estimate_s"] for p in estimate["points"] if p["server"] == s["server"])
-        assert s["estimate_s"] == pytest.approx(s["launches"] * (s["startup_s"] + points))
+        points = sum(p["estimate_s"] * p["launches"] for p in estimate["points"] if p["server"] == s["server"])
+        assert s["estimate_s"] == pytest.approx(s["launches"] * s["startup_s"] + points)
 
 
 def _without_looks(tmp_path: Path) -> Path:
