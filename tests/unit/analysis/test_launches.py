@@ -88,6 +88,8 @@ def test_a_workload_on_one_launch_is_screening_beside_one_on_every_launch(tmp_pa
         c.launches is None and c.ci_note == ONE_LAUNCH_NOTE and c.label == "screening" for c in longctx
     )
     assert derive_summary(run_dir).to_json() == summary.to_json()
+    report = render_report(run_dir, summary)  # the pair's CI note counts the points it is about
+    assert f"- 95% CI, candidate vs baseline, 1 of 4 points: {ONE_LAUNCH_NOTE}; performance labels: screening" in report
 
 
 def test_a_launch_flagged_invalid_flags_the_pooled_point(tmp_path: Path) -> None:
