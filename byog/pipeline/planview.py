@@ -39,7 +39,13 @@ from byog.pipeline.plan_rates import (
 from byog.pipeline.preflight import preflight
 from byog.pipeline.runtimes import runtime_for
 from byog.pipeline.slurm_submit import SubmitOptions, batch_script, default_run_dir
-from byog.pipeline.startup_estimate import MeasuredStart, StartupParts, measured_starts, startup_parts
+from byog.pipeline.startup_estimate import (
+    MeasuredStart,
+    StartupParts,
+    measured_relaunches,
+    measured_starts,
+    startup_parts,
+)
 from byog.plans.expand import expand_plan, probe_point, search_workloads
 from byog.plans.load import load_plan, parse_plan
 from byog.plans.numerics_roles import (
@@ -268,10 +274,15 @@ def _point_rows(
 
 
 def _server_estimate(
-    plan: Plan, server: str, mine: list[BenchPoint], rows: list[PointEstimate], starts: dict[str, MeasuredStart]
+    plan: Plan,
+    server: str,
+    mine: list[BenchPoint],
+    rows: list[PointEstimate],
+    starts: tuple[dict[str, MeasuredStart], dict[str, MeasuredStart]],
 ) -> ServerEstimate:
+    """``starts``: an earlier run's first starts and relaunches (``startup_estimate``), or empty."""
     config = plan.servers[server]
-    parts = startup_parts(plan, config, server, starts)
+    parts = startup_parts(plan, config, server, *starts)
     launches = plan.launches_of(server)
     # every launch starts the server and runs the points it measures again; a relaunch starts at its own figure
     seconds = (
@@ -294,7 +305,7 @@ def _server_estimate(
 def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     """The matrix, the launch commands and the estimated wall time and GPU-hours of the bench part."""
     measured: Measured = _measured(from_run) if from_run else {"startup": {}, "per_point": {}}
-    starts = measured_starts(from_run) if from_run else {}
+    starts = (measured_starts(from_run), measured_relaunches(from_run)) if from_run else ({}, {})
     points = _points_with_probes(plan)
     rates = RateLookup(plan, measured["per_point"])
     servers: list[ServerEstimate] = []

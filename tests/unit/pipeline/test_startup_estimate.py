@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from byog.pipeline.startup_estimate import (
     OTHER_GUESS_S,
     STORAGE_RATE_GB_S,
     WARM_COMPILE_SHARE,
+    measured_relaunches,
     measured_starts,
     startup_parts,
 )
@@ -100,3 +102,27 @@ baseline: stock
         parts = startup_parts(plan, plan.servers[name], name, {})
         assert parts["restart_s"] == parts["total_s"] > 0
         assert why in parts["restart_source"] and "page cache across launches: unknown" in parts["restart_source"]
+
+
+def test_from_run_a_relaunch_is_what_that_runs_relaunch_logged(tmp_path: Path) -> None:
+    """The committed log of one server started twice, filed as a run's launch 1 and launch 2: the relaunch's
+    figure is its own log's (compile from the cache 8.55 s, graphs 18 s), not the rule's."""
+    lines = RELAUNCH_LOG.read_text(encoding="utf-8").splitlines(keepends=True)
+    second = [i for i, line in enumerate(lines) if line.startswith("==== byog: starting")][1]
+    first_dir, again_dir = tmp_path / "servers" / "graphs", tmp_path / "servers" / "graphs" / "launch-2"
+    again_dir.mkdir(parents=True)
+    for folder, text, ready in ((first_dir, lines[:second], 118.0), (again_dir, lines[second:], 82.0)):
+        (folder / "server.log").write_text("".join(text), encoding="utf-8")
+        (folder / "server.json").write_text(json.dumps({"name": "graphs", "starts": [{"ready_after_s": ready}]}))
+    first, relaunched = measured_starts(tmp_path), measured_relaunches(tmp_path)
+    assert (first["graphs"]["compile_s"], first["graphs"]["graph_capture_s"]) == (35.55, 24.0)
+    assert (relaunched["graphs"]["compile_s"], relaunched["graphs"]["graph_capture_s"]) == (8.55, 18.0)
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 2_000_000)
+    plan = _plan(tmp_path)
+    parts = startup_parts(plan, plan.servers["cand"], "graphs", first, relaunched)  # type: ignore[attr-defined]
+    again = relaunched["graphs"]
+    load = parts["weights_gib_per_rank"] / again["rate_gib_s"]
+    assert parts["restart_s"] == pytest.approx(load + 8.55 + 18.0 + again["other_s"])
+    assert parts["restart_source"] == "--from-run (this server's relaunches, as logged)"
+    other = startup_parts(plan, plan.servers["stock"], "stock", first, relaunched)  # type: ignore[attr-defined]
+    assert other["restart_source"] == "--from-run (the median of its servers' relaunches)"
