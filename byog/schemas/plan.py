@@ -576,7 +576,7 @@ class Plan(Strict):
         once for a server no workload measures (outside an interleaved pair): a later launch would run nothing."""
         interleaved = {s for pair in self.interleaved_pairs for s in pair}
         if server in interleaved:
-            return self._server_launches(server)
+            return self.most_launches(server)
         return max(
             (self.workload_launches(w, server) for w in self.workloads if server in self.servers_for(w)), default=1
         )
@@ -584,7 +584,7 @@ class Plan(Strict):
     def workload_launches(self, workload: Workload, server: str) -> int:
         """On how many launches of ``server`` the workload's points run: its own ``launches``, else the server's
         (R, and at least 2 for the baseline of an A/A pair)."""
-        own = self._server_launches(server)
+        own = self.most_launches(server)
         return own if workload.launches is None else min(workload.launches, own)
 
     def point_launches(self, workload_name: str, server: str) -> int:
@@ -592,13 +592,14 @@ class Plan(Strict):
         for w in self.workloads:
             if (w.name or w.kind) == workload_name:
                 return self.workload_launches(w, server)
-        return self._server_launches(server)  # no workload of this name: the server's launches
+        return self.most_launches(server)  # no workload of this name: the server's launches
 
     def measured_on(self, workload_name: str, server: str, launch: int) -> bool:
         """Whether launch ``launch`` of ``server`` runs the points of the workload named ``workload_name``."""
         return launch <= self.point_launches(workload_name, server)
 
-    def _server_launches(self, server: str) -> int:
+    def most_launches(self, server: str) -> int:
+        """The server's launches before its workloads' own counts: R, and at least 2 for an A/A baseline."""
         if self.aa_pair and server in {baseline for _, baseline in self.comparisons} | {self.baseline}:
             return max(self.launches, 2)
         return self.launches
