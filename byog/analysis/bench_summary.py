@@ -702,6 +702,8 @@ def summarize_bench(run_dir: RunDir, plan: Plan, launch_ci: bool = True) -> Benc
         for launch in range(1, plan.launches_of(server) + 1):
             launch_dir = run_dir.for_launch(launch)
             for point in [p for p in points if server in p.servers] + _probe_points(launch_dir, plan, server):
+                if not plan.measured_on(point.workload, server, launch):
+                    continue
                 record, rows = _load_point(launch_dir, server, point.point_id)
                 units = _units(record.point, rows) if record is not None and rows is not None else None
                 if units is not None:
@@ -747,7 +749,7 @@ def launch_units(run_dir: RunDir, plan: Plan) -> tuple[dict[str, BenchPoint], di
     for server in plan.servers:
         for launch in range(1, plan.launches_of(server) + 1):
             for point in points.values():
-                if server not in point.servers:
+                if server not in point.servers or not plan.measured_on(point.workload, server, launch):
                     continue
                 record, rows = _load_point(run_dir.for_launch(launch), server, point.point_id)
                 if record is not None and rows is not None:

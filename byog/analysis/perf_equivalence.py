@@ -70,13 +70,21 @@ BOOTSTRAP_RESAMPLES = 1000
 
 def ci_notes(comparisons: Sequence[PointComparison]) -> list[str]:
     """The words every surface prints beside the perf CIs: per pair, what its 95% CIs leave out
-    (``ONE_LAUNCH_NOTE``, with "labels: screening") or the calibration they cite."""
-    lines: dict[str, None] = {}
+    (``ONE_LAUNCH_NOTE``, with "labels: screening") or the calibration they cite; "N of M points"
+    where only some of the pair's points have that CI (a workload on fewer launches)."""
+    points: dict[tuple[str, str], set[str]] = {}
+    noted: dict[tuple[str, str, str], set[str]] = {}
     for c in comparisons:
+        points.setdefault((c.candidate, c.baseline), set()).add(c.point_id)
         if c.ci_note:
-            tail = "; performance labels: screening" if c.ci_note == ONE_LAUNCH_NOTE else ""
-            lines[f"95% CI, {c.candidate} vs {c.baseline}: {c.ci_note}{tail}"] = None
-    return list(lines)
+            noted.setdefault((c.candidate, c.baseline, c.ci_note), set()).add(c.point_id)
+    lines = []
+    for (candidate, baseline, note), ids in noted.items():
+        tail = "; performance labels: screening" if note == ONE_LAUNCH_NOTE else ""
+        total = len(points[(candidate, baseline)])
+        some = "" if len(ids) == total else f", {len(ids)} of {total} points"
+        lines.append(f"95% CI, {candidate} vs {baseline}{some}: {note}{tail}")
+    return lines
 
 
 # --- the A/A margin and the label -----------------------------------------------------------------

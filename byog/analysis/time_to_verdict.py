@@ -91,12 +91,14 @@ def _spent(intervals: dict[str, list[Interval]], union: bool) -> TimeSpent | Non
 
 
 def server_records(run_dir: RunDir, plan: Plan) -> list[tuple[str, int, ServerRecord]]:
-    """Every server.json of the run, by server name in folder order and launch."""
+    """Every server.json of the run, by server name in folder order and launch: up to the server's plan
+    launches (``Plan.most_launches``), so a relaunch recorded before a server with evals only started
+    once is still read."""
     found = []
     servers = run_dir.root / "servers"
     names = sorted(p.name for p in servers.iterdir() if p.is_dir()) if servers.is_dir() else []
     for name in names:
-        for launch in range(1, max(plan.launches_of(name) if name in plan.servers else 1, 1) + 1):
+        for launch in range(1, max(plan.most_launches(name) if name in plan.servers else 1, 1) + 1):
             path: Path = run_dir.for_launch(launch).server_record(name)
             if path.is_file():
                 found.append((name, launch, ServerRecord.model_validate(read_json(path))))

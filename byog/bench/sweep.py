@@ -530,6 +530,8 @@ class _ServerSweep:
         for workload in search_workloads(self.plan):
             if self.server_name not in self.plan.servers_for(workload):
                 continue
+            if not self.plan.measured_on(workload.name or workload.kind, self.server_name, self.run_dir.launch):
+                continue
             for isl in workload.isl:
                 for osl in workload.osl:
                     self._search_one(workload, isl, osl)
@@ -567,7 +569,7 @@ def run_bench_for_server(
     with requests in flight; the rest is prompt building, /metrics snapshots, file writes and restarts.
     """
 
-    points = points_for_server(plan, server_name)
+    points = points_for_server(plan, server_name, run_dir.launch)
     t0 = time.perf_counter()
     result = _empty_outcome(server_name, len(points))
     with reporter.progress() as progress:

@@ -209,9 +209,10 @@ def _render_numerics_cost(rows: list[dict[str, Any]]) -> None:
 def _render_time_parts(overview: PlanOverview) -> None:
     """Each server's start-up in its parts, the evals' time, and what an interleaved pair costs and saves."""
     table = Table(
-        "start-up estimate per server: weights per rank / load rate + compile + graph capture + rest",
-        ["server", "GiB/rank", "GiB/s", "load s", "compile s", "capture s", "rest s", "total s", "from"],
-        right={"GiB/rank", "GiB/s", "load s", "compile s", "capture s", "rest s", "total s"},
+        "start-up estimate per server: weights per rank / load rate + compile + graph capture + rest; a relaunch "
+        "(launch 2 and up): the assumptions' relaunch line",
+        ["server", "GiB/rank", "GiB/s", "load s", "compile s", "capture s", "rest s", "total s", "relaunch s", "from"],
+        right={"GiB/rank", "GiB/s", "load s", "compile s", "capture s", "rest s", "total s", "relaunch s"},
     )
     for s in overview["servers"]:
         p = s["startup_parts"]
@@ -225,6 +226,7 @@ def _render_time_parts(overview: PlanOverview) -> None:
             f"{p['graph_capture_s']:.0f}",
             f"{p['other_s']:.0f}",
             f"{p['total_s']:.0f}",
+            f"{p['restart_s']:.0f}" if s["launches"] > 1 else "-",
             p["source"],
         )
     print_table(console, table)
@@ -479,7 +481,8 @@ def _render_perf_ci(rows: list[dict[str, Any]]) -> None:
             f"R = {r_c} candidate / {r_b} baseline launches; {how}; simulated coverage {covered} at between-launch "
             f"share {'/'.join(coverage)} ({r['waves']} waves per launch); {tail}"
         )
-        groups.setdefault(said, []).append(" vs ".join(r["pair"]))
+        only = f" ({', '.join(r['workloads'])})" if r.get("workloads") else ""
+        groups.setdefault(said, []).append(" vs ".join(r["pair"]) + only)
     for said, pairs in groups.items():
         console.print(f"perf CI, {', '.join(pairs)}: {said}", highlight=False, soft_wrap=True)
 

@@ -43,6 +43,8 @@ def calibration_plan_yaml(plan_ref: str | None, tier: str, launches: int | None)
     r = max(MIN_LAUNCHES, launches or plan.launches)
     data = plan.model_dump(mode="json", exclude_none=True)
     data.update(name=f"{plan.name}-calibration", launches=r, evals=[], aa_pair=False)
+    for workload in data.get("workloads", []):  # every point on every launch: a spread needs two at least
+        workload.pop("launches", None)
     data.pop("numerics", None)
     return tiered_plan_yaml(Plan.model_validate(data))
 

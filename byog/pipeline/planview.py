@@ -42,7 +42,13 @@ from byog.pipeline.preflight import preflight
 from byog.pipeline.run import launch_rounds
 from byog.pipeline.runtimes import runtime_for
 from byog.pipeline.slurm_submit import SubmitOptions, batch_script, default_run_dir
-from byog.pipeline.startup_estimate import MeasuredStart, StartupParts, measured_starts, startup_parts
+from byog.pipeline.startup_estimate import (
+    MeasuredStart,
+    StartupParts,
+    measured_relaunches,
+    measured_starts,
+    startup_parts,
+)
 from byog.plans.expand import expand_plan, probe_point, search_workloads
 from byog.plans.load import load_plan, parse_plan
 from byog.plans.numerics_roles import (
@@ -82,13 +88,15 @@ class PointEstimate(TypedDict):
     estimate_s: float
     source: str  # where tpot_s came from: measured, server median, seeds' figure or guess
     why: str  # which figure, in words
+    launches: int  # on how many of the server's launches the point runs
 
 
 class ServerEstimate(TypedDict):
     server: str
     runtime: str
     command: str
-    startup_s: float
+    startup_s: float  # the first launch's start-up
+    restart_s: float  # each later launch's (``startup_estimate.restart``)
     startup_parts: StartupParts
     points: int
     launches: int
@@ -241,7 +249,9 @@ def _points_with_probes(plan: Plan) -> list[BenchPoint]:
     return points
 
 
-def _point_rows(server: str, mine: list[BenchPoint], measured: Measured, rates: RateLookup) -> list[PointEstimate]:
+def _point_rows(
+    plan: Plan, server: str, mine: list[BenchPoint], measured: Measured, rates: RateLookup
+) -> list[PointEstimate]:
     """Each point's estimate: its measured TPOT/TTFT, else the server's median, the seeds' figure or a guess."""
     rows: list[PointEstimate] = []
     for p in mine:
@@ -261,27 +271,33 @@ def _point_rows(server: str, mine: list[BenchPoint], measured: Measured, rates: 
                 "estimate_s": point_seconds(p, rate.tpot_s, ttft),
                 "source": rate.source,
                 "why": rate.why,
+                "launches": plan.point_launches(p.workload, server),
             }
         )
     return rows
 
 
 def _server_estimate(
-    plan: Plan, server: str, mine: list[BenchPoint], rows: list[PointEstimate], starts: dict[str, MeasuredStart]
+    plan: Plan,
+    server: str,
+    mine: list[BenchPoint],
+    rows: list[PointEstimate],
+    starts: tuple[dict[str, MeasuredStart], dict[str, MeasuredStart]],
 ) -> ServerEstimate:
+    """``starts``: an earlier run's first starts and relaunches (``startup_estimate``), or empty."""
     config = plan.servers[server]
-    parts = startup_parts(plan, config, server, starts)
-    startup = parts["total_s"]
-    seconds = startup
-    for row in rows:
-        seconds += row["estimate_s"]
+    parts = startup_parts(plan, config, server, *starts)
     launches = plan.launches_of(server)
-    seconds *= launches  # every launch starts the server and runs every point again
+    # every launch starts the server and runs the points it measures again; a relaunch starts at its own figure
+    seconds = (
+        parts["total_s"] + (launches - 1) * parts["restart_s"] + sum(r["estimate_s"] * r["launches"] for r in rows)
+    )
     return {
         "server": server,
         "runtime": config.runtime,
         "command": launch_command(plan, server),
-        "startup_s": startup,
+        "startup_s": parts["total_s"],
+        "restart_s": parts["restart_s"],
         "startup_parts": parts,
         "points": len(mine),
         "launches": launches,
@@ -293,14 +309,14 @@ def _server_estimate(
 def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     """The matrix, the launch commands and the estimated wall time and GPU-hours of the bench part."""
     measured: Measured = _measured(from_run) if from_run else {"startup": {}, "per_point": {}}
-    starts = measured_starts(from_run) if from_run else {}
+    starts = (measured_starts(from_run), measured_relaunches(from_run)) if from_run else ({}, {})
     points = _points_with_probes(plan)
     rates = RateLookup(plan, measured["per_point"])
     servers: list[ServerEstimate] = []
     rows: list[PointEstimate] = []
     for server in plan.servers:
         mine = [p for p in points if server in p.servers]
-        server_rows = _point_rows(server, mine, measured, rates)
+        server_rows = _point_rows(plan, server, mine, measured, rates)
         rows += server_rows
         servers.append(_server_estimate(plan, server, mine, server_rows, starts))
     total_s = 0.0
@@ -479,29 +495,41 @@ SHARES = (0.1, 0.5, 0.9)  # between-launch shares at which `byog plan` shows a C
 
 
 def perf_ci_rows(plan: Plan) -> list[dict[str, Any]]:
-    """Per pair: its launches, which 95% CI that gives and the coverage it buys in the simulation of
-    ``byog.analysis.launch_coverage`` (the plan's waves per point; fixed seeds)."""
+    """Per pair with bench points on both sides: its launches, which 95% CI that gives and the coverage it
+    buys in the simulation of ``byog.analysis.launch_coverage`` (the plan's waves per point; fixed seeds).
+    One row per launch count the pair's workloads run at (``workloads``: theirs, where they differ; None:
+    every workload of the pair). A pair that only runs evals has no perf CI."""
     waves = next((w.waves for w in plan.workloads if isinstance(w, BatchWorkload)), 3)
     rows = []
     for candidate, baseline in plan.comparisons:
-        r_c, r_b = plan.launches_of(candidate), plan.launches_of(baseline)
-        one = r_c == 1 and r_b == 1
-        method: launch_coverage.Method = "bootstrap" if one else "t"
-        trials = 400 if one else 2000
-        rows.append(
-            {
-                "pair": [candidate, baseline],
-                "launches": [r_c, r_b],
-                "waves": waves,
-                "ci": perf_equivalence.ONE_LAUNCH_NOTE if one else "launch t interval",
-                "df": None if one else r_c + r_b - 2,
-                "coverage": {
-                    str(share): launch_coverage.coverage((r_c, r_b), waves, share, method, trials=trials, resamples=200)
-                    for share in SHARES
-                },
-            }
-        )
+        counts: dict[tuple[int, int], list[str]] = {}
+        for w in plan.workloads:
+            if {candidate, baseline} <= set(plan.servers_for(w)):
+                key = (plan.workload_launches(w, candidate), plan.workload_launches(w, baseline))
+                counts.setdefault(key, []).append(w.name or w.kind)
+        for (r_c, r_b), names in counts.items():
+            rows.append(_perf_ci_row(candidate, baseline, r_c, r_b, waves, names if len(counts) > 1 else None))
     return rows
+
+
+def _perf_ci_row(
+    candidate: str, baseline: str, r_c: int, r_b: int, waves: int, workloads: list[str] | None
+) -> dict[str, Any]:
+    one = r_c == 1 and r_b == 1
+    method: launch_coverage.Method = "bootstrap" if one else "t"
+    trials = 400 if one else 2000
+    return {
+        "pair": [candidate, baseline],
+        "workloads": workloads,
+        "launches": [r_c, r_b],
+        "waves": waves,
+        "ci": perf_equivalence.ONE_LAUNCH_NOTE if one else "launch t interval",
+        "df": None if one else r_c + r_b - 2,
+        "coverage": {
+            str(share): launch_coverage.coverage((r_c, r_b), waves, share, method, trials=trials, resamples=200)
+            for share in SHARES
+        },
+    }
 
 
 def plan_overview(ref: str | None, tier: str, from_run: Path | None = None) -> PlanOverview:
@@ -580,17 +608,18 @@ def largest_items(estimate: Estimate) -> list[Item]:
     """The wall time in blocks a plan can change, largest first: the servers' start-ups, each workload's
     points (every server, every launch), each eval task (every server)."""
     launches = {s["server"]: s["launches"] for s in estimate["servers"]}
-    starts = sum(s["startup_s"] * s["launches"] for s in estimate["servers"])
+    starts = sum(s["startup_s"] + (s["launches"] - 1) * s["restart_s"] for s in estimate["servers"])
     count = sum(launches.values())
-    items: list[Item] = [
-        {"what": f"start-ups ({count} over {len(launches)} servers)", "seconds": starts, "expected_seconds": starts}
-    ]
+    what = f"start-ups ({count} over {len(launches)} servers"
+    if count > len(launches):
+        what += f": {len(launches)} first, {count - len(launches)} relaunches"
+    items: list[Item] = [{"what": what + ")", "seconds": starts, "expected_seconds": starts}]
     workloads: dict[str, list[PointEstimate]] = {}
     for p in estimate["points"]:
         workloads.setdefault(p["workload"], []).append(p)
     for name, rows in workloads.items():
-        runs = sum(launches[p["server"]] for p in rows)
-        seconds = sum(p["estimate_s"] * launches[p["server"]] for p in rows)
+        runs = sum(p["launches"] for p in rows)
+        seconds = sum(p["estimate_s"] * p["launches"] for p in rows)
         items.append(
             {
                 "what": f"workload '{name}' ({runs} point runs: {len(rows)} points x launches)",
@@ -647,6 +676,28 @@ def early_stop_assumption(evals: list[EvalEstimate]) -> str | None:
     )
 
 
+def launches_line(estimate: Estimate) -> str | None:
+    """Which points run on how many launches (by workload), and which servers start once for evals only;
+    None where every point and server has the same count."""
+    by_count: dict[int, dict[str, int]] = {}
+    for p in estimate["points"]:
+        counts = by_count.setdefault(p["launches"], {})
+        counts[p["workload"]] = counts.get(p["workload"], 0) + 1
+    measured = {p["server"] for p in estimate["points"]}
+    eval_only = [s["server"] for s in estimate["servers"] if s["server"] not in measured]
+    relaunched = any(count > 1 for count in by_count)
+    if len(by_count) < 2 and not (eval_only and relaunched):
+        return None
+    parts = [
+        f"{count} for {sum(workloads.values())} points ({', '.join(workloads)})"
+        + ("; perf labels screening (no launch-to-launch variance)" if count == 1 else "")
+        for count, workloads in sorted(by_count.items(), reverse=True)
+    ]
+    if eval_only and relaunched:
+        parts.append(f"{', '.join(eval_only)}: evals only, started once (evals run on the first launch)")
+    return "launches: " + "; ".join(parts)
+
+
 def _count_sources(rows: list[tuple[str, str]]) -> str:
     """'seeds' figure for 110 (candidate-tp8 B=1: 193.3 tok/s, ...), guess for 7' from (source, why) rows."""
     by_source: dict[str, list[str]] = {}
@@ -689,6 +740,9 @@ def assumptions(estimate: Estimate) -> list[str]:
             out.append(stopping)
         if estimate["evals_order"]:
             out.append(estimate["evals_order"])
+    launch_line = launches_line(estimate)
+    if launch_line:
+        out.append(launch_line)
     if not estimate["from_run"]:
         out.append("nothing measured: `byog plan --from-run RUN_DIR` takes TPOT, TTFT and start-ups from a run")
     long_isl = [p for p in points if p["isl"] > 1024 and p["source"] != "measured"]
@@ -699,4 +753,10 @@ def assumptions(estimate: Estimate) -> list[str]:
         )
     sources = sorted({s["startup_parts"]["source"] for s in estimate["servers"] if s["startup_parts"]["source"]})
     out += [f"start-up: {source}" for source in sources]
+    relaunched = [s for s in estimate["servers"] if s["launches"] > 1]
+    reasons = sorted({s["startup_parts"]["restart_source"] for s in relaunched})
+    out += [
+        f"relaunch ({sum(s['launches'] - 1 for s in relaunched if s['startup_parts']['restart_source'] == why)}): {why}"
+        for why in reasons
+    ]
     return out

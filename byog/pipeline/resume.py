@@ -103,12 +103,16 @@ class _Points:
     def __init__(self, old: Plan, new: Plan) -> None:
         self.old, self.new = old, new
         self.before = {p.point_id: _dump(p) for p in expand_plan(old)}
-        self.after = {p.point_id: _dump(p) for p in expand_plan(new)}
+        points = expand_plan(new)
+        self.after = {p.point_id: _dump(p) for p in points}
+        self.workload_of = {p.point_id: p.workload for p in points}
 
     def kept(self, server: str, record: Path, launch: int) -> bool:
         if not _server_same(self.old, self.new, server) or launch > self.new.launches_of(server):
             return False
         pid = record.stem
+        if pid in self.workload_of and not self.new.measured_on(self.workload_of[pid], server, launch):
+            return False  # the new plan runs this point on fewer launches
         if pid in self.before or pid in self.after:
             return pid in self.before and self.before[pid] == self.after.get(pid)
         try:  # a rate search's probe: kept while its workload is

@@ -62,7 +62,7 @@ from byog.pipeline.opening import open_or_resume
 from byog.pipeline.resume import resume_command
 from byog.pipeline.signals import sigterm_as_interrupt, stop_shown, stopping_for, stopping_line
 from byog.pipeline.start_progress import StartProgress, elapsed, watch_start
-from byog.plans.expand import expand_plan
+from byog.plans.expand import points_for_server
 from byog.plans.numerics_roles import launch_config, resolve_control
 from byog.report.format import struck
 from byog.schemas.calibration import Calibration
@@ -74,7 +74,7 @@ from byog.schemas.summary import Summary
 
 def server_work_done(plan: Plan, server: str, rd: RunDir) -> bool:
     """Every point of this launch (``rd.launch``) complete, and on launch 1 every eval too."""
-    points_done = all(rd.bench_point_complete(server, p.point_id) for p in expand_plan(plan) if server in p.servers)
+    points_done = all(rd.bench_point_complete(server, p.point_id) for p in points_for_server(plan, server, rd.launch))
     evals_done = rd.launch > 1 or all(
         rd.eval_complete(server, spec.task) for spec in plan.evals if server in plan.servers_for(spec)
     )

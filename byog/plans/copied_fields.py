@@ -59,7 +59,19 @@ _LAUNCHED = _SERVER | {"startup_timeout_s", "nodes", "launcher", "gpus_per_node"
 # Where and how a server runs: the maintainer's.
 _LAUNCHED_OWNED = frozenset({"runtime", "env", "python", "ray_args"})
 
-_WORKLOAD = ("kind", "name", "servers", "isl", "osl", "prompts", "api", "reset_prefix_cache", "request_body", "slo")
+_WORKLOAD = (
+    "kind",
+    "name",
+    "servers",
+    "launches",
+    "isl",
+    "osl",
+    "prompts",
+    "api",
+    "reset_prefix_cache",
+    "request_body",
+    "slo",
+)
 
 COPIED: dict[type[BaseModel], frozenset[str]] = {
     Plan: frozenset({"name", "model", "servers", "baseline", "pairs", "workloads", "evals", "seeds"})

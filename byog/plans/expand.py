@@ -181,8 +181,9 @@ def _load_point(
     return BenchPoint(**common, rate=float(load), num_prompts=workload.num_prompts, arrival_seed=workload.seed)
 
 
-def points_for_server(plan: Plan, server: str) -> list[BenchPoint]:
-    return [p for p in expand_plan(plan) if server in p.servers]
+def points_for_server(plan: Plan, server: str, launch: int = 1) -> list[BenchPoint]:
+    """The server's points that launch ``launch`` of it runs (a workload may run on its first launches only)."""
+    return [p for p in expand_plan(plan) if server in p.servers and plan.measured_on(p.workload, server, launch)]
 
 
 def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: dict[str, int] | None = None) -> None:

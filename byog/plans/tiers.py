@@ -6,10 +6,10 @@ and a user's own plan file gets the same tiers for free:
 
 - ``full``: the plan as written.
 - ``standard``: every server, pair and bench point (the whole published matrix), with at most
-  1 warm-up + 3 measured waves per point, launches as written; each eval cut only as far as the
-  accuracy gate stays sound: to the registry's standard design (``TaskSpec.standard_items`` x
-  ``standard_passes``: the cheapest with a predicted false-fail rate <= 1%, docs/statistics.md)
-  when the eval is at least that large, at the task's default margin or a wider one and with
+  1 warm-up + 3 measured waves per point, launches as written (the plan's and each workload's);
+  each eval cut only as far as the accuracy gate stays sound: to the registry's standard design
+  (``TaskSpec.standard_items`` x ``standard_passes``: the cheapest with a predicted false-fail rate
+  <= 1%, docs/statistics.md) when the eval is at least that large, at the task's default margin or a wider one and with
   the task's own decoding; any other eval runs as written.
 - ``smoke`` (minutes): the first candidate/baseline pair only, one launch each (no A/A pair);
   per workload the smallest ISL, OSL capped at 256, the smallest and largest load (B, C or
@@ -167,8 +167,8 @@ def _smoke(plan: Plan) -> Plan:
     workloads = []
     for w in plan.workloads:
         servers = _kept_servers(w.servers, kept)
-        if servers:
-            workloads.append(_smoke_workload(w, servers))
+        if servers:  # one launch per server: a workload's own launch count has nothing to cut
+            workloads.append(_smoke_workload(w, servers).model_copy(update={"launches": None}))
     # Every eval runs in smoke, on the kept pair when its own servers are gone: smoke shows each
     # task works end to end on the hardware, whichever servers the full plan gives it.
     evals = [

@@ -118,9 +118,15 @@ class SloSpec(Strict):
         return self
 
 
+WorkloadLaunches = PositiveInt | None
+
+
 class _WorkloadBase(Strict):
     name: str | None = None  # defaults to the kind; must be unique within a plan
     servers: list[str] | None = None  # default: every server
+    # its points run on the first N launches of each of its servers only (at most the plan's `launches`);
+    # one launch leaves launch-to-launch variance out: their perf labels are "screening". Default: every launch
+    launches: WorkloadLaunches = None
     isl: list[PositiveInt] = Field(min_length=1)
     osl: list[PositiveInt] = Field(min_length=1)
     prompts: Prompts = Field(default_factory=RandomPrompts)
@@ -283,6 +289,9 @@ class AgenticWorkload(Strict):
     kind: Literal["agentic"] = "agentic"
     name: str | None = None
     servers: list[str] | None = None
+    # its points run on the first N launches of each of its servers only (at most the plan's `launches`);
+    # one launch leaves launch-to-launch variance out: their perf labels are "screening". Default: every launch
+    launches: WorkloadLaunches = None
     source: SessionSource = Field(default_factory=SyntheticSessions)
     concurrencies: list[PositiveInt] = Field(default_factory=lambda: [1])  # sessions in flight (synthetic)
     sessions: PositiveInt = 16  # measured sessions per point (synthetic)
@@ -447,9 +456,9 @@ class Plan(Strict):
     workloads: list[Workload] = Field(default_factory=list)
     evals: list[EvalSpec] = Field(default_factory=list)
     seeds: list[int] = Field(default_factory=lambda: [1234], min_length=1)
-    # R independent launches of every server; each launch's bench points are kept apart and the
-    # perf CIs become the launch t interval over them (byog.analysis.perf_equivalence).
-    # Evals run on the first launch only.
+    # R independent launches of every server with bench points; each launch's bench points are kept
+    # apart and the perf CIs become the launch t interval over them (byog.analysis.perf_equivalence).
+    # Evals run on the first launch only, so a server with evals only is launched once.
     launches: PositiveInt = 1
     # launch the baseline at least twice (an A/A pair): its first two launches calibrate the
     # margin of the per-point perf labels (faster / slower / equivalent / within noise)
@@ -483,11 +492,22 @@ class Plan(Strict):
 
     def _check_workloads_and_evals(self) -> None:
         names: set[str] = set()
+        interleaved = {s for pair in self.interleaved_pairs for s in pair}
         for workload in self.workloads:
             name = workload.name or workload.kind
             if name in names:
                 raise ValueError(f"two workloads are named '{name}': give each a unique 'name'")
             names.add(name)
+            if workload.launches is not None and workload.launches > self.launches:
+                raise ValueError(
+                    f"workload '{name}' asks for {workload.launches} launches but the plan has {self.launches}: "
+                    "a workload runs on at most the plan's launches"
+                )
+            if workload.launches is not None and interleaved & set(self.servers_for(workload)):
+                raise ValueError(
+                    f"workload '{name}' sets its own launches on a server of an interleaved pair, which launches "
+                    "both servers together for every point: leave 'launches' to the plan"
+                )
         for spec in self.evals:
             if spec.passes > len(self.seeds):
                 raise ValueError(
@@ -552,7 +572,34 @@ class Plan(Strict):
         return [(p.candidate, p.baseline) for p in self.pairs or [] if p.interleave]
 
     def launches_of(self, server: str) -> int:
-        """How many times ``server`` is launched: R, and at least 2 for the baseline of an A/A pair."""
+        """How many times ``server`` is launched: as often as its workloads measure on it (``workload_launches``);
+        once for a server no workload measures (outside an interleaved pair): a later launch would run nothing."""
+        interleaved = {s for pair in self.interleaved_pairs for s in pair}
+        if server in interleaved:
+            return self.most_launches(server)
+        return max(
+            (self.workload_launches(w, server) for w in self.workloads if server in self.servers_for(w)), default=1
+        )
+
+    def workload_launches(self, workload: Workload, server: str) -> int:
+        """On how many launches of ``server`` the workload's points run: its own ``launches``, else the server's
+        (R, and at least 2 for the baseline of an A/A pair)."""
+        own = self.most_launches(server)
+        return own if workload.launches is None else min(workload.launches, own)
+
+    def point_launches(self, workload_name: str, server: str) -> int:
+        """On how many launches of ``server`` the points of the workload named ``workload_name`` run."""
+        for w in self.workloads:
+            if (w.name or w.kind) == workload_name:
+                return self.workload_launches(w, server)
+        return self.most_launches(server)  # no workload of this name: the server's launches
+
+    def measured_on(self, workload_name: str, server: str, launch: int) -> bool:
+        """Whether launch ``launch`` of ``server`` runs the points of the workload named ``workload_name``."""
+        return launch <= self.point_launches(workload_name, server)
+
+    def most_launches(self, server: str) -> int:
+        """The server's launches before its workloads' own counts: R, and at least 2 for an A/A baseline."""
         if self.aa_pair and server in {baseline for _, baseline in self.comparisons} | {self.baseline}:
             return max(self.launches, 2)
         return self.launches

@@ -231,7 +231,7 @@ def make_run_dir(root: Path, spec: SyntheticSpec = SyntheticSpec(), *, plan_text
             launch_rng = random.Random(spec.seed * 1000 + launch * 10 + sorted(plan.servers).index(server))
             shift = 1 + spec.launch_sd * launch_rng.gauss(0, 1)
             tpot = spec.tpot_s / (spec.candidate_speedup if server != plan.baseline else 1.0) * shift
-            for point in expand_plan(plan):
+            for point in [p for p in expand_plan(plan) if plan.measured_on(p.workload, server, launch)]:
                 write_point(
                     run_dir.for_launch(launch),
                     server,

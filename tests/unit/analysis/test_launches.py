@@ -10,7 +10,7 @@ from byog.analysis.summary import derive_summary
 from byog.report.markdown import render_report
 from byog.schemas.bench import read_request_rows, write_request_rows
 from byog.schemas.summary import Summary
-from tests.support.synthetic import SyntheticSpec, make_run_dir
+from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
 
 NEW_KEYS = {"launch_points", "launch_shares", "aa", "launches", "ci90_low", "ci90_high", "margin", "launch", "ci_df"}
 
@@ -65,6 +65,31 @@ def test_three_launches_pool_and_split_the_variance(tmp_path: Path) -> None:
     assert again == summary.to_json() and Summary.model_validate(again) == summary
     report = render_report(run_dir, summary)
     assert "## Launches" in report and "Between-launch share" in report and "A/A margin" in report
+
+
+def test_a_workload_on_one_launch_is_screening_beside_one_on_every_launch(tmp_path: Path) -> None:
+    """``launches: 1`` on a workload: its points run on the first launch only and get the one-launch CI
+    and label; the other workload keeps the launch t interval over both launches, recomputed the same."""
+    spec = SyntheticSpec(launches=2, launch_sd=0.05)
+    text = plan_yaml(spec).replace(
+        "workloads:\n",
+        "workloads:\n  - {kind: batch, name: longctx, launches: 1, batch_sizes: [1], isl: [512], osl: [64], "
+        "warmup_waves: 1, waves: 3}\n",
+    )
+    run_dir = make_run_dir(tmp_path / "run", spec, plan_text=text)
+    assert not run_dir.for_launch(2).bench_point("candidate", "longctx-b1-isl512-osl64").exists()
+    summary = derive_summary(run_dir)
+    bench = summary.bench
+    assert {p.point_id.split("-")[0] for p in bench.launch_points} == {"decode"}
+    decode = [c for c in bench.comparisons if c.point_id.startswith("decode-") and c.metric == "tpot_s.p50"]
+    assert decode and all(c.launches == [2, 2] and c.ci_df == 2 and c.ci_note is None for c in decode)
+    longctx = [c for c in bench.comparisons if c.point_id.startswith("longctx-")]
+    assert longctx and all(
+        c.launches is None and c.ci_note == ONE_LAUNCH_NOTE and c.label == "screening" for c in longctx
+    )
+    assert derive_summary(run_dir).to_json() == summary.to_json()
+    report = render_report(run_dir, summary)  # the pair's CI note counts the points it is about
+    assert f"- 95% CI, candidate vs baseline, 1 of 4 points: {ONE_LAUNCH_NOTE}; performance labels: screening" in report
 
 
 def test_a_launch_flagged_invalid_flags_the_pooled_point(tmp_path: Path) -> None:

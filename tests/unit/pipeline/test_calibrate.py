@@ -23,6 +23,9 @@ def test_the_calibration_plan_launches_three_times_and_benches_only() -> None:
     plan = parse_plan(calibration_plan_yaml("smoke", "full", None), "calibration plan")
     assert plan.launches == 3 and plan.evals == [] and plan.name == "smoke-calibration"
     assert parse_plan(calibration_plan_yaml("smoke", "full", 5), "plan").launches == 5
+    flagship = parse_plan(calibration_plan_yaml("kimi-k3-gb300", "standard", None), "plan")
+    assert all(w.launches is None for w in flagship.workloads)  # a spread needs every point on every launch
+    assert {flagship.launches_of(name) for name in flagship.servers if name.endswith("dcp8")} == {3}
 
 
 @pytest.fixture(scope="module")

@@ -84,8 +84,18 @@ def test_byog_plan_says_r_and_the_coverage_it_buys() -> None:
     assert one["launches"] == [1, 1] and one["df"] is None and one["ci"] == ONE_LAUNCH_NOTE
     assert one["coverage"]["0.5"] < 0.7 and one["coverage"]["0.9"] < 0.4  # what one launch per side buys
     flagship = perf_ci_rows(load_plan("kimi-k3-gb300")[0])
-    assert flagship and all(r["launches"] == [2, 2] and r["df"] == 2 for r in flagship)
-    assert all(0.93 <= c <= 0.97 for r in flagship for c in r["coverage"].values())
+    twice = [r for r in flagship if r["launches"] == [2, 2]]
+    assert twice and all(r["df"] == 2 for r in twice)
+    assert ["candidate-tp16-spec", "baseline-tp16-spec"] not in [r["pair"] for r in flagship]  # evals only: no perf CI
+    assert all(0.93 <= c <= 0.97 for r in twice for c in r["coverage"].values())
+    # the long-context matrix (no published figure) runs once: its rows say which workloads, and screening
+    once = {(*r["pair"], *(r["workloads"] or [])) for r in flagship if r["launches"] == [1, 1]}
+    assert once == {
+        ("candidate-tp8", "baseline-tp8", "longctx-tp8"),
+        ("candidate-tp16", "baseline-tp16", "longctx-tp16"),
+        ("candidate-tp8-dcp8", "baseline-tp8-dcp8"),  # every workload of the pair: no list
+    }
+    assert all(r["ci"] == ONE_LAUNCH_NOTE for r in flagship if r["launches"] == [1, 1])
     result = CliRunner().invoke(app, ["plan", "smoke", "--details"], env={"COLUMNS": "400"})
     assert result.exit_code == 0, result.output
     (line,) = [x for x in result.output.splitlines() if x.startswith("perf CI, ")]

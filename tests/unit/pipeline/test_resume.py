@@ -69,6 +69,27 @@ def test_a_changed_point_reruns_that_point_only(tmp_path: Path) -> None:
     assert "re-runs: bench baseline/" in said[1]
 
 
+def test_a_workload_cut_to_one_launch_drops_its_later_launches_records(tmp_path: Path) -> None:
+    """Its points no longer run on launch 2: those records go (superseded); launch 1's stay, and so do the
+    launch-2 records of the workload that still runs there."""
+    rd = RunDir(tmp_path / "run")
+    other = "  - {kind: batch, name: other, batch_sizes: [4], isl: [32], osl: [16]}\n"
+    twice = PLAN.replace("evals:\n", other + "evals:\n") + "launches: 2\n"
+    _measured(rd, twice)
+    second = rd.for_launch(2)
+    for point in expand_plan(parse_plan(twice, "t")):
+        for server in point.servers:
+            second.bench_dir(server).mkdir(parents=True, exist_ok=True)
+            second.bench_point(server, point.point_id).write_text("{}")
+            second.bench_rows(server, point.point_id).write_bytes(b"rows")
+    once = twice.replace("name: decode,", "name: decode, launches: 1,")
+    keep_unchanged(rd, parse_plan(twice, "old"), parse_plan(once, "new"), once)
+    points = expand_plan(parse_plan(once, "new"))
+    assert all(rd.bench_point_complete(s, p.point_id) for p in points for s in p.servers)
+    second = {p.workload: [rd.for_launch(2).bench_point_complete(s, p.point_id) for s in p.servers] for p in points}
+    assert second == {"decode": [False, False], "other": [True, True]}
+
+
 def test_the_newest_unfinished_run_of_the_same_plan_is_found(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     for name, plan_name, finished in [("a", "resumable", False), ("b", "other", False), ("c", "resumable", True)]:

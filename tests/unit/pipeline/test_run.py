@@ -9,10 +9,11 @@ from pathlib import Path
 from rich.console import Console
 
 from byog.cli.console_reporter import ConsoleReporter
-from byog.pipeline.run import print_outcome
+from byog.pipeline.run import print_outcome, server_work_done
+from byog.plans.load import parse_plan
 from byog.report.markdown import render_report
 from byog.schemas.summary import read_summary
-from tests.support.synthetic import make_run_dir
+from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
 
 REASON = "client saturated, event loop lag P99 6 ms over 4 ms"
 
@@ -59,3 +60,18 @@ def test_the_numerics_table_shows_an_insensitive_baseline(tmp_path: Path) -> Non
     text = console.export_text()
     assert "| same vs stock | ➖ insensitive: the baseline's next-token distributions are flat" in text
     assert "(baseline stock) | insensitive" in text
+
+
+def test_a_launch_is_done_when_the_points_it_runs_are(tmp_path: Path) -> None:
+    """A workload on one launch has no records on launch 2, and launch 2 is complete without them (a resumed
+    run does not start the server again for points it never runs there)."""
+    text = plan_yaml(SyntheticSpec(launches=2)).replace(
+        "workloads:\n",
+        "workloads:\n  - {kind: batch, name: longctx, launches: 1, batch_sizes: [1], isl: [512], osl: [64]}\n",
+    )
+    run_dir = make_run_dir(tmp_path / "run", SyntheticSpec(launches=2), plan_text=text)
+    plan = parse_plan(text, "plan")
+    assert not run_dir.for_launch(2).bench_point("candidate", "longctx-b1-isl512-osl64").exists()
+    assert all(server_work_done(plan, server, run_dir.for_launch(2)) for server in plan.servers)
+    run_dir.bench_point("candidate", "longctx-b1-isl512-osl64").unlink()  # launch 1 runs it: not done without it
+    assert not server_work_done(plan, "candidate", run_dir)

@@ -136,11 +136,12 @@ def test_tier_rules_on_kimi() -> None:
     assert [p.point_id for p in expand_plan(standard)] == [p.point_id for p in expand_plan(plan)]
     assert {(p.warmup_waves, p.waves) for p in expand_plan(standard) if p.kind == "batch"} == {(1, 3)}
     # evals cut only as far as the gate stays sound (docs/statistics.md): only GSM8K can be cut
-    assert [(e.task, e.limit, e.passes) for e in standard.evals] == [
-        ("aime25", None, 16),
-        ("gpqa_diamond", None, 10),
-        ("mrcr", 200, 1),
-        ("gsm8k", 500, 1),
+    # (the flagship's limits name each whole set: its looks are fractions of them)
+    assert [(e.task, e.limit, e.passes, e.looks) for e in standard.evals] == [
+        ("aime25", 30, 16, [0.5, 0.75, 1.0]),
+        ("gpqa_diamond", 198, 10, [0.5, 0.75, 1.0]),
+        ("mrcr", 200, 1, None),
+        ("gsm8k", 500, 1, [0.5, 0.75, 1.0]),
     ]
     with pytest.raises(UsageError, match="unknown tier 'huge'"):
         apply_tier(plan, "huge")
