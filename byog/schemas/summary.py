@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 11
+SUMMARY_SCHEMA_VERSION = 12
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -103,6 +103,8 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
         (("evals", "verdicts", "*"), frozenset({"method"})),
         (("evals", "verdicts", "*", "sequential"), frozenset({"method"})),
     ],
+    # 12: a verdict of an eval with operating points carries its per-stratum record.
+    12: [(("evals", "verdicts", "*"), frozenset({"strata"}))],
 }
 SCORE_INTERVAL_VERSION: Final = 11  # the first summary schema that judges binary items by Tango's statistic
 

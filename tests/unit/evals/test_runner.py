@@ -285,11 +285,13 @@ class FakeLmEval:
     def __init__(self, score: Callable[[int], float]) -> None:
         self.score = score
         self.calls: list[list[int]] = []
+        self.in_flight: list[int] = []  # num_concurrent of each call
 
     def __call__(self, task: Any, source: Any, endpoint: Any, **kw: Any) -> tuple[list[PassItem], dict[str, Any]]:
         rows = read_split(source, task.eval_split)
         docs = sorted(kw["samples"]) if kw.get("samples") is not None else list(range(kw["limit"]))
         self.calls.append(docs)
+        self.in_flight.append(kw["num_concurrent"])
         items = [PassItem(d, *item_identity(task, d, rows, {}), "1", "1", self.score(d)) for d in docs]
         return items, {"name": "fake lm-eval"}
 
@@ -389,3 +391,105 @@ def test_without_local_data_files_the_later_server_runs_every_item_and_says_why(
     assert fake.calls == [list(range(200))]
     record = json.loads(rd.eval_results("candidate", task.name).read_text())["extra"]["sequential"]
     assert record["stopped"] is False and record["why"].startswith("every item ran: no local data files")
+
+
+# --- operating points: each stratum at its own num_concurrent ------------------------------------
+
+
+def _points_plan(points: list[int] | None) -> Plan:
+    spec: dict[str, Any] = {"task": "arithmetic_generated", "limit": 200, "passes": 2, "margin": 7.0}
+    if points is not None:
+        spec["operating_points"] = points
+    return Plan(
+        name="t",
+        model={"path": "m"},
+        servers={"candidate": {}, "baseline": {"args": ["--enforce-eager"]}},
+        baseline="baseline",
+        evals=[spec],
+        seeds=[1, 2],
+    )
+
+
+def _run_points(
+    rd: RunDir, server: str, plan: Plan, monkeypatch: pytest.MonkeyPatch
+) -> tuple[FakeLmEval, RecordingReporter]:
+    fake = FakeLmEval(_mixed)
+    monkeypatch.setattr(runner, "run_pass", fake)
+    reporter = RecordingReporter()
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
+    runner.run_evals_for_server(plan, server, endpoint, rd, None, reporter)
+    return fake, reporter
+
+
+def test_each_operating_point_reaches_lm_eval_as_num_concurrent_on_the_same_items_of_both_servers(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from byog.analysis.strata import operating_point
+    from byog.schemas.tables import read_columns
+
+    rd = RunDir(tmp_path)
+    plan = _points_plan([64, 1])
+    base, _ = _run_points(rd, "baseline", plan, monkeypatch)
+    cand, reporter = _run_points(rd, "candidate", plan, monkeypatch)
+    assert base.in_flight == cand.in_flight == [1, 1, 64, 64]  # each stratum, every pass, at its point
+    assert base.calls == cand.calls  # paired: the same docs in the same strata
+    task = get_task("arithmetic_generated")
+    rows = read_split(resolve_source(task, None), "test")
+    low, high = base.calls[0], base.calls[2]
+    assert sorted(low + high) == list(range(200)) and 50 < len(low) < 150
+    assert all(operating_point(*item_identity(task, d, rows, {}), [1, 64]) == 1 for d in low)
+    cols = read_columns(rd.eval_items("candidate", task.name), ["item_id", "item_sha256", "num_concurrent"])
+    assert len(cols["item_id"]) == 400
+    assert all(
+        b == operating_point(i, s, [1, 64])
+        for i, s, b in zip(cols["item_id"], cols["item_sha256"], cols["num_concurrent"], strict=True)
+    )
+    extra = json.loads(rd.eval_results("candidate", task.name).read_text())["extra"]
+    assert extra["strata"]["points"] == [1, 64] and extra["strata"]["items"] == {"1": len(low), "64": len(high)}
+    assert "not read from the server" in extra["strata"]["note"]
+    assert extra["concurrency"]["source"] == "operating points"
+    assert f"at operating points 1/64 in flight ({len(low)}/{len(high)} items)" in "\n".join(reporter.lines)
+    verdict = summarize_evals(rd, plan).verdicts[0]
+    assert verdict.strata is not None and [s.n for s in verdict.strata.strata] == [len(low), len(high)]
+
+
+def test_without_operating_points_every_item_runs_at_the_one_concurrency(tmp_path: Path, monkeypatch) -> None:
+    from byog.schemas.tables import read_columns
+
+    rd = RunDir(tmp_path)
+    fake, reporter = _run_points(rd, "baseline", _points_plan(None), monkeypatch)
+    assert fake.calls == [list(range(200))] * 2 and fake.in_flight == [8, 8]  # no server_info: the old 8
+    cols = read_columns(rd.eval_items("baseline", "arithmetic_generated"), ["num_concurrent"])
+    assert set(cols["num_concurrent"]) == {8}
+    extra = json.loads(rd.eval_results("baseline", "arithmetic_generated").read_text())["extra"]
+    assert "strata" not in extra and extra["concurrency"]["source"] == "unknown capacity"
+    assert "at concurrency 8 (unknown capacity)" in "\n".join(reporter.lines)
+
+
+def test_operating_points_need_local_data_and_lm_eval(tmp_path: Path, monkeypatch) -> None:
+    task = get_task("arithmetic_generated")
+    source = resolve_source(task, None)
+    monkeypatch.setattr(runner, "resolve_source", lambda *_: replace(source, kind="hub", files={}))
+    with pytest.raises(UsageError, match="operating points need the items' ids before they run"):
+        _run_points(RunDir(tmp_path), "baseline", _points_plan([1, 64]), monkeypatch)
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
+    with pytest.raises(UsageError, match="operating points are run through lm-eval"):
+        runner.run_task(
+            get_task("mrcr_generated"), "b", endpoint, seeds=[1], limit=2, data_dir=None, operating_points=[1, 64]
+        )
+
+
+def test_the_plan_refuses_operating_points_it_cannot_run() -> None:
+    from pydantic import ValidationError
+
+    for bad, said in (
+        ([1, 1], "distinct"),
+        ([1], "at least 2"),
+        ([1, 2, 4, 8, 16], "at most 4"),
+        ([0, 64], "greater than 0"),
+    ):
+        with pytest.raises(ValidationError, match=said):
+            _points_plan(bad)
+    with pytest.raises(ValidationError, match="operating_points and looks cannot be combined"):
+        both = {"task": "gsm8k", "operating_points": [1, 64], "looks": [1.0]}
+        Plan.model_validate({**_points_plan([1, 64]).model_dump(), "evals": [both]})
