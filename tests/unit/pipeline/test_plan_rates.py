@@ -205,3 +205,18 @@ def test_a_plan_with_looks_shows_the_expected_wall_beside_the_maximum(tmp_path: 
     rows = [e for e in overview["eval_time"] if e["early_stop"]]
     assert {e["server"] for e in rows} == {"baseline-tp16", "baseline-tp16-spec"}  # later in plan order
     assert all(e["expected_s"] < e["estimate_s"] for e in rows)
+
+
+def test_operating_points_split_the_requests_and_cost_each_stratum_at_its_point(tmp_path: Path) -> None:
+    plan = parse_plan(PLAN.replace("limit: 100}", "limit: 101, operating_points: [64, 1]}"), "p.yaml")
+    rows = {r["server"]: r for r in eval_estimates(plan, expand_plan(plan), RateLookup(plan, {}))}
+    assert rows["a"]["operating_points"] == {1: 51, 64: 50}
+    assert rows["a"]["concurrency"] == 64 and "operating points" in rows["a"]["concurrency_why"]
+    one_request = 0.1 + 128 * TPOT_GUESS_S  # TTFT guess + half of gsm8k's 256 max tokens
+    assert rows["a"]["estimate_s"] == pytest.approx((51 + 1) * one_request)  # 51 one at a time, 50 in one round
+    path = tmp_path / "p.yaml"
+    path.write_text(PLAN.replace("limit: 100}", "limit: 101, operating_points: [64, 1]}"))
+    result = CliRunner().invoke(app, ["plan", str(path), "--details"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "eval gsm8k (2 servers x 101 requests at operating points 1 (~51)/64 (~50))" in result.output
+    assert "gsm8k operating points 1 (~51)/64 (~50)" in result.output

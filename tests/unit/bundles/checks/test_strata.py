@@ -8,13 +8,10 @@ from typing import Any
 
 from byog.analysis.strata import operating_point
 from byog.analysis.summary import derive_summary
-from byog.bundles.finalize import seal_and_pack
 from byog.bundles.verify import verify_bundle
-from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
-from byog.report.markdown import render_report
 from byog.schemas.evals import write_eval_items
-from tests.support.keys import allowed_signers, make_key
+from tests.support.bundles_kit import pack_with_summary, result
 from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
 
 SPEC = SyntheticSpec(batch_sizes=(1,), eval_items=400)
@@ -48,19 +45,10 @@ def stratified_run(tmp_path: Path, moved: int = 0) -> RunDir:
 
 
 def pack(tmp_path: Path, run_dir: RunDir, edit: dict[str, Any] | None = None) -> tuple[Path, Path]:
-    summary = derive_summary(run_dir)
-    atomic_write_text(run_dir.report_md, render_report(run_dir, summary))
-    document = summary.to_json()
-    if edit:
-        document["evals"]["verdicts"][0]["strata"].update(edit)
-    atomic_write_json(run_dir.summary_json, document)
-    key, public = make_key(tmp_path, "alice")
-    allowed = allowed_signers(tmp_path / "allowed", [("alice@example.com", public)])
-    return seal_and_pack(run_dir, tmp_path / "b.tar.gz", key=key).bundle, allowed
+    def forge(document: dict[str, Any]) -> None:
+        document["evals"]["verdicts"][0]["strata"].update(edit or {})
 
-
-def result(report: Any, name: str) -> Any:
-    return next(r for r in report.results if r.name == name)
+    return pack_with_summary(tmp_path, run_dir, forge if edit else None)
 
 
 def test_a_difference_at_64_only_verifies_and_the_report_says_accuracy_depends_on_the_batch(tmp_path: Path) -> None:
