@@ -28,7 +28,7 @@ from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, Reporter
 from byog.core.settings import hub_data_dir, resolve_data_dir
 from byog.evals import mrcr
-from byog.evals.capacity import at_operating_points, eval_concurrency
+from byog.evals.capacity import Concurrency, at_operating_points, eval_concurrency
 from byog.evals.data import (
     DataSource,
     hub_offline,
@@ -405,6 +405,34 @@ def recorded_server_info(run_dir: RunDir, server: str) -> Mapping[str, Any] | No
     return info if isinstance(info, dict) else None
 
 
+def _concurrency(
+    task: TaskSpec,
+    endpoint: Endpoint,
+    overrides: dict[str, Any],
+    server_info: Mapping[str, Any] | None,
+    planned: int | None,
+    operating_points: list[int] | None,
+) -> Concurrency:
+    """The requests in flight the task runs at: the plan's, the server's capacity, or its operating points."""
+    if operating_points and task.runner != "lm_eval":
+        raise UsageError(f"{task.name}: operating points are run through lm-eval; byog's {task.runner} runner has none")
+    concurrency = eval_concurrency(server_info, tokens_per_request(task, endpoint, overrides), planned)
+    return at_operating_points(concurrency, operating_points) if operating_points else concurrency
+
+
+def _means(rows: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    """(each item's mean over passes, each pass's mean over items), in points."""
+    per_item: dict[str, list[float]] = {}
+    per_pass: dict[int, list[float]] = {}
+    for row in rows:
+        per_item.setdefault(row["item_id"], []).append(row["score"])
+        per_pass.setdefault(row["pass_index"], []).append(row["score"])
+    return (
+        [100.0 * stats.mean(v) for _, v in sorted(per_item.items())],
+        [100.0 * stats.mean(v) for _, v in sorted(per_pass.items())],
+    )
+
+
 def run_task(
     task: TaskSpec,
     server: str,
@@ -424,18 +452,15 @@ def run_task(
     its /server_info answer; ``byog.evals.capacity``). ``looks``: run in look-sized chunks and stop
     where the group-sequential gate stops (lm-eval tasks). ``operating_points``: each item at the
     concurrency of its stratum (``byog.analysis.strata``; lm-eval tasks)."""
-    if operating_points and task.runner != "lm_eval":
-        raise UsageError(f"{task.name}: operating points are run through lm-eval; byog's {task.runner} runner has none")
+    overrides = dict(gen_overrides or {})
+    concurrency = _concurrency(task, endpoint, overrides, server_info, num_concurrent, operating_points)
+    n = concurrency.num_concurrent
     source = resolve_source(task, data_dir)
     if task.runner == "mrcr" and source.kind == "hub":
         # byog's own runner reads files: pull the pinned revision into a cache, then read it
         data_dir = data_dir or hub_data_dir()
         pull([task], data_dir)
         source = resolve_source(task, data_dir)
-    overrides = dict(gen_overrides or {})
-    concurrency = eval_concurrency(server_info, tokens_per_request(task, endpoint, overrides), num_concurrent)
-    if operating_points:
-        concurrency = at_operating_points(concurrency, operating_points)
     started = time.perf_counter()
     with reporter.status(f"eval {task.name} on {server}") as live:
 
@@ -444,31 +469,14 @@ def run_task(
 
         if task.runner == "lm_eval":
             rows, gen, runner, extra = _lm_eval_task(
-                task,
-                source,
-                endpoint,
-                seeds,
-                limit,
-                concurrency.num_concurrent,
-                overrides,
-                status,
-                looks,
-                operating_points,
+                task, source, endpoint, seeds, limit, n, overrides, status, looks, operating_points
             )
         else:
-            rows, gen, runner, extra = _mrcr_task(
-                task, source, endpoint, seeds, limit, concurrency.num_concurrent, overrides, status, data_dir
-            )
+            rows, gen, runner, extra = _mrcr_task(task, source, endpoint, seeds, limit, n, overrides, status, data_dir)
     wall_s = time.perf_counter() - started
     # validate before anything is written; a row of the eval's one concurrency records it too
-    rows = [EvalItemRow(**{"num_concurrent": concurrency.num_concurrent, **row}).model_dump() for row in rows]
-
-    per_item: dict[str, list[float]] = {}
-    per_pass: dict[int, list[float]] = {}
-    for row in rows:
-        per_item.setdefault(row["item_id"], []).append(row["score"])
-        per_pass.setdefault(row["pass_index"], []).append(row["score"])
-    item_means = [100.0 * stats.mean(v) for _, v in sorted(per_item.items())]
+    rows = [EvalItemRow(**{"num_concurrent": n, **row}).model_dump() for row in rows]
+    item_means, pass_scores = _means(rows)
     data = source.record()
     if task.runner == "mrcr" and source.kind in ("hub", "hub-cache"):
         data["label"] = "MRCR v2"
@@ -496,7 +504,7 @@ def run_task(
         n_rows=len(rows),
         score=stats.mean(item_means) if item_means else 0.0,
         stderr=stats.standard_error(item_means),
-        pass_scores=[100.0 * stats.mean(v) for _, v in sorted(per_pass.items())],
+        pass_scores=pass_scores,
         wall_s=round(wall_s, 3),
         extra={**extra, "concurrency": concurrency.record()},
     ).model_dump(mode="json")

@@ -242,11 +242,13 @@ def eval_estimates(
             seconds = rounds * (TTFT_GUESS_S + expected * rate.tpot_s)
             strata = strata_requests(spec.operating_points, requests)
             if strata:
-                # each stratum at its own point: B=1 sends its requests one after another
+                # each stratum at its own point (B=1 sends its requests one after another); a point above
+                # what the server holds queues the rest, so it runs at the capacity
+                held = {b: min(b, concurrency) for b in strata}
                 concurrency, why = max(strata), "the plan's operating points (each item's stratum: a hash of it)"
-                rate = rate_of(server, None, concurrency)
+                rate = rate_of(server, None, held[concurrency])
                 seconds = sum(
-                    math.ceil(n / b) * (TTFT_GUESS_S + expected * rate_of(server, None, b).tpot_s)
+                    math.ceil(n / held[b]) * (TTFT_GUESS_S + expected * rate_of(server, None, held[b]).tpot_s)
                     for b, n in strata.items()
                 )
             share = expected_share(plan, spec, server, from_run)

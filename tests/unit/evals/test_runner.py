@@ -493,3 +493,68 @@ def test_the_plan_refuses_operating_points_it_cannot_run() -> None:
     with pytest.raises(ValidationError, match="operating_points and looks cannot be combined"):
         both = {"task": "gsm8k", "operating_points": [1, 64], "looks": [1.0]}
         Plan.model_validate({**_points_plan([1, 64]).model_dump(), "evals": [both]})
+
+
+class _InFlight:
+    """A loopback OpenAI chat endpoint that answers "4" after a short wait and records, per request in
+    arrival order, how many requests were in flight when it arrived (itself included)."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.lock = threading.Lock()
+        self.now = 0
+        self.seen: list[int] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                import time
+
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with outer.lock:
+                    outer.now += 1
+                    outer.seen.append(outer.now)
+                time.sleep(0.05)  # long enough for the client's next requests to arrive meanwhile
+                body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": "4"}}]})
+                with outer.lock:
+                    outer.now -= 1
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+def test_real_lm_eval_keeps_each_strata_requests_in_flight_at_its_point(tmp_path: Path) -> None:
+    """No fake of lm-eval: its local-chat-completions client against a loopback endpoint that counts the
+    requests in flight. Stratum 1's requests arrive alone; stratum 4's overlap, never more than 4."""
+    server = _InFlight()
+    try:
+        endpoint = Endpoint(base_url=server.url, model="m", max_model_len=2048)
+        task = get_task("arithmetic_generated")
+        run = runner.run_task(
+            task, "b", endpoint, seeds=[1], limit=24, data_dir=None, operating_points=[4, 1], server_info=None
+        )
+    finally:
+        server.close()
+    low, high = run.results["extra"]["strata"]["items"]["1"], run.results["extra"]["strata"]["items"]["4"]
+    assert low + high == 24 and len(server.seen) == 24
+    assert server.seen[:low] == [1] * low  # the smaller point's stratum runs first, one request at a time
+    assert max(server.seen[low:]) <= 4 and max(server.seen[low:]) > 1
+    assert {r["num_concurrent"] for r in run.rows} == {1, 4}
+    assert {r["extracted_answer"] for r in run.rows} == {"4"}
