@@ -19,6 +19,7 @@ every contrast is equivalent, else "undetermined".
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from typing import Final, Literal
 
@@ -80,6 +81,22 @@ def strata_record(
     return StrataRecord(
         points=ordered, assignment=ASSIGNMENT, strata=strata, contrasts=contrasts, depends=depends(contrasts)
     )
+
+
+def planned_no_power(sd_d: float, n: int, points: int, margin: float) -> float:
+    """P(the answer is "no") when the difference is the same at every point, before the run (``byog plan``).
+
+    ``sd_d``: the sd of one item's paired difference d_i (points) under the plan's item model; the n
+    items split evenly into ``points`` strata, so each contrast's SE is sd_d sqrt(2 points / n), and its
+    TOST at alpha / contrasts (``stats.tost_power``, the normal approximation with SE known, df of the
+    two strata) must say equivalent for every contrast (taken as independent: they share the
+    reference, so this is a lower bound for 3 or more points)."""
+    per_stratum = n // points
+    if per_stratum < 2 or sd_d <= 0:
+        return 0.0
+    contrasts = points - 1
+    se = sd_d * math.sqrt(2.0 / per_stratum)
+    return float(stats.tost_power(margin, se, 2 * per_stratum - 1, stats.ALPHA / contrasts) ** contrasts)
 
 
 def stratum_problems(run_dir: RunDir, plan: Plan) -> list[str]:

@@ -122,3 +122,14 @@ def test_a_row_run_outside_its_stratum_is_a_problem(tmp_path: Path) -> None:
     assert problem.startswith(f"gsm8k on candidate: {wrong} of 400 rows ran outside their operating point's stratum")
     _write(rd, "candidate", cand, [None] * 400)  # an item schema 2 file records no concurrency
     assert stratum_problems(rd, _plan("1,64"))[0].startswith("gsm8k on candidate: 400 of 400 rows")
+
+
+def test_the_planned_power_of_a_no_matches_the_monte_carlo() -> None:
+    """benchmarks/results/eval-strata.md: no dependence, margin 5, right-or-wrong items with discordance q
+    (sd of d_i = 100 sqrt(q)): "no" came out 8.8% (q 0.2, 1,000 items), 95.2% (0.2, 4,000), 58.5% (0.4, 4,000)."""
+    from byog.analysis.strata import planned_no_power
+
+    for q, n, simulated in ((0.2, 1000, 0.088), (0.2, 4000, 0.952), (0.4, 4000, 0.585), (0.05, 1000, 0.940)):
+        assert abs(planned_no_power(100 * q**0.5, n, 2, 5.0) - simulated) < 0.03
+    assert planned_no_power(44.7, 4000, 3, 5.0) < planned_no_power(44.7, 4000, 2, 5.0)  # thinner strata, 2 contrasts
+    assert planned_no_power(44.7, 3, 2, 5.0) == 0.0
