@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Final, Literal
 
 from byog.analysis import stats
+from byog.analysis.counters import GENERATION_TOKENS, ITERATIONS, counter_deltas
 from byog.core.paths import RunDir
 from byog.core.safe_text import one_line
 from byog.plans.tasks import TASKS
@@ -97,6 +98,18 @@ def planned_no_power(sd_d: float, n: int, points: int, margin: float) -> float:
     contrasts = points - 1
     se = sd_d * math.sqrt(2.0 / per_stratum)
     return float(stats.tost_power(margin, se, 2 * per_stratum - 1, stats.ALPHA / contrasts) ** contrasts)
+
+
+def server_batch(before: str | None, after: str | None) -> dict[str, float | None] | None:
+    """What the server's own counters say of one stratum (its /metrics before and after the stratum ran):
+    output tokens, engine steps, and output tokens per engine step, the mean number of sequences the
+    server advanced per step (prefill-only steps count too, so it reads low, never high, without
+    speculative decoding). None where the server exports no /metrics or lacks the counters."""
+    deltas = counter_deltas(before, after)
+    tokens, steps = deltas.get(GENERATION_TOKENS), deltas.get(ITERATIONS)
+    if not isinstance(tokens, float) or not isinstance(steps, float):
+        return None
+    return {"output_tokens": tokens, "engine_steps": steps, "tokens_per_step": tokens / steps if steps > 0 else None}
 
 
 def stratum_problems(run_dir: RunDir, plan: Plan) -> list[str]:

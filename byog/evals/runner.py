@@ -21,7 +21,7 @@ import httpx
 from byog.analysis import group_sequential, stats
 from byog.analysis.eval_summary import item_scores, pairs_judged_by, passes_of, scores_of, sequential_for
 from byog.analysis.strata import ASSIGNMENT as STRATA_ASSIGNMENT
-from byog.analysis.strata import operating_point
+from byog.analysis.strata import operating_point, server_batch
 from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import RunDir
@@ -171,11 +171,14 @@ def _stratified(
     rows: list[dict[str, Any]] = []
     runner: dict[str, Any] = {}
     strata = strata_of(task, source, limit, points)
+    batch: dict[str, dict[str, float | None] | None] = {}
     for point, docs in strata.items():
         if not docs:
             continue
         status(f"{task.name}: operating point {point}, {len(docs)} items")
+        before = _metrics(endpoint)
         made = _lm_eval_passes(task, source, endpoint, seeds, None, point, gen, status, docs, runner)
+        batch[str(point)] = server_batch(before, _metrics(endpoint))
         rows.extend({**row, "num_concurrent": point} for row in made)
     runner["model_args"] = {k: v for k, v in runner.get("model_args", {}).items() if k != "num_concurrent"}
     record = {
@@ -183,9 +186,19 @@ def _stratified(
         "assignment": STRATA_ASSIGNMENT,
         "items": {str(p): len(docs) for p, docs in strata.items()},
         "note": "each stratum's requests were sent with lm-eval's num_concurrent = its point: the server's "
-        "batch was at most that many of them, not read from the server",
+        "batch was at most that many of them; server_batch: the server's own counters over the stratum",
+        "server_batch": batch,
     }
     return rows, gen, runner, {"strata": record}
+
+
+def _metrics(endpoint: Endpoint) -> str | None:
+    """The server's Prometheus /metrics, verbatim; None where it serves none."""
+    try:
+        response = httpx.get(f"{endpoint.base_url}/metrics", timeout=30.0)
+    except httpx.HTTPError:
+        return None
+    return response.text if response.status_code == 200 else None
 
 
 def look_order(task: TaskSpec, source: DataSource, n: int) -> list[int]:
@@ -601,7 +614,11 @@ def concurrency_said(extra: Mapping[str, Any]) -> str:
     strata = extra.get("strata")
     if strata:
         items = "/".join(str(n) for n in strata["items"].values())
-        return f"operating points {'/'.join(map(str, strata['points']))} in flight ({items} items)"
+        said = f"operating points {'/'.join(map(str, strata['points']))} in flight ({items} items"
+        per_step = [(b or {}).get("tokens_per_step") for b in strata["server_batch"].values()]
+        if per_step and all(isinstance(x, float) for x in per_step):
+            said += "; server: " + "/".join(f"{x:.1f}" for x in per_step) + " output tokens per engine step"
+        return said + ")"
     c = extra["concurrency"]
     return f"concurrency {c['num_concurrent']} ({c['source']})"
 

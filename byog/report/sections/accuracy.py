@@ -182,7 +182,7 @@ def _strata_line(record: StrataRecord) -> str:
         for c in record.contrasts
     )
     return (
-        f"per operating point (requests in flight; the server's batch was at most that, not read): {strata}; "
+        f"per operating point (requests in flight, which bound the server's batch): {strata}; "
         f"{contrasts}; accuracy depends on the batch: {record.depends}."
     )
 

@@ -133,3 +133,27 @@ def test_the_planned_power_of_a_no_matches_the_monte_carlo() -> None:
         assert abs(planned_no_power(100 * q**0.5, n, 2, 5.0) - simulated) < 0.03
     assert planned_no_power(44.7, 4000, 3, 5.0) < planned_no_power(44.7, 4000, 2, 5.0)  # thinner strata, 2 contrasts
     assert planned_no_power(44.7, 3, 2, 5.0) == 0.0
+
+
+def test_the_servers_counters_over_a_stratum() -> None:
+    from byog.analysis.strata import server_batch
+
+    def metrics(tokens: float, steps: float) -> str:
+        return (
+            "# TYPE vllm:generation_tokens_total counter\n"
+            f'vllm:generation_tokens_total{{engine="0",model_name="m"}} {tokens}\n'
+            f'vllm:iteration_tokens_total_count{{engine="0",model_name="m"}} {steps}\n'
+        )
+
+    assert server_batch(metrics(100.0, 40.0), metrics(6500.0, 140.0)) == {
+        "output_tokens": 6400.0,
+        "engine_steps": 100.0,
+        "tokens_per_step": 64.0,
+    }
+    assert server_batch(None, metrics(1.0, 1.0)) is None  # no /metrics before: nothing said
+    assert server_batch("other 1\n", "other 2\n") is None  # counters not exported
+    assert server_batch(metrics(5.0, 7.0), metrics(5.0, 7.0)) == {
+        "output_tokens": 0.0,
+        "engine_steps": 0.0,
+        "tokens_per_step": None,
+    }

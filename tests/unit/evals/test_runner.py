@@ -446,7 +446,8 @@ def test_each_operating_point_reaches_lm_eval_as_num_concurrent_on_the_same_item
     )
     extra = json.loads(rd.eval_results("candidate", task.name).read_text())["extra"]
     assert extra["strata"]["points"] == [1, 64] and extra["strata"]["items"] == {"1": len(low), "64": len(high)}
-    assert "not read from the server" in extra["strata"]["note"]
+    assert "the server's batch was at most that many of them" in extra["strata"]["note"]
+    assert extra["strata"]["server_batch"] == {"1": None, "64": None}  # the fake lm-eval's endpoint serves no /metrics
     assert extra["concurrency"]["source"] == "operating points"
     assert f"at operating points 1/64 in flight ({len(low)}/{len(high)} items)" in "\n".join(reporter.lines)
     verdict = summarize_evals(rd, plan).verdicts[0]
@@ -497,7 +498,8 @@ def test_the_plan_refuses_operating_points_it_cannot_run() -> None:
 
 class _InFlight:
     """A loopback OpenAI chat endpoint that answers "4" after a short wait and records, per request in
-    arrival order, how many requests were in flight when it arrived (itself included)."""
+    arrival order, how many requests were in flight when it arrived (itself included). Its /metrics
+    counts one output token and one engine step per answer (vLLM's counter names)."""
 
     def __init__(self) -> None:
         import threading
@@ -506,11 +508,22 @@ class _InFlight:
         self.lock = threading.Lock()
         self.now = 0
         self.seen: list[int] = []
+        self.done = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def do_GET(self) -> None:
+                body = (
+                    f'vllm:generation_tokens_total{{engine="0"}} {outer.done}.0\n'
+                    f'vllm:iteration_tokens_total_count{{engine="0"}} {outer.done}.0\n'
+                )
+                self.send_response(200 if self.path == "/metrics" else 404)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
 
             def do_POST(self) -> None:
                 import time
@@ -523,6 +536,7 @@ class _InFlight:
                 body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": "4"}}]})
                 with outer.lock:
                     outer.now -= 1
+                    outer.done += 1
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -558,3 +572,8 @@ def test_real_lm_eval_keeps_each_strata_requests_in_flight_at_its_point(tmp_path
     assert max(server.seen[low:]) <= 4 and max(server.seen[low:]) > 1
     assert {r["num_concurrent"] for r in run.rows} == {1, 4}
     assert {r["extracted_answer"] for r in run.rows} == {"4"}
+    batch = run.results["extra"]["strata"]["server_batch"]  # the server's counters over each stratum alone
+    assert batch["1"] == {"output_tokens": float(low), "engine_steps": float(low), "tokens_per_step": 1.0}
+    assert batch["4"] == {"output_tokens": float(high), "engine_steps": float(high), "tokens_per_step": 1.0}
+    said = runner.concurrency_said(run.results["extra"])
+    assert said == f"operating points 1/4 in flight ({low}/{high} items; server: 1.0/1.0 output tokens per engine step)"

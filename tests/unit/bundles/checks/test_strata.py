@@ -62,7 +62,7 @@ def test_a_difference_at_64_only_verifies_and_the_report_says_accuracy_depends_o
     assert report.verified, report.failures
     assert result(report, "strata").message.startswith("1 stratified verdict(s) recompute")
     note = next(line for line in rd.report_md.read_text().splitlines() if "per operating point" in line)
-    assert note.startswith("- gsm8k, candidate vs baseline: per operating point (requests in flight; ")
+    assert note.startswith("- gsm8k, candidate vs baseline: per operating point (requests in flight, which bound ")
     assert "64 vs 1: Δd -30.46, 95% CI [" in note
     assert "1: equivalent, d 0.00" in note and "64: different" in note
     assert note.endswith("accuracy depends on the batch: yes.")
