@@ -20,6 +20,8 @@ the same numbers. Floats are finite or None (JSON null), never NaN.
 - sequential: where the plan's eval sets ``looks``, the group-sequential gate
   (``byog.analysis.group_sequential``) on the paired items in their natural id order; its stopping
   look's decision is the verdict (unless degenerate) and every look it took is in the record.
+- strata: where the plan's eval sets ``operating_points``, the paired gate per stratum and whether the
+  difference depends on the operating point (``byog.analysis.strata``).
 - observed: a greedy single-pass verdict that is not degenerate also carries the pair's observed
   discordance (items whose scores differ / n), the re-draw rate it implies, the false-fail rate and
   power of the same design at that rate, and the least n sound there; a design that rate makes
@@ -34,6 +36,7 @@ from collections.abc import Iterable
 from byog.analysis import group_sequential, stats
 from byog.analysis.degenerate import degenerate_cases
 from byog.analysis.gate_power import ItemModel, ObservedDesign, PlannedPower, observed_design, planned_for_spec
+from byog.analysis.strata import strata_record
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.plans.tasks import TASKS
@@ -59,9 +62,14 @@ def scores_of(rows: Iterable[tuple[str, str, float]]) -> dict[tuple[str, str], f
     return {key: 100.0 * math.fsum(vals) / len(vals) for key, vals in sums.items()}
 
 
-def paired(cand: dict[tuple[str, str], float], base: dict[tuple[str, str], float]) -> tuple[list[float], list[float]]:
+def paired_keys(cand: dict[tuple[str, str], float], base: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
     """The items both servers scored (same id and sha256), in the order the looks read them."""
-    keys = sorted(set(base) & set(cand), key=group_sequential.item_order)
+    return sorted(set(base) & set(cand), key=group_sequential.item_order)
+
+
+def paired(cand: dict[tuple[str, str], float], base: dict[tuple[str, str], float]) -> tuple[list[float], list[float]]:
+    """The paired items' scores (``paired_keys``' order)."""
+    keys = paired_keys(cand, base)
     return [cand[k] for k in keys], [base[k] for k in keys]
 
 
@@ -107,6 +115,7 @@ def _verdict(
     task: str,
     candidate: str,
     baseline: str,
+    keys: list[tuple[str, str]],
     cand: list[float],
     base: list[float],
     passes: int,
@@ -156,6 +165,11 @@ def _verdict(
         sound_n=observed.sound_n if observed else None,
         screening_label=observed.label() if observed else None,
         sequential=sequential,
+        strata=(
+            strata_record(keys, cand, base, spec.operating_points, margin, resolution, score_interval)
+            if spec is not None and spec.operating_points
+            else None
+        ),
         **row,
     )
 
@@ -234,7 +248,8 @@ def summarize_evals(run_dir: RunDir, plan: Plan, score_interval: bool = True) ->
             cand = per_server.get((candidate, task))
             if base is None or cand is None:
                 continue
-            c, b = paired(cand, base)
+            keys = paired_keys(cand, base)
+            c, b = [cand[k] for k in keys], [base[k] for k in keys]
             passes = max(1, min(passes_of(run_dir, candidate, task), passes_of(run_dir, baseline, task)))
-            verdicts.append(_verdict(plan, task, candidate, baseline, c, b, passes, score_interval))
+            verdicts.append(_verdict(plan, task, candidate, baseline, keys, c, b, passes, score_interval))
     return EvalSummary(scores=scores, verdicts=verdicts)

@@ -133,6 +133,12 @@ def _binom_pmf(k: int, p: np.ndarray) -> np.ndarray:
     return pmf
 
 
+def pmf_moments(values: np.ndarray, probs: np.ndarray) -> tuple[float, float]:
+    """(mean, sd) of d_i from its pmf (``difference_pmf``)."""
+    mean = float(np.dot(values, probs))
+    return mean, math.sqrt(max(float(np.dot(values**2, probs)) - mean * mean, 0.0))
+
+
 def difference_pmf(
     model: ItemModel, passes: int, sampled: bool, shift_points: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray]:

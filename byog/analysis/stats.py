@@ -59,7 +59,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from byog.schemas.evals import PairedComparison, PairedMethod, Verdict
+from byog.schemas.evals import PairedComparison, PairedMethod, StratumContrast, Verdict
 
 ALPHA = 0.05  # each one-sided test of the TOST; the difference test is two-sided at the same alpha
 POWER_TARGET = 0.80  # for the minimum detectable effect
@@ -118,6 +118,52 @@ def method_for(
 
 
 Counts = NDArray[np.float64] | NDArray[np.int64] | float  # item counts, elementwise
+
+
+def stratum_contrast(
+    point: PairedComparison, reference: PairedComparison, at: int, ref: int, contrasts: int = 1
+) -> StratumContrast:
+    """Whether the paired difference of one stratum differs from the reference stratum's (docs/statistics.md §1b).
+
+    The strata hold disjoint items, so delta = d(point) - d(reference) has SE = sqrt(SE_1^2 + SE_2^2)
+    (each stratum's SE_d as its verdict floors it): Welch's t on the two strata's per-item differences,
+    Welch-Satterthwaite df rounded down. The intervals are Bonferroni-adjusted over ``contrasts``
+    (every stratum against the reference): 1 - 2 alpha / m for the TOST, 1 - alpha / m two-sided; the
+    verdict is ``decide``'s three-way rule on delta against the stratum's margin."""
+    empty = StratumContrast(
+        operating_point=at,
+        reference=ref,
+        delta=None,
+        se=None,
+        df=None,
+        ci90_low=None,
+        ci90_high=None,
+        ci95_low=None,
+        ci95_high=None,
+        verdict="inconclusive",
+    )
+    if point.d is None or reference.d is None or point.se_d is None or reference.se_d is None:
+        return empty
+    a, b = point.se_d**2, reference.se_d**2
+    delta, se = point.d - reference.d, math.sqrt(a + b)
+    df = max(1, math.floor((a + b) ** 2 / (a**2 / (point.n - 1) + b**2 / (reference.n - 1))))
+    t90 = t_quantile(1 - ALPHA / contrasts, df)
+    t95 = t_quantile(1 - ALPHA / (2 * contrasts), df)
+    ci90, ci95 = (delta - t90 * se, delta + t90 * se), (delta - t95 * se, delta + t95 * se)
+    verdict = decide(delta, ci90, ci95, point.margin)
+    assert verdict != "degenerate"
+    return empty.model_copy(
+        update={
+            "delta": delta,
+            "se": se,
+            "df": df,
+            "ci90_low": ci90[0],
+            "ci90_high": ci90[1],
+            "ci95_low": ci95[0],
+            "ci95_high": ci95[1],
+            "verdict": verdict,
+        }
+    )
 
 
 def tango_z(plus: Counts, minus: Counts, n: Counts, delta: float) -> NDArray[np.float64]:

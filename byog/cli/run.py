@@ -516,5 +516,15 @@ def render_eval_power(rows: list[dict[str, Any]], current: str, prior: str | Non
             described,
         )
     print_table(console, table)
+    for r in rows:
+        if r["tier"] == current and r.get("strata"):
+            st = r["strata"]
+            console.print(
+                f"{r['task']} at operating points {'/'.join(map(str, st['points']))} (~{st['items_per_point']} items "
+                f'each): "accuracy depends on the batch: no" has {st["no_power"]:.0%} planned power if it does not '
+                "(docs/statistics.md §1b)",
+                highlight=False,
+                soft_wrap=True,
+            )
     if prior:
         console.print(f"eval model: {prior}", highlight=False, soft_wrap=True)

@@ -17,12 +17,12 @@ record says why.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 UNKNOWN_CAPACITY_CONCURRENCY = 8  # the old constant: what byog runs at when the server reports nothing
 
-Source = Literal["plan", "server capacity", "unknown capacity"]
+Source = Literal["plan", "server capacity", "unknown capacity", "operating points"]
 
 
 @dataclass(frozen=True)
@@ -83,3 +83,17 @@ def eval_concurrency(
     value = concurrency_for(tokens, tokens_per_request, seqs)
     limit = "max_num_seqs" if value == seqs else "KV cache tokens / (prompt + max tokens)"
     return Concurrency(value, "server capacity", tokens, seqs, tokens_per_request, why=f"bound: {limit}")
+
+
+def at_operating_points(capacity: Concurrency, points: list[int]) -> Concurrency:
+    """The record of an eval whose strata run at the plan's operating points (``byog.analysis.strata``):
+    ``num_concurrent`` is the largest point, ``why`` names every point and, beside what the server
+    reported, any point above the capacity (its requests queue: the server cannot batch that many)."""
+    ordered = sorted(points)
+    why = f"each stratum at its operating point ({', '.join(map(str, ordered))} requests in flight)"
+    if capacity.source == "server capacity":
+        over = [p for p in ordered if p > capacity.num_concurrent]
+        why += f"; the server's capacity is {capacity.num_concurrent}" + (
+            f", below {', '.join(map(str, over))}: those requests queue" if over else ""
+        )
+    return replace(capacity, num_concurrent=ordered[-1], source="operating points", why=why)

@@ -20,13 +20,15 @@ import httpx
 
 from byog.analysis import group_sequential, stats
 from byog.analysis.eval_summary import item_scores, pairs_judged_by, passes_of, scores_of, sequential_for
+from byog.analysis.strata import ASSIGNMENT as STRATA_ASSIGNMENT
+from byog.analysis.strata import operating_point, server_batch
 from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, Reporter
 from byog.core.settings import hub_data_dir, resolve_data_dir
 from byog.evals import mrcr
-from byog.evals.capacity import eval_concurrency
+from byog.evals.capacity import Concurrency, at_operating_points, eval_concurrency
 from byog.evals.data import (
     DataSource,
     hub_offline,
@@ -110,8 +112,11 @@ def _lm_eval_task(
     overrides: dict[str, Any],
     status: Any,
     looks: Looks | None = None,
+    points: list[int] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
     gen = generation_kwargs(task, endpoint, overrides)
+    if points:
+        return _stratified(task, source, endpoint, seeds, limit, points, gen, status)
     rows: list[dict[str, Any]] = []
     runner: dict[str, Any] = {}
     chunks: list[list[int] | None] = [None]
@@ -134,6 +139,66 @@ def _lm_eval_task(
             if stopped:
                 break
     return rows, gen, runner, ({"sequential": record} if record else {})
+
+
+def strata_of(task: TaskSpec, source: DataSource, limit: int | None, points: list[int]) -> dict[int, list[int]]:
+    """The doc indices of each operating point's stratum among the first ``limit`` docs
+    (``byog.analysis.strata.operating_point``: from each item's id and sha256, so the same on every server)."""
+    if not source.files:
+        raise UsageError(
+            f"{task.name}: operating points need the items' ids before they run, and lm-eval would stream "
+            "this task from the hub: pull its data first (`byog data pull`)"
+        )
+    rows = read_split(source, task.eval_split)
+    n = len(rows) if limit is None else min(limit, len(rows))
+    strata: dict[int, list[int]] = {p: [] for p in sorted(points)}
+    for i in range(n):
+        strata[operating_point(*item_identity(task, i, rows, {}), points)].append(i)
+    return strata
+
+
+def _stratified(
+    task: TaskSpec,
+    source: DataSource,
+    endpoint: Endpoint,
+    seeds: list[int],
+    limit: int | None,
+    points: list[int],
+    gen: dict[str, Any],
+    status: Any,
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Each operating point's stratum through lm-eval at num_concurrent = that point, every pass."""
+    rows: list[dict[str, Any]] = []
+    runner: dict[str, Any] = {}
+    strata = strata_of(task, source, limit, points)
+    batch: dict[str, dict[str, float | None] | None] = {}
+    for point, docs in strata.items():
+        if not docs:
+            continue
+        status(f"{task.name}: operating point {point}, {len(docs)} items")
+        before = _metrics(endpoint)
+        made = _lm_eval_passes(task, source, endpoint, seeds, None, point, gen, status, docs, runner)
+        batch[str(point)] = server_batch(before, _metrics(endpoint))
+        rows.extend({**row, "num_concurrent": point} for row in made)
+    runner["model_args"] = {k: v for k, v in runner.get("model_args", {}).items() if k != "num_concurrent"}
+    record = {
+        "points": sorted(points),
+        "assignment": STRATA_ASSIGNMENT,
+        "items": {str(p): len(docs) for p, docs in strata.items()},
+        "note": "each stratum's requests were sent with lm-eval's num_concurrent = its point: the server's "
+        "batch was at most that many of them; server_batch: the server's own counters over the stratum",
+        "server_batch": batch,
+    }
+    return rows, gen, runner, {"strata": record}
+
+
+def _metrics(endpoint: Endpoint) -> str | None:
+    """The server's Prometheus /metrics, verbatim; None where it serves none."""
+    try:
+        response = httpx.get(f"{endpoint.base_url}/metrics", timeout=30.0)
+    except httpx.HTTPError:
+        return None
+    return response.text if response.status_code == 200 else None
 
 
 def look_order(task: TaskSpec, source: DataSource, n: int) -> list[int]:
@@ -353,6 +418,34 @@ def recorded_server_info(run_dir: RunDir, server: str) -> Mapping[str, Any] | No
     return info if isinstance(info, dict) else None
 
 
+def _concurrency(
+    task: TaskSpec,
+    endpoint: Endpoint,
+    overrides: dict[str, Any],
+    server_info: Mapping[str, Any] | None,
+    planned: int | None,
+    operating_points: list[int] | None,
+) -> Concurrency:
+    """The requests in flight the task runs at: the plan's, the server's capacity, or its operating points."""
+    if operating_points and task.runner != "lm_eval":
+        raise UsageError(f"{task.name}: operating points are run through lm-eval; byog's {task.runner} runner has none")
+    concurrency = eval_concurrency(server_info, tokens_per_request(task, endpoint, overrides), planned)
+    return at_operating_points(concurrency, operating_points) if operating_points else concurrency
+
+
+def _means(rows: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    """(each item's mean over passes, each pass's mean over items), in points."""
+    per_item: dict[str, list[float]] = {}
+    per_pass: dict[int, list[float]] = {}
+    for row in rows:
+        per_item.setdefault(row["item_id"], []).append(row["score"])
+        per_pass.setdefault(row["pass_index"], []).append(row["score"])
+    return (
+        [100.0 * stats.mean(v) for _, v in sorted(per_item.items())],
+        [100.0 * stats.mean(v) for _, v in sorted(per_pass.items())],
+    )
+
+
 def run_task(
     task: TaskSpec,
     server: str,
@@ -366,18 +459,21 @@ def run_task(
     gen_overrides: dict[str, Any] | None = None,
     reporter: Reporter = NullReporter(),
     looks: Looks | None = None,
+    operating_points: list[int] | None = None,
 ) -> TaskRun:
     """One task on one server. ``num_concurrent`` None: from the server's capacity (``server_info``,
     its /server_info answer; ``byog.evals.capacity``). ``looks``: run in look-sized chunks and stop
-    where the group-sequential gate stops (lm-eval tasks)."""
+    where the group-sequential gate stops (lm-eval tasks). ``operating_points``: each item at the
+    concurrency of its stratum (``byog.analysis.strata``; lm-eval tasks)."""
+    overrides = dict(gen_overrides or {})
+    concurrency = _concurrency(task, endpoint, overrides, server_info, num_concurrent, operating_points)
+    n = concurrency.num_concurrent
     source = resolve_source(task, data_dir)
     if task.runner == "mrcr" and source.kind == "hub":
         # byog's own runner reads files: pull the pinned revision into a cache, then read it
         data_dir = data_dir or hub_data_dir()
         pull([task], data_dir)
         source = resolve_source(task, data_dir)
-    overrides = dict(gen_overrides or {})
-    concurrency = eval_concurrency(server_info, tokens_per_request(task, endpoint, overrides), num_concurrent)
     started = time.perf_counter()
     with reporter.status(f"eval {task.name} on {server}") as live:
 
@@ -386,21 +482,14 @@ def run_task(
 
         if task.runner == "lm_eval":
             rows, gen, runner, extra = _lm_eval_task(
-                task, source, endpoint, seeds, limit, concurrency.num_concurrent, overrides, status, looks
+                task, source, endpoint, seeds, limit, n, overrides, status, looks, operating_points
             )
         else:
-            rows, gen, runner, extra = _mrcr_task(
-                task, source, endpoint, seeds, limit, concurrency.num_concurrent, overrides, status, data_dir
-            )
+            rows, gen, runner, extra = _mrcr_task(task, source, endpoint, seeds, limit, n, overrides, status, data_dir)
     wall_s = time.perf_counter() - started
-    rows = [EvalItemRow(**row).model_dump() for row in rows]  # validate before anything is written
-
-    per_item: dict[str, list[float]] = {}
-    per_pass: dict[int, list[float]] = {}
-    for row in rows:
-        per_item.setdefault(row["item_id"], []).append(row["score"])
-        per_pass.setdefault(row["pass_index"], []).append(row["score"])
-    item_means = [100.0 * stats.mean(v) for _, v in sorted(per_item.items())]
+    # validate before anything is written; a row of the eval's one concurrency records it too
+    rows = [EvalItemRow(**{"num_concurrent": n, **row}).model_dump() for row in rows]
+    item_means, pass_scores = _means(rows)
     data = source.record()
     if task.runner == "mrcr" and source.kind in ("hub", "hub-cache"):
         data["label"] = "MRCR v2"
@@ -428,7 +517,7 @@ def run_task(
         n_rows=len(rows),
         score=stats.mean(item_means) if item_means else 0.0,
         stderr=stats.standard_error(item_means),
-        pass_scores=[100.0 * stats.mean(v) for _, v in sorted(per_pass.items())],
+        pass_scores=pass_scores,
         wall_s=round(wall_s, 3),
         extra={**extra, "concurrency": concurrency.record()},
     ).model_dump(mode="json")
@@ -508,16 +597,30 @@ def run_evals_for_server(
             gen_overrides=spec.gen_kwargs,
             reporter=reporter,
             looks=looks_for(plan, spec, server_name, run_dir),
+            operating_points=spec.operating_points,
         )
         _check_planned_items(spec, server_name, run)
         write_task(run_dir, server_name, task.name, run)
         r = run.results
-        c = r["extra"]["concurrency"]
         reporter.line(
             f"eval {task.name} on {server_name}: {r['score']:.1f} points over {r['n_items']} items x "
-            f"{len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s at concurrency {c['num_concurrent']} "
-            f"({c['source']}), data: {r['data']['label']}){looks_said(r['extra'].get('sequential'))}"
+            f"{len(r['sampling']['seeds'])} passes ({r['wall_s']:.0f} s at {concurrency_said(r['extra'])}, "
+            f"data: {r['data']['label']}){looks_said(r['extra'].get('sequential'))}"
         )
+
+
+def concurrency_said(extra: Mapping[str, Any]) -> str:
+    """Where the eval line says the requests in flight: one concurrency, or each operating point's items."""
+    strata = extra.get("strata")
+    if strata:
+        items = "/".join(str(n) for n in strata["items"].values())
+        said = f"operating points {'/'.join(map(str, strata['points']))} in flight ({items} items"
+        per_step = [(b or {}).get("tokens_per_step") for b in strata["server_batch"].values()]
+        if per_step and all(isinstance(x, float) for x in per_step):
+            said += "; server: " + "/".join(f"{x:.1f}" for x in per_step) + " output tokens per engine step"
+        return said + ")"
+    c = extra["concurrency"]
+    return f"concurrency {c['num_concurrent']} ({c['source']})"
 
 
 def looks_said(record: Mapping[str, Any] | None) -> str:

@@ -13,13 +13,21 @@ from pathlib import Path
 from typing import Any, cast
 
 from byog.analysis.eval_summary import margin_for
-from byog.analysis.gate_power import ItemModel, model_from_items, planned_for_spec, prior_model
+from byog.analysis.gate_power import (
+    ItemModel,
+    difference_pmf,
+    model_from_items,
+    planned_for_spec,
+    pmf_moments,
+    prior_model,
+)
+from byog.analysis.strata import planned_no_power
 from byog.core.paths import RunDir
 from byog.core.settings import runs_dir
 from byog.plans.load import parse_plan
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import TIERS, apply_tier, eval_items, tiered_plan_yaml
-from byog.schemas.plan import Plan
+from byog.schemas.plan import EvalSpec, Plan
 
 
 def _pass_scores(run_dir: RunDir, server: str, task: str) -> dict[str, list[float]] | None:
@@ -112,6 +120,21 @@ def eval_power_rows(plan: Plan, from_run: Path | None = None) -> list[dict[str, 
                     "power": planned.power,
                     "sound": planned.sound,
                     "model": planned.model,
+                    "strata": _strata_power(spec, models[key], margin, sampled),
                 }
             )
     return rows
+
+
+def _strata_power(spec: EvalSpec, model: ItemModel | None, margin: float, sampled: bool) -> dict[str, Any] | None:
+    """An eval with operating points: the items a stratum gets and the planned power of the answer "no"
+    (accuracy does not depend on the point, docs/statistics.md §1b); None without points."""
+    if not spec.operating_points or model is None:
+        return None
+    _, sd = pmf_moments(*difference_pmf(model, spec.passes, sampled))
+    n, points = eval_items(spec), len(spec.operating_points)
+    return {
+        "points": sorted(spec.operating_points),
+        "items_per_point": n // points,
+        "no_power": planned_no_power(sd, n, points, margin),
+    }

@@ -19,7 +19,6 @@ pairs taken as independent).
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import numpy as np
 
 from byog.analysis import group_sequential
 from byog.analysis.eval_summary import margin_for, pairs_judged_by
-from byog.analysis.gate_power import ItemModel, difference_pmf, prior_model
+from byog.analysis.gate_power import ItemModel, difference_pmf, pmf_moments, prior_model
 from byog.pipeline.eval_power import model_from_run
 from byog.pipeline.numerics import server_order
 from byog.plans.tasks import TASKS, stops_early
@@ -64,8 +63,7 @@ def _stopped_by(
     n: int, design: group_sequential.SequentialDesign, margin: float, values: np.ndarray, probs: np.ndarray
 ) -> tuple[tuple[int, float], ...]:
     """(items, P(stopped at or before that look)) for one pair under the d_i pmf (values, probs)."""
-    mean = float(np.dot(values, probs))
-    sd = math.sqrt(max(float(np.dot(values**2, probs)) - mean * mean, 0.0))
+    mean, sd = pmf_moments(values, probs)
     return _cumulative(n, design, margin, mean, sd)
 
 

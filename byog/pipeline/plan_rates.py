@@ -155,6 +155,7 @@ class EvalEstimate(TypedDict):
     requests: int
     concurrency: int
     concurrency_why: str  # the capacity rule with its figures
+    operating_points: dict[int, int] | None  # the plan's operating points: point -> expected requests there
     kv_why: str  # where the KV tokens come from ("assumed: ..." where the plan cannot know)
     expected_tokens: int
     tpot_s: float
@@ -239,6 +240,17 @@ def eval_estimates(
             rate = rate_of(server, None, concurrency)
             rounds = math.ceil(requests / concurrency)
             seconds = rounds * (TTFT_GUESS_S + expected * rate.tpot_s)
+            strata = strata_requests(spec.operating_points, requests)
+            if strata:
+                # each stratum at its own point (B=1 sends its requests one after another); a point above
+                # what the server holds queues the rest, so it runs at the capacity
+                held = {b: min(b, concurrency) for b in strata}
+                concurrency, why = max(strata), "the plan's operating points (each item's stratum: a hash of it)"
+                rate = rate_of(server, None, held[concurrency])
+                seconds = sum(
+                    math.ceil(n / held[b]) * (TTFT_GUESS_S + expected * rate_of(server, None, held[b]).tpot_s)
+                    for b, n in strata.items()
+                )
             share = expected_share(plan, spec, server, from_run)
             rows.append(
                 {
@@ -247,6 +259,7 @@ def eval_estimates(
                     "requests": requests,
                     "concurrency": concurrency,
                     "concurrency_why": why,
+                    "operating_points": strata,
                     "kv_why": kv_why,
                     "expected_tokens": expected,
                     "tpot_s": rate.tpot_s,
@@ -258,6 +271,23 @@ def eval_estimates(
                 }
             )
     return rows
+
+
+def strata_requests(points: list[int] | None, requests: int) -> dict[int, int] | None:
+    """The requests expected at each operating point: the strata split the items about evenly
+    (``byog.analysis.strata``: each item's point is a hash of it), so requests / points each."""
+    if not points:
+        return None
+    ordered = sorted(points)
+    return {b: requests // len(ordered) + (1 if i < requests % len(ordered) else 0) for i, b in enumerate(ordered)}
+
+
+def concurrency_said(e: EvalEstimate) -> str:
+    """An eval's requests in flight as ``byog plan`` prints it: one concurrency, or each operating point's
+    expected requests."""
+    if e["operating_points"]:
+        return "operating points " + "/".join(f"{b} (~{n:,})" for b, n in e["operating_points"].items())
+    return f"concurrency {e['concurrency']}"
 
 
 class RateLookup:

@@ -35,6 +35,7 @@ from byog.pipeline.plan_rates import (
     EvalEstimate,
     RateLookup,
     batch_of,
+    concurrency_said,
     eval_estimates,
     served_capacity,
 )
@@ -637,10 +638,14 @@ def largest_items(estimate: Estimate) -> list[Item]:
     summed_expected = sum(e["expected_s"] for e in estimate["eval_time"])
     expected_share = estimate["evals_expected_s"] / summed_expected if at_once else 1.0
     for task, evals in tasks.items():
-        at = "/".join(str(c) for c in sorted({e["concurrency"] for e in evals}))
+        at = (
+            ", ".join(dict.fromkeys(concurrency_said(e) for e in evals))
+            if any(e["operating_points"] for e in evals)
+            else "concurrency " + "/".join(str(c) for c in sorted({e["concurrency"] for e in evals}))
+        )
         items.append(
             {
-                "what": f"eval {task} ({len(evals)} servers x {evals[0]['requests']} requests at concurrency {at}"
+                "what": f"eval {task} ({len(evals)} servers x {evals[0]['requests']} requests at {at}"
                 f"{', its share of evals at once' if at_once else ''})",
                 "seconds": share * sum(e["estimate_s"] for e in evals),
                 "expected_seconds": expected_share * sum(e["expected_s"] for e in evals),
@@ -725,7 +730,11 @@ def assumptions(estimate: Estimate) -> list[str]:
             f"TPOT of {len(evals)} evals (server x task): "
             + _count_sources([(e["tpot_source"], e["tpot_why"]) for e in evals])
         )
-        concurrency = ", ".join(dict.fromkeys(f"{e['task']} {e['concurrency']}" for e in evals))
+        concurrency = ", ".join(
+            dict.fromkeys(
+                f"{e['task']} {concurrency_said(e) if e['operating_points'] else e['concurrency']}" for e in evals
+            )
+        )
         kv = "; ".join(dict.fromkeys(e["kv_why"] for e in evals))
         seqs = "; ".join(dict.fromkeys(e["concurrency_why"].split(", ")[0].removeprefix("min(") for e in evals))
         out.append(

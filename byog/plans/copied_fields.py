@@ -102,6 +102,7 @@ COPIED: dict[type[BaseModel], frozenset[str]] = {
             "min_baseline_score",
             "looks",
             "spending",
+            "operating_points",
         }
     ),
     NumericsSpec: frozenset(

@@ -21,8 +21,8 @@ from byog.schemas.registry import register
 
 EVAL_RESULTS_SCHEMA_VERSION: Final = 1
 # items.parquet records its version in the parquet metadata; a file without one has layout 1
-# (no raw output columns: ``EvalItemRowV1``)
-EVAL_ITEM_SCHEMA_VERSION: Final = 2
+# (no raw output columns: ``EvalItemRowV1``); layout 2 has no ``num_concurrent`` (``EvalItemRowV2``)
+EVAL_ITEM_SCHEMA_VERSION: Final = 3
 
 INVALID_ANSWER: Final = "[invalid]"  # lm-eval's fallback when a task's answer filter finds nothing
 RAW_OUTPUT_CHARS: Final = 4000  # the most characters of a response items.parquet keeps (``clip``)
@@ -48,13 +48,22 @@ class EvalItemRowV1(Strict):
     bin: str | None = None  # MRCR: the token-count bin of the row
 
 
-class EvalItemRow(EvalItemRowV1):
-    """One (item, pass): one parquet row of items.parquet (schema 2)."""
+class EvalItemRowV2(EvalItemRowV1):
+    """One (item, pass) of an items.parquet of layout 2."""
 
     # What the server returned, ``clip``ped to RAW_OUTPUT_CHARS: only where the extracted answer is
     # INVALID_ANSWER and the task is not gated; None otherwise
     raw_output: str | None = None
     raw_output_chars: int | None = None  # the whole response's length in characters, where raw_output is kept
+
+
+class EvalItemRow(EvalItemRowV2):
+    """One (item, pass): one parquet row of items.parquet (schema 3)."""
+
+    # the requests the runner kept in flight while this item's request ran (lm-eval's num_concurrent,
+    # MRCR's workers): an operating point's stratum (byog.analysis.strata) or the eval's one concurrency.
+    # It bounds the server's batch; the batch itself is the server's and is not recorded here.
+    num_concurrent: int | None = Field(default=None, ge=1, json_schema_extra={"arrow": "int32"})
 
 
 def clip(text: str, limit: int) -> str:
@@ -171,6 +180,40 @@ class SequentialRecord(Derived):
     items_planned: int
 
 
+class StratumVerdict(PairedComparison):
+    """The paired comparison on one operating point's items (``byog.analysis.strata``)."""
+
+    operating_point: int  # the num_concurrent both servers ran this stratum's items at
+
+
+class StratumContrast(Derived):
+    """Whether the candidate-minus-baseline difference at ``operating_point`` differs from that at
+    ``reference`` (the smallest point): delta = d(point) - d(reference), Welch's t on the two strata's
+    per-item differences, intervals Bonferroni-adjusted over the contrasts (``byog.analysis.stats``)."""
+
+    operating_point: int
+    reference: int
+    delta: float | None
+    se: float | None
+    df: int | None  # Welch-Satterthwaite, rounded down
+    ci90_low: float | None  # the TOST interval (1 - 2 alpha / contrasts)
+    ci90_high: float | None
+    ci95_low: float | None  # the difference test's interval (1 - alpha / contrasts)
+    ci95_high: float | None
+    verdict: Literal["equivalent", "different", "inconclusive"]  # of delta against the eval's margin
+
+
+class StrataRecord(Derived):
+    """An eval with operating points: the verdict per stratum and whether accuracy depends on the point."""
+
+    points: list[int]  # the plan's operating points, ascending
+    assignment: str  # how each item's stratum follows from its id and sha256 (recomputable)
+    strata: list[StratumVerdict]
+    contrasts: list[StratumContrast]
+    # yes: a contrast is "different"; no: every contrast is "equivalent"; else undetermined
+    depends: Literal["yes", "no", "undetermined"]
+
+
 class EvalVerdict(PairedComparison):
     """summary.json evals.verdicts[]: one per (task, candidate vs baseline, speculative on/off).
 
@@ -206,6 +249,8 @@ class EvalVerdict(PairedComparison):
     # Summary schema 8 added: the group-sequential design's looks where the plan sets ``looks``; its
     # decision is then the verdict (unless degenerate)
     sequential: SequentialRecord | None = None
+    # Summary schema 12 added: per operating point where the plan sets ``operating_points``
+    strata: StrataRecord | None = None
 
 
 class EvalSummary(Derived):
@@ -225,7 +270,7 @@ register(
     version=EVAL_ITEM_SCHEMA_VERSION,
     files=("evals/*/*/items.parquet",),
     kind="parquet",
-    older_layouts=((1, EvalItemRowV1),),
+    older_layouts=((1, EvalItemRowV1), (2, EvalItemRowV2)),
 )
 register("eval_score", EvalScore, version=EVAL_RESULTS_SCHEMA_VERSION)
 register("eval_verdict", EvalVerdict, version=EVAL_RESULTS_SCHEMA_VERSION)

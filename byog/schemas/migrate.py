@@ -200,6 +200,21 @@ def _eval_item_raw_output(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("summary", 12)
+def _summary_strata(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 12 -> 13: a verdict of an eval with operating points carries its per-stratum record
+    (no plan before it could set operating points, so none is missing: ``CHANGED_IN``)."""
+    return data
+
+
+@register_migration("eval_item", 2)
+def _eval_item_num_concurrent(data: dict[str, Any]) -> dict[str, Any]:
+    """eval_item 2 -> 3: a row gained ``num_concurrent`` (the requests in flight it ran under); a
+    layout-2 row did not record it, which version 3 reads as None (unknown)."""
+    data.setdefault("num_concurrent", None)
+    return data
+
+
 # A version-2 server's fields at their defaults (a version-2 plan.yaml records every field but the null ones).
 _PLAN_V2_SERVER_DEFAULTS: dict[str, Any] = {
     **dict.fromkeys(("image", "platform", "gpus", "url", "additional_config", "speculative_config"), None),

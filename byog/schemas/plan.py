@@ -349,6 +349,23 @@ class EvalSpec(Strict):
     # at most 20; None: one look, at every item
     looks: list[float] | None = Field(default=None, max_length=20)
     spending: Literal["obf", "pocock"] = "obf"  # Lan-DeMets spending: O'Brien-Fleming or Pocock type
+    # operating points the accuracy claim lives at (docs/statistics.md §1b), e.g. [1, 64]: the eval's items
+    # are split into strata by a seeded hash of each item (byog.analysis.strata), each stratum sent at
+    # num_concurrent = its point on every server, and the verdict says per stratum whether the servers
+    # agree and whether their difference depends on the point; None (the default): every item at one
+    # concurrency (num_concurrent, else the server's capacity)
+    operating_points: list[PositiveInt] | None = Field(default=None, min_length=2, max_length=4)
+
+    @model_validator(mode="after")
+    def _operating_points_planned(self) -> EvalSpec:
+        points = self.operating_points
+        if points is not None and len(set(points)) != len(points):
+            raise ValueError(f"operating_points must be distinct (got {points})")
+        if points is not None and self.looks is not None:
+            raise ValueError("operating_points and looks cannot be combined: the looks would cut the strata unevenly")
+        if points is not None and self.num_concurrent is not None:
+            raise ValueError("operating_points set the concurrency of every item: leave num_concurrent out")
+        return self
 
     @model_validator(mode="after")
     def _looks_planned(self) -> EvalSpec:

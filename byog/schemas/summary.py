@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 12
+SUMMARY_SCHEMA_VERSION = 13
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -109,6 +109,8 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
         (("time_to_verdict", "servers", "*"), frozenset({"checking_s"})),
         (("phases",), frozenset({"check_s"})),
     ],
+    # 13: a verdict of an eval with operating points carries its per-stratum record.
+    13: [(("evals", "verdicts", "*"), frozenset({"strata"}))],
 }
 SCORE_INTERVAL_VERSION: Final = 11  # the first summary schema that judges binary items by Tango's statistic
 

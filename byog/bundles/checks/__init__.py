@@ -5,7 +5,7 @@ name and what it needs with ``@check``): the order is declared here, not left to
 imports, because a check may require another to have passed first. First what needs no trust
 and reads only the gate members (manifest, signature), then, for a trusted signer only, the
 hashes of every other member, the subject and the content checks (bounds, predicate, schemas,
-records, stopping, tasks, plan, calibration, sequential, summary, report, attestations, identity, pairs, commit,
+records, stopping, tasks, plan, calibration, sequential, strata, summary, report, attestations, identity, pairs, commit,
 engine, weights, policy, claims).
 """
 
@@ -26,6 +26,7 @@ from byog.bundles.checks import (
     sequential,
     signature,
     stopping,
+    strata,
     tasks,
     weights,
 )
@@ -46,6 +47,7 @@ CHECKS: tuple[Check, ...] = in_order(
         plan_pin.ran_the_given_plan,
         calibration.calibration_belongs,
         sequential.sequential_decisions_recompute,
+        strata.strata_recompute,
         recompute.summary_recomputes,
         recompute.report_rerenders,
         attestations.attestations_rebuild,

@@ -11,7 +11,7 @@ from byog.core.safe_text import md_fence_lines, md_text
 from byog.report.context import ReportContext
 from byog.report.format import fixed, num, table
 from byog.report.sections.headline import VERDICT_MARK
-from byog.schemas.evals import EvalVerdict, SequentialRecord, clip
+from byog.schemas.evals import EvalVerdict, SequentialRecord, StrataRecord, clip
 
 SHOWN_ITEMS = 50  # flipped items listed per pair; `byog items` prints them all
 SHOWN_RAW = 3  # raw outputs of [invalid] answers shown per server and task
@@ -101,6 +101,8 @@ def _verdict_notes(v: EvalVerdict) -> list[str]:
         )
     if v.sequential is not None:
         notes.append(f"- {where}: {_looks_line(v.sequential)}")
+    if v.strata is not None:
+        notes.append(f"- {where}: {_strata_line(v.strata)}")
     if v.screening and v.planned_false_fail is not None and v.planned_false_fail > 0.05:
         notes.append(
             f"- {where}: screening, not a pass: the plan's items and passes at ±{fixed(v.margin)} fail "
@@ -164,6 +166,24 @@ def _looks_line(record: SequentialRecord) -> str:
         f"{'Tango score statistic, ' if record.method == 'tango-score' else ''}looks at "
         f"{', '.join(fixed(t, 2) for t in record.fractions)}): {record.decision} at {num(record.items_used)} of "
         f"{num(record.items_planned)} items; {looks}."
+    )
+
+
+def _strata_line(record: StrataRecord) -> str:
+    """Each operating point's paired verdict and whether the difference depends on it (docs/statistics.md §1b)."""
+    strata = "; ".join(
+        f"{num(s.operating_point)}: {s.verdict}, d {fixed(s.d)}, 90% CI [{fixed(s.ci90_low)}, {fixed(s.ci90_high)}], "
+        f"{num(s.n)} items"
+        for s in record.strata
+    )
+    contrasts = "; ".join(
+        f"{num(c.operating_point)} vs {num(c.reference)}: Δd {fixed(c.delta)}, 95% CI [{fixed(c.ci95_low)}, "
+        f"{fixed(c.ci95_high)}], {c.verdict}"
+        for c in record.contrasts
+    )
+    return (
+        f"per operating point (requests in flight, which bound the server's batch): {strata}; "
+        f"{contrasts}; accuracy depends on the batch: {record.depends}."
     )
 
 

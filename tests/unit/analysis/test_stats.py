@@ -7,6 +7,7 @@ import math
 import pytest
 
 from byog.analysis import stats
+from byog.schemas.evals import PairedComparison
 
 # Student t quantiles (tables): t(0.95, 3), t(0.95, 4), t(0.975, 4), t(0.80, 4)
 T95_3 = 2.353363
@@ -134,3 +135,29 @@ def test_rejects_unpaired_or_bad_margin() -> None:
 def test_standard_error() -> None:
     assert stats.standard_error([0.0, 100.0]) == pytest.approx(50.0)  # sd 70.71 / sqrt 2
     assert stats.standard_error([42.0]) is None
+
+
+def _comparison(d: float, se: float, n: int, margin: float = 5.0) -> PairedComparison:
+    return stats.paired_comparison([0.0, 1.0], [0.0, 0.0], margin).model_copy(update={"d": d, "se_d": se, "n": n})
+
+
+def test_a_stratum_contrast_is_welchs_t_on_the_two_strata_bonferroni_adjusted() -> None:
+    from scipy import stats as sps
+
+    point, reference = _comparison(-10.0, 2.0, 50), _comparison(0.0, 1.5, 60)
+    one = stats.stratum_contrast(point, reference, 64, 1)
+    df = (4 + 2.25) ** 2 / (16 / 49 + 2.25**2 / 59)  # Welch-Satterthwaite: 94.7
+    assert (one.delta, one.se, one.df) == (-10.0, 2.5, math.floor(df))
+    assert one.ci95_low == pytest.approx(-10 - sps.t.ppf(0.975, 94) * 2.5, rel=1e-12)
+    assert one.ci90_high == pytest.approx(-10 + sps.t.ppf(0.95, 94) * 2.5, rel=1e-12)
+    assert one.verdict == "different"
+    three = stats.stratum_contrast(point, reference, 64, 1, contrasts=3)  # 3 contrasts share alpha
+    assert three.ci95_low == pytest.approx(-10 - sps.t.ppf(1 - 0.025 / 3, 94) * 2.5, rel=1e-12)
+    small = stats.stratum_contrast(_comparison(-4.0, 0.5, 50), reference, 64, 1)
+    assert small.ci95_high is not None and small.ci95_high < 0
+    assert small.verdict == "inconclusive"  # beyond noise, within the margin: not a material difference
+    assert stats.stratum_contrast(_comparison(0.2, 0.5, 400), _comparison(0.0, 0.5, 400), 64, 1).verdict == (
+        "equivalent"
+    )
+    alone = stats.paired_comparison([1.0], [0.0], 5.0)  # one item: no SE
+    assert stats.stratum_contrast(alone, reference, 64, 1).verdict == "inconclusive"

@@ -62,6 +62,7 @@ def test_json_lists_every_check(signed: Signed) -> None:
         "plan",
         "calibration",
         "sequential",
+        "strata",
         "summary",
         "report",
         "attestations",

@@ -285,11 +285,13 @@ class FakeLmEval:
     def __init__(self, score: Callable[[int], float]) -> None:
         self.score = score
         self.calls: list[list[int]] = []
+        self.in_flight: list[int] = []  # num_concurrent of each call
 
     def __call__(self, task: Any, source: Any, endpoint: Any, **kw: Any) -> tuple[list[PassItem], dict[str, Any]]:
         rows = read_split(source, task.eval_split)
         docs = sorted(kw["samples"]) if kw.get("samples") is not None else list(range(kw["limit"]))
         self.calls.append(docs)
+        self.in_flight.append(kw["num_concurrent"])
         items = [PassItem(d, *item_identity(task, d, rows, {}), "1", "1", self.score(d)) for d in docs]
         return items, {"name": "fake lm-eval"}
 
@@ -389,3 +391,189 @@ def test_without_local_data_files_the_later_server_runs_every_item_and_says_why(
     assert fake.calls == [list(range(200))]
     record = json.loads(rd.eval_results("candidate", task.name).read_text())["extra"]["sequential"]
     assert record["stopped"] is False and record["why"].startswith("every item ran: no local data files")
+
+
+# --- operating points: each stratum at its own num_concurrent ------------------------------------
+
+
+def _points_plan(points: list[int] | None) -> Plan:
+    spec: dict[str, Any] = {"task": "arithmetic_generated", "limit": 200, "passes": 2, "margin": 7.0}
+    if points is not None:
+        spec["operating_points"] = points
+    return Plan(
+        name="t",
+        model={"path": "m"},
+        servers={"candidate": {}, "baseline": {"args": ["--enforce-eager"]}},
+        baseline="baseline",
+        evals=[spec],
+        seeds=[1, 2],
+    )
+
+
+def _run_points(
+    rd: RunDir, server: str, plan: Plan, monkeypatch: pytest.MonkeyPatch
+) -> tuple[FakeLmEval, RecordingReporter]:
+    fake = FakeLmEval(_mixed)
+    monkeypatch.setattr(runner, "run_pass", fake)
+    reporter = RecordingReporter()
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
+    runner.run_evals_for_server(plan, server, endpoint, rd, None, reporter)
+    return fake, reporter
+
+
+def test_each_operating_point_reaches_lm_eval_as_num_concurrent_on_the_same_items_of_both_servers(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from byog.analysis.strata import operating_point
+    from byog.schemas.tables import read_columns
+
+    rd = RunDir(tmp_path)
+    plan = _points_plan([64, 1])
+    base, _ = _run_points(rd, "baseline", plan, monkeypatch)
+    cand, reporter = _run_points(rd, "candidate", plan, monkeypatch)
+    assert base.in_flight == cand.in_flight == [1, 1, 64, 64]  # each stratum, every pass, at its point
+    assert base.calls == cand.calls  # paired: the same docs in the same strata
+    task = get_task("arithmetic_generated")
+    rows = read_split(resolve_source(task, None), "test")
+    low, high = base.calls[0], base.calls[2]
+    assert sorted(low + high) == list(range(200)) and 50 < len(low) < 150
+    assert all(operating_point(*item_identity(task, d, rows, {}), [1, 64]) == 1 for d in low)
+    cols = read_columns(rd.eval_items("candidate", task.name), ["item_id", "item_sha256", "num_concurrent"])
+    assert len(cols["item_id"]) == 400
+    assert all(
+        b == operating_point(i, s, [1, 64])
+        for i, s, b in zip(cols["item_id"], cols["item_sha256"], cols["num_concurrent"], strict=True)
+    )
+    extra = json.loads(rd.eval_results("candidate", task.name).read_text())["extra"]
+    assert extra["strata"]["points"] == [1, 64] and extra["strata"]["items"] == {"1": len(low), "64": len(high)}
+    assert "the server's batch was at most that many of them" in extra["strata"]["note"]
+    assert extra["strata"]["server_batch"] == {"1": None, "64": None}  # the fake lm-eval's endpoint serves no /metrics
+    assert extra["concurrency"]["source"] == "operating points"
+    assert f"at operating points 1/64 in flight ({len(low)}/{len(high)} items)" in "\n".join(reporter.lines)
+    verdict = summarize_evals(rd, plan).verdicts[0]
+    assert verdict.strata is not None and [s.n for s in verdict.strata.strata] == [len(low), len(high)]
+
+
+def test_without_operating_points_every_item_runs_at_the_one_concurrency(tmp_path: Path, monkeypatch) -> None:
+    from byog.schemas.tables import read_columns
+
+    rd = RunDir(tmp_path)
+    fake, reporter = _run_points(rd, "baseline", _points_plan(None), monkeypatch)
+    assert fake.calls == [list(range(200))] * 2 and fake.in_flight == [8, 8]  # no server_info: the old 8
+    cols = read_columns(rd.eval_items("baseline", "arithmetic_generated"), ["num_concurrent"])
+    assert set(cols["num_concurrent"]) == {8}
+    extra = json.loads(rd.eval_results("baseline", "arithmetic_generated").read_text())["extra"]
+    assert "strata" not in extra and extra["concurrency"]["source"] == "unknown capacity"
+    assert "at concurrency 8 (unknown capacity)" in "\n".join(reporter.lines)
+
+
+def test_operating_points_need_local_data_and_lm_eval(tmp_path: Path, monkeypatch) -> None:
+    task = get_task("arithmetic_generated")
+    source = resolve_source(task, None)
+    monkeypatch.setattr(runner, "resolve_source", lambda *_: replace(source, kind="hub", files={}))
+    with pytest.raises(UsageError, match="operating points need the items' ids before they run"):
+        _run_points(RunDir(tmp_path), "baseline", _points_plan([1, 64]), monkeypatch)
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
+    with pytest.raises(UsageError, match="operating points are run through lm-eval"):
+        runner.run_task(
+            get_task("mrcr_generated"), "b", endpoint, seeds=[1], limit=2, data_dir=None, operating_points=[1, 64]
+        )
+
+
+def test_the_plan_refuses_operating_points_it_cannot_run() -> None:
+    from pydantic import ValidationError
+
+    for bad, said in (
+        ([1, 1], "distinct"),
+        ([1], "at least 2"),
+        ([1, 2, 4, 8, 16], "at most 4"),
+        ([0, 64], "greater than 0"),
+    ):
+        with pytest.raises(ValidationError, match=said):
+            _points_plan(bad)
+    with pytest.raises(ValidationError, match="operating_points and looks cannot be combined"):
+        both = {"task": "gsm8k", "operating_points": [1, 64], "looks": [1.0]}
+        Plan.model_validate({**_points_plan([1, 64]).model_dump(), "evals": [both]})
+
+
+class _InFlight:
+    """A loopback OpenAI chat endpoint that answers "4" after a short wait and records, per request in
+    arrival order, how many requests were in flight when it arrived (itself included). Its /metrics
+    counts one output token and one engine step per answer (vLLM's counter names)."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.lock = threading.Lock()
+        self.now = 0
+        self.seen: list[int] = []
+        self.done = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                body = (
+                    f'vllm:generation_tokens_total{{engine="0"}} {outer.done}.0\n'
+                    f'vllm:iteration_tokens_total_count{{engine="0"}} {outer.done}.0\n'
+                )
+                self.send_response(200 if self.path == "/metrics" else 404)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def do_POST(self) -> None:
+                import time
+
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with outer.lock:
+                    outer.now += 1
+                    outer.seen.append(outer.now)
+                time.sleep(0.05)  # long enough for the client's next requests to arrive meanwhile
+                body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": "4"}}]})
+                with outer.lock:
+                    outer.now -= 1
+                    outer.done += 1
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+def test_real_lm_eval_keeps_each_strata_requests_in_flight_at_its_point(tmp_path: Path) -> None:
+    """No fake of lm-eval: its local-chat-completions client against a loopback endpoint that counts the
+    requests in flight. Stratum 1's requests arrive alone; stratum 4's overlap, never more than 4."""
+    server = _InFlight()
+    try:
+        endpoint = Endpoint(base_url=server.url, model="m", max_model_len=2048)
+        task = get_task("arithmetic_generated")
+        run = runner.run_task(
+            task, "b", endpoint, seeds=[1], limit=24, data_dir=None, operating_points=[4, 1], server_info=None
+        )
+    finally:
+        server.close()
+    low, high = run.results["extra"]["strata"]["items"]["1"], run.results["extra"]["strata"]["items"]["4"]
+    assert low + high == 24 and len(server.seen) == 24
+    assert server.seen[:low] == [1] * low  # the smaller point's stratum runs first, one request at a time
+    assert max(server.seen[low:]) <= 4 and max(server.seen[low:]) > 1
+    assert {r["num_concurrent"] for r in run.rows} == {1, 4}
+    assert {r["extracted_answer"] for r in run.rows} == {"4"}
+    batch = run.results["extra"]["strata"]["server_batch"]  # the server's counters over each stratum alone
+    assert batch["1"] == {"output_tokens": float(low), "engine_steps": float(low), "tokens_per_step": 1.0}
+    assert batch["4"] == {"output_tokens": float(high), "engine_steps": float(high), "tokens_per_step": 1.0}
+    said = runner.concurrency_said(run.results["extra"])
+    assert said == f"operating points 1/4 in flight ({low}/{high} items; server: 1.0/1.0 output tokens per engine step)"

@@ -249,3 +249,35 @@ def test_a_plan_with_looks_shows_the_expected_wall_beside_the_maximum() -> None:
     rows = [e for e in overview["eval_time"] if e["early_stop"]]
     assert {e["server"] for e in rows} == {"baseline-tp16", "baseline-tp16-spec"}  # later in plan order
     assert all(e["expected_s"] < e["estimate_s"] for e in rows)
+
+
+def test_operating_points_split_the_requests_and_cost_each_stratum_at_its_point(tmp_path: Path) -> None:
+    plan = parse_plan(PLAN.replace("limit: 100}", "limit: 101, operating_points: [64, 1]}"), "p.yaml")
+    rows = {r["server"]: r for r in eval_estimates(plan, expand_plan(plan), RateLookup(plan, {}))}
+    assert rows["a"]["operating_points"] == {1: 51, 64: 50}
+    assert rows["a"]["concurrency"] == 64 and "operating points" in rows["a"]["concurrency_why"]
+    one_request = 0.1 + 128 * TPOT_GUESS_S  # TTFT guess + half of gsm8k's 256 max tokens
+    # 51 one at a time; 50 at 64 in flight, of which the server holds 6 (KV 8000 // 1280): 9 rounds
+    assert rows["a"]["estimate_s"] == pytest.approx((51 + 9) * one_request)
+    path = tmp_path / "p.yaml"
+    path.write_text(PLAN.replace("limit: 100}", "limit: 101, operating_points: [64, 1]}"))
+    result = CliRunner().invoke(app, ["plan", str(path), "--details"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "eval gsm8k (2 servers x 101 requests at operating points 1 (~51)/64 (~50))" in result.output
+    assert "gsm8k operating points 1 (~51)/64 (~50)" in result.output
+
+
+def test_byog_plan_gives_the_planned_power_of_a_no(tmp_path: Path) -> None:
+    from byog.pipeline.eval_power import eval_power_rows
+
+    plan = parse_plan(PLAN.replace("limit: 100}", "limit: 1000, operating_points: [1, 64]}"), "p.yaml")
+    (full,) = [r for r in eval_power_rows(plan) if r["tier"] == "full"]
+    assert full["strata"]["points"] == [1, 64] and full["strata"]["items_per_point"] == 500
+    assert 0.0 < full["strata"]["no_power"] < 1.0
+    assert all(r["strata"] is None for r in eval_power_rows(parse_plan(PLAN, "p.yaml")))
+    path = tmp_path / "p.yaml"
+    path.write_text(PLAN.replace("limit: 100}", "limit: 1000, operating_points: [1, 64]}"))
+    result = CliRunner().invoke(app, ["plan", str(path), "--details"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    said = f'"accuracy depends on the batch: no" has {full["strata"]["no_power"]:.0%} planned power'
+    assert f"gsm8k at operating points 1/64 (~500 items each): {said}" in result.output

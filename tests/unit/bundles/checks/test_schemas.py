@@ -19,7 +19,7 @@ from byog.core.io import atomic_write_json
 from byog.core.paths import RunDir
 from byog.schemas import tables
 from byog.schemas.bench import RequestRow, read_request_rows
-from byog.schemas.evals import EvalItemRowV1
+from byog.schemas.evals import EvalItemRowV1, EvalItemRowV2
 from tests.support.bundles_kit import build_bundle
 from tests.support.keys import allowed_signers, make_key
 
@@ -78,7 +78,7 @@ def test_a_bundle_of_item_schema_1_still_verifies_and_renders(tmp_path: Path) ->
     run_dir, _, allowed = _signed(tmp_path)
     assert _items_files(run_dir)
     for path in _items_files(run_dir):
-        assert pq.read_schema(path).metadata[b"byog.schema_version"] == b"2"  # what byog writes now
+        assert pq.read_schema(path).metadata[b"byog.schema_version"] == b"3"  # what byog writes now
         _as_item_schema_1(path)
     atomic_write_json(run_dir.summary_json, derive_summary(run_dir).to_json())
     packed = seal_and_pack(run_dir, tmp_path / "old.tar.gz", key=SigningKey(tmp_path / "alice", "test"))
@@ -94,3 +94,31 @@ def test_item_schema_1_with_a_raw_output_column_fails_the_schema_check(tmp_path:
     report = verify_bundle(packed.bundle, allowed_signers=allowed)
     failed = {r.name: r.message for r in report.results if r.status == "fail"}
     assert "has columns the eval_item schema does not know: raw_output" in failed["schemas"]
+
+
+def _as_item_schema_2(path: Path, extra: dict[str, int] | None = None) -> None:
+    """The file as byog wrote it before item schema 3 (no ``num_concurrent``; ``extra``: columns added)."""
+    fields = EvalItemRowV2.model_fields
+    rows = [{k: v for k, v in row.items() if k in fields} for row in pq.read_table(path).to_pylist()]
+    table = pa.Table.from_pylist([row | (extra or {}) for row in rows])
+    pq.write_table(table.replace_schema_metadata({b"byog.schema_version": b"2"}), path, compression="zstd")
+
+
+def test_a_bundle_of_item_schema_2_still_verifies(tmp_path: Path) -> None:
+    run_dir, _, allowed = _signed(tmp_path)
+    for path in _items_files(run_dir):
+        assert "num_concurrent" in pq.read_schema(path).names
+        _as_item_schema_2(path)
+    atomic_write_json(run_dir.summary_json, derive_summary(run_dir).to_json())
+    packed = seal_and_pack(run_dir, tmp_path / "old.tar.gz", key=SigningKey(tmp_path / "alice", "test"))
+    report = verify_bundle(packed.bundle, allowed_signers=allowed)
+    assert report.verified, report.failures
+
+
+def test_item_schema_2_with_a_num_concurrent_column_fails_the_schema_check(tmp_path: Path) -> None:
+    run_dir, _, allowed = _signed(tmp_path)
+    _as_item_schema_2(_items_files(run_dir)[0], {"num_concurrent": 64})
+    packed = seal_and_pack(run_dir, tmp_path / "forged.tar.gz", key=SigningKey(tmp_path / "alice", "test"))
+    report = verify_bundle(packed.bundle, allowed_signers=allowed)
+    failed = {r.name: r.message for r in report.results if r.status == "fail"}
+    assert "has columns the eval_item schema does not know: num_concurrent" in failed["schemas"]

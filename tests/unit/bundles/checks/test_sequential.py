@@ -8,14 +8,11 @@ from typing import Any
 import pytest
 
 from byog.analysis.summary import derive_summary
-from byog.bundles.finalize import seal_and_pack
 from byog.bundles.verify import verify_bundle
 from byog.core.errors import ByogError
-from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.plans.load import parse_plan
-from byog.report.markdown import render_report
-from tests.support.keys import allowed_signers, make_key
+from tests.support.bundles_kit import pack_with_summary, result
 from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
 
 SPEC = SyntheticSpec(batch_sizes=(1,), eval_items=40)
@@ -29,21 +26,12 @@ def sequential_run(tmp_path: Path, looks: str | None) -> RunDir:
 
 
 def pack(tmp_path: Path, run_dir: RunDir, edit: dict[str, Any] | None = None) -> tuple[Path, Path]:
-    summary = derive_summary(run_dir)
-    document = summary.to_json()
-    atomic_write_text(run_dir.report_md, render_report(run_dir, summary))
-    if edit:
+    def forge(document: dict[str, Any]) -> None:
         verdict = document["evals"]["verdicts"][0]
-        verdict["sequential"] = {**verdict["sequential"], **edit}
-        verdict["verdict"] = edit.get("decision", verdict["verdict"])
-    atomic_write_json(run_dir.summary_json, document)
-    key, public = make_key(tmp_path, "alice")
-    allowed = allowed_signers(tmp_path / "allowed", [("alice@example.com", public)])
-    return seal_and_pack(run_dir, tmp_path / "b.tar.gz", key=key).bundle, allowed
+        verdict["sequential"] = {**verdict["sequential"], **(edit or {})}
+        verdict["verdict"] = (edit or {}).get("decision", verdict["verdict"])
 
-
-def result(report: Any, name: str) -> Any:
-    return next(r for r in report.results if r.name == name)
+    return pack_with_summary(tmp_path, run_dir, forge if edit else None)
 
 
 def test_planned_looks_recompute_and_are_recorded(tmp_path: Path) -> None:
