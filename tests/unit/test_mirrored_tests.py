@@ -121,7 +121,6 @@ EXEMPT: dict[str, str] = {
     "byog/schemas/manifest.py": "tested in tests/unit/bundles/test_verify_subject.py",
     "byog/schemas/migrate.py": "tested in tests/unit/schemas/test_export.py",
     "byog/schemas/numerics.py": "tested in tests/unit/analysis/test_numerics_headline.py",
-    "byog/schemas/plan.py": "tested in tests/unit/schemas/test_server_config.py",
     "byog/schemas/plan_pin.py": "tested in tests/unit/pipeline/test_opening.py",
     "byog/schemas/registry.py": "tested in tests/unit/schemas/test_export.py",
     "byog/schemas/reproduction.py": "tested in tests/unit/analysis/test_reproduction.py",
