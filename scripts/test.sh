@@ -13,9 +13,13 @@ cd "$(dirname "$0")/.."
 tested=0
 run_pytest() { "$(byog_venv)/bin/python" -m pytest -ra -q "$@" || { code=$?; [ "$code" = 5 ] || tested=$code; }; }
 # The unit suite on every core, a module per worker (pytest-xdist), but for the modules that time a
-# fake server (marker "serial"), which run alone after it.
-unit_parallel() { run_pytest -n auto --dist loadfile -m "not serial" "$@" tests/unit; }
-unit_serial() { run_pytest -m serial "$@" tests/unit; }
+# fake server (marker "serial"), which run alone after it. unit_tests RESULTS_DIR|"" [PYTEST ARGS]
+unit_tests() {
+  local dir=$1
+  shift
+  run_pytest -n auto --dist loadfile -m "not serial" ${dir:+--junitxml="$dir/unit.xml"} "$@" tests/unit
+  run_pytest -m serial ${dir:+--junitxml="$dir/serial.xml"} "$@" tests/unit
+}
 if [ "${1:-}" = "--unit" ]; then
   shift
   venv=$(byog_venv)
@@ -24,8 +28,7 @@ if [ "${1:-}" = "--unit" ]; then
   [ -x "$venv/bin/byog" ] && "$venv/bin/python" -c 'import pytest_timeout, importlinter, xdist' 2>/dev/null \
     || bash scripts/install.sh --test
   export PATH="$venv/bin:$PATH" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
-  unit_parallel --durations=30 "$@"
-  unit_serial --durations=30 "$@"
+  unit_tests "" --durations=30 "$@"
   exit "$tested"
 fi
 # The services the tests use (Docker, sshd, cmark-gfm, mermaid-cli, Slurm) install from apt while
@@ -64,23 +67,11 @@ if [ "${BYOG_REQUIRE_DOCKER:-}" = 1 ]; then
   nice -n 10 "$venv/bin/python" -c 'from byog.images.context import rootfs_tarball, source_root; rootfs_tarball(source_root(), print)' \
     >"$results/rootfs.log" 2>&1 &
 fi
-# The integration tests one after another (each starts real servers and reads their timing). Beside
-# them, at the lowest CPU priority, the unit suite's parallel part: the integration tests spend much
-# of their time waiting (start-ups, image builds, the scheduler) and the unit tests take those idle
-# cycles, yielding the cores whenever a server wants them. It has its own temporary directory and
-# log (shown after the integration run's). The serial group runs alone, last. The 30 slowest tests
-# of the three runs are printed at the end of every run, where CI time goes.
-( renice -n 19 -p "$BASHPID" >/dev/null
-  tested=0
-  unit_parallel --basetemp="$results/unit-tmp" --junitxml="$results/unit.xml" "$@" >"$results/unit.log" 2>&1
-  exit "$tested" ) &
-unit=$!
+# The integration tests one after another (each starts real servers and reads their timing), then
+# the unit suite. The 30 slowest tests of the three runs are printed at the end of every run, where
+# CI time goes.
 run_pytest --junitxml="$results/integration.xml" "$@" tests/integration
-unit_code=0
-wait "$unit" || unit_code=$?
-cat "$results/unit.log"
-[ "$unit_code" = 0 ] || tested=$unit_code
-unit_serial --junitxml="$results/serial.xml" "$@"
+unit_tests "$results" "$@"
 "$venv/bin/python" scripts/slowest_tests.py 30 "$results"/*.xml
 typed=0
 wait "$mypy" || typed=$?
