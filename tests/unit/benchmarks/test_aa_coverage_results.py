@@ -3,17 +3,15 @@ never re-running vLLM: runs are disjoint, and at one launch per side the old and
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.benchmark_scripts import run_script
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 def test_the_aa_table_re_prints_from_the_committed_figures() -> None:
-    out = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "aa_coverage.py")], capture_output=True, text=True, check=True
-    ).stdout
+    out = run_script("aa_coverage")
     assert out == (REPO / "benchmarks" / "results" / "aa-cpu.md").read_text(encoding="utf-8")
     rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| 1 | ") or line.startswith("| 3 | ")]
     one = [r for r in rows if r[0] == "| 1"]

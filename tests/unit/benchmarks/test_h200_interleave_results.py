@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +9,7 @@ import pytest
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.schemas.bench import read_request_rows
+from tests.support.benchmark_scripts import run_script
 
 pytestmark = pytest.mark.gpu_evidence
 
@@ -39,13 +38,7 @@ def test_every_point_ran_in_abba_waves_and_every_swap_is_recorded() -> None:
 
 
 def test_the_table_prints_the_block_bootstrap_ratio_beside_the_sequential_run() -> None:
-    out = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "interleave_table.py"), str(ROOT)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    ).stdout
+    out = run_script("interleave_table", str(ROOT))
     assert "decode-b1-isl128-osl128: eager 55.9 / stock 480.5 tok/s = 0.1164, 95% CI 0.1027-0.1352" in out
     assert "(width 0.0325; resampled ABBA blocks)" in out
     assert "decode-b1-isl128-osl128: eager 62.1 / stock 482.2 tok/s = 0.1288, 95% CI 0.1150-0.1447" in out

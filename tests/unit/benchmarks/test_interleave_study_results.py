@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from byog.analysis.wake import verdict_mismatches
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.schemas.server import SleepModeRecord
+from tests.support.benchmark_scripts import run_script
 
 pytestmark = pytest.mark.gpu_evidence
 
@@ -24,13 +23,7 @@ ROOT = REPO / "benchmarks" / "results" / "gpu-session-h100-2"
 
 @pytest.fixture(scope="module")
 def table() -> str:
-    return subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "interleave_table.py"), str(ROOT)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    ).stdout
+    return run_script("interleave_table", str(ROOT))
 
 
 def test_interleaved_and_sequential_disagree_beyond_their_cis_at_b8(table: str) -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from byog.analysis.numerics_summary import summarize_numerics
 from byog.core.paths import RunDir
 from byog.plans.load import parse_plan
+from tests.support.benchmark_scripts import run_script
 
 pytestmark = pytest.mark.gpu_evidence
 
@@ -56,9 +55,7 @@ def test_the_dummy_weight_moe_run_is_insensitive() -> None:
 
 
 def test_the_table_script_prints_every_comparison() -> None:
-    out = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "numerics_table.py")], capture_output=True, text=True, check=True
-    ).stdout
+    out = run_script("numerics_table")
     assert "compiled vs stock: drifts" in out and "fp32 vs stock: drifts" in out
     assert "graphs vs eager: insensitive" in out and "sensitivity of eager: INSENSITIVE" in out
     # the verdict table of each run: rule verdict, max distance, greedy divergences, headline

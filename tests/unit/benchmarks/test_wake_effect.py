@@ -3,13 +3,12 @@ the evidence for the default wake warm-up (docs/interleave.md): none flagged wit
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from byog.schemas.plan import ComparisonPair
+from tests.support.benchmark_scripts import run_script
 
 pytestmark = pytest.mark.gpu_evidence
 
@@ -17,13 +16,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def test_the_committed_table_is_what_the_records_give_and_backs_the_default_warm_up() -> None:
-    out = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "wake_effect.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    ).stdout
+    out = run_script("wake_effect")
     assert out == (REPO / "benchmarks" / "results" / "wake-effect.md").read_text(encoding="utf-8")
     h100, h200 = out.split("### benchmarks/results/h200-interleave/interleaved")
     # the H100 study woke with the default warm-up: no side at any point ran at another speed after a wake
