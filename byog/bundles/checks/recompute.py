@@ -80,6 +80,18 @@ def shipped_version(ctx: VerifyContext) -> int | None:
     return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
+def shipped_verdict_rows(ctx: VerifyContext) -> list[dict[str, Any]]:
+    """The eval verdicts summary.json states, as shipped (hostile: only the rows that are objects)."""
+    shipped = ctx.parsed.get("summary.json")
+    rows = ((shipped or {}).get("evals") or {}).get("verdicts") if isinstance(shipped, dict) else None
+    return [r for r in rows or [] if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
+def verdict_key(row: dict[str, Any]) -> tuple[str, str, str]:
+    """A shipped verdict row's (task, candidate, baseline), as text."""
+    return str(row.get("task")), str(row.get("candidate")), str(row.get("baseline"))
+
+
 def stated_summary(ctx: VerifyContext) -> Summary:
     """The summary recomputed as the byog that wrote the bundle computed it, to compare its statements
     with: before summary schema 11 (``SCORE_INTERVAL_VERSION``) binary items took the paired t."""

@@ -16,16 +16,10 @@ from typing import Any
 
 from byog.analysis import group_sequential
 from byog.bundles.checks.base import Skipped, VerifyContext, check, counted
-from byog.bundles.checks.recompute import stated_summary
+from byog.bundles.checks.recompute import shipped_verdict_rows, stated_summary, verdict_key
 from byog.core.errors import CheckFailed
 from byog.core.safe_text import one_line
 from byog.schemas.evals import EvalVerdict, SequentialRecord
-
-
-def _key(row: Any) -> tuple[str, str, str] | None:
-    if not isinstance(row, dict):
-        return None
-    return str(row.get("task")), str(row.get("candidate")), str(row.get("baseline"))
 
 
 def _said(record: SequentialRecord | None) -> str:
@@ -60,19 +54,18 @@ def _dropped(verdict: EvalVerdict, record: SequentialRecord) -> str:
 
 @check("sequential", requires=("schemas",))
 def sequential_decisions_recompute(ctx: VerifyContext) -> str:
-    shipped = ctx.parsed.get("summary.json")
-    rows = ((shipped or {}).get("evals") or {}).get("verdicts") if isinstance(shipped, dict) else None
+    rows = shipped_verdict_rows(ctx)
     derived = {(v.task, v.candidate, v.baseline): v for v in stated_summary(ctx).evals.verdicts}
     planned = [v for v in derived.values() if v.sequential is not None]
-    stated = [r for r in rows or [] if isinstance(r, dict) and r.get("sequential") is not None]
+    stated = [r for r in rows if r.get("sequential") is not None]
     if not planned and not stated:
         raise Skipped("no eval plans looks")
     failures = [
         _dropped(v, v.sequential) for v in planned if v.sequential and group_sequential.missing_items(v.sequential)
     ]
-    for row in rows or []:
-        key = _key(row)
-        if key is None or key not in derived:
+    for row in rows:
+        key = verdict_key(row)
+        if key not in derived:
             continue
         mine = derived[key].sequential
         theirs = row.get("sequential")

@@ -15,7 +15,7 @@ from typing import Any
 from byog.analysis.strata import stratum_problems
 from byog.analysis.summary import plan_of
 from byog.bundles.checks.base import Skipped, VerifyContext, check, counted
-from byog.bundles.checks.recompute import stated_summary
+from byog.bundles.checks.recompute import shipped_verdict_rows, stated_summary, verdict_key
 from byog.core.errors import CheckFailed
 from byog.core.safe_text import one_line
 from byog.schemas.evals import StrataRecord
@@ -44,17 +44,14 @@ def _shipped_said(record: Any) -> str:
 @check("strata", requires=("schemas",))
 def strata_recompute(ctx: VerifyContext) -> str:
     plan = plan_of(ctx.run_dir)
-    shipped = ctx.parsed.get("summary.json")
-    rows = ((shipped or {}).get("evals") or {}).get("verdicts") if isinstance(shipped, dict) else None
-    stated = [r for r in rows or [] if isinstance(r, dict) and r.get("strata") is not None]
+    rows = shipped_verdict_rows(ctx)
+    stated = [r for r in rows if r.get("strata") is not None]
     if not any(spec.operating_points for spec in plan.evals) and not stated:
         raise Skipped("no eval plans operating points")
     failures = stratum_problems(ctx.run_dir, plan)
     derived = {(v.task, v.candidate, v.baseline): v.strata for v in stated_summary(ctx).evals.verdicts}
-    for row in rows or []:
-        if not isinstance(row, dict):
-            continue
-        key = (str(row.get("task")), str(row.get("candidate")), str(row.get("baseline")))
+    for row in rows:
+        key = verdict_key(row)
         mine, theirs = derived.get(key), row.get("strata")
         if _said(mine) != _shipped_said(theirs):
             failures.append(
