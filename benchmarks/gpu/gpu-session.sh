@@ -10,9 +10,12 @@
 #   gpu-session.sh all SECONDS      in the background until SECONDS from now: A/A batch 1, the wake
 #                                    probes on two of its servers, more A/A batches, then the study
 #                                    (ABBA, sequential with 2 launches, BAAB) while time remains
-#   gpu-session.sh studies SECONDS  in the background until SECONDS from now: the study of issue 57 item 4
-#                                    (ABBA, sequential with 1 launch, BAAB, sequential with 2 launches)
-#                                    and a level-2 sleep of a fresh server woken by vLLM's documented route
+#   gpu-session.sh studies SECONDS [ARM ...]
+#                                   in the background until SECONDS from now, the arms in order (each
+#                                    benchmarks/gpu/study-ARM.yaml, or l2): by default the study of issue 57
+#                                    item 4 (abba, seq1 = sequential with 1 launch, l2 = a level-2 sleep of a
+#                                    fresh server woken by vLLM's documented route, baab, seq = sequential
+#                                    with 2 launches); `points` is issue 49's operating-point evals
 #   gpu-session.sh poll | pack      log tail | $OUT/h200-session.tar.xz
 #   gpu-session.sh snap             while a job runs: $OUT/snap.tar.xz, its records so far (no logs, no bundles)
 #
@@ -123,15 +126,21 @@ PY
     [ "$(left)" -gt 200 ] && study baab
     echo "DONE $(date +%T)" ;;
   studies)
-    mkdir -p "$ROOT"; setsid nohup bash "$0" _studies "$(( $(date +%s) + ${2:?seconds} ))" > "$LOG" 2>&1 < /dev/null &
+    mkdir -p "$ROOT"; secs=${2:?seconds}; shift 2
+    setsid nohup bash "$0" _studies "$(( $(date +%s) + secs ))" "$@" > "$LOG" 2>&1 < /dev/null &
     echo "started; poll: gpu-session.sh poll" ;;
   _studies)
-    END=$2; echo "start $(date +%T), budget $(left) s"
-    [ "$(left)" -gt 200 ] && study abba
-    [ "$(left)" -gt 150 ] && study seq1
-    [ "$(left)" -gt 100 ] && l2_fresh
-    [ "$(left)" -gt 200 ] && study baab
-    [ "$(left)" -gt 250 ] && study seq
+    END=$2; shift 2; echo "start $(date +%T), budget $(left) s"
+    arms=("$@"); [ ${#arms[@]} -gt 0 ] || arms=(abba seq1 l2 baab seq)
+    for arm in "${arms[@]}"; do
+      case $arm in  # the seconds an arm needs left to be worth starting
+        l2) [ "$(left)" -gt 100 ] && l2_fresh ;;
+        seq1) [ "$(left)" -gt 150 ] && study seq1 ;;
+        points) [ "$(left)" -gt 180 ] && study points ;;
+        seq) [ "$(left)" -gt 250 ] && study seq ;;
+        *) [ "$(left)" -gt 200 ] && study "$arm" ;;
+      esac
+    done
     echo "DONE $(date +%T)" ;;
   poll)
     tail -n "${2:-25}" "$LOG"; grep -q '^DONE' "$LOG" && echo "finished: gpu-session.sh pack" ;;

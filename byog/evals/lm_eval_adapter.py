@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import logging
 import os
 import re
@@ -38,6 +39,7 @@ from typing import Any
 import yaml
 
 from byog.core.errors import ByogError, EnvironmentProblem
+from byog.core.safe_text import one_line
 from byog.evals.data import DataSource, builder_for, item_sha256, read_split
 from byog.plans.tasks import TaskSpec
 from byog.schemas.evals import INVALID_ANSWER, RAW_OUTPUT_CHARS, clip
@@ -254,6 +256,23 @@ def _raw_response(sample: dict[str, Any]) -> str | None:
     return first if isinstance(first, str) else None
 
 
+def _server_reason(err: BaseException) -> str:
+    """What the server said when it refused a request (lm-eval raises requests' HTTPError, whose text
+    says only the status): vLLM's ``error.message``, else the body's start; empty without a response."""
+    response = getattr(err, "response", None)
+    body = getattr(response, "text", None)
+    if not isinstance(body, str) or not body.strip():
+        return ""
+    try:
+        said = json.loads(body)
+    except ValueError:
+        said = body
+    if isinstance(said, dict):
+        error = said.get("error")
+        said = error.get("message", error) if isinstance(error, dict) else said.get("message", said)
+    return f"; the server said: {one_line(said, 300)}"
+
+
 def run_pass(
     task: TaskSpec,
     source: DataSource,
@@ -310,6 +329,7 @@ def run_pass(
         except Exception as err:
             raise ByogError(
                 f"lm-eval failed on {task.name} against {endpoint.base_url}: {type(err).__name__}: {str(err)[:300]}"
+                f"{_server_reason(err)}"
             ) from err
     if results is None:
         raise ByogError(f"lm-eval returned no results for {task.name}")

@@ -98,3 +98,57 @@ def test_a_gated_tasks_invalid_answer_keeps_no_text() -> None:
     sample = {**_sample(0, "(A) is wrong because <the question's text>", "[invalid]"), "filter": "flexible-extract"}
     (item,) = items_from_samples(get_task("gpqa_diamond"), [sample], None)
     assert (item.extracted_answer, item.raw_output, item.raw_output_chars) == ("[invalid]", None, None)
+
+
+def test_a_request_the_server_refuses_says_the_servers_reason(tmp_path: Path) -> None:
+    """lm-eval's HTTPError says only "400 Client Error"; the one sentence carries what vLLM answered
+    (its ``error.message``), escaped for the terminal."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from byog.core.errors import ByogError
+    from byog.evals.data import resolve_source
+    from byog.evals.lm_eval_adapter import generation_kwargs, run_pass
+    from byog.schemas.server import Endpoint
+
+    reason = "This model's maximum context length is 1024 tokens. However, you requested 1240 tokens.\x1b[2J"
+
+    class Refuse(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = json.dumps({"error": {"message": reason, "type": "BadRequestError", "code": 400}}).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    task = get_task("arithmetic_generated")
+    endpoint = Endpoint(base_url=f"http://127.0.0.1:{server.server_address[1]}", model="m", max_model_len=1024)
+    try:
+        with pytest.raises(ByogError) as caught:
+            run_pass(
+                task,
+                resolve_source(task, None),
+                endpoint,
+                seed=1,
+                limit=1,
+                num_concurrent=1,
+                gen=generation_kwargs(task, endpoint),
+                max_retries=1,
+            )
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    said = str(caught.value)
+    assert "400" in said
+    assert "the server said: This model's maximum context length is 1024 tokens" in said
+    assert "\x1b" not in said
