@@ -58,3 +58,20 @@ def test_a_level2_sleep_woken_with_reload_weights_serves_the_same_outputs() -> N
     [server] = probe["servers"]
     assert server["reference_before_first_sleep"] and len(server["wakes"]) == 2
     assert all(w["tokens_identical"] == w["prompts"] == 32 and w["max_abs_dlogprob"] == 0 for w in server["wakes"])
+
+
+SECOND = REPO / "benchmarks" / "results" / "gpu-session-h100-3"
+
+
+def test_the_second_session_agrees_across_arms_and_adds_the_cold_restart_arm() -> None:
+    table = run_script("interleave_table", str(SECOND))
+    assert "decode-b8-isl128-osl128: eager 647.2 / stock 4718.6 tok/s = 0.1372, 95% CI 0.1301-0.1449" in table
+    assert "decode-b8-isl128-osl128: eager 610.7 / stock 4375.0 tok/s = 0.1396, 95% CI 0.1264-0.1545" in table
+    assert "decode-b8-isl128-osl128: eager 660.9 / stock 4581.8 tok/s = 0.1442, 95% CI 0.1210-0.1719" in table
+    assert "(width 0.0508; resampled launches)" in table  # the cold-restart arm's CI holds launch variance
+    rows = [line.split() for line in table.splitlines() if line.startswith("    run ")]
+    assert [float(r[1]) for r in rows] == [255.0, 257.3, 255.8, 138.7]
+    assert [float(r[6]) for r in rows] == [80.2, 92.4, 0.0, 0.0]
+    for arm in ("study-abba", "study-baab"):
+        rd = RunDir(SECOND / arm)
+        assert check_interleaving(rd, plan_of(rd)).problems == []
