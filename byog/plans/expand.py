@@ -11,6 +11,7 @@ from typing import Any
 from byog.core.argv import arg_value
 from byog.core.errors import UsageError
 from byog.core.paths import safe_name
+from byog.plans.tasks import TASKS
 from byog.schemas.bench import BenchPoint
 from byog.schemas.plan import (
     AgenticWorkload,
@@ -193,8 +194,11 @@ def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: 
       server's args, else the plan's ``model.max_model_len``; unknown = not checked);
     - B (batch) or C (concurrency) over the server's ``--max-num-seqs`` (the requests would
       queue, so the point would measure a smaller batch than it says);
-    - an agentic workload's ``max_context`` over the server's context.
+    - an agentic workload's ``max_context`` over the server's context;
+    - an lm-eval task whose prompt reserve leaves its answers no room in the context (the requests
+      would be refused, or every answer cut to a few tokens).
     """
+    _check_evals_fit(plan, max_model_len)
     for point in expand_plan(plan):
         for server in point.servers:
             args = plan.servers[server].args
@@ -218,6 +222,23 @@ def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: 
                 raise UsageError(
                     f"workload '{point.workload}' asks for {what} {load} but server '{server}' runs at most "
                     f"--max-num-seqs {seqs} sequences at once"
+                )
+
+
+def _check_evals_fit(plan: Plan, max_model_len: int | None) -> None:
+    for spec in plan.evals:
+        task = TASKS.get(spec.task)  # an unknown task is the task check's problem, said once
+        if task is None or task.runner != "lm_eval":  # MRCR sizes each item to the server's context itself
+            continue
+        for server in plan.servers_for(spec):
+            args = plan.servers[server].args
+            limit = max_model_len or _int(arg_value(args, "--max-model-len")) or plan.model.max_model_len
+            if limit is not None and limit <= task.prompt_reserve_tokens:
+                answer = _int(str(spec.gen_kwargs.get("max_gen_toks", task.generation.get("max_gen_toks", 256))))
+                raise UsageError(
+                    f"eval '{spec.task}' reserves {task.prompt_reserve_tokens} tokens for its prompts and answers "
+                    f"in up to {answer}, but server '{server}' holds at most max_model_len = {limit}: raise it "
+                    f"to at least {task.prompt_reserve_tokens + (answer or 0)}"
                 )
 
 

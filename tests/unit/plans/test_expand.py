@@ -87,3 +87,19 @@ def test_max_model_len_in_server_args_wins_over_the_model_default() -> None:
     plan = parse_plan(PLAN.replace('"--max-num-seqs", "4"', '"--max-model-len=64"'), "t.yaml")
     with pytest.raises(UsageError, match="server 'cand' holds at most max_model_len = 64"):
         check_plan_fits(plan)
+
+
+def test_an_eval_whose_prompts_leave_its_answers_no_room_is_refused_before_launch() -> None:
+    """GSM8K reserves 1,024 tokens for its 5-shot prompts: at max_model_len 1,024 the server refuses
+    its requests (HTTP 400), so the run would fail after the bench; byog's arithmetic (64 reserved) fits."""
+    base = PLAN.replace("max_model_len: 128", "max_model_len: 1024") + "seeds: [1]\nevals:\n"
+    fits = parse_plan(base + "  - {task: arithmetic_generated}\n", "t.yaml")
+    check_plan_fits(fits)
+    tight = parse_plan(base + "  - {task: gsm8k, limit: 8, servers: [base]}\n", "t.yaml")
+    with pytest.raises(
+        UsageError,
+        match=r"eval 'gsm8k' reserves 1024 tokens for its prompts and answers in up to 256, but server 'base' "
+        r"holds at most max_model_len = 1024: raise it to at least 1280",
+    ):
+        check_plan_fits(tight)
+    check_plan_fits(parse_plan(base.replace("max_model_len: 1024", "max_model_len: 1280") + "  - {task: gsm8k}\n", "t"))
