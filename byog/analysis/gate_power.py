@@ -24,7 +24,7 @@ values (3 for greedy or K = 1), computed by averaging over ``GRID`` equal-weight
 Beta (its midpoint quantiles). Then P(equivalent) is:
 - **exact** when d_i takes 3 values: a sum over the trinomial counts (a of +s, b of -s) of the
   gate's rule on them: binary items (s = 100, one pass) by Tango's score statistic, as the gate
-  judges them (``stats.score_stops``); otherwise d = s (a - b) / n, sum d_i^2 = s^2 (a + b),
+  judges them (``stats.score_equivalent``); otherwise d = s (a - b) / n, sum d_i^2 = s^2 (a + b),
   SE_d = sqrt((sum d_i^2 - n d^2) / (n - 1) / n), floored as the gate floors it; the counts
   within 12 SD of their means, a few ms at n = 1,319;
 - **normal** otherwise: d ~ N(mu_d, sigma^2 / n) and s^2 ~ sigma^2 chi2(nu) / nu with nu matched to
@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from byog.analysis.stats import ALPHA, paired_comparison, score_stops, t_quantile, z_quantile
+from byog.analysis.stats import ALPHA, paired_comparison, score_equivalent, t_quantile, z_quantile
 from byog.plans.tasks import TASKS
 from byog.plans.tiers import eval_items
 from byog.schemas.evals import PairedMethod
@@ -221,7 +221,7 @@ def prob_equivalent_exact(
     prob = np.exp(logs)
     binary = step == 100.0 and resolution == 100.0
     if method == "tango-score" or (method is None and binary):  # binary items: Tango's score statistic
-        eq = score_stops(aa, bb, n, margin, z_quantile(1 - ALPHA), z_quantile(1 - ALPHA / 2))[0]
+        eq = score_equivalent(aa, bb, n, margin, z_quantile(1 - ALPHA))
         return float(np.clip(prob[eq].sum(), 0.0, 1.0))
     d = step * (aa - bb) / n
     var = np.clip((step * step * (aa + bb) - n * d * d) / (n - 1), 0, None)
@@ -257,9 +257,13 @@ def prob_equivalent_normal(values: np.ndarray, probs: np.ndarray, n: int, margin
     return const + (1 - p_const) * float(inner.mean())
 
 
+@functools.lru_cache(maxsize=1024)
 def prob_equivalent(
     model: ItemModel, n: int, passes: int, sampled: bool, margin: float, shift_points: float = 0.0
 ) -> tuple[float, Method]:
+    """P(equivalent) of the design, and how it was computed. Once per design and process: a verify
+    recomputes an older bundle's evals up to three times (``byog.bundles.checks.recompute``), each
+    judging its observed design by the same search of up to 20,000 items."""
     values, probs = difference_pmf(model, passes, sampled, shift_points)
     resolution = 100.0 / passes
     if len(values) == 3:

@@ -17,14 +17,16 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from byog.core.numbers import decimal
 from byog.core.paths import RunDir
-from byog.schemas.bench import PointComparison, PointSummary
 from byog.schemas.server import ServerRecord
+
+if TYPE_CHECKING:  # annotations only: `byog pr` formats its tables without loading numpy
+    from byog.schemas.bench import PointComparison, PointSummary
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from byog.analysis import stats
@@ -57,6 +58,19 @@ def test_tango_statistic_at_zero_is_mcnemars_and_no_discordant_item_has_a_closed
     assert float(stats.tango_z(0, 0, 20, -0.03)) == pytest.approx(math.sqrt(20 * 0.03 / 0.97))
     assert stats.paired_comparison([100.0, 0.0] * 10, [100.0, 0.0] * 10, margin=3.0).verdict == "inconclusive"
     assert stats.paired_comparison([100.0, 0.0] * 50, [100.0, 0.0] * 50, margin=3.0).verdict == "equivalent"
+
+
+def test_the_equivalence_half_of_the_score_rule_alone_is_the_rules_own() -> None:
+    # every (plus, minus) of 200 items at a 3-point margin: score_equivalent is score_stops' first half,
+    # and it holds only where both one-sided statistics pass
+    plus, minus = (a.ravel() for a in np.meshgrid(np.arange(0, 41), np.arange(0, 41)))
+    e_z, c_z = stats.z_quantile(0.95), stats.z_quantile(0.975)
+    equivalent = stats.score_equivalent(plus, minus, 200, 3.0, e_z)
+    stops, different = stats.score_stops(plus, minus, 200, 3.0, e_z, c_z)
+    assert np.array_equal(equivalent, stops) and 0 < equivalent.sum() < len(plus) and different.any()
+    low, high = stats.tost_statistics(plus, minus, 200, 3.0)
+    assert np.array_equal(equivalent, (low >= e_z) & (high >= e_z))
+    assert not (equivalent & different).any()
 
 
 def test_few_discordant_items_are_judged_by_the_score_interval() -> None:
