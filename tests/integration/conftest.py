@@ -16,15 +16,15 @@ import os
 
 import pytest
 
-# vLLM 0.32's AOT compile cache (its default from torch 2.10 on) cannot load what it saved on this CPU
-# build ("'function' object has no attribute 'finalize_loading'", logged as "Compiling model again due
-# to a load failure"), so every compiled server compiled from scratch (~40 s on CI's two cores). Its
-# other cache (Inductor's, under the same VLLM_CACHE_ROOT) loads: a compiled server whose config a
-# test ran before starts in seconds. The compiled kernels are the same; only how they are cached differs.
-os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
-
 from tests.support.keys import ContributorKey, make_contributor_key
 from tests.support.smoke import SmokeRun, local_smoke_run, submitted_smoke_run
+
+# vLLM 0.32's AOT compile cache (its default from torch 2.10 on) cannot load what it saved on this CPU
+# build ("'function' object has no attribute 'finalize_loading'", logged as "Compiling model again due
+# to a load failure"), so every compiled server compiled from scratch (50-80 s of warm-up on two cores).
+# Without it, Inductor's own cache (TORCHINDUCTOR_CACHE_DIR, /tmp/torchinductor_<user>) loads: a config
+# started before warms up in ~15 s, ~30 s from a venv at another path (CI's). Same kernels, other cache.
+os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
 
 
 @pytest.fixture(scope="session")
