@@ -19,6 +19,13 @@ import pytest
 from tests.support.keys import ContributorKey, make_contributor_key
 from tests.support.smoke import SmokeRun, local_smoke_run, submitted_smoke_run
 
+# vLLM 0.32's AOT compile cache (its default from torch 2.10 on) cannot load what it saved on this CPU
+# build ("'function' object has no attribute 'finalize_loading'", logged as "Compiling model again due
+# to a load failure"), so every compiled server compiled from scratch (50-80 s of warm-up on two cores).
+# Without it, Inductor's own cache (TORCHINDUCTOR_CACHE_DIR, /tmp/torchinductor_<user>) loads: a config
+# started before warms up in ~15 s, ~30 s from a venv at another path (CI's). Same kernels, other cache.
+os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
+
 
 @pytest.fixture(scope="session")
 def signing_key(tmp_path_factory: pytest.TempPathFactory) -> ContributorKey:

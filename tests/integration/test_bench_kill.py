@@ -30,10 +30,10 @@ servers:
   s: {runtime: local, args: ["--enforce-eager"]}
 baseline: s
 workloads:
-  - {kind: batch, name: decode, batch_sizes: [1, 2, 3], isl: [16], osl: [48], warmup_waves: 1, waves: 2}
+  - {kind: batch, name: decode, batch_sizes: [1, 2, 3], isl: [16], osl: [32], warmup_waves: 1, waves: 2}
 remeasure: 0
 """  # remeasure 0: re-measuring a flagged point is tests/unit/bench/test_sweep.py's, not this test's
-VICTIM = "decode-b2-isl16-osl48"
+VICTIM = "decode-b2-isl16-osl32"
 
 
 def _wait_for(path: Path, timeout_s: float) -> None:
@@ -70,8 +70,8 @@ def test_kill_9_mid_sweep_then_rerun_completes_without_loss_or_duplicates(smollm
 
         assert outcome["failed"] == [VICTIM] and outcome["restarts"] == 1 and outcome["aborted"] is None
         assert outcome["run"] == [
-            "decode-b1-isl16-osl48",
-            "decode-b3-isl16-osl48",
+            "decode-b1-isl16-osl32",
+            "decode-b3-isl16-osl32",
         ]  # the sweep went on after the restart
         assert server._proc.pid != killed_pid and server.alive()
         # The restart stopped what was left of the old group before it started the new one.
@@ -89,12 +89,12 @@ def test_kill_9_mid_sweep_then_rerun_completes_without_loss_or_duplicates(smollm
         assert rerun["run"] == [VICTIM] and sorted(rerun["skipped"]) == sorted(survivors), rerun
         for pid, data in survivors.items():  # completed points were neither lost nor re-measured
             assert run_dir.bench_rows("s", pid).read_bytes() == data
-        for pid, b in (("decode-b1-isl16-osl48", 1), (VICTIM, 2), ("decode-b3-isl16-osl48", 3)):
+        for pid, b in (("decode-b1-isl16-osl32", 1), (VICTIM, 2), ("decode-b3-isl16-osl32", 3)):
             rows = read_request_rows(run_dir.bench_rows("s", pid))
             assert sorted(r.request_index for r in rows) == list(range(3 * b))  # each request exactly once
-            assert all(r.error is None and r.n_out == 48 for r in rows)
+            assert all(r.error is None and r.n_out == 32 for r in rows)
         points = summarize_bench(run_dir, plan).model_dump(mode="json")["points"]
-        assert [p["point_id"] for p in points] == ["decode-b1-isl16-osl48", VICTIM, "decode-b3-isl16-osl48"]
+        assert [p["point_id"] for p in points] == ["decode-b1-isl16-osl32", VICTIM, "decode-b3-isl16-osl32"]
         assert all(p["metrics"] is not None for p in points)
     finally:
         server.stop()

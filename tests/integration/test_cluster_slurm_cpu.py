@@ -291,7 +291,7 @@ def _cancel_mid_point(tp3: ClusterServer, slurm_cluster, rank: int, point_osl: i
 
 
 def test_a_step_cancelled_mid_point_fails_it_and_a_rerun_resumes(tp3: ClusterServer, slurm_cluster) -> None:
-    _cancel_mid_point(tp3, slurm_cluster, rank=2, point_osl=64)
+    _cancel_mid_point(tp3, slurm_cluster, rank=2, point_osl=32)
     record = json.loads(tp3.record_path.read_text())
     assert len(record["starts"]) == 2 and record["failures"][0]["rank"] == 2
 
