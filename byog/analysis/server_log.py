@@ -34,8 +34,10 @@ WRAPPER_PHRASES = (
 WRAPPER_TYPES = ("EngineDeadError", "EngineGenerateError")
 # Log levels whose lines merely mention an error (a warning quoting "OSError: [Errno 24]").
 NOT_ERRORS = (" WARNING ", " INFO ", " DEBUG ")
-# argparse's refusal of a command line: ``vllm serve: error: argument --dtype: invalid choice: ...``
+# argparse's refusal of a command line: ``vllm serve: error: argument --dtype: invalid choice: ...``, always
+# after its ``usage:`` line; without one, ``X: error:`` is someone else's (srun's "srun: error: n1: task 0: Killed")
 ARGPARSE_LINE = re.compile(r"^[^:]+: error: (\S.*)$")
+USAGE_LINE = "usage: "
 # vLLM's per-process prefix: ``(EngineCore_DP0 pid=12)``, ``(VllmWorker-0 pid=13)``, ``(RayWorkerWrapper pid=9, ip=..)``
 PROCESS_PREFIX = re.compile(r"^\((?P<process>[A-Za-z_][\w-]*)(?: [^)]*)?\) ")
 FRONT_END = ("APIServer",)  # the process that serves HTTP: its errors wrap the engine's
@@ -96,9 +98,21 @@ def _last_error(lines: list[str]) -> str | None:
             return sentence
         found = found or sentence
     if found is None:
-        refused = [m.group(1).strip() for m in map(ARGPARSE_LINE.match, lines) if m]
-        found = f"vLLM refused its arguments: {refused[-1]}" if refused else None
+        refused = _argparse_refusal(lines)
+        found = f"vLLM refused its arguments: {refused}" if refused else None
     return found
+
+
+def _argparse_refusal(lines: list[str]) -> str | None:
+    """The first ``PROG: error: ...`` line after the last ``usage:`` line: argparse prints the two
+    together, and what follows them (a launcher killing the step) is not the parser's."""
+    refused, awaiting = None, False
+    for line in lines:
+        if line.startswith(USAGE_LINE):
+            awaiting = True
+        elif awaiting and (match := ARGPARSE_LINE.match(line)):
+            refused, awaiting = match.group(1).strip(), False
+    return refused
 
 
 def root_cause(text: str) -> str | None:

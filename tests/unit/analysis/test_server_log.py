@@ -27,6 +27,15 @@ def test_the_real_refused_flag_log_names_the_flag() -> None:
     )
 
 
+def test_srun_killing_a_step_is_not_a_refused_command_line() -> None:
+    """srun's own "srun: error:" line has the parser's shape, but argparse's refusal comes right after
+    its usage line; a step killed after a refusal still reports the refusal."""
+    killed = "srun: Job step aborted: Waiting up to 32 seconds.\nsrun: error: n1: task 0: Killed\n"
+    assert root_cause("INFO 12-01 [api_server.py:1] vLLM API server version 0.32.0\n" + killed) is None
+    refused = "usage: vllm serve [options]\nvllm serve: error: argument --seed: invalid int value: 'x'\n"
+    assert root_cause(refused + killed) == "vLLM refused its arguments: argument --seed: invalid int value: 'x'"
+
+
 def test_an_exception_line_still_wins_over_the_parser() -> None:
     log = "x: error: something\nERROR 12-01 [core.py:1] ValueError: fp8 KV cache is not supported here\n"
     assert root_cause(log) == "ValueError: fp8 KV cache is not supported here"
