@@ -21,6 +21,7 @@ import os
 import signal
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -189,6 +190,7 @@ def tp3(slurm_cluster, tmp_path_factory) -> Iterator[ClusterServer]:
         started = time.monotonic()
         server = launch(slurm_server(), run_root)
         print(f"\n[slurm] 3-node TP3 over srun steps of job {job} healthy after {time.monotonic() - started:.1f} s")
+        _serve_one_request(server)
         server.test_run_root = run_root  # type: ignore[attr-defined]
         server.test_job = job  # type: ignore[attr-defined]
         try:
@@ -201,6 +203,17 @@ def tp3(slurm_cluster, tmp_path_factory) -> Iterator[ClusterServer]:
                 assert vllm_processes() == []
             finally:
                 slurm_cluster.cancel(job)
+
+
+def _serve_one_request(server: ClusterServer) -> None:
+    """byog restarts a server that dies mid-point only if it has served since it started (else it cannot
+    serve); one answered request makes every test here hold alone, not only after test_a_bench_point."""
+    body = json.dumps({"model": server.endpoint.model, "prompt": "Hello", "max_tokens": 1}).encode()
+    request = urllib.request.Request(
+        f"{server.endpoint.base_url}/v1/completions", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=120) as answer:
+        assert json.loads(answer.read())["choices"], "the TP3 server answered no completion"
 
 
 def test_server_json_records_the_job_its_steps_and_nodes(tp3: ClusterServer, slurm_cluster) -> None:
