@@ -202,7 +202,7 @@ def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: 
     for point in expand_plan(plan):
         for server in point.servers:
             args = plan.servers[server].args
-            limit = max_model_len or _int(arg_value(args, "--max-model-len")) or plan.model.max_model_len
+            limit = _context(plan, server, max_model_len)
             if point.kind == "agentic":
                 if limit is not None and point.max_context is not None and point.max_context > limit:
                     raise UsageError(
@@ -225,14 +225,19 @@ def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: 
                 )
 
 
+def _context(plan: Plan, server: str, max_model_len: int | None) -> int | None:
+    """The server's context: the known limit passed in, else ``--max-model-len`` in its args, else the
+    plan's ``model.max_model_len``; None: unknown (not checked)."""
+    return max_model_len or _int(arg_value(plan.servers[server].args, "--max-model-len")) or plan.model.max_model_len
+
+
 def _check_evals_fit(plan: Plan, max_model_len: int | None) -> None:
     for spec in plan.evals:
         task = TASKS.get(spec.task)  # an unknown task is the task check's problem, said once
         if task is None or task.runner != "lm_eval":  # MRCR sizes each item to the server's context itself
             continue
         for server in plan.servers_for(spec):
-            args = plan.servers[server].args
-            limit = max_model_len or _int(arg_value(args, "--max-model-len")) or plan.model.max_model_len
+            limit = _context(plan, server, max_model_len)
             if limit is not None and limit <= task.prompt_reserve_tokens:
                 answer = _int(str(spec.gen_kwargs.get("max_gen_toks", task.generation.get("max_gen_toks", 256))))
                 raise UsageError(
