@@ -34,10 +34,24 @@ def test_interleaved_and_sequential_disagree_beyond_their_cis_at_b8(table: str) 
     assert table.count("flagged False") == 8 and "flagged True" not in table  # no first-wave-after-wake effect
 
 
+def _interleaving_problems(root: Path) -> list[str]:
+    """verify's order check of both interleaved arms of a session, recomputed from their records."""
+    problems: list[str] = []
+    for arm in ("study-abba", "study-baab"):
+        rd = RunDir(root / arm)
+        problems += check_interleaving(rd, plan_of(rd)).problems
+    return problems
+
+
+def _run_rows(table: str) -> list[list[str]]:
+    """The time-to-verdict table's whole-run rows, one per arm, split into fields."""
+    return [line.split() for line in table.splitlines() if line.startswith("    run ")]
+
+
 def test_every_wake_check_matched_and_its_verdicts_recompute() -> None:
+    assert _interleaving_problems(ROOT) == []
     for arm in ("study-abba", "study-baab"):
         rd = RunDir(ROOT / arm)
-        assert check_interleaving(rd, plan_of(rd)).problems == []
         for server in ("stock", "eager"):
             sleep = SleepModeRecord.model_validate(read_json(rd.server_dir(server) / "server.json")["sleep_mode"])
             woken = [f for f in sleep.fingerprints if f.wake > 0]
@@ -47,7 +61,7 @@ def test_every_wake_check_matched_and_its_verdicts_recompute() -> None:
 
 
 def test_the_wake_checks_are_timed_and_the_sequential_arm_has_none(table: str) -> None:
-    rows = [line.split() for line in table.splitlines() if line.startswith("    run ")]
+    rows = _run_rows(table)
     walls, checking = [float(r[1]) for r in rows], [float(r[6]) for r in rows]
     assert walls == [468.6, 386.6, 231.3] and checking == [151.1, 137.8, 0.0]
 
@@ -69,9 +83,7 @@ def test_the_second_session_agrees_across_arms_and_adds_the_cold_restart_arm() -
     assert "decode-b8-isl128-osl128: eager 610.7 / stock 4375.0 tok/s = 0.1396, 95% CI 0.1264-0.1545" in table
     assert "decode-b8-isl128-osl128: eager 660.9 / stock 4581.8 tok/s = 0.1442, 95% CI 0.1210-0.1719" in table
     assert "(width 0.0508; resampled launches)" in table  # the cold-restart arm's CI holds launch variance
-    rows = [line.split() for line in table.splitlines() if line.startswith("    run ")]
+    rows = _run_rows(table)
     assert [float(r[1]) for r in rows] == [255.0, 257.3, 255.8, 138.7]
     assert [float(r[6]) for r in rows] == [80.2, 92.4, 0.0, 0.0]
-    for arm in ("study-abba", "study-baab"):
-        rd = RunDir(SECOND / arm)
-        assert check_interleaving(rd, plan_of(rd)).problems == []
+    assert _interleaving_problems(SECOND) == []
