@@ -40,7 +40,8 @@ def eval_cmd(
         None,
         "--max-gen-toks",
         min=1,
-        help="Cap on generated tokens per answer (default: the task's, within the context).",
+        help="Cap on generated tokens per answer (default: the task's); with the task's prompt reserve it "
+        "must fit the server's max_model_len, else the task is refused.",
     ),
     num_concurrent: int | None = typer.Option(
         None, "--num-concurrent", min=1, help="Requests in flight (default: what the server's KV cache holds)."

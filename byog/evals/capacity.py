@@ -7,8 +7,9 @@ holds at most its prompt plus its max tokens in the cache, so
 
     concurrency = min(max_num_seqs, floor(KV tokens / (prompt + max tokens)))    (at least 1)
 
-with prompt + max tokens = the task's prompt reserve + max_gen_toks, capped at max_model_len (a
-task whose prompts fill the context, MRCR, takes max_model_len). Every request then fits at once
+with prompt + max tokens = the task's prompt reserve + max_gen_toks (within max_model_len: a task
+that does not fit is refused, ``byog.plans.tasks.check_eval_fits``; a task whose prompts fill the
+context, MRCR, takes max_model_len). Every request then fits at once
 and none is preempted. A plan's ``num_concurrent`` overrides it; a server that did not report its
 cache (no dev mode, an endpoint, an older vLLM) runs at ``UNKNOWN_CAPACITY_CONCURRENCY`` and the
 record says why.

@@ -79,14 +79,10 @@ def task_yaml(task: TaskSpec) -> Path:
     return (BYOG_TASKS_DIR if task.yaml_in_byog else _lm_eval_tasks_dir()) / task.lm_eval_yaml
 
 
-def generation_kwargs(task: TaskSpec, endpoint: Endpoint, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The task's generation settings, plan/CLI overrides applied, max_gen_toks kept inside the context."""
-    gen = dict(task.generation)
-    gen.update(overrides or {})
-    if endpoint.max_model_len:
-        room = max(16, endpoint.max_model_len - task.prompt_reserve_tokens)
-        gen["max_gen_toks"] = min(int(gen.get("max_gen_toks", 256)), room)
-    return gen
+def generation_kwargs(task: TaskSpec, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The task's generation settings with the plan's or CLI's overrides laid over them, sent as they are
+    (``run_task`` refused, before any request, a task whose answers the context cannot hold)."""
+    return {**task.generation, **(overrides or {})}
 
 
 def override_yaml(task: TaskSpec, source: DataSource, gen: dict[str, Any]) -> dict[str, Any]:

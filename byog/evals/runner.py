@@ -41,7 +41,7 @@ from byog.evals.lm_eval_adapter import generation_kwargs, item_identity, run_pas
 from byog.evals.mrcr_generate import DEFAULT_NEEDLES, generate_rows
 from byog.evals.mrcr_grade import bin_label
 from byog.evals.mrcr_tokens import token_counter
-from byog.plans.tasks import TaskSpec, get_task, stops_early
+from byog.plans.tasks import TaskSpec, answer_tokens, check_eval_fits, get_task, stops_early
 from byog.schemas.evals import INVALID_ANSWER, RAW_OUTPUT_CHARS, EvalItemRow, EvalResults, write_eval_items
 from byog.schemas.plan import EvalSpec, Plan
 from byog.schemas.server import Endpoint
@@ -114,7 +114,7 @@ def _lm_eval_task(
     looks: Looks | None = None,
     points: list[int] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
-    gen = generation_kwargs(task, endpoint, overrides)
+    gen = generation_kwargs(task, overrides)
     if points:
         return _stratified(task, source, endpoint, seeds, limit, points, gen, status)
     rows: list[dict[str, Any]] = []
@@ -396,15 +396,22 @@ def _mrcr_task(
 
 
 def tokens_per_request(task: TaskSpec, endpoint: Endpoint, overrides: dict[str, Any]) -> int:
-    """The most KV cache one request of this task holds: prompt + max tokens, within the context.
+    """The most KV cache one request of this task holds: its prompt reserve + answer length (within the
+    context where the server says it: ``run_task`` refuses a task otherwise).
 
     MRCR's prompts fill the context up to 3/4 of it and its answers the rest: max_model_len.
     """
-    max_len = _max_model_len(endpoint)
     if task.runner == "mrcr":
-        return max_len
-    max_gen = int(generation_kwargs(task, endpoint, overrides).get("max_gen_toks", 256))
-    return min(max_len, task.prompt_reserve_tokens + max_gen)
+        return _max_model_len(endpoint)
+    return task.prompt_reserve_tokens + answer_tokens(task, overrides)
+
+
+def check_evals_fit(plan: Plan, server: str, endpoint: Endpoint, run_dir: RunDir) -> None:
+    """Refuse, once the server says its context, the first of its evals still to run whose prompts and
+    answers it cannot hold (``byog.plans.tasks.check_eval_fits``), before any of its requests."""
+    for spec in plan.evals:
+        if server in plan.servers_for(spec) and not run_dir.eval_complete(server, spec.task):
+            check_eval_fits(get_task(spec.task), server, endpoint.max_model_len, spec.gen_kwargs)
 
 
 def recorded_server_info(run_dir: RunDir, server: str) -> Mapping[str, Any] | None:
@@ -464,8 +471,10 @@ def run_task(
     """One task on one server. ``num_concurrent`` None: from the server's capacity (``server_info``,
     its /server_info answer; ``byog.evals.capacity``). ``looks``: run in look-sized chunks and stop
     where the group-sequential gate stops (lm-eval tasks). ``operating_points``: each item at the
-    concurrency of its stratum (``byog.analysis.strata``; lm-eval tasks)."""
+    concurrency of its stratum (``byog.analysis.strata``; lm-eval tasks). A task whose prompts and
+    answers the endpoint's max_model_len cannot hold is refused before anything is sent."""
     overrides = dict(gen_overrides or {})
+    check_eval_fits(task, server, endpoint.max_model_len, overrides)
     concurrency = _concurrency(task, endpoint, overrides, server_info, num_concurrent, operating_points)
     n = concurrency.num_concurrent
     source = resolve_source(task, data_dir)
@@ -576,7 +585,9 @@ def _check_planned_items(spec: EvalSpec, server: str, run: TaskRun) -> None:
 def run_evals_for_server(
     plan: Plan, server_name: str, endpoint: Endpoint, run_dir: RunDir, data_dir: Path | None, reporter: Reporter
 ) -> None:
-    """Every EvalSpec of the plan that names this server, skipping tasks already complete."""
+    """Every EvalSpec of the plan that names this server, skipping tasks already complete; none runs
+    where one of them cannot fit the server's context."""
+    check_evals_fit(plan, server_name, endpoint, run_dir)
     data_dir = resolve_data_dir(data_dir)
     for spec in plan.evals:
         if server_name not in plan.servers_for(spec):

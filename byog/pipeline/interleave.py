@@ -32,7 +32,7 @@ from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import SUPERSEDED, RunDir
 from byog.core.reporter import Reporter
-from byog.evals.runner import run_evals_for_server
+from byog.evals.runner import check_evals_fit, run_evals_for_server
 from byog.pipeline.activity import add_span, add_warmups, merge_into_server_record, phase, spent
 from byog.pipeline.launch import launch_server
 from byog.pipeline.numerics import run_numerics_for_server
@@ -436,6 +436,8 @@ def run_interleaved_pair(
         with reporter.status(": starting vLLM with sleep mode (side B)…", lead=candidate):
             pair.start("B", model)
         reporter.line(f"interleaved pair up: A = {baseline}, B = {candidate}")
+        for half, server in names.items() if rd.launch == 1 else ():  # evals run after the bench: refused before it
+            check_evals_fit(plan, server, pair.servers[half].endpoint, rd)
         bench_pair(pair, rd, data_dir, reporter)
         for side in ("A", "B") if rd.launch == 1 else ():  # launch r >= 2 measures the bench points only
             name = names[side]

@@ -42,7 +42,7 @@ from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, Reporter, Status, Table
-from byog.evals.runner import run_evals_for_server
+from byog.evals.runner import check_evals_fit, run_evals_for_server
 from byog.images.fingerprint import environment_fingerprint
 from byog.images.models import prepare_model
 from byog.pipeline.activity import add_warmups, phase, spent
@@ -115,6 +115,8 @@ def _up(plan: Plan, name: str, model: PreparedModel, rd: RunDir, reporter: Repor
         server: RunningServer = launch_server(plan, name, model, rd)
     try:
         reporter.line(f": up at {server.endpoint.base_url}", lead=label)
+        if rd.launch == 1:  # its evals run after the bench: refused now, before hours of it
+            check_evals_fit(plan, name, server.endpoint, rd)
         yield server
     finally:
         with stop_shown(reporter, label):

@@ -11,7 +11,7 @@ from typing import Any
 from byog.core.argv import arg_value
 from byog.core.errors import UsageError
 from byog.core.paths import safe_name
-from byog.plans.tasks import TASKS
+from byog.plans.tasks import TASKS, check_eval_fits
 from byog.schemas.bench import BenchPoint
 from byog.schemas.plan import (
     AgenticWorkload,
@@ -195,8 +195,8 @@ def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: 
     - B (batch) or C (concurrency) over the server's ``--max-num-seqs`` (the requests would
       queue, so the point would measure a smaller batch than it says);
     - an agentic workload's ``max_context`` over the server's context;
-    - an lm-eval task whose prompt reserve leaves its answers no room in the context (the requests
-      would be refused, or every answer cut to a few tokens).
+    - an lm-eval task whose prompt reserve + answer length exceed the server's context
+      (``byog.plans.tasks.check_eval_fits``; the run refuses it too, once the server says its context).
     """
     _check_evals_fit(plan, max_model_len)
     for point in expand_plan(plan):
@@ -234,17 +234,10 @@ def _context(plan: Plan, server: str, max_model_len: int | None) -> int | None:
 def _check_evals_fit(plan: Plan, max_model_len: int | None) -> None:
     for spec in plan.evals:
         task = TASKS.get(spec.task)  # an unknown task is the task check's problem, said once
-        if task is None or task.runner != "lm_eval":  # MRCR sizes each item to the server's context itself
+        if task is None:
             continue
         for server in plan.servers_for(spec):
-            limit = _context(plan, server, max_model_len)
-            if limit is not None and limit <= task.prompt_reserve_tokens:
-                answer = _int(str(spec.gen_kwargs.get("max_gen_toks", task.generation.get("max_gen_toks", 256))))
-                raise UsageError(
-                    f"eval '{spec.task}' reserves {task.prompt_reserve_tokens} tokens for its prompts and answers "
-                    f"in up to {answer}, but server '{server}' holds at most max_model_len = {limit}: raise it "
-                    f"to at least {task.prompt_reserve_tokens + (answer or 0)}"
-                )
+            check_eval_fits(task, server, _context(plan, server, max_model_len), spec.gen_kwargs)
 
 
 def _int(value: str | None) -> int | None:

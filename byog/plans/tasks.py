@@ -19,10 +19,12 @@ the same answer, so K = 1; the sampled tasks need K passes to average the sampli
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from byog.core.errors import UsageError
+from byog.core.safe_text import one_line
 
 if TYPE_CHECKING:
     from byog.schemas.plan import EvalSpec
@@ -66,7 +68,7 @@ class TaskSpec:
     eval_split: str = "test"  # the split lm-eval scores (GPQA has only "train")
     metric: str = "exact_match"
     lm_eval_filter: str | None = None  # which filter's score is the item score
-    prompt_reserve_tokens: int = 1024  # max_gen_toks is capped at max_model_len minus this
+    prompt_reserve_tokens: int = 1024  # its longest prompt: this + the answer length must fit the context
     # simulation profile (mean accuracy, Beta concentration) used to justify the recommended K, n;
     # also the prior of the planned power (byog.analysis.gate_power, docs/statistics.md)
     sim_profile: tuple[float, float] = (0.5, 1.0)
@@ -109,6 +111,53 @@ class TaskSpec:
             "dataset_revision": self.dataset.revision,
             "gated": self.dataset.gated,
         }
+
+
+LM_EVAL_MAX_GEN_TOKS = 256  # lm-eval's API models' max_tokens where the generation settings name none
+
+
+class EvalDoesNotFit(UsageError):
+    """An eval whose prompts and answers a server's context cannot hold. Exit 2."""
+
+
+def _answer_setting(task: TaskSpec, overrides: Mapping[str, Any] | None) -> tuple[str, Any]:
+    """The setting lm-eval sends as max_tokens, and its value: ``max_tokens`` before ``max_gen_toks``
+    (lm-eval's OpenAI clients, ``_create_payload``), the plan's or CLI's overrides over the task's."""
+    generation = {**task.generation, **(overrides or {})}
+    key = "max_tokens" if "max_tokens" in generation else "max_gen_toks"
+    return key, generation.get(key, LM_EVAL_MAX_GEN_TOKS)
+
+
+def answer_tokens(task: TaskSpec, overrides: Mapping[str, Any] | None = None) -> int:
+    """The most tokens one answer of the task may take, as its requests will ask for them."""
+    key, value = _answer_setting(task, overrides)
+    try:
+        tokens = 0 if isinstance(value, bool) else int(str(value))
+    except ValueError:
+        tokens = 0
+    if tokens < 1:
+        raise UsageError(f"eval '{task.name}' sets {key} to '{one_line(str(value), 40)}', not a whole number above 0")
+    return tokens
+
+
+def check_eval_fits(
+    task: TaskSpec, server: str, context: int | None, overrides: Mapping[str, Any] | None = None
+) -> None:
+    """Refuse an lm-eval task whose prompt reserve + answer length exceed the server's context (``context``
+    None: unknown, not checked). Answers are never cut to fit: a score over shorter answers than the task
+    sets measures another task. MRCR is exempt: its runner sizes each item to the context itself."""
+    if task.runner != "lm_eval":
+        return
+    answer = answer_tokens(task, overrides)
+    need = task.prompt_reserve_tokens + answer
+    if context is None or need <= context:
+        return
+    room = context - task.prompt_reserve_tokens
+    lower = f", or lower its {_answer_setting(task, overrides)[0]} to {room}" if room > 0 else ""
+    raise EvalDoesNotFit(
+        f"eval '{task.name}' reserves {task.prompt_reserve_tokens} tokens for its prompts and answers in up to "
+        f"{answer}, but server '{server}' holds at most max_model_len = {context}: raise it to at least {need}{lower}"
+    )
 
 
 GSM8K_DATA = DatasetRef(

@@ -11,7 +11,6 @@ from byog.core import settings
 from byog.core.errors import UsageError
 from byog.evals import data
 from byog.plans.tasks import TASKS, get_task, parse_task_list
-from byog.schemas.server import Endpoint
 
 GPQA_COLUMNS_HEAD = [
     "Pre-Revision Question",
@@ -116,7 +115,7 @@ def _load_docs(task_name: str, source: data.DataSource) -> list[dict]:
 
     task = get_task(task_name)
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = override_yaml(task, source, generation_kwargs(task, Endpoint("http://x", "m", max_model_len=4096)))
+        cfg = override_yaml(task, source, generation_kwargs(task))
         Path(tmp, f"byog_{task.name}.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
         manager = TaskManager(include_path=tmp, include_defaults=False)
         loaded = manager.load([f"byog_{task.name}"])["tasks"]
@@ -138,15 +137,3 @@ def test_lm_eval_reads_the_gpqa_fixture_with_its_own_process_docs(
     docs = _load_docs("gpqa_diamond", data.resolve_source(get_task("gpqa_diamond"), tmp_path))
     assert len(docs) == 5
     assert all(doc["answer"] in {"(A)", "(B)", "(C)", "(D)"} and len(doc["choices"]) == 4 for doc in docs)
-
-
-def test_max_gen_toks_stays_inside_the_context() -> None:
-    from byog.evals.lm_eval_adapter import generation_kwargs
-
-    aime = get_task("aime25")
-    assert (
-        generation_kwargs(aime, Endpoint("http://x", "m", max_model_len=4096))["max_gen_toks"]
-        == 4096 - aime.prompt_reserve_tokens
-    )
-    assert generation_kwargs(aime, Endpoint("http://x", "m"))["max_gen_toks"] == 32768
-    assert generation_kwargs(aime, Endpoint("http://x", "m"), {"max_gen_toks": 100})["max_gen_toks"] == 100

@@ -52,7 +52,7 @@ def test_samples_pick_docs_by_index_and_keep_their_identity(monkeypatch: pytest.
     task = dataclasses.replace(get_task("arithmetic_generated"), api="completions")  # dummy has no chat template
     source = resolve_source(task, None)
     endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=2048)
-    gen = adapter.generation_kwargs(task, endpoint, {})
+    gen = adapter.generation_kwargs(task, {})
     items, _ = adapter.run_pass(
         task, source, endpoint, seed=1, limit=None, num_concurrent=1, gen=gen, samples=[57, 3, 120]
     )
@@ -141,7 +141,7 @@ def test_a_request_the_server_refuses_says_the_servers_reason(tmp_path: Path) ->
                 seed=1,
                 limit=1,
                 num_concurrent=1,
-                gen=generation_kwargs(task, endpoint),
+                gen=generation_kwargs(task),
                 max_retries=1,
             )
     finally:
@@ -152,3 +152,13 @@ def test_a_request_the_server_refuses_says_the_servers_reason(tmp_path: Path) ->
     assert "400" in said
     assert "the server said: This model's maximum context length is 1024 tokens" in said
     assert "\x1b" not in said
+
+
+def test_the_generation_settings_are_sent_as_the_task_and_the_overrides_set_them() -> None:
+    """Never cut to the context: an eval that cannot fit is refused before it runs (``run_task``)."""
+    from byog.evals.lm_eval_adapter import generation_kwargs
+
+    aime = get_task("aime25")
+    assert generation_kwargs(aime) == aime.generation and generation_kwargs(aime)["max_gen_toks"] == 32768
+    assert generation_kwargs(aime, {"max_gen_toks": 100}) == {**aime.generation, "max_gen_toks": 100}
+    assert aime.generation["max_gen_toks"] == 32768  # the registry's own settings untouched

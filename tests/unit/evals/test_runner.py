@@ -251,7 +251,7 @@ def test_eval_requests_are_sized_by_the_task_and_the_server_record_is_read(tmp_p
 
     endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
     assert tokens_per_request(get_task("gsm8k"), endpoint, {}) == 1024 + 256
-    assert tokens_per_request(get_task("gsm8k"), endpoint, {"max_gen_toks": 100000}) == 4096
+    assert tokens_per_request(get_task("gsm8k"), endpoint, {"max_gen_toks": 2048}) == 1024 + 2048
     assert tokens_per_request(get_task("mrcr_generated"), endpoint, {}) == 4096
     rd = RunDir(tmp_path)
     assert recorded_server_info(rd, "candidate") is None
@@ -577,3 +577,73 @@ def test_real_lm_eval_keeps_each_strata_requests_in_flight_at_its_point(tmp_path
     assert batch["4"] == {"output_tokens": float(high), "engine_steps": float(high), "tokens_per_step": 1.0}
     said = runner.concurrency_said(run.results["extra"])
     assert said == f"operating points 1/4 in flight ({low}/{high} items; server: 1.0/1.0 output tokens per engine step)"
+
+
+# --- an eval the server's context cannot hold: refused before any of its requests ----------------
+
+
+def _fit_plan(*evals: dict[str, Any]) -> Plan:
+    return Plan(
+        name="t",
+        model={"path": "m"},
+        servers={"candidate": {}, "baseline": {"args": ["--enforce-eager"]}},
+        baseline="baseline",
+        evals=list(evals),
+        seeds=[1],
+    )
+
+
+def test_a_task_whose_answers_the_context_cannot_hold_is_refused_before_any_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """byog's arithmetic reserves 64 tokens for its prompts; a plan's 64-token answers need 128. At a
+    context of 100 learned from the server, the answers would have been cut to 36 tokens."""
+    from byog.plans.tasks import EvalDoesNotFit
+
+    fake = FakeLmEval(_mixed)
+    monkeypatch.setattr(runner, "run_pass", fake)
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=100)
+    task = get_task("arithmetic_generated")
+    with pytest.raises(EvalDoesNotFit, match=r"in up to 64, but server 'candidate' holds at most max_model_len = 100"):
+        runner.run_task(
+            task, "candidate", endpoint, seeds=[1], limit=4, data_dir=None, gen_overrides={"max_gen_toks": 64}
+        )
+    with pytest.raises(EvalDoesNotFit, match="raise it to at least 128"):  # operating points: the same rule
+        runner.run_task(
+            task,
+            "candidate",
+            endpoint,
+            seeds=[1],
+            limit=4,
+            data_dir=None,
+            gen_overrides={"max_gen_toks": 64},
+            operating_points=[1, 4],
+        )
+    assert fake.calls == []
+    run = runner.run_task(task, "candidate", endpoint, seeds=[1], limit=4, data_dir=None)  # its own 16 fit
+    assert run.results["sampling"]["max_gen_toks"] == 16 and len(fake.calls) == 1
+
+
+def test_a_server_runs_none_of_its_evals_while_one_cannot_fit_and_resumes_once_it_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from byog.plans.tasks import EvalDoesNotFit
+
+    rd = RunDir(tmp_path)
+    fake = FakeLmEval(_mixed)
+    monkeypatch.setattr(runner, "run_pass", fake)
+    plan = _fit_plan(
+        {"task": "arithmetic_generated", "limit": 4, "passes": 1, "servers": ["baseline"]},
+        {"task": "arithmetic_generated", "limit": 4, "passes": 1, "servers": ["candidate"]},
+        {"task": "gsm8k", "limit": 4, "passes": 1, "servers": ["candidate"]},
+        {"task": "mrcr_generated", "limit": 1, "passes": 1},  # sizes its items itself: never refused
+    )
+    small = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=1100)
+    monkeypatch.setattr(runner, "_mrcr_task", lambda *a, **kw: pytest.fail("MRCR ran"))
+    runner.check_evals_fit(plan, "baseline", small, rd)
+    with pytest.raises(EvalDoesNotFit, match="eval 'gsm8k' .* server 'candidate' holds at most max_model_len = 1100"):
+        runner.run_evals_for_server(plan, "candidate", small, rd, None, RecordingReporter())
+    assert fake.calls == [] and not rd.eval_complete("candidate", "arithmetic_generated")
+    # a task already complete is not checked again: its records stand, the rest resumes
+    write_task(rd, "candidate", "gsm8k", TaskRun(rows=[], results={}))
+    runner.check_evals_fit(plan, "candidate", small, rd)

@@ -103,3 +103,21 @@ def test_an_eval_whose_prompts_leave_its_answers_no_room_is_refused_before_launc
     ):
         check_plan_fits(tight)
     check_plan_fits(parse_plan(base.replace("max_model_len: 1024", "max_model_len: 1280") + "  - {task: gsm8k}\n", "t"))
+
+
+def test_an_eval_whose_answers_would_be_cut_to_fit_is_refused_before_launch() -> None:
+    """AIME25 answers in up to 32,768 tokens: at max_model_len 4,096 the run would have cut them to 3,072
+    and scored another task; the plan's own max_gen_toks is what must fit."""
+    base = PLAN.replace("max_model_len: 128", "max_model_len: 4096") + "seeds: [1]\nevals:\n"
+    with pytest.raises(
+        UsageError,
+        match=r"eval 'aime25' reserves 1024 tokens for its prompts and answers in up to 32768, but server 'cand' "
+        r"holds at most max_model_len = 4096: raise it to at least 33792, or lower its max_gen_toks to 3072$",
+    ):
+        check_plan_fits(parse_plan(base + "  - {task: aime25}\n", "t.yaml"))
+    check_plan_fits(parse_plan(base + "  - {task: aime25, gen_kwargs: {max_gen_toks: 3072}}\n", "t.yaml"))
+    with pytest.raises(UsageError, match="eval 'gsm8k' reserves 1024 tokens .* in up to 3100, but server 'base'"):
+        check_plan_fits(
+            parse_plan(base + "  - {task: gsm8k, servers: [base], gen_kwargs: {max_gen_toks: 3100}}\n", "t")
+        )
+    check_plan_fits(parse_plan(base + "  - {task: mrcr_generated}\n", "t.yaml"))  # sizes its items to the context
