@@ -39,3 +39,27 @@ def test_data_pull_without_the_hub_is_one_sentence_exit_3(tmp_path: Path) -> Non
     proc = byog("data", "pull", "--data-dir", str(tmp_path / "d"), timeout=120)
     assert proc.returncode == 3 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") <= 3 and "byog data pull" in proc.stderr
+
+
+def test_a_task_the_servers_context_cannot_hold_is_one_sentence_exit_2(tmp_path: Path) -> None:
+    from tests.support.fake_vllm import FakeVllm
+
+    fake = FakeVllm(max_model_len=100)
+    try:
+        proc = byog(
+            "eval",
+            "--endpoint",
+            fake.base_url,
+            "--tasks",
+            "arithmetic_generated",
+            "--max-gen-toks",
+            "64",
+            "--run-dir",
+            str(tmp_path / "run"),
+            timeout=120,
+        )
+    finally:
+        fake.close()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and fake.requests == []
+    assert "eval 'arithmetic_generated' reserves 64 tokens for its prompts and answers in up to 64" in proc.stderr
+    assert "max_model_len = 100: raise it to at least 128, or lower its max_gen_toks to 36" in proc.stderr

@@ -21,10 +21,11 @@ from byog.pipeline import interleave, interleave_check, launch
 from byog.pipeline.wake_check import WakeCheck, WakeIntegrityFailure
 from byog.plans.expand import expand_plan
 from byog.plans.load import parse_plan
+from byog.plans.tasks import EvalDoesNotFit
 from byog.runtimes.record import utc_now, write_server_record
 from byog.runtimes.sleep_mode import PlatformFacts, SleepControl
 from byog.schemas.plan import Plan, ServerConfig
-from byog.schemas.server import PreparedModel, ServerRecord
+from byog.schemas.server import Endpoint, PreparedModel, ServerRecord
 from tests.support.fake_vllm import FakeVllm
 from tests.support.interleave_run import SWEEP_PLAN, FakeServer, interleaved_sweep
 
@@ -156,6 +157,31 @@ def test_a_server_without_the_sleep_endpoints_is_refused_after_it_starts(
     pair = interleave.Pair(_plan(), {"A": "stock", "B": "cand"}, RunDir(tmp_path))
     with pytest.raises(UsageError, match="does not serve /is_sleeping.*interleave: false"):
         pair.start("A", PreparedModel(path="m", served_name="fake", tokenizer="m"))
+
+
+def test_a_side_whose_context_cannot_hold_its_evals_stops_the_pair_before_the_bench(
+    fakes: dict[str, FakeVllm], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'stock' says max_model_len 100 once up; the plan's 64-token arithmetic answers need 128."""
+    started = interleave.launch_server
+
+    def saying_context(plan: Plan, name: str, *args: Any, **kw: Any) -> Any:
+        server = started(plan, name, *args, **kw)
+        server.endpoint = Endpoint(server.endpoint.base_url, "fake", max_model_len=fakes[name].max_model_len)
+        return server
+
+    monkeypatch.setattr(interleave, "launch_server", saying_context)
+    monkeypatch.setattr(interleave, "bench_pair", lambda *_: pytest.fail("the bench ran"))
+    fakes["stock"].max_model_len = 100
+    plan = _plan(
+        PLAN + "evals:\n  - {task: arithmetic_generated, limit: 2, passes: 1, gen_kwargs: {max_gen_toks: 64}}\n"
+    )
+    model = PreparedModel(path="m", served_name="fake", tokenizer="m")
+    with pytest.raises(
+        EvalDoesNotFit, match="server 'stock' holds at most max_model_len = 100: raise it to at least 128"
+    ):
+        interleave.run_interleaved_pair(plan, ("cand", "stock"), model, RunDir(tmp_path), None, NullReporter())
+    assert not any("messages" in r for fake in fakes.values() for r in fake.requests)  # no eval request
 
 
 def test_time_to_verdict_from_starts_and_spans(tmp_path: Path) -> None:

@@ -1,18 +1,30 @@
 """`byog run`'s closing table says what report.md says about every point: an invalid one's ratio
-is struck through and marked, with its reasons, in both."""
+is struck through and marked, with its reasons, in both; a server whose context cannot hold an eval
+is stopped as soon as it says its context."""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
+import pytest
 from rich.console import Console
 
 from byog.cli.console_reporter import ConsoleReporter
+from byog.core.paths import RunDir
+from byog.pipeline import launch
+from byog.pipeline import run as run_module
 from byog.pipeline.run import print_outcome, server_work_done
 from byog.plans.load import parse_plan
+from byog.plans.tasks import EvalDoesNotFit
 from byog.report.markdown import render_report
+from byog.runtimes.record import utc_now, write_server_record
+from byog.schemas.server import Endpoint, PreparedModel, ServerRecord
 from byog.schemas.summary import read_summary
+from tests.support.fake_vllm import FakeVllm
+from tests.support.interleave_run import FakeServer
+from tests.support.reporter import RecordingReporter
 from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
 
 REASON = "client saturated, event loop lag P99 6 ms over 4 ms"
@@ -75,3 +87,59 @@ def test_a_launch_is_done_when_the_points_it_runs_are(tmp_path: Path) -> None:
     assert all(server_work_done(plan, server, run_dir.for_launch(2)) for server in plan.servers)
     run_dir.bench_point("candidate", "longctx-b1-isl512-osl64").unlink()  # launch 1 runs it: not done without it
     assert not server_work_done(plan, "candidate", run_dir)
+
+
+EVALS_ONLY = """\
+name: fit
+model: {path: "builtin:smollm2-135m-instruct"}
+servers:
+  cand: {}
+  stock: {args: [--enforce-eager]}
+baseline: stock
+evals:
+  - {task: arithmetic_generated, limit: 2, passes: 1, gen_kwargs: {max_gen_toks: 64}}
+"""
+
+
+def test_a_server_whose_context_cannot_hold_an_eval_is_stopped_before_its_bench_and_the_rerun_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan states no context; 'stock' comes up saying max_model_len 100, and the plan's 64-token
+    answers need 128 with byog's arithmetic prompts (64). 'cand' ran first: its records stay."""
+    made = {"cand": FakeVllm(max_model_len=4096), "stock": FakeVllm(max_model_len=100)}
+    benched: list[str] = []
+
+    class Runtime:
+        def launch(self, name: str, config: Any, model: PreparedModel, server_dir: Path) -> FakeServer:
+            write_server_record(server_dir / "server.json", ServerRecord(name=name, starts=[{"started_at": utc_now()}]))
+            server = FakeServer(name, made[name])
+            server.endpoint = Endpoint(made[name].base_url, "fake", max_model_len=made[name].max_model_len)
+            return server
+
+    monkeypatch.setattr(launch, "runtime_for", lambda config: Runtime())
+    monkeypatch.setattr(
+        run_module, "prepare_model", lambda _: PreparedModel(path="m", served_name="fake", tokenizer="m")
+    )
+    monkeypatch.setattr(run_module, "environment_fingerprint", lambda: {"gpu": {"available": False, "reason": "none"}})
+    monkeypatch.setattr(run_module, "_bench", lambda plan, name, *rest: benched.append(name))
+    plan = parse_plan(EVALS_ONLY, "plan.yaml")
+    rd = RunDir(tmp_path / "run")
+    rd.root.mkdir(parents=True)
+    rd.plan_yaml.write_text(EVALS_ONLY)
+    try:
+        with pytest.raises(
+            EvalDoesNotFit, match="server 'stock' holds at most max_model_len = 100: raise it to at least 128"
+        ):
+            run_module._measure(plan, rd, None, RecordingReporter())
+        assert benched == ["cand"] and made["stock"].requests == []
+        assert rd.eval_complete("cand", "arithmetic_generated") and not rd.eval_complete(
+            "stock", "arithmetic_generated"
+        )
+        sent = len(made["cand"].requests)
+        made["stock"].max_model_len = 128  # restarted with room for the answers
+        run_module._measure(plan, rd, None, RecordingReporter())
+    finally:
+        for fake in made.values():
+            fake.close()
+    assert len(made["cand"].requests) == sent and rd.eval_complete("stock", "arithmetic_generated")
+    assert {r.get("max_tokens") for r in made["stock"].requests} == {64}
