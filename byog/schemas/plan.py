@@ -339,7 +339,9 @@ class EvalSpec(Strict):
     passes: PositiveInt = 1  # K; pass k uses Plan.seeds[k]
     margin: float | None = Field(default=None, gt=0)  # equivalence margin in score points (0-100)
     servers: list[str] | None = None
-    gen_kwargs: dict[str, Any] = Field(default_factory=dict)  # task-level overrides
+    # task-level overrides of lm-eval's generation settings; the task's prompt reserve + max_gen_toks must fit
+    # each server's max_model_len, else the eval is refused (never run with shorter answers)
+    gen_kwargs: dict[str, Any] = Field(default_factory=dict)
     num_concurrent: PositiveInt | None = None  # null: what the server says it can hold (byog.evals.capacity)
     # points: the score the plan expects of the baseline on this model (like vLLM CI's accuracy
     # floors); a baseline below it makes the verdict "degenerate" (byog.analysis.degenerate)

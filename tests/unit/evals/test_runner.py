@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import replace
@@ -19,7 +20,7 @@ from byog.evals import runner
 from byog.evals.data import FIXTURES_DIR, read_split, resolve_source
 from byog.evals.lm_eval_adapter import PassItem, item_identity, items_from_samples
 from byog.evals.runner import TaskRun, write_task
-from byog.plans.tasks import get_task
+from byog.plans.tasks import EvalDoesNotFit, get_task
 from byog.schemas.plan import Plan
 from byog.schemas.server import Endpoint
 from tests.support.gated import find_texts, gpqa_fixture_texts
@@ -598,37 +599,23 @@ def test_a_task_whose_answers_the_context_cannot_hold_is_refused_before_any_requ
 ) -> None:
     """byog's arithmetic reserves 64 tokens for its prompts; a plan's 64-token answers need 128. At a
     context of 100 learned from the server, the answers would have been cut to 36 tokens."""
-    from byog.plans.tasks import EvalDoesNotFit
-
     fake = FakeLmEval(_mixed)
     monkeypatch.setattr(runner, "run_pass", fake)
     endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=100)
-    task = get_task("arithmetic_generated")
+    run = functools.partial(
+        runner.run_task, get_task("arithmetic_generated"), "candidate", endpoint, seeds=[1], limit=4, data_dir=None
+    )
     with pytest.raises(EvalDoesNotFit, match=r"in up to 64, but server 'candidate' holds at most max_model_len = 100"):
-        runner.run_task(
-            task, "candidate", endpoint, seeds=[1], limit=4, data_dir=None, gen_overrides={"max_gen_toks": 64}
-        )
+        run(gen_overrides={"max_gen_toks": 64})
     with pytest.raises(EvalDoesNotFit, match="raise it to at least 128"):  # operating points: the same rule
-        runner.run_task(
-            task,
-            "candidate",
-            endpoint,
-            seeds=[1],
-            limit=4,
-            data_dir=None,
-            gen_overrides={"max_gen_toks": 64},
-            operating_points=[1, 4],
-        )
+        run(gen_overrides={"max_gen_toks": 64}, operating_points=[1, 4])
     assert fake.calls == []
-    run = runner.run_task(task, "candidate", endpoint, seeds=[1], limit=4, data_dir=None)  # its own 16 fit
-    assert run.results["sampling"]["max_gen_toks"] == 16 and len(fake.calls) == 1
+    assert run().results["sampling"]["max_gen_toks"] == 16 and len(fake.calls) == 1  # the task's own 16 fit
 
 
-def test_a_server_runs_none_of_its_evals_while_one_cannot_fit_and_resumes_once_it_does(
+def test_a_server_runs_none_of_its_evals_while_one_cannot_fit_and_a_complete_one_is_not_checked_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from byog.plans.tasks import EvalDoesNotFit
-
     rd = RunDir(tmp_path)
     fake = FakeLmEval(_mixed)
     monkeypatch.setattr(runner, "run_pass", fake)
