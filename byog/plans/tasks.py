@@ -68,7 +68,7 @@ class TaskSpec:
     eval_split: str = "test"  # the split lm-eval scores (GPQA has only "train")
     metric: str = "exact_match"
     lm_eval_filter: str | None = None  # which filter's score is the item score
-    prompt_reserve_tokens: int = 1024  # its longest prompt: this + the answer length must fit the context
+    prompt_reserve_tokens: int = 1024  # tokens held for its prompts: this + the answer length must fit the context
     # simulation profile (mean accuracy, Beta concentration) used to justify the recommended K, n;
     # also the prior of the planned power (byog.analysis.gate_power, docs/statistics.md)
     sim_profile: tuple[float, float] = (0.5, 1.0)
