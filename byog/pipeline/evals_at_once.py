@@ -133,7 +133,7 @@ def eval_wall(
         said.append(
             f"evals at once: {listed}: a pair's eval wall is the longer of the two, not their sum; a task with "
             "looks runs in the same looks on both (each waits at a look for the other's items of it) and both "
-            "stop where the paired gate does, so both at the expected share of items below"
+            "stop where the paired gate does, so each is charged the expected share of the evals-with-looks line"
         )
     apart = [c for c in choices if not c.together]
     if apart:

@@ -127,7 +127,7 @@ def test_a_pair_on_gpus_of_their_own_plans_the_longer_eval_not_the_sum() -> None
         "evals at once: cand and stock (each on GPUs of its own: 'cand' CUDA_VISIBLE_DEVICES=1, 'stock' "
         "CUDA_VISIBLE_DEVICES=0): a pair's eval wall is the longer of the two, not their sum; a task with looks runs "
         "in the same looks on both (each waits at a look for the other's items of it) and both stop where the paired "
-        "gate does, so both at the expected share of items below"
+        "gate does, so each is charged the expected share of the evals-with-looks line"
     )
     assert said in assumptions(at_once)
     evals = [i for i in largest_items(at_once) if i["what"].startswith("eval ")]
