@@ -36,6 +36,14 @@ def pack(tmp_path: Path, run_dir: RunDir, edit: dict[str, Any] | None = None) ->
     return pack_with_summary(tmp_path, run_dir, forge if edit else None)
 
 
+def _refusal(tmp_path: Path, run_dir: RunDir) -> Any:
+    """The sequential check's result on the packed run, which verify refuses."""
+    bundle, allowed = pack(tmp_path, run_dir)
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert not report.verified
+    return result(report, "sequential")
+
+
 def test_planned_looks_recompute_and_are_recorded(tmp_path: Path) -> None:
     rd = sequential_run(tmp_path, "[0.5, 0.75, 1.0]")
     verdict = derive_summary(rd).evals.verdicts[0]
@@ -104,10 +112,7 @@ def test_items_dropped_past_a_look_that_said_continue_are_refused(tmp_path: Path
     verdict = derive_summary(rd).evals.verdicts[0]
     assert verdict.sequential is not None
     assert [(look.items, look.decision) for look in verdict.sequential.looks] == [(20, "continue")]
-    bundle, allowed = pack(tmp_path, rd)
-    report = verify_bundle(bundle, allowed_signers=allowed)
-    assert not report.verified
-    assert result(report, "sequential").message == (
+    assert _refusal(tmp_path, rd).message == (
         "gsm8k candidate vs baseline: the per-item records pair fewer than the 40 items of look 2 of the plan, "
         "and look 1 at 20 items said continue: items were dropped without the group-sequential gate stopping"
     )
@@ -148,10 +153,7 @@ def test_both_servers_of_a_pair_at_once_stopped_at_the_look_where_the_gate_stops
 
 def test_servers_stopped_at_a_look_where_the_gate_on_their_records_does_not_stop_are_refused(tmp_path: Path) -> None:
     rd = _at_once_run(tmp_path, "20.0")  # at 20 points, look 1 says continue
-    bundle, allowed = pack(tmp_path, rd)
-    report = verify_bundle(bundle, allowed_signers=allowed)
-    assert not report.verified
-    failed = result(report, "sequential").details["failed"]
+    failed = _refusal(tmp_path, rd).details["failed"]
     assert failed[0].startswith("gsm8k candidate vs baseline: the per-item records pair fewer than the 40 items")
     assert failed[1:] == [
         f"gsm8k on {server}: its results say it stopped at look 1, but the gate on the records of its 1 pair(s) "
@@ -167,18 +169,12 @@ def test_a_pair_at_once_that_stopped_at_different_looks_is_refused(tmp_path: Pat
     fresh = make_run_dir(tmp_path / "fresh", SPEC, plan_text=rd.plan_yaml.read_text())
     rd.eval_items("baseline", "gsm8k").write_bytes(fresh.eval_items("baseline", "gsm8k").read_bytes())
     _stopped_at(rd, "baseline", 2, 40, "candidate")
-    bundle, allowed = pack(tmp_path, rd)
-    report = verify_bundle(bundle, allowed_signers=allowed)
-    assert not report.verified
-    assert result(report, "sequential").message == (
+    assert _refusal(tmp_path, rd).message == (
         "gsm8k on baseline: its results say it stopped at look 2, but the gate on the records of its 1 pair(s) "
         "stops at look 1"
     )
     _stopped_at(rd, "baseline", 1, 20, "candidate")  # says look 1, holds look 2's items
     (tmp_path / "again").mkdir()
-    bundle, allowed = pack(tmp_path / "again", rd)
-    report = verify_bundle(bundle, allowed_signers=allowed)
-    assert not report.verified
-    assert result(report, "sequential").message == (
+    assert _refusal(tmp_path / "again", rd).message == (
         "gsm8k on baseline: its results say it stopped at look 1, but it holds 40 items, not that look's"
     )
