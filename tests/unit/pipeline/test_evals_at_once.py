@@ -251,3 +251,36 @@ def test_a_partner_killed_mid_way_lets_the_other_finish_every_item(fakes: dict[s
         "why": why,
     }
     assert any(line.startswith(f"eval {TASK} on stock: ") and line.endswith(f"({why})") for line in reporter.lines)
+
+
+class InterruptAfterBothLook1(RecordingReporter):
+    """Ctrl-C once both eval processes have judged their look 1: both looks are on disk then."""
+
+    @contextmanager
+    def status(self, text: str, *, lead: str = "") -> Iterator[Status]:
+        yield self
+
+    def update(self, text: str, *, lead: str = "") -> None:
+        self.statuses.append(text)
+        if all(
+            any(f"eval on {name}: {TASK}: look 1/2" in said for said in self.statuses) for name in ("cand", "stock")
+        ):
+            raise KeyboardInterrupt
+
+
+def test_a_rerun_of_two_servers_at_once_reads_their_looks_back(fakes: dict[str, FakeVllm], tmp_path: Path) -> None:
+    rd = RunDir(tmp_path / "run")
+    text = _looks_plan_text(1.0)
+    with pytest.raises(KeyboardInterrupt):
+        _measure(rd, InterruptAfterBothLook1(), text)
+    first = {name: set(_asked(fake)) for name, fake in fakes.items()}
+    assert all(len(asked) >= 10 for asked in first.values())
+    for fake in fakes.values():
+        fake.requests.clear()
+    _measure(rd, RecordingReporter(), text)
+    for name, fake in fakes.items():
+        assert len(json.loads(rd.eval_look(name, TASK, 1).read_text())["rows"]) == 10
+        assert len(set(_asked(fake)) | first[name]) == 20  # every item asked once or more
+        assert len(_asked(fake)) <= 10  # look 1 (and a look 2 saved before the interrupt) read back, not asked
+        record = _sequential(rd, name)
+        assert (record["looks_run"], record["items_run"], record["stopped"]) == (2, 20, False)
