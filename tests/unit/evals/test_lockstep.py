@@ -17,6 +17,7 @@ from byog.analysis.eval_summary import summarize_evals
 from byog.core.paths import RunDir
 from byog.evals import runner
 from byog.evals.lockstep import Partner
+from byog.schemas.plan import Plan
 from byog.schemas.server import Endpoint
 from tests.support.reporter import RecordingReporter
 from tests.unit.evals.test_runner import FakeLmEval, _looks_plan, _mixed
@@ -31,7 +32,7 @@ def _fakes(monkeypatch: pytest.MonkeyPatch, scores: dict[str, Callable[[int], fl
     return fakes
 
 
-def _at_once(rd: RunDir, servers: tuple[str, ...] = SERVERS) -> dict[str, RecordingReporter]:
+def _at_once(rd: RunDir, servers: tuple[str, ...] = SERVERS, plan: Plan | None = None) -> dict[str, RecordingReporter]:
     """Each server's evals in a thread of its own, partnered with the other; a side's failure is re-raised."""
     ended = {server: threading.Event() for server in SERVERS}
     reporters = {server: RecordingReporter() for server in servers}
@@ -42,7 +43,7 @@ def _at_once(rd: RunDir, servers: tuple[str, ...] = SERVERS) -> dict[str, Record
         endpoint = Endpoint(base_url="http://127.0.0.1:1", model=server, max_model_len=4096)
         try:
             partner = Partner(other, ended[other].is_set)
-            runner.run_evals_for_server(_looks_plan(), server, endpoint, rd, None, reporters[server], partner)
+            runner.run_evals_for_server(plan or _looks_plan(), server, endpoint, rd, None, reporters[server], partner)
         except BaseException as err:
             failed.append(err)
         finally:
@@ -145,3 +146,23 @@ def test_a_rerun_reads_the_looks_on_disk_back(tmp_path: Path, monkeypatch) -> No
         assert _record(rd, server)["looks_run"] == 2
     verdict = summarize_evals(rd, _looks_plan()).verdicts[0]
     assert verdict.sequential is not None and [look.items for look in verdict.sequential.looks] == [100, 200]
+
+
+def test_a_server_in_another_pair_too_stops_only_when_every_pair_has_stopped(tmp_path: Path, monkeypatch) -> None:
+    """merge ran before (every item) and differs from the baseline; the candidate, at once with the
+    baseline, is alike: the candidate stops at look 1, the baseline runs on for its pair with merge."""
+    three = _looks_plan().model_dump()
+    three["servers"]["merge"] = {"args": ["--max-num-seqs", "8"]}
+    plan = Plan.model_validate(three)
+    rd = RunDir(tmp_path)
+    fakes = _fakes(monkeypatch, {"merge": _differs, "baseline": _mixed, "candidate": _mixed})
+    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="merge", max_model_len=4096)
+    runner.run_evals_for_server(plan, "merge", endpoint, rd, None, RecordingReporter())
+    assert [len(c) for c in fakes["merge"].calls] == [200]  # nothing to pair with yet
+    _at_once(rd, plan=plan)
+    assert [len(c) for c in fakes["candidate"].calls] == [100]
+    assert [len(c) for c in fakes["baseline"].calls] == [100, 100]
+    assert _record(rd, "candidate")["stopped"] is True and _record(rd, "candidate")["looks_run"] == 1
+    assert _record(rd, "baseline")["stopped"] is False and _record(rd, "baseline")["looks_run"] == 2
+    decisions = {v.candidate: v.sequential.decision for v in summarize_evals(rd, plan).verdicts if v.sequential}
+    assert decisions == {"candidate": "equivalent", "merge": "inconclusive"}
