@@ -351,6 +351,12 @@ def item_order(key: tuple[str, str]) -> tuple[tuple[int, int | str], ...]:
     return (*parts, (1, sha))
 
 
+def stopping_look(record: SequentialRecord) -> int | None:
+    """The look (from 1) where the gate stopped; None where none did. A server stops at the first look
+    where every pair it is in has stopped (``byog.evals.runner.looks_for``): the largest of these."""
+    return len(record.looks) if record.looks and record.decision != "inconclusive" else None
+
+
 def missing_items(record: SequentialRecord) -> bool:
     """The paired items end before a look the design needed: no look stopped, the last was not taken."""
     return not record.looks or record.looks[-1].decision == "continue"

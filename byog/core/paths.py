@@ -7,6 +7,8 @@
       bench/<server>/<point>.json      the point's record: spec, counters, validity (raw)
       bench/<server>/attempts/<point>-<n>.{json,parquet}   earlier attempts of a re-measured point
       evals/<server>/<task>/{items.parquet, results.json}
+      evals/<server>/<task>/.looks/look-<k>.json   a look's rows while two servers' evals run at once
+                                                    in the same looks (never bundled: a dot folder)
       numerics/<server>/<pass>.parquet  raw per-position answers of the numerics differential
       numerics/<server>/record.json     its prompts, passes and wall times (written last)
       conformance/<server>.json         the conformance checks of one server
@@ -142,6 +144,9 @@ class RunDir:
 
     def eval_results(self, server: str, task: str) -> Path:
         return self.eval_dir(server, task) / "results.json"
+
+    def eval_look(self, server: str, task: str, look: int) -> Path:
+        return self.eval_dir(server, task) / ".looks" / f"look-{look}.json"
 
     def eval_complete(self, server: str, task: str) -> bool:
         return self.eval_items(server, task).is_file() and self.eval_results(server, task).is_file()

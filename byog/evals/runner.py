@@ -38,6 +38,7 @@ from byog.evals.data import (
     resolve_source,
 )
 from byog.evals.lm_eval_adapter import generation_kwargs, item_identity, run_pass
+from byog.evals.lockstep import Lockstep, Partner
 from byog.evals.mrcr_generate import DEFAULT_NEEDLES, generate_rows
 from byog.evals.mrcr_grade import bin_label
 from byog.evals.mrcr_tokens import token_counter
@@ -55,6 +56,7 @@ class Looks:
 
     sizes: list[int]  # items at each look, fractions of the plan's limit fixed before any item ran
     stop: Callable[[list[dict[str, Any]]], bool]  # the rows so far -> the gate stopped (every pair)
+    lockstep: Lockstep | None = None  # a partner evaluated at once, in the same looks (``byog.evals.lockstep``)
 
 
 @dataclass(frozen=True)
@@ -129,15 +131,29 @@ def _lm_eval_task(
     elif looks is not None:
         order = look_order(task, source, looks.sizes[-1])
         chunks = [order[a:b] for a, b in zip([0, *looks.sizes], looks.sizes, strict=False)]
+    lockstep = looks.lockstep if looks is not None else None
     for j, chunk in enumerate(chunks):
-        rows.extend(_lm_eval_passes(task, source, endpoint, seeds, limit, num_concurrent, gen, status, chunk, runner))
-        if looks is not None:
-            status(f"{task.name}: look {j + 1}/{len(chunks)} at {looks.sizes[j]} items")
-            stopped = looks.stop(rows)
-            record = {"planned_items": looks.sizes[-1], "looks_run": j + 1, "items_run": looks.sizes[j]}
-            record["stopped"] = stopped
-            if stopped:
-                break
+        made = lockstep.saved(j + 1, chunk, seeds) if lockstep else None
+        if made is None:
+            ran = _lm_eval_passes(task, source, endpoint, seeds, limit, num_concurrent, gen, status, chunk, runner)
+            made = (ran, {})
+            if lockstep:
+                lockstep.save(j + 1, chunk, seeds, made[0], runner)
+        rows.extend(made[0])
+        runner.update(made[1])
+        if looks is None:
+            continue
+        status(f"{task.name}: look {j + 1}/{len(chunks)} at {looks.sizes[j]} items")
+        record = {"planned_items": looks.sizes[-1], "looks_run": j + 1, "items_run": looks.sizes[j]}
+        if lockstep:
+            record["lockstep_with"] = lockstep.partner.server
+            if not lockstep.wait(j + 1, status):  # the partner ended first: every item, no look judged
+                record.update(looks_run=j, items_run=looks.sizes[-1], stopped=False, why=lockstep.gave_up(j + 1))
+                looks = None
+                continue
+        record["stopped"] = looks.stop(rows)
+        if record["stopped"]:
+            break
     return rows, gen, runner, ({"sequential": record} if record else {})
 
 
@@ -539,26 +555,39 @@ def write_task(run_dir: RunDir, server: str, task: str, run: TaskRun) -> None:
     atomic_write_json(run_dir.eval_results(server, task), run.results)
 
 
-def looks_for(plan: Plan, spec: EvalSpec, server: str, run_dir: RunDir) -> Looks | None:
+def looks_for(plan: Plan, spec: EvalSpec, server: str, run_dir: RunDir, partner: Partner | None = None) -> Looks | None:
     """Look-sized chunks for this server's run of ``spec`` where it can stop early: the plan sets looks
     and a limit, the task runs through lm-eval, and every server this one is compared with has its
     items of the task in hand (the earlier server of a pair runs every item; the later one stops at
-    the look where the gate on the paired items so far stops, for every pair it is in)."""
+    the look where the gate on the paired items so far stops, for every pair it is in). ``partner``: a
+    server evaluated at once with this one; where it is compared with this one and has not run the task,
+    the two run in lockstep looks (``byog.evals.lockstep``), and a pair with any other server whose items
+    are not in hand never stops."""
     if not stops_early(spec):
         return None
     assert spec.looks is not None and spec.limit is not None
     task = get_task(spec.task)
     pairs = pairs_judged_by(plan, spec, server)
     others = {b if c == server else c for c, b in pairs}
-    if not pairs or not all(run_dir.eval_complete(o, task.name) for o in others):
+    complete = {o for o in others if run_dir.eval_complete(o, task.name)}
+    lockstep = None
+    if partner is not None and partner.server in others - complete:
+        lockstep = Lockstep(run_dir, task.name, server, partner)
+    elif not pairs or complete != others:
         return None
-    scored = {o: (item_scores(run_dir, o, task.name), passes_of(run_dir, o, task.name)) for o in others}
+    scored = {o: (item_scores(run_dir, o, task.name), passes_of(run_dir, o, task.name)) for o in complete}
 
     def stop(rows: list[dict[str, Any]]) -> bool:
         mine = scores_of((r["item_id"], r["item_sha256"], r["score"]) for r in rows)
         passes = len({r["pass_index"] for r in rows})
         for c, b in pairs:
-            theirs, their_passes = scored[b if c == server else c]
+            other = b if c == server else c
+            if lockstep is not None and other == lockstep.partner.server:
+                theirs, their_passes = lockstep.partner_scores()
+            elif other in scored:
+                theirs, their_passes = scored[other]
+            else:
+                return False  # a server not run yet: this pair cannot stop
             cand, base = (mine, theirs) if c == server else (theirs, mine)
             record = sequential_for(plan, task.name, c, b, cand, base, min(passes, their_passes))
             if record is None or record.decision == "inconclusive":
@@ -566,7 +595,7 @@ def looks_for(plan: Plan, spec: EvalSpec, server: str, run_dir: RunDir) -> Looks
         return True
 
     design = group_sequential.SequentialDesign.of(spec)
-    return Looks(sizes=group_sequential.look_sizes(spec.limit, design.fractions), stop=stop)
+    return Looks(sizes=group_sequential.look_sizes(spec.limit, design.fractions), stop=stop, lockstep=lockstep)
 
 
 def _check_planned_items(spec: EvalSpec, server: str, run: TaskRun) -> None:
@@ -583,10 +612,17 @@ def _check_planned_items(spec: EvalSpec, server: str, run: TaskRun) -> None:
 
 
 def run_evals_for_server(
-    plan: Plan, server_name: str, endpoint: Endpoint, run_dir: RunDir, data_dir: Path | None, reporter: Reporter
+    plan: Plan,
+    server_name: str,
+    endpoint: Endpoint,
+    run_dir: RunDir,
+    data_dir: Path | None,
+    reporter: Reporter,
+    partner: Partner | None = None,
 ) -> None:
     """Every EvalSpec of the plan that names this server, skipping tasks already complete; none runs
-    where one of them cannot fit the server's context."""
+    where one of them cannot fit the server's context (``partner``: the server evaluated at once with
+    this one, ``looks_for``)."""
     check_evals_fit(plan, server_name, endpoint, run_dir)
     data_dir = resolve_data_dir(data_dir)
     for spec in plan.evals:
@@ -607,7 +643,7 @@ def run_evals_for_server(
             server_info=recorded_server_info(run_dir, server_name),
             gen_overrides=spec.gen_kwargs,
             reporter=reporter,
-            looks=looks_for(plan, spec, server_name, run_dir),
+            looks=looks_for(plan, spec, server_name, run_dir, partner),
             operating_points=spec.operating_points,
         )
         _check_planned_items(spec, server_name, run)
@@ -639,4 +675,7 @@ def looks_said(record: Mapping[str, Any] | None) -> str:
     if not record:
         return ""
     where = f"stopped at look {record['looks_run']}" if record["stopped"] else "no look stopped"
-    return f"; {where}: items run / planned {record['items_run']} / {record['planned_items']}"
+    if record.get("lockstep_with"):
+        where += f" (in the same looks as {record['lockstep_with']}, evaluated at once)"
+    said = f"; {where}: items run / planned {record['items_run']} / {record['planned_items']}"
+    return said + (f" ({record['why']})" if record.get("lockstep_with") and record.get("why") else "")

@@ -2,9 +2,10 @@
 
 An eval whose plan sets ``looks`` and a ``limit`` runs the later server of each pair in look-sized
 chunks and stops where the paired gate stops (``byog.evals.runner.looks_for``); the earlier server
-runs every item. The plan cannot know where the gate will stop, so it states the expected share of
-the later server's items under two hypotheses, from the run's own boundaries
-(``group_sequential.stop_probabilities``):
+runs every item. Two servers whose evals run at once (``byog.pipeline.evals_at_once``) both run in
+the same looks and both stop there (``byog.evals.lockstep``): each is charged the expected share.
+The plan cannot know where the gate will stop, so it states the expected share of a stopping
+server's items under two hypotheses, from the run's own boundaries (``group_sequential.stop_probabilities``):
 
 - **identical servers** (true difference 0: the equivalence a contributor hopes for), the figure the
   expected wall time uses;
@@ -19,6 +20,7 @@ pairs taken as independent).
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,14 +91,24 @@ def _share(stopped: tuple[tuple[int, float], ...], pairs: int, n: int) -> float:
     return expected / n
 
 
-def expected_share(plan: Plan, spec: EvalSpec, server: str, from_run: Path | None = None) -> ExpectedShare | None:
+def expected_share(
+    plan: Plan,
+    spec: EvalSpec,
+    server: str,
+    from_run: Path | None = None,
+    at_once: Collection[tuple[str, str]] = (),
+) -> ExpectedShare | None:
     """The expected share of ``server``'s items of ``spec``; None where every item runs (no looks or no
-    limit, a task byog's runner scores whole, or the earlier server of each of its pairs)."""
+    limit, a task byog's runner scores whole, or the earlier server of one of its pairs). ``at_once``:
+    the pairs whose evals run at once, in the same looks."""
     task = TASKS.get(spec.task)
     if task is None or spec.limit is None or not stops_early(spec):
         return None
     pairs = pairs_judged_by(plan, spec, server)
-    if not pairs or not all(_runs_after(plan, server, b if c == server else c) for c, b in pairs):
+    together = {frozenset(pair) for pair in at_once}
+    if not pairs or not all(
+        frozenset((c, b)) in together or _runs_after(plan, server, b if c == server else c) for c, b in pairs
+    ):
         return None
     sampled = task.sampled_with(spec.gen_kwargs)
     model = _model(spec.task, from_run, sampled)

@@ -5,16 +5,20 @@ that launch one after the other, both with evals, and whose declared GPU sets ar
 one ``AtOnce`` step; every other server runs as before, one at a time. Each choice, and why, goes
 into phases.json (``eval_order``), which lets those two servers' eval phases overlap there.
 
-``run_evals_at_once`` runs each server's evals (``byog.evals.runner.run_evals_for_server``, exactly
-as one at a time: the same records, the same skip of a complete task, so a rerun resumes both) in a
-process of its own: lm-eval keeps state per process (its seeding of the global RNGs, the redirected
-stderr around it) that two evaluations in one process would share. What each says comes back
-through a queue to the one reporter; each eval phase is recorded when its process ends.
+``run_evals_at_once`` runs each server's evals (``byog.evals.runner.run_evals_for_server``: the same
+records, the same skip of a complete task, so a rerun resumes both) in a process of its own: lm-eval
+keeps state per process (its seeding of the global RNGs, the redirected stderr around it) that two
+evaluations in one process would share. A task with looks that compares the two runs in the same
+looks on both (``byog.evals.lockstep``: each waits at a look for the other's items of it); the run
+tells each process when its partner's has ended, so neither waits for a partner that is gone. What
+each says comes back through a queue to the one reporter; each eval phase is recorded when its
+process ends.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue as queue_module
 import signal
 import traceback
@@ -30,6 +34,7 @@ from byog.core.errors import ByogError
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.core.reporter import ProgressBoard, Reporter, Status, Style, Table
+from byog.evals.lockstep import Partner
 from byog.evals.runner import run_evals_for_server
 from byog.pipeline.activity import add_eval_order, add_span, spent
 from byog.schemas.phases import Instant, now
@@ -105,25 +110,30 @@ class EvalWall:
     said: str | None  # None: no two servers with evals launch one after the other
 
 
+def at_once_pairs(steps: list[tuple[int, Step]]) -> list[tuple[str, str]]:
+    """The pairs of servers whose evals run at once, in the run's order."""
+    return [step.servers for _, step in steps if isinstance(step, AtOnce)]
+
+
 def eval_wall(
     steps: list[tuple[int, Step]], choices: list[Choice], full: dict[str, float], expected: dict[str, float]
 ) -> EvalWall:
     """Each server's evals (``full``: every item, ``expected``: at the expected items) summed one
-    server at a time, and the longer of two run at once: neither has the other's items to stop at a
-    look then, so both run every item."""
-    pairs = [step.servers for _, step in steps if isinstance(step, AtOnce)]
+    server at a time, and the longer of two run at once (both in the same looks, so where looks may
+    stop them, both at the expected items: ``at_once_pairs``)."""
+    pairs = at_once_pairs(steps)
     paired = {s for pair in pairs for s in pair}
     alone = [s for s in full if s not in paired]
-    at_once_s = sum(max(full[a], full[b]) for a, b in pairs)
-    total = sum(full[s] for s in alone) + at_once_s
-    expected_total = sum(expected[s] for s in alone) + at_once_s
+    total = sum(full[s] for s in alone) + sum(max(full[a], full[b]) for a, b in pairs)
+    expected_total = sum(expected[s] for s in alone) + sum(max(expected[a], expected[b]) for a, b in pairs)
     said = []
     together = [c for c in choices if c.together]
     if together:
         listed = "; ".join(f"{' and '.join(c.servers)} ({c.why})" for c in together)
         said.append(
-            f"evals at once: {listed}: a pair's eval wall is the longer of the two, every item on both (neither "
-            "has the other's items to stop at a look), not their sum"
+            f"evals at once: {listed}: a pair's eval wall is the longer of the two, not their sum; a task with "
+            "looks runs in the same looks on both (each waits at a look for the other's items of it) and both "
+            "stop where the paired gate does, so each is charged the expected share of the evals-with-looks line"
         )
     apart = [c for c in choices if not c.together]
     if apart:
@@ -175,11 +185,27 @@ def _interrupted(*_: object) -> None:
     raise KeyboardInterrupt
 
 
-def _evaluate(plan: Plan, server: str, endpoint: Endpoint, rd: RunDir, data_dir: Path | None, sink: Any) -> None:
-    """One server's evals, in its own process; its last message says how they ended."""
+def _evaluate(
+    plan: Plan,
+    server: str,
+    endpoint: Endpoint,
+    rd: RunDir,
+    data_dir: Path | None,
+    sink: Any,
+    partner: str,
+    partner_ended: Any,
+    run_pid: int,
+) -> None:
+    """One server's evals, in its own process, in the same looks as ``partner``'s (``partner_ended``: set
+    by the run when that process ends; a run that has ended itself counts as well); its last message
+    says how they ended."""
     signal.signal(signal.SIGTERM, _interrupted)  # a stop from the run: clean up as after Ctrl-C
+
+    def gone() -> bool:
+        return bool(partner_ended.is_set()) or os.getppid() != run_pid
+
     try:
-        run_evals_for_server(plan, server, endpoint, rd, data_dir, _QueueReporter(sink, server))
+        run_evals_for_server(plan, server, endpoint, rd, data_dir, _QueueReporter(sink, server), Partner(partner, gone))
     except ByogError as err:
         sink.put(("failed", server, ("byog", err.exit_code, str(err))))
     except KeyboardInterrupt:
@@ -213,17 +239,21 @@ class _Evals:
         self.started: dict[str, Instant] = {}
         self.said: dict[str, str] = {}
         self.failed: list[BaseException] = []
+        self.ended: dict[str, Any] = {}  # server -> an Event set when its process has ended
 
-    def start(self, plan: Plan, server: str, endpoint: Endpoint, data_dir: Path | None) -> None:
+    def _event(self, server: str) -> Any:
+        return self.ended.setdefault(server, self.context.Event())
+
+    def start(self, plan: Plan, server: str, endpoint: Endpoint, data_dir: Path | None, partner: str) -> None:
         self.started[server] = now()
-        proc = self.context.Process(
-            target=_evaluate, args=(plan, server, endpoint, self.rd, data_dir, self.sink), name=f"byog-evals-{server}"
-        )
+        args = (plan, server, endpoint, self.rd, data_dir, self.sink, partner, self._event(partner), os.getpid())
+        proc = self.context.Process(target=_evaluate, args=args, name=f"byog-evals-{server}")
         proc.start()
         self.procs[server] = proc
 
     def _ended(self, server: str, error: BaseException | None) -> None:
         add_span(self.rd, server, "eval", self.started[server], now())
+        self._event(server).set()  # the partner waiting at a look gives the looks up
         self.procs.pop(server).join(STOP_GRACE_S)
         if error is not None:
             self.failed.append(error)
@@ -272,6 +302,7 @@ class _Evals:
                 proc.kill()
                 proc.join()
             add_span(self.rd, server, "eval", self.started[server], now())
+            self._event(server).set()
         self.procs.clear()
 
 
@@ -296,7 +327,7 @@ def run_evals_at_once(
         evals = _Evals(rd, reporter, status)
         try:
             for server, endpoint in endpoints.items():
-                evals.start(plan, server, endpoint, data_dir)
+                evals.start(plan, server, endpoint, data_dir, b if server == a else a)
             evals.wait()
         finally:
             evals.stop()

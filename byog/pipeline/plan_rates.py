@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -209,9 +210,11 @@ def eval_estimates(
     rate_of: RateLookup,
     served: dict[str, Served] | None = None,
     from_run: Path | None = None,
+    at_once: Collection[tuple[str, str]] = (),
 ) -> list[EvalEstimate]:
     """Per (server, eval): requests, the concurrency the server holds, expected output tokens, and seconds
-    (every item, and the expected share where the plan's looks may stop it early)."""
+    (every item, and the expected share where the plan's looks may stop it early; ``at_once``: the pairs
+    whose evals run at once, ``byog.pipeline.eval_stopping.expected_share``)."""
     rows: list[EvalEstimate] = []
     for spec in plan.evals:
         task = TASKS.get(spec.task)
@@ -251,7 +254,7 @@ def eval_estimates(
                     math.ceil(n / held[b]) * (TTFT_GUESS_S + expected * rate_of(server, None, held[b]).tpot_s)
                     for b, n in strata.items()
                 )
-            share = expected_share(plan, spec, server, from_run)
+            share = expected_share(plan, spec, server, from_run, at_once)
             rows.append(
                 {
                     "server": server,

@@ -16,6 +16,7 @@ from typing import Any, TypedDict
 
 from byog.analysis import launch_coverage, perf_equivalence
 from byog.analysis.bench_summary import summarize_bench
+from byog.analysis.gpu_sets import Choice
 from byog.analysis.interleave import swaps_in
 from byog.bench.agentic import session_shape
 from byog.bench.traces import link_sessions, read_trace, selected_lines
@@ -25,7 +26,7 @@ from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.images.fingerprint import environment_fingerprint
 from byog.pipeline.eval_power import eval_power_rows, eval_prior
-from byog.pipeline.evals_at_once import EvalWall, eval_wall, with_evals_at_once
+from byog.pipeline.evals_at_once import EvalWall, Step, at_once_pairs, eval_wall, with_evals_at_once
 from byog.pipeline.interleave import interleaved_rounds
 from byog.pipeline.kv_overview import check_plan_kv
 from byog.pipeline.plan_rates import (
@@ -325,8 +326,10 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     for est in servers:
         total_s += est["estimate_s"]
         gpu_h += est["estimate_s"] / 3600 * est["gpus"]
-    evals = eval_estimates(plan, points, rates, served_capacity(from_run) if from_run else None, from_run)
-    wall = _eval_wall(plan, evals)
+    steps, choices = with_evals_at_once(plan, interleaved_rounds(plan, launch_rounds(plan)), None)
+    served = served_capacity(from_run) if from_run else None
+    evals = eval_estimates(plan, points, rates, served, from_run, at_once_pairs(steps))
+    wall = _eval_wall(evals, steps, choices)
     return {
         "plan": plan.name,
         "points": rows,
@@ -345,15 +348,14 @@ def estimate_plan(plan: Plan, from_run: Path | None = None) -> Estimate:
     }
 
 
-def _eval_wall(plan: Plan, evals: list[EvalEstimate]) -> EvalWall:
-    """The evals in the order ``byog run`` takes (two servers on GPUs of their own at once: the plan's
-    declarations as written, since the plan does not see the host's GPUs)."""
+def _eval_wall(evals: list[EvalEstimate], steps: list[tuple[int, Step]], choices: list[Choice]) -> EvalWall:
+    """The evals in the order ``byog run`` takes (``steps``: two servers on GPUs of their own at once, the
+    plan's declarations as written, since the plan does not see the host's GPUs)."""
     full: dict[str, float] = {}
     expected: dict[str, float] = {}
     for e in evals:
         full[e["server"]] = full.get(e["server"], 0.0) + e["estimate_s"]
         expected[e["server"]] = expected.get(e["server"], 0.0) + e["expected_s"]
-    steps, choices = with_evals_at_once(plan, interleaved_rounds(plan, launch_rounds(plan)), None)
     return eval_wall(steps, choices, full, expected)
 
 
@@ -673,7 +675,8 @@ def early_stop_assumption(evals: list[EvalEstimate]) -> str | None:
         sorted({"the task registry's prior" if s["model"] == "prior" else str(s["model"]) for _, s in tasks.values()})
     )
     return (
-        "evals with looks (group-sequential: the later server of each pair stops where the gate does): expected "
+        "evals with looks (group-sequential: the later server of each pair, or both of a pair evaluated at "
+        "once, stop where the gate does): expected "
         "share of items if the servers are equivalent (one margin apart), at most all: "
         + "; ".join(parts)
         + f"; item model (discordance = P(d_i != 0)): {models}; normal approximation of the run's boundaries; "

@@ -8,6 +8,12 @@ comparison of the summary check. The runner may stop before the plan's limit onl
 stopped: records that end before a look the gate needed (items dropped past a look that said
 continue) are refused; items recorded past the stopping look are fine, and the decision stays the
 first look that crossed a boundary.
+
+A server whose results.json says it stopped at look k (``extra.sequential``: the later server of a
+pair, or either of two evaluated at once in the same looks) must hold exactly look k's items, and k
+must be the first look where the gate, recomputed on each of its pairs' records, had stopped for
+every pair: two servers of a pair at once that stopped at different looks, or one that stopped where
+the gate on its records does not stop, are refused.
 """
 
 from __future__ import annotations
@@ -15,9 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from byog.analysis import group_sequential
-from byog.bundles.checks.base import Skipped, VerifyContext, check, counted
+from byog.analysis.eval_summary import item_scores
+from byog.bundles.checks.base import Found, Skipped, VerifyContext, check, counted
 from byog.bundles.checks.recompute import shipped_verdict_rows, stated_summary, verdict_key
-from byog.core.errors import CheckFailed
 from byog.core.safe_text import one_line
 from byog.schemas.evals import EvalVerdict, SequentialRecord
 
@@ -52,8 +58,45 @@ def _dropped(verdict: EvalVerdict, record: SequentialRecord) -> str:
     )
 
 
+def _stated_stops(ctx: VerifyContext, derived: dict[tuple[str, str, str], EvalVerdict]) -> tuple[int, list[str]]:
+    """(servers that say they stopped at a look, the failures among them): see the module docstring."""
+    stated, failures = 0, []
+    rd = ctx.run_dir
+    for server in rd.eval_servers():
+        for task in rd.eval_tasks(server):
+            results = ctx.parsed.get(f"evals/{server}/{task}/results.json")
+            extra = results.get("extra") if isinstance(results, dict) else None
+            record = extra.get("sequential") if isinstance(extra, dict) else None
+            if not isinstance(record, dict) or record.get("stopped") is not True:
+                continue
+            stated += 1
+            name, k = one_line(f"{task} on {server}", 120), record.get("looks_run")
+            pairs = [v.sequential for v in derived.values() if v.task == task and server in (v.candidate, v.baseline)]
+            planned = [p for p in pairs if p is not None]
+            if not planned or len(planned) < len(pairs) or not isinstance(k, int) or isinstance(k, bool):
+                failures.append(
+                    f"{name}: its results say it stopped at look {one_line(str(k), 20)}, "
+                    "which no group-sequential verdict of its records shows"
+                )
+                continue
+            stops = [group_sequential.stopping_look(p) for p in planned]
+            sizes = group_sequential.look_sizes(planned[0].items_planned, planned[0].fractions)
+            held = len(item_scores(rd, server, task))
+            if None in stops or k != max(s for s in stops if s is not None):
+                gate = "does not stop" if None in stops else f"stops at look {max(s for s in stops if s is not None)}"
+                failures.append(
+                    f"{name}: its results say it stopped at look {k}, but the gate on the records of its "
+                    f"{len(planned)} pair(s) {gate}"
+                )
+            elif not 1 <= k <= len(sizes) or held != sizes[k - 1]:
+                failures.append(
+                    f"{name}: its results say it stopped at look {k}, but it holds {held} items, not that look's"
+                )
+    return stated, failures
+
+
 @check("sequential", requires=("schemas",))
-def sequential_decisions_recompute(ctx: VerifyContext) -> str:
+def sequential_decisions_recompute(ctx: VerifyContext) -> str | Found:
     rows = shipped_verdict_rows(ctx)
     derived = {(v.task, v.candidate, v.baseline): v for v in stated_summary(ctx).evals.verdicts}
     planned = [v for v in derived.values() if v.sequential is not None]
@@ -63,6 +106,8 @@ def sequential_decisions_recompute(ctx: VerifyContext) -> str:
     failures = [
         _dropped(v, v.sequential) for v in planned if v.sequential and group_sequential.missing_items(v.sequential)
     ]
+    stops, stop_failures = _stated_stops(ctx, derived)
+    failures += stop_failures
     for row in rows:
         key = verdict_key(row)
         if key not in derived:
@@ -80,6 +125,11 @@ def sequential_decisions_recompute(ctx: VerifyContext) -> str:
                 f"{name}: the bundle states {_shipped_said(theirs)} (verdict {one_line(str(row.get('verdict')), 20)}); "
                 f"its per-item records and plan give {_said(mine)} (verdict {derived[key].verdict})"
             )
-    if failures:
-        raise CheckFailed(counted(failures, "sequential decisions differ from the records"))
-    return f"{len(planned)} group-sequential decision(s) recompute from the per-item records at the planned looks"
+    if failures:  # every failure named in details, past the sentence's length
+        return Found(
+            counted(failures, "sequential decisions differ from the records"), failed=True, details={"failed": failures}
+        )
+    stopped = f"; {stops} server(s) stopped at the look where the gate on their records stops" if stops else ""
+    return (
+        f"{len(planned)} group-sequential decision(s) recompute from the per-item records at the planned looks{stopped}"
+    )

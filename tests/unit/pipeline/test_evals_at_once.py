@@ -1,9 +1,16 @@
 """Two servers on declared disjoint GPUs run their evals at once (lm-eval through byog's adapter,
 against two loopback fakes), record that choice, and resume after an interrupt; servers that share
-or do not declare GPUs run one at a time, as before."""
+or do not declare GPUs run one at a time, as before. A task with looks runs in the same looks on
+both: they stop together where the gate stops, run every look where it never does, and a partner
+killed mid-way lets the other run every item."""
 
 from __future__ import annotations
 
+import json
+import multiprocessing
+import os
+import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +19,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from byog.analysis.eval_summary import summarize_evals
 from byog.analysis.phases import eval_order_problems, phase_problems, read_phases
+from byog.core.errors import ByogError
 from byog.core.paths import RunDir
 from byog.core.reporter import Status
 from byog.pipeline import launch
@@ -84,10 +93,10 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, FakeVllm]]:
         fake.close()
 
 
-def _measure(rd: RunDir, reporter: RecordingReporter) -> None:
-    plan = _plan()
+def _measure(rd: RunDir, reporter: RecordingReporter, text: str = PLAN) -> None:
+    plan = _plan(text)
     rd.root.mkdir(parents=True, exist_ok=True)
-    rd.plan_yaml.write_text(PLAN)
+    rd.plan_yaml.write_text(text)
     run_module._measure(plan, rd, None, reporter)
 
 
@@ -152,3 +161,126 @@ def test_servers_that_saw_one_card_at_their_start_are_evaluated_one_at_a_time_af
     assert cand.t1_unix_s <= stock.t0_unix_s  # one after the other
     assert [(o.servers, o.together) for o in log.eval_order] == [(["cand", "stock"], False)]
     assert all(rd.eval_complete(name, "arithmetic_generated") for name in fakes)
+
+
+# --- looks: both servers in the same looks ---------------------------------------------------------
+
+TASK = "arithmetic_generated"
+
+
+def _looks_plan_text(margin: float) -> str:
+    """20 items in looks of 10 and 20. Both fakes answer alike: at a 40-point margin 10 paired items prove
+    equivalence at look 1; at 1 point no look decides."""
+    looks = f"  - {{task: {TASK}, limit: 20, passes: 1, margin: {margin}, looks: [0.5, 1.0]}}\n"
+    return PLAN.replace(f"  - {{task: {TASK}, limit: 6, passes: 1}}\n", looks)
+
+
+def _sequential(rd: RunDir, server: str) -> dict[str, Any]:
+    return dict(json.loads(rd.eval_results(server, TASK).read_text())["extra"]["sequential"])
+
+
+def _asked(fake: FakeVllm) -> list[str]:
+    """The prompts lm-eval sent this server."""
+    return [r["messages"][-1]["content"] for r in fake.requests if r.get("messages")]
+
+
+def test_two_servers_at_once_stop_together_at_the_look_where_the_gate_stops(
+    fakes: dict[str, FakeVllm], tmp_path: Path
+) -> None:
+    rd = RunDir(tmp_path / "run")
+    reporter = RecordingReporter()
+    text = _looks_plan_text(40.0)
+    _measure(rd, reporter, text)
+    assert len(_asked(fakes["cand"])) == 10 and sorted(_asked(fakes["cand"])) == sorted(_asked(fakes["stock"]))
+    for name, other in (("cand", "stock"), ("stock", "cand")):
+        assert _sequential(rd, name) == {
+            "planned_items": 20,
+            "looks_run": 1,
+            "items_run": 10,
+            "stopped": True,
+            "lockstep_with": other,
+        }
+        assert any(
+            line.startswith(f"eval {TASK} on {name}: ")
+            and line.endswith(
+                f"stopped at look 1 (in the same looks as {other}, evaluated at once): items run / planned 10 / 20"
+            )
+            for line in reporter.lines
+        )
+    verdict = summarize_evals(rd, _plan(text)).verdicts[0]
+    assert verdict.sequential is not None
+    assert (verdict.sequential.decision, verdict.sequential.items_used) == ("equivalent", 10)
+
+
+def test_two_servers_at_once_whose_gate_never_stops_run_every_look(fakes: dict[str, FakeVllm], tmp_path: Path) -> None:
+    rd = RunDir(tmp_path / "run")
+    _measure(rd, RecordingReporter(), _looks_plan_text(1.0))
+    for name, fake in fakes.items():
+        assert len(_asked(fake)) == 20
+        record = _sequential(rd, name)
+        assert (record["looks_run"], record["items_run"], record["stopped"]) == (2, 20, False)
+
+
+@pytest.mark.timeout(300)  # a waiting side that never learns of its partner's end would wait for ever
+def test_a_partner_killed_mid_way_lets_the_other_finish_every_item(fakes: dict[str, FakeVllm], tmp_path: Path) -> None:
+    """cand's eval process is killed (as the OOM killer would) when its look 2 reaches its server."""
+    cand = fakes["cand"]
+    answer, lock, killed = cand.chat, threading.Lock(), []
+
+    def chat(body: dict[str, Any]) -> dict[str, Any]:
+        with lock:
+            if len(_asked(cand)) > 10 and not killed:
+                (proc,) = [p for p in multiprocessing.active_children() if p.name == "byog-evals-cand"]
+                os.kill(proc.pid, signal.SIGKILL)
+                killed.append(proc.pid)
+        return answer(body)
+
+    cand.chat = chat  # type: ignore[method-assign]
+    rd = RunDir(tmp_path / "run")
+    reporter = RecordingReporter()
+    with pytest.raises(ByogError, match="the eval process of cand exited with code -9 and no word"):
+        _measure(rd, reporter, _looks_plan_text(1.0))
+    assert killed and not rd.eval_complete("cand", TASK)
+    why = "every item ran: the evals of cand, run at once in the same looks, ended before its look 2"
+    assert _sequential(rd, "stock") == {
+        "planned_items": 20,
+        "looks_run": 1,
+        "items_run": 20,
+        "stopped": False,
+        "lockstep_with": "cand",
+        "why": why,
+    }
+    assert any(line.startswith(f"eval {TASK} on stock: ") and line.endswith(f"({why})") for line in reporter.lines)
+
+
+class InterruptAfterBothLook1(RecordingReporter):
+    """Ctrl-C once both eval processes have judged their look 1: both looks are on disk then."""
+
+    @contextmanager
+    def status(self, text: str, *, lead: str = "") -> Iterator[Status]:
+        yield self
+
+    def update(self, text: str, *, lead: str = "") -> None:
+        self.statuses.append(text)
+        if all(
+            any(f"eval on {name}: {TASK}: look 1/2" in said for said in self.statuses) for name in ("cand", "stock")
+        ):
+            raise KeyboardInterrupt
+
+
+def test_a_rerun_of_two_servers_at_once_reads_their_looks_back(fakes: dict[str, FakeVllm], tmp_path: Path) -> None:
+    rd = RunDir(tmp_path / "run")
+    text = _looks_plan_text(1.0)
+    with pytest.raises(KeyboardInterrupt):
+        _measure(rd, InterruptAfterBothLook1(), text)
+    first = {name: set(_asked(fake)) for name, fake in fakes.items()}
+    assert all(len(asked) >= 10 for asked in first.values())
+    for fake in fakes.values():
+        fake.requests.clear()
+    _measure(rd, RecordingReporter(), text)
+    for name, fake in fakes.items():
+        assert len(json.loads(rd.eval_look(name, TASK, 1).read_text())["rows"]) == 10
+        assert len(set(_asked(fake)) | first[name]) == 20  # every item asked once or more
+        assert len(_asked(fake)) <= 10  # look 1 (and a look 2 saved before the interrupt) read back, not asked
+        record = _sequential(rd, name)
+        assert (record["looks_run"], record["items_run"], record["stopped"]) == (2, 20, False)

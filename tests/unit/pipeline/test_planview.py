@@ -125,8 +125,9 @@ def test_a_pair_on_gpus_of_their_own_plans_the_longer_eval_not_the_sum() -> None
     assert at_once["evals_expected_s"] == pytest.approx(per_server["cand"])
     said = (
         "evals at once: cand and stock (each on GPUs of its own: 'cand' CUDA_VISIBLE_DEVICES=1, 'stock' "
-        "CUDA_VISIBLE_DEVICES=0): a pair's eval wall is the longer of the two, every item on both (neither has the "
-        "other's items to stop at a look), not their sum"
+        "CUDA_VISIBLE_DEVICES=0): a pair's eval wall is the longer of the two, not their sum; a task with looks runs "
+        "in the same looks on both (each waits at a look for the other's items of it) and both stop where the paired "
+        "gate does, so each is charged the expected share of the evals-with-looks line"
     )
     assert said in assumptions(at_once)
     evals = [i for i in largest_items(at_once) if i["what"].startswith("eval ")]
@@ -136,3 +137,30 @@ def test_a_pair_on_gpus_of_their_own_plans_the_longer_eval_not_the_sum() -> None
     assert "evals of cand and stock one server at a time: 'cand' and 'stock' share GPU 0" in "\n".join(
         assumptions(shared)
     )
+
+
+def test_a_pair_at_once_is_charged_the_expected_items_on_both_servers() -> None:
+    """Both servers of a pair evaluated at once run in the same looks: each is charged the expected share,
+    and the pair the longer of the two; one at a time, only the later server is."""
+    from byog.pipeline.planview import assumptions, estimate_plan
+
+    looks = EVALS_PLAN.replace("{task: gsm8k, limit: 200}", "{task: gsm8k, limit: 200, looks: [0.5, 1.0]}")
+    at_once = estimate_plan(parse_plan(looks, "plan.yaml"))
+    gsm8k = {e["server"]: e for e in at_once["eval_time"] if e["task"] == "gsm8k"}
+    assert all(gsm8k[s]["early_stop"] is not None for s in ("cand", "stock"))
+    assert gsm8k["stock"]["expected_s"] < gsm8k["stock"]["estimate_s"]
+    expected = {s: sum(e["expected_s"] for e in at_once["eval_time"] if e["server"] == s) for s in ("cand", "stock")}
+    assert at_once["evals_expected_s"] == pytest.approx(max(expected.values()))
+    assert at_once["evals_expected_s"] < at_once["evals_total_s"]
+    assert any(
+        line.startswith(
+            "evals with looks (group-sequential: the later server of each pair, or both of a pair evaluated at once, "
+            "stop where the gate does): expected share of items if the servers are equivalent (one margin apart), "
+            "at most all: gsm8k "
+        )
+        and " on 2 server(s), 2 looks, obf" in line
+        for line in assumptions(at_once)
+    )
+    apart = estimate_plan(parse_plan(looks.replace('"1"}', '"0"}'), "plan.yaml"))
+    stops = {e["server"] for e in apart["eval_time"] if e["early_stop"] is not None}
+    assert len(stops) == 1  # one at a time: the later server only
