@@ -534,7 +534,7 @@ def run_task(
             "temperature": float(gen.get("temperature", 0.0) or 0.0),
             "do_sample": bool(gen.get("do_sample", False)),
             "top_p": gen.get("top_p"),
-            "max_gen_toks": gen.get("max_gen_toks"),
+            "max_gen_toks": answer_tokens(task, overrides) if task.runner == "lm_eval" else gen.get("max_gen_toks"),
         },
         runner=runner,
         limit=limit,

@@ -18,12 +18,12 @@ With ``--from-run`` the KV tokens and max_num_seqs are what each server of that 
 (``/server_info``: num_gpu_blocks x block_size). Else the plan cannot know them: the KV cache is
 *assumed* to hold what the plan's own largest bench point on that server (or a server with the
 same TP) puts in it, B x (ISL + OSL), and ``max_num_seqs`` is the server's ``--max-num-seqs`` or
-vLLM's default below 70 GiB of GPU
-memory (256; 1024 above). Per server and eval: ceil(requests / concurrency) rounds of (TTFT +
-expected output tokens x TPOT at that batch); the expected output is half the task's
-``max_gen_toks`` (a guess: answers stop early on their stop strings). Where the plan's ``looks`` may
-stop an eval early, ``expected_s`` is that time at the expected share of its items
-(``byog.pipeline.eval_stopping``); ``estimate_s`` stays every item.
+vLLM's default below 70 GiB of GPU memory (256; 1024 above). Per server and eval: ceil(requests /
+concurrency) rounds of (TTFT + expected output tokens x TPOT at that batch); the expected output is
+half the answer length its requests ask for (``byog.plans.tasks.answer_tokens``; a guess: answers stop
+early on their stop strings). Where the plan's ``looks`` may stop an eval early, ``expected_s`` is
+that time at the expected share of its items (``byog.pipeline.eval_stopping``); ``estimate_s`` stays
+every item.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from byog.core.io import read_json
 from byog.evals.capacity import concurrency_for, kv_capacity
 from byog.pipeline.eval_stopping import expected_share
 from byog.plans.claims_files import builtin_claims, builtin_claims_path
-from byog.plans.tasks import TASKS
+from byog.plans.tasks import TASKS, answer_tokens
 from byog.plans.tiers import eval_items
 from byog.schemas.bench import BenchPoint
 from byog.schemas.claims import RatioClaim, ValueClaim
@@ -50,6 +50,7 @@ from byog.schemas.plan import Plan
 TPOT_GUESS_S = 0.030  # CPU vLLM + SmolLM2-135M at batch 1 decodes ~38 tok/s
 TTFT_GUESS_S = 0.100
 EXPECTED_SHARE_OF_MAX_GEN = 0.5
+MRCR_ANSWER_GUESS = 1024  # MRCR's answer length: its runner sizes each item to the context (a guess here)
 VLLM_DEFAULT_MAX_NUM_SEQS = 256  # vllm EngineArgs on a GPU under 70 GiB (1024 at 70 GiB and more)
 
 
@@ -218,9 +219,7 @@ def eval_estimates(
     rows: list[EvalEstimate] = []
     for spec in plan.evals:
         task = TASKS.get(spec.task)
-        max_gen = int(
-            (spec.gen_kwargs or {}).get("max_gen_toks") or (task.generation.get("max_gen_toks") if task else 0) or 1024
-        )
+        max_gen = answer_tokens(task, spec.gen_kwargs) if task and task.runner == "lm_eval" else MRCR_ANSWER_GUESS
         prompt = task.prompt_reserve_tokens if task else 1024
         expected = max(int(max_gen * EXPECTED_SHARE_OF_MAX_GEN), 1)
         requests = eval_items(spec) * spec.passes

@@ -611,6 +611,8 @@ def test_a_task_whose_answers_the_context_cannot_hold_is_refused_before_any_requ
         run(gen_overrides={"max_gen_toks": 64}, operating_points=[1, 4])
     assert fake.calls == []
     assert run().results["sampling"]["max_gen_toks"] == 16 and len(fake.calls) == 1  # the task's own 16 fit
+    # the record says the answer length the requests asked for: lm-eval sends max_tokens over max_gen_toks
+    assert run(gen_overrides={"max_tokens": 24}).results["sampling"]["max_gen_toks"] == 24
 
 
 def test_a_server_runs_none_of_its_evals_while_one_cannot_fit_and_a_complete_one_is_not_checked_again(

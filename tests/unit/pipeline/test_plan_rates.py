@@ -96,6 +96,16 @@ def test_eval_concurrency_follows_the_servers_capacity() -> None:
     assert rows["b"]["concurrency"] == VLLM_DEFAULT_MAX_NUM_SEQS
 
 
+def test_an_answer_length_set_as_max_tokens_is_the_one_the_estimate_charges() -> None:
+    """lm-eval sends max_tokens over max_gen_toks: the estimate charges what the requests will ask for."""
+    plan = parse_plan(
+        PLAN.replace("{task: gsm8k, limit: 100}", "{task: gsm8k, limit: 100, gen_kwargs: {max_tokens: 64}}"), "p.yaml"
+    )
+    rows = {r["server"]: r for r in eval_estimates(plan, expand_plan(plan), RateLookup(plan, {}))}
+    assert rows["a"]["concurrency"] == 8000 // (1024 + 64) == 7
+    assert rows["a"]["estimate_s"] == pytest.approx(15 * (0.1 + 32 * TPOT_GUESS_S))  # ceil(100 / 7) rounds
+
+
 def test_the_flagship_first_screen_names_wall_tiers_largest_items_and_assumptions() -> None:
     result = CliRunner().invoke(app, ["plan", "kimi-k3-gb300", "--tier", "standard"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
