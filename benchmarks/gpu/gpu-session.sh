@@ -4,6 +4,8 @@
 # `benchmarks/gpu/gpu-session.sh blob STAGE` packs the CUDA vLLM payload, the extra wheels and
 # SmolLM2's bf16 weights into one tar cut in 48 MiB pieces STAGE/bNN; each call carries one
 # (`carry [".stage/bNN"]`) and runs `gpu-session.sh place`; the last one runs `setup` then `all`.
+# The extra wheels (WHEELS, default /tmp/slimwh) serve bench and wake arms; the `points` arm runs evals and
+# needs lm-eval too: WHEELS= a folder of ../shared/gpu/build-wheelhouse's wheels (~100 MB more, 9 pieces).
 #
 #   gpu-session.sh place            copy this call's piece to /tmp/blob
 #   gpu-session.sh setup            join, check sha256, unpack vLLM, wheels and weights
