@@ -21,6 +21,7 @@ from byog.images import merge_base as mb
 from byog.images.fingerprint import gpu_fingerprint
 from byog.images.models import check_model_reference, model_config_dir
 from byog.plans import init_plan as ip
+from byog.plans.expand import check_plan_fits
 from byog.plans.kv_memory import kv_shape
 from byog.plans.load import parse_plan
 from byog.runtimes import identity_probe
@@ -255,7 +256,7 @@ def answers(req: InitRequest) -> ip.InitAnswers:
     tp, tp_why = choose_tp(req, gpus, facts, isl + osl, max(batches))
     max_len = req.max_model_len or (CPU_MAX_MODEL_LEN if cpu else None)
     if req.long_context and max_len is None:
-        max_len = ip.LONG_CONTEXT_ISL[-1] + osl
+        max_len = max(ip.LONG_CONTEXT_ISL[-1] + osl, ip.evals_context(req.reasoning_evals))
     name = req.name or ("init-" + Path(req.model).name.lower().replace(":", "-"))
     return ip.InitAnswers(
         name=name,
@@ -282,7 +283,8 @@ def write_plan(req: InitRequest, out: Path, force: bool) -> tuple[Plan, ip.InitA
         raise UsageError(f"{out} exists: byog init writes nothing over it without --force")
     resolved = answers(req)
     text = ip.plan_yaml(resolved)
-    plan = parse_plan(text, str(out))  # the same check `byog plan` makes: a plan init writes always loads
+    plan = parse_plan(text, str(out))  # the same checks `byog plan` makes: a plan init writes always loads
+    check_plan_fits(plan)  # and fits its own context (every point, every eval's prompts + answers)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, text)
     return plan, resolved

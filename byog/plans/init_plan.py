@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from byog.plans.kv_memory import KvShape, kv_bytes_per_sequence
+from byog.plans.tasks import TASKS, answer_tokens
 
 BuildKind = Literal["installed", "python", "image", "wheel", "endpoint", "flags"]
 BUILD_KINDS: tuple[str, ...] = ("installed", "python", "image", "wheel", "endpoint", "flags")
@@ -249,6 +250,16 @@ def _workloads(a: InitAnswers) -> list[str]:
     return lines
 
 
+REASONING_EVALS = {"aime25": 16, "gpqa_diamond": 10}  # --reasoning-evals: task -> the registry's recommended passes
+
+
+def evals_context(reasoning_evals: bool) -> int:
+    """The context a GPU plan's evals need: the largest task's prompt reserve + answer length, the rule
+    preflight and the run refuse an eval by (``byog.plans.tasks.check_eval_fits``)."""
+    tasks = ["gsm8k", *(REASONING_EVALS if reasoning_evals else ())]
+    return max(TASKS[t].prompt_reserve_tokens + answer_tokens(TASKS[t]) for t in tasks)
+
+
 def _evals(a: InitAnswers) -> list[str]:
     if a.cpu:
         return [
@@ -272,12 +283,14 @@ def _evals(a: InitAnswers) -> list[str]:
         "    passes: 1",
     ]
     if a.reasoning_evals:
-        lines += ["  - task: aime25", "    passes: 16", "  - task: gpqa_diamond", "    passes: 10"]
+        lines += [
+            line for task, passes in REASONING_EVALS.items() for line in (f"  - task: {task}", f"    passes: {passes}")
+        ]
     return lines
 
 
 def _seeds(a: InitAnswers) -> str:
-    passes = 16 if a.reasoning_evals and not a.cpu else 1
+    passes = max(REASONING_EVALS.values()) if a.reasoning_evals and not a.cpu else 1
     return f"seeds: {_q([1234 + i for i in range(passes)])}"
 
 
@@ -299,7 +312,11 @@ def plan_yaml(a: InitAnswers) -> str:
         )
     model = ["model:", f"  path: {_q(a.model)}"]
     if a.max_model_len:
-        why = "the CPU build's default KV space holds it (as the smoke profile)" if a.cpu else "the longest point fits"
+        why = (
+            "the CPU build's default KV space holds it (as the smoke profile)"
+            if a.cpu
+            else "the longest point and every eval's prompts + answers fit"
+        )
         model.append(f"  max_model_len: {a.max_model_len}  # {why}")
     launches = (
         [
