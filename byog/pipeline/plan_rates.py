@@ -158,6 +158,7 @@ class EvalEstimate(TypedDict):
     concurrency: int
     concurrency_why: str  # the capacity rule with its figures
     operating_points: dict[int, int] | None  # the plan's operating points: point -> expected requests there
+    stratum_items: dict[int, int] | None  # point -> expected items there: in flight at once, at most that many
     kv_why: str  # where the KV tokens come from ("assumed: ..." where the plan cannot know)
     expected_tokens: int
     tpot_s: float
@@ -262,6 +263,7 @@ def eval_estimates(
                     "concurrency": concurrency,
                     "concurrency_why": why,
                     "operating_points": strata,
+                    "stratum_items": strata_requests(spec.operating_points, eval_items(spec)),
                     "kv_why": kv_why,
                     "expected_tokens": expected,
                     "tpot_s": rate.tpot_s,
@@ -288,7 +290,10 @@ def concurrency_said(e: EvalEstimate) -> str:
     """An eval's requests in flight as ``byog plan`` prints it: one concurrency, or each operating point's
     expected requests."""
     if e["operating_points"]:
-        return "operating points " + "/".join(f"{b} (~{n:,})" for b, n in e["operating_points"].items())
+        said = "operating points " + "/".join(f"{b} (~{n:,})" for b, n in e["operating_points"].items())
+        # a stratum of fewer items than its point never has that many requests in flight
+        short = [f"{b} gets ~{n:,} items, never {b} in flight" for b, n in (e["stratum_items"] or {}).items() if n < b]
+        return said + (f" ({'; '.join(short)})" if short else "")
     return f"concurrency {e['concurrency']}"
 
 

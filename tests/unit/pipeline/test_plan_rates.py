@@ -19,6 +19,7 @@ from byog.pipeline.plan_rates import (
     VLLM_DEFAULT_MAX_NUM_SEQS,
     RateLookup,
     SeedRates,
+    concurrency_said,
     eval_estimates,
     served_capacity,
 )
@@ -273,8 +274,25 @@ def test_operating_points_split_the_requests_and_cost_each_stratum_at_its_point(
     path.write_text(PLAN.replace("limit: 100}", "limit: 101, operating_points: [64, 1]}"))
     result = CliRunner().invoke(app, ["plan", str(path), "--details"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    assert "eval gsm8k (2 servers x 101 requests at operating points 1 (~51)/64 (~50))" in result.output
-    assert "gsm8k operating points 1 (~51)/64 (~50)" in result.output
+    # 50 items at 64: never 64 requests in flight, and byog plan says so before the run
+    said = "operating points 1 (~51)/64 (~50) (64 gets ~50 items, never 64 in flight)"
+    assert f"eval gsm8k (2 servers x 101 requests at {said})" in result.output
+    assert f"gsm8k {said}" in result.output
+
+
+def test_a_stratum_is_short_of_its_point_by_items_not_requests() -> None:
+    """Passes repeat the items one pass after another: 2 passes of 101 items put 101 requests at each
+    point, but at most 50 or 51 of them in flight at once."""
+    text = PLAN.replace("limit: 100}", "limit: 101, passes: 2, operating_points: [1, 64]}").replace(
+        "baseline: b", "baseline: b\nseeds: [1, 2]"
+    )
+    plan = parse_plan(text, "p.yaml")
+    (row,) = [r for r in eval_estimates(plan, expand_plan(plan), RateLookup(plan, {})) if r["server"] == "a"]
+    assert row["operating_points"] == {1: 101, 64: 101} and row["stratum_items"] == {1: 51, 64: 50}
+    assert concurrency_said(row).endswith("(64 gets ~50 items, never 64 in flight)")
+    wide = parse_plan(text.replace("limit: 101", "limit: 200"), "p.yaml")
+    (row,) = [r for r in eval_estimates(wide, expand_plan(wide), RateLookup(wide, {})) if r["server"] == "a"]
+    assert concurrency_said(row) == "operating points 1 (~200)/64 (~200)"
 
 
 def test_byog_plan_gives_the_planned_power_of_a_no(tmp_path: Path) -> None:
