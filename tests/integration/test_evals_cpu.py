@@ -10,7 +10,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from byog.analysis.counters import GENERATION_TOKENS, PROMPT_TOKENS, counter_deltas
 from byog.analysis.eval_summary import summarize_evals
+from byog.bench.server_api import metrics_text
 from byog.core.paths import RunDir
 from byog.evals.runner import run_task, write_task
 from byog.plans.tasks import get_task
@@ -117,6 +119,27 @@ def test_byog_eval_command(endpoint, shared_datasets: Path, tmp_path: Path) -> N
     # a rerun finds both tasks complete and sends nothing
     again = subprocess.run(proc.args, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "already complete" in again.stderr
+
+
+def test_an_eval_the_servers_context_cannot_hold_is_refused_before_any_request(endpoint, tmp_path: Path) -> None:
+    """GSM8K reserves 1,024 tokens for its prompts: answers of max_model_len tokens cannot fit. byog eval
+    learns the context from the real server's /v1/models and refuses in one sentence, exit 2, and the
+    server's own counters show that nothing reached it (before, the answers were silently cut to fit)."""
+    context = endpoint.max_model_len
+    assert context, "the server says its context"
+    before = metrics_text(endpoint.base_url)
+    proc = subprocess.run(
+        [sys.executable, "-m", "byog", "eval", "--endpoint", endpoint.base_url, "--tasks", "gsm8k"]
+        + ["--max-gen-toks", str(context), "--run-dir", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert f"holds at most max_model_len = {context}: raise it to at least {1024 + context}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    served = counter_deltas(before, metrics_text(endpoint.base_url))
+    assert served[PROMPT_TOKENS] == 0 and served[GENERATION_TOKENS] == 0
 
 
 def test_gsm8k_cot_chat_goes_through_the_chat_template(endpoint, shared_datasets: Path) -> None:
