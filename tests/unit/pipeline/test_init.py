@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,19 +64,24 @@ def test_a_switch_value_is_read_as_json_where_it_is_json() -> None:
     }
 
 
+def _on_eight_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **asked: Any) -> InitRequest:
+    """``byog init``'s request for a 70B-shaped model on a machine of 8 H100s, with reasoning evals."""
+    monkeypatch.setattr(init, "gpus_here", lambda: Gpus(8, "NVIDIA H100 80GB HBM3", 80 * GIB))
+    return InitRequest(
+        model=str(_model(tmp_path, 140)),
+        candidate=Build("installed"),
+        baseline=Build("installed"),
+        reasoning_evals=True,
+        **asked,
+    )
+
+
 def test_a_long_context_plan_with_reasoning_evals_holds_their_prompts_and_answers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--long-context sizes the context for its longest point (32,768 + 1,000); AIME25 needs 1,024 + 32,768.
     The plan init writes must hold both: byog plan and the run refuse an eval that does not fit."""
-    monkeypatch.setattr(init, "gpus_here", lambda: Gpus(8, "NVIDIA H100 80GB HBM3", 80 * GIB))
-    req = InitRequest(
-        model=str(_model(tmp_path, 140)),
-        candidate=Build("installed"),
-        baseline=Build("installed"),
-        long_context=True,
-        reasoning_evals=True,
-    )
+    req = _on_eight_gpus(tmp_path, monkeypatch, long_context=True)
     plan, _ = init.write_plan(req, tmp_path / "plan.yaml", force=False)
     assert plan.model.max_model_len == 1024 + 32768
     assert {e.task for e in plan.evals} == {"gsm8k", "aime25", "gpqa_diamond"}
@@ -83,14 +89,7 @@ def test_a_long_context_plan_with_reasoning_evals_holds_their_prompts_and_answer
 
 
 def test_init_writes_no_plan_that_does_not_fit_its_own_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(init, "gpus_here", lambda: Gpus(8, "NVIDIA H100 80GB HBM3", 80 * GIB))
-    req = InitRequest(
-        model=str(_model(tmp_path, 140)),
-        candidate=Build("installed"),
-        baseline=Build("installed"),
-        reasoning_evals=True,
-        max_model_len=8192,
-    )
+    req = _on_eight_gpus(tmp_path, monkeypatch, max_model_len=8192)
     with pytest.raises(UsageError, match="eval 'aime25' reserves 1024 tokens .* raise it to at least 33792"):
         init.write_plan(req, tmp_path / "plan.yaml", force=False)
     assert not (tmp_path / "plan.yaml").exists()
