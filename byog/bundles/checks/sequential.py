@@ -80,10 +80,11 @@ def _stated_stops(ctx: VerifyContext, derived: dict[tuple[str, str, str], EvalVe
                 )
                 continue
             stops = [group_sequential.stopping_look(p) for p in planned]
+            last = None if None in stops else max(s for s in stops if s is not None)  # every pair has stopped
             sizes = group_sequential.look_sizes(planned[0].items_planned, planned[0].fractions)
             held = len(item_scores(rd, server, task))
-            if None in stops or k != max(s for s in stops if s is not None):
-                gate = "does not stop" if None in stops else f"stops at look {max(s for s in stops if s is not None)}"
+            if k != last:
+                gate = "does not stop" if last is None else f"stops at look {last}"
                 failures.append(
                     f"{name}: its results say it stopped at look {k}, but the gate on the records of its "
                     f"{len(planned)} pair(s) {gate}"
