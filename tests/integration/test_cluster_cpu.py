@@ -1,16 +1,15 @@
 """The CPU default as a 3-node TP3 server (vLLM's native launcher) on REAL processes and containers.
 
-One cluster start per node runtime (module-scoped, parametrized): three local process groups,
-three containers on the real Docker engine (the ``cpu-host`` image, host network), three
-processes over SSH to this machine's own sshd on 127.0.0.1. Against each: server.json records
-every node, the TP size is read back from the server, a bench point runs; an eval (2 items of
-byog's generated arithmetic) runs on local nodes. Last, on every kind, a node killed while the
-cluster is idle is seen dead and the group torn down (the node runtime's part). After each
-runtime's module part, nothing is left: no process carrying a node marker, no container of the
-run. A node dying mid-point (the
-point failed with the node's log tail, the group restarted by the sweep, a rerun resuming the
-point) is the sweep's doing, the same on every node runtime: test_cluster_slurm_cpu measures it
-on a cluster (a step cancelled mid-point), test_bench_kill on a single server.
+One cluster start per node runtime (module-scoped, parametrized): three containers on the real
+Docker engine (the ``cpu-host`` image, host network), three processes over SSH to this machine's
+own sshd on 127.0.0.1. Against each: server.json records every node, the TP size is read back from
+the server, a bench point runs; an eval (2 items of byog's generated arithmetic) runs on the ssh
+nodes. Last, on every kind, a node killed while the cluster is idle is seen dead and the group torn
+down (the node runtime's part). After each runtime's module part, nothing is left: no process
+carrying a node marker, no container of the run. A node dying mid-point (the point failed with the
+node's log tail, the group restarted by the sweep, a rerun resuming the point) is the sweep's doing,
+the same on every node runtime: test_cluster_slurm_cpu measures it on a cluster (a step cancelled
+mid-point), test_bench_kill on a single server.
 
 Budget on 2 cores: a start is ~60 s (three ranks share two cores), a token ~1 s at TP3, so the
 points are tiny (B=1, ISL 32, OSL 16).
@@ -36,7 +35,7 @@ from byog.evals.runner import run_evals_for_server
 from byog.images.models import prepare_model
 from byog.pipeline.runtimes import runtime_for
 from byog.runtimes.cluster import ClusterServer
-from byog.runtimes.nodes import LocalProc, marked_processes
+from byog.runtimes.nodes import marked_processes
 from byog.runtimes.ssh_nodes import SshProc
 from byog.schemas.plan import BUILTIN_MODEL, BatchWorkload, EvalSpec, ModelSpec, Plan, ServerConfig, server_config
 from tests.support.sshd import sshd_available, start_loopback_sshd
@@ -90,7 +89,11 @@ def _docker_image() -> str:
 
 
 # docker: skipped by the fixture where no engine answers (a failure with BYOG_REQUIRE_DOCKER=1).
-CLUSTER_KINDS = ["local", "ssh", pytest.param("docker", marks=pytest.mark.docker)]
+# Local nodes (process groups on this machine) are not a kind here: test_nodes_teardown holds them to
+# the node runtime's contract on real processes and test_cluster_ray_cpu starts a three-node Ray
+# cluster on them; the native launcher they would run is the ssh kind's, so a third TP3 start
+# (about 90 s on CI's two cores) would add time, not coverage.
+CLUSTER_KINDS = ["ssh", pytest.param("docker", marks=pytest.mark.docker)]
 
 
 @pytest.fixture(scope="module", params=CLUSTER_KINDS)
@@ -171,13 +174,13 @@ def test_every_node_is_recorded_and_the_tp_size_read_back(cluster: ClusterServer
 
 
 def test_a_bench_point_and_an_eval(cluster: ClusterServer, shared_datasets: Path) -> None:
-    """A point on every kind of node; the eval on local nodes (an eval sees only the endpoint, so on
+    """A point on every kind of node; the eval on ssh nodes (an eval sees only the endpoint, so on
     another node runtime it would add CI time, not coverage). The eval is byog's generated arithmetic
     through lm-eval's chat path: ~30 prompt tokens and a few answer tokens an item, where a GSM8K
     item is ~900 prompt tokens (5-shot) and up to 32 answer tokens through a TP3 gloo group on two
     cores; GSM8K itself runs on a single server (test_evals_cpu, the smoke run)."""
     rd = RunDir(cluster.test_run_root)  # type: ignore[attr-defined]
-    with_eval = cluster.test_kind == "local"  # type: ignore[attr-defined]
+    with_eval = cluster.test_kind == "ssh"  # type: ignore[attr-defined]
     plan = plan_for(
         cluster.config,
         "point",
@@ -197,9 +200,7 @@ def test_a_bench_point_and_an_eval(cluster: ClusterServer, shared_datasets: Path
 def _kill_node(cluster: ClusterServer, rank: int) -> None:
     """SIGKILL a node from outside, as a crash or an OOM kill would."""
     victim = next(r for r in cluster.running if r.step.rank == rank)
-    if isinstance(victim.proc, LocalProc):
-        os.killpg(victim.proc.popen.pid, signal.SIGKILL)
-    elif isinstance(victim.proc, SshProc):
+    if isinstance(victim.proc, SshProc):
         os.killpg(victim.proc.pgid(), signal.SIGKILL)  # the node is this machine: its group, not the ssh client
     else:
         cluster.nodes[rank].container.kill()

@@ -22,6 +22,11 @@ is tokenized as ``/tokenize`` does; ``POST /reset_prefix_cache`` answers 200 und
 A level-2 sleep discards the weights: until ``POST /collective_rpc {"method": "reload_weights"}`` the
 server generates token id 0 over and over with HTTP 200, as vLLM did on the H200; ``/wake_up?tags=weights``
 leaves it asleep until ``tags=kv_cache`` (vLLM's documented level-2 route).
+
+``logit_scale`` multiplies the seeded logits (the "model"; the noise is added after): 1.0, the default,
+gives peaked next-token distributions; ``FLAT`` (0.01) makes every one near uniform, p(top-1)/p(top-5)
+about 1.01, under a plan's ``flat_head_ratio`` (1.05): a model with random weights, as vLLM's
+``--load-format dummy`` serves. Greedy decoding stays deterministic (the argmax of the same logits).
 """
 
 from __future__ import annotations
@@ -35,19 +40,22 @@ from typing import Any
 import numpy as np
 
 VOCAB = 300
+FLAT = 0.01  # a logit_scale whose next-token distributions are flat (a random-weights model)
 
 
 class FakeVllm:
     def __init__(
         self,
         noise: float = 0.0,
-        max_model_len: int = 4096,
+        max_model_len: int | None = 4096,  # None: its /v1/models card states none (not vLLM)
         sleep_mode: bool = False,
         swap_bodies: bool = True,
         changes_after_wake: int | None = None,
         acceptance: tuple[float, float, int] | None = None,
         delay_s: float = 0.0,
+        logit_scale: float = 1.0,
     ) -> None:
+        self.logit_scale = logit_scale
         self.delay_s = delay_s  # each completion's time at the server (a request in flight, for benchmarks)
         self.noise, self.max_model_len, self.sleep_mode = noise, max_model_len, sleep_mode
         self.swap_bodies = swap_bodies
@@ -68,6 +76,7 @@ class FakeVllm:
     def logprobs(self, last: int, position: int) -> np.ndarray:
         changed = self.changes_after_wake is not None and self.wakes >= self.changes_after_wake
         logits = np.random.default_rng([last, position, 7] if changed else [last, position]).normal(0.0, 2.0, VOCAB)
+        logits = self.logit_scale * logits
         if self.noise:
             logits = logits + self.noise * np.random.default_rng().normal(0.0, 1.0, VOCAB)
         return logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
@@ -169,7 +178,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
             return None
-        self._send({"data": [{"id": "fake", "max_model_len": self.fake.max_model_len}]})
+        context = {} if self.fake.max_model_len is None else {"max_model_len": self.fake.max_model_len}
+        self._send({"data": [{"id": "fake", **context}]})
 
     def do_POST(self) -> None:
         path, _, query = self.path.partition("?")

@@ -14,9 +14,10 @@ from byog.core.errors import UsageError
 from byog.core.io import atomic_write_text
 from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter
-from byog.pipeline.numerics import references, run_numerics, server_order
+from byog.pipeline.numerics import numerics_done, references, run_numerics, run_numerics_for_server, server_order
 from byog.plans.load import parse_plan
 from byog.schemas.server import Endpoint
+from tests.support import flat_baseline
 from tests.support.fake_vllm import FakeVllm
 
 PLAN = """\
@@ -89,3 +90,18 @@ def test_baseline_first_then_candidates_on_its_paths(servers: dict[str, FakeVllm
     sent = len(servers["stock"].requests)
     run_numerics(plan, "stock", endpoint["stock"], rd, None, console)
     assert len(servers["stock"].requests) == sent
+
+
+def test_a_flat_baselines_control_variant_and_candidate_are_skipped_as_insensitive(tmp_path: Path) -> None:
+    """Random weights (flat next-token distributions) show no kernel change: once the flat baseline's
+    passes are in, its control, envelope variant and candidate have nothing left to run; a peaked
+    baseline's run as ever."""
+    plan = parse_plan(flat_baseline.PLAN, "plan")
+    rd = flat_baseline.new_run_dir(tmp_path / "run")
+    with flat_baseline.fakes() as made:
+        endpoint = flat_baseline.endpoints(made)
+        # before the baseline's passes nothing is known: each of them still has its numerics to run
+        assert not any(numerics_done(plan, name, rd) for name in flat_baseline.SKIPPED)
+        for name in server_order(plan):
+            run_numerics_for_server(plan, name, endpoint[name], rd, None, NullReporter())
+        flat_baseline.assert_only_the_flat_baselines_work_skipped(rd, made)

@@ -6,24 +6,21 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
 
 import pytest
 from rich.console import Console
 
 from byog.cli.console_reporter import ConsoleReporter
 from byog.core.paths import RunDir
-from byog.pipeline import launch
 from byog.pipeline import run as run_module
 from byog.pipeline.run import print_outcome, server_work_done
 from byog.plans.load import parse_plan
 from byog.plans.tasks import EvalDoesNotFit
 from byog.report.markdown import render_report
-from byog.runtimes.record import utc_now, write_server_record
-from byog.schemas.server import Endpoint, PreparedModel, ServerRecord
 from byog.schemas.summary import read_summary
+from tests.support import flat_baseline
+from tests.support.fake_launch import launch_fakes
 from tests.support.fake_vllm import FakeVllm
-from tests.support.interleave_run import FakeServer
 from tests.support.reporter import RecordingReporter
 from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
 
@@ -108,19 +105,7 @@ def test_a_server_whose_context_cannot_hold_an_eval_is_stopped_before_its_bench_
     answers need 128 with byog's arithmetic prompts (64). 'cand' ran first: its records stay."""
     made = {"cand": FakeVllm(max_model_len=4096), "stock": FakeVllm(max_model_len=100)}
     benched: list[str] = []
-
-    class Runtime:
-        def launch(self, name: str, config: Any, model: PreparedModel, server_dir: Path) -> FakeServer:
-            write_server_record(server_dir / "server.json", ServerRecord(name=name, starts=[{"started_at": utc_now()}]))
-            server = FakeServer(name, made[name])
-            server.endpoint = Endpoint(made[name].base_url, "fake", max_model_len=made[name].max_model_len)
-            return server
-
-    monkeypatch.setattr(launch, "runtime_for", lambda config: Runtime())
-    monkeypatch.setattr(
-        run_module, "prepare_model", lambda _: PreparedModel(path="m", served_name="fake", tokenizer="m")
-    )
-    monkeypatch.setattr(run_module, "environment_fingerprint", lambda: {"gpu": {"available": False, "reason": "none"}})
+    launch_fakes(monkeypatch, made, run_module)
     monkeypatch.setattr(run_module, "_bench", lambda plan, name, *rest: benched.append(name))
     plan = parse_plan(EVALS_ONLY, "plan.yaml")
     rd = RunDir(tmp_path / "run")
@@ -143,3 +128,17 @@ def test_a_server_whose_context_cannot_hold_an_eval_is_stopped_before_its_bench_
             fake.close()
     assert len(made["cand"].requests) == sent and rd.eval_complete("stock", "arithmetic_generated")
     assert {r.get("max_tokens") for r in made["stock"].requests} == {64}
+
+
+def test_byog_run_never_launches_what_a_flat_baseline_makes_insensitive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run loop over fake servers: the flat baseline 'dummy' runs; its control, envelope variant
+    and candidate are not launched (no servers/<name>), while the peaked baseline's all are."""
+    plan = parse_plan(flat_baseline.PLAN, "plan.yaml")
+    rd = flat_baseline.new_run_dir(tmp_path / "run")
+    with flat_baseline.fakes() as made:
+        launched = launch_fakes(monkeypatch, made, run_module)
+        run_module._measure(plan, rd, None, RecordingReporter())
+        flat_baseline.assert_only_the_flat_baselines_work_skipped(rd, made)
+    assert launched == ["stock", "dummy", "stock.control", "stock.variant", "cand"]
