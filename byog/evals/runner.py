@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,7 @@ from byog.evals.lockstep import Lockstep, Partner
 from byog.evals.mrcr_generate import DEFAULT_NEEDLES, generate_rows
 from byog.evals.mrcr_grade import bin_label
 from byog.evals.mrcr_tokens import token_counter
-from byog.plans.tasks import TaskSpec, answer_tokens, check_eval_fits, get_task, stops_early
+from byog.plans.tasks import TaskSpec, answer_tokens, check_eval_runs, get_task, stops_early
 from byog.schemas.evals import INVALID_ANSWER, RAW_OUTPUT_CHARS, EvalItemRow, EvalResults, write_eval_items
 from byog.schemas.plan import EvalSpec, Plan
 from byog.schemas.server import Endpoint
@@ -93,12 +93,6 @@ def describe_endpoint(
             f"the server at {base_url} does not serve '{model}' (it serves {[c.get('id') for c in cards]})"
         )
     return Endpoint(base_url=base_url, model=card["id"], tokenizer=tokenizer, max_model_len=card.get("max_model_len"))
-
-
-def _max_model_len(endpoint: Endpoint) -> int:
-    if endpoint.max_model_len:
-        return int(endpoint.max_model_len)
-    return describe_endpoint(endpoint.base_url, endpoint.model).max_model_len or 2048
 
 
 # --- the two runners ---------------------------------------------------------------------------
@@ -368,10 +362,10 @@ def _mrcr_task(
     overrides: dict[str, Any],
     status: Any,
     data_dir: Path | None,
+    max_len: int,
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
     gen = dict(task.generation)
     gen.update(overrides)
-    max_len = _max_model_len(endpoint)
     rows, ids = _mrcr_rows(source, limit, max_len)
     with httpx.Client(timeout=httpx.Timeout(3600.0, connect=30.0)) as client:
         counter = token_counter(data_dir, hub_offline(), client, endpoint.base_url, endpoint.model)
@@ -411,23 +405,33 @@ def _mrcr_task(
 # --- one task, one server ----------------------------------------------------------------------
 
 
-def tokens_per_request(task: TaskSpec, endpoint: Endpoint, overrides: dict[str, Any]) -> int:
+def tokens_per_request(task: TaskSpec, context: int, overrides: dict[str, Any]) -> int:
     """The most KV cache one request of this task holds: its prompt reserve + answer length (within the
-    context where the server says it: ``run_task`` refuses a task otherwise).
+    server's ``context``: ``run_task`` refuses a task otherwise).
 
-    MRCR's prompts fill the context up to 3/4 of it and its answers the rest: max_model_len.
+    MRCR's prompts fill the context up to 3/4 of it and its answers the rest: the whole context.
     """
     if task.runner == "mrcr":
-        return _max_model_len(endpoint)
+        return context
     return task.prompt_reserve_tokens + answer_tokens(task, overrides)
 
 
+def check_tasks_run(
+    server: str, endpoint: Endpoint, run_dir: RunDir, tasks: Iterable[tuple[TaskSpec, Mapping[str, Any] | None]]
+) -> None:
+    """Refuse the first of the server's tasks still to run (each with its generation overrides) that its
+    context cannot hold or that a server not saying its context cannot run
+    (``byog.plans.tasks.check_eval_runs``), before any request of any of them: no task runs for an hour
+    before a later one is refused."""
+    for task, overrides in tasks:
+        if not run_dir.eval_complete(server, task.name):
+            check_eval_runs(task, server, endpoint.max_model_len, overrides)
+
+
 def check_evals_fit(plan: Plan, server: str, endpoint: Endpoint, run_dir: RunDir) -> None:
-    """Refuse, once the server says its context, the first of its evals still to run whose prompts and
-    answers it cannot hold (``byog.plans.tasks.check_eval_fits``), before any of its requests."""
-    for spec in plan.evals:
-        if server in plan.servers_for(spec) and not run_dir.eval_complete(server, spec.task):
-            check_eval_fits(get_task(spec.task), server, endpoint.max_model_len, spec.gen_kwargs)
+    """``check_tasks_run`` over the plan's evals that name this server."""
+    specs = [spec for spec in plan.evals if server in plan.servers_for(spec)]
+    check_tasks_run(server, endpoint, run_dir, ((get_task(spec.task), spec.gen_kwargs) for spec in specs))
 
 
 def recorded_server_info(run_dir: RunDir, server: str) -> Mapping[str, Any] | None:
@@ -443,7 +447,7 @@ def recorded_server_info(run_dir: RunDir, server: str) -> Mapping[str, Any] | No
 
 def _concurrency(
     task: TaskSpec,
-    endpoint: Endpoint,
+    context: int,
     overrides: dict[str, Any],
     server_info: Mapping[str, Any] | None,
     planned: int | None,
@@ -452,7 +456,7 @@ def _concurrency(
     """The requests in flight the task runs at: the plan's, the server's capacity, or its operating points."""
     if operating_points and task.runner != "lm_eval":
         raise UsageError(f"{task.name}: operating points are run through lm-eval; byog's {task.runner} runner has none")
-    concurrency = eval_concurrency(server_info, tokens_per_request(task, endpoint, overrides), planned)
+    concurrency = eval_concurrency(server_info, tokens_per_request(task, context, overrides), planned)
     return at_operating_points(concurrency, operating_points) if operating_points else concurrency
 
 
@@ -467,6 +471,17 @@ def _means(rows: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
         [100.0 * stats.mean(v) for _, v in sorted(per_item.items())],
         [100.0 * stats.mean(v) for _, v in sorted(per_pass.items())],
     )
+
+
+def _readable_source(task: TaskSpec, data_dir: Path | None) -> tuple[DataSource, Path | None]:
+    """The task's data, and the folder it is read from: MRCR from the hub is pulled into a cache first
+    (byog's own runner reads files: the pinned revision, then read from there)."""
+    source = resolve_source(task, data_dir)
+    if task.runner == "mrcr" and source.kind == "hub":
+        data_dir = data_dir or hub_data_dir()
+        pull([task], data_dir)
+        source = resolve_source(task, data_dir)
+    return source, data_dir
 
 
 def run_task(
@@ -488,17 +503,13 @@ def run_task(
     its /server_info answer; ``byog.evals.capacity``). ``looks``: run in look-sized chunks and stop
     where the group-sequential gate stops (lm-eval tasks). ``operating_points``: each item at the
     concurrency of its stratum (``byog.analysis.strata``; lm-eval tasks). A task whose prompts and
-    answers the endpoint's max_model_len cannot hold is refused before anything is sent."""
+    answers the endpoint's max_model_len cannot hold, or any task where the endpoint does not say its
+    max_model_len, is refused before anything is sent."""
     overrides = dict(gen_overrides or {})
-    check_eval_fits(task, server, endpoint.max_model_len, overrides)
-    concurrency = _concurrency(task, endpoint, overrides, server_info, num_concurrent, operating_points)
+    context = check_eval_runs(task, server, endpoint.max_model_len, overrides)
+    concurrency = _concurrency(task, context, overrides, server_info, num_concurrent, operating_points)
     n = concurrency.num_concurrent
-    source = resolve_source(task, data_dir)
-    if task.runner == "mrcr" and source.kind == "hub":
-        # byog's own runner reads files: pull the pinned revision into a cache, then read it
-        data_dir = data_dir or hub_data_dir()
-        pull([task], data_dir)
-        source = resolve_source(task, data_dir)
+    source, data_dir = _readable_source(task, data_dir)
     started = time.perf_counter()
     with reporter.status(f"eval {task.name} on {server}") as live:
 
@@ -510,7 +521,9 @@ def run_task(
                 task, source, endpoint, seeds, limit, n, overrides, status, looks, operating_points
             )
         else:
-            rows, gen, runner, extra = _mrcr_task(task, source, endpoint, seeds, limit, n, overrides, status, data_dir)
+            rows, gen, runner, extra = _mrcr_task(
+                task, source, endpoint, seeds, limit, n, overrides, status, data_dir, context
+            )
     wall_s = time.perf_counter() - started
     # validate before anything is written; a row of the eval's one concurrency records it too
     rows = [EvalItemRow(**{"num_concurrent": n, **row}).model_dump() for row in rows]

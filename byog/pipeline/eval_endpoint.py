@@ -16,8 +16,8 @@ from byog.core.paths import RunDir, new_run_id, safe_name
 from byog.core.reporter import Reporter
 from byog.core.settings import hub_data_dir, resolve_data_dir, runs_dir
 from byog.evals.data import pull
-from byog.evals.runner import describe_endpoint, run_task, write_task
-from byog.plans.tasks import check_eval_fits, parse_task_list
+from byog.evals.runner import check_tasks_run, describe_endpoint, run_task, write_task
+from byog.plans.tasks import parse_task_list
 from byog.runtimes.record import resolved_config
 
 DEFAULT_SEED = 1234
@@ -61,9 +61,7 @@ def eval_endpoint(flags: EvalFlags, run_dir: Path | None, reporter: Reporter) ->
     endpoint = describe_endpoint(flags.endpoint, flags.model, flags.tokenizer)
     root = RunDir(run_dir or runs_dir() / f"eval-{new_run_id()}")
     overrides = {"max_gen_toks": flags.max_gen_toks} if flags.max_gen_toks else {}
-    for task in tasks:  # each before any request: no task runs for an hour before a later one is refused
-        if not root.eval_complete(server, task.name):
-            check_eval_fits(task, server, endpoint.max_model_len, overrides)
+    check_tasks_run(server, endpoint, root, ((task, overrides) for task in tasks))
     results = []
     server_info = None if flags.num_concurrent else resolved_config(endpoint.base_url).server_info
     for task in tasks:

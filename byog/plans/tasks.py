@@ -140,17 +140,20 @@ def answer_tokens(task: TaskSpec, overrides: Mapping[str, Any] | None = None) ->
     return tokens
 
 
-def check_eval_fits(
-    task: TaskSpec, server: str, context: int | None, overrides: Mapping[str, Any] | None = None
-) -> None:
-    """Refuse an lm-eval task whose prompt reserve + answer length exceed the server's context (``context``
-    None: unknown, not checked). Answers are never cut to fit: a score over shorter answers than the task
-    sets measures another task. MRCR is exempt: its runner sizes each item to the context itself."""
+class EvalContextUnknown(UsageError):
+    """An eval on a server that does not say its context: byog cannot know its prompts and answers fit
+    (or, for MRCR, size its items), so it runs none of them. Exit 2."""
+
+
+def check_eval_fits(task: TaskSpec, server: str, context: int, overrides: Mapping[str, Any] | None = None) -> None:
+    """Refuse an lm-eval task whose prompt reserve + answer length exceed the server's context. Answers
+    are never cut to fit: a score over shorter answers than the task sets measures another task. MRCR is
+    exempt: its runner sizes each item to the context itself."""
     if task.runner != "lm_eval":
         return
     answer = answer_tokens(task, overrides)
     need = task.prompt_reserve_tokens + answer
-    if context is None or need <= context:
+    if need <= context:
         return
     room = context - task.prompt_reserve_tokens
     lower = f", or lower its {_answer_setting(task, overrides)[0]} to {room}" if room > 0 else ""
@@ -158,6 +161,29 @@ def check_eval_fits(
         f"eval '{task.name}' reserves {task.prompt_reserve_tokens} tokens for its prompts and answers in up to "
         f"{answer}, but server '{server}' holds at most max_model_len = {context}: raise it to at least {need}{lower}"
     )
+
+
+def check_eval_runs(
+    task: TaskSpec, server: str, context: int | None, overrides: Mapping[str, Any] | None = None
+) -> int:
+    """The server's context, once an eval about to run on it is known to fit (``check_eval_fits``).
+    ``context`` None: the server did not say it, and the eval is refused: a guessed context would cut
+    answers or send prompts the server rejects, and MRCR sizes its items to it."""
+    if context is None:
+        if task.runner == "lm_eval":
+            answer = answer_tokens(task, overrides)
+            need = (
+                f"needs {task.prompt_reserve_tokens + answer} tokens of context ({task.prompt_reserve_tokens} "
+                f"reserved for its prompts + answers in up to {answer})"
+            )
+        else:
+            need = "sizes its items to the server's context"
+        raise EvalContextUnknown(
+            f"eval '{task.name}' {need}, but server '{server}' does not say its context (its /v1/models card "
+            "has no max_model_len): byog runs evals only on a server that states it, as vLLM does"
+        )
+    check_eval_fits(task, server, context, overrides)
+    return context
 
 
 GSM8K_DATA = DatasetRef(

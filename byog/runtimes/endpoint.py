@@ -45,7 +45,9 @@ class EndpointServer:
             base_url=base_url,
             model=model_name,
             tokenizer=model.tokenizer,
-            max_model_len=served_max_model_len(probe.get("models")) or model.max_model_len,
+            # only what the server says: the plan's model.max_model_len is a statement about a server byog
+            # did not launch, and the evals refuse a server whose context is unknown rather than trust it
+            max_model_len=served_max_model_len(probe.get("models")),
             tensor_parallel_size=tp,
         )
         write_server_record(

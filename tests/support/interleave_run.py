@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
+
 from byog.analysis.interleave import follows_wake
 from byog.analysis.validity import load_point_record
 from byog.bench.ceiling import FakeConfig, FakeServerThread
@@ -14,7 +16,7 @@ from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter
 from byog.pipeline import interleave
 from byog.plans.load import parse_plan
-from byog.runtimes.record import write_server_record
+from byog.runtimes.record import served_max_model_len, write_server_record
 from byog.schemas.bench import read_request_rows, write_request_rows
 from byog.schemas.plan import Plan
 from byog.schemas.server import Endpoint, ServerRecord
@@ -52,9 +54,13 @@ class NoSwap:
 
 
 class FakeServer:
+    """A launched server over a loopback fake; its endpoint carries the context the fake's /v1/models
+    states (none where it states none), as a launch reads it from a vLLM."""
+
     def __init__(self, name: str, fake: FakeVllm) -> None:
         self.name, self.fake = name, fake
-        self.endpoint = Endpoint(base_url=fake.base_url, model="fake")
+        models = httpx.get(f"{fake.base_url}/v1/models", timeout=10.0).json()
+        self.endpoint = Endpoint(base_url=fake.base_url, model="fake", max_model_len=served_max_model_len(models))
         self.stopped = False
 
     def alive(self) -> bool:

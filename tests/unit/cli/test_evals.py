@@ -41,10 +41,12 @@ def test_data_pull_without_the_hub_is_one_sentence_exit_3(tmp_path: Path) -> Non
     assert proc.stderr.count("\n") <= 3 and "byog data pull" in proc.stderr
 
 
-def test_a_task_the_servers_context_cannot_hold_is_one_sentence_exit_2(tmp_path: Path) -> None:
+def _refused_on_a_fake_server(tmp_path: Path, max_model_len: int | None, *flags: str) -> str:
+    """`byog eval` of byog's arithmetic on a loopback server stating ``max_model_len`` (None: none): its
+    stderr, once it is one sentence with exit 2 and no request reached the server."""
     from tests.support.fake_vllm import FakeVllm
 
-    fake = FakeVllm(max_model_len=100)
+    fake = FakeVllm(max_model_len=max_model_len)
     try:
         proc = byog(
             "eval",
@@ -52,8 +54,7 @@ def test_a_task_the_servers_context_cannot_hold_is_one_sentence_exit_2(tmp_path:
             fake.base_url,
             "--tasks",
             "arithmetic_generated",
-            "--max-gen-toks",
-            "64",
+            *flags,
             "--run-dir",
             str(tmp_path / "run"),
             timeout=120,
@@ -61,5 +62,19 @@ def test_a_task_the_servers_context_cannot_hold_is_one_sentence_exit_2(tmp_path:
     finally:
         fake.close()
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and fake.requests == []
-    assert "eval 'arithmetic_generated' reserves 64 tokens for its prompts and answers in up to 64" in proc.stderr
-    assert "max_model_len = 100: raise it to at least 128, or lower its max_gen_toks to 36" in proc.stderr
+    return proc.stderr
+
+
+def test_a_task_the_servers_context_cannot_hold_is_one_sentence_exit_2(tmp_path: Path) -> None:
+    said = _refused_on_a_fake_server(tmp_path, 100, "--max-gen-toks", "64")
+    assert "eval 'arithmetic_generated' reserves 64 tokens for its prompts and answers in up to 64" in said
+    assert "max_model_len = 100: raise it to at least 128, or lower its max_gen_toks to 36" in said
+
+
+def test_a_server_that_does_not_say_its_context_is_one_sentence_exit_2(tmp_path: Path) -> None:
+    said = _refused_on_a_fake_server(tmp_path, None)
+    assert (
+        "eval 'arithmetic_generated' needs 80 tokens of context (64 reserved for its prompts + answers in up to 16)"
+        in said
+    )
+    assert "server 'endpoint' does not say its context (its /v1/models card has no max_model_len)" in said

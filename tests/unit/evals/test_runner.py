@@ -20,7 +20,7 @@ from byog.evals import runner
 from byog.evals.data import FIXTURES_DIR, read_split, resolve_source
 from byog.evals.lm_eval_adapter import PassItem, item_identity, items_from_samples
 from byog.evals.runner import TaskRun, write_task
-from byog.plans.tasks import EvalDoesNotFit, get_task
+from byog.plans.tasks import EvalContextUnknown, EvalDoesNotFit, get_task
 from byog.schemas.plan import Plan
 from byog.schemas.server import Endpoint
 from tests.support.gated import find_texts, gpqa_fixture_texts
@@ -248,12 +248,10 @@ def test_a_greedy_verdict_is_judged_at_the_discordance_it_observed(tmp_path: Pat
 def test_eval_requests_are_sized_by_the_task_and_the_server_record_is_read(tmp_path: Path) -> None:
     from byog.core.io import atomic_write_json
     from byog.evals.runner import recorded_server_info, tokens_per_request
-    from byog.schemas.server import Endpoint
 
-    endpoint = Endpoint(base_url="http://127.0.0.1:1", model="m", max_model_len=4096)
-    assert tokens_per_request(get_task("gsm8k"), endpoint, {}) == 1024 + 256
-    assert tokens_per_request(get_task("gsm8k"), endpoint, {"max_gen_toks": 2048}) == 1024 + 2048
-    assert tokens_per_request(get_task("mrcr_generated"), endpoint, {}) == 4096
+    assert tokens_per_request(get_task("gsm8k"), 4096, {}) == 1024 + 256
+    assert tokens_per_request(get_task("gsm8k"), 4096, {"max_gen_toks": 2048}) == 1024 + 2048
+    assert tokens_per_request(get_task("mrcr_generated"), 4096, {}) == 4096
     rd = RunDir(tmp_path)
     assert recorded_server_info(rd, "candidate") is None
     atomic_write_json(rd.server_record("candidate"), {"resolved": {"server_info": {"vllm_config": {"x": 1}}}})
@@ -636,3 +634,25 @@ def test_a_server_runs_none_of_its_evals_while_one_cannot_fit_and_a_complete_one
     # a task already complete is not checked again: its records stand, the rest resumes
     write_task(rd, "candidate", "gsm8k", TaskRun(rows=[], results={}))
     runner.check_evals_fit(plan, "candidate", small, rd)
+
+
+def test_no_eval_runs_on_a_server_that_does_not_say_its_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An lm-eval task and MRCR alike: refused before any request (MRCR would have sized its items to a
+    guessed context), the run's own tasks and a plan's; once the server says it, they run."""
+    rd = RunDir(tmp_path)
+    fake = FakeLmEval(_mixed)
+    monkeypatch.setattr(runner, "run_pass", fake)
+    monkeypatch.setattr(runner, "_mrcr_task", lambda *a, **kw: pytest.fail("MRCR ran"))
+    silent = Endpoint(base_url="http://127.0.0.1:1", model="m")
+    for name in ("arithmetic_generated", "mrcr_generated"):
+        with pytest.raises(EvalContextUnknown, match=f"^eval '{name}' .* server 'candidate' does not say its context"):
+            runner.run_task(get_task(name), "candidate", silent, seeds=[1], limit=4, data_dir=None)
+    plan = _fit_plan({"task": "mrcr_generated", "limit": 1, "passes": 1, "servers": ["candidate"]})
+    with pytest.raises(EvalContextUnknown, match="^eval 'mrcr_generated' sizes its items"):
+        runner.run_evals_for_server(plan, "candidate", silent, rd, None, RecordingReporter())
+    assert fake.calls == [] and not rd.eval_complete("candidate", "mrcr_generated")
+    said = replace(silent, max_model_len=1100)
+    runner.check_evals_fit(plan, "candidate", said, rd)
+    assert runner.run_task(get_task("arithmetic_generated"), "candidate", said, seeds=[1], limit=4, data_dir=None).rows

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from byog.core.errors import UsageError
-from byog.plans.tasks import EvalDoesNotFit, answer_tokens, check_eval_fits, get_task
+from byog.plans.tasks import (
+    EvalContextUnknown,
+    EvalDoesNotFit,
+    answer_tokens,
+    check_eval_fits,
+    check_eval_runs,
+    get_task,
+)
 
 GSM8K = get_task("gsm8k")  # 1,024 tokens reserved for the 5-shot prompts, answers in up to 256
 
@@ -21,7 +28,6 @@ def test_a_context_that_holds_the_prompts_but_not_the_whole_answer_is_refused() 
     )
     assert caught.value.exit_code == 2
     check_eval_fits(GSM8K, "base", 1280)
-    check_eval_fits(GSM8K, "base", None)  # the server's context unknown: not checked
 
 
 def test_no_room_for_any_answer_offers_no_lower_answer_length() -> None:
@@ -44,7 +50,26 @@ def test_mrcr_sizes_its_items_itself_and_is_exempt() -> None:
     check_eval_fits(get_task("mrcr_generated"), "base", 512, {"max_gen_toks": 100000})
 
 
+def test_an_eval_on_a_server_that_does_not_say_its_context_is_refused_not_guessed() -> None:
+    """What the server does not say byog cannot check: an lm-eval task's answers might be cut, and MRCR
+    sizes its items to the context. Both refused, in one sentence naming what was needed and where."""
+    with pytest.raises(EvalContextUnknown) as caught:
+        check_eval_runs(GSM8K, "base", None, {"max_gen_toks": 100})
+    assert str(caught.value) == (
+        "eval 'gsm8k' needs 1124 tokens of context (1024 reserved for its prompts + answers in up to 100), but "
+        "server 'base' does not say its context (its /v1/models card has no max_model_len): byog runs evals only "
+        "on a server that states it, as vLLM does"
+    )
+    assert caught.value.exit_code == 2
+    with pytest.raises(EvalContextUnknown, match="^eval 'mrcr' sizes its items to the server's context, but server"):
+        check_eval_runs(get_task("mrcr"), "base", None)
+    assert check_eval_runs(GSM8K, "base", 1280) == 1280  # a context the server says: the fit rule decides
+    assert check_eval_runs(get_task("mrcr"), "base", 512) == 512
+    with pytest.raises(EvalDoesNotFit):
+        check_eval_runs(GSM8K, "base", 1100)
+
+
 @pytest.mark.parametrize("value", ["many", 0, -5, True, 1.5])
 def test_an_answer_length_that_is_not_a_count_of_tokens_is_refused(value: object) -> None:
     with pytest.raises(UsageError, match="eval 'gsm8k' sets max_gen_toks to '.*', not a whole number above 0"):
-        check_eval_fits(GSM8K, "base", None, {"max_gen_toks": value})
+        check_eval_fits(GSM8K, "base", 4096, {"max_gen_toks": value})
