@@ -45,7 +45,7 @@ from byog.core.errors import ByogError
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter, ProgressBoard, ProgressTask, Reporter
-from byog.plans.expand import points_for_server, probe_point, search_workloads
+from byog.plans.expand import agentic_context, points_for_server, probe_point, search_workloads
 from byog.schemas.bench import Attempt, BenchPoint, PointRecord, PowerTrace, WaveStopping, write_request_rows
 from byog.schemas.phases import Instant, now
 from byog.schemas.plan import (
@@ -59,9 +59,6 @@ from byog.schemas.server import Endpoint, RunningServer
 
 MAX_RESTARTS = 1
 LOG_TAIL_LINES = 40
-# An agentic point whose plan and server say nothing about the context cuts its sessions here.
-DEFAULT_MAX_CONTEXT = 8192
-
 
 # How far back in the server log byog looks for vLLM's own reason when the server dies.
 REASON_TAIL_LINES = 400
@@ -147,13 +144,6 @@ def gpu_indices(config: ServerConfig) -> list[int] | None:
 Run = Callable[[Any, Callable[[], None] | None, AfterWave | None], PointRun]
 
 
-class _Measure:
-    """A point ready to run: its prompts (or sessions, or trace requests) built, the point resolved."""
-
-    def __init__(self, point: BenchPoint, run: Run) -> None:
-        self.point, self.run = point, run
-
-
 def point_prompts(
     point: BenchPoint, tok: ServerTokenizer, tokenizer_path: str | None, data_dir: Path | None
 ) -> list[Prompt]:
@@ -176,47 +166,36 @@ def point_prompts(
 
 def _prepare(
     point: BenchPoint, endpoint: Endpoint, tokenizer: str | None, data_dir: Path | None, total: Callable[[int], None]
-) -> _Measure:
-    """Build what the point sends (prompts, session scripts or trace requests) before any timing starts."""
+) -> Run:
+    """Build what the point sends (prompts, session scripts or trace requests) before any timing starts; an
+    agentic point's ``max_context`` is resolved already (``agentic_context``)."""
     tok = ServerTokenizer(endpoint.base_url, endpoint.model)
     try:
         if point.kind == "agentic":
-            point = point.model_copy(
-                update={"max_context": point.max_context or endpoint.max_model_len or DEFAULT_MAX_CONTEXT}
-            )
             vocab, specials = vocabulary(tokenizer or endpoint.tokenizer, tok)
             if isinstance(point.source, SyntheticSessions):
                 prefix, scripts = scripts_for(point, point.source, vocab, specials)
                 total(sum(s.n_turns for s in scripts))
-                return _Measure(
-                    point,
-                    lambda progress, _start, _after: run_agentic_point(
-                        endpoint.base_url, endpoint.model, point, prefix, scripts, progress
-                    ),
+                return lambda progress, _start, _after: run_agentic_point(
+                    endpoint.base_url, endpoint.model, point, prefix, scripts, progress
                 )
             assert isinstance(point.source, TraceSource) and point.speedup is not None
             requests, _ = replay_requests(
                 point.source, point.speedup, point.prompt_seed, point.max_context, vocab, specials, key=point.point_id
             )
             total(len(requests))
-            return _Measure(
-                point,
-                lambda progress, _start, _after: run_trace_point(
-                    endpoint.base_url, endpoint.model, point, requests, progress
-                ),
+            return lambda progress, _start, _after: run_trace_point(
+                endpoint.base_url, endpoint.model, point, requests, progress
             )
         prompts = point_prompts(point, tok, tokenizer or endpoint.tokenizer, data_dir)
-        return _Measure(
+        return lambda progress, on_start, after_wave: run_point(
+            endpoint.base_url,
+            endpoint.model,
             point,
-            lambda progress, on_start, after_wave: run_point(
-                endpoint.base_url,
-                endpoint.model,
-                point,
-                prompts,
-                progress,
-                on_measure_start=on_start,
-                after_wave=after_wave,
-            ),
+            prompts,
+            progress,
+            on_measure_start=on_start,
+            after_wave=after_wave,
         )
     finally:
         tok.close()
@@ -331,9 +310,12 @@ def run_one_point(
     Around the requests: /metrics before, after the warm-up waves (batch) and after; NVML samples
     (power, energy, clocks, throttle reasons) of ``gpus`` throughout, unless ``power_reason``
     says why they would not be the server's. The record holds the point as it ran: an agentic
-    point's ``max_context`` resolved from the server when the plan left it open.
+    point's ``max_context`` resolved from the server when the plan left it open; refused
+    (``AgenticContextUnknown``, before any request) when neither states it.
     """
     endpoint = server.endpoint
+    if point.kind == "agentic":
+        point = point.model_copy(update={"max_context": agentic_context(point, server_name, endpoint.max_model_len)})
     base = _record_base(point, server_name, attempts)
     wall0 = time.perf_counter()
     try:
@@ -343,8 +325,6 @@ def run_one_point(
             _write_failed(run_dir, server, base, wall0, f"the server died while byog built prompts: {err}")
             raise ServerDied(str(err)) from None
         raise
-    point = measure.point
-    base["point"] = point
     # A re-measure (``attempts``) starts from an empty prefix cache: it sends the prompts its first
     # attempt sent, which the cache would otherwise serve (shorter prefills, inflated hit rates).
     reset = reset_prefix_cache(endpoint.base_url) if point.reset_prefix_cache or attempts else None
@@ -361,7 +341,7 @@ def run_one_point(
     sampler = PowerSampler(gpus).start() if power_reason is None else None
     first = now()
     try:
-        run = measure.run(
+        run = measure(
             progress,
             measure_start if point.kind == "batch" else None,
             stopping.after_wave if stopping is not None else None,
@@ -553,6 +533,15 @@ class _ServerSweep:
                 return  # a probe the server died in is retried by a rerun, not in a loop here
 
 
+def check_agentic_contexts(plan: Plan, server_name: str, endpoint: Endpoint, run_dir: RunDir) -> None:
+    """Refuse, before the server's first point, an agentic point not yet complete that neither the plan nor the
+    server sizes (``agentic_context``), as an eval that cannot run is refused: the plan must change, so a rerun
+    would only meet it again, and saying it now spends none of the server's time on the points before it."""
+    for point in points_for_server(plan, server_name, run_dir.launch):
+        if point.kind == "agentic" and not run_dir.bench_point_complete(server_name, point.point_id):
+            agentic_context(point, server_name, endpoint.max_model_len)
+
+
 def run_bench_for_server(
     plan: Plan,
     server_name: str,
@@ -569,6 +558,7 @@ def run_bench_for_server(
     with requests in flight; the rest is prompt building, /metrics snapshots, file writes and restarts.
     """
 
+    check_agentic_contexts(plan, server_name, server.endpoint, run_dir)
     points = points_for_server(plan, server_name, run_dir.launch)
     t0 = time.perf_counter()
     result = _empty_outcome(server_name, len(points))

@@ -26,7 +26,7 @@ from byog.analysis.interleave import Side, side_of
 from byog.bench.nvml_sampler import unavailable
 from byog.bench.prompts import Prompt, ServerTokenizer, prompts_label, sends_text
 from byog.bench.server_api import metrics_text, reset_prefix_cache
-from byog.bench.sweep import point_prompts, run_one_point, snapshot_metrics, utc_now
+from byog.bench.sweep import check_agentic_contexts, point_prompts, run_one_point, snapshot_metrics, utc_now
 from byog.bench.workloads import PointRun, client_load, run_point
 from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_json, read_json
@@ -438,6 +438,8 @@ def run_interleaved_pair(
         reporter.line(f"interleaved pair up: A = {baseline}, B = {candidate}")
         for half, server in names.items() if rd.launch == 1 else ():  # evals run after the bench: refused before it
             check_evals_fit(plan, server, pair.servers[half].endpoint, rd)
+        for half, server in names.items():
+            check_agentic_contexts(plan, server, pair.servers[half].endpoint, rd)
         bench_pair(pair, rd, data_dir, reporter)
         for side in ("A", "B") if rd.launch == 1 else ():  # launch r >= 2 measures the bench points only
             name = names[side]

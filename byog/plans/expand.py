@@ -194,9 +194,11 @@ def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: 
       server's args, else the plan's ``model.max_model_len``; unknown = not checked);
     - B (batch) or C (concurrency) over the server's ``--max-num-seqs`` (the requests would
       queue, so the point would measure a smaller batch than it says);
-    - an agentic workload's ``max_context`` over the server's context;
+    - an agentic workload's ``max_context`` over the server's context (the run refuses it too, against the
+      context the server states, and a point that neither the plan nor the server sizes: ``agentic_context``);
     - an lm-eval task whose prompt reserve + answer length exceed the server's context
-      (``byog.plans.tasks.check_eval_fits``; the run refuses it too, once the server says its context).
+      (``byog.plans.tasks.check_eval_fits``; the run refuses it too, once the server says its context, and
+      refuses every eval on a server that does not say it).
     """
     _check_evals_fit(plan, max_model_len)
     for point in expand_plan(plan):
@@ -204,11 +206,7 @@ def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: 
             args = plan.servers[server].args
             limit = _context(plan, server, max_model_len)
             if point.kind == "agentic":
-                if limit is not None and point.max_context is not None and point.max_context > limit:
-                    raise UsageError(
-                        f"workload '{point.workload}' cuts sessions at max_context {point.max_context} tokens "
-                        f"but server '{server}' holds at most max_model_len = {limit}"
-                    )
+                _check_agentic_fits(point, server, limit)
                 continue
             if limit is not None and point.isl + point.osl > limit:
                 raise UsageError(
@@ -225,6 +223,36 @@ def check_plan_fits(plan: Plan, max_model_len: int | None = None, max_num_seqs: 
                 )
 
 
+class AgenticContextUnknown(UsageError):
+    """An agentic point whose context neither the plan nor the server states: byog cannot know where to cut
+    its sessions (a guess either sends turns the server rejects or measures another workload). Exit 2."""
+
+
+def agentic_context(point: BenchPoint, server: str, context: int | None) -> int:
+    """The context an agentic point cuts its sessions at on ``server``, whose /v1/models says ``context``
+    (None: says none): the point's ``max_context`` (the plan's), refused over a stated context, else the
+    server's. Neither stated: refused before any request."""
+    if point.max_context is not None:
+        _check_agentic_fits(point, server, context)
+        return point.max_context
+    if context is None:
+        raise AgenticContextUnknown(
+            f"agentic point '{point.point_id}' has no context to cut its sessions at on server '{server}': "
+            f"neither the plan (workload '{point.workload}' has no max_context) nor the server (its /v1/models "
+            f"card has no max_model_len) states one; set max_context in workload '{point.workload}' of the plan"
+        )
+    return context
+
+
+def _check_agentic_fits(point: BenchPoint, server: str, limit: int | None) -> None:
+    """Refuse an agentic point that cuts its sessions beyond the server's context (``limit`` None: unknown)."""
+    if limit is not None and point.max_context is not None and point.max_context > limit:
+        raise UsageError(
+            f"workload '{point.workload}' cuts sessions at max_context {point.max_context} tokens "
+            f"but server '{server}' holds at most max_model_len = {limit}"
+        )
+
+
 def _context(plan: Plan, server: str, max_model_len: int | None) -> int | None:
     """The server's context: the known limit passed in, else ``--max-model-len`` in its args, else the
     plan's ``model.max_model_len``; None: unknown (not checked)."""
@@ -237,7 +265,9 @@ def _check_evals_fit(plan: Plan, max_model_len: int | None) -> None:
         if task is None:
             continue
         for server in plan.servers_for(spec):
-            check_eval_fits(task, server, _context(plan, server, max_model_len), spec.gen_kwargs)
+            context = _context(plan, server, max_model_len)
+            if context is not None:  # unstated in the plan: the run checks it once the server says it
+                check_eval_fits(task, server, context, spec.gen_kwargs)
 
 
 def _int(value: str | None) -> int | None:

@@ -296,7 +296,7 @@ class AgenticWorkload(Strict):
     concurrencies: list[PositiveInt] = Field(default_factory=lambda: [1])  # sessions in flight (synthetic)
     sessions: PositiveInt = 16  # measured sessions per point (synthetic)
     warmup_sessions: NonNegativeInt = 1  # run first, not measured
-    max_context: PositiveInt | None = None  # prompt + answer limit of every turn; default: the model's max_model_len
+    max_context: PositiveInt | None = None  # turn prompt + answer cap; default: the plan's context, else the server's
     slo: SloSpec | None = None
     reset_prefix_cache: bool = False
 

@@ -7,11 +7,14 @@ from byog.schemas.server import Endpoint
 
 
 class FakeRunning:
-    """A RunningServer over the loopback fake; ``die_on`` makes it report death during that point."""
+    """A RunningServer over the loopback fake; ``die_on`` makes it report death during that point;
+    ``max_model_len``: the context its /v1/models card states, as a runtime read it (None: none)."""
 
-    def __init__(self, base_url: str, name: str, die_on: set[str] | None = None) -> None:
+    def __init__(
+        self, base_url: str, name: str, die_on: set[str] | None = None, *, max_model_len: int | None = None
+    ) -> None:
         self.name = name
-        self.endpoint = Endpoint(base_url=base_url, model="fake")
+        self.endpoint = Endpoint(base_url=base_url, model="fake", max_model_len=max_model_len)
         self.die_on = die_on or set()
         self.dead = False
         self.restarts = 0

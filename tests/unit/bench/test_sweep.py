@@ -12,6 +12,7 @@ from byog.analysis import metrics as m
 from byog.analysis.bench_summary import summarize_bench
 from byog.bench.ceiling import FakeConfig, FakeServerThread
 from byog.bench.sweep import run_bench_for_server
+from byog.core.errors import UsageError
 from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter
 from byog.plans.expand import expand_plan
@@ -477,3 +478,87 @@ def test_a_server_that_refuses_the_cache_reset_keeps_its_invalid_point_not_measu
     assert result["remeasured"] == {} and point_id in result["invalid"]
     assert load_point_record(run_dir.bench_point("base", point_id)).attempts == []
     assert any("not measured again: the server refused /reset_prefix_cache" in line for line in said.lines), said.lines
+
+
+DECODE = "  - {kind: batch, name: decode, batch_sizes: [1], isl: [5], osl: [4], waves: 1, ci_target: null}\n"
+AGENT = (  # 2 turns: 8 shared + 6 in + 4 out, then 3 more in + 4 out: at most 25 tokens of context
+    "  - kind: agentic\n"
+    "    name: agent\n"
+    "    sessions: 1\n"
+    "    warmup_sessions: 0\n"
+    "    source: {kind: synthetic, turns: {kind: constant, value: 2}, shared_prefix_tokens: 8, fanout: null,\n"
+    "             first_input_tokens: {kind: constant, value: 6}, input_tokens: {kind: constant, value: 3},\n"
+    "             output_tokens: {kind: constant, value: 4}, think_time_s: {kind: constant, value: 0.0}}\n"
+)
+UNSIZED = (
+    "agentic point 'agent-c1' has no context to cut its sessions at on server 'base': neither the plan "
+    "(workload 'agent' has no max_context) nor the server (its /v1/models card has no max_model_len) states one; "
+    "set max_context in workload 'agent' of the plan"
+)
+
+
+def test_an_agentic_point_neither_plan_nor_server_sizes_is_refused_before_any_request(tmp_path: Path) -> None:
+    """The server's /v1/models card has no max_model_len and the plan states no context: the sweep refuses
+    (it once cut the sessions at a guessed 8192) before it sends anything, the batch point before it included."""
+    from byog.plans.expand import AgenticContextUnknown
+    from byog.runtimes.endpoint import EndpointServer
+    from byog.schemas.plan import EndpointConfig
+    from byog.schemas.server import PreparedModel
+    from tests.support.fake_vllm import FakeVllm
+
+    fake = FakeVllm(max_model_len=None)
+    try:
+        model = PreparedModel(path="/m", served_name="fake", tokenizer="/m", max_model_len=None)
+        server = EndpointServer("base", EndpointConfig(url=fake.base_url), model, tmp_path / "server")
+        plan = parse_plan(ONE_SERVER + DECODE + AGENT, "t.yaml")
+        with pytest.raises(AgenticContextUnknown) as refused:
+            run_bench_for_server(plan, "base", server, RunDir(tmp_path / "run"), NullReporter())
+    finally:
+        fake.close()
+    assert str(refused.value) == UNSIZED
+    assert fake.requests == [] and not (tmp_path / "run" / "bench").exists()
+
+
+def test_a_refused_agentic_point_loses_nothing_measured_and_the_plans_max_context_resumes_the_run(
+    tmp_path: Path,
+) -> None:
+    """A point measured before the agentic workload joined the plan stays as it is through the refusal;
+    once the plan states max_context, the rerun measures only the agentic point, cut at the plan's context."""
+    from byog.plans.expand import AgenticContextUnknown
+
+    run_dir = RunDir(tmp_path)
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
+        silent = FakeRunning(fake.base_url, "base")  # a server that does not say its context
+        run_bench_for_server(parse_plan(ONE_SERVER + DECODE, "t.yaml"), "base", silent, run_dir, NullReporter())
+        measured = {p: p.read_bytes() for p in (tmp_path / "bench").rglob("*") if p.is_file()}
+        assert fake.app is not None and (sent := fake.app.requests) > 0
+        with pytest.raises(AgenticContextUnknown, match="^agentic point 'agent-c1' has no context"):
+            run_bench_for_server(parse_plan(ONE_SERVER + DECODE + AGENT, "t.yaml"), "base", silent, run_dir)
+        assert fake.app.requests == sent
+        assert {p: p.read_bytes() for p in (tmp_path / "bench").rglob("*") if p.is_file()} == measured
+        fixed = parse_plan(
+            ONE_SERVER + DECODE + AGENT.replace("name: agent\n", "name: agent\n    max_context: 64\n"), "t.yaml"
+        )
+        rerun = run_bench_for_server(fixed, "base", silent, run_dir, NullReporter())
+    assert rerun["run"] == ["agent-c1"] and rerun["skipped"] == ["decode-b1-isl5-osl4"]
+    assert json.loads(run_dir.bench_point("base", "agent-c1").read_text())["point"]["max_context"] == 64
+
+
+def test_the_servers_context_sizes_an_agentic_point_the_plan_leaves_open_and_refuses_one_sized_past_it(
+    tmp_path: Path,
+) -> None:
+    """The record keeps the server's stated context as the point's max_context; a plan's max_context over
+    it is refused before any request (its long turns would be rejected), as byog plan refuses it against a
+    context the plan states."""
+    run_dir = RunDir(tmp_path)
+    with FakeServerThread(FakeConfig(step_s=0.001)) as fake:
+        server = FakeRunning(fake.base_url, "base", max_model_len=48)
+        run_bench_for_server(parse_plan(ONE_SERVER + AGENT, "t.yaml"), "base", server, run_dir, NullReporter())
+        assert json.loads(run_dir.bench_point("base", "agent-c1").read_text())["point"]["max_context"] == 48
+        assert fake.app is not None and (sent := fake.app.requests) > 0
+        over = parse_plan(ONE_SERVER + AGENT.replace("name: agent\n", "name: over\n    max_context: 64\n"), "t.yaml")
+        with pytest.raises(
+            UsageError, match="^workload 'over' cuts sessions at max_context 64 tokens but server 'base'"
+        ):
+            run_bench_for_server(over, "base", server, run_dir, NullReporter())
+        assert fake.app.requests == sent and not run_dir.bench_point("base", "over-c1").exists()

@@ -19,13 +19,13 @@ from byog.core.paths import RunDir
 from byog.core.reporter import NullReporter
 from byog.pipeline import interleave, interleave_check, launch
 from byog.pipeline.wake_check import WakeCheck, WakeIntegrityFailure
-from byog.plans.expand import expand_plan
+from byog.plans.expand import AgenticContextUnknown, expand_plan
 from byog.plans.load import parse_plan
 from byog.plans.tasks import EvalDoesNotFit
 from byog.runtimes.record import utc_now, write_server_record
 from byog.runtimes.sleep_mode import PlatformFacts, SleepControl
 from byog.schemas.plan import Plan, ServerConfig
-from byog.schemas.server import Endpoint, PreparedModel, ServerRecord
+from byog.schemas.server import PreparedModel, ServerRecord
 from tests.support.fake_vllm import FakeVllm
 from tests.support.interleave_run import SWEEP_PLAN, FakeServer, interleaved_sweep
 
@@ -163,14 +163,6 @@ def test_a_side_whose_context_cannot_hold_its_evals_stops_the_pair_before_the_be
     fakes: dict[str, FakeVllm], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """'stock' says max_model_len 100 once up; the plan's 64-token arithmetic answers need 128."""
-    started = interleave.launch_server
-
-    def saying_context(plan: Plan, name: str, *args: Any, **kw: Any) -> Any:
-        server = started(plan, name, *args, **kw)
-        server.endpoint = Endpoint(server.endpoint.base_url, "fake", max_model_len=fakes[name].max_model_len)
-        return server
-
-    monkeypatch.setattr(interleave, "launch_server", saying_context)
     monkeypatch.setattr(interleave, "bench_pair", lambda *_: pytest.fail("the bench ran"))
     fakes["stock"].max_model_len = 100
     plan = _plan(
@@ -182,6 +174,21 @@ def test_a_side_whose_context_cannot_hold_its_evals_stops_the_pair_before_the_be
     ):
         interleave.run_interleaved_pair(plan, ("cand", "stock"), model, RunDir(tmp_path), None, NullReporter())
     assert not any("messages" in r for fake in fakes.values() for r in fake.requests)  # no eval request
+
+
+def test_an_agentic_point_neither_the_plan_nor_a_side_sizes_stops_the_pair_before_the_bench(
+    fakes: dict[str, FakeVllm], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither side says its context once up, and the plan states none: refused once both are up (their
+    wake-check references sent), before the pair's first point."""
+    monkeypatch.setattr(interleave, "bench_pair", lambda *_: pytest.fail("the bench ran"))
+    for fake in fakes.values():
+        fake.max_model_len = None  # its /v1/models card states no context
+    plan = _plan(PLAN + "  - {kind: agentic, name: agent}\n")
+    model = PreparedModel(path="m", served_name="fake", tokenizer="m")
+    with pytest.raises(AgenticContextUnknown, match="^agentic point 'agent-c1' has no context .* on server 'stock'"):
+        interleave.run_interleaved_pair(plan, ("cand", "stock"), model, RunDir(tmp_path), None, NullReporter())
+    assert not (tmp_path / "bench").exists()  # the bench never started (it would fail the test)
 
 
 def test_time_to_verdict_from_starts_and_spans(tmp_path: Path) -> None:

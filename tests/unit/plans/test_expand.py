@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from byog.core.errors import UsageError
-from byog.plans.expand import check_plan_fits, expand_plan, points_for_server
+from byog.plans.expand import AgenticContextUnknown, agentic_context, check_plan_fits, expand_plan, points_for_server
 from byog.plans.load import load_plan, parse_plan
 
 PLAN = """
@@ -121,3 +121,31 @@ def test_an_eval_whose_answers_would_be_cut_to_fit_is_refused_before_launch() ->
             parse_plan(base + "  - {task: gsm8k, servers: [base], gen_kwargs: {max_gen_toks: 3100}}\n", "t")
         )
     check_plan_fits(parse_plan(base + "  - {task: mrcr_generated}\n", "t.yaml"))  # sizes its items to the context
+
+
+AGENTIC = """
+name: t
+model: {path: /m}
+servers: {base: {runtime: endpoint, url: "http://y"}}
+baseline: base
+workloads: [{kind: agentic, name: agent}]
+"""
+
+
+def test_an_agentic_point_takes_the_plans_context_else_the_servers_and_refuses_when_neither_says() -> None:
+    open_point = expand_plan(parse_plan(AGENTIC, "t.yaml"))[0]
+    stated = expand_plan(parse_plan(AGENTIC.replace("name: agent}", "name: agent, max_context: 512}"), "t.yaml"))[0]
+    assert open_point.max_context is None and stated.max_context == 512
+    assert agentic_context(stated, "base", None) == 512  # the plan's, on a server that says none
+    assert agentic_context(stated, "base", 4096) == 512  # the plan's, where the server holds it
+    assert agentic_context(open_point, "base", 2048) == 2048  # the server's, where the plan says none
+    with pytest.raises(UsageError, match="^workload 'agent' cuts sessions at max_context 512 tokens but server 'base'"):
+        agentic_context(stated, "base", 256)
+    with pytest.raises(AgenticContextUnknown) as refused:
+        agentic_context(open_point, "base", None)
+    assert str(refused.value) == (
+        "agentic point 'agent-c1' has no context to cut its sessions at on server 'base': neither the plan "
+        "(workload 'agent' has no max_context) nor the server (its /v1/models card has no max_model_len) states "
+        "one; set max_context in workload 'agent' of the plan"
+    )
+    check_plan_fits(parse_plan(AGENTIC, "t.yaml"))  # before launch: only the server can say, at run time
