@@ -1,8 +1,8 @@
 """The accuracy part of summary.json, derived only from the raw eval files of a run directory.
 
 Pure and deterministic: ``summarize_evals(run_dir, plan)`` reads ``evals/<server>/<task>/items.parquet``
-(and the task name and limit from ``results.json``), so ``byog verify`` can recompute it and get
-the same numbers. Floats are finite or None (JSON null), never NaN.
+(and the data label and each stratum's server counts from ``results.json``), so ``byog verify`` can
+recompute it and get the same numbers. Floats are finite or None (JSON null), never NaN.
 
 - scores: per (server, task), with the data label from results.json (so fixture and generated
   rows never pass for the real benchmark): per-item score = mean over the K passes (points 0-100); the task
@@ -21,7 +21,8 @@ the same numbers. Floats are finite or None (JSON null), never NaN.
   (``byog.analysis.group_sequential``) on the paired items in their natural id order; its stopping
   look's decision is the verdict (unless degenerate) and every look it took is in the record.
 - strata: where the plan's eval sets ``operating_points``, the paired gate per stratum and whether the
-  difference depends on the operating point (``byog.analysis.strata``).
+  difference depends on the operating point (``byog.analysis.strata``), with each server's output
+  tokens per engine step over the stratum (the counts its results.json records: ``measured_batch``).
 - observed: a greedy single-pass verdict that is not degenerate also carries the pair's observed
   discordance (items whose scores differ / n), the re-draw rate it implies, the false-fail rate and
   power of the same design at that rate, and the least n sound there; a design that rate makes
@@ -36,7 +37,7 @@ from collections.abc import Iterable
 from byog.analysis import group_sequential, stats
 from byog.analysis.degenerate import degenerate_cases
 from byog.analysis.gate_power import ItemModel, ObservedDesign, PlannedPower, observed_design, planned_for_spec
-from byog.analysis.strata import strata_record
+from byog.analysis.strata import measured_batch, strata_record
 from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.plans.tasks import TASKS
@@ -120,6 +121,7 @@ def _verdict(
     base: list[float],
     passes: int,
     score_interval: bool,
+    batch: tuple[dict[int, float], dict[int, float]],
 ) -> EvalVerdict:
     margin = margin_for(plan, task)
     resolution = 100.0 / passes
@@ -166,7 +168,7 @@ def _verdict(
         screening_label=observed.label() if observed else None,
         sequential=sequential,
         strata=(
-            strata_record(keys, cand, base, spec.operating_points, margin, resolution, score_interval)
+            strata_record(keys, cand, base, spec.operating_points, margin, resolution, score_interval, batch)
             if spec is not None and spec.operating_points
             else None
         ),
@@ -251,5 +253,6 @@ def summarize_evals(run_dir: RunDir, plan: Plan, score_interval: bool = True) ->
             keys = paired_keys(cand, base)
             c, b = [cand[k] for k in keys], [base[k] for k in keys]
             passes = max(1, min(passes_of(run_dir, candidate, task), passes_of(run_dir, baseline, task)))
-            verdicts.append(_verdict(plan, task, candidate, baseline, keys, c, b, passes, score_interval))
+            batch = (measured_batch(run_dir, candidate, task), measured_batch(run_dir, baseline, task))
+            verdicts.append(_verdict(plan, task, candidate, baseline, keys, c, b, passes, score_interval, batch))
     return EvalSummary(scores=scores, verdicts=verdicts)

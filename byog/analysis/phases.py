@@ -153,8 +153,10 @@ def phase_time(rd: RunDir) -> PhaseTime | None:
     )
 
 
-def shares_line(spent: PhaseTime) -> str:
-    """'measuring 27.8% of 195.6 s; start 40.0%, eval 20.1%, warm-up 3.0%, swap 0.0%, other 9.1%', largest first."""
+def shares_line(spent: PhaseTime, *, bench: bool = True) -> str:
+    """'measuring 27.8% of 195.6 s; start 40.0%, eval 20.1%, warm-up 3.0%, swap 0.0%, other 9.1%', largest
+    first. A run that measured no bench point (``bench`` False) leads with that, not with a measuring share
+    of 0.0% that reads as time wasted: 'no bench; of 214.0 s: start 65.0%, eval 34.1%'."""
     if spent.wall_s <= 0:
         return "no phase took any time"
     parts = {
@@ -168,6 +170,8 @@ def shares_line(spent: PhaseTime) -> str:
     rest = ", ".join(
         f"{name} {100 * s / spent.wall_s:.1f}%" for name, s in sorted(parts.items(), key=lambda kv: -kv[1]) if s > 0
     )
+    if not bench:
+        return f"no bench; of {spent.wall_s:.1f} s" + (f": {rest}" if rest else "")
     return f"measuring {100 * spent.measuring_s / spent.wall_s:.1f}% of {spent.wall_s:.1f} s" + (
         f"; {rest}" if rest else ""
     )

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 
 from byog.analysis import stats
 from byog.analysis.counters import GENERATION_TOKENS, ITERATIONS, counter_deltas
+from byog.core.io import read_json
 from byog.core.paths import RunDir
 from byog.core.safe_text import one_line
 from byog.plans.tasks import TASKS
@@ -63,9 +64,11 @@ def strata_record(
     margin: float,
     resolution: float,
     score_interval: bool = True,
+    batch: tuple[Mapping[int, float], Mapping[int, float]] = ({}, {}),
 ) -> StrataRecord:
     """Per stratum, the paired verdict on the paired items ``keys`` (scores in points, same order), and
-    every stratum's difference against the smallest point's."""
+    every stratum's difference against the smallest point's. ``batch``: the candidate's and the
+    baseline's output tokens per engine step per point (``measured_batch``; a point absent: unknown)."""
     ordered = sorted(points)
     strata: list[StratumVerdict] = []
     for point in ordered:
@@ -73,7 +76,14 @@ def strata_record(
         comparison = stats.paired_comparison(
             [cand[i] for i in at], [base[i] for i in at], margin, resolution, score_interval
         )
-        strata.append(StratumVerdict(operating_point=point, **comparison.model_dump()))
+        strata.append(
+            StratumVerdict(
+                operating_point=point,
+                candidate_tokens_per_step=batch[0].get(point),
+                baseline_tokens_per_step=batch[1].get(point),
+                **comparison.model_dump(),
+            )
+        )
     reference = strata[0]
     contrasts = [
         stats.stratum_contrast(s, reference, s.operating_point, reference.operating_point, len(strata) - 1)
@@ -109,7 +119,39 @@ def server_batch(before: str | None, after: str | None) -> dict[str, float | Non
     tokens, steps = deltas.get(GENERATION_TOKENS), deltas.get(ITERATIONS)
     if not isinstance(tokens, float) or not isinstance(steps, float):
         return None
-    return {"output_tokens": tokens, "engine_steps": steps, "tokens_per_step": tokens / steps if steps > 0 else None}
+    return {"output_tokens": tokens, "engine_steps": steps, "tokens_per_step": _per_step(tokens, steps)}
+
+
+def _per_step(tokens: float, steps: float) -> float | None:
+    """tokens / steps; None without a step (or where the quotient overflows: summary floats are finite)."""
+    per_step = tokens / steps if steps > 0 else math.inf
+    return per_step if math.isfinite(per_step) else None
+
+
+def measured_batch(run_dir: RunDir, server: str, task: str) -> dict[int, float]:
+    """Operating point -> the server's output tokens per engine step over that stratum, recomputed from
+    the counts its results.json records (``extra.strata.server_batch``, as ``server_batch`` wrote them).
+    A point is absent where the server recorded none: no /metrics, no steps, a results.json from before
+    the counts were kept, or one whose counts are not finite numbers (a bundle is hostile input)."""
+    try:
+        recorded = read_json(run_dir.eval_results(server, task))["extra"]["strata"]["server_batch"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    found: dict[int, float] = {}
+    for point, counts in recorded.items() if isinstance(recorded, dict) else ():
+        if not isinstance(counts, dict) or not (point.isascii() and point.isdigit() and len(point) <= 9):
+            continue
+        tokens, steps = _count(counts.get("output_tokens")), _count(counts.get("engine_steps"))
+        if tokens is not None and steps is not None and (per_step := _per_step(tokens, steps)) is not None:
+            found[int(point)] = per_step
+    return found
+
+
+def _count(value: object) -> float | None:
+    """A counter delta as JSON holds it (a finite, non-negative number, not a boolean); else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
 
 
 def stratum_problems(run_dir: RunDir, plan: Plan) -> list[str]:

@@ -373,7 +373,8 @@ def run_plan(
     wall_s = time.monotonic() - started
     if summary.phases is not None:
         after = time.monotonic() - closing
-        reporter.line(f"where the time went: {shares_line(summary.phases)}; then deriving and packing {after:.1f} s")
+        went = shares_line(summary.phases, bench=bool(summary.bench.points))
+        reporter.line(f"where the time went: {went}; then deriving and packing {after:.1f} s")
     reporter.line(f"run directory: {rd.root}   wall time: {wall_s:.0f} s")
     return {
         "run_dir": str(rd.root),

@@ -50,7 +50,7 @@ from byog.report.sections import (
 )
 from byog.schemas.summary import Summary
 
-REPORT_VERSION = 8
+REPORT_VERSION = 9
 MARKER_PREFIX = "<!-- byog report v"
 MARKER = f"{MARKER_PREFIX}{REPORT_VERSION} -->"  # report.md's first line: which renderer wrote it
 

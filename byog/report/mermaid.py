@@ -25,7 +25,7 @@ PALETTE = "#4c78a8, #f58518, #f58518"  # bars blue, lines orange (the second lin
 SPEEDUP_PALETTE = f"{PALETTE}, #555555"  # and the line at 1.0 (no effect) grey
 HEIGHT = 300  # px; GitHub's default (500) makes three charts fill two screens
 MAX_CATEGORIES = 24  # wider than this and GitHub's column squeezes the labels into each other
-REPORT_FORMAT = 8  # the report format whose charts these are by default (byog.report.markdown.REPORT_VERSION)
+REPORT_FORMAT = 9  # the report format whose charts these are by default (byog.report.markdown.REPORT_VERSION)
 MIN_CATEGORIES = 2  # a line needs two points; one number is in the headline already
 
 

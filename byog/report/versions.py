@@ -53,6 +53,10 @@ def _render_v7(run_dir: RunDir, summary: Summary) -> str:
     return render_report(run_dir, summary, report_format=7)
 
 
+def _render_v8(run_dir: RunDir, summary: Summary) -> str:
+    return render_report(run_dir, summary, report_format=8)
+
+
 RENDERERS: dict[int, Renderer] = {
     1: legacy_v1.render_report,  # the renderer before versions (commit 85b2f8f), with today's escaping
     2: _render_v2,  # matrices with one column group per pair, left-aligned
@@ -65,6 +69,9 @@ RENDERERS: dict[int, Renderer] = {
     6: _render_v6,
     # no wake-check column in the time-to-verdict table; a method line for interleaved pairs only
     7: _render_v7,
+    # an operating-point eval's strata line without the batch each server measured over the stratum; a run
+    # that ran no bench says "measuring 0.0% of ..." where the time went, not "no bench; of ..."
+    8: _render_v8,
     REPORT_VERSION: render_report,
 }
 

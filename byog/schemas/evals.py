@@ -184,6 +184,10 @@ class StratumVerdict(PairedComparison):
     """The paired comparison on one operating point's items (``byog.analysis.strata``)."""
 
     operating_point: int  # the num_concurrent both servers ran this stratum's items at
+    # Summary schema 14 added: each server's output tokens per engine step over this stratum, from its
+    # own counters (results.json extra.strata.server_batch); None where it recorded none (no /metrics)
+    candidate_tokens_per_step: float | None = None
+    baseline_tokens_per_step: float | None = None
 
 
 class StratumContrast(Derived):

@@ -207,6 +207,14 @@ def _summary_strata(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@register_migration("summary", 13)
+def _summary_strata_batch(data: dict[str, Any]) -> dict[str, Any]:
+    """summary 13 -> 14: each stratum gained both servers' output tokens per engine step; a schema-13
+    stratum did not carry them, which version 14 reads as None (unknown), and verify compares it as of
+    version 13 (``CHANGED_IN``)."""
+    return data
+
+
 @register_migration("eval_item", 2)
 def _eval_item_num_concurrent(data: dict[str, Any]) -> dict[str, Any]:
     """eval_item 2 -> 3: a row gained ``num_concurrent`` (the requests in flight it ran under); a

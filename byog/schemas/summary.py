@@ -17,7 +17,7 @@ from byog.schemas.migrate import migrate
 from byog.schemas.numerics import NumericsSummary
 from byog.schemas.registry import register
 
-SUMMARY_SCHEMA_VERSION = 13
+SUMMARY_SCHEMA_VERSION = 14
 
 # What each schema version added to the derived document, or computes differently now: a path
 # ("*": every entry of a list) to dicts and the keys concerned. verify compares a shipped summary
@@ -111,6 +111,13 @@ CHANGED_IN: dict[int, list[tuple[tuple[str, ...], frozenset[str]]]] = {
     ],
     # 13: a verdict of an eval with operating points carries its per-stratum record.
     13: [(("evals", "verdicts", "*"), frozenset({"strata"}))],
+    # 14: each stratum carries the batch both servers' counters measured over it.
+    14: [
+        (
+            ("evals", "verdicts", "*", "strata", "strata", "*"),
+            frozenset({"candidate_tokens_per_step", "baseline_tokens_per_step"}),
+        )
+    ],
 }
 SCORE_INTERVAL_VERSION: Final = 11  # the first summary schema that judges binary items by Tango's statistic
 

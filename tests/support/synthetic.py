@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from byog import __version__
+from byog.analysis.strata import ASSIGNMENT, server_batch
 from byog.analysis.summary import derive_summary
 from byog.core.io import atomic_write_json, atomic_write_text
 from byog.core.paths import RunDir
@@ -160,6 +161,35 @@ def write_eval_results(
             "wall_s": 1.0,
         },
     )
+
+
+def _metrics(tokens: float, steps: float) -> str:
+    """vLLM's /metrics text with its output-token and engine-step counters at these values."""
+    return (
+        "# TYPE vllm:generation_tokens_total counter\n"
+        f'vllm:generation_tokens_total{{engine="0",model_name="m"}} {tokens}\n'
+        "# TYPE vllm:iteration_tokens_total histogram\n"
+        f'vllm:iteration_tokens_total_count{{engine="0",model_name="m"}} {steps}\n'
+    )
+
+
+def record_server_batch(run_dir: RunDir, server: str, task: str, counts: dict[int, tuple[float, float] | None]) -> None:
+    """results.json's ``extra.strata`` points, rule and ``server_batch`` as the runner records them: per
+    operating point, ``server_batch`` of the server's /metrics text before and after the stratum.
+    ``counts``: (output tokens, engine steps) over each stratum; None: the server served no /metrics."""
+    path = run_dir.eval_results(server, task)
+    results = json.loads(path.read_text()) if path.is_file() else {}
+    texts = {
+        p: (None, None) if c is None else (_metrics(7.0, 3.0), _metrics(7.0 + c[0], 3.0 + c[1]))
+        for p, c in counts.items()
+    }
+    batch = {str(p): server_batch(*texts[p]) for p in sorted(counts)}
+    results.setdefault("extra", {})["strata"] = {
+        "points": sorted(counts),
+        "assignment": ASSIGNMENT,
+        "server_batch": batch,
+    }
+    atomic_write_json(path, results)
 
 
 def write_point(run_dir: RunDir, server: str, point: Any, rows: list[Any]) -> None:

@@ -11,11 +11,12 @@ from byog.core.safe_text import md_fence_lines, md_text
 from byog.report.context import ReportContext
 from byog.report.format import fixed, num, table
 from byog.report.sections.headline import VERDICT_MARK
-from byog.schemas.evals import EvalVerdict, SequentialRecord, StrataRecord, clip
+from byog.schemas.evals import EvalVerdict, SequentialRecord, StrataRecord, StratumVerdict, clip
 
 SHOWN_ITEMS = 50  # flipped items listed per pair; `byog items` prints them all
 SHOWN_RAW = 3  # raw outputs of [invalid] answers shown per server and task
 SHOWN_RAW_CHARS = 600  # of each (items.parquet keeps up to RAW_OUTPUT_CHARS; `byog items` shows that)
+SERVER_BATCH_FORMAT = 9  # the first report format whose strata line says the batch each server measured
 
 
 def section(ctx: ReportContext) -> list[str]:
@@ -24,7 +25,7 @@ def section(ctx: ReportContext) -> list[str]:
     if not evals.scores and not evals.verdicts:
         return [*lines, "No evals ran.", ""]
     verdicts = [_verdict_row(v) for v in evals.verdicts]
-    notes = [note for v in evals.verdicts for note in _verdict_notes(v)]
+    notes = [note for v in evals.verdicts for note in _verdict_notes(v, ctx.report_format)]
     if verdicts:
         lines += [
             "Paired per item, in score points: d = mean(candidate − baseline); **equivalent** when the 90% CI lies "
@@ -75,7 +76,7 @@ def _verdict_row(v: EvalVerdict) -> list[str]:
     ]
 
 
-def _verdict_notes(v: EvalVerdict) -> list[str]:
+def _verdict_notes(v: EvalVerdict, report_format: int) -> list[str]:
     """The lines under the verdict table about one verdict: degeneracy, observed discordance, the
     method, the sequential looks and a screening design's predicted false-fail rate."""
     where = f"{md_text(v.task)}, {md_text(v.candidate)} vs {md_text(v.baseline)}"
@@ -102,7 +103,7 @@ def _verdict_notes(v: EvalVerdict) -> list[str]:
     if v.sequential is not None:
         notes.append(f"- {where}: {_looks_line(v.sequential)}")
     if v.strata is not None:
-        notes.append(f"- {where}: {_strata_line(v.strata)}")
+        notes.append(f"- {where}: {_strata_line(v.strata, report_format)}")
     if v.screening and v.planned_false_fail is not None and v.planned_false_fail > 0.05:
         notes.append(
             f"- {where}: screening, not a pass: the plan's items and passes at ±{fixed(v.margin)} fail "
@@ -169,11 +170,13 @@ def _looks_line(record: SequentialRecord) -> str:
     )
 
 
-def _strata_line(record: StrataRecord) -> str:
-    """Each operating point's paired verdict and whether the difference depends on it (docs/statistics.md §1b)."""
+def _strata_line(record: StrataRecord, report_format: int) -> str:
+    """Each operating point's paired verdict and whether the difference depends on it (docs/statistics.md §1b);
+    from ``SERVER_BATCH_FORMAT`` on, with the batch each server's counters measured over the stratum."""
+    batch = report_format >= SERVER_BATCH_FORMAT
     strata = "; ".join(
         f"{num(s.operating_point)}: {s.verdict}, d {fixed(s.d)}, 90% CI [{fixed(s.ci90_low)}, {fixed(s.ci90_high)}], "
-        f"{num(s.n)} items"
+        f"{num(s.n)} items" + (f", server batch {_batch(s)}" if batch else "")
         for s in record.strata
     )
     contrasts = "; ".join(
@@ -181,10 +184,21 @@ def _strata_line(record: StrataRecord) -> str:
         f"{fixed(c.ci95_high)}], {c.verdict}"
         for c in record.contrasts
     )
+    measured = (
+        "; server batch: candidate / baseline output tokens per engine step, from their counters" if batch else ""
+    )
     return (
-        f"per operating point (requests in flight, which bound the server's batch): {strata}; "
+        f"per operating point (requests in flight, which bound the server's batch{measured}): {strata}; "
         f"{contrasts}; accuracy depends on the batch: {record.depends}."
     )
+
+
+def _batch(stratum: StratumVerdict) -> str:
+    """Both servers' output tokens per engine step over the stratum; "unknown" where one recorded none."""
+    sides = (stratum.candidate_tokens_per_step, stratum.baseline_tokens_per_step)
+    if all(side is None for side in sides):
+        return "unknown"
+    return " / ".join("unknown" if side is None else fixed(side, 1) for side in sides)
 
 
 def _flipped(ctx: ReportContext) -> list[str]:

@@ -14,6 +14,7 @@ from byog.report.format import fixed, table
 from byog.schemas.summary import TimeSpent
 
 CHECKING_FORMAT = 8  # the first report format with a column for the wake checks (earlier ones counted them idle)
+NO_BENCH_FORMAT = 9  # the first report format whose phase line leads a run without bench with "no bench"
 
 
 def _cells(spent: TimeSpent, checking: bool) -> list[str]:
@@ -39,7 +40,9 @@ def section(ctx: ReportContext) -> list[str]:
         return []
     lines = ["## Time to verdict", ""]
     if phases is not None:
-        lines += [f"Where the time went (phases.json): {shares_line(phases)}.", ""]
+        bench = bool(ctx.summary.bench.points) or ctx.report_format < NO_BENCH_FORMAT
+        said = shares_line(phases, bench=bench)
+        lines += [f"Where the time went (phases.json): {said}.", ""]
     if spent is not None:
         checking = ctx.report_format >= CHECKING_FORMAT
         lines += [

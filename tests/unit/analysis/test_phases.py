@@ -45,6 +45,19 @@ def test_the_wall_by_phase_and_its_measuring_share(tmp_path: Path) -> None:
     assert shares_line(spent_) == ("measuring 20.6% of 160.0 s; start 48.8%, eval 25.0%, warm-up 4.4%, other 1.2%")
 
 
+def test_a_run_without_bench_leads_with_what_it_did(tmp_path: Path) -> None:
+    """An evals-only run as byog records one (a measure phase of a bench with no points, milliseconds
+    long): "measuring 0.0%" would read as a run that wasted its time."""
+    rd = RunDir(tmp_path)
+    add_phase(rd, "start", "stock", at(0), at(40))
+    add_phase(rd, "measure", "stock", at(40), at(40.002))
+    add_phase(rd, "eval", "stock", at(40.002), at(100))
+    spent_ = phase_time(rd)
+    assert spent_ is not None and 0 < spent_.measuring_s < 0.01
+    assert shares_line(spent_, bench=False) == "no bench; of 100.0 s: eval 60.0%, start 40.0%"
+    assert shares_line(spent_) == "measuring 0.0% of 100.0 s; eval 60.0%, start 40.0%"
+
+
 def test_the_writer_records_both_clocks_in_the_order_phases_end(tmp_path: Path) -> None:
     rd = RunDir(tmp_path)
     (tmp_path / "servers" / "stock").mkdir(parents=True)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from byog.analysis.eval_summary import summarize_evals
-from byog.analysis.strata import SALT, operating_point, strata_record, stratum_problems
+from byog.analysis.strata import SALT, measured_batch, operating_point, strata_record, stratum_problems
 from byog.core.paths import RunDir
 from byog.schemas.evals import write_eval_items
 from byog.schemas.plan import Plan
+from tests.support.synthetic import record_server_batch
 
 IDS = [f"test:{i}" for i in range(400)]
 KEYS = [(i, hashlib.sha256(i.encode()).hexdigest()) for i in IDS]
@@ -96,12 +98,18 @@ def _write(rd: RunDir, server: str, scores: list[float], ran_at: list[int | None
     rd.eval_results(server, "gsm8k").write_text("{}")
 
 
-def test_the_summary_judges_each_stratum_and_a_plan_without_points_is_unchanged(tmp_path: Path) -> None:
+def _stratified(tmp_path: Path, at_64_wrong: int) -> RunDir:
+    """Both servers' items, each row at its stratum's point (``_scores``), results.json without counts."""
     rd = RunDir(tmp_path)
-    cand, base = _scores(at_64_wrong=60)
+    cand, base = _scores(at_64_wrong)
     at = [operating_point(i, s, [1, 64]) for i, s in KEYS]
     _write(rd, "candidate", cand, list(at))
     _write(rd, "baseline", base, list(at))
+    return rd
+
+
+def test_the_summary_judges_each_stratum_and_a_plan_without_points_is_unchanged(tmp_path: Path) -> None:
+    rd = _stratified(tmp_path, at_64_wrong=60)
     (stratified,) = summarize_evals(rd, _plan("1,64")).verdicts
     (plain,) = summarize_evals(rd, _plan(None)).verdicts
     assert stratified.strata is not None and stratified.strata.depends == "yes"
@@ -157,3 +165,46 @@ def test_the_servers_counters_over_a_stratum() -> None:
         "engine_steps": 0.0,
         "tokens_per_step": None,
     }
+
+
+def test_the_summary_carries_each_servers_measured_batch_per_stratum(tmp_path: Path) -> None:
+    rd = _stratified(tmp_path, at_64_wrong=0)
+    (older,) = summarize_evals(rd, _plan("1,64")).verdicts  # results.json from before the counts were kept
+    assert older.strata is not None
+    assert [(s.candidate_tokens_per_step, s.baseline_tokens_per_step) for s in older.strata.strata] == [
+        (None, None)
+    ] * 2
+    record_server_batch(rd, "candidate", "gsm8k", {1: (1123.0, 1123.0), 64: (910.0, 28.0)})
+    record_server_batch(rd, "baseline", "gsm8k", {1: (1114.0, 1114.0), 64: None})  # no /metrics at 64
+    (verdict,) = summarize_evals(rd, _plan("1,64")).verdicts
+    assert verdict.strata is not None
+    assert [
+        (s.operating_point, s.candidate_tokens_per_step, s.baseline_tokens_per_step) for s in verdict.strata.strata
+    ] == [
+        (1, 1.0, 1.0),
+        (64, 32.5, None),
+    ]
+    assert verdict.model_dump(exclude={"strata"}) == older.model_dump(exclude={"strata"})
+
+
+def test_the_measured_batch_is_recomputed_from_the_recorded_counts_and_junk_is_unknown(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path)
+    assert measured_batch(rd, "candidate", "gsm8k") == {}  # no results.json
+    rd.eval_results("candidate", "gsm8k").parent.mkdir(parents=True)
+    record_server_batch(rd, "candidate", "gsm8k", {1: (40.0, 40.0), 8: (0.0, 0.0), 64: (6400.0, 100.0)})
+    assert measured_batch(rd, "candidate", "gsm8k") == {1: 1.0, 64: 64.0}  # no engine step at 8: unknown
+    junk = {
+        "64": {"output_tokens": 6400.0, "engine_steps": 100.0, "tokens_per_step": 3.0},  # the counts decide
+        "1": {"output_tokens": True, "engine_steps": 1},
+        "2": {"output_tokens": float("nan"), "engine_steps": 1},
+        "4": {"output_tokens": -5.0, "engine_steps": 1},
+        "８": {"output_tokens": 8.0, "engine_steps": 1},
+        "16": "many",
+        "32": {"output_tokens": "1e3", "engine_steps": 1},
+        "128": {"output_tokens": 1e300, "engine_steps": 1e-300},  # overflows: summary floats are finite
+    }
+    rd.eval_results("candidate", "gsm8k").write_text(json.dumps({"extra": {"strata": {"server_batch": junk}}}))
+    assert measured_batch(rd, "candidate", "gsm8k") == {64: 64.0}
+    for document in ("[]", '{"extra": {"strata": {"server_batch": [1]}}}', "{not json", '{"extra": null}'):
+        rd.eval_results("candidate", "gsm8k").write_text(document)
+        assert measured_batch(rd, "candidate", "gsm8k") == {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from byog.core.errors import CheckFailed
 from byog.core.paths import MANIFEST_NAME, RunDir
 from byog.report import legacy_v1
 from byog.report.markdown import MARKER, REPORT_VERSION, render_report
-from byog.report.versions import version_of
+from byog.report.versions import rerender, version_of
 from byog.schemas.summary import read_summary
 from tests.support.bundles_kit import build_bundle, repacked
 from tests.support.keys import allowed_signers, make_key
@@ -156,3 +157,20 @@ def test_a_format_4_report_over_launches_re_renders_from_the_cis_of_its_day(tmp_
     for report_md, expected in ((then, "pass"), (now_in_4, "fail")):
         forged = _repacked(packed.bundle, report_md, key, tmp_path / "old.tar.gz")
         assert _results(verify_bundle(forged, allowed_signers=allowed))["report"][0] == expected
+
+
+EVALS_ONLY_RUN = Path(__file__).parents[3] / "benchmarks/results/gpu-session-h100-4/study-points"
+
+
+def test_an_evals_only_run_of_format_8_re_renders_as_written_and_format_9_says_no_bench(tmp_path: Path) -> None:
+    """A real H100 run with evals and no bench, packed in format 8 ("measuring 0.0% of 195.7 s"): its
+    report re-renders byte for byte; today's format leads its phase line with what the run did."""
+    run_dir = RunDir(shutil.copytree(EVALS_ONLY_RUN, tmp_path / "run"))
+    report = run_dir.report_md.read_text()
+    summary = derive_summary(run_dir)
+    assert not summary.bench.points and version_of(report, 8) == 8
+    assert rerender(report, 8, run_dir, summary) == (8, report)
+    said = "Where the time went (phases.json): {}; start 65.0%, eval 34.1%, other 0.9%."
+    assert said.format("measuring 0.0% of 195.7 s") in report.splitlines()
+    now = render_report(run_dir, summary)
+    assert "Where the time went (phases.json): no bench; of 195.7 s: start 65.0%, eval 34.1%, other 0.9%." in now

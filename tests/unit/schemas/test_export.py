@@ -45,21 +45,21 @@ def test_the_plan_schema_is_the_plan_model_not_a_copy() -> None:
 
 
 def test_migration_hook_upgrades_and_refuses_the_future(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert migrate("summary", {"schema_version": 13, "x": 1}) == {"schema_version": 13, "x": 1}
+    assert migrate("summary", {"schema_version": 14, "x": 1}) == {"schema_version": 14, "x": 1}
     assert migrate("summary", {"schema_version": 1, "x": 1}) == {
-        "schema_version": 13,
+        "schema_version": 14,
         "x": 1,
-    }  # 1 -> 2 -> ... -> 13 add only defaults
+    }  # 1 -> 2 -> ... -> 14 add only defaults
     with pytest.raises(UsageError, match="newer than this byog"):
-        migrate("summary", {"schema_version": 14})
+        migrate("summary", {"schema_version": 15})
     with pytest.raises(UsageError, match="positive integer"):
         migrate("summary", {"schema_version": "1"})
-    # A v14 summary would add one step; simulate it.
+    # A v15 summary would add one step; simulate it.
     from byog.schemas import registry
 
     entry = registry.REGISTRY["summary"]
-    monkeypatch.setitem(registry.REGISTRY, "summary", type(entry)(entry.name, entry.model, 14, entry.files, entry.kind))
+    monkeypatch.setitem(registry.REGISTRY, "summary", type(entry)(entry.name, entry.model, 15, entry.files, entry.kind))
     monkeypatch.setitem(
-        MIGRATIONS, ("summary", 13), lambda doc: {"schema_version": doc["schema_version"], "renamed": doc["old"]}
+        MIGRATIONS, ("summary", 14), lambda doc: {"schema_version": doc["schema_version"], "renamed": doc["old"]}
     )
-    assert migrate("summary", {"schema_version": 13, "old": 5}) == {"schema_version": 14, "renamed": 5}
+    assert migrate("summary", {"schema_version": 14, "old": 5}) == {"schema_version": 15, "renamed": 5}

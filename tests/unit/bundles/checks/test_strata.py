@@ -2,46 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
-from byog.analysis.strata import operating_point
 from byog.analysis.summary import derive_summary
+from byog.bundles.sign import SigningKey
 from byog.bundles.verify import verify_bundle
 from byog.core.paths import RunDir
-from byog.schemas.evals import write_eval_items
-from tests.support.bundles_kit import pack_with_summary, result
-from tests.support.synthetic import SyntheticSpec, make_run_dir, plan_yaml
-
-SPEC = SyntheticSpec(batch_sizes=(1,), eval_items=400)
-POINTS = [1, 64]
-
-
-def _items(server: str, moved: int = 0) -> list[dict[str, Any]]:
-    """Half the items right on both servers; the candidate wrong on 60 of them in stratum 64 only.
-    ``moved``: that many stratum-64 rows recorded as run at 1."""
-    rows = []
-    flipped = 0
-    for n in range(SPEC.eval_items):
-        item_id, sha = f"test:{n}", hashlib.sha256(f"item {n}".encode()).hexdigest()
-        point = operating_point(item_id, sha, POINTS)
-        score = float(n % 2)
-        if server == "candidate" and score == 1.0 and point == 64 and flipped < 60:
-            score, flipped = 0.0, flipped + 1
-        if point == 64 and moved:
-            point, moved = 1, moved - 1
-        row = {"item_id": item_id, "item_sha256": sha, "pass_index": 0, "seed": SPEC.seed, "score": score}
-        rows.append(row | {"extracted_answer": "1", "target": "1", "num_concurrent": point})
-    return rows
-
-
-def stratified_run(tmp_path: Path, moved: int = 0) -> RunDir:
-    text = plan_yaml(SPEC).replace("    margin: 3.0\n", "    margin: 5.0\n    operating_points: [64, 1]\n")
-    run_dir = make_run_dir(tmp_path / "run", SPEC, plan_text=text)
-    for server in ("candidate", "baseline"):
-        write_eval_items(run_dir.eval_items(server, "gsm8k"), _items(server, moved if server == "candidate" else 0))
-    return run_dir
+from byog.report.markdown import render_report
+from tests.support.bundles_kit import pack_with_summary, repacked, result
+from tests.support.strata import stratified_run
+from tests.support.synthetic import record_server_batch
 
 
 def pack(tmp_path: Path, run_dir: RunDir, edit: dict[str, Any] | None = None) -> tuple[Path, Path]:
@@ -90,3 +62,46 @@ def test_items_recorded_outside_their_stratum_are_refused(tmp_path: Path) -> Non
     assert result(report, "strata").message.startswith(
         "gsm8k on candidate: 5 of 400 rows ran outside their operating point's stratum (e.g. item test:"
     )
+
+
+def _measured(rd: RunDir) -> RunDir:
+    """Both servers' counters over each stratum, in results.json as the runner records them."""
+    record_server_batch(rd, "candidate", "gsm8k", {1: (1123.0, 1123.0), 64: (910.0, 28.0)})
+    record_server_batch(rd, "baseline", "gsm8k", {1: (1114.0, 1114.0), 64: (960.0, 37.0)})
+    return rd
+
+
+def test_the_measured_batch_verifies_and_an_edited_one_is_refused(tmp_path: Path) -> None:
+    rd = _measured(stratified_run(tmp_path))
+    strata = derive_summary(rd).evals.verdicts[0].strata
+    assert strata is not None and strata.strata[1].candidate_tokens_per_step == 32.5
+    bundle, allowed = pack(tmp_path, rd)
+    assert verify_bundle(bundle, allowed_signers=allowed).verified
+    forged = [s.model_dump() for s in strata.strata]
+    forged[1]["candidate_tokens_per_step"] = 64.0  # "it ran at the nominal batch"
+    (tmp_path / "forged").mkdir()
+    bundle, allowed = pack(tmp_path / "forged", rd, {"strata": forged})
+    report = verify_bundle(bundle, allowed_signers=allowed)
+    assert not report.verified
+    assert result(report, "summary").message == (
+        "summary.json differs from the numbers recomputed from the raw rows at "
+        "summary.evals.verdicts[0].strata.strata[1].candidate_tokens_per_step: shipped 64.0, recomputed 32.5"
+    )
+
+
+def test_a_bundle_of_summary_schema_13_and_report_format_8_still_verifies(tmp_path: Path) -> None:
+    """Packed by the byog before the measured batch: its summary lacks it and its report does not say it."""
+    rd = _measured(stratified_run(tmp_path))
+    bundle, allowed = pack(tmp_path, rd)
+    summary = derive_summary(rd)
+    old_report = render_report(rd, summary, report_format=8)
+    assert "server batch" not in old_report
+    document = summary.to_json() | {"schema_version": 13}  # what that byog wrote: no batch in a stratum
+    for stratum in document["evals"]["verdicts"][0]["strata"]["strata"]:
+        del stratum["candidate_tokens_per_step"], stratum["baseline_tokens_per_step"]
+    old_summary = json.dumps(document, indent=2).encode()
+    alice = SigningKey(tmp_path / "alice", "test")  # pack_with_summary's signer
+    changes = {"summary.json": old_summary, "report.md": old_report.encode()}
+    report = verify_bundle(repacked(bundle, changes, alice, tmp_path / "old.tar.gz"), allowed_signers=allowed)
+    assert report.verified, report.failures
+    assert result(report, "report").message == "report.md (report format 8) re-renders byte for byte"
