@@ -19,9 +19,9 @@ from byog.runtimes.local import group_alive
 from tests.support.cli import byog, byog_env
 from tests.support.contributing import checked_commands, measured, run_guide_command
 from tests.support.keys import ContributorKey, ssh_keygen
-from tests.support.smoke import SmokeRun
+from tests.support.smoke import SMOKE_TEST_TIMEOUT_S, SmokeRun
 
-pytestmark = [pytest.mark.integration, pytest.mark.slurm]
+pytestmark = [pytest.mark.integration, pytest.mark.slurm, pytest.mark.timeout(SMOKE_TEST_TIMEOUT_S)]
 
 
 def test_smoke_run_writes_the_run_directory(smoke_run: SmokeRun) -> None:

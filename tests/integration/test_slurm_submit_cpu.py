@@ -17,9 +17,9 @@ import pytest
 
 from tests.support.cli import byog, byog_env
 from tests.support.keys import ContributorKey
-from tests.support.smoke import SmokeRun
+from tests.support.smoke import SMOKE_TEST_TIMEOUT_S, SmokeRun
 
-pytestmark = [pytest.mark.integration, pytest.mark.slurm]
+pytestmark = [pytest.mark.integration, pytest.mark.slurm, pytest.mark.timeout(SMOKE_TEST_TIMEOUT_S)]
 
 
 def test_a_partition_slurm_lacks_is_refused(slurm_cluster, tmp_path: Path) -> None:

@@ -12,7 +12,13 @@ from pathlib import Path
 from tests.support.cli import byog, byog_env
 from tests.support.keys import ContributorKey
 
-SMOKE_JOB_TIMEOUT_S = 1100  # under pytest's 1200 s per test, so the fixture cancels the job itself
+# A guard against a hung run, not a judgement of its speed: on CI's two cores the smoke run takes
+# ~12 min; on a two-core box of this kind 1.6x slower (its unit suite 596 s, not ~360) it took ~23 min
+# (two bf16 GSM8K evals of ~250 s each: a 1,000-token prefill ran ~40 s). The tests that may set the
+# fixture up (pytest-timeout counts its setup) carry SMOKE_TEST_TIMEOUT_S, above it, so the fixture
+# cancels the job itself and says so.
+SMOKE_JOB_TIMEOUT_S = 2400
+SMOKE_TEST_TIMEOUT_S = SMOKE_JOB_TIMEOUT_S + 300
 # The test cluster runs nothing else when the smoke job is submitted: a job pending this long waits on
 # a node that will not come back (drained, down), and the run says why instead of waiting out the limit.
 SMOKE_PENDING_LIMIT_S = 180
@@ -92,5 +98,7 @@ def submitted_smoke_run(cluster, work: Path, key: ContributorKey) -> SmokeRun:
 
 
 def local_smoke_run(work: Path, key: ContributorKey) -> SmokeRun:
-    run = byog("run", "--run-dir", str(work / "run"), cwd=work, env=byog_env(signing_key=key.key))
+    run = byog(
+        "run", "--run-dir", str(work / "run"), cwd=work, env=byog_env(signing_key=key.key), timeout=SMOKE_JOB_TIMEOUT_S
+    )
     return SmokeRun(work / "run", run.returncode, run.stdout + run.stderr, "local")
