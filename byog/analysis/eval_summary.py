@@ -112,6 +112,7 @@ def pairs_judged_by(plan: Plan, spec: EvalSpec, server: str) -> list[tuple[str, 
 
 
 def _verdict(
+    run_dir: RunDir,
     plan: Plan,
     task: str,
     candidate: str,
@@ -121,7 +122,6 @@ def _verdict(
     base: list[float],
     passes: int,
     score_interval: bool,
-    batch: tuple[dict[int, float], dict[int, float]],
 ) -> EvalVerdict:
     margin = margin_for(plan, task)
     resolution = 100.0 / passes
@@ -168,7 +168,16 @@ def _verdict(
         screening_label=observed.label() if observed else None,
         sequential=sequential,
         strata=(
-            strata_record(keys, cand, base, spec.operating_points, margin, resolution, score_interval, batch)
+            strata_record(
+                keys,
+                cand,
+                base,
+                spec.operating_points,
+                margin,
+                resolution,
+                score_interval,
+                (measured_batch(run_dir, candidate, task), measured_batch(run_dir, baseline, task)),
+            )
             if spec is not None and spec.operating_points
             else None
         ),
@@ -253,6 +262,5 @@ def summarize_evals(run_dir: RunDir, plan: Plan, score_interval: bool = True) ->
             keys = paired_keys(cand, base)
             c, b = [cand[k] for k in keys], [base[k] for k in keys]
             passes = max(1, min(passes_of(run_dir, candidate, task), passes_of(run_dir, baseline, task)))
-            batch = (measured_batch(run_dir, candidate, task), measured_batch(run_dir, baseline, task))
-            verdicts.append(_verdict(plan, task, candidate, baseline, keys, c, b, passes, score_interval, batch))
+            verdicts.append(_verdict(run_dir, plan, task, candidate, baseline, keys, c, b, passes, score_interval))
     return EvalSummary(scores=scores, verdicts=verdicts)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -533,11 +533,12 @@ class _ServerSweep:
                 return  # a probe the server died in is retried by a rerun, not in a loop here
 
 
-def check_agentic_contexts(plan: Plan, server_name: str, endpoint: Endpoint, run_dir: RunDir) -> None:
-    """Refuse, before the server's first point, an agentic point not yet complete that neither the plan nor the
-    server sizes (``agentic_context``), as an eval that cannot run is refused: the plan must change, so a rerun
-    would only meet it again, and saying it now spends none of the server's time on the points before it."""
-    for point in points_for_server(plan, server_name, run_dir.launch):
+def check_agentic_contexts(points: Iterable[BenchPoint], server_name: str, endpoint: Endpoint, run_dir: RunDir) -> None:
+    """Refuse, before the server's first point, an agentic point of ``points`` (the server's) not yet complete
+    that neither the plan nor the server sizes (``agentic_context``), as an eval that cannot run is refused:
+    the plan must change, so a rerun would only meet it again, and saying it now spends none of the server's
+    time on the points before it."""
+    for point in points:
         if point.kind == "agentic" and not run_dir.bench_point_complete(server_name, point.point_id):
             agentic_context(point, server_name, endpoint.max_model_len)
 
@@ -558,8 +559,8 @@ def run_bench_for_server(
     with requests in flight; the rest is prompt building, /metrics snapshots, file writes and restarts.
     """
 
-    check_agentic_contexts(plan, server_name, server.endpoint, run_dir)
     points = points_for_server(plan, server_name, run_dir.launch)
+    check_agentic_contexts(points, server_name, server.endpoint, run_dir)
     t0 = time.perf_counter()
     result = _empty_outcome(server_name, len(points))
     with reporter.progress() as progress:

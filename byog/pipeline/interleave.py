@@ -37,7 +37,7 @@ from byog.pipeline.activity import add_span, add_warmups, merge_into_server_reco
 from byog.pipeline.launch import launch_server
 from byog.pipeline.numerics import run_numerics_for_server
 from byog.pipeline.wake_check import WakeCheck, WakeIntegrityFailure
-from byog.plans.expand import expand_plan
+from byog.plans.expand import expand_plan, points_for_server
 from byog.runtimes import sleep_mode
 from byog.schemas.bench import BenchPoint, PointRecord, RequestRow, write_request_rows
 from byog.schemas.phases import now
@@ -439,7 +439,7 @@ def run_interleaved_pair(
         for half, server in names.items() if rd.launch == 1 else ():  # evals run after the bench: refused before it
             check_evals_fit(plan, server, pair.servers[half].endpoint, rd)
         for half, server in names.items():
-            check_agentic_contexts(plan, server, pair.servers[half].endpoint, rd)
+            check_agentic_contexts(points_for_server(plan, server, rd.launch), server, pair.servers[half].endpoint, rd)
         bench_pair(pair, rd, data_dir, reporter)
         for side in ("A", "B") if rd.launch == 1 else ():  # launch r >= 2 measures the bench points only
             name = names[side]
