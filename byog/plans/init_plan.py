@@ -38,6 +38,9 @@ KV_ROOM_SHARE = 0.25
 GPU_BATCHES = [1, 2, 4, 8, 16, 32, 64]  # the decode sweep B = 1..64 (the published Kimi K3 table's)
 GPU_ISL, GPU_OSL = 1, 1000  # decode-dominated, as the Kimi K3 speculative headline
 CPU_BATCHES, CPU_ISL, CPU_OSL = [1, 2, 4], 32, 64  # the smoke profile's sizes: minutes on a laptop
+# Every server of a CPU plan, as the smoke profile's: float32, since vLLM's CPU default bf16 is emulated
+# on CPUs without AVX-512 BF16 (byog/plans/profiles/smoke.yaml has the measurement).
+CPU_SERVER_ARGS = ["--dtype", "float32"]
 LONG_CONTEXT_ISL = [8192, 32768]
 
 
@@ -175,14 +178,15 @@ def _flags_of(build: Build) -> list[str]:
 def _servers(a: InitAnswers) -> tuple[list[str], list[str]]:
     """(the ``servers:`` block, the ``pairs:`` block)."""
     base, cand = a.baseline, a.candidate
+    common = CPU_SERVER_ARGS if a.cpu else []
     lines = ["servers:"]
     if a.isolation:
         lines.append(f"  # the PR with its switch on: {_build_comment(cand)}")
-        lines += _server_lines("switch-on", cand, [], {"additional_config": a.switch}, a.tp)
+        lines += _server_lines("switch-on", cand, common, {"additional_config": a.switch}, a.tp)
         lines.append("  # the same build with the switch off: vLLM's default path, which the PR must leave unchanged")
-        lines += _server_lines("switch-off", cand, [], {}, a.tp)
+        lines += _server_lines("switch-off", cand, common, {}, a.tp)
         lines.append(f"  # stock vLLM: {base.how}")
-        lines += _server_lines("merge-base", base.build, base.args, {}, a.tp)
+        lines += _server_lines("merge-base", base.build, [*common, *base.args], {}, a.tp)
         pairs = [
             "# The claim: switch on vs switch off, one build, one switch.",
             "# The isolation pair: stock at the merge base vs the PR with its switch off. It must show no",
@@ -199,9 +203,9 @@ def _servers(a: InitAnswers) -> tuple[list[str], list[str]]:
     cand_args = _flags_of(cand)
     extra = {"additional_config": a.switch} if a.switch else {}
     lines.append(f"  # {_build_comment(cand)}")
-    lines += _server_lines("candidate", cand, cand_args, extra, a.tp)
+    lines += _server_lines("candidate", cand, [*common, *cand_args], extra, a.tp)
     lines.append(f"  # {base.how}")
-    lines += _server_lines("baseline", base.build, base.args, {}, a.tp)
+    lines += _server_lines("baseline", base.build, [*common, *base.args], {}, a.tp)
     differs = [*cand_args, *base.args, *_switch_facts(a.switch)]
     pairs = ["pairs:"]
     if not base.stock:

@@ -24,7 +24,7 @@ from byog.schemas.plan import Plan, server_config
 pytestmark = pytest.mark.integration
 
 ITEMS = 50
-DEGRADE = ["--enforce-eager", "--hf-overrides", '{"rms_norm_eps": 0.05}']
+DEGRADE = ["--enforce-eager", "--dtype", "float32", "--hf-overrides", '{"rms_norm_eps": 0.05}']
 
 
 def test_a_perturbed_model_is_different_from_stock(endpoint, smollm2, tmp_path: Path) -> None:
@@ -42,7 +42,7 @@ def test_a_perturbed_model_is_different_from_stock(endpoint, smollm2, tmp_path: 
     plan = Plan(
         name="degraded",
         model={"path": "m"},
-        servers={"degraded": {"args": DEGRADE}, "baseline": {"args": ["--enforce-eager"]}},
+        servers={"degraded": {"args": DEGRADE}, "baseline": {"args": ["--enforce-eager", "--dtype", "float32"]}},
         baseline="baseline",
         evals=[{"task": task.name, "limit": ITEMS, "passes": 1}],
         seeds=[1234],

@@ -29,7 +29,9 @@ def test_flags_only_write_a_plan_that_byog_plan_accepts(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     plan, text = load_plan(str(tmp_path / "plan.yaml"))
     assert set(plan.servers) == {"candidate", "baseline"}
-    assert plan.servers["baseline"].args == ["--enforce-eager"]
+    assert plan.servers["candidate"].args == ["--dtype", "float32"]  # a CPU plan's servers: init_plan.CPU_SERVER_ARGS
+    assert plan.servers["baseline"].args == ["--dtype", "float32", "--enforce-eager"]
+    assert plan.comparison_pairs[0].differs_in == ["--enforce-eager"]
     assert plan.comparison_pairs[0].baseline_is_stock is False
     assert [e.task for e in plan.evals] == ["gsm8k", "arithmetic_generated"]
     assert "# " in text and "CPU build" in text  # the defaults' reasons are written beside them
@@ -110,7 +112,7 @@ def test_on_a_terminal_it_asks_what_the_flags_leave_out(tmp_path: Path) -> None:
             proc.kill()
         os.close(primary)
     plan, text = load_plan(str(tmp_path / "plan.yaml"))
-    assert plan.servers["baseline"].args == ["--enforce-eager"]
+    assert plan.servers["baseline"].args == ["--dtype", "float32", "--enforce-eager"]
     assert "for vllm-project/vllm#123" in text
 
 

@@ -72,8 +72,8 @@ def test_builtin_smoke_profile_matches_the_spine_issue() -> None:
     plan, _ = load_plan()
     assert plan.name == "smoke"
     assert set(plan.servers) == {"candidate", "baseline"}
-    assert plan.servers["baseline"].args == ["--enforce-eager"]
-    assert plan.servers["candidate"].args == []
+    assert plan.servers["baseline"].args == ["--dtype", "float32", "--enforce-eager"]
+    assert plan.servers["candidate"].args == ["--dtype", "float32"]
     decode = plan.workloads[0]
     assert (decode.kind, decode.batch_sizes, decode.isl, decode.osl) == ("batch", [1, 2, 4], [32], [64])
     assert (decode.warmup_waves, decode.waves) == (1, 3)
