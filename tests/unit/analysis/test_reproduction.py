@@ -255,8 +255,14 @@ def test_overrides_change_only_how_servers_start() -> None:
         "docker",
         "registry/vllm@sha256:" + "a" * 64,
     )
-    assert changed.servers["candidate"].args == ["--max-model-len=2048"]
-    assert changed.servers["baseline"].args == ["--enforce-eager", "--max-model-len=2048", "--seed=3"]
+    assert changed.servers["candidate"].args == ["--dtype", "float32", "--max-model-len=2048"]
+    assert changed.servers["baseline"].args == [
+        "--dtype",
+        "float32",
+        "--enforce-eager",
+        "--max-model-len=2048",
+        "--seed=3",
+    ]
     assert (changed.servers["baseline"].runtime, changed.servers["baseline"].url) == ("endpoint", "http://127.0.0.1:9")
     assert changed.model.path == "/models/smollm2"
     assert [p.point_id for p in expand_plan(changed)] == [p.point_id for p in expand_plan(plan)]
