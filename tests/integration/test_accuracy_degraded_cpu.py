@@ -17,6 +17,7 @@ import pytest
 from byog.analysis.eval_summary import summarize_evals
 from byog.core.paths import RunDir
 from byog.evals.runner import run_task, write_task
+from byog.plans.init_plan import CPU_SERVER_ARGS
 from byog.plans.tasks import get_task
 from byog.runtimes.local import LocalRuntime
 from byog.schemas.plan import Plan, server_config
@@ -24,7 +25,7 @@ from byog.schemas.plan import Plan, server_config
 pytestmark = pytest.mark.integration
 
 ITEMS = 50
-DEGRADE = ["--enforce-eager", "--dtype", "float32", "--hf-overrides", '{"rms_norm_eps": 0.05}']
+DEGRADE = ["--enforce-eager", *CPU_SERVER_ARGS, "--hf-overrides", '{"rms_norm_eps": 0.05}']
 
 
 def test_a_perturbed_model_is_different_from_stock(endpoint, smollm2, tmp_path: Path) -> None:
@@ -42,7 +43,7 @@ def test_a_perturbed_model_is_different_from_stock(endpoint, smollm2, tmp_path: 
     plan = Plan(
         name="degraded",
         model={"path": "m"},
-        servers={"degraded": {"args": DEGRADE}, "baseline": {"args": ["--enforce-eager", "--dtype", "float32"]}},
+        servers={"degraded": {"args": DEGRADE}, "baseline": {"args": ["--enforce-eager", *CPU_SERVER_ARGS]}},
         baseline="baseline",
         evals=[{"task": task.name, "limit": ITEMS, "passes": 1}],
         seeds=[1234],

@@ -12,11 +12,11 @@ from pathlib import Path
 from tests.support.cli import byog, byog_env
 from tests.support.keys import ContributorKey
 
-# A guard against a hung run, not a judgement of its speed: on CI's two cores the smoke run takes
-# ~12 min; on a two-core box of this kind 1.6x slower (its unit suite 596 s, not ~360) it took ~23 min
-# (two bf16 GSM8K evals of ~250 s each: a 1,000-token prefill ran ~40 s). The tests that may set the
-# fixture up (pytest-timeout counts its setup) carry SMOKE_TEST_TIMEOUT_S, above it, so the fixture
-# cancels the job itself and says so.
+# A guard against a hung run, not a judgement of its speed: on a two-core box without AVX-512 the smoke
+# run took 475 s in float32 and ~23 min when its servers ran vLLM's CPU default bf16 (emulated there: two
+# GSM8K evals of ~250 s each, a 1,000-token prefill ~40 s); the limit stays above the bf16 figure.
+# The tests that may set the fixture up (pytest-timeout counts its setup) carry SMOKE_TEST_TIMEOUT_S,
+# above it, so the fixture cancels the job itself and says so.
 SMOKE_JOB_TIMEOUT_S = 2400
 SMOKE_TEST_TIMEOUT_S = SMOKE_JOB_TIMEOUT_S + 300
 # The test cluster runs nothing else when the smoke job is submitted: a job pending this long waits on
