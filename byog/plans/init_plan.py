@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from byog.plans.kv_memory import KvShape, kv_bytes_per_sequence
+from byog.plans.server_flags import flag_name
 from byog.plans.tasks import TASKS, answer_tokens
 
 BuildKind = Literal["installed", "python", "image", "wheel", "endpoint", "flags"]
@@ -175,18 +176,29 @@ def _flags_of(build: Build) -> list[str]:
     return build.value.split() if build.kind == "flags" else []
 
 
+def _cpu_defaults(own: list[str]) -> list[str]:
+    """CPU_SERVER_ARGS (flag-value pairs) less the flags a server's own args name, so each flag appears
+    once on its command line and the server's own value is the one it runs with."""
+    named = {flag_name(token) for token in own if token.startswith("--")}
+    pairs = zip(CPU_SERVER_ARGS[::2], CPU_SERVER_ARGS[1::2], strict=True)
+    return [token for flag, value in pairs if flag not in named for token in (flag, value)]
+
+
 def _servers(a: InitAnswers) -> tuple[list[str], list[str]]:
     """(the ``servers:`` block, the ``pairs:`` block)."""
     base, cand = a.baseline, a.candidate
-    common = CPU_SERVER_ARGS if a.cpu else []
+
+    def args(own: list[str]) -> list[str]:
+        return [*_cpu_defaults(own), *own] if a.cpu else own
+
     lines = ["servers:"]
     if a.isolation:
         lines.append(f"  # the PR with its switch on: {_build_comment(cand)}")
-        lines += _server_lines("switch-on", cand, common, {"additional_config": a.switch}, a.tp)
+        lines += _server_lines("switch-on", cand, args([]), {"additional_config": a.switch}, a.tp)
         lines.append("  # the same build with the switch off: vLLM's default path, which the PR must leave unchanged")
-        lines += _server_lines("switch-off", cand, common, {}, a.tp)
+        lines += _server_lines("switch-off", cand, args([]), {}, a.tp)
         lines.append(f"  # stock vLLM: {base.how}")
-        lines += _server_lines("merge-base", base.build, [*common, *base.args], {}, a.tp)
+        lines += _server_lines("merge-base", base.build, args(base.args), {}, a.tp)
         pairs = [
             "# The claim: switch on vs switch off, one build, one switch.",
             "# The isolation pair: stock at the merge base vs the PR with its switch off. It must show no",
@@ -203,9 +215,9 @@ def _servers(a: InitAnswers) -> tuple[list[str], list[str]]:
     cand_args = _flags_of(cand)
     extra = {"additional_config": a.switch} if a.switch else {}
     lines.append(f"  # {_build_comment(cand)}")
-    lines += _server_lines("candidate", cand, [*common, *cand_args], extra, a.tp)
+    lines += _server_lines("candidate", cand, args(cand_args), extra, a.tp)
     lines.append(f"  # {base.how}")
-    lines += _server_lines("baseline", base.build, [*common, *base.args], {}, a.tp)
+    lines += _server_lines("baseline", base.build, args(base.args), {}, a.tp)
     differs = [*cand_args, *base.args, *_switch_facts(a.switch)]
     pairs = ["pairs:"]
     if not base.stock:

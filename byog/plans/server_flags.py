@@ -231,7 +231,7 @@ SPECULATIVE_CONFIG_KEYS = frozenset(
 _UNLISTED = "is not on byog's list of vllm serve flags a bundle may set (byog/plans/server_flags.py)"
 
 
-def _flag_name(token: str) -> str:
+def flag_name(token: str) -> str:
     """'--max_num_seqs=8' -> '--max-num-seqs' (vLLM's parser reads '_' as '-' in flag names)."""
     head = token.split("=", 1)[0]
     return head[:2] + head[2:].replace("_", "-") if head.startswith("--") else head
@@ -258,7 +258,7 @@ def vet_args(server: str, args: list[str], allowed: Collection[str] = (), *, sub
     i = 0
     while i < len(args):
         token = args[i]
-        flag = _flag_name(token)
+        flag = flag_name(token)
         if not token.startswith("-"):
             raise UsageError(
                 f"{subject} passes '{one_line(token, 80)}' to vllm serve where a flag belongs; "

@@ -80,6 +80,22 @@ def test_the_cpu_plan_is_the_smoke_profile_in_everything_a_run_measures() -> Non
     assert written.model_dump(include=set(measured)) == smoke.model_dump(include=set(measured))
 
 
+def test_a_cpu_server_that_names_its_dtype_runs_with_it_named_once() -> None:
+    """A CPU plan's servers run float32 (init_plan.CPU_SERVER_ARGS) unless their own args name a dtype:
+    then theirs is the one, in either spelling, and the command line carries --dtype once."""
+    for flag in (["--dtype", "bfloat16"], ["--dtype=bfloat16"]):
+        cpu = _answers(
+            model="builtin:smollm2-135m-instruct",
+            candidate=ip.Build("flags", "--enforce-eager"),
+            baseline=ip.Baseline(ip.Build("installed"), "bf16", stock=False, args=flag),
+            gpus=ip.Gpus(0),
+            batch_sizes=ip.CPU_BATCHES,
+        )
+        plan = parse_plan(ip.plan_yaml(cpu), "init")
+        assert plan.servers["baseline"].args == flag
+        assert plan.servers["candidate"].args == [*ip.CPU_SERVER_ARGS, "--enforce-eager"]
+
+
 def test_a_wheel_candidate_is_an_image_still_to_build_with_the_command_in_its_comment() -> None:
     text = ip.plan_yaml(_answers(candidate=ip.Build("wheel", "dist/vllm-0.33.0.dev1-cp38-abi3-linux_x86_64.whl")))
     plan = parse_plan(text, "init")
