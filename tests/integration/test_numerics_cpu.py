@@ -41,10 +41,11 @@ import pytest
 
 from tests.support.cli import byog, byog_env
 
-# six server starts in one `byog run` (~5.5 min on CI's two cores): the subprocess's limit comes
-# before pytest's, so a run that overstays is killed with its servers, never left beside the next test
+# six server starts in one `byog run` (~7.5 min alone on two AVX2 cores; CI runs this module niced,
+# beside the other integration tests: its verdicts are on logprobs, not time): the subprocess's limit
+# comes before pytest's, so a run that overstays is killed with its servers, never left running
 RUN_TIMEOUT_S = 1700
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(RUN_TIMEOUT_S + 100)]
+pytestmark = [pytest.mark.integration, pytest.mark.beside, pytest.mark.timeout(RUN_TIMEOUT_S + 100)]
 
 CPU_ENV = "{VLLM_CPU_KVCACHE_SPACE: '1'}"
 ROPE = """{"rope_parameters": {"rope_theta": 105000.0, "rope_type": "default"}}"""
