@@ -104,9 +104,10 @@ def _all_vllm_processes() -> list[tuple[int, str]]:
     out = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmd = proc.info["cmdline"] or []
-        if cmd[:1] == ["srun"] or not _in_a_slurm_step(proc.pid):
+        if cmd[:1] == ["srun"]:
             continue
-        if "byog.images.vllm_entry" in cmd or any("VLLM" in part and "Worker" in part for part in cmd[:1]):
+        vllm = "byog.images.vllm_entry" in cmd or any("VLLM" in part and "Worker" in part for part in cmd[:1])
+        if vllm and _in_a_slurm_step(proc.pid):
             out.append((proc.pid, " ".join(cmd)[:140]))
     return out
 
