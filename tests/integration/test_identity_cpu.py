@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
 
 def test_server_json_identity_is_what_pip_recorded(cpu_server, smollm2) -> None:
