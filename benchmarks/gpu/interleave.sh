@@ -7,6 +7,8 @@
 #   benchmarks/gpu/interleave.sh run    # interleaved, then sequential; ~10 min
 #   benchmarks/gpu/interleave.sh poll   # the log tail and whether it finished
 #   benchmarks/gpu/interleave.sh pack   # $OUT/interleave-smollm2.tar.xz (both run directories)
+#   INTERLEAVE_PLAN=benchmarks/gpu/eval-turns-smollm2.yaml benchmarks/gpu/interleave.sh run|poll|pack
+#                                       # another plan the same two ways ($OUT/eval-turns-smollm2.tar.xz)
 #
 # One line for the lead: `benchmarks/gpu/interleave.sh run`, poll until finished, then `pack`.
 # Afterwards, here:
@@ -15,16 +17,16 @@ set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
 export PYTHONPATH=/tmp/site:/tmp/site2:$PWD
-PLAN=benchmarks/gpu/interleave-smollm2.yaml
-SEQ_PLAN=/tmp/interleave-smollm2-sequential.yaml
-ROOT=/tmp/runs/interleave-smollm2
-LOG=/tmp/interleave-smollm2.log
+PLAN=${INTERLEAVE_PLAN:-benchmarks/gpu/interleave-smollm2.yaml}
+TAG=$(basename "$PLAN" .yaml)
+SEQ_PLAN=/tmp/$TAG-sequential.yaml
+ROOT=/tmp/runs/$TAG
+LOG=/tmp/$TAG.log
 
 case "${1:-}" in
   run)
     [ -d /tmp/models/smollm2-bf16 ] || { echo "no /tmp/models/smollm2-bf16: run benchmarks/gpu/smollm2-weights.sh place first"; exit 1; }
-    sed -e 's/interleave: true/interleave: false/' -e 's/^name: h200-interleave-smollm2/name: h200-sequential-smollm2/' \
-      "$PLAN" > "$SEQ_PLAN"
+    sed -e 's/interleave: true/interleave: false/' -e 's/^name: \(.*\)$/name: \1-sequential/' "$PLAN" > "$SEQ_PLAN"
     mkdir -p "$ROOT"
     nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv
     setsid nohup bash -c "
@@ -43,7 +45,7 @@ case "${1:-}" in
     rm -f "$ROOT"/*/bundle.tar.gz  # re-made from the raw records by `byog pack` if needed; keeps the tarball small
     cp "$LOG" "$ROOT/run.log"
     nvidia-smi -q > "$ROOT/nvidia-smi-q.txt" 2>&1
-    tar -C /tmp/runs -cJf "$OUT/interleave-smollm2.tar.xz" interleave-smollm2 && ls -l "$OUT" ;;
+    tar -C /tmp/runs -cJf "$OUT/$TAG.tar.xz" "$TAG" && ls -l "$OUT" ;;
   *)
     sed -n '2,13p' "$0"; exit 2 ;;
 esac

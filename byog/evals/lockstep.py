@@ -1,6 +1,7 @@
 """Looks in lockstep: two servers whose evals run at once (``byog.pipeline.evals_at_once``), each in a
-process of its own, run a task with looks in the same look-sized chunks and judge the same paired gate
-on the same items at each look, so both stop at the same look (or both run on).
+process of its own, or in turns on one GPU (an interleaved pair, ``byog.pipeline.eval_turns``), run a
+task with looks in the same look-sized chunks and judge the same paired gate on the same items at each
+look, so both stop at the same look (or both run on).
 
 The run directory's records are the channel, as they are the truth:
 
@@ -12,7 +13,10 @@ The run directory's records are the channel, as they are the truth:
 - where the partner's eval process has ended without either (it failed, was killed, was interrupted),
   the waiting side gives the looks up and runs every item, the fallback that needs no partner, and its
   record says so;
-- a rerun reads its own look files back instead of running those items again.
+- a rerun reads its own look files back instead of running those items again;
+- in turns, a side never waits: where the partner has not run the look yet, the side's turn is over
+  (``TurnOver``) and its server can sleep while the partner's runs up to there; its next turn reads its
+  own looks back and judges them with the partner's.
 """
 
 from __future__ import annotations
@@ -31,10 +35,20 @@ POLL_S = 0.2  # how often a waiting side looks for the partner's look on disk
 
 @dataclass(frozen=True)
 class Partner:
-    """The server whose evals run at once with this one's, and how to tell its eval process has ended."""
+    """The server whose evals run at once with this one's, and how to tell its eval process has ended;
+    ``in_turns``: the two take turns on one GPU instead."""
 
     server: str
     gone: Callable[[], bool]
+    in_turns: bool = False
+
+
+class TurnOver(Exception):
+    """In turns: this side has run its part of a look that its partner has not run yet."""
+
+    def __init__(self, server: str, task: str, look: int, partner: str) -> None:
+        super().__init__(f"{task} look {look} done; {partner}'s turn (the same looks, in turns on one GPU)")
+        self.server, self.task, self.look, self.partner = server, task, look, partner
 
 
 class Lockstep:
@@ -64,7 +78,7 @@ class Lockstep:
 
     def wait(self, look: int, status: Callable[[str], None]) -> bool:
         """Until the partner's rows of ``look`` (or its complete records) are on disk: True; False where
-        its eval process ended without them."""
+        its eval process ended without them. In turns, ``TurnOver`` instead of waiting."""
         said = False
         while True:
             gone = self.partner.gone()  # read first: a process that wrote its look and then ended counts
@@ -73,6 +87,8 @@ class Lockstep:
                 return True
             if gone:
                 return False
+            if self.partner.in_turns:
+                raise TurnOver(self.server, self.task, look, self.partner.server)
             if not said:
                 status(f"{self.task}: look {look}: waiting for {self.partner.server}'s items of the look")
                 said = True

@@ -56,7 +56,7 @@ class Looks:
 
     sizes: list[int]  # items at each look, fractions of the plan's limit fixed before any item ran
     stop: Callable[[list[dict[str, Any]]], bool]  # the rows so far -> the gate stopped (every pair)
-    lockstep: Lockstep | None = None  # a partner evaluated at once, in the same looks (``byog.evals.lockstep``)
+    lockstep: Lockstep | None = None  # a partner at once or in turns, in the same looks (``byog.evals.lockstep``)
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,8 @@ def _lm_eval_task(
         record = {"planned_items": looks.sizes[-1], "looks_run": j + 1, "items_run": looks.sizes[j]}
         if lockstep:
             record["lockstep_with"] = lockstep.partner.server
+            if lockstep.partner.in_turns:
+                record["in_turns"] = True
             if not lockstep.wait(j + 1, status):  # the partner ended first: every item, no look judged
                 record.update(looks_run=j, items_run=looks.sizes[-1], stopped=False, why=lockstep.gave_up(j + 1))
                 looks = None
@@ -573,7 +575,7 @@ def looks_for(plan: Plan, spec: EvalSpec, server: str, run_dir: RunDir, partner:
     and a limit, the task runs through lm-eval, and every server this one is compared with has its
     items of the task in hand (the earlier server of a pair runs every item; the later one stops at
     the look where the gate on the paired items so far stops, for every pair it is in). ``partner``: a
-    server evaluated at once with this one; where it is compared with this one and has not run the task,
+    server evaluated at once or in turns with this one; where it is compared with this one and has not run the task,
     the two run in lockstep looks (``byog.evals.lockstep``), and a pair with any other server whose items
     are not in hand never stops."""
     if not stops_early(spec):
@@ -584,7 +586,7 @@ def looks_for(plan: Plan, spec: EvalSpec, server: str, run_dir: RunDir, partner:
     others = {b if c == server else c for c, b in pairs}
     complete = {o for o in others if run_dir.eval_complete(o, task.name)}
     lockstep = None
-    if partner is not None and partner.server in others - complete:
+    if partner is not None and partner.server in others:  # complete or not: this side's looks on disk count
         lockstep = Lockstep(run_dir, task.name, server, partner)
     elif not pairs or complete != others:
         return None
@@ -634,8 +636,9 @@ def run_evals_for_server(
     partner: Partner | None = None,
 ) -> None:
     """Every EvalSpec of the plan that names this server, skipping tasks already complete; none runs
-    where one of them cannot fit the server's context (``partner``: the server evaluated at once with
-    this one, ``looks_for``)."""
+    where one of them cannot fit the server's context (``partner``: the server evaluated at once or in
+    turns with this one, ``looks_for``; in turns, ``TurnOver`` ends this side's turn at a look its
+    partner has not run, with the task's looks so far on disk)."""
     check_evals_fit(plan, server_name, endpoint, run_dir)
     data_dir = resolve_data_dir(data_dir)
     for spec in plan.evals:
@@ -689,6 +692,7 @@ def looks_said(record: Mapping[str, Any] | None) -> str:
         return ""
     where = f"stopped at look {record['looks_run']}" if record["stopped"] else "no look stopped"
     if record.get("lockstep_with"):
-        where += f" (in the same looks as {record['lockstep_with']}, evaluated at once)"
+        how = "in turns on one GPU" if record.get("in_turns") else "evaluated at once"
+        where += f" (in the same looks as {record['lockstep_with']}, {how})"
     said = f"; {where}: items run / planned {record['items_run']} / {record['planned_items']}"
     return said + (f" ({record['why']})" if record.get("lockstep_with") and record.get("why") else "")

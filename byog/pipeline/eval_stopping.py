@@ -2,8 +2,9 @@
 
 An eval whose plan sets ``looks`` and a ``limit`` runs the later server of each pair in look-sized
 chunks and stops where the paired gate stops (``byog.evals.runner.looks_for``); the earlier server
-runs every item. Two servers whose evals run at once (``byog.pipeline.evals_at_once``) both run in
-the same looks and both stop there (``byog.evals.lockstep``): each is charged the expected share.
+runs every item. Two servers whose evals run at once (``byog.pipeline.evals_at_once``), or in turns
+on one GPU (an interleaved pair, ``byog.pipeline.eval_turns``), both run in the same looks and both
+stop there (``byog.evals.lockstep``): each is charged the expected share.
 The plan cannot know where the gate will stop, so it states the expected share of a stopping
 server's items under two hypotheses, from the run's own boundaries (``group_sequential.stop_probabilities``):
 
@@ -47,12 +48,7 @@ class ExpectedShare:
 
 
 def _runs_after(plan: Plan, server: str, other: str) -> bool:
-    """Whether ``server`` runs its evals after ``other``: an interleaved pair runs its baseline's
-    evals first, else the servers run in ``server_order``."""
-    if (server, other) in plan.interleaved_pairs:
-        return True
-    if (other, server) in plan.interleaved_pairs:
-        return False
+    """Whether ``server`` runs its evals after ``other`` (servers run in ``server_order``)."""
     order = server_order(plan)
     return order.index(server) > order.index(other)
 
@@ -100,12 +96,12 @@ def expected_share(
 ) -> ExpectedShare | None:
     """The expected share of ``server``'s items of ``spec``; None where every item runs (no looks or no
     limit, a task byog's runner scores whole, or the earlier server of one of its pairs). ``at_once``:
-    the pairs whose evals run at once, in the same looks."""
+    the pairs whose evals run at once; they and the plan's interleaved pairs run in the same looks."""
     task = TASKS.get(spec.task)
     if task is None or spec.limit is None or not stops_early(spec):
         return None
     pairs = pairs_judged_by(plan, spec, server)
-    together = {frozenset(pair) for pair in at_once}
+    together = {frozenset(pair) for pair in (*at_once, *plan.interleaved_pairs)}  # in the same looks
     if not pairs or not all(
         frozenset((c, b)) in together or _runs_after(plan, server, b if c == server else c) for c, b in pairs
     ):

@@ -7,7 +7,9 @@ Order: side A is the pair's baseline, side B its candidate. A starts, is put to 
 swap (sleep the one, wake the other) comes before every visit that follows the other side's. Each
 side's rows of the point are written as one file, each row with its visit (``interleave_seq``) and
 side, so the summary's bootstrap can resample blocks. Other points run whole, AB for even points and
-BA for odd ones. Evals and numerics passes follow on the same servers: A's, one swap, B's.
+BA for odd ones. Evals follow on the same servers in turns, in the same looks
+(``byog.pipeline.eval_turns``: both stop where the paired gate does); then numerics passes, A's, one
+swap, B's.
 
 Refused before anything starts (``interleave_check.check_interleave``) where the local vLLM's platform has no sleep
 mode or both sides' weights would not fit the host's memory; a server that answers 404 on
@@ -32,8 +34,9 @@ from byog.core.errors import ByogError, UsageError
 from byog.core.io import atomic_write_json, read_json
 from byog.core.paths import SUPERSEDED, RunDir
 from byog.core.reporter import Reporter
-from byog.evals.runner import check_evals_fit, run_evals_for_server
+from byog.evals.runner import check_evals_fit
 from byog.pipeline.activity import add_span, add_warmups, merge_into_server_record, phase, spent
+from byog.pipeline.eval_turns import run_evals_in_turns
 from byog.pipeline.launch import launch_server
 from byog.pipeline.numerics import run_numerics_for_server
 from byog.pipeline.wake_check import WakeCheck, WakeIntegrityFailure
@@ -441,15 +444,13 @@ def run_interleaved_pair(
         for half, server in names.items():
             check_agentic_contexts(points_for_server(plan, server, rd.launch), server, pair.servers[half].endpoint, rd)
         bench_pair(pair, rd, data_dir, reporter)
-        for side in ("A", "B") if rd.launch == 1 else ():  # launch r >= 2 measures the bench points only
-            name = names[side]
-            pair.on(side, -1, None)
-            endpoint = pair.servers[side].endpoint
-            with spent(rd, name, "eval"):
-                run_evals_for_server(plan, name, endpoint, rd, data_dir, reporter)
-            if plan.numerics is not None:
-                with spent(rd, name, "numerics"):
-                    run_numerics_for_server(plan, name, endpoint, rd, data_dir, reporter)
+        if rd.launch == 1:  # launch r >= 2 measures the bench points only
+            endpoints = {side: pair.servers[side].endpoint for side in names}
+            run_evals_in_turns(plan, names, endpoints, lambda side: pair.on(side, -1, None), rd, data_dir, reporter)
+            for side in ("A", "B") if plan.numerics is not None else ():
+                pair.on(side, -1, None)
+                with spent(rd, names[side], "numerics"):
+                    run_numerics_for_server(plan, names[side], endpoints[side], rd, data_dir, reporter)
     except WakeIntegrityFailure as err:
         reporter.line(f"{err}: the pair's unmeasured and invalidated points run sequentially")
         return _fall_back(pair, rd, str(err))

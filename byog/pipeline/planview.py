@@ -676,7 +676,7 @@ def early_stop_assumption(evals: list[EvalEstimate]) -> str | None:
     )
     return (
         "evals with looks (group-sequential: the later server of each pair, or both of a pair evaluated at "
-        "once, stop where the gate does): expected "
+        "once or of an interleaved pair in turns, stop where the gate does): expected "
         "share of items if the servers are equivalent (one margin apart), at most all: "
         + "; ".join(parts)
         + f"; item model (discordance = P(d_i != 0)): {models}; normal approximation of the run's boundaries; "

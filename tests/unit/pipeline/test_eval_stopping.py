@@ -55,10 +55,10 @@ def test_no_looks_no_limit_or_a_task_scored_whole_runs_every_item() -> None:
         assert expected_share(plan, plan.evals[0], "b") is None
 
 
-def test_an_interleaved_pair_runs_the_baseline_first_and_two_pairs_stop_later_than_one() -> None:
+def test_both_sides_of_an_interleaved_pair_stop_early_and_two_pairs_stop_later_than_one() -> None:
     interleaved = parse_plan(PLAN.replace("baseline: b}", "baseline: b, interleave: true}"), "p.yaml")
-    assert expected_share(interleaved, interleaved.evals[0], "b") is None
-    assert expected_share(interleaved, interleaved.evals[0], "a") is not None
+    shares = [expected_share(interleaved, interleaved.evals[0], s) for s in ("a", "b")]
+    assert shares[0] is not None and shares[0] == shares[1]  # in turns, in the same looks: both stop there
     one = parse_plan(PLAN, "p.yaml")
     two = parse_plan(
         PLAN.replace(

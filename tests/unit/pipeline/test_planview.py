@@ -154,8 +154,9 @@ def test_a_pair_at_once_is_charged_the_expected_items_on_both_servers() -> None:
     assert at_once["evals_expected_s"] < at_once["evals_total_s"]
     assert any(
         line.startswith(
-            "evals with looks (group-sequential: the later server of each pair, or both of a pair evaluated at once, "
-            "stop where the gate does): expected share of items if the servers are equivalent (one margin apart), "
+            "evals with looks (group-sequential: the later server of each pair, or both of a pair evaluated at once "
+            "or of an interleaved pair in turns, stop where the gate does): expected share of items if the servers "
+            "are equivalent (one margin apart), "
             "at most all: gsm8k "
         )
         and " on 2 server(s), 2 looks, obf" in line
