@@ -8,7 +8,8 @@ study-baab/, study-seq1/). Per run: the swaps each server recorded (server.json 
 ABBA order of every batch point as its rows hold it (``interleave_seq``, ``interleave_side``), each
 measured wave's decode tok/s and their spread, the decode tok/s ratio and its 95 % CI (derived again
 from the rows by ``byog.analysis.summary``, with the block bootstrap where the rows are interleaved),
-the wake-up check, and the time to verdict.
+the wake-up check, each eval's items per server (where looks stopped it, and whether in turns) with
+the verdict, and the time to verdict.
 """
 
 from __future__ import annotations
@@ -77,6 +78,20 @@ def _waves(rd: RunDir, servers: list[str], point_ids: list[str]) -> None:
             print(f"  waves {server} {point_id}: decode tok/s {' '.join(f'{r:.0f}' for r in rates)} (CV {spread:.1%})")
 
 
+def _evals(rd: RunDir, servers: list[str]) -> None:
+    for server in servers:
+        for results in sorted((rd.root / "evals" / server).glob("*/results.json")):
+            r = read_json(results)
+            seq = (r.get("extra") or {}).get("sequential") or {}
+            where = (
+                f"look {seq['looks_run']}{' (stopped)' if seq.get('stopped') else ''}, "
+                f"{'in turns' if seq.get('in_turns') else 'lockstep' if seq.get('lockstep_with') else 'alone'}"
+                if seq
+                else "no looks"
+            )
+            print(f"  eval {server} {results.parent.name}: {r['n_items']} items, {r['score']:.1f} points ({where})")
+
+
 def show(rd: RunDir, label: str) -> None:
     summary = derive_summary(rd)
     print(f"== {label}: {rd.root}")
@@ -85,6 +100,7 @@ def show(rd: RunDir, label: str) -> None:
     point_ids = sorted({p.point_id for p in summary.bench.points})
     _abba(rd, servers, point_ids)
     _waves(rd, servers, point_ids)
+    _evals(rd, sorted(p.name for p in (rd.root / "evals").iterdir()) if (rd.root / "evals").is_dir() else [])
     for c in summary.bench.comparisons:
         if c.metric == "decode_tok_s":
             ci = f"{c.ci_low:.4f}-{c.ci_high:.4f}" if c.ci_low is not None and c.ci_high is not None else "-"
@@ -93,6 +109,9 @@ def show(rd: RunDir, label: str) -> None:
                 f" = {c.ratio:.4f}, 95% CI {ci} (width {c.ci_high - c.ci_low if c.ci_high and c.ci_low else 0:.4f};"
                 f" resampled {c.units})"
             )
+    for v in summary.evals.verdicts:
+        said = f"{v.sequential.decision} at {v.sequential.items_used} items" if v.sequential else v.verdict
+        print(f"  verdict {v.task} {v.candidate} vs {v.baseline}: {said} (d {v.d:+.2f}, margin {v.margin})")
     for w in summary.bench.wake_effects:
         ci = f"{w.ci_low:.3f}-{w.ci_high:.3f}" if w.ci_low is not None and w.ci_high is not None else "-"
         ratio = f"{w.ratio:.3f}" if w.ratio is not None else "-"
