@@ -59,6 +59,7 @@ def open_or_resume(
     *,
     new: bool = False,
     claims: list[Claim] | None = None,
+    data_dir: Path | None = None,
 ) -> tuple[Plan, RunDir, list[str]]:
     """``byog run``'s run directory and what to say about it: without ``run_dir`` (and without
     ``new``) the newest unfinished run of the same plan, resumed; an existing one whose plan was
@@ -74,7 +75,7 @@ def open_or_resume(
         plan, rd = open_run_dir(None, run_dir, tier)
         return plan, rd, said
     plan, text, pin = pinned_plan(plan_ref, tier)
-    said += [f"not checked before launch: {note}" for note in check_before_start(plan, plan_ref, claims)]
+    said += [f"not checked before launch: {note}" for note in check_before_start(plan, plan_ref, claims, data_dir)]
     if run_dir is None or not existing:
         return plan, _new_run_dir(text, pin, run_dir), said
     rd = RunDir(run_dir)
@@ -105,8 +106,10 @@ def _as_run(plan: Plan, text: str, tier: str) -> tuple[Plan, str]:
     return tiered, tiered_plan_yaml(tiered)
 
 
-def check_before_start(plan: Plan, plan_ref: str | None, claims: list[Claim] | None = None) -> list[str]:
+def check_before_start(
+    plan: Plan, plan_ref: str | None, claims: list[Claim] | None = None, data_dir: Path | None = None
+) -> list[str]:
     """Everything that can be refused without launching, refused before a run directory exists;
     returns what could not be checked before launch (``byog.pipeline.preflight``)."""
     where = plan_ref or "the smoke profile"
-    return preflight(plan, where, for_run=True, env=environment_fingerprint(), claims=claims)
+    return preflight(plan, where, for_run=True, env=environment_fingerprint(), claims=claims, data_dir=data_dir)

@@ -6,6 +6,8 @@ and a model path typo is refused once with all three (``PlanProblems``):
 
 - the plan's own checks (placeholders, the model reference, what fits, the numerics roles,
   interleaving) and the eval task names and trace files it names, with the nearest known name;
+- an eval with looks whose limit is above the items its data holds where that data is on this host
+  (its looks are fractions of the limit: the run would refuse it only when the evals begin, after the bench);
 - each launched server's `vllm serve` arguments, parsed by vLLM's own serve parser in the
   interpreter that will run it (``byog.images.vllm_args_probe``; no model is loaded). A local
   server's interpreter is its ``python`` (a Python with a vLLM byog supports, whose vLLM imports:
@@ -31,9 +33,10 @@ from typing import Any
 
 from byog.bench.traces import SAMPLES
 from byog.bundles.claims_in import plan_claim_problems
-from byog.core.errors import PlanProblems, UsageError
+from byog.core.errors import ByogError, PlanProblems, UsageError
 from byog.core.io import atomic_write_json
-from byog.core.settings import cache_dir
+from byog.core.settings import cache_dir, resolve_data_dir
+from byog.evals.data import read_split, resolve_source
 from byog.images import vllm_args_probe
 from byog.images.models import check_model_reference
 from byog.pipeline.interleave_check import check_interleave
@@ -41,7 +44,7 @@ from byog.pipeline.kv_overview import check_plan_kv
 from byog.plans.expand import check_plan_fits
 from byog.plans.load import did_you_mean
 from byog.plans.numerics_roles import check_stock_roles, resolve_control
-from byog.plans.tasks import TASKS
+from byog.plans.tasks import TASKS, stops_early
 from byog.plans.tiers import find_placeholders, require_no_placeholders
 from byog.runtimes.interpreter import checked_vllm, server_python
 from byog.runtimes.launch import SECRET_ENV, vllm_serve_args
@@ -59,6 +62,29 @@ def task_problems(plan: Plan) -> list[str]:
         for i, spec in enumerate(plan.evals)
         if spec.task not in TASKS
     ]
+
+
+def eval_size_problems(plan: Plan, data_dir: Path | None = None) -> list[str]:
+    """Each eval with looks whose limit is above the items of its task's data (read where the run
+    reads it: ``data_dir``, else byog's default); data streamed from the hub is counted only as it runs."""
+    found = []
+    for i, spec in enumerate(plan.evals):
+        task = TASKS.get(spec.task)
+        if task is None or spec.limit is None or not stops_early(spec):
+            continue
+        try:
+            source = resolve_source(task, resolve_data_dir(data_dir))
+        except ByogError:
+            continue  # where the data comes from is the run's to refuse, with its own reason
+        if not source.files:
+            continue
+        items = len(read_split(source, task.eval_split))
+        if spec.limit > items:
+            found.append(
+                f"'evals[{i}].limit': {spec.limit} is above the {items} items of {task.name} ({source.label}), and its "
+                f"looks are fractions of the limit: set it to {items} or fewer"
+            )
+    return found
 
 
 SECRET_FLAGS = ("--hf-token", "--api-key")  # vLLM flags whose value is a credential
@@ -213,12 +239,19 @@ def _cached_probe(python: str, servers: dict[str, list[str]]) -> dict[str, Any]:
 
 
 def preflight(
-    plan: Plan, where: str, *, for_run: bool, env: dict[str, Any], claims: list[Claim] | None = None
+    plan: Plan,
+    where: str,
+    *,
+    for_run: bool,
+    env: dict[str, Any],
+    claims: list[Claim] | None = None,
+    data_dir: Path | None = None,
 ) -> list[str]:
     """Every check that runs before a server starts; raises ``PlanProblems`` with all it found.
 
     ``for_run``: placeholders are problems (``byog plan`` shows them as values to set instead).
     ``claims`` (``byog run --claims``): each must name a server, point id and eval of the plan.
+    ``data_dir``: where the run reads eval data (``--data-dir``).
     Returns what could not be checked before launch, each with why.
     """
     placeholders = bool(find_placeholders(plan))
@@ -239,6 +272,7 @@ def preflight(
     problems = (
         [p.removeprefix(": ") for p in _collected(checks)]
         + task_problems(plan)
+        + eval_size_problems(plan, data_dir)
         + trace_problems(plan)
         + secret_problems(plan)
     )

@@ -350,7 +350,7 @@ def run_plan(
     bundle_subject = subject_arg(subject)
     given = read_claims_file(claims) if claims is not None else None
     try:
-        plan, rd, said = open_or_resume(plan_ref, run_dir, tier, new=new, claims=given)
+        plan, rd, said = open_or_resume(plan_ref, run_dir, tier, new=new, claims=given, data_dir=data_dir)
     except ByogError as err:
         err.resume = err.resume or f"{resume_command(plan_ref, tier, run_dir, None)}   (once that is fixed)"
         raise

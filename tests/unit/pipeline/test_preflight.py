@@ -174,3 +174,23 @@ def test_each_servers_own_python_is_refused_in_one_sentence_before_anything_star
     assert f"server 'bare': python '{isolated / 'bare' / 'bin' / 'python'}' has no vLLM installed" in out
     assert f"server 'broken': the vLLM in python '{isolated / 'broken' / 'bin' / 'python'}' cannot start" in out
     assert "server 'baseline'" not in out
+
+
+def test_an_eval_whose_looks_need_more_items_than_its_data_holds_is_refused_before_the_bench(isolated: Path) -> None:
+    """byog's arithmetic ships 200 items: a limit of 400 would be refused only when the evals begin,
+    after the bench; a limit within its data, or an eval without looks, is no problem."""
+    looks = "  - {task: arithmetic_generated, limit: 400, looks: [0.5, 1.0]}\n"
+    text = PLAN.replace('["--no-enable-prefix-cacheing"]', "[]").replace('["--seed", "abc"]', "[]")
+    plan = isolated / "looks.yaml"
+    plan.write_text(text.replace("  - {task: gsm9k, limit: 10}\n", looks))
+    for command in ("plan", "run"):
+        result = runner.invoke(app, [command, str(plan)])
+        assert result.exit_code == 2, result.output
+        assert (
+            "'evals[0].limit': 400 is above the 200 items of arithmetic_generated (generated "
+            "(byog/arithmetic-generated), not a published benchmark), and its looks are fractions of the limit: "
+            "set it to 200 or fewer"
+        ) in " ".join(result.output.split())
+    for fine in (looks.replace("400", "200"), looks.replace(", looks: [0.5, 1.0]", "")):
+        plan.write_text(text.replace("  - {task: gsm9k, limit: 10}\n", fine))
+        assert runner.invoke(app, ["plan", str(plan)]).exit_code == 0
