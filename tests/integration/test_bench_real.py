@@ -51,6 +51,15 @@ def test_byog_and_vllm_bench_serve_each_measure_the_servers_tpot_and_count_its_t
     assert abs(off_by_one - 1) > SERVER_AGREEMENT, "the band must see a TPOT divided by n_out"
 
 
+# What a loaded box does to a point's timing (byog flags it, and this test times nothing): the client
+# falls behind, or at B=2 one request's answer is done before the other's first token.
+LOAD_REASONS = ("client saturated", "have no decode window")
+
+
+def _timing_only(reasons: list[str]) -> list[str]:
+    return [r for r in reasons if not any(said in r for said in LOAD_REASONS)]
+
+
 def test_bench_cli_writes_a_resumable_run_dir_with_isl_1_and_chat(endpoint, tmp_path: Path) -> None:
     runner = CliRunner()
     run_dir = tmp_path / "run"
@@ -63,7 +72,7 @@ def test_bench_cli_writes_a_resumable_run_dir_with_isl_1_and_chat(endpoint, tmp_
         "--isl",
         "1",
         "--osl",
-        "8",
+        "32",
         "--waves",
         "2",
         "--warmup-waves",
@@ -76,18 +85,18 @@ def test_bench_cli_writes_a_resumable_run_dir_with_isl_1_and_chat(endpoint, tmp_
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout[result.stdout.index("{") :])
     points = {p["point_id"]: p for p in out["points"]}
-    assert sorted(points) == ["decode-b1-isl1-osl8", "decode-b2-isl1-osl8"]
+    assert sorted(points) == ["decode-b1-isl1-osl32", "decode-b2-isl1-osl32"]
     for p in points.values():
-        hard = [r for r in p["invalid_reasons"] if not r.startswith("client saturated")]
-        assert hard == [] and p["n_requests"] == p["batch_size"] * 2
-        assert p["metrics"]["decode_tok_s"] > 0 and p["metrics"]["tpot_s"]["p50"] > 0
-    rows = run_dir / "bench" / "endpoint" / "decode-b2-isl1-osl8.parquet"
+        assert _timing_only(p["invalid_reasons"]) == [] and p["n_requests"] == p["batch_size"] * 2
+        assert p["metrics"]["tpot_s"]["p50"] > 0
+    assert points["decode-b1-isl1-osl32"]["metrics"]["decode_tok_s"] > 0  # one request: every wave has a window
+    rows = run_dir / "bench" / "endpoint" / "decode-b2-isl1-osl32.parquet"
     import pyarrow.parquet as pq
 
     table = pq.read_table(rows).to_pylist()
-    assert [r["n_in"] for r in table] == [1] * 6 and [r["n_out"] for r in table] == [8] * 6
-    record = json.loads((run_dir / "bench" / "endpoint" / "decode-b2-isl1-osl8.json").read_text())
-    assert record["counter_deltas"]["vllm:generation_tokens_total"] == 6 * 8
+    assert [r["n_in"] for r in table] == [1] * 6 and [r["n_out"] for r in table] == [32] * 6
+    record = json.loads((run_dir / "bench" / "endpoint" / "decode-b2-isl1-osl32.json").read_text())
+    assert record["counter_deltas"]["vllm:generation_tokens_total"] == 6 * 32
     assert record["counter_deltas"]["vllm:prompt_tokens_total"] == 6 * 1
 
     again = runner.invoke(app, args)  # same flags, same run dir: everything is skipped
@@ -121,7 +130,7 @@ def test_bench_cli_writes_a_resumable_run_dir_with_isl_1_and_chat(endpoint, tmp_
     )
     assert chat.exit_code == 0, chat.output
     (point,) = json.loads(chat.stdout[chat.stdout.index("{") :])["points"]
-    assert [r for r in point["invalid_reasons"] if not r.startswith("client saturated")] == []
+    assert _timing_only(point["invalid_reasons"]) == []
 
 
 def test_random_text_prompts_are_text_the_server_counts_as_exactly_isl_tokens(
