@@ -66,7 +66,13 @@ def run_evals_in_turns(
             try:
                 with spent(rd, names[side], "eval"):
                     run_evals_for_server(
-                        plan, names[side], endpoints[side], rd, data_dir, reporter, Partner(other, _never, True)
+                        plan,
+                        names[side],
+                        endpoints[side],
+                        rd,
+                        data_dir,
+                        reporter,
+                        Partner(other, gone=_never, in_turns=True),
                     )
             except TurnOver as turn:
                 reporter.line(f"{names[side]}: {turn}")
