@@ -22,7 +22,7 @@ from byog.plans.tasks import get_task
 from byog.runtimes.local import LocalRuntime
 from byog.schemas.plan import Plan, server_config
 
-pytestmark = [pytest.mark.integration, pytest.mark.beside]
+pytestmark = pytest.mark.integration
 
 ITEMS = 50
 DEGRADE = ["--enforce-eager", *CPU_SERVER_ARGS, "--hf-overrides", '{"rms_norm_eps": 0.05}']

@@ -22,7 +22,7 @@ from byog.runtimes.cluster import ClusterServer, cluster_spec, node_runtime_for
 from byog.runtimes.nodes import marked_processes
 from byog.schemas.plan import BUILTIN_MODEL, ModelSpec, server_config
 
-pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.beside]
+pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
 REPO = Path(__file__).resolve().parents[2]
 

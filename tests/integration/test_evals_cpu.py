@@ -20,7 +20,7 @@ from byog.runtimes.record import resolved_config
 from byog.schemas.plan import Plan
 from tests.support.gated import find_texts, gpqa_fixture_texts
 
-pytestmark = [pytest.mark.integration, pytest.mark.beside]
+pytestmark = pytest.mark.integration
 
 
 def test_gsm8k_three_items(endpoint, shared_datasets: Path, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.beside]
+pytestmark = pytest.mark.integration
 
 
 def test_server_json_identity_is_what_pip_recorded(cpu_server, smollm2) -> None:

@@ -33,7 +33,7 @@ from byog.schemas.plan import ComparisonPair, server_config
 from byog.schemas.server import ServerRecord
 from tests.support.session_server import SESSION_SERVER_ARGS
 
-pytestmark = [pytest.mark.integration, pytest.mark.beside]
+pytestmark = pytest.mark.integration
 
 VARIANT_ARGS = [*SESSION_SERVER_ARGS, "-O", "3", "--additional-config", '{"alpha": 1}']
 VARIANT_ARGS += ["--additional-config", '{"beta": 2}']
