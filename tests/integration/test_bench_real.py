@@ -18,10 +18,11 @@ pytestmark = pytest.mark.integration
 # vllm:request_time_per_output_token_seconds histogram, read before and after each run). Two
 # back-to-back runs on this 2-core box differ by up to 15 % (a client's own CPU slows the server
 # that shares its cores; CI once failed a 10 % band between two runs at 10.8 %), but what slows
-# the server slows what its client sees: client and server agreed within 0.08 % in every run
-# measured. So the band is 0.5 %, and it sees a TPOT divided by n_out instead of n_out - 1
-# (3.1 % at OSL 32). The 2 % byog-vs-vLLM target is benchmarks/fidelity.py's, on the GPU.
-SERVER_AGREEMENT = 0.005
+# the server slows what its client sees: client and server agreed within 0.08 % alone, and within
+# 0.51 % with the unit suite running beside (a rehearsal of scripts/test.sh read 0.99494). So the
+# band is 1 %, and it still sees a TPOT divided by n_out instead of n_out - 1 (3.1 % at OSL 32,
+# asserted below). The 2 % byog-vs-vLLM target is benchmarks/fidelity.py's, on the GPU.
+SERVER_AGREEMENT = 0.01
 # vLLM's own client is a second witness, not byog's measurement, and it has no such guarantee: with the
 # unit suite running at nice 19 beside it, its first chunks arrived late enough to read 0.973 of the
 # server's TPOT while byog's client stayed within the band above. It must still agree to a sanity band.
