@@ -25,7 +25,8 @@ from byog.schemas.server import Endpoint
 SIDES: tuple[Side, Side] = ("A", "B")
 
 
-def _evals_done(plan: Plan, server: str, rd: RunDir) -> bool:
+def evals_done(plan: Plan, server: str, rd: RunDir) -> bool:
+    """Every eval of the plan that names ``server`` complete in ``rd``."""
     return all(rd.eval_complete(server, spec.task) for spec in plan.evals if server in plan.servers_for(spec))
 
 
@@ -56,7 +57,7 @@ def run_evals_in_turns(
     """Both sides' evals, a turn at a time (``wake(side)``: that side's server on the GPU, the other
     asleep), until both are complete."""
     while True:
-        pending = [side for side in SIDES if not _evals_done(plan, names[side], rd)]
+        pending = [side for side in SIDES if not evals_done(plan, names[side], rd)]
         if not pending:
             return
         before = _progress(plan, names, rd)

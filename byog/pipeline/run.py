@@ -48,6 +48,7 @@ from byog.images.models import prepare_model
 from byog.pipeline.activity import add_warmups, phase, spent
 from byog.pipeline.baseline_distance import record_baseline_distances
 from byog.pipeline.derive import derive_and_write
+from byog.pipeline.eval_turns import evals_done
 from byog.pipeline.evals_at_once import AtOnce, run_evals_at_once, say_eval_order, with_evals_at_once
 from byog.pipeline.interleave import (
     interleaved_record,
@@ -75,10 +76,7 @@ from byog.schemas.summary import Summary
 def server_work_done(plan: Plan, server: str, rd: RunDir) -> bool:
     """Every point of this launch (``rd.launch``) complete, and on launch 1 every eval too."""
     points_done = all(rd.bench_point_complete(server, p.point_id) for p in points_for_server(plan, server, rd.launch))
-    evals_done = rd.launch > 1 or all(
-        rd.eval_complete(server, spec.task) for spec in plan.evals if server in plan.servers_for(spec)
-    )
-    return points_done and evals_done and (rd.launch > 1 or numerics_done(plan, server, rd))
+    return points_done and (rd.launch > 1 or (evals_done(plan, server, rd) and numerics_done(plan, server, rd)))
 
 
 def launch_rounds(plan: Plan) -> list[tuple[int, str]]:
