@@ -63,7 +63,8 @@ def compare(
                     f"  client cpu {r['client_cpu_share']:.0%} lag p99 {r['client_loop_lag_p99_s'] * 1e3:.1f} ms"
                     if r.get("client_loop_lag_p99_s") is not None
                     else ""
-                ),
+                )
+                + (f"\n    read late (TPOT may not be the server's): {r['late_reads']}" if r.get("late_reads") else ""),
                 flush=True,
             )
     print(f"  vllm command: vllm {runs[1]['command'].split('vllm_entry ', 1)[-1]}")

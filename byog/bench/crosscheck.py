@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ import httpx
 from byog.analysis import counters, metrics
 from byog.bench.prompts import Prompt, ServerTokenizer, build_prompts
 from byog.bench.workloads import run_point
-from byog.schemas.bench import BenchPoint, write_request_rows
+from byog.schemas.bench import BenchPoint, RequestRow, write_request_rows
 from byog.schemas.plan import RandomPrompts, RequestBodyStyle
 
 
@@ -41,6 +43,39 @@ def _server_side(deltas: dict[str, Any]) -> dict[str, Any]:
         "server_prefix_cache_hits": deltas.get(counters.PREFIX_CACHE_HITS),
         "server_prefix_cache_queries": deltas.get(counters.PREFIX_CACHE_QUERIES),
     }
+
+
+# A stream read late (byog's process or the server's front end stalled) shows the token read late
+# and the buffered ones after it in a burst, or, where the front end stalled, one merged chunk after
+# a long gap. A first token read late makes the request's TPOT short by the stall over n_out - 1,
+# a last token read late makes it long; a middle one moves nothing. The server's own TPOT is timed
+# in its engine, so neither moves it.
+BURST_SHARE = 0.1  # a gap under this share of the run's median gap: a buffered token
+LATE_LAST_FACTOR = 3.0  # a last gap over this many median gaps: a stall (or a slow step) before it
+
+
+def late_reads(records: Sequence[RequestRow]) -> list[str]:
+    """Requests whose first or last token time may say when the client read it, not when the server
+    made it: one line each (empty: every TPOT spans what the server timed). Gaps are judged against
+    the median gap of the whole run: a request read mostly from a buffer has a median gap of 0."""
+    streams = [(index, row) for index, row in enumerate(records) if row.ok and len(row.chunk_t_ns) >= 3]
+    gaps = {index: [b - a for a, b in pairwise(row.chunk_t_ns)] for index, row in streams}
+    if not gaps:
+        return []
+    median = statistics.median(g for request in gaps.values() for g in request)
+    out: list[str] = []
+    for index, row in streams:
+        first, last = gaps[index][0], gaps[index][-1]
+        if row.chunk_tokens[0] > 1:  # chunk_tokens lists the chunks chunk_t_ns times
+            out.append(f"request {index}: its first chunk carried {row.chunk_tokens[0]} tokens")
+        elif first < BURST_SHARE * median:
+            out.append(f"request {index}: its second token came {first / 1e6:.2f} ms after the first")
+        if last < BURST_SHARE * median or last > LATE_LAST_FACTOR * median:
+            out.append(
+                f"request {index}: its last token came {last / 1e6:.2f} ms after the one before"
+                f" (median gap {median / 1e6:.1f} ms)"
+            )
+    return out
 
 
 def run_byog(
@@ -114,6 +149,7 @@ def run_byog(
         **_server_side(deltas),
         "client_cpu_share": run.cpu_share,
         "client_loop_lag_p99_s": run.loop_lag_p99_s,
+        "late_reads": late_reads(run.records),
     }
 
 

@@ -15,14 +15,19 @@ from byog.cli import app
 pytestmark = pytest.mark.integration
 
 # Each tool's mean TPOT against the server's own mean TPOT over the same requests (the
-# vllm:request_time_per_output_token_seconds histogram, read before and after each run). Two
-# back-to-back runs on this 2-core box differ by up to 15 % (a client's own CPU slows the server
-# that shares its cores; CI once failed a 10 % band between two runs at 10.8 %), but what slows
-# the server slows what its client sees: client and server agreed within 0.08 % alone, and within
-# 0.51 % with the unit suite running beside (a rehearsal of scripts/test.sh read 0.99494). So the
-# band is 1 %, and it still sees a TPOT divided by n_out instead of n_out - 1 (3.1 % at OSL 32,
-# asserted below). The 2 % byog-vs-vLLM target is benchmarks/fidelity.py's, on the GPU.
+# vllm:request_time_per_output_token_seconds histogram, read before and after each run). The server
+# times a request's tokens in its engine; a client times their reads, and the two differ only where a
+# first or last token was read late (its process, or the server's front end, stalled: a middle token
+# read late moves no TPOT). byog names such reads (crosscheck.late_reads; CI once read 0.906 of the
+# server's TPOT: 1.4 s of the 8 requests' decode went unseen), and a run that names one is measured
+# again: a stall is the box's, not the client's. A read late enough to move the mean by 1 % at 8
+# requests of 32 tokens is ~2.5 steps late, so it is named; a client that is late at every first
+# token by less than a step is not, and it fails here. The band is 1 % (undisturbed runs agreed
+# within 0.5 % with the unit suite running beside), and it still sees a TPOT divided by n_out
+# instead of n_out - 1 (3.1 % at OSL 32, asserted below). The 2 % byog-vs-vLLM target is
+# benchmarks/fidelity.py's, on the GPU.
 SERVER_AGREEMENT = 0.01
+ATTEMPTS = 3
 # vLLM's own client is a second witness, not byog's measurement, and it has no such guarantee: with the
 # unit suite running at nice 19 beside it, its first chunks arrived late enough to read 0.973 of the
 # server's TPOT while byog's client stayed within the band above. It must still agree to a sanity band.
@@ -35,7 +40,12 @@ def _client_over_server(run: dict[str, Any]) -> float:
 
 def test_byog_and_vllm_bench_serve_each_measure_the_servers_tpot_and_count_its_tokens(endpoint, smollm2) -> None:
     kw = dict(isl=32, osl=32, concurrency=1, num_prompts=8)
-    byog = run_byog(endpoint.base_url, endpoint.model, smollm2.tokenizer, **kw)
+    for attempt in range(1, ATTEMPTS + 1):
+        byog = run_byog(endpoint.base_url, endpoint.model, smollm2.tokenizer, **kw)
+        if not byog["late_reads"]:
+            break
+        print(f"\nattempt {attempt}: client / server {_client_over_server(byog):.5f}, read late: {byog['late_reads']}")
+    assert byog["late_reads"] == [], f"each of {ATTEMPTS} runs read a stream late"
     vllm = run_vllm_bench_serve(endpoint.base_url, endpoint.model, smollm2.tokenizer, **kw)
     # exact: what byog counted is what the server says it processed
     assert byog["errors"] == [] and byog["completed"] == 8

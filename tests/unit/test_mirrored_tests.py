@@ -33,7 +33,6 @@ EXEMPT: dict[str, str] = {
     "byog/analysis/sessions.py": "tested in tests/unit/analysis/test_frontier.py",
     "byog/analysis/summary.py": "tested in tests/unit/analysis/test_launches.py",
     "byog/bench/ceiling.py": "tested in tests/unit/bench/test_sweep.py",
-    "byog/bench/crosscheck.py": "runs `vllm bench` beside byog's client: tests/integration/test_bench_real.py",
     "byog/bench/workloads.py": "tested in tests/unit/bench/test_sweep.py",
     "byog/bundles/checks/attestations.py": "a verify check: tests/unit/bundles/test_attestations.py",
     "byog/bundles/checks/bounds.py": "a verify check: tests/unit/bundles/test_bounds.py",
