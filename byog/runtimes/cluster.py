@@ -285,7 +285,11 @@ class ClusterServer:
                 raise self._died_starting(dead, "before the server became healthy") from None
             self._after_healthy(started_at, time.monotonic() - t0)
         except BaseException:
-            self._teardown()
+            try:
+                self._teardown()
+            except ByogError as left:  # the start's own failure is the one to say; this goes to its log
+                with self.log_path.open("a") as log:
+                    log.write(f"\nbyog: after the failed start, {left}\n")
             raise
         self._watch_stop.clear()
         self._watcher = threading.Thread(target=self._watch, name=f"byog-watch-{self.name}", daemon=True)
@@ -509,7 +513,8 @@ class ClusterServer:
     # --- teardown -------------------------------------------------------------------------------
     def _teardown(self, grace_s: float = STOP_GRACE_S) -> None:
         """Every node closed: the API server first (it shuts its engine down in order), then the
-        other processes together, then every node (what escaped its group, the containers)."""
+        other processes together, then every node (what escaped its group, the containers). A node
+        that cannot show it is clear raises, after every node was closed."""
         with self._lock:
             running, self.running = self.running, []
             nodes, self.nodes = self.nodes, []

@@ -26,6 +26,7 @@ from typing import IO, Any, Protocol
 
 import psutil
 
+from byog.core.errors import EnvironmentProblem
 from byog.core.settings import NODE_MARKER_ENV
 from byog.images.vllm_entry import installed_vllm_version
 from byog.runtimes.local import die_with_parent, kill_process_group
@@ -124,6 +125,34 @@ def kill_marked(marker: str, grace_s: float = 5.0) -> list[int]:
     return [p.pid for p in procs]
 
 
+# Sweeps repeat, a short pause apart, until a pass finds nothing: a parent killed late in a pass may
+# have forked after its children were found.
+SWEEP_PASSES = 10
+SWEEP_PAUSE_S = 0.2
+
+
+def sweep_marked(marker: str, passes: int | None = None) -> list[int]:
+    """``kill_marked`` pass after pass until one finds nothing (the node is clear: ``[]``); else what
+    the last pass found."""
+    grace_s = 5.0
+    found: list[int] = []
+    for _ in range(passes or SWEEP_PASSES):
+        found = kill_marked(marker, grace_s)
+        if not found:
+            return []
+        grace_s = 0.2  # what a pass finds after the first was born since: no shutdown to wait for
+        time.sleep(SWEEP_PAUSE_S)
+    return found
+
+
+def node_not_clear(rank: int, where: str, why: str, marker: str) -> EnvironmentProblem:
+    """A node close could not show that nothing of the node is left: fail closed, saying where to look."""
+    return EnvironmentProblem(
+        f"node {rank} ({where}): byog cannot say its processes are gone ({why});"
+        f" look there for processes whose environment holds {NODE_MARKER_ENV}={marker}"
+    )
+
+
 class LocalProc:
     """A process group on this host, started in its own session, dying with byog (PDEATHSIG)."""
 
@@ -195,7 +224,10 @@ class LocalNode:
         for proc in reversed(self.procs):
             proc.stop()
         self.procs = []
-        kill_marked(self.marker)  # what left the process groups (Ray's daemons)
+        left = sweep_marked(self.marker)  # what left the process groups (Ray's daemons)
+        if left:
+            passes = f"still there after {SWEEP_PASSES} passes: {' '.join(str(pid) for pid in left)}"
+            raise node_not_clear(self.rank, self.address, passes, self.marker)
 
     def record(self) -> dict[str, Any]:
         return {"runtime": "local", "address": self.address, "gpus": self.gpus, "marker": self.marker}

@@ -7,7 +7,9 @@ session's process-group id as its first log line, and keeps byog's end of the SS
 the channel, the watcher reads EOF and kills the remote group. ``stop`` kills the group over a
 second SSH connection: SIGTERM to the server first, then the group, then SIGKILL. ``close``
 finally kills whatever on that host still carries the node's ``BYOG_NODE`` marker (Ray's
-daemons leave the group), found through /proc on the node itself.
+daemons leave the group), found through /proc on the node itself, pass after pass until one finds
+nothing; where it cannot show that (the sweep fails, or something keeps starting marked
+processes), it raises rather than return as if the node were clear.
 
 The node's address (what other nodes and clients connect to) is the host part of the
 destination; the destination is passed to ssh as written (``user@host``, ``ssh://user@host:port``).
@@ -25,7 +27,7 @@ from typing import IO, Any
 from byog.core.errors import UsageError
 from byog.core.settings import NODE_MARKER_ENV
 from byog.runtimes.local import die_with_parent, kill_process_group
-from byog.runtimes.nodes import RUN_TIMEOUT_S, node_env
+from byog.runtimes.nodes import RUN_TIMEOUT_S, SWEEP_PASSES, SWEEP_PAUSE_S, node_env, node_not_clear
 
 STOP_GRACE_S = 20.0
 PGID_LINE = re.compile(rb"^byog-node pgid=(\d+)", re.MULTILINE)
@@ -49,14 +51,22 @@ kill -TERM -$$ 2>/dev/null
 exit $rc
 """
 
-# Kill what still carries the marker (run on the node; the marker is the only argument).
+# Kill what still carries the marker (run on the node; the marker is the only argument), pass after
+# pass until one finds nothing: a parent killed late in a pass may have forked after its children's
+# entries were read (nodes.SWEEP_PASSES, SWEEP_PAUSE_S apart). Exit 1 naming what is still there after the last pass.
 SWEEP = r"""
-for d in /proc/[0-9]*; do
-  if tr '\0' '\n' < "$d/environ" 2>/dev/null | grep -qx "$1"; then
-    kill -KILL "${d#/proc/}" 2>/dev/null && echo "${d#/proc/}"
-  fi
+for pass in $(seq 1 "$2"); do
+  found=
+  for d in /proc/[0-9]*; do
+    if tr '\0' '\n' 2>/dev/null <"$d/environ" | grep -qx "$1"; then
+      kill -KILL "${d#/proc/}" 2>/dev/null && found="$found ${d#/proc/}"
+    fi
+  done
+  [ -z "$found" ] && exit 0
+  sleep "$3"
 done
-true
+echo "still there after $2 passes:$found"
+exit 1
 """
 
 BASE_OPTIONS = ["-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
@@ -233,12 +243,21 @@ class SshNode:
             proc.stop()
         self.procs = []
         # No marker in this command's own environment, so the sweep never matches itself.
-        subprocess.run(
-            [*self.ssh(), shlex.join(["sh", "-c", SWEEP, "byog-sweep", f"{NODE_MARKER_ENV}={self.marker}"])],
-            capture_output=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
+        sweep = shlex.join(
+            ["sh", "-c", SWEEP, "byog-sweep", f"{NODE_MARKER_ENV}={self.marker}", str(SWEEP_PASSES), str(SWEEP_PAUSE_S)]
         )
+        try:
+            done = subprocess.run(
+                [*self.ssh(), sweep], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+            )
+        except subprocess.TimeoutExpired:
+            why = "the sweep took over 60 s"
+        else:
+            if done.returncode == 0:
+                return
+            said = (done.stdout.strip() or done.stderr.strip()).splitlines()
+            why = f"the sweep exited {done.returncode}" + (f": {said[-1]}" if said else "")
+        raise node_not_clear(self.rank, self.destination, why, self.marker)
 
     def record(self) -> dict[str, Any]:
         return {"runtime": "ssh", "destination": self.destination, "gpus": self.gpus, "marker": self.marker}

@@ -155,3 +155,37 @@ def test_environment_and_arguments_arrive_verbatim(kind: str, sshd, tmp_path: Pa
     assert wait_for(lambda: not proc.alive())
     assert tricky in (tmp_path / "q.log").read_text().splitlines()
     node.close()
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_a_close_that_cannot_clear_its_node_says_so_in_one_sentence(
+    kind: str, sshd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Something without the marker keeps starting processes with it (nothing byog can sweep away):
+    close says it cannot vouch for the node instead of returning as if it were clear."""
+    from byog.core.errors import EnvironmentProblem
+    from byog.runtimes import nodes, ssh_nodes
+
+    monkeypatch.setattr(nodes, "SWEEP_PASSES", 2)
+    monkeypatch.setattr(ssh_nodes, "SWEEP_PASSES", 2)
+    runtime, host = runtimes(sshd)[kind]
+    marker = f"t-respawn-{kind}-{os.getpid()}"
+    # four loops, each starting the next marked sleep the moment the last one dies: one of them is
+    # back within the sweep's pause between passes
+    loop = f"while :; do env BYOG_NODE={marker} sleep 30; done"
+    spawner = subprocess.Popen(["sh", "-c", " & ".join([f"({loop})"] * 4) + " & wait"], start_new_session=True)
+    try:
+        assert wait_for(lambda: len(marked_processes(marker)) > 0)
+        with pytest.raises(EnvironmentProblem) as raised:
+            runtime.open(0, host, [], marker).close()
+        said = str(raised.value)
+        assert said.startswith("node 0 (") and "cannot say its processes are gone (" in said and "\n" not in said
+        assert "still there after 2 passes:" in said and f"BYOG_NODE={marker}" in said
+    finally:
+        os.killpg(spawner.pid, 9)
+        spawner.wait()
+        nodes.kill_marked(marker)
+    if kind == "ssh":
+        unreachable = SshNodes([*sshd.options, "-o", "ConnectTimeout=5"]).open(0, "ssh://root@127.0.0.1:1", [], marker)
+        with pytest.raises(EnvironmentProblem, match=r"the sweep exited 255"):
+            unreachable.close()
