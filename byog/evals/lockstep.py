@@ -58,23 +58,31 @@ class Lockstep:
         self.run_dir, self.task, self.server, self.partner = run_dir, task, server, partner
         self.look = 0  # the partner's looks in hand: 1..look (or its complete records)
 
-    def saved(self, look: int, docs: list[int] | None, seeds: list[int]) -> tuple[list[dict[str, Any]], Any] | None:
-        """This server's rows and runner facts of ``look`` from an earlier attempt; None where it has none
-        for these items and passes."""
+    def saved(
+        self, look: int, docs: list[int] | None, seeds: list[int]
+    ) -> tuple[list[dict[str, Any]], Any, float] | None:
+        """This server's rows, runner facts and seconds of running ``look`` from an earlier attempt (or
+        turn); None where it has none for these items and passes."""
         path = self.run_dir.eval_look(self.server, self.task, look)
         if not path.is_file():
             return None
         found = read_json(path)
         if found.get("docs") != docs or found.get("seeds") != seeds:
             return None
-        return found["rows"], found["runner"]
+        return found["rows"], found["runner"], float(found.get("wall_s", 0.0))
 
     def save(
-        self, look: int, docs: list[int] | None, seeds: list[int], rows: list[dict[str, Any]], runner: Any
+        self,
+        look: int,
+        docs: list[int] | None,
+        seeds: list[int],
+        rows: list[dict[str, Any]],
+        runner: Any,
+        wall_s: float,
     ) -> None:
         path = self.run_dir.eval_look(self.server, self.task, look)
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(path, {"docs": docs, "seeds": seeds, "rows": rows, "runner": runner})
+        atomic_write_json(path, {"docs": docs, "seeds": seeds, "rows": rows, "runner": runner, "wall_s": wall_s})
 
     def wait(self, look: int, status: Callable[[str], None]) -> bool:
         """Until the partner's rows of ``look`` (or its complete records) are on disk: True; False where

@@ -126,19 +126,22 @@ def _lm_eval_task(
         order = look_order(task, source, looks.sizes[-1])
         chunks = [order[a:b] for a, b in zip([0, *looks.sizes], looks.sizes, strict=False)]
     lockstep = looks.lockstep if looks is not None else None
+    read_back_s = 0.0  # the seconds earlier attempts or turns spent on the looks read back here
     for j, chunk in enumerate(chunks):
-        made = lockstep.saved(j + 1, chunk, seeds) if lockstep else None
-        if made is None:
-            ran = _lm_eval_passes(task, source, endpoint, seeds, limit, num_concurrent, gen, status, chunk, runner)
-            made = (ran, {})
-            if lockstep:
-                lockstep.save(j + 1, chunk, seeds, made[0], runner)
+
+        def run(chunk: list[int] | None = chunk) -> list[dict[str, Any]]:
+            return _lm_eval_passes(task, source, endpoint, seeds, limit, num_concurrent, gen, status, chunk, runner)
+
+        made = _look_rows(lockstep, j + 1, chunk, seeds, run, runner)
         rows.extend(made[0])
         runner.update(made[1])
+        read_back_s += made[2]
         if looks is None:
             continue
         status(f"{task.name}: look {j + 1}/{len(chunks)} at {looks.sizes[j]} items")
         record = {"planned_items": looks.sizes[-1], "looks_run": j + 1, "items_run": looks.sizes[j]}
+        if read_back_s:
+            record["read_back_wall_s"] = round(read_back_s, 3)
         if lockstep:
             record["lockstep_with"] = lockstep.partner.server
             if lockstep.partner.in_turns:
@@ -151,6 +154,26 @@ def _lm_eval_task(
         if record["stopped"]:
             break
     return rows, gen, runner, ({"sequential": record} if record else {})
+
+
+def _look_rows(
+    lockstep: Lockstep | None,
+    look: int,
+    chunk: list[int] | None,
+    seeds: list[int],
+    run: Callable[[], list[dict[str, Any]]],
+    runner: dict[str, Any],
+) -> tuple[list[dict[str, Any]], Any, float]:
+    """A look's rows, runner facts and the seconds an earlier attempt or turn spent on it, read back;
+    else run now (0 such seconds) and saved for a later one."""
+    made = lockstep.saved(look, chunk, seeds) if lockstep else None
+    if made is not None:
+        return made
+    started = time.perf_counter()
+    ran = run()
+    if lockstep:
+        lockstep.save(look, chunk, seeds, ran, runner, round(time.perf_counter() - started, 3))
+    return ran, {}, 0.0
 
 
 def strata_of(task: TaskSpec, source: DataSource, limit: int | None, points: list[int]) -> dict[int, list[int]]:
@@ -526,7 +549,8 @@ def run_task(
             rows, gen, runner, extra = _mrcr_task(
                 task, source, endpoint, seeds, limit, n, overrides, status, data_dir, context
             )
-    wall_s = time.perf_counter() - started
+    # this call's seconds, and those of earlier attempts or turns on the looks it read back
+    wall_s = time.perf_counter() - started + (extra.get("sequential") or {}).get("read_back_wall_s", 0.0)
     # validate before anything is written; a row of the eval's one concurrency records it too
     rows = [EvalItemRow(**{"num_concurrent": n, **row}).model_dump() for row in rows]
     item_means, pass_scores = _means(rows)

@@ -92,6 +92,14 @@ def _sequential(rd: RunDir, server: str) -> dict[str, Any]:
     return dict(json.loads(rd.eval_results(server, TASK).read_text())["extra"]["sequential"])
 
 
+def _look_wall_s(rd: RunDir, server: str, look: int) -> float:
+    return float(json.loads(rd.eval_look(server, TASK, look).read_text())["wall_s"])
+
+
+def _wall_s(rd: RunDir, server: str) -> float:
+    return float(json.loads(rd.eval_results(server, TASK).read_text())["wall_s"])
+
+
 def _wakes(fake: FakeVllm) -> int:
     return fake.calls.count("wake_up")
 
@@ -105,7 +113,10 @@ def test_both_sides_stop_at_the_look_where_the_gate_stops_and_neither_is_asked_a
     for name, other in (("cand", "stock"), ("stock", "cand")):
         fake = fakes[name]
         assert (fake.asked(), fake.asked_asleep) == (10, 0)  # look 1 only, on both sides; none while asleep
-        assert _sequential(rd, name) == {
+        record = _sequential(rd, name)
+        # stock ran its look 1 in its first turn and read it back in its second: both turns are its wall
+        assert record.pop("read_back_wall_s", None) == (_look_wall_s(rd, "stock", 1) if name == "stock" else None)
+        assert record == {
             "planned_items": 20,
             "looks_run": 1,
             "items_run": 10,
@@ -143,3 +154,8 @@ def test_a_gate_that_never_stops_runs_every_look_on_both_in_alternating_turns(
         assert (record["looks_run"], record["items_run"], record["stopped"], record["in_turns"]) == (2, 20, False, True)
     # stock: look 1 | cand: looks 1 and 2 | stock: look 2, complete | cand: reads both back, complete
     assert {name: _wakes(fake) - before[name] for name, fake in fakes.items()} == {"stock": 2, "cand": 2}
+    # each side's wall counts every turn it spent on the task, not only its last call's
+    looks = {name: [_look_wall_s(rd, name, k) for k in (1, 2)] for name in fakes}
+    assert _sequential(rd, "cand")["read_back_wall_s"] == pytest.approx(sum(looks["cand"]), abs=2e-3)
+    assert _sequential(rd, "stock")["read_back_wall_s"] == pytest.approx(looks["stock"][0], abs=2e-3)
+    assert all(_wall_s(rd, name) >= sum(looks[name]) - 2e-3 for name in fakes)

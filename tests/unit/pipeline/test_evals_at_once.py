@@ -284,3 +284,5 @@ def test_a_rerun_of_two_servers_at_once_reads_their_looks_back(fakes: dict[str, 
         assert len(_asked(fake)) <= 10  # look 1 (and a look 2 saved before the interrupt) read back, not asked
         record = _sequential(rd, name)
         assert (record["looks_run"], record["items_run"], record["stopped"]) == (2, 20, False)
+        # the interrupted attempt's seconds on the looks read back count in the task's wall
+        assert 0 < record["read_back_wall_s"] <= json.loads(rd.eval_results(name, TASK).read_text())["wall_s"]
