@@ -4,7 +4,6 @@ run every item, and a rerun reads its looks back (the two sides in threads, lm-e
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from byog.evals import runner
 from byog.evals.lockstep import Partner
 from byog.schemas.plan import Plan
 from byog.schemas.server import Endpoint
+from tests.support.eval_records import sequential_record
 from tests.support.reporter import RecordingReporter
 from tests.unit.evals.test_runner import FakeLmEval, _looks_plan, _mixed
 
@@ -64,7 +64,7 @@ def _at_once(rd: RunDir, servers: tuple[str, ...] = SERVERS, plan: Plan | None =
 
 
 def _record(rd: RunDir, server: str) -> dict[str, Any]:
-    return dict(json.loads(rd.eval_results(server, TASK).read_text())["extra"]["sequential"])
+    return sequential_record(rd, server, TASK)
 
 
 def test_both_stop_at_the_look_where_the_gate_on_the_same_items_stops(tmp_path: Path, monkeypatch) -> None:

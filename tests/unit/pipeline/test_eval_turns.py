@@ -19,6 +19,7 @@ from byog.plans.load import parse_plan
 from byog.runtimes.record import utc_now, write_server_record
 from byog.schemas.plan import Plan, ServerConfig
 from byog.schemas.server import PreparedModel, ServerRecord
+from tests.support.eval_records import eval_results, sequential_record
 from tests.support.fake_vllm import FakeVllm
 from tests.support.interleave_run import FakeServer
 from tests.support.reporter import RecordingReporter
@@ -89,7 +90,7 @@ def _run(plan: Plan, rd: RunDir, reporter: RecordingReporter) -> None:
 
 
 def _sequential(rd: RunDir, server: str) -> dict[str, Any]:
-    return dict(json.loads(rd.eval_results(server, TASK).read_text())["extra"]["sequential"])
+    return sequential_record(rd, server, TASK)
 
 
 def _look_wall_s(rd: RunDir, server: str, look: int) -> float:
@@ -97,7 +98,7 @@ def _look_wall_s(rd: RunDir, server: str, look: int) -> float:
 
 
 def _wall_s(rd: RunDir, server: str) -> float:
-    return float(json.loads(rd.eval_results(server, TASK).read_text())["wall_s"])
+    return float(eval_results(rd, server, TASK)["wall_s"])
 
 
 def _wakes(fake: FakeVllm) -> int:

@@ -32,6 +32,7 @@ from byog.plans.load import parse_plan
 from byog.runtimes.record import utc_now, write_server_record
 from byog.schemas.plan import Plan, ServerConfig
 from byog.schemas.server import PreparedModel, ServerRecord
+from tests.support.eval_records import eval_results, sequential_record
 from tests.support.fake_vllm import FakeVllm
 from tests.support.interleave_run import FakeServer
 from tests.support.reporter import RecordingReporter
@@ -176,7 +177,7 @@ def _looks_plan_text(margin: float) -> str:
 
 
 def _sequential(rd: RunDir, server: str) -> dict[str, Any]:
-    return dict(json.loads(rd.eval_results(server, TASK).read_text())["extra"]["sequential"])
+    return sequential_record(rd, server, TASK)
 
 
 def _asked(fake: FakeVllm) -> list[str]:
@@ -285,4 +286,4 @@ def test_a_rerun_of_two_servers_at_once_reads_their_looks_back(fakes: dict[str, 
         record = _sequential(rd, name)
         assert (record["looks_run"], record["items_run"], record["stopped"]) == (2, 20, False)
         # the interrupted attempt's seconds on the looks read back count in the task's wall
-        assert 0 < record["read_back_wall_s"] <= json.loads(rd.eval_results(name, TASK).read_text())["wall_s"]
+        assert 0 < record["read_back_wall_s"] <= eval_results(rd, name, TASK)["wall_s"]
