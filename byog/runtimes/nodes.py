@@ -131,12 +131,12 @@ SWEEP_PASSES = 10
 SWEEP_PAUSE_S = 0.2
 
 
-def sweep_marked(marker: str, passes: int | None = None) -> list[int]:
+def sweep_marked(marker: str) -> list[int]:
     """``kill_marked`` pass after pass until one finds nothing (the node is clear: ``[]``); else what
     the last pass found."""
     grace_s = 5.0
     found: list[int] = []
-    for _ in range(passes or SWEEP_PASSES):
+    for _ in range(SWEEP_PASSES):
         found = kill_marked(marker, grace_s)
         if not found:
             return []

@@ -51,9 +51,9 @@ kill -TERM -$$ 2>/dev/null
 exit $rc
 """
 
-# Kill what still carries the marker (run on the node; the marker is the only argument), pass after
-# pass until one finds nothing: a parent killed late in a pass may have forked after its children's
-# entries were read (nodes.SWEEP_PASSES, SWEEP_PAUSE_S apart). Exit 1 naming what is still there after the last pass.
+# Kill what still carries the marker (run on the node; the arguments: the marker, nodes.SWEEP_PASSES
+# and SWEEP_PAUSE_S), pass after pass, a pause apart, until one finds nothing: a parent killed late in
+# a pass may have forked after its children's entries were read. Exit 1 naming what the last pass found.
 SWEEP = r"""
 for pass in $(seq 1 "$2"); do
   found=
