@@ -17,7 +17,6 @@ included): some land between requests and should name nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -50,7 +49,7 @@ def main() -> int:
     model = prepare_model(ModelSpec(path=BUILTIN_MODEL, max_model_len=4096))
     server_dir = Path(tempfile.mkdtemp(prefix="byog-late-reads-"))
     server = LocalRuntime().launch("late-reads", server_config(args=SERVER_ARGS), model, server_dir)
-    front_end = json.loads((server_dir / "server.json").read_text())["starts"][-1]["pid"]
+    front_end = server.starts[-1]["pid"]  # the API server's process
     try:
         for way in args.ways.split(","):
             print(f"\n== {way}: {args.runs} runs, stops of {args.stall_s} s" if way != "quiet" else f"\n== {way}")

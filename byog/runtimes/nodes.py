@@ -134,14 +134,12 @@ SWEEP_PAUSE_S = 0.2
 def sweep_marked(marker: str) -> list[int]:
     """``kill_marked`` pass after pass until one finds nothing (the node is clear: ``[]``); else what
     the last pass found."""
-    grace_s = 5.0
-    found: list[int] = []
-    for _ in range(SWEEP_PASSES):
-        found = kill_marked(marker, grace_s)
+    found = kill_marked(marker)
+    for _ in range(SWEEP_PASSES - 1):
         if not found:
             return []
-        grace_s = 0.2  # what a pass finds after the first was born since: no shutdown to wait for
         time.sleep(SWEEP_PAUSE_S)
+        found = kill_marked(marker, grace_s=0.2)  # born since the first pass: no shutdown to wait for
     return found
 
 

@@ -231,12 +231,16 @@ class SshNode:
             ["env", *[f"{k}={v}" for k, v in node_env(env or {}, self.marker, self.gpus).items()], *argv]
         )
         try:
-            done = subprocess.run(
-                [*self.ssh(), command], capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL
-            )
+            done = self._over_ssh(command, timeout_s)
         except subprocess.TimeoutExpired:
             return 124, f"timed out after {timeout_s:.0f} s"
         return done.returncode, done.stdout + done.stderr
+
+    def _over_ssh(self, command: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
+        """``command`` run by the node's shell over SSH, stdin closed, output captured (raises TimeoutExpired)."""
+        return subprocess.run(
+            [*self.ssh(), command], capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL
+        )
 
     def close(self) -> None:
         for proc in reversed(self.procs):
@@ -247,9 +251,7 @@ class SshNode:
             ["sh", "-c", SWEEP, "byog-sweep", f"{NODE_MARKER_ENV}={self.marker}", str(SWEEP_PASSES), str(SWEEP_PAUSE_S)]
         )
         try:
-            done = subprocess.run(
-                [*self.ssh(), sweep], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
-            )
+            done = self._over_ssh(sweep, 60)
         except subprocess.TimeoutExpired:
             why = "the sweep took over 60 s"
         else:
