@@ -90,6 +90,15 @@ RequestBodyOpt = Annotated[
         help="byog (exact per-chunk token counts) or vllm (the body `vllm bench serve` sends; docs/metrics.md).",
     ),
 ]
+RemeasureOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--remeasure",
+        min=0,
+        help="Times a point invalid for a transient cause (client saturated, GPU clocks slowed) is measured again "
+        "once the cause clears (default: a plan's; 0: never). Not with --plan: set `remeasure` in the plan.",
+    ),
+]
 BenchPlanOpt = Annotated[
     str | None, typer.Option("--plan", help="Take the workloads of this plan's server instead of the flags.")
 ]
@@ -130,6 +139,7 @@ def bench_cmd(
     seed: SeedOpt = 1234,
     reset_prefix_cache: ResetPrefixCacheOpt = False,
     request_body: RequestBodyOpt = "byog",
+    remeasure: RemeasureOpt = None,
     plan: BenchPlanOpt = None,
     server: BenchServerOpt = None,
     data_dir: DataDirOpt = None,
@@ -160,6 +170,7 @@ def bench_cmd(
         seed=seed,
         reset_prefix_cache=reset_prefix_cache,
         request_body=request_body,
+        remeasure=remeasure,
         plan=plan,
         server=server,
         data_dir=data_dir,

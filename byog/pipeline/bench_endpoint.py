@@ -51,6 +51,7 @@ class BenchFlags:
     seed: int = 1234
     reset_prefix_cache: bool = False
     request_body: str = "byog"  # byog | vllm (what `vllm bench serve` sends)
+    remeasure: int | None = None  # None: the plan schema's default
     plan: str | None = None
     server: str | None = None
     data_dir: Path | None = None
@@ -124,6 +125,7 @@ def plan_from_flags(flags: BenchFlags, model: str) -> tuple[Plan, str]:
         "baseline": ENDPOINT_SERVER,
         "workloads": [workload],
         "seeds": [flags.seed],
+        **({"remeasure": flags.remeasure} if flags.remeasure is not None else {}),
     }
     text = yaml.safe_dump(data, sort_keys=False)
     return parse_plan(text, "the bench flags"), text
@@ -143,6 +145,8 @@ def bench_endpoint(flags: BenchFlags, run_dir: Path | None, reporter: Reporter) 
     """Run the sweep against ``flags.endpoint`` into ``run_dir`` (resuming it) and summarize it."""
     endpoint = flags.endpoint.rstrip("/").removesuffix("/v1")
     if flags.plan:
+        if flags.remeasure is not None:
+            raise UsageError("--remeasure sets the plan the flags make; with --plan, set `remeasure` in the plan")
         plan, text = load_plan(flags.plan)
         server_name = flags.server or plan.baseline
         if server_name not in plan.servers:
