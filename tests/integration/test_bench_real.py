@@ -19,8 +19,10 @@ pytestmark = pytest.mark.integration
 # times a request's tokens in its engine; a client times their reads, and the two differ only where a
 # first or last token was read late (its process, or the server's front end, stalled: a middle token
 # read late moves no TPOT). byog names such reads (crosscheck.late_reads; CI once read 0.906 of the
-# server's TPOT: 1.4 s of the 8 requests' decode went unseen), and a run that names one is measured
-# again: a stall is the box's, not the client's. A read late enough to move the mean by 1 % at 8
+# server's TPOT: 1.4 s of the 8 requests' decode went unseen), and a run off the band that names one is
+# measured again: a stall is the box's, not the client's. A named read that left the run inside the
+# band is no failure (with two busy loops beside, three runs in a row named a last-token burst, the
+# last of them 0.9988 of the server's TPOT). A read late enough to move the mean by 1 % at 8
 # requests of 32 tokens is ~2.5 steps late, so it is named; a client that is late at every first
 # token by less than a step is not, and it fails here. The band is 1 % (undisturbed runs agreed
 # within 0.5 % with the unit suite running beside), and it still sees a TPOT divided by n_out
@@ -42,10 +44,9 @@ def test_byog_and_vllm_bench_serve_each_measure_the_servers_tpot_and_count_its_t
     kw = dict(isl=32, osl=32, concurrency=1, num_prompts=8)
     for attempt in range(1, ATTEMPTS + 1):
         byog = run_byog(endpoint.base_url, endpoint.model, smollm2.tokenizer, **kw)
-        if not byog["late_reads"]:
+        if abs(_client_over_server(byog) - 1) < SERVER_AGREEMENT or not byog["late_reads"]:
             break
         print(f"\nattempt {attempt}: client / server {_client_over_server(byog):.5f}, read late: {byog['late_reads']}")
-    assert byog["late_reads"] == [], f"each of {ATTEMPTS} runs read a stream late"
     vllm = run_vllm_bench_serve(endpoint.base_url, endpoint.model, smollm2.tokenizer, **kw)
     # exact: what byog counted is what the server says it processed
     assert byog["errors"] == [] and byog["completed"] == 8
@@ -63,8 +64,11 @@ def test_byog_and_vllm_bench_serve_each_measure_the_servers_tpot_and_count_its_t
 
 
 # What a loaded box does to a point's timing (byog flags it, and this test times nothing): the client
-# falls behind, or at B=2 one request's answer is done before the other's first token.
+# falls behind, or at B=2 one request's answer is done before the other's first token. A flagged point
+# is measured once (REMEASURE_NEVER): re-measuring is tests/unit/bench/test_sweep.py's, and on a box
+# that stays busy each attempt would first wait out settle.SETTLE_MAX_S for a core to idle.
 LOAD_REASONS = ("client saturated", "have no decode window")
+REMEASURE_NEVER = ["--remeasure", "0"]
 
 
 def _timing_only(reasons: list[str]) -> list[str]:
@@ -91,6 +95,7 @@ def test_bench_cli_writes_a_resumable_run_dir_with_isl_1_and_chat(endpoint, tmp_
         "--run-dir",
         str(run_dir),
         "--json",
+        *REMEASURE_NEVER,
     ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -137,6 +142,7 @@ def test_bench_cli_writes_a_resumable_run_dir_with_isl_1_and_chat(endpoint, tmp_
             "--run-dir",
             str(tmp_path / "chat"),
             "--json",
+            *REMEASURE_NEVER,
         ],
     )
     assert chat.exit_code == 0, chat.output
@@ -187,6 +193,7 @@ def test_random_text_prompts_are_text_the_server_counts_as_exactly_isl_tokens(
         "--run-dir",
         str(run_dir),
         "--json",
+        *REMEASURE_NEVER,
     ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
