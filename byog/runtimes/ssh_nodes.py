@@ -54,6 +54,7 @@ exit $rc
 # Kill what still carries the marker (run on the node; the arguments: the marker, nodes.SWEEP_PASSES
 # and SWEEP_PAUSE_S), pass after pass, a pause apart, until one finds nothing: a parent killed late in
 # a pass may have forked after its children's entries were read. Exit 1 naming what the last pass found.
+SWEEP_TIMEOUT_S = 60  # SWEEP_PASSES passes of a /proc scan and a pause: seconds, unless the node hangs
 SWEEP = r"""
 for pass in $(seq 1 "$2"); do
   found=
@@ -251,9 +252,9 @@ class SshNode:
             ["sh", "-c", SWEEP, "byog-sweep", f"{NODE_MARKER_ENV}={self.marker}", str(SWEEP_PASSES), str(SWEEP_PAUSE_S)]
         )
         try:
-            done = self._over_ssh(sweep, 60)
+            done = self._over_ssh(sweep, SWEEP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            why = "the sweep took over 60 s"
+            why = f"the sweep took over {SWEEP_TIMEOUT_S} s"
         else:
             if done.returncode == 0:
                 return
